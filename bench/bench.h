@@ -1,0 +1,10 @@
+/* Benchmarks behind `inca bench <name>`: each prints JSON Lines or one JSON object with ratios
+ * against a baseline measured in the same process (machines here are shared and noisy). */
+#ifndef INCA_BENCH_H
+#define INCA_BENCH_H
+int bench_spmm(int argc, char **argv);      /* SpMM GB/s vs copy and random-gather bounds */
+int bench_gen(int argc, char **argv);       /* generate + ingest a large graph: time, peak RSS */
+int bench_loader(int argc, char **argv);    /* prefetching loader: trainer wait fraction */
+int bench_epoch(int argc, char **argv);     /* GAS vs IncAgg epoch time and accuracy */
+int bench_pruning(int argc, char **argv);   /* time per pruning stage */
+#endif

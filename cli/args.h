@@ -1,0 +1,21 @@
+/* Command-line parsing shared by every `inca` command: `--key value`, `--key=value`, bare
+ * `--flag`s and positionals. Each command lists the flags it knows; anything else is a usage
+ * error naming the flag (exit 2). Tested in test_cli.c. */
+#ifndef INCA_ARGS_H
+#define INCA_ARGS_H
+#include <stdint.h>
+
+typedef struct args args_t;
+
+/* known: NULL-terminated list of flag specs, "--name" for flags taking a value and
+ * "--name!" for boolean flags. argv[0] is the command name. */
+int args_parse(int argc, char **argv, const char *const *known, args_t **out);
+void args_free(args_t **a);
+int args_npos(const args_t *a);
+const char *args_pos(const args_t *a, int i);
+int args_has(const args_t *a, const char *name);        /* flag given (either kind) */
+const char *args_str(const args_t *a, const char *name, const char *def);
+/* Numeric getters: INCA_EINVAL with "--name: expected an integer, got 'x'" on bad input. */
+int args_int(const args_t *a, const char *name, int64_t def, int64_t *out);
+int args_double(const args_t *a, const char *name, double def, double *out);
+#endif

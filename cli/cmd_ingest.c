@@ -1,0 +1,8 @@
+/* inca ingest: owned by its issue; this file is replaced when that command lands. */
+#include "cli/commands.h"
+#include "core/status.h"
+
+int cmd_ingest(int argc, char **argv) {
+    (void)argc; (void)argv;
+    return inca_fail(INCA_ERR, "command 'ingest' is not available in this build yet");
+}

@@ -1,0 +1,35 @@
+/* Thread-local error messages; see status.h. Tested in test_core.c. */
+#include "core/status.h"
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+static _Thread_local char g_msg[1024];
+
+int inca_fail(int code, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(g_msg, sizeof g_msg, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+int inca_fail_ctx(int code, const char *fmt, ...) {
+    char prefix[512], old[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(prefix, sizeof prefix, fmt, ap);
+    va_end(ap);
+    memcpy(old, g_msg, sizeof old);
+    snprintf(g_msg, sizeof g_msg, "%s: %s", prefix, old);
+    return code;
+}
+
+const char *inca_errmsg(void) { return g_msg; }
+void inca_err_clear(void) { g_msg[0] = '\0'; }
+
+int inca_exit_code(int status) {
+    if (status == INCA_OK) return 0;
+    if (status == INCA_EINVAL || status == INCA_ENOTFOUND) return 2;
+    return 1;
+}

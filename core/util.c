@@ -1,0 +1,37 @@
+/* Clock, peak RSS and the thread count; see util.h. */
+#include "core/util.h"
+#include <omp.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+void openblas_set_num_threads(int);   /* from OpenBLAS; declared here to avoid cblas.h */
+
+static int g_threads = 0;
+
+double inca_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+double inca_peak_rss_mb(void) {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_maxrss / 1024.0;
+}
+
+void inca_set_threads(int t) {
+    if (t <= 0) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        t = n > 0 ? (int)n : 1;
+    }
+    g_threads = t;
+    omp_set_num_threads(t);
+    openblas_set_num_threads(t);
+}
+
+int inca_threads(void) {
+    if (g_threads == 0) inca_set_threads(0);
+    return g_threads;
+}

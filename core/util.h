@@ -1,0 +1,11 @@
+/* Small helpers shared by every module: wall clock, peak RSS, thread count. */
+#ifndef INCA_UTIL_H
+#define INCA_UTIL_H
+#include <stdint.h>
+
+double inca_now(void);            /* monotonic seconds */
+double inca_peak_rss_mb(void);    /* getrusage ru_maxrss of this process, MiB */
+/* Threads used by parallel kernels: set once from --threads (default: online CPUs). */
+void inca_set_threads(int t);
+int inca_threads(void);
+#endif

@@ -1,0 +1,57 @@
+/* The compute kernels every model calls: one interface (this header), backends chosen at run
+ * time. The CPU backend (kernels/cpu/) is threaded with OpenMP and uses CBLAS for GEMM; a CUDA
+ * backend (kernels/cuda/) plugs into the same table when built. All matrices are row-major
+ * float32; callers own every buffer and kernels allocate nothing per call (hot loops).
+ * Determinism: for a fixed thread count every kernel returns bit-identical results (static row
+ * partitions, no atomics on floats). Tested in test_kernels.c against naive double references. */
+#ifndef INCA_KERNELS_H
+#define INCA_KERNELS_H
+#include <stdint.h>
+#include "graph/csr.h"
+
+/* ---- sparse ---- */
+/* Y[a->n_rows x f] = alpha * A X + beta * Y, X is a->n_cols x f (entries of A are a->val, or 1
+ * when val is NULL). Rows are split across threads by nonzero count (degree-aware). */
+int kern_spmm(const csr_t *a, const float *x, int64_t f, float alpha, float beta, float *y);
+/* Y[a->n_cols x f] = alpha * Aᵀ X + beta * Y using `at`, the precomputed csr_transpose of A
+ * (pass NULL when A is known symmetric in pattern and values, e.g. GCN's Â). */
+int kern_spmm_t(const csr_t *a, const csr_t *at, const float *x, int64_t f, float alpha, float beta, float *y);
+
+/* ---- dense (CBLAS) ---- */
+/* C[m x n] = alpha * op(A) op(B) + beta * C; op(A) is m x k, op(B) is k x n, row-major with
+ * leading dimensions lda, ldb, ldc. */
+void kern_gemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+               const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
+
+/* ---- elementwise (n = number of floats) ---- */
+void kern_axpby(int64_t n, float alpha, const float *x, float beta, float *y);  /* y = a x + b y */
+void kern_add_bias(int64_t rows, int64_t f, const float *b, float *y);          /* y[i,:] += b */
+void kern_bias_grad(int64_t rows, int64_t f, const float *dy, float *db);       /* db = Σ_i dy[i,:] (overwrites) */
+void kern_relu(int64_t n, const float *x, float *y);
+void kern_relu_grad(int64_t n, const float *y, const float *dy, float *dx);     /* dx = dy * (y > 0) */
+/* Inverted dropout with a counter-based mask: keep element i iff
+ * rng_hash_uniform(seed, stream, i) >= p; y = x / (1-p) where kept, else 0. mask (n bytes)
+ * receives 1/0 and may be NULL. Same (seed, stream) -> same mask for any thread count. */
+void kern_dropout(int64_t n, float p, uint64_t seed, uint64_t stream, const float *x, float *y, uint8_t *mask);
+void kern_dropout_grad(int64_t n, float p, const uint8_t *mask, const float *dy, float *dx);
+
+/* ---- loss and metrics ---- */
+/* Row-wise log-softmax of logits[rows x c] into logp; then mean NLL over the rows listed in
+ * idx[0..nidx) whose label y >= 0 (unlabelled rows are ignored). Returns the loss; when dlogits
+ * is non-NULL it receives d(loss)/d(logits) (zero on rows not counted). */
+double kern_softmax_xent(int64_t rows, int64_t c, const float *logits, const int32_t *y,
+                         const int64_t *idx, int64_t nidx, float *logp, float *dlogits);
+/* Accuracy as OGB's evaluator computes it over idx (argmax of scores, ties to the lowest class),
+ * counting only rows with y >= 0. Returns correct / counted (0 when none counted). */
+double kern_accuracy(int64_t c, const float *scores, const int32_t *y, const int64_t *idx, int64_t nidx);
+
+/* ---- backends ---- */
+typedef struct kern_backend {
+    const char *name;   /* "cpu", "cuda" */
+    int (*spmm)(const csr_t *a, const float *x, int64_t f, float alpha, float beta, float *y);
+    void (*gemm)(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                 const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
+} kern_backend_t;
+/* "cpu" always; "cuda" when built with CUDA and a device is present (else NULL + message). */
+const kern_backend_t *kern_backend_get(const char *name);
+#endif

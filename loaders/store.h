@@ -1,0 +1,95 @@
+/* The LMDB store: one LMDB environment (a directory holding data.mdb) per dataset, with named
+ * sub-databases:
+ *   "meta"    key "meta" -> store_meta_t (magic, version, counts, dtypes);
+ *             key "array:<name>" -> array descriptor; other keys are free-form records
+ *             ("part:<name>" partition manifests, "dyn:<name>" ...).
+ *   "arrays"  key <name> '\0' <8-byte big-endian chunk index> -> chunk bytes; keys sort in
+ *             array order, so a cursor walks an array front to back.
+ * Arrays are stored in chunks of at most STORE_CHUNK_BYTES.
+ *
+ * CAVEATS FIRST
+ * - Views (store_array_chunk, store_record_get) point into the memory map and are valid only
+ *   until the store's read snapshot changes: store_close, store_write_commit (which renews the
+ *   snapshot so the writer sees its own data) or store_refresh. Copy what must live longer.
+ * - A store_t may be read from several threads at once (MDB_NOTLS, one shared read txn);
+ *   writes (store_write_*) must come from one thread at a time.
+ * - Open LMDB environments only after a fork, never before (Check forks per test).
+ * - A store on disk is valid only once its "meta" record exists; dataset_save writes it last
+ *   in a temporary directory and renames, so an interrupted ingest leaves nothing that opens.
+ * Tested in test_store.c. */
+#ifndef INCA_STORE_H
+#define INCA_STORE_H
+#include <stddef.h>
+#include <stdint.h>
+
+#define STORE_MAGIC 0x41434e49u        /* "INCA" little-endian */
+#define STORE_VERSION 1u
+#define STORE_CHUNK_BYTES (64u << 20)   /* 64 MiB per chunk */
+
+typedef enum { DT_F32 = 1, DT_I32 = 2, DT_I64 = 3, DT_U8 = 4, DT_BF16 = 5, DT_F64 = 6 } store_dtype_t;
+size_t store_dtype_size(store_dtype_t t);
+
+typedef struct store_meta {
+    uint32_t magic, version;
+    int64_t nodes;        /* nodes or examples */
+    int64_t edges;        /* directed edges stored in the CSR (0: no graph) */
+    int64_t features;
+    int32_t classes;
+    int32_t feat_dtype;   /* store_dtype_t of "x" */
+    int64_t labeled;
+    int64_t split_n[3];   /* train, valid, test */
+    char source[256];
+} store_meta_t;
+
+typedef struct store_array_info {
+    store_dtype_t dtype;
+    int64_t count;         /* elements */
+    int64_t chunk_elems;   /* elements per chunk (the last may hold fewer) */
+    int64_t nchunks;
+} store_array_info_t;
+
+typedef struct store store_t;
+
+enum { STORE_RDONLY = 0, STORE_RDWR = 1 };
+/* Open an existing store; checks the meta record (magic, version, sizes) with a hint on
+ * mismatch. The caller owns *out and frees it with store_close. */
+int store_open(const char *path, int mode, store_t **out);
+/* Create an empty environment at `path` (a directory that must not exist) for writing.
+ * The store has no meta until store_write_meta is committed. */
+int store_create(const char *path, store_t **out);
+void store_close(store_t **s);        /* NULL-safe, sets *s = NULL */
+const char *store_path(const store_t *s);
+const store_meta_t *store_meta(const store_t *s);  /* valid until close; NULL before meta */
+int64_t store_disk_bytes(const store_t *s);         /* size of data.mdb */
+int store_refresh(store_t *s);        /* renew the read snapshot (invalidates views) */
+
+/* ---- reading ---- */
+int store_array_info(store_t *s, const char *name, store_array_info_t *info); /* ENOTFOUND */
+int store_has_array(store_t *s, const char *name);  /* 1 / 0 */
+/* Zero-copy view of chunk i: *ptr into the map, *count elements. */
+int store_array_chunk(store_t *s, const char *name, int64_t i, const void **ptr, int64_t *count);
+/* Copy elements [start, start+count) into dst (crosses chunks). */
+int store_array_read(store_t *s, const char *name, int64_t start, int64_t count, void *dst);
+/* Allocate (inca_malloc) and read a whole array; *count may be NULL. Caller frees. */
+int store_array_load(store_t *s, const char *name, store_dtype_t want, void **out, int64_t *count);
+/* Free-form record in "meta": view valid like array chunks. ENOTFOUND when absent. */
+int store_record_get(store_t *s, const char *key, const void **ptr, size_t *len);
+/* Calls fn for every record key starting with prefix (in key order); fn returns 0 to go on. */
+int store_record_each(store_t *s, const char *prefix,
+                      int (*fn)(void *ctx, const char *key, const void *val, size_t len), void *ctx);
+
+/* ---- writing: every put is deferred and applied in one LMDB write transaction at commit, so
+ * a batch lands whole or not at all; on MDB_MAP_FULL the map is doubled and the transaction
+ * retried. The caller's buffers must stay valid until commit or abort returns. ---- */
+typedef struct store_wtx store_wtx_t;
+int store_write_begin(store_t *s, store_wtx_t **out);
+/* Replace (or create) array `name` with count elements of dtype from data. */
+int store_wtx_put_array(store_wtx_t *w, const char *name, store_dtype_t dtype, const void *data, int64_t count);
+int store_wtx_del_array(store_wtx_t *w, const char *name);
+int store_wtx_put_record(store_wtx_t *w, const char *key, const void *data, size_t len);
+int store_wtx_del_record(store_wtx_t *w, const char *key);
+int store_wtx_put_meta(store_wtx_t *w, const store_meta_t *m);
+/* Apply everything in one transaction; frees w (also on failure). */
+int store_write_commit(store_wtx_t **w);
+void store_write_abort(store_wtx_t **w);   /* drop pending puts; NULL-safe */
+#endif
