@@ -1,0 +1,76 @@
+/* A GNN model: a stack of the layers of nn/layer.h with its parameters, gradients and a
+ * workspace sized once for up to n_max rows, so forward and backward allocate nothing.
+ * Tested in tests/test_nn.c (gradient checks of whole models in double, float vs double,
+ * determinism) and through the trainers in tests/test_train.c.
+ *
+ * CAVEATS FIRST
+ * - model_forward stores everything the backward needs inside the model; the returned logits
+ *   pointer and every pointer handed to the aggregation operator stay valid until the next
+ *   model_forward (or model_free). One forward, then at most one backward.
+ * - model_backward OVERWRITES every gradient (no accumulation across calls); it requires the
+ *   last forward to have been run with train = 1.
+ * - Dropout masks are a pure function of (seed, step, mask number): drop mask j of a forward
+ *   uses stream = step * NN_STREAMS_PER_STEP + j, with j = the index of the dropout in the
+ *   model (input dropout of layer l is mask l for gcn/sage/mlp; gcnii: 0 = input, l = conv l,
+ *   L+1 = before lin_out; appnp: 0 = input, 1 = hidden). Pass step = epoch for full-batch and a
+ *   global step counter for mini-batch methods. Rows are numbered 0..n-1 within the call, so a
+ *   batch gets masks of its own.
+ * - Deterministic: same parameters, inputs, seed, step and thread count -> bit-identical.
+ */
+#ifndef INCA_NN_MODEL_H
+#define INCA_NN_MODEL_H
+#include <stdint.h>
+#include "nn/layer.h"
+
+#define NN_STREAMS_PER_STEP 1024u
+
+struct model_config {
+    int kind;           /* NN_MLP, NN_GCN, NN_SAGE, NN_GCNII, NN_APPNP */
+    int64_t in_dim;     /* input feature width */
+    int64_t hidden;     /* hidden width */
+    int64_t out_dim;    /* classes */
+    int layers;         /* mlp/gcn/sage: number of layers incl. the output layer (>= 1);
+                           gcnii: number of GCN2 convolutions (>= 1); appnp: ignored (2-layer MLP) */
+    float dropout;      /* in [0,1) */
+    float alpha;        /* gcnii initial-residual weight / appnp teleport (0.1) */
+    float theta;        /* gcnii: β_l = log(θ/l + 1) (0.5) */
+    int K;              /* appnp propagation steps (10) */
+    int batchnorm;      /* gcn/sage/mlp: BatchNorm on hidden layers */
+    int residual;       /* gcn/sage/mlp: residual on hidden layers of equal width */
+    uint64_t seed;      /* parameter initialisation (Glorot uniform weights, zero biases) */
+};
+
+/* Defaults: gcn, 2 layers, hidden 16, dropout 0.5, alpha 0.1, theta 0.5, K 10; in_dim and
+ * out_dim must still be set. */
+void model_config_default(model_config_t *c);
+/* "mlp" | "gcn" | "sage" | "gcnii" | "appnp" -> kind (INCA_EINVAL naming the value otherwise). */
+int model_kind_parse(const char *name, int *kind);
+const char *model_kind_name(int kind);
+/* INCA_EINVAL with a message naming the bad field when cfg cannot build a model. */
+int model_config_check(const model_config_t *cfg);
+
+/* Aggregation sites of a model built from cfg (nn/layer.h), and the width of site s. */
+int model_num_sites(const model_config_t *cfg);
+int64_t model_site_dim(const model_config_t *cfg, int site);
+
+/* Declarations (float instance, names without suffix; see nn/nn_types.inc):
+ *
+ * int model_create(const model_config_t *cfg, int64_t n_max, model_t **out);
+ *   Parameters initialised from cfg->seed; workspace for up to n_max rows. *out owned by the
+ *   caller (model_free). INCA_EINVAL for a bad cfg, INCA_ENOMEM when out of memory.
+ * void model_free(model_t **m);  NULL-safe, sets *m = NULL.
+ *
+ * int model_forward(model_t *m, int64_t n, const float *x, const nn_agg_t *agg, int train,
+ *                   uint64_t seed, uint64_t step, const float **logits);
+ *   x: n x in_dim rows (borrowed, must stay valid until model_backward returns);
+ *   n <= n_max; agg may be NULL only for mlp. train = 1: dropout on, BatchNorm on batch
+ *   statistics (and running statistics updated); 0: eval mode. *logits -> n x out_dim inside
+ *   the model (valid until the next forward).
+ * int model_backward(model_t *m, const float *dlogits, const nn_agg_t *agg);
+ *   dlogits: n x out_dim gradient of the loss w.r.t. the logits of the last forward (train=1).
+ *   Fills every parameter gradient (overwrite).
+ * int model_nparams(const model_t *m);  nn_param_t *model_param(model_t *m, int i);
+ *   The parameters in a fixed order (pointers stable for the model's life).
+ * const model_config_t *model_config(const model_t *m);
+ */
+#endif

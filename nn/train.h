@@ -1,0 +1,130 @@
+/* Training: the configuration and result of `inca train`, the dispatcher over methods, the
+ * full-batch trainer, and the helpers every trainer shares (feature preprocessing, weight-decay
+ * policy, evaluation, best-epoch tracking, metrics lines). Mini-batch methods (cluster, gas,
+ * incagg) live in nn/train_mb.c (issue 4) behind train_minibatch().
+ * Tested in tests/test_train.c (trainer on small graphs, determinism, runs, overrides) and
+ * tests/test_e2e_train.c (the CLI on the bundled Cora).
+ *
+ * CAVEATS FIRST
+ * - Accuracies are fractions in [0,1]. Nodes with y < 0 are ignored in loss and accuracy.
+ * - Test accuracy is reported at the best validation epoch: highest validation accuracy, ties
+ *   broken by lower validation loss, then by the earlier epoch. Without a validation split the
+ *   last epoch counts as best.
+ * - Per epoch the full-batch trainer runs: training forward (dropout), loss on the train rows,
+ *   backward, optimiser step, then one eval-mode forward on all nodes for valid/test.
+ * - To train on other labels (pseudo-labels), pass a shallow copy of the dataset whose y points
+ *   at them; nothing in the dataset is modified or freed.
+ */
+#ifndef INCA_NN_TRAIN_H
+#define INCA_NN_TRAIN_H
+#include <stdint.h>
+#include <stdio.h>
+#include "loaders/dataset.h"
+#include "nn/model.h"
+
+enum { TRAIN_FEATNORM_NONE = 0, TRAIN_FEATNORM_ROW = 1, TRAIN_FEATNORM_STANDARD = 2 };
+
+/* Called after every epoch's evaluation with the eval-mode logits of all d->n nodes (n x c,
+ * valid during the call only). Return non-zero to stop with that status. For pruning
+ * (training dynamics). */
+typedef int (*train_epoch_cb)(void *ctx, int run, int epoch, const float *logits, int64_t n, int32_t c);
+
+typedef struct train_config {
+    char model[16];            /* gcn | sage | gcnii | appnp | mlp */
+    char method[16];           /* full | cluster | gas | incagg */
+    int layers;                /* see model_config_t.layers (default 2) */
+    int64_t hidden;            /* 16 */
+    int epochs;                /* 200 */
+    double lr;                 /* 0.01 */
+    double dropout;            /* 0.5 */
+    double weight_decay;       /* 5e-4, on every parameter (or see the two fields below) */
+    int wd_first_layer_only;   /* 1: weight decay only on NN_P_FIRST parameters (Kipf & Welling) */
+    double wd_conv;            /* gcnii conv weights (NN_P_CONV); < 0: use weight_decay */
+    int adamw;                 /* 1: decoupled weight decay (AdamW) instead of L2 in the grad */
+    int feature_norm;          /* TRAIN_FEATNORM_* (default none) */
+    uint64_t seed;             /* run i uses seed + i: parameters, dropout, batches */
+    int threads;               /* 0: leave inca_threads() as it is */
+    int runs;                  /* >= 1 */
+    int patience;              /* stop after this many epochs without a new best (0: never) */
+    double alpha, theta;       /* gcnii / appnp (0.1, 0.5) */
+    int K;                     /* appnp (10) */
+    int batchnorm, residual;
+    const char *metrics_path;  /* JSON Lines per epoch (borrowed; NULL: none) */
+    int progress;              /* 1: a progress line on stderr */
+    const char *device;        /* "cpu" (default) | "cuda" */
+    /* mini-batch methods (issue 4) */
+    int parts;                 /* METIS parts (default 40) */
+    int batch_parts;           /* parts per batch (default 10) */
+    int refresh;               /* incagg: refresh every R steps (0: once per epoch) */
+    char history_dtype[8];     /* fp32 | bf16 */
+    char partition[64];        /* stored partitioning name ("" = default) */
+    /* hooks (pruning) */
+    train_epoch_cb on_epoch;   /* may be NULL */
+    void *on_epoch_ctx;
+    float *out_logits;         /* NULL or n x c: eval logits at the best epoch of the last run */
+} train_config_t;
+
+void train_config_default(train_config_t *c);
+
+typedef struct train_result {
+    double test_acc, val_acc;            /* mean over runs */
+    double test_acc_std, val_acc_std;    /* population std over runs (0 for one run) */
+    double train_loss;                   /* last epoch of the last run */
+    int best_epoch;                      /* of the last run (0-based) */
+    int epochs;                          /* epochs run in the last run */
+    double epoch_time_s;                 /* mean wall time per epoch incl. evaluation */
+    double step_time_s;                  /* mean time of one optimiser step (fwd+bwd+update) */
+    double refresh_time_s;               /* mean time per refresh (incagg; 0 otherwise) */
+    double eval_time_s;                  /* mean time per evaluation */
+    double peak_rss_mb;
+    int runs;
+    double *run_test_acc, *run_val_acc;  /* runs entries each, owned (train_result_free) */
+    int *run_best_epoch;
+} train_result_t;
+
+void train_result_free(train_result_t *r);   /* frees the per-run arrays, zeroes *r */
+
+/* Train c->runs times (seeds c->seed + i) with c->method on d and fill r (r is overwritten;
+ * free it with train_result_free). train_idx_override (n_override ids, borrowed) replaces
+ * d's train split when non-NULL. INCA_EINVAL naming the field for a bad configuration (unknown
+ * model/method, model needing a graph on a graph-less dataset, no train rows, ...). */
+int train_run(const dataset_t *d, const train_config_t *c, const int64_t *train_idx_override,
+              int64_t n_override, train_result_t *r);
+
+/* One run of a mini-batch method (cluster, gas, incagg) with seed c->seed: implemented in
+ * nn/train_mb.c (owned by issue 4). r receives the single-run figures (runs = 1, arrays NULL). */
+int train_minibatch(const dataset_t *d, const train_config_t *c, const int64_t *train_idx,
+                    int64_t n_train, int run, train_result_t *r);
+/* One full-batch run, the same contract. */
+int train_full(const dataset_t *d, const train_config_t *c, const int64_t *train_idx,
+               int64_t n_train, int run, train_result_t *r);
+
+/* ---- helpers shared by the trainers ---- */
+/* "none" | "row" | "standard" -> TRAIN_FEATNORM_* */
+int train_featnorm_parse(const char *s, int *out);
+/* x_out (n x f, caller-allocated) = preprocessed x: row: divide each row by its sum (rows
+ * summing to 0 stay 0, as Kipf & Welling); standard: per column zero mean, unit population std
+ * (constant columns -> 0). Computed in double, deterministic. x_out may equal x. */
+void train_features_prepare(int mode, int64_t n, int64_t f, const float *x, float *x_out);
+/* model_config_t for dataset d under c (in_dim = d->f, out_dim = d->c, seed = seed). */
+int train_model_config(const dataset_t *d, const train_config_t *c, uint64_t seed, model_config_t *mc);
+/* Weight decay of parameter p under c (the policy: wd_first_layer_only, wd_conv). */
+double train_param_wd(const train_config_t *c, const nn_param_t *p);
+
+/* Best-epoch tracker: feed it every epoch's (val_acc, val_loss, test_acc). */
+typedef struct train_best {
+    int epoch; double val_acc, val_loss, test_acc; int since;   /* epochs since the best */
+} train_best_t;
+void train_best_init(train_best_t *b);
+/* Returns 1 when this epoch is the new best. */
+int train_best_update(train_best_t *b, int epoch, double val_acc, double val_loss, double test_acc);
+
+/* Mean loss and accuracy of `logits` (n x c) over idx; loss in *loss, accuracy returned.
+ * Scratch logp must hold n*c floats. */
+double train_eval_split(const float *logits, int64_t n, int32_t c, const int32_t *y,
+                        const int64_t *idx, int64_t nidx, float *logp, double *loss);
+/* Write one JSON line {"run","epoch","train_loss","train_acc","val_loss","val_acc","test_acc",
+ * "epoch_time_s"} to f (NULL: nothing). */
+void train_metrics_line(FILE *f, int run, int epoch, double train_loss, double train_acc,
+                        double val_loss, double val_acc, double test_acc, double epoch_time_s);
+#endif
