@@ -21,7 +21,14 @@ int inca_fail_ctx(int code, const char *fmt, ...) {
     vsnprintf(prefix, sizeof prefix, fmt, ap);
     va_end(ap);
     memcpy(old, g_msg, sizeof old);
-    snprintf(g_msg, sizeof g_msg, "%s: %s", prefix, old);
+    size_t pl = strlen(prefix);
+    if (pl > sizeof g_msg - 3) pl = sizeof g_msg - 3;
+    memcpy(g_msg, prefix, pl);
+    memcpy(g_msg + pl, ": ", 2);
+    size_t room = sizeof g_msg - pl - 3, ol = strlen(old);
+    if (ol > room) ol = room;
+    memcpy(g_msg + pl + 2, old, ol);
+    g_msg[pl + 2 + ol] = '\0';
     return code;
 }
 

@@ -35,3 +35,27 @@ int inca_threads(void) {
     if (g_threads == 0) inca_set_threads(0);
     return g_threads;
 }
+
+#include "core/status.h"
+#include <errno.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+int inca_path_exists(const char *path) {
+    struct stat st;
+    return lstat(path, &st) == 0;
+}
+
+static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw) {
+    (void)sb; (void)flag; (void)ftw;
+    return remove(p) == 0 || errno == ENOENT ? 0 : -1;
+}
+
+int inca_rmtree(const char *path) {
+    if (!inca_path_exists(path)) return INCA_OK;
+    if (nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS) != 0)
+        return inca_fail(INCA_EIO, "%s: cannot remove: %s", path, strerror(errno));
+    return INCA_OK;
+}

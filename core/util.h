@@ -8,4 +8,10 @@ double inca_peak_rss_mb(void);    /* getrusage ru_maxrss of this process, MiB */
 /* Threads used by parallel kernels: set once from --threads (default: online CPUs). */
 void inca_set_threads(int t);
 int inca_threads(void);
+
+/* Filesystem helpers. */
+int inca_path_exists(const char *path);
+/* Remove a file or a directory tree (like rm -rf); missing path is fine. Returns INCA_OK or
+ * INCA_EIO with a message. */
+int inca_rmtree(const char *path);
 #endif

@@ -36,9 +36,11 @@ void kern_dropout(int64_t n, float p, uint64_t seed, uint64_t stream, const floa
 void kern_dropout_grad(int64_t n, float p, const uint8_t *mask, const float *dy, float *dx);
 
 /* ---- loss and metrics ---- */
-/* Row-wise log-softmax of logits[rows x c] into logp; then mean NLL over the rows listed in
- * idx[0..nidx) whose label y >= 0 (unlabelled rows are ignored). Returns the loss; when dlogits
- * is non-NULL it receives d(loss)/d(logits) (zero on rows not counted). */
+/* Row-wise log-softmax of logits[rows x c] into logp (may be NULL); then mean NLL over the rows
+ * listed in idx[0..nidx) whose label y >= 0 (unlabelled rows are ignored; a row listed twice
+ * counts twice). Returns the loss (0 when no row counts; NaN when an idx entry is outside
+ * [0, rows) or a counted label is >= c); when dlogits is non-NULL it receives
+ * d(loss)/d(logits) (zero on rows not counted). Loss and gradient are computed in double. */
 double kern_softmax_xent(int64_t rows, int64_t c, const float *logits, const int32_t *y,
                          const int64_t *idx, int64_t nidx, float *logp, float *dlogits);
 /* Accuracy as OGB's evaluator computes it over idx (argmax of scores, ties to the lowest class),

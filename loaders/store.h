@@ -28,6 +28,9 @@
 
 typedef enum { DT_F32 = 1, DT_I32 = 2, DT_I64 = 3, DT_U8 = 4, DT_BF16 = 5, DT_F64 = 6 } store_dtype_t;
 size_t store_dtype_size(store_dtype_t t);
+/* Chunk size for arrays written from now on in this process (tests use a few KiB to exercise
+ * chunk boundaries); 0 restores STORE_CHUNK_BYTES. */
+void store_set_chunk_bytes(size_t bytes);
 
 typedef struct store_meta {
     uint32_t magic, version;

@@ -1,5 +1,7 @@
 /* Test helpers; see testutil.h. */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include "testutil.h"
 #include <math.h>
 #include <stdio.h>

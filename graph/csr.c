@@ -1,0 +1,281 @@
+/* CSR construction (counting sort + per-row sort/dedupe), normalisations, transpose and
+ * permutation. Tested in test_graph.c against hand-built graphs and brute-force references. */
+#include "graph/csr.h"
+#include "core/alloc.h"
+#include "core/status.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+int csr_alloc(csr_t *g, int64_t n_rows, int64_t n_cols, int64_t nnz, int with_val) {
+    memset(g, 0, sizeof *g);
+    if (n_rows < 0 || n_cols < 0 || nnz < 0) return inca_fail(INCA_EINVAL, "csr: negative size");
+    g->rowptr = inca_calloc((size_t)n_rows + 1, sizeof *g->rowptr);
+    g->col = inca_malloc((size_t)nnz * sizeof *g->col);
+    g->val = with_val ? inca_malloc((size_t)nnz * sizeof *g->val) : NULL;
+    if (!g->rowptr || !g->col || (with_val && !g->val)) {
+        inca_free(g->rowptr); inca_free(g->col); inca_free(g->val);
+        memset(g, 0, sizeof *g);
+        return INCA_ENOMEM;
+    }
+    g->n_rows = n_rows;
+    g->n_cols = n_cols;
+    g->nnz = nnz;
+    g->owned = 1;
+    return INCA_OK;
+}
+
+void csr_free(csr_t *g) {
+    if (!g) return;
+    if (g->owned) {
+        inca_free(g->rowptr);
+        inca_free(g->col);
+        inca_free(g->val);
+    }
+    memset(g, 0, sizeof *g);
+}
+
+static int cmp_i32(const void *a, const void *b) {
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+static void sort_i32(int32_t *a, int64_t n) {
+    if (n < 24) {   /* insertion sort: most rows of real graphs are short */
+        for (int64_t i = 1; i < n; i++) {
+            int32_t v = a[i];
+            int64_t j = i - 1;
+            while (j >= 0 && a[j] > v) { a[j + 1] = a[j]; j--; }
+            a[j + 1] = v;
+        }
+    } else {
+        qsort(a, (size_t)n, sizeof *a, cmp_i32);
+    }
+}
+
+/* Sort (col, val) pairs of one row by col: packed into u64 keys (cols are unique per row). */
+static int cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static void sort_pairs(int32_t *col, float *val, int64_t n, uint64_t *tmp) {
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t bits = 0;
+        if (val) memcpy(&bits, &val[i], 4);
+        tmp[i] = ((uint64_t)(uint32_t)col[i] << 32) | bits;
+    }
+    qsort(tmp, (size_t)n, sizeof *tmp, cmp_u64);
+    for (int64_t i = 0; i < n; i++) {
+        col[i] = (int32_t)(tmp[i] >> 32);
+        if (val) {
+            uint32_t bits = (uint32_t)tmp[i];
+            memcpy(&val[i], &bits, 4);
+        }
+    }
+}
+
+int csr_from_edges(csr_t *out, int64_t n, const int64_t *src, const int64_t *dst, int64_t m, unsigned flags) {
+    memset(out, 0, sizeof *out);
+    if (n < 0 || n > INT32_MAX)
+        return inca_fail(INCA_EINVAL, "csr: %lld nodes do not fit 32-bit column ids", (long long)n);
+    const int sym = (flags & CSR_SYMMETRIZE) != 0, loops = (flags & CSR_SELF_LOOPS) != 0,
+              drop = (flags & CSR_DROP_SELF_LOOPS) != 0;
+    for (int64_t e = 0; e < m; e++) {
+        if (src[e] < 0 || src[e] >= n || dst[e] < 0 || dst[e] >= n)
+            return inca_fail(INCA_EINVAL, "edge %lld (%lld -> %lld): node id out of range [0, %lld)",
+                             (long long)e, (long long)src[e], (long long)dst[e], (long long)n);
+    }
+    int64_t *rowptr = inca_calloc((size_t)n + 2, sizeof *rowptr);
+    if (!rowptr) return INCA_ENOMEM;
+    for (int64_t e = 0; e < m; e++) {
+        if (src[e] == dst[e] && (drop || loops)) continue;   /* loops re-added once below */
+        rowptr[src[e] + 2]++;
+        if (sym && src[e] != dst[e]) rowptr[dst[e] + 2]++;
+    }
+    if (loops)
+        for (int64_t v = 0; v < n; v++) rowptr[v + 2]++;
+    for (int64_t v = 0; v < n; v++) rowptr[v + 2] += rowptr[v + 1];
+    int64_t total = rowptr[n + 1];
+    int32_t *col = inca_malloc((size_t)total * sizeof *col);
+    if (!col) { inca_free(rowptr); return INCA_ENOMEM; }
+    /* rowptr[v+1] is the fill cursor of row v */
+    if (loops)
+        for (int64_t v = 0; v < n; v++) col[rowptr[v + 1]++] = (int32_t)v;
+    for (int64_t e = 0; e < m; e++) {
+        if (src[e] == dst[e] && (drop || loops)) continue;
+        col[rowptr[src[e] + 1]++] = (int32_t)dst[e];
+        if (sym && src[e] != dst[e]) col[rowptr[dst[e] + 1]++] = (int32_t)src[e];
+    }
+    /* now rowptr[0..n] are row starts; sort and dedupe each row, counting survivors */
+    int64_t *kept = inca_malloc((size_t)n * sizeof *kept + 1);
+    if (!kept) { inca_free(rowptr); inca_free(col); return INCA_ENOMEM; }
+#pragma omp parallel for schedule(dynamic, 1024)
+    for (int64_t v = 0; v < n; v++) {
+        int32_t *r = col + rowptr[v];
+        int64_t len = rowptr[v + 1] - rowptr[v], k = 0;
+        sort_i32(r, len);
+        for (int64_t i = 0; i < len; i++)
+            if (k == 0 || r[i] != r[k - 1]) r[k++] = r[i];
+        kept[v] = k;
+    }
+    /* compact in place: new positions never pass old ones */
+    int64_t pos = 0;
+    for (int64_t v = 0; v < n; v++) {
+        int64_t start = rowptr[v];
+        if (pos != start) memmove(col + pos, col + start, (size_t)kept[v] * sizeof *col);
+        rowptr[v] = pos;
+        pos += kept[v];
+    }
+    rowptr[n] = pos;
+    inca_free(kept);
+    int32_t *shrunk = inca_realloc(col, (size_t)pos * sizeof *col);
+    if (shrunk || pos == 0) col = shrunk ? shrunk : col;
+    out->n_rows = out->n_cols = n;
+    out->nnz = pos;
+    out->rowptr = rowptr;
+    out->col = col;
+    out->val = NULL;
+    out->owned = 1;
+    return INCA_OK;
+}
+
+static inline float entry(const csr_t *a, int64_t k) { return a->val ? a->val[k] : 1.0f; }
+
+int csr_gcn_norm(const csr_t *a, csr_t *out) {
+    memset(out, 0, sizeof *out);
+    if (a->n_rows != a->n_cols) return inca_fail(INCA_EINVAL, "csr_gcn_norm: matrix is not square");
+    int64_t n = a->n_rows, missing = 0;
+    double *deg = inca_malloc((size_t)n * sizeof *deg + 1);
+    uint8_t *hasdiag = inca_calloc((size_t)n + 1, 1);
+    int rc = INCA_ENOMEM;
+    if (!deg || !hasdiag) goto done;
+    for (int64_t i = 0; i < n; i++) {
+        double d = 0;
+        for (int64_t k = a->rowptr[i]; k < a->rowptr[i + 1]; k++) {
+            d += entry(a, k);
+            if (a->col[k] == i) hasdiag[i] = 1;
+        }
+        if (!hasdiag[i]) { d += 1.0; missing++; }   /* PyG's add_remaining_self_loops */
+        deg[i] = d;
+    }
+    rc = csr_alloc(out, n, n, a->nnz + missing, 1);
+    if (rc) goto done;
+    int64_t p = 0;
+    for (int64_t i = 0; i < n; i++) {
+        out->rowptr[i] = p;
+        double di = deg[i] > 0 ? 1.0 / sqrt(deg[i]) : 0.0;
+        int placed = hasdiag[i];
+        for (int64_t k = a->rowptr[i]; k < a->rowptr[i + 1]; k++) {
+            int32_t j = a->col[k];
+            if (!placed && j > i) {
+                out->col[p] = (int32_t)i;
+                out->val[p++] = (float)(di * di);
+                placed = 1;
+            }
+            double dj = deg[j] > 0 ? 1.0 / sqrt(deg[j]) : 0.0;
+            out->col[p] = j;
+            out->val[p++] = (float)(entry(a, k) * di * dj);
+        }
+        if (!placed) {
+            out->col[p] = (int32_t)i;
+            out->val[p++] = (float)(di * di);
+        }
+    }
+    out->rowptr[n] = p;
+    rc = INCA_OK;
+done:
+    inca_free(deg);
+    inca_free(hasdiag);
+    return rc;
+}
+
+int csr_mean_norm(const csr_t *a, csr_t *out) {
+    int rc = csr_alloc(out, a->n_rows, a->n_cols, a->nnz, 1);
+    if (rc) return rc;
+    memcpy(out->rowptr, a->rowptr, ((size_t)a->n_rows + 1) * sizeof *a->rowptr);
+    memcpy(out->col, a->col, (size_t)a->nnz * sizeof *a->col);
+    for (int64_t i = 0; i < a->n_rows; i++) {
+        double s = 0;
+        for (int64_t k = a->rowptr[i]; k < a->rowptr[i + 1]; k++) s += entry(a, k);
+        for (int64_t k = a->rowptr[i]; k < a->rowptr[i + 1]; k++)
+            out->val[k] = s != 0 ? (float)(entry(a, k) / s) : 0.0f;
+    }
+    return INCA_OK;
+}
+
+int csr_transpose(const csr_t *a, csr_t *out) {
+    int rc = csr_alloc(out, a->n_cols, a->n_rows, a->nnz, a->val != NULL);
+    if (rc) return rc;
+    for (int64_t k = 0; k < a->nnz; k++) out->rowptr[a->col[k] + 1]++;
+    for (int64_t j = 0; j < a->n_cols; j++) out->rowptr[j + 1] += out->rowptr[j];
+    int64_t *cur = inca_malloc(((size_t)a->n_cols + 1) * sizeof *cur);
+    if (!cur) { csr_free(out); return INCA_ENOMEM; }
+    memcpy(cur, out->rowptr, ((size_t)a->n_cols + 1) * sizeof *cur);
+    /* rows visited in order, so each output row receives ascending columns */
+    for (int64_t i = 0; i < a->n_rows; i++)
+        for (int64_t k = a->rowptr[i]; k < a->rowptr[i + 1]; k++) {
+            int64_t q = cur[a->col[k]]++;
+            out->col[q] = (int32_t)i;
+            if (a->val) out->val[q] = a->val[k];
+        }
+    inca_free(cur);
+    return INCA_OK;
+}
+
+static int has_entry(const csr_t *a, int64_t i, int32_t j) {
+    int64_t lo = a->rowptr[i], hi = a->rowptr[i + 1];
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (a->col[mid] < j) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo < a->rowptr[i + 1] && a->col[lo] == j;
+}
+
+int csr_is_symmetric(const csr_t *a) {
+    if (a->n_rows != a->n_cols) return 0;
+    int ok = 1;
+#pragma omp parallel for schedule(dynamic, 4096) reduction(&& : ok)
+    for (int64_t i = 0; i < a->n_rows; i++)
+        for (int64_t k = a->rowptr[i]; k < a->rowptr[i + 1]; k++)
+            ok = ok && has_entry(a, a->col[k], (int32_t)i);
+    return ok;
+}
+
+int csr_permute(const csr_t *a, const int64_t *perm, csr_t *out) {
+    if (a->n_rows != a->n_cols) return inca_fail(INCA_EINVAL, "csr_permute: matrix is not square");
+    int64_t n = a->n_rows;
+    int64_t *inv = inca_malloc((size_t)n * sizeof *inv + 1);
+    if (!inv) return INCA_ENOMEM;
+    for (int64_t v = 0; v < n; v++) inv[v] = -1;
+    for (int64_t v = 0; v < n; v++) {
+        if (perm[v] < 0 || perm[v] >= n || inv[perm[v]] >= 0) {
+            inca_free(inv);
+            return inca_fail(INCA_EINVAL, "csr_permute: not a permutation at %lld", (long long)v);
+        }
+        inv[perm[v]] = v;
+    }
+    int rc = csr_alloc(out, n, n, a->nnz, a->val != NULL);
+    if (rc) { inca_free(inv); return rc; }
+    int64_t maxdeg = 0;
+    for (int64_t u = 0; u < n; u++) {
+        int64_t v = inv[u], d = a->rowptr[v + 1] - a->rowptr[v];
+        out->rowptr[u + 1] = out->rowptr[u] + d;
+        if (d > maxdeg) maxdeg = d;
+    }
+    uint64_t *tmp = inca_malloc((size_t)maxdeg * sizeof *tmp + 8);
+    if (!tmp) { inca_free(inv); csr_free(out); return INCA_ENOMEM; }
+    for (int64_t u = 0; u < n; u++) {
+        int64_t v = inv[u], o = out->rowptr[u];
+        for (int64_t k = a->rowptr[v]; k < a->rowptr[v + 1]; k++, o++) {
+            out->col[o] = (int32_t)perm[a->col[k]];
+            if (a->val) out->val[o] = a->val[k];
+        }
+        int64_t d = out->rowptr[u + 1] - out->rowptr[u];
+        sort_pairs(out->col + out->rowptr[u], out->val ? out->val + out->rowptr[u] : NULL, d, tmp);
+    }
+    inca_free(tmp);
+    inca_free(inv);
+    return INCA_OK;
+}

@@ -1,0 +1,101 @@
+/* CPU dense kernels: GEMM through CBLAS (OpenBLAS), and the elementwise ops (axpby, bias, ReLU,
+ * counter-based dropout). Elementwise loops are split statically across OpenMP threads and each
+ * output element is computed by exactly one thread, so results do not depend on the thread count.
+ * Tested in test_kernels.c against naive double references. */
+#include "kernels/kernels.h"
+#include "core/rng.h"
+#include "core/util.h"
+#include <cblas.h>
+#include <string.h>
+
+/* Below this many elements the loops run on one thread (thread start-up would dominate). */
+#define KERN_PAR_MIN 32768
+
+void kern_gemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+               const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
+    if (m <= 0 || n <= 0) return;
+    if (k <= 0) {   /* C = beta C (BLAS does this too, but some builds read A/B) */
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = 0; j < n; j++) c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
+        return;
+    }
+    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
+                (blasint)m, (blasint)n, (blasint)k, alpha, a, (blasint)lda, b, (blasint)ldb, beta, c, (blasint)ldc);
+}
+
+void kern_axpby(int64_t n, float alpha, const float *restrict x, float beta, float *restrict y) {
+    if (beta == 0.0f) {
+#pragma omp parallel for schedule(static) if (n >= KERN_PAR_MIN)
+        for (int64_t i = 0; i < n; i++) y[i] = alpha * x[i];
+    } else {
+#pragma omp parallel for schedule(static) if (n >= KERN_PAR_MIN)
+        for (int64_t i = 0; i < n; i++) y[i] = alpha * x[i] + beta * y[i];
+    }
+}
+
+void kern_add_bias(int64_t rows, int64_t f, const float *restrict b, float *restrict y) {
+#pragma omp parallel for schedule(static) if (rows * f >= KERN_PAR_MIN)
+    for (int64_t i = 0; i < rows; i++) {
+        float *restrict yr = y + i * f;
+        for (int64_t k = 0; k < f; k++) yr[k] += b[k];
+    }
+}
+
+void kern_bias_grad(int64_t rows, int64_t f, const float *restrict dy, float *restrict db) {
+    /* Columns in blocks of 16 across threads; each column summed over rows in ascending order
+     * by one thread, so the bits do not depend on the thread count. */
+    const int64_t nblk = (f + 15) / 16;
+#pragma omp parallel for schedule(static) if (rows * f >= KERN_PAR_MIN && nblk > 1)
+    for (int64_t bk = 0; bk < nblk; bk++) {
+        const int64_t k0 = bk * 16, k1 = k0 + 16 < f ? k0 + 16 : f;
+        for (int64_t k = k0; k < k1; k++) db[k] = 0.0f;
+        for (int64_t i = 0; i < rows; i++) {
+            const float *restrict r = dy + i * f;
+            for (int64_t k = k0; k < k1; k++) db[k] += r[k];
+        }
+    }
+}
+
+void kern_relu(int64_t n, const float *restrict x, float *restrict y) {
+#pragma omp parallel for schedule(static) if (n >= KERN_PAR_MIN)
+    for (int64_t i = 0; i < n; i++) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+}
+
+void kern_relu_grad(int64_t n, const float *restrict y, const float *restrict dy, float *restrict dx) {
+#pragma omp parallel for schedule(static) if (n >= KERN_PAR_MIN)
+    for (int64_t i = 0; i < n; i++) dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+}
+
+void kern_dropout(int64_t n, float p, uint64_t seed, uint64_t stream, const float *x, float *y, uint8_t *mask) {
+    if (p <= 0.0f) {
+        if (y != x) memmove(y, x, (size_t)n * sizeof(float));
+        if (mask) memset(mask, 1, (size_t)n);
+        return;
+    }
+    if (p >= 1.0f) {   /* everything dropped; no 1/(1-p) */
+        memset(y, 0, (size_t)n * sizeof(float));
+        if (mask) memset(mask, 0, (size_t)n);
+        return;
+    }
+    const float scale = 1.0f / (1.0f - p);
+#pragma omp parallel for schedule(static) if (n >= KERN_PAR_MIN)
+    for (int64_t i = 0; i < n; i++) {
+        const int keep = rng_hash_uniform(seed, stream, (uint64_t)i) >= p;
+        y[i] = keep ? x[i] * scale : 0.0f;
+        if (mask) mask[i] = (uint8_t)keep;
+    }
+}
+
+void kern_dropout_grad(int64_t n, float p, const uint8_t *mask, const float *dy, float *dx) {
+    if (p <= 0.0f) {
+        if (dx != dy) memmove(dx, dy, (size_t)n * sizeof(float));
+        return;
+    }
+    if (p >= 1.0f) {
+        memset(dx, 0, (size_t)n * sizeof(float));
+        return;
+    }
+    const float scale = 1.0f / (1.0f - p);
+#pragma omp parallel for schedule(static) if (n >= KERN_PAR_MIN)
+    for (int64_t i = 0; i < n; i++) dx[i] = mask[i] ? dy[i] * scale : 0.0f;
+}

@@ -1,0 +1,71 @@
+/* CPU loss and metric kernels: row-wise log-softmax with mean NLL over listed, labelled rows
+ * (and its gradient), and accuracy as OGB's evaluator computes it. Sums over rows run in the
+ * order of idx on one thread, so the loss is identical for any thread count. Tested in
+ * test_kernels.c against double references and central finite differences. */
+#include "kernels/kernels.h"
+#include <math.h>
+#include <string.h>
+
+#define KERN_PAR_MIN 32768
+
+double kern_softmax_xent(int64_t rows, int64_t c, const float *logits, const int32_t *y,
+                         const int64_t *idx, int64_t nidx, float *logp, float *dlogits) {
+    /* log-softmax of every row, max-shifted, sums in double (skipped when logp is NULL) */
+#pragma omp parallel for schedule(static) if (rows * c >= KERN_PAR_MIN)
+    for (int64_t i = 0; i < (logp ? rows : 0); i++) {
+        const float *z = logits + i * c;
+        float *lp = logp + i * c;
+        float mx = z[0];
+        for (int64_t k = 1; k < c; k++) mx = z[k] > mx ? z[k] : mx;
+        double s = 0.0;
+        for (int64_t k = 0; k < c; k++) s += exp((double)z[k] - (double)mx);
+        const double lse = (double)mx + log(s);
+        for (int64_t k = 0; k < c; k++) lp[k] = (float)((double)z[k] - lse);
+    }
+    if (dlogits) memset(dlogits, 0, (size_t)(rows * c) * sizeof(float));
+    int64_t counted = 0;
+    for (int64_t t = 0; t < nidx; t++) {
+        const int64_t i = idx[t];
+        if (i < 0 || i >= rows) return NAN;   /* caller bug: row outside the matrix */
+        if (y[i] < 0) continue;
+        if (y[i] >= c) return NAN;            /* caller bug: label outside [0, c) */
+        counted++;
+    }
+    if (counted == 0) return 0.0;
+    /* loss and gradient of the counted rows recomputed in double from the float logits, so
+     * finite differences of the returned loss match the gradient to double precision */
+    double loss = 0.0;
+    const double inv = 1.0 / (double)counted;
+    for (int64_t t = 0; t < nidx; t++) {
+        const int64_t i = idx[t];
+        if (y[i] < 0) continue;
+        const float *z = logits + i * c;
+        double mx = z[0];
+        for (int64_t k = 1; k < c; k++) mx = z[k] > mx ? z[k] : mx;
+        double s = 0.0;
+        for (int64_t k = 0; k < c; k++) s += exp((double)z[k] - mx);
+        const double lse = mx + log(s);
+        loss += lse - (double)z[y[i]];
+        if (dlogits) {
+            float *d = dlogits + i * c;
+            for (int64_t k = 0; k < c; k++) d[k] += (float)(exp((double)z[k] - lse) * inv);
+            d[y[i]] -= (float)inv;
+        }
+    }
+    return loss * inv;
+}
+
+double kern_accuracy(int64_t c, const float *scores, const int32_t *y, const int64_t *idx, int64_t nidx) {
+    int64_t counted = 0, correct = 0;
+    for (int64_t t = 0; t < nidx; t++) {
+        const int64_t i = idx[t];
+        if (y[i] < 0) continue;
+        const float *s = scores + i * c;
+        int64_t best = 0;
+        for (int64_t k = 1; k < c; k++)
+            if (s[k] > s[best]) best = k;
+        counted++;
+        correct += best == (int64_t)y[i];
+    }
+    return counted ? (double)correct / (double)counted : 0.0;
+}

@@ -1,0 +1,151 @@
+/* In-memory datasets and their atomic save/load through the store. Tested in test_store.c. */
+#include "loaders/dataset.h"
+#include "core/alloc.h"
+#include "core/status.h"
+#include "core/util.h"
+#include "loaders/store.h"
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+const char *const dataset_split_names[SPLIT_COUNT] = {"train", "valid", "test"};
+
+void dataset_init(dataset_t *d) { memset(d, 0, sizeof *d); }
+
+void dataset_free(dataset_t *d) {
+    if (!d) return;
+    csr_free(&d->adj);
+    inca_free(d->x);
+    inca_free(d->y);
+    for (int s = 0; s < SPLIT_COUNT; s++) inca_free(d->split[s]);
+    memset(d, 0, sizeof *d);
+}
+
+int64_t dataset_labeled(const dataset_t *d) {
+    int64_t k = 0;
+    if (d->y)
+        for (int64_t i = 0; i < d->n; i++) k += d->y[i] >= 0;
+    return k;
+}
+
+static int check_consistent(const dataset_t *d) {
+    if (d->n < 0 || d->f < 0 || d->c < 0) return inca_fail(INCA_EINVAL, "dataset: negative sizes");
+    if (d->adj.rowptr && (d->adj.n_rows != d->n || d->adj.n_cols != d->n))
+        return inca_fail(INCA_EINVAL, "dataset: adjacency is %lldx%lld for %lld nodes", (long long)d->adj.n_rows,
+                         (long long)d->adj.n_cols, (long long)d->n);
+    if (d->f > 0 && !d->x) return inca_fail(INCA_EINVAL, "dataset: %lld features but no feature array", (long long)d->f);
+    for (int s = 0; s < SPLIT_COUNT; s++)
+        for (int64_t i = 0; i < d->split_n[s]; i++)
+            if (d->split[s][i] < 0 || d->split[s][i] >= d->n)
+                return inca_fail(INCA_EINVAL, "dataset: %s split holds id %lld outside [0, %lld)", dataset_split_names[s],
+                                 (long long)d->split[s][i], (long long)d->n);
+    return INCA_OK;
+}
+
+static int write_all(const dataset_t *d, const char *tmp) {
+    store_t *s = NULL;
+    store_wtx_t *w = NULL;
+    int rc = store_create(tmp, &s);
+    if (rc) return rc;
+    rc = store_write_begin(s, &w);
+    if (!rc && d->adj.rowptr) {
+        rc = store_wtx_put_array(w, "rowptr", DT_I64, d->adj.rowptr, d->n + 1);
+        if (!rc) rc = store_wtx_put_array(w, "col", DT_I32, d->adj.col, d->adj.nnz);
+    }
+    if (!rc && d->f > 0) rc = store_wtx_put_array(w, "x", DT_F32, d->x, d->n * d->f);
+    if (!rc && d->y) rc = store_wtx_put_array(w, "y", DT_I32, d->y, d->n);
+    char name[64];
+    for (int sp = 0; sp < SPLIT_COUNT && !rc; sp++) {
+        if (!d->split[sp] && d->split_n[sp] == 0) continue;
+        snprintf(name, sizeof name, "split/%s", dataset_split_names[sp]);
+        rc = store_wtx_put_array(w, name, DT_I64, d->split[sp], d->split_n[sp]);
+    }
+    if (!rc) {
+        store_meta_t m;
+        memset(&m, 0, sizeof m);
+        m.nodes = d->n;
+        m.edges = d->adj.rowptr ? d->adj.nnz : 0;
+        m.features = d->f;
+        m.classes = d->c;
+        m.feat_dtype = DT_F32;
+        m.labeled = dataset_labeled(d);
+        for (int sp = 0; sp < SPLIT_COUNT; sp++) m.split_n[sp] = d->split_n[sp];
+        snprintf(m.source, sizeof m.source, "%s", d->source);
+        rc = store_wtx_put_meta(w, &m);
+    }
+    if (!rc) rc = store_write_commit(&w);
+    else store_write_abort(&w);
+    store_close(&s);
+    return rc;
+}
+
+int dataset_save(const dataset_t *d, const char *path, int overwrite) {
+    int rc = check_consistent(d);
+    if (rc) return rc;
+    if (inca_path_exists(path) && !overwrite)
+        return inca_fail(INCA_EINVAL, "%s: already exists (pass --force to replace it)", path);
+    char tmp[4096], old[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp-%ld", path, (long)getpid());
+    snprintf(old, sizeof old, "%s.old-%ld", path, (long)getpid());
+    inca_rmtree(tmp);
+    rc = write_all(d, tmp);
+    if (rc) {
+        inca_rmtree(tmp);
+        return rc;
+    }
+    int had = inca_path_exists(path);
+    if (had && rename(path, old) != 0) {
+        inca_rmtree(tmp);
+        return inca_fail(INCA_EIO, "%s: cannot move the old store aside", path);
+    }
+    if (rename(tmp, path) != 0) {
+        if (had) rename(old, path);
+        inca_rmtree(tmp);
+        return inca_fail(INCA_EIO, "%s: cannot rename the new store into place", path);
+    }
+    if (had) inca_rmtree(old);
+    return INCA_OK;
+}
+
+int dataset_load(const char *path, dataset_t *d) {
+    dataset_init(d);
+    store_t *s = NULL;
+    int rc = store_open(path, STORE_RDONLY, &s);
+    if (rc) return rc;
+    const store_meta_t *m = store_meta(s);
+    d->n = m->nodes;
+    d->f = m->features;
+    d->c = m->classes;
+    snprintf(d->source, sizeof d->source, "%s", m->source);
+    if (m->edges > 0 || store_has_array(s, "rowptr")) {
+        int64_t nr = 0, nc = 0;
+        rc = store_array_load(s, "rowptr", DT_I64, (void **)&d->adj.rowptr, &nr);
+        if (!rc) rc = store_array_load(s, "col", DT_I32, (void **)&d->adj.col, &nc);
+        if (!rc && (nr != d->n + 1 || nc != m->edges || d->adj.rowptr[d->n] != nc))
+            rc = inca_fail(INCA_EINVAL, "%s: graph arrays disagree with meta (rowptr %lld, col %lld, edges %lld)", path,
+                           (long long)nr, (long long)nc, (long long)m->edges);
+        d->adj.n_rows = d->adj.n_cols = d->n;
+        d->adj.nnz = nc;
+        d->adj.owned = 1;
+    }
+    if (!rc && d->f > 0) {
+        int64_t nx = 0;
+        rc = store_array_load(s, "x", DT_F32, (void **)&d->x, &nx);
+        if (!rc && nx != d->n * d->f) rc = inca_fail(INCA_EINVAL, "%s: feature array has %lld values, expected %lld", path, (long long)nx, (long long)(d->n * d->f));
+    }
+    if (!rc && store_has_array(s, "y")) {
+        int64_t ny = 0;
+        rc = store_array_load(s, "y", DT_I32, (void **)&d->y, &ny);
+        if (!rc && ny != d->n) rc = inca_fail(INCA_EINVAL, "%s: label array has %lld entries, expected %lld", path, (long long)ny, (long long)d->n);
+    }
+    char name[64];
+    for (int sp = 0; sp < SPLIT_COUNT && !rc; sp++) {
+        snprintf(name, sizeof name, "split/%s", dataset_split_names[sp]);
+        if (!store_has_array(s, name)) continue;
+        rc = store_array_load(s, name, DT_I64, (void **)&d->split[sp], &d->split_n[sp]);
+    }
+    if (!rc) rc = check_consistent(d);
+    store_close(&s);
+    if (rc) dataset_free(d);
+    return rc;
+}

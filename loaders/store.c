@@ -1,0 +1,523 @@
+/* The LMDB store (see store.h for the layout and the caveats). Every LMDB return code is
+ * translated here; nothing else in inca calls LMDB for stores. Tested in test_store.c. */
+#include "loaders/store.h"
+#include "core/alloc.h"
+#include "core/status.h"
+#include "core/util.h"
+#include <errno.h>
+#include <lmdb.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define INITIAL_MAP (64ull << 20)
+
+struct store {
+    char *path;
+    MDB_env *env;
+    MDB_dbi dbi_meta, dbi_arrays;
+    MDB_txn *rtxn;          /* shared read snapshot, begun lazily */
+    int rtxn_live;          /* 0: absent or reset */
+    int writable;
+    size_t mapsize;
+    store_meta_t meta;
+    int has_meta;
+    pthread_mutex_t mu;     /* LMDB txns must not be used by two threads at once */
+};
+
+typedef struct {
+    char magic[4];
+    int32_t dtype;
+    int64_t count, chunk_elems;
+} array_desc_t;
+
+static size_t g_chunk_bytes = STORE_CHUNK_BYTES;
+void store_set_chunk_bytes(size_t bytes) { g_chunk_bytes = bytes ? bytes : STORE_CHUNK_BYTES; }
+
+size_t store_dtype_size(store_dtype_t t) {
+    switch (t) {
+    case DT_F32: case DT_I32: return 4;
+    case DT_I64: case DT_F64: return 8;
+    case DT_U8: return 1;
+    case DT_BF16: return 2;
+    }
+    return 0;
+}
+
+static int lmdb_fail(const store_t *s, int rc, const char *what) {
+    int code = rc == ENOENT || rc == MDB_NOTFOUND ? INCA_ENOTFOUND : INCA_EIO;
+    return inca_fail(code, "%s: %s: %s", s ? s->path : "store", what, mdb_strerror(rc));
+}
+
+const char *store_path(const store_t *s) { return s->path; }
+const store_meta_t *store_meta(const store_t *s) { return s->has_meta ? &s->meta : NULL; }
+
+int64_t store_disk_bytes(const store_t *s) {
+    char p[4096];
+    struct stat st;
+    snprintf(p, sizeof p, "%s/data.mdb", s->path);
+    return stat(p, &st) == 0 ? (int64_t)st.st_size : -1;
+}
+
+/* Begin the read snapshot if needed; caller holds mu. */
+static int rtxn_ensure(store_t *s) {
+    if (s->rtxn_live) return INCA_OK;
+    int rc;
+    if (s->rtxn) {
+        rc = mdb_txn_renew(s->rtxn);
+    } else {
+        rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &s->rtxn);
+        if (rc == MDB_MAP_RESIZED) {   /* another process grew the map */
+            mdb_env_set_mapsize(s->env, 0);
+            rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &s->rtxn);
+        }
+    }
+    if (rc) { s->rtxn = NULL; return lmdb_fail(s, rc, "cannot begin read transaction"); }
+    s->rtxn_live = 1;
+    return INCA_OK;
+}
+
+static void rtxn_reset(store_t *s) {
+    if (s->rtxn && s->rtxn_live) mdb_txn_reset(s->rtxn);
+    s->rtxn_live = 0;
+}
+
+static int env_open(const char *path, int create, int writable, store_t **out) {
+    *out = NULL;
+    store_t *s = inca_calloc(1, sizeof *s);
+    if (!s) return INCA_ENOMEM;
+    pthread_mutex_init(&s->mu, NULL);
+    s->path = inca_malloc(strlen(path) + 1);
+    if (!s->path) { inca_free(s); return INCA_ENOMEM; }
+    strcpy(s->path, path);
+    s->writable = writable;
+    int rc = mdb_env_create(&s->env);
+    if (rc) { int e = lmdb_fail(s, rc, "cannot create environment"); store_close(&s); return e; }
+    mdb_env_set_maxdbs(s->env, 4);
+    s->mapsize = INITIAL_MAP;
+    mdb_env_set_mapsize(s->env, s->mapsize);
+    unsigned flags = MDB_NOTLS | (writable ? MDB_NOSYNC : MDB_RDONLY);
+    rc = mdb_env_open(s->env, path, flags, 0644);
+    if (rc) {
+        int e = rc == ENOENT ? inca_fail(INCA_ENOTFOUND, "%s: no inca store here (missing data.mdb): create it with 'inca ingest' or 'inca gen'", path)
+                             : lmdb_fail(s, rc, "cannot open LMDB environment");
+        store_close(&s);
+        return e;
+    }
+    MDB_envinfo info;
+    if (mdb_env_info(s->env, &info) == 0 && info.me_mapsize > s->mapsize) s->mapsize = info.me_mapsize;
+    MDB_txn *t;
+    rc = mdb_txn_begin(s->env, NULL, writable ? 0 : MDB_RDONLY, &t);
+    if (rc) { int e = lmdb_fail(s, rc, "cannot begin transaction"); store_close(&s); return e; }
+    unsigned dflags = create ? MDB_CREATE : 0;
+    rc = mdb_dbi_open(t, "meta", dflags, &s->dbi_meta);
+    if (!rc) rc = mdb_dbi_open(t, "arrays", dflags, &s->dbi_arrays);
+    if (rc) {
+        mdb_txn_abort(t);
+        int e = rc == MDB_NOTFOUND
+                    ? inca_fail(INCA_EINVAL, "%s: not an inca store (no 'meta'/'arrays' databases): an ingest may have been interrupted; run it again", path)
+                    : lmdb_fail(s, rc, "cannot open named databases");
+        store_close(&s);
+        return e;
+    }
+    rc = mdb_txn_commit(t);
+    if (rc) { int e = lmdb_fail(s, rc, "cannot commit"); store_close(&s); return e; }
+    *out = s;
+    return INCA_OK;
+}
+
+static int meta_check(store_t *s, const void *p, size_t len) {
+    store_meta_t m;
+    if (len != sizeof m)
+        return inca_fail(INCA_EINVAL, "%s: meta record is %zu bytes, expected %zu: written by another inca version; re-ingest the dataset", s->path, len, sizeof m);
+    memcpy(&m, p, sizeof m);
+    if (m.magic != STORE_MAGIC)
+        return inca_fail(INCA_EINVAL, "%s: bad magic 0x%08x in meta (expected 0x%08x): not an inca store", s->path, m.magic, STORE_MAGIC);
+    if (m.version != STORE_VERSION)
+        return inca_fail(INCA_EINVAL, "%s: store format version %u, this inca reads version %u: re-ingest the dataset", s->path, m.version, STORE_VERSION);
+    if (m.nodes < 0 || m.edges < 0 || m.features < 0 || m.classes < 0 || m.labeled < 0 || m.labeled > m.nodes)
+        return inca_fail(INCA_EINVAL, "%s: meta record has inconsistent counts (nodes %lld, edges %lld, labeled %lld)", s->path, (long long)m.nodes, (long long)m.edges, (long long)m.labeled);
+    s->meta = m;
+    s->has_meta = 1;
+    return INCA_OK;
+}
+
+int store_open(const char *path, int mode, store_t **out) {
+    *out = NULL;
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return inca_fail(INCA_ENOTFOUND, "%s: no such store (create it with 'inca ingest' or 'inca gen')", path);
+    if (!S_ISDIR(st.st_mode))
+        return inca_fail(INCA_EINVAL, "%s: not a store directory", path);
+    store_t *s;
+    int rc = env_open(path, 0, mode == STORE_RDWR, &s);
+    if (rc) return rc;
+    const void *p;
+    size_t len;
+    rc = store_record_get(s, "meta", &p, &len);
+    if (rc == INCA_ENOTFOUND)
+        rc = inca_fail(INCA_EINVAL, "%s: store has no meta record (incomplete: an ingest was interrupted); run the ingest again", path);
+    else if (rc == INCA_OK)
+        rc = meta_check(s, p, len);
+    if (rc) { store_close(&s); return rc; }
+    *out = s;
+    return INCA_OK;
+}
+
+int store_create(const char *path, store_t **out) {
+    *out = NULL;
+    if (mkdir(path, 0755) != 0)
+        return inca_fail(errno == EEXIST ? INCA_EINVAL : INCA_EIO, "%s: cannot create store directory: %s", path, strerror(errno));
+    return env_open(path, 1, 1, out);
+}
+
+void store_close(store_t **sp) {
+    if (!sp || !*sp) return;
+    store_t *s = *sp;
+    if (s->rtxn) mdb_txn_abort(s->rtxn);
+    if (s->env) {
+        if (s->writable) mdb_env_sync(s->env, 1);   /* opened with MDB_NOSYNC */
+        mdb_env_close(s->env);
+    }
+    pthread_mutex_destroy(&s->mu);
+    inca_free(s->path);
+    INCA_FREE(*sp);
+}
+
+int store_refresh(store_t *s) {
+    pthread_mutex_lock(&s->mu);
+    rtxn_reset(s);
+    int rc = rtxn_ensure(s);
+    pthread_mutex_unlock(&s->mu);
+    return rc;
+}
+
+/* ---- reading ---- */
+
+static void desc_key(char *buf, size_t cap, const char *name) { snprintf(buf, cap, "array:%s", name); }
+
+static size_t chunk_key(unsigned char *buf, const char *name, int64_t i) {
+    size_t n = strlen(name);
+    memcpy(buf, name, n);
+    buf[n] = '\0';
+    for (int b = 0; b < 8; b++) buf[n + 1 + b] = (unsigned char)((uint64_t)i >> (56 - 8 * b));
+    return n + 9;
+}
+
+/* mdb_get on a sub-database under the lock; *v points into the map. */
+static int get_locked(store_t *s, MDB_dbi dbi, const void *k, size_t klen, MDB_val *v) {
+    pthread_mutex_lock(&s->mu);
+    int rc = rtxn_ensure(s);
+    if (rc == INCA_OK) {
+        MDB_val key = {klen, (void *)k};
+        int r = mdb_get(s->rtxn, dbi, &key, v);
+        if (r == MDB_NOTFOUND) rc = INCA_ENOTFOUND;
+        else if (r) rc = lmdb_fail(s, r, "read failed");
+    }
+    pthread_mutex_unlock(&s->mu);
+    return rc;
+}
+
+int store_record_get(store_t *s, const char *key, const void **ptr, size_t *len) {
+    MDB_val v;
+    int rc = get_locked(s, s->dbi_meta, key, strlen(key), &v);
+    if (rc == INCA_ENOTFOUND) return inca_fail(rc, "%s: no record '%s'", s->path, key);
+    if (rc) return rc;
+    *ptr = v.mv_data;
+    *len = v.mv_size;
+    return INCA_OK;
+}
+
+int store_array_info(store_t *s, const char *name, store_array_info_t *info) {
+    char k[512];
+    desc_key(k, sizeof k, name);
+    MDB_val v;
+    int rc = get_locked(s, s->dbi_meta, k, strlen(k), &v);
+    if (rc == INCA_ENOTFOUND) return inca_fail(rc, "%s: no array '%s' in the store", s->path, name);
+    if (rc) return rc;
+    array_desc_t d;
+    if (v.mv_size != sizeof d) return inca_fail(INCA_EINVAL, "%s: descriptor of array '%s' is corrupt", s->path, name);
+    memcpy(&d, v.mv_data, sizeof d);
+    info->dtype = (store_dtype_t)d.dtype;
+    info->count = d.count;
+    info->chunk_elems = d.chunk_elems;
+    info->nchunks = d.chunk_elems > 0 ? (d.count + d.chunk_elems - 1) / d.chunk_elems : 0;
+    if (store_dtype_size(info->dtype) == 0 || d.count < 0 || d.chunk_elems <= 0)
+        return inca_fail(INCA_EINVAL, "%s: descriptor of array '%s' is corrupt", s->path, name);
+    return INCA_OK;
+}
+
+int store_has_array(store_t *s, const char *name) {
+    store_array_info_t info;
+    int rc = store_array_info(s, name, &info);
+    inca_err_clear();
+    return rc == INCA_OK;
+}
+
+static int chunk_get(store_t *s, const char *name, const store_array_info_t *info, int64_t i,
+                     const void **ptr, int64_t *count) {
+    if (i < 0 || i >= info->nchunks)
+        return inca_fail(INCA_EINVAL, "%s: chunk %lld of array '%s' out of range", s->path, (long long)i, name);
+    unsigned char k[600];
+    if (strlen(name) > 500) return inca_fail(INCA_EINVAL, "array name too long");
+    size_t kl = chunk_key(k, name, i);
+    MDB_val v;
+    int rc = get_locked(s, s->dbi_arrays, k, kl, &v);
+    if (rc == INCA_ENOTFOUND) return inca_fail(INCA_EINVAL, "%s: chunk %lld of array '%s' is missing: the store is corrupt", s->path, (long long)i, name);
+    if (rc) return rc;
+    int64_t expect = info->count - i * info->chunk_elems;
+    if (expect > info->chunk_elems) expect = info->chunk_elems;
+    size_t es = store_dtype_size(info->dtype);
+    if (v.mv_size != (size_t)expect * es)
+        return inca_fail(INCA_EINVAL, "%s: chunk %lld of array '%s' has %zu bytes, expected %zu", s->path, (long long)i, name, v.mv_size, (size_t)expect * es);
+    *ptr = v.mv_data;
+    *count = expect;
+    return INCA_OK;
+}
+
+int store_array_chunk(store_t *s, const char *name, int64_t i, const void **ptr, int64_t *count) {
+    store_array_info_t info;
+    int rc = store_array_info(s, name, &info);
+    if (rc) return rc;
+    return chunk_get(s, name, &info, i, ptr, count);
+}
+
+int store_array_read(store_t *s, const char *name, int64_t start, int64_t count, void *dst) {
+    store_array_info_t info;
+    int rc = store_array_info(s, name, &info);
+    if (rc) return rc;
+    if (start < 0 || count < 0 || start + count > info.count)
+        return inca_fail(INCA_EINVAL, "%s: range [%lld, %lld) outside array '%s' of %lld elements", s->path,
+                         (long long)start, (long long)(start + count), name, (long long)info.count);
+    size_t es = store_dtype_size(info.dtype);
+    int64_t done = 0;
+    while (done < count) {
+        int64_t g = start + done, ci = g / info.chunk_elems, off = g - ci * info.chunk_elems;
+        const void *p;
+        int64_t n;
+        rc = chunk_get(s, name, &info, ci, &p, &n);
+        if (rc) return rc;
+        int64_t take = n - off < count - done ? n - off : count - done;
+        memcpy((char *)dst + (size_t)done * es, (const char *)p + (size_t)off * es, (size_t)take * es);
+        done += take;
+    }
+    return INCA_OK;
+}
+
+int store_array_load(store_t *s, const char *name, store_dtype_t want, void **out, int64_t *count) {
+    *out = NULL;
+    store_array_info_t info;
+    int rc = store_array_info(s, name, &info);
+    if (rc) return rc;
+    if (info.dtype != want)
+        return inca_fail(INCA_EINVAL, "%s: array '%s' has dtype %d, expected %d", s->path, name, info.dtype, want);
+    void *buf = inca_malloc((size_t)info.count * store_dtype_size(info.dtype));
+    if (!buf) return INCA_ENOMEM;
+    rc = store_array_read(s, name, 0, info.count, buf);
+    if (rc) { inca_free(buf); return rc; }
+    *out = buf;
+    if (count) *count = info.count;
+    return INCA_OK;
+}
+
+int store_record_each(store_t *s, const char *prefix,
+                      int (*fn)(void *ctx, const char *key, const void *val, size_t len), void *ctx) {
+    size_t pl = strlen(prefix);
+    char keybuf[1024];
+    pthread_mutex_lock(&s->mu);
+    int rc = rtxn_ensure(s);
+    MDB_cursor *c = NULL;
+    if (rc == INCA_OK) {
+        int r = mdb_cursor_open(s->rtxn, s->dbi_meta, &c);
+        if (r) rc = lmdb_fail(s, r, "cannot open cursor");
+    }
+    if (rc == INCA_OK) {
+        MDB_val k = {pl, (void *)prefix}, v;
+        int r = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+        while (r == 0 && k.mv_size >= pl && memcmp(k.mv_data, prefix, pl) == 0) {
+            size_t kl = k.mv_size < sizeof keybuf - 1 ? k.mv_size : sizeof keybuf - 1;
+            memcpy(keybuf, k.mv_data, kl);
+            keybuf[kl] = '\0';
+            int stop = fn(ctx, keybuf, v.mv_data, v.mv_size);
+            if (stop) break;
+            r = mdb_cursor_get(c, &k, &v, MDB_NEXT);
+        }
+        if (r && r != MDB_NOTFOUND) rc = lmdb_fail(s, r, "cursor failed");
+    }
+    if (c) mdb_cursor_close(c);
+    pthread_mutex_unlock(&s->mu);
+    return rc;
+}
+
+/* ---- writing ---- */
+
+enum { OP_PUT_ARRAY, OP_DEL_ARRAY, OP_PUT_REC, OP_DEL_REC };
+typedef struct {
+    int kind;
+    char *name;
+    store_dtype_t dtype;
+    const void *data;
+    int64_t count;     /* elements (arrays) or bytes (records) */
+} wop_t;
+
+struct store_wtx {
+    store_t *s;
+    wop_t *ops;
+    int n, cap;
+    store_meta_t meta;
+    int has_meta;
+};
+
+int store_write_begin(store_t *s, store_wtx_t **out) {
+    *out = NULL;
+    if (!s->writable) return inca_fail(INCA_EINVAL, "%s: store opened read-only", s->path);
+    store_wtx_t *w = inca_calloc(1, sizeof *w);
+    if (!w) return INCA_ENOMEM;
+    w->s = s;
+    *out = w;
+    return INCA_OK;
+}
+
+static int add_op(store_wtx_t *w, int kind, const char *name, store_dtype_t dt, const void *data, int64_t count) {
+    if (w->n == w->cap) {
+        int nc = w->cap ? w->cap * 2 : 16;
+        wop_t *no = inca_realloc(w->ops, (size_t)nc * sizeof *no);
+        if (!no) return INCA_ENOMEM;
+        w->ops = no;
+        w->cap = nc;
+    }
+    size_t nl = strlen(name);
+    if (nl == 0 || nl > 500) return inca_fail(INCA_EINVAL, "store: key '%s' must be 1..500 characters", name);
+    char *nm = inca_malloc(nl + 1);
+    if (!nm) return INCA_ENOMEM;
+    memcpy(nm, name, nl + 1);
+    w->ops[w->n++] = (wop_t){kind, nm, dt, data, count};
+    return INCA_OK;
+}
+
+int store_wtx_put_array(store_wtx_t *w, const char *name, store_dtype_t dtype, const void *data, int64_t count) {
+    if (store_dtype_size(dtype) == 0 || count < 0 || (count > 0 && !data))
+        return inca_fail(INCA_EINVAL, "store: bad array '%s'", name);
+    return add_op(w, OP_PUT_ARRAY, name, dtype, data, count);
+}
+int store_wtx_del_array(store_wtx_t *w, const char *name) { return add_op(w, OP_DEL_ARRAY, name, DT_U8, NULL, 0); }
+int store_wtx_put_record(store_wtx_t *w, const char *key, const void *data, size_t len) {
+    return add_op(w, OP_PUT_REC, key, DT_U8, data, (int64_t)len);
+}
+int store_wtx_del_record(store_wtx_t *w, const char *key) { return add_op(w, OP_DEL_REC, key, DT_U8, NULL, 0); }
+int store_wtx_put_meta(store_wtx_t *w, const store_meta_t *m) {
+    w->meta = *m;
+    w->meta.magic = STORE_MAGIC;
+    w->meta.version = STORE_VERSION;
+    w->has_meta = 1;
+    return INCA_OK;
+}
+
+void store_write_abort(store_wtx_t **wp) {
+    if (!wp || !*wp) return;
+    store_wtx_t *w = *wp;
+    for (int i = 0; i < w->n; i++) inca_free(w->ops[i].name);
+    inca_free(w->ops);
+    INCA_FREE(*wp);
+}
+
+/* Delete every chunk of `name` inside txn t. */
+static int del_chunks(MDB_txn *t, MDB_dbi dbi, const char *name) {
+    unsigned char k[600];
+    size_t kl = chunk_key(k, name, 0), pl = strlen(name) + 1;
+    MDB_cursor *c;
+    int r = mdb_cursor_open(t, dbi, &c);
+    if (r) return r;
+    for (;;) {   /* re-seek after each delete: simple and immune to cursor quirks */
+        MDB_val key = {kl, k}, v;
+        r = mdb_cursor_get(c, &key, &v, MDB_SET_RANGE);
+        if (r || key.mv_size != pl + 8 || memcmp(key.mv_data, k, pl) != 0) break;
+        r = mdb_cursor_del(c, 0);
+        if (r) break;
+    }
+    mdb_cursor_close(c);
+    return r == MDB_NOTFOUND ? 0 : r;
+}
+
+static int apply(store_wtx_t *w, MDB_txn *t) {
+    store_t *s = w->s;
+    int r = 0;
+    char dk[600];
+    for (int i = 0; i < w->n && !r; i++) {
+        wop_t *op = &w->ops[i];
+        desc_key(dk, sizeof dk, op->name);
+        MDB_val key = {strlen(dk), dk};
+        switch (op->kind) {
+        case OP_PUT_ARRAY:
+        case OP_DEL_ARRAY: {
+            r = del_chunks(t, s->dbi_arrays, op->name);
+            if (r) break;
+            r = mdb_del(t, s->dbi_meta, &key, NULL);
+            if (r == MDB_NOTFOUND) r = 0;
+            if (r || op->kind == OP_DEL_ARRAY) break;
+            size_t es = store_dtype_size(op->dtype);
+            int64_t ce = (int64_t)(g_chunk_bytes / es);
+            if (ce < 1) ce = 1;
+            array_desc_t d = {{'A', 'R', 'R', '1'}, op->dtype, op->count, ce};
+            MDB_val dv = {sizeof d, &d};
+            r = mdb_put(t, s->dbi_meta, &key, &dv, 0);
+            for (int64_t ci = 0; !r && ci * ce < op->count; ci++) {
+                unsigned char ck[600];
+                size_t kl = chunk_key(ck, op->name, ci);
+                int64_t n = op->count - ci * ce < ce ? op->count - ci * ce : ce;
+                MDB_val k2 = {kl, ck}, v = {(size_t)n * es, (char *)op->data + (size_t)(ci * ce) * es};
+                r = mdb_put(t, s->dbi_arrays, &k2, &v, 0);
+            }
+            break;
+        }
+        case OP_PUT_REC: {
+            MDB_val k = {strlen(op->name), op->name}, v = {(size_t)op->count, (void *)op->data};
+            r = mdb_put(t, s->dbi_meta, &k, &v, 0);
+            break;
+        }
+        case OP_DEL_REC: {
+            MDB_val k = {strlen(op->name), op->name};
+            r = mdb_del(t, s->dbi_meta, &k, NULL);
+            if (r == MDB_NOTFOUND) r = 0;
+            break;
+        }
+        }
+    }
+    if (!r && w->has_meta) {   /* meta last: a store is valid once this lands */
+        MDB_val k = {4, "meta"}, v = {sizeof w->meta, &w->meta};
+        r = mdb_put(t, s->dbi_meta, &k, &v, 0);
+    }
+    return r;
+}
+
+int store_write_commit(store_wtx_t **wp) {
+    store_wtx_t *w = *wp;
+    store_t *s = w->s;
+    int rc = INCA_OK;
+    pthread_mutex_lock(&s->mu);
+    for (int attempt = 0;; attempt++) {
+        MDB_txn *t;
+        int r = mdb_txn_begin(s->env, NULL, 0, &t);
+        if (r == MDB_MAP_RESIZED) { mdb_env_set_mapsize(s->env, 0); r = mdb_txn_begin(s->env, NULL, 0, &t); }
+        if (r) { rc = lmdb_fail(s, r, "cannot begin write transaction"); break; }
+        r = apply(w, t);
+        if (!r) r = mdb_txn_commit(t);
+        else mdb_txn_abort(t);
+        if (r == MDB_MAP_FULL && attempt < 40) {
+            /* grow: no transaction of this process may be active while resizing */
+            rtxn_reset(s);
+            s->mapsize *= 2;
+            r = mdb_env_set_mapsize(s->env, s->mapsize);
+            if (r) { rc = lmdb_fail(s, r, "cannot grow the map"); break; }
+            continue;
+        }
+        if (r) { rc = lmdb_fail(s, r, "write transaction failed"); break; }
+        if (w->has_meta) { s->meta = w->meta; s->has_meta = 1; }
+        rtxn_reset(s);   /* the next read sees what was just written */
+        break;
+    }
+    pthread_mutex_unlock(&s->mu);
+    store_write_abort(wp);
+    return rc;
+}

@@ -1,0 +1,146 @@
+/* core/: status messages and exit codes, checked allocation with failure injection, the
+ * counter-based hash and the sequential generator, CLI argument parsing and JSON output. */
+#include "cli/args.h"
+#include "cli/json.h"
+#include "core/alloc.h"
+#include "core/rng.h"
+#include "core/status.h"
+#include "testutil.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+START_TEST(test_status_codes) {
+    ck_assert_int_eq(inca_fail(INCA_EINVAL, "%s:%d: expected %s", "f.csv", 7, "a number"), INCA_EINVAL);
+    ck_assert_str_eq(inca_errmsg(), "f.csv:7: expected a number");
+    inca_fail_ctx(INCA_EINVAL, "ingest %s", "cora");
+    ck_assert_str_eq(inca_errmsg(), "ingest cora: f.csv:7: expected a number");
+    ck_assert_int_eq(inca_exit_code(INCA_OK), 0);
+    ck_assert_int_eq(inca_exit_code(INCA_EINVAL), 2);
+    ck_assert_int_eq(inca_exit_code(INCA_ENOTFOUND), 2);
+    ck_assert_int_eq(inca_exit_code(INCA_ENOMEM), 1);
+    ck_assert_int_eq(inca_exit_code(INCA_EIO), 1);
+}
+END_TEST
+
+START_TEST(test_alloc_injection) {
+    inca_alloc_fail_after(2);
+    void *a = inca_malloc(16);
+    ck_assert_ptr_nonnull(a);
+    void *b = inca_malloc(16);
+    ck_assert_ptr_null(b);
+    ck_assert_ptr_nonnull(strstr(inca_errmsg(), "out of memory"));
+    void *c = inca_calloc(4, 4);   /* injection fires once */
+    ck_assert_ptr_nonnull(c);
+    ck_assert_ptr_null(inca_calloc(SIZE_MAX / 2, 4));   /* overflow is caught */
+    inca_free(a);
+    inca_free(c);
+    void *al = inca_malloc_aligned(100);
+    ck_assert_int_eq((int)((uintptr_t)al % 64), 0);
+    inca_free(al);
+}
+END_TEST
+
+START_TEST(test_rng) {
+    /* the hash is a pure function */
+    ck_assert_uint_eq(rng_hash64(1, 2, 3), rng_hash64(1, 2, 3));
+    ck_assert_uint_ne(rng_hash64(1, 2, 3), rng_hash64(1, 2, 4));
+    ck_assert_uint_ne(rng_hash64(1, 2, 3), rng_hash64(2, 2, 3));
+    /* uniform moments: mean 1/2, variance 1/12 */
+    double s = 0, s2 = 0;
+    const int n = 200000;
+    for (int i = 0; i < n; i++) {
+        double u = rng_hash_uniform(7, 0, (uint64_t)i);
+        ck_assert(u >= 0 && u < 1);
+        s += u;
+        s2 += u * u;
+    }
+    ck_assert_double_eq_tol(s / n, 0.5, 0.005);
+    ck_assert_double_eq_tol(s2 / n - (s / n) * (s / n), 1.0 / 12, 0.002);
+    rng_t r1, r2;
+    rng_seed(&r1, 42);
+    rng_seed(&r2, 42);
+    for (int i = 0; i < 100; i++) ck_assert_uint_eq(rng_next(&r1), rng_next(&r2));
+    /* rng_below is uniform over a small range */
+    int cnt[3] = {0};
+    for (int i = 0; i < 30000; i++) cnt[rng_below(&r1, 3)]++;
+    for (int k = 0; k < 3; k++) ck_assert_int_lt(abs(cnt[k] - 10000), 400);
+    /* normal: mean 0, variance 1 */
+    s = s2 = 0;
+    for (int i = 0; i < n; i++) { double z = rng_normal(&r1); s += z; s2 += z * z; }
+    ck_assert_double_eq_tol(s / n, 0.0, 0.01);
+    ck_assert_double_eq_tol(s2 / n, 1.0, 0.02);
+    /* a shuffle is a permutation */
+    int64_t p[100];
+    for (int i = 0; i < 100; i++) p[i] = i;
+    rng_shuffle_i64(&r1, p, 100);
+    int seen[100] = {0}, moved = 0;
+    for (int i = 0; i < 100; i++) { seen[p[i]]++; moved += p[i] != i; }
+    for (int i = 0; i < 100; i++) ck_assert_int_eq(seen[i], 1);
+    ck_assert_int_gt(moved, 50);
+}
+END_TEST
+
+START_TEST(test_args) {
+    static const char *const known[] = {"--out", "--json!", "--seed", "--lr", NULL};
+    char *argv[] = {"train", "store", "--out", "x", "--json", "--seed=7", "--lr", "0.5", NULL};
+    args_t *a = NULL;
+    ck_assert_int_eq(args_parse(8, argv, known, &a), INCA_OK);
+    ck_assert_int_eq(args_npos(a), 1);
+    ck_assert_str_eq(args_pos(a, 0), "store");
+    ck_assert_str_eq(args_str(a, "--out", NULL), "x");
+    ck_assert(args_has(a, "--json"));
+    int64_t seed;
+    double lr;
+    ck_assert_int_eq(args_int(a, "--seed", 0, &seed), INCA_OK);
+    ck_assert_int_eq(seed, 7);
+    ck_assert_int_eq(args_double(a, "--lr", 0, &lr), INCA_OK);
+    ck_assert_double_eq(lr, 0.5);
+    args_free(&a);
+    char *bad[] = {"train", "--sed", "1", NULL};
+    ck_assert_int_eq(args_parse(3, bad, known, &a), INCA_EINVAL);
+    ck_assert_ptr_nonnull(strstr(inca_errmsg(), "--sed"));
+    char *badnum[] = {"train", "--seed", "x1", NULL};
+    ck_assert_int_eq(args_parse(3, badnum, known, &a), INCA_OK);
+    ck_assert_int_eq(args_int(a, "--seed", 0, &seed), INCA_EINVAL);
+    ck_assert_ptr_nonnull(strstr(inca_errmsg(), "--seed"));
+    args_free(&a);
+    char *noval[] = {"train", "--out", NULL};
+    ck_assert_int_eq(args_parse(2, noval, known, &a), INCA_EINVAL);
+    /* failure injection on every allocation of the parser leaks nothing (ASan checks) */
+    for (int k = 1; k < 8; k++) {
+        inca_alloc_fail_after(k);
+        int rc = args_parse(8, argv, known, &a);
+        inca_alloc_fail_after(0);
+        if (rc == INCA_OK) args_free(&a);
+        else ck_assert_int_eq(rc, INCA_ENOMEM);
+    }
+}
+END_TEST
+
+START_TEST(test_json) {
+    json_t *j = NULL;
+    ck_assert_int_eq(json_new(&j), INCA_OK);
+    json_int(j, "nodes", 2708);
+    json_num(j, "acc", 0.815);
+    json_str(j, "name", "a\"b");
+    json_num(j, "bad", NAN);
+    json_raw(j, "splits", "{\"train\":1}");
+    ck_assert_str_eq(json_close(j), "{\"nodes\":2708,\"acc\":0.815,\"name\":\"a\\\"b\",\"bad\":null,\"splits\":{\"train\":1}}");
+    ck_assert_double_eq_tol(tu_json_num(json_close(j), "acc"), 0.815, 1e-12);
+    json_free(&j);
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("core");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, test_status_codes);
+    tcase_add_test(tc, test_alloc_injection);
+    tcase_add_test(tc, test_rng);
+    tcase_add_test(tc, test_args);
+    tcase_add_test(tc, test_json);
+    suite_add_tcase(s, tc);
+    return tu_run_suite(s);
+}

@@ -1,0 +1,159 @@
+/* graph/csr: construction with symmetrise/dedupe/self-loops, GCN and mean normalisation
+ * against hand-computed values, transpose, permutation, symmetry check, failure injection. */
+#include "core/alloc.h"
+#include "core/status.h"
+#include "graph/csr.h"
+#include "testutil.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* path 0-1-2 plus a duplicate and a self-loop on 2 */
+static const int64_t S[] = {0, 1, 1, 2, 0};
+static const int64_t D[] = {1, 2, 2, 2, 1};
+
+START_TEST(test_from_edges_sym) {
+    csr_t g;
+    ck_assert_int_eq(csr_from_edges(&g, 3, S, D, 5, CSR_SYMMETRIZE | CSR_DROP_SELF_LOOPS), INCA_OK);
+    ck_assert_int_eq(g.nnz, 4);   /* 0-1, 1-0, 1-2, 2-1 */
+    int64_t rp[] = {0, 1, 3, 4};
+    int32_t cl[] = {1, 0, 2, 1};
+    for (int i = 0; i < 4; i++) ck_assert_int_eq(g.rowptr[i], rp[i]);
+    for (int i = 0; i < 4; i++) ck_assert_int_eq(g.col[i], cl[i]);
+    ck_assert(csr_is_symmetric(&g));
+    csr_free(&g);
+    ck_assert_ptr_null(g.rowptr);
+}
+END_TEST
+
+START_TEST(test_from_edges_directed_loops) {
+    csr_t g;
+    ck_assert_int_eq(csr_from_edges(&g, 3, S, D, 5, CSR_SELF_LOOPS), INCA_OK);
+    /* rows: 0:{0,1} 1:{1,2} 2:{2} */
+    ck_assert_int_eq(g.nnz, 5);
+    int32_t cl[] = {0, 1, 1, 2, 2};
+    for (int i = 0; i < 5; i++) ck_assert_int_eq(g.col[i], cl[i]);
+    ck_assert(!csr_is_symmetric(&g));
+    csr_free(&g);
+    int64_t bad = 3;
+    ck_assert_int_eq(csr_from_edges(&g, 3, S, &bad, 1, 0), INCA_EINVAL);
+    ck_assert_ptr_nonnull(strstr(inca_errmsg(), "out of range"));
+}
+END_TEST
+
+START_TEST(test_gcn_norm) {
+    csr_t g, a;
+    ck_assert_int_eq(csr_from_edges(&g, 3, S, D, 5, CSR_SYMMETRIZE | CSR_DROP_SELF_LOOPS), INCA_OK);
+    ck_assert_int_eq(csr_gcn_norm(&g, &a), INCA_OK);
+    /* Ã = A + I, degrees 2, 3, 2: Â_ij = 1/sqrt(d_i d_j) */
+    double dense[3][3] = {{0}};
+    for (int64_t i = 0; i < 3; i++)
+        for (int64_t k = a.rowptr[i]; k < a.rowptr[i + 1]; k++) dense[i][a.col[k]] = a.val[k];
+    double d[3] = {2, 3, 2};
+    int adj[3][3] = {{1, 1, 0}, {1, 1, 1}, {0, 1, 1}};
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++)
+            ck_assert_double_eq_tol(dense[i][j], adj[i][j] ? 1.0 / sqrt(d[i] * d[j]) : 0.0, 1e-7);
+    for (int64_t i = 0; i < 3; i++)   /* columns stay sorted after inserting the diagonal */
+        for (int64_t k = a.rowptr[i] + 1; k < a.rowptr[i + 1]; k++) ck_assert_int_lt(a.col[k - 1], a.col[k]);
+    csr_free(&a);
+    /* an existing self-loop is not doubled (add_remaining_self_loops) */
+    csr_t gl;
+    ck_assert_int_eq(csr_from_edges(&gl, 3, S, D, 5, CSR_SYMMETRIZE | CSR_SELF_LOOPS), INCA_OK);
+    ck_assert_int_eq(csr_gcn_norm(&gl, &a), INCA_OK);
+    ck_assert_int_eq(a.nnz, 7);
+    ck_assert_double_eq_tol(a.val[0], 0.5, 1e-7);
+    csr_free(&a);
+    csr_free(&gl);
+    ck_assert_int_eq(csr_mean_norm(&g, &a), INCA_OK);
+    ck_assert_double_eq_tol(a.val[0], 1.0, 1e-7);
+    ck_assert_double_eq_tol(a.val[1], 0.5, 1e-7);
+    ck_assert_double_eq_tol(a.val[2], 0.5, 1e-7);
+    ck_assert_double_eq_tol(a.val[3], 1.0, 1e-7);
+    csr_free(&a);
+    csr_free(&g);
+}
+END_TEST
+
+/* random directed weighted graph for transpose / permute against dense references */
+static void random_graph(csr_t *g, int n, int m, unsigned seed) {
+    int64_t *s = malloc(sizeof(int64_t) * (size_t)m), *d = malloc(sizeof(int64_t) * (size_t)m);
+    srand(seed);
+    for (int e = 0; e < m; e++) { s[e] = rand() % n; d[e] = rand() % n; }
+    csr_t p;
+    ck_assert_int_eq(csr_from_edges(&p, n, s, d, m, 0), INCA_OK);
+    ck_assert_int_eq(csr_mean_norm(&p, g), INCA_OK);   /* gives distinct-ish values */
+    for (int64_t k = 0; k < g->nnz; k++) g->val[k] += 0.001f * (float)g->col[k];
+    csr_free(&p);
+    free(s);
+    free(d);
+}
+
+START_TEST(test_transpose_permute) {
+    const int n = 40;
+    csr_t g, t, pg;
+    random_graph(&g, n, 200, 5);
+    static float dg[40][40], dt[40][40];
+    memset(dg, 0, sizeof dg);
+    memset(dt, 0, sizeof dt);
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t k = g.rowptr[i]; k < g.rowptr[i + 1]; k++) dg[i][g.col[k]] = g.val[k];
+    ck_assert_int_eq(csr_transpose(&g, &t), INCA_OK);
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t k = t.rowptr[i]; k < t.rowptr[i + 1]; k++) {
+            dt[i][t.col[k]] = t.val[k];
+            if (k > t.rowptr[i]) ck_assert_int_lt(t.col[k - 1], t.col[k]);
+        }
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++) ck_assert(dt[i][j] == dg[j][i]);
+    int64_t perm[40];
+    for (int i = 0; i < n; i++) perm[i] = (i * 7 + 3) % n;   /* 7 is coprime with 40 */
+    ck_assert_int_eq(csr_permute(&g, perm, &pg), INCA_OK);
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t k = g.rowptr[i]; k < g.rowptr[i + 1]; k++) {
+            int64_t u = perm[i], v = perm[g.col[k]];
+            int found = 0;
+            for (int64_t q = pg.rowptr[u]; q < pg.rowptr[u + 1]; q++)
+                if (pg.col[q] == v) { found = 1; ck_assert(pg.val[q] == g.val[k]); }
+            ck_assert(found);
+        }
+    ck_assert_int_eq(pg.nnz, g.nnz);
+    perm[1] = perm[0];
+    csr_t bad;
+    ck_assert_int_eq(csr_permute(&g, perm, &bad), INCA_EINVAL);
+    csr_free(&pg);
+    csr_free(&t);
+    csr_free(&g);
+}
+END_TEST
+
+START_TEST(test_failure_injection) {
+    /* every allocation failure is reported as ENOMEM and leaks nothing (ASan) */
+    for (int k = 1; k < 6; k++) {
+        csr_t g, a;
+        inca_alloc_fail_after(k);
+        int rc = csr_from_edges(&g, 3, S, D, 5, CSR_SYMMETRIZE);
+        if (rc == INCA_OK) {
+            int rc2 = csr_gcn_norm(&g, &a);
+            if (rc2 == INCA_OK) csr_free(&a);
+            else ck_assert_int_eq(rc2, INCA_ENOMEM);
+            csr_free(&g);
+        } else {
+            ck_assert_int_eq(rc, INCA_ENOMEM);
+        }
+        inca_alloc_fail_after(0);
+    }
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("graph");
+    TCase *tc = tcase_create("csr");
+    tcase_add_test(tc, test_from_edges_sym);
+    tcase_add_test(tc, test_from_edges_directed_loops);
+    tcase_add_test(tc, test_gcn_norm);
+    tcase_add_test(tc, test_transpose_permute);
+    tcase_add_test(tc, test_failure_injection);
+    suite_add_tcase(s, tc);
+    return tu_run_suite(s);
+}

@@ -1,0 +1,229 @@
+/* loaders/store + dataset: chunked arrays across chunk boundaries, zero-copy views, records,
+ * transactional batches, map growth on MDB_MAP_FULL, meta checks with hints, atomic
+ * dataset_save (nothing left behind on failure), save -> load round trip. */
+#include "core/alloc.h"
+#include "core/status.h"
+#include "core/util.h"
+#include "loaders/dataset.h"
+#include "loaders/store.h"
+#include "testutil.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char *dir;
+static char path[4096];
+static void setup(void) {
+    dir = tu_mkdtemp();
+    snprintf(path, sizeof path, "%s/s.lmdb", dir);
+}
+static void teardown(void) { tu_rmrf(dir); free(dir); }
+
+START_TEST(test_arrays_chunks_records) {
+    store_set_chunk_bytes(4096);   /* 1024 floats per chunk */
+    store_t *s;
+    ck_assert_int_eq(store_create(path, &s), INCA_OK);
+    ck_assert_ptr_null(store_meta(s));
+    const int64_t n = 5000;
+    float *x = malloc(sizeof(float) * (size_t)n);
+    for (int64_t i = 0; i < n; i++) x[i] = (float)i * 0.5f;
+    store_wtx_t *w;
+    ck_assert_int_eq(store_write_begin(s, &w), INCA_OK);
+    ck_assert_int_eq(store_wtx_put_array(w, "x", DT_F32, x, n), INCA_OK);
+    ck_assert_int_eq(store_wtx_put_record(w, "part:a", "hello", 5), INCA_OK);
+    ck_assert_int_eq(store_wtx_put_record(w, "part:b", "x", 1), INCA_OK);
+    ck_assert_int_eq(store_wtx_put_record(w, "other", "y", 1), INCA_OK);
+    ck_assert_int_eq(store_write_commit(&w), INCA_OK);
+    ck_assert_ptr_null(w);
+    store_array_info_t info;
+    ck_assert_int_eq(store_array_info(s, "x", &info), INCA_OK);
+    ck_assert_int_eq(info.count, n);
+    ck_assert_int_eq(info.nchunks, 5);
+    const void *p;
+    int64_t cnt;
+    ck_assert_int_eq(store_array_chunk(s, "x", 4, &p, &cnt), INCA_OK);
+    ck_assert_int_eq(cnt, n - 4096);
+    ck_assert(((const float *)p)[0] == 4096 * 0.5f);   /* zero-copy view into the map */
+    float buf[3000];
+    ck_assert_int_eq(store_array_read(s, "x", 1000, 3000, buf), INCA_OK);   /* crosses 3 chunks */
+    for (int i = 0; i < 3000; i++) ck_assert(buf[i] == (float)(1000 + i) * 0.5f);
+    ck_assert_int_eq(store_array_read(s, "x", 4000, 2000, buf), INCA_EINVAL);
+    ck_assert_int_eq(store_array_info(s, "nope", &info), INCA_ENOTFOUND);
+    ck_assert_ptr_nonnull(strstr(inca_errmsg(), "nope"));
+    const void *r;
+    size_t rl;
+    ck_assert_int_eq(store_record_get(s, "part:a", &r, &rl), INCA_OK);
+    ck_assert_int_eq((int)rl, 5);
+    ck_assert_int_eq(memcmp(r, "hello", 5), 0);
+    /* replacing an array with a shorter one leaves no stale chunks */
+    ck_assert_int_eq(store_write_begin(s, &w), INCA_OK);
+    ck_assert_int_eq(store_wtx_put_array(w, "x", DT_F32, x + 10, 1500), INCA_OK);
+    ck_assert_int_eq(store_wtx_del_record(w, "part:b"), INCA_OK);
+    ck_assert_int_eq(store_write_commit(&w), INCA_OK);
+    ck_assert_int_eq(store_array_info(s, "x", &info), INCA_OK);
+    ck_assert_int_eq(info.nchunks, 2);
+    float *back;
+    ck_assert_int_eq(store_array_load(s, "x", DT_F32, (void **)&back, &cnt), INCA_OK);
+    ck_assert_int_eq(cnt, 1500);
+    for (int i = 0; i < 1500; i++) ck_assert(back[i] == x[10 + i]);
+    inca_free(back);
+    ck_assert_int_eq(store_array_load(s, "x", DT_I32, (void **)&back, &cnt), INCA_EINVAL);
+    ck_assert_int_eq(store_record_get(s, "part:b", &r, &rl), INCA_ENOTFOUND);
+    store_close(&s);
+    ck_assert_ptr_null(s);
+    /* no meta: the store does not open as valid */
+    ck_assert_int_eq(store_open(path, STORE_RDONLY, &s), INCA_EINVAL);
+    ck_assert_ptr_nonnull(strstr(inca_errmsg(), "meta"));
+    free(x);
+    store_set_chunk_bytes(0);
+}
+END_TEST
+
+START_TEST(test_map_growth) {
+    /* 96 MiB in one transaction overflows the 64 MiB initial map: the store must grow */
+    store_t *s;
+    ck_assert_int_eq(store_create(path, &s), INCA_OK);
+    const int64_t n = 24 << 20;
+    int32_t *a = malloc(sizeof(int32_t) * (size_t)n);
+    for (int64_t i = 0; i < n; i++) a[i] = (int32_t)(i * 3);
+    store_wtx_t *w;
+    store_meta_t m;
+    memset(&m, 0, sizeof m);
+    m.nodes = 1;
+    ck_assert_int_eq(store_write_begin(s, &w), INCA_OK);
+    ck_assert_int_eq(store_wtx_put_array(w, "big", DT_I32, a, n), INCA_OK);
+    ck_assert_int_eq(store_wtx_put_meta(w, &m), INCA_OK);
+    ck_assert_int_eq(store_write_commit(&w), INCA_OK);
+    int32_t v[2];
+    ck_assert_int_eq(store_array_read(s, "big", n - 2, 2, v), INCA_OK);
+    ck_assert_int_eq(v[1], (int32_t)((n - 1) * 3));
+    store_close(&s);
+    ck_assert_int_eq(store_open(path, STORE_RDONLY, &s), INCA_OK);
+    ck_assert_int_eq(store_meta(s)->nodes, 1);
+    ck_assert_int_gt(store_disk_bytes(s), (int64_t)n * 4);
+    store_close(&s);
+    free(a);
+}
+END_TEST
+
+START_TEST(test_meta_checks) {
+    store_t *s;
+    ck_assert_int_eq(store_open(path, STORE_RDONLY, &s), INCA_ENOTFOUND);
+    ck_assert_ptr_nonnull(strstr(inca_errmsg(), path));
+    ck_assert_int_eq(store_create(path, &s), INCA_OK);
+    store_wtx_t *w;
+    store_meta_t m;
+    memset(&m, 0, sizeof m);
+    ck_assert_int_eq(store_write_begin(s, &w), INCA_OK);
+    m.magic = 0x12345678;   /* a record of the right size with a wrong magic */
+    ck_assert_int_eq(store_wtx_put_record(w, "meta", &m, sizeof m), INCA_OK);
+    ck_assert_int_eq(store_write_commit(&w), INCA_OK);
+    store_close(&s);
+    ck_assert_int_eq(store_open(path, STORE_RDONLY, &s), INCA_EINVAL);
+    ck_assert_ptr_nonnull(strstr(inca_errmsg(), "magic"));
+    ck_assert_int_eq(store_open(path, STORE_RDWR, &s), INCA_EINVAL);
+    /* wrong version */
+    ck_assert_int_eq(store_create(dir, &s), INCA_EINVAL);   /* exists */
+    tu_rmrf(path);
+    ck_assert_int_eq(store_create(path, &s), INCA_OK);
+    m.magic = STORE_MAGIC;
+    m.version = STORE_VERSION + 1;
+    ck_assert_int_eq(store_write_begin(s, &w), INCA_OK);
+    ck_assert_int_eq(store_wtx_put_record(w, "meta", &m, sizeof m), INCA_OK);
+    ck_assert_int_eq(store_write_commit(&w), INCA_OK);
+    store_close(&s);
+    ck_assert_int_eq(store_open(path, STORE_RDONLY, &s), INCA_EINVAL);
+    ck_assert_ptr_nonnull(strstr(inca_errmsg(), "version"));
+}
+END_TEST
+
+static void small_dataset(dataset_t *d) {
+    dataset_init(d);
+    static const int64_t s[] = {0, 1, 2, 3}, t[] = {1, 2, 3, 0};
+    ck_assert_int_eq(csr_from_edges(&d->adj, 5, s, t, 4, CSR_SYMMETRIZE), INCA_OK);
+    d->n = 5;
+    d->f = 3;
+    d->c = 2;
+    d->x = inca_malloc(sizeof(float) * 15);
+    d->y = inca_malloc(sizeof(int32_t) * 5);
+    for (int i = 0; i < 15; i++) d->x[i] = (float)i;
+    for (int i = 0; i < 5; i++) d->y[i] = i == 4 ? -1 : i % 2;
+    for (int sp = 0; sp < SPLIT_COUNT; sp++) {
+        d->split[sp] = inca_malloc(sizeof(int64_t));
+        d->split[sp][0] = sp;
+        d->split_n[sp] = 1;
+    }
+    snprintf(d->source, sizeof d->source, "test");
+}
+
+START_TEST(test_dataset_roundtrip) {
+    dataset_t d, e;
+    small_dataset(&d);
+    ck_assert_int_eq(dataset_save(&d, path, 0), INCA_OK);
+    ck_assert_int_eq(dataset_save(&d, path, 0), INCA_EINVAL);   /* exists, no --force */
+    ck_assert_ptr_nonnull(strstr(inca_errmsg(), "--force"));
+    ck_assert_int_eq(dataset_save(&d, path, 1), INCA_OK);
+    ck_assert_int_eq(dataset_load(path, &e), INCA_OK);
+    ck_assert_int_eq(e.n, 5);
+    ck_assert_int_eq(e.adj.nnz, 8);
+    ck_assert_int_eq(dataset_labeled(&e), 4);
+    for (int i = 0; i < 15; i++) ck_assert(e.x[i] == d.x[i]);
+    for (int i = 0; i <= 5; i++) ck_assert_int_eq(e.adj.rowptr[i], d.adj.rowptr[i]);
+    for (int sp = 0; sp < SPLIT_COUNT; sp++) ck_assert_int_eq(e.split[sp][0], sp);
+    ck_assert_str_eq(e.source, "test");
+    store_t *s;
+    ck_assert_int_eq(store_open(path, STORE_RDONLY, &s), INCA_OK);
+    ck_assert_int_eq(store_meta(s)->labeled, 4);
+    ck_assert_int_eq(store_meta(s)->edges, 8);
+    store_close(&s);
+    dataset_free(&e);
+    /* a failing save (bad split id) leaves nothing behind and keeps the old store */
+    d.split[0][0] = 99;
+    ck_assert_int_eq(dataset_save(&d, path, 1), INCA_EINVAL);
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "ls '%s' | wc -l", dir);
+    char *out = NULL;
+    tu_sh(cmd, &out, NULL);
+    ck_assert_int_eq(atoi(out), 1);
+    free(out);
+    ck_assert_int_eq(dataset_load(path, &e), INCA_OK);
+    dataset_free(&e);
+    d.split[0][0] = 0;
+    /* allocation failures anywhere in save/load: clean errors, no temp dirs, no leaks */
+    for (int k = 1; k < 40; k++) {
+        char p2[4200];
+        snprintf(p2, sizeof p2, "%s/inj%d", dir, k);
+        inca_alloc_fail_after(k);
+        int rc = dataset_save(&d, p2, 0);
+        inca_alloc_fail_after(0);
+        if (rc != INCA_OK) {
+            ck_assert_int_eq(rc, INCA_ENOMEM);
+            ck_assert(!tu_exists(p2));
+            continue;
+        }
+        inca_alloc_fail_after(k);
+        rc = dataset_load(p2, &e);
+        inca_alloc_fail_after(0);
+        if (rc == INCA_OK) dataset_free(&e);
+        else ck_assert_int_eq(rc, INCA_ENOMEM);
+    }
+    snprintf(cmd, sizeof cmd, "ls '%s' | grep -c tmp", dir);
+    tu_sh(cmd, &out, NULL);
+    ck_assert_int_eq(atoi(out), 0);
+    free(out);
+    dataset_free(&d);
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("store");
+    TCase *tc = tcase_create("store");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, test_arrays_chunks_records);
+    tcase_add_test(tc, test_map_growth);
+    tcase_add_test(tc, test_meta_checks);
+    tcase_add_test(tc, test_dataset_roundtrip);
+    suite_add_tcase(s, tc);
+    return tu_run_suite(s);
+}
