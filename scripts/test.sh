@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Runs the whole test suite: a Release build (build/) through ctest, then the same suite built
+# with AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/). Set INCA_TEST_ASAN=0 to skip
+# the sanitizer pass. Tests that need data which is absent (Fashion-MNIST, ../shared) skip.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+jobs="$(nproc)"
+
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build build -j"$jobs"
+ctest --test-dir build --output-on-failure -j"$jobs"
+
+if [ "${INCA_TEST_ASAN:-1}" = 1 ]; then
+  cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DINCA_SANITIZE=ON -DUSE_CUDA=OFF >/dev/null
+  cmake --build build-asan -j"$jobs"
+  # Check forks each test; CK_FORK=no keeps leak reports in one process per suite.
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    INCA_ASAN=1 CK_FORK=no ctest --test-dir build-asan --output-on-failure -j"$jobs"
+fi
