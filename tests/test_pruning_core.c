@@ -1,0 +1,342 @@
+/* Unit tests of the pruning building blocks that need no model: coreset selectors (CCS strata
+ * counted by hand, double-end, top-k, random, class-balanced quotas), AUM / forgetting / EL2N /
+ * cartography on hand-made probability trajectories, and .npy / text index files. */
+#include "testutil.h"
+#include "core/alloc.h"
+#include "core/status.h"
+#include "pruning/dynamics.h"
+#include "pruning/npy.h"
+#include "pruning/select.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int contains(const int64_t *a, int64_t n, int64_t v) {
+    for (int64_t i = 0; i < n; i++) if (a[i] == v) return 1;
+    return 0;
+}
+
+static int count_in(const int64_t *a, int64_t n, int64_t lo, int64_t hi) {
+    int c = 0;
+    for (int64_t i = 0; i < n; i++) c += a[i] >= lo && a[i] <= hi;
+    return c;
+}
+
+/* Remaining after dropping positions 5 and 11 (lowest AUM): scores
+ * 0 .1 .2 .3 | 1.0 | 2.6 2.7 2.8 2.9 | 3.9 with 4 strata of width 3.90039/4 = 0.97510:
+ * counts [4, 1, 4, 1]. Budget 6, strata visited by size (1, 3, 0, 2):
+ * min(1, 6/4=1)=1, min(1, 5/3=1)=1, min(4, 4/2=2)=2, min(4, 2/1=2)=2. */
+START_TEST(ccs_hand_strata) {
+    float score[12] = {0.0f, 0.1f, 0.2f, 0.3f, 1.0f, 2.5f, 2.6f, 2.7f, 2.8f, 2.9f, 3.9f, 4.0f};
+    float aum[12];
+    for (int i = 0; i < 12; i++) aum[i] = score[i];
+    aum[5] = -10.0f;
+    aum[11] = -5.0f;
+    int64_t out[12], n = 0;
+    ck_assert_int_eq(select_ccs(score, aum, 12, 6, 2, 4, 42, out, &n), 0);
+    ck_assert_int_eq(n, 6);
+    ck_assert(!contains(out, n, 5) && !contains(out, n, 11));
+    ck_assert(contains(out, n, 4) && contains(out, n, 10));
+    ck_assert_int_eq(count_in(out, n, 0, 3), 2);
+    ck_assert_int_eq(count_in(out, n, 6, 9), 2);
+    for (int i = 1; i < n; i++) ck_assert(out[i - 1] < out[i]);
+    /* budget 9: 1, min(1, 8/3=2)=1, min(4, 7/2=3)=3, min(4, 4/1)=4 */
+    ck_assert_int_eq(select_ccs(score, aum, 12, 9, 2, 4, 7, out, &n), 0);
+    ck_assert_int_eq(n, 9);
+    ck_assert_int_eq(count_in(out, n, 0, 3), 3);
+    ck_assert_int_eq(count_in(out, n, 6, 9), 4);
+    ck_assert(contains(out, n, 4) && contains(out, n, 10));
+    /* the same seed gives the same sample; the sample inside a stratum depends on it */
+    int64_t a[12], b[12], na, nb;
+    ck_assert_int_eq(select_ccs(score, aum, 12, 6, 2, 4, 1, a, &na), 0);
+    ck_assert_int_eq(select_ccs(score, aum, 12, 6, 2, 4, 1, b, &nb), 0);
+    ck_assert_int_eq(na, nb);
+    ck_assert_mem_eq(a, b, (size_t)na * sizeof *a);
+    int differs = 0;
+    for (uint64_t s = 2; s < 40 && !differs; s++) {
+        ck_assert_int_eq(select_ccs(score, aum, 12, 6, 2, 4, s, b, &nb), 0);
+        differs = memcmp(a, b, (size_t)na * sizeof *a) != 0;
+    }
+    ck_assert(differs);
+}
+END_TEST
+
+/* All scores negative: the reference's max·1.0001 bound would exclude the maximum; ours keeps it. */
+START_TEST(ccs_negative_max_kept) {
+    float s[3] = {-3.0f, -2.0f, -1.0f};
+    int64_t out[3], n = 0;
+    ck_assert_int_eq(select_ccs(s, s, 3, 3, 0, 2, 3, out, &n), 0);
+    ck_assert_int_eq(n, 3);
+    ck_assert_int_eq(out[0], 0);
+    ck_assert_int_eq(out[2], 2);
+    /* all equal scores: one stratum holds everything */
+    float e[4] = {1, 1, 1, 1};
+    ck_assert_int_eq(select_ccs(e, e, 4, 2, 0, 50, 3, out, &n), 0);
+    ck_assert_int_eq(n, 2);
+}
+END_TEST
+
+START_TEST(double_end_and_topk) {
+    float d[5] = {5, 1, 4, 2, 3};   /* higher = harder: order 0, 2, 4, 3, 1 */
+    int64_t out[5], n;
+    ck_assert_int_eq(select_double_end(d, 5, 2, 1, out, &n), 0);
+    ck_assert_int_eq(n, 2);
+    ck_assert_int_eq(out[0], 2);
+    ck_assert_int_eq(out[1], 4);
+    /* dropping 4 leaves only 1: the window slides to the easy end instead of emptying */
+    ck_assert_int_eq(select_double_end(d, 5, 2, 4, out, &n), 0);
+    ck_assert_int_eq(n, 2);
+    ck_assert_int_eq(out[0], 1);
+    ck_assert_int_eq(out[1], 3);
+    ck_assert_int_eq(select_topk(d, 5, 2, 1, out, &n), 0);
+    ck_assert_int_eq(out[0], 0);
+    ck_assert_int_eq(out[1], 2);
+    ck_assert_int_eq(select_topk(d, 5, 2, 0, out, &n), 0);
+    ck_assert_int_eq(out[0], 1);
+    ck_assert_int_eq(out[1], 3);
+    /* ties go to the lower position */
+    float t[4] = {1, 1, 1, 1};
+    ck_assert_int_eq(select_topk(t, 4, 2, 1, out, &n), 0);
+    ck_assert_int_eq(out[0], 0);
+    ck_assert_int_eq(out[1], 1);
+}
+END_TEST
+
+START_TEST(random_reproducible) {
+    int64_t a[300], b[300], c[300], na, nb, nc;
+    ck_assert_int_eq(select_random(1000, 300, 9, a, &na), 0);
+    ck_assert_int_eq(select_random(1000, 300, 9, b, &nb), 0);
+    ck_assert_int_eq(select_random(1000, 300, 10, c, &nc), 0);
+    ck_assert_int_eq(na, 300);
+    ck_assert_mem_eq(a, b, sizeof a);
+    ck_assert(memcmp(a, c, sizeof a) != 0);
+    for (int i = 1; i < 300; i++) ck_assert(a[i - 1] < a[i]);
+    ck_assert(a[0] >= 0 && a[299] < 1000);
+    /* roughly uniform: the lower half holds 150 ± 5 sd */
+    int low = count_in(a, 300, 0, 499);
+    ck_assert(low > 115 && low < 185);
+}
+END_TEST
+
+START_TEST(balanced_quotas) {
+    /* classes 0 x4, 1 x2; keep 0.5 -> m = 3: quotas 2 and 1; top-k hardest within each */
+    float s[6] = {1, 9, 3, 7, 2, 8};
+    int32_t cls[6] = {0, 0, 0, 0, 1, 1};
+    select_opts_t o = {.kind = SEL_TOPK, .keep = 0.5, .mis_ratio = 0, .strata = 50, .hardest = 1, .balance = 1, .seed = 1};
+    int64_t *out = NULL, n = 0;
+    ck_assert_int_eq(select_run(&o, s, 1, s, cls, 2, 6, &out, &n), 0);
+    ck_assert_int_eq(n, 3);
+    ck_assert_int_eq(out[0], 1);
+    ck_assert_int_eq(out[1], 3);
+    ck_assert_int_eq(out[2], 5);
+    inca_free(out);
+    /* unbalanced top-k of the same scores: 1, 3, 5 happen to be the global top 3 too; use easiest */
+    o.hardest = 0;
+    o.balance = 0;
+    ck_assert_int_eq(select_run(&o, s, 1, s, cls, 2, 6, &out, &n), 0);
+    ck_assert_int_eq(n, 3);
+    ck_assert_int_eq(out[0], 0);
+    ck_assert_int_eq(out[1], 2);
+    ck_assert_int_eq(out[2], 4);
+    inca_free(out);
+    /* a score where lower = harder (AUM) is flipped before ranking */
+    o.hardest = 1;
+    ck_assert_int_eq(select_run(&o, s, 0, s, cls, 2, 6, &out, &n), 0);
+    ck_assert_int_eq(out[0], 0);
+    ck_assert_int_eq(out[1], 2);
+    ck_assert_int_eq(out[2], 4);
+    inca_free(out);
+    o.keep = 1.5;
+    ck_assert_int_eq(select_run(&o, s, 0, s, cls, 2, 6, &out, &n), INCA_EINVAL);
+    ck_assert_ptr_null(out);
+}
+END_TEST
+
+/* Three examples, 3 classes, 4 epochs (see the hand computation beside each value). */
+START_TEST(scores_hand_trajectories) {
+    const float traj0[4][3] = {{.5f, .3f, .2f}, {.2f, .6f, .2f}, {.7f, .2f, .1f}, {.4f, .4f, .2f}}; /* y = 0 */
+    const float traj1[3] = {.6f, .3f, .1f};     /* y = 2, never learned */
+    const float traj2[3] = {.45f, .45f, .1f};   /* y = 1, tie with class 0 -> argmax 0, wrong */
+    int32_t y[3] = {0, 2, 1};
+    int64_t rows[3] = {2, 0, 1};   /* example i lives in row rows[i] of the probability matrix */
+    prune_dyn_t d;
+    ck_assert_int_eq(dyn_init(&d, 3, 4), 0);
+    for (int t = 0; t < 4; t++) {
+        float p[3][4];   /* ldp 4: a padded layout */
+        memcpy(p[2], traj0[t], sizeof traj0[t]);
+        memcpy(p[0], traj1, sizeof traj1);
+        memcpy(p[1], traj2, sizeof traj2);
+        ck_assert_int_eq(dyn_record(&d, &p[0][0], 4, 3, y, rows), 0);
+    }
+    float dummy[12] = {0};
+    ck_assert_int_eq(dyn_record(&d, dummy, 3, 3, y, NULL), INCA_EINVAL);   /* full */
+    float s[3];
+    ck_assert_int_eq(dyn_score(&d, SCORE_AUM, 10, s), 0);
+    ck_assert_float_eq_tol(s[0], 0.2f - 0.4f + 0.5f + 0.0f, 1e-6);
+    ck_assert_float_eq_tol(s[1], 4 * (0.1f - 0.6f), 1e-6);
+    ck_assert_float_eq_tol(s[2], 0.0f, 1e-6);
+    ck_assert_int_eq(dyn_score(&d, SCORE_FORGETTING, 10, s), 0);
+    ck_assert_float_eq(s[0], 1.0f);   /* right, wrong, right, right (tie .4/.4 -> class 0) */
+    ck_assert_float_eq(s[1], 4.0f);   /* never learned -> E */
+    ck_assert_float_eq(s[2], 4.0f);
+    ck_assert_int_eq(dyn_score(&d, SCORE_EL2N, 2, s), 0);
+    ck_assert_float_eq_tol(s[0], (sqrt(0.38) + sqrt(1.04)) / 2, 1e-6);
+    ck_assert_float_eq_tol(s[1], sqrt(0.36 + 0.09 + 0.81), 1e-6);
+    ck_assert_int_eq(dyn_score(&d, SCORE_EL2N, 100, s), 0);   /* capped at the 4 recorded epochs */
+    ck_assert_float_eq_tol(s[0], (sqrt(0.38) + sqrt(1.04) + sqrt(0.14) + sqrt(0.56)) / 4, 1e-6);
+    float mu[3], sd[3], cor[3];
+    ck_assert_int_eq(dyn_cartography(&d, mu, sd, cor), 0);
+    ck_assert_float_eq_tol(mu[0], 0.45f, 1e-6);
+    ck_assert_float_eq_tol(sd[0], sqrt(0.13 / 4), 1e-6);
+    ck_assert_float_eq_tol(cor[0], 0.75f, 1e-6);
+    ck_assert_float_eq_tol(sd[1], 0.0f, 1e-6);
+    ck_assert_float_eq_tol(cor[2], 0.0f, 1e-6);
+    ck_assert_int_eq(dyn_score(&d, SCORE_CARTOGRAPHY, 10, s), 0);
+    ck_assert_float_eq_tol(s[1], 0.1f, 1e-6);
+    ck_assert(score_higher_is_harder(SCORE_EL2N) && !score_higher_is_harder(SCORE_AUM));
+    score_kind_t k;
+    ck_assert_int_eq(score_parse("forgetting", &k), 0);
+    ck_assert_int_eq(k, SCORE_FORGETTING);
+    ck_assert_int_eq(score_parse("grand", &k), INCA_EINVAL);
+    int32_t bad[3] = {0, 3, 1};
+    prune_dyn_t e;
+    ck_assert_int_eq(dyn_init(&e, 3, 1), 0);
+    ck_assert_int_eq(dyn_record(&e, dummy, 3, 3, bad, NULL), INCA_EINVAL);
+    dyn_free(&e);
+    dyn_free(&d);
+}
+END_TEST
+
+static char *tmp_path(const char *dir, const char *name) {
+    char *p = malloc(strlen(dir) + strlen(name) + 2);
+    sprintf(p, "%s/%s", dir, name);
+    return p;
+}
+
+static void write_bytes(const char *path, const void *b, size_t n) {
+    FILE *f = fopen(path, "wb");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_uint_eq(fwrite(b, 1, n, f), n);
+    fclose(f);
+}
+
+START_TEST(npy_round_trip_and_formats) {
+    char *dir = tu_mkdtemp();
+    char *p = tmp_path(dir, "a.npy");
+    int64_t ids[5] = {0, 7, 123456789012LL, 3, 42}, *back = NULL, n = 0;
+    ck_assert_int_eq(npy_write_i64(p, ids, 5), 0);
+    /* header: 10-byte prefix + dict padded with spaces and '\n' to a multiple of 64 */
+    FILE *f = fopen(p, "rb");
+    unsigned char h[128];
+    ck_assert_uint_eq(fread(h, 1, 128, f), 128);
+    fclose(f);
+    ck_assert_mem_eq(h, "\x93NUMPY\x01\x00", 8);
+    int hl = h[8] | h[9] << 8;
+    ck_assert_int_eq((10 + hl) % 64, 0);
+    ck_assert_int_eq(h[10 + hl - 1], '\n');
+    ck_assert(memmem(h, 128, "'shape': (5,)", 13) != NULL);
+    ck_assert_int_eq(npy_read_indices(p, &back, &n), 0);
+    ck_assert_int_eq(n, 5);
+    ck_assert_mem_eq(back, ids, sizeof ids);
+    inca_free(back);
+
+    /* as NumPy >= 1.23 writes an int32 (2, 1) array: growth spaces, then alignment padding */
+    char *q = tmp_path(dir, "b.bin");
+    const char *dict = "{'descr': '<i4', 'fortran_order': False, 'shape': (2, 1), }";
+    unsigned char buf[256];
+    memset(buf, ' ', sizeof buf);
+    memcpy(buf, "\x93NUMPY\x01\x00", 8);
+    size_t dl = strlen(dict), hlen = 128 - 10;
+    buf[8] = (unsigned char)hlen;
+    buf[9] = 0;
+    memcpy(buf + 10, dict, dl);
+    buf[127] = '\n';
+    int32_t v[2] = {9, 65536};
+    memcpy(buf + 128, v, sizeof v);
+    write_bytes(q, buf, 128 + sizeof v);
+    ck_assert_int_eq(npy_read_indices(q, &back, &n), 0);
+    ck_assert_int_eq(n, 2);
+    ck_assert_int_eq(back[0], 9);
+    ck_assert_int_eq(back[1], 65536);
+    inca_free(back);
+    /* a negative int32 is refused; so are floats and truncated data */
+    v[1] = -1;
+    memcpy(buf + 128, v, sizeof v);
+    write_bytes(q, buf, 128 + sizeof v);
+    ck_assert_int_eq(npy_read_indices(q, &back, &n), INCA_EINVAL);
+    ck_assert_ptr_null(back);
+    write_bytes(q, buf, 128 + 4);
+    ck_assert_int_eq(npy_read_indices(q, &back, &n), INCA_EINVAL);
+    memcpy(buf + 10, "{'descr': '<f4'", 15);
+    write_bytes(q, buf, 128 + sizeof v);
+    ck_assert_int_eq(npy_read_indices(q, &back, &n), INCA_EINVAL);
+    ck_assert(strstr(inca_errmsg(), "b.bin") != NULL);
+
+    /* text: whitespace, commas, comments; errors name the line */
+    char *t = tmp_path(dir, "ids.txt");
+    write_bytes(t, "# kept ids\n4\n8, 15\n\n16 23 # tail\n42\n", 36);
+    ck_assert_int_eq(npy_read_indices(t, &back, &n), 0);
+    ck_assert_int_eq(n, 6);
+    int64_t want[6] = {4, 8, 15, 16, 23, 42};
+    ck_assert_mem_eq(back, want, sizeof want);
+    inca_free(back);
+    ck_assert_int_eq(indices_write_text(t, want, 6), 0);
+    ck_assert_int_eq(npy_read_indices(t, &back, &n), 0);
+    ck_assert_int_eq(n, 6);
+    ck_assert_mem_eq(back, want, sizeof want);
+    inca_free(back);
+    write_bytes(t, "1\n2\nx3\n", 7);
+    ck_assert_int_eq(npy_read_indices(t, &back, &n), INCA_EINVAL);
+    ck_assert(strstr(inca_errmsg(), "ids.txt:3") != NULL);
+    write_bytes(t, "1\n-2\n", 5);
+    ck_assert_int_eq(npy_read_indices(t, &back, &n), INCA_EINVAL);
+    char *missing = tmp_path(dir, "none.npy");
+    ck_assert_int_eq(npy_read_indices(missing, &back, &n), INCA_ENOTFOUND);
+
+    float m[6] = {1, 2, 3, 4, 5, 6};
+    ck_assert_int_eq(npy_write_f32(p, m, 2, 3), 0);
+    f = fopen(p, "rb");
+    ck_assert_uint_eq(fread(h, 1, 128, f), 128);
+    fclose(f);
+    ck_assert(memmem(h, 128, "'<f4'", 5) != NULL && memmem(h, 128, "(2, 3)", 6) != NULL);
+    ck_assert_int_eq(npy_read_indices(p, &back, &n), INCA_EINVAL);   /* not an integer array */
+    free(p); free(q); free(t); free(missing);
+    tu_rmrf(dir);
+    free(dir);
+}
+END_TEST
+
+START_TEST(npy_alloc_failures) {
+    char *dir = tu_mkdtemp();
+    char *p = tmp_path(dir, "a.txt");
+    int64_t ids[3] = {1, 2, 3}, *back = NULL, n = 0;
+    ck_assert_int_eq(indices_write_text(p, ids, 3), 0);
+    for (long k = 1; k <= 3; k++) {
+        inca_alloc_fail_after(k);
+        int rc = npy_read_indices(p, &back, &n);
+        inca_alloc_fail_after(0);
+        if (rc == 0) { inca_free(back); break; }
+        ck_assert_int_eq(rc, INCA_ENOMEM);
+        ck_assert_ptr_null(back);
+    }
+    free(p);
+    tu_rmrf(dir);
+    free(dir);
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("pruning_core");
+    TCase *t = tcase_create("core");
+    tcase_add_test(t, ccs_hand_strata);
+    tcase_add_test(t, ccs_negative_max_kept);
+    tcase_add_test(t, double_end_and_topk);
+    tcase_add_test(t, random_reproducible);
+    tcase_add_test(t, balanced_quotas);
+    tcase_add_test(t, scores_hand_trajectories);
+    tcase_add_test(t, npy_round_trip_and_formats);
+    tcase_add_test(t, npy_alloc_failures);
+    suite_add_tcase(s, t);
+    return tu_run_suite(s);
+}
