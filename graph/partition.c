@@ -1,0 +1,245 @@
+/* METIS k-way / random partitioning and contiguous renumbering (see partition.h). METIS's sharp
+ * edges are handled here only: METIS_OK is 1, nparts = 1 is not passed, a non-symmetric graph
+ * is refused, ids are 32-bit. Tested in test_partition.c. */
+#include "graph/partition.h"
+#include "core/alloc.h"
+#include "core/rng.h"
+#include "core/status.h"
+#include "core/util.h"
+#include <metis.h>
+#include <stdio.h>
+#include <string.h>
+
+int partition_method_parse(const char *s, int *method) {
+    if (s && strcmp(s, "metis") == 0) { *method = PART_METIS; return INCA_OK; }
+    if (s && strcmp(s, "random") == 0) { *method = PART_RANDOM; return INCA_OK; }
+    return inca_fail(INCA_EINVAL, "--method: expected metis or random, got '%s'", s ? s : "");
+}
+
+static const char *method_str(int method) { return method == PART_METIS ? "metis" : "random"; }
+
+void partition_name(char *buf, size_t len, int method, int64_t k, uint64_t seed) {
+    snprintf(buf, len, "%s-%lld-s%llu", method_str(method), (long long)k, (unsigned long long)seed);
+}
+
+void partition_free(partition_t *p) {
+    if (!p) return;
+    inca_free(p->perm);
+    inca_free(p->bounds);
+    memset(p, 0, sizeof *p);
+}
+
+int64_t partition_edge_cut(const csr_t *adj, const int32_t *part) {
+    int64_t cross = 0;
+    for (int64_t u = 0; u < adj->n_rows; u++)
+        for (int64_t e = adj->rowptr[u]; e < adj->rowptr[u + 1]; e++) {
+            int64_t v = adj->col[e];
+            if (v != u && part[u] != part[v]) cross++;
+        }
+    return cross / 2;
+}
+
+static int assign_metis(const csr_t *adj, int64_t k, uint64_t seed, int32_t *part) {
+    int rc = INCA_OK;
+    idx_t *xadj = NULL, *adjncy = NULL, *pv = NULL;
+    int64_t n = adj->n_rows;
+    if (adj->nnz >= INT32_MAX || n >= INT32_MAX)
+        return inca_fail(INCA_EINVAL, "graph too large for METIS's 32-bit idx_t (%lld nodes, %lld entries); use --method random",
+                         (long long)n, (long long)adj->nnz);
+    if (!csr_is_symmetric(adj))
+        return inca_fail(INCA_EINVAL, "METIS needs a symmetric graph; this adjacency is not symmetric (re-ingest with symmetrisation)");
+    xadj = inca_malloc(sizeof *xadj * (size_t)(n + 1));
+    adjncy = inca_malloc(sizeof *adjncy * (size_t)(adj->nnz ? adj->nnz : 1));
+    pv = inca_malloc(sizeof *pv * (size_t)(n ? n : 1));
+    if (!xadj || !adjncy || !pv) { rc = INCA_ENOMEM; goto done; }
+    int64_t m = 0;
+    xadj[0] = 0;
+    for (int64_t u = 0; u < n; u++) {   /* METIS wants no self-loops */
+        for (int64_t e = adj->rowptr[u]; e < adj->rowptr[u + 1]; e++)
+            if (adj->col[e] != u) adjncy[m++] = adj->col[e];
+        xadj[u + 1] = (idx_t)m;
+    }
+    idx_t nv = (idx_t)n, ncon = 1, np = (idx_t)k, objval = 0;
+    idx_t opts[METIS_NOPTIONS];
+    METIS_SetDefaultOptions(opts);
+    opts[METIS_OPTION_SEED] = (idx_t)(seed & 0x7fffffff);
+    opts[METIS_OPTION_NUMBERING] = 0;
+    int mr = METIS_PartGraphKway(&nv, &ncon, xadj, adjncy, NULL, NULL, NULL, &np, NULL, NULL, opts, &objval, pv);
+    if (mr != METIS_OK) {
+        rc = inca_fail(mr == METIS_ERROR_MEMORY ? INCA_ENOMEM : INCA_ERR,
+                       "METIS_PartGraphKway failed (code %d: %s) for %lld nodes into %lld parts", mr,
+                       mr == METIS_ERROR_INPUT ? "input error" : mr == METIS_ERROR_MEMORY ? "out of memory" : "error",
+                       (long long)n, (long long)k);
+        goto done;
+    }
+    for (int64_t u = 0; u < n; u++) {
+        if (pv[u] < 0 || pv[u] >= np) { rc = inca_fail(INCA_ERR, "METIS returned part %d for node %lld", (int)pv[u], (long long)u); goto done; }
+        part[u] = (int32_t)pv[u];
+    }
+done:
+    inca_free(xadj);
+    inca_free(adjncy);
+    inca_free(pv);
+    return rc;
+}
+
+static int assign_random(int64_t n, int64_t k, uint64_t seed, int32_t *part) {
+    int64_t *order = inca_malloc(sizeof *order * (size_t)(n ? n : 1));
+    if (!order) return INCA_ENOMEM;
+    for (int64_t i = 0; i < n; i++) order[i] = i;
+    rng_t r;
+    rng_seed(&r, seed ^ 0x70617274ull);
+    rng_shuffle_i64(&r, order, n);
+    /* position i goes to part floor(i * k / n): sizes differ by at most one */
+    for (int64_t i = 0; i < n; i++) part[order[i]] = (int32_t)((i * k) / n);
+    inca_free(order);
+    return INCA_OK;
+}
+
+int partition_assign(const csr_t *adj, int64_t k, int method, uint64_t seed, int32_t *part, double *seconds) {
+    double t0 = inca_now();
+    int64_t n = adj->n_rows;
+    if (!adj->rowptr || n <= 0) return inca_fail(INCA_EINVAL, "cannot partition: the store has no graph (0 nodes or no adjacency)");
+    if (adj->n_cols != n) return inca_fail(INCA_EINVAL, "cannot partition a %lld x %lld adjacency (expected square)", (long long)n, (long long)adj->n_cols);
+    if (k < 1) return inca_fail(INCA_EINVAL, "--parts: expected at least 1, got %lld", (long long)k);
+    if (k > n) return inca_fail(INCA_EINVAL, "--parts: %lld parts for %lld nodes (expected at most one part per node)", (long long)k, (long long)n);
+    if (k > INT32_MAX) return inca_fail(INCA_EINVAL, "--parts: %lld is too many", (long long)k);
+    int rc = INCA_OK;
+    if (k == 1) memset(part, 0, sizeof *part * (size_t)n);
+    else if (method == PART_METIS) rc = assign_metis(adj, k, seed, part);
+    else if (method == PART_RANDOM) rc = assign_random(n, k, seed, part);
+    else rc = inca_fail(INCA_EINVAL, "unknown partition method %d", method);
+    if (seconds) *seconds = inca_now() - t0;
+    return rc;
+}
+
+int partition_from_parts(int64_t n, int64_t k, const int32_t *part, partition_t *out) {
+    memset(out, 0, sizeof *out);
+    out->perm = inca_malloc(sizeof *out->perm * (size_t)(n ? n : 1));
+    out->bounds = inca_calloc((size_t)k + 1, sizeof *out->bounds);
+    if (!out->perm || !out->bounds) { partition_free(out); return INCA_ENOMEM; }
+    for (int64_t v = 0; v < n; v++) {
+        if (part[v] < 0 || part[v] >= k) {
+            int rc = inca_fail(INCA_EINVAL, "node %lld has part %d, expected [0, %lld)", (long long)v, part[v], (long long)k);
+            partition_free(out);
+            return rc;
+        }
+        out->bounds[part[v] + 1]++;
+    }
+    int64_t mn = INT64_MAX, mx = 0;
+    for (int64_t p = 0; p < k; p++) {
+        int64_t sz = out->bounds[p + 1];
+        if (sz < mn) mn = sz;
+        if (sz > mx) mx = sz;
+        out->bounds[p + 1] += out->bounds[p];
+    }
+    /* stable counting sort: next free slot per part, walking old ids in order */
+    int64_t *next = inca_malloc(sizeof *next * (size_t)k);
+    if (!next) { partition_free(out); return INCA_ENOMEM; }
+    memcpy(next, out->bounds, sizeof *next * (size_t)k);
+    for (int64_t v = 0; v < n; v++) out->perm[v] = next[part[v]]++;
+    inca_free(next);
+    out->n = n;
+    out->k = k;
+    out->man.magic = PART_MAGIC;
+    out->man.version = PART_VERSION;
+    out->man.nodes = n;
+    out->man.parts = k;
+    out->man.min_part = mn;
+    out->man.max_part = mx;
+    return INCA_OK;
+}
+
+int partition_compute(const csr_t *adj, int64_t k, int method, uint64_t seed, partition_t *out) {
+    memset(out, 0, sizeof *out);
+    int64_t n = adj->n_rows;
+    int32_t *part = inca_malloc(sizeof *part * (size_t)(n > 0 ? n : 1));
+    if (!part) return INCA_ENOMEM;
+    double secs = 0;
+    int rc = partition_assign(adj, k, method, seed, part, &secs);
+    if (rc == INCA_OK) rc = partition_from_parts(n, k, part, out);
+    if (rc == INCA_OK) {
+        out->man.edge_cut = partition_edge_cut(adj, part);
+        out->man.seconds = secs;
+        out->man.seed = seed;
+        snprintf(out->man.method, sizeof out->man.method, "%s", method_str(method));
+        partition_name(out->man.name, sizeof out->man.name, method, k, seed);
+    }
+    inca_free(part);
+    return rc;
+}
+
+static void array_names(const char *name, char *perm, char *bounds, size_t len) {
+    snprintf(perm, len, "part/%s/perm", name);
+    snprintf(bounds, len, "part/%s/bounds", name);
+}
+
+int partition_save(store_t *s, const partition_t *p) {
+    char kperm[128], kbounds[128], key[96];
+    array_names(p->man.name, kperm, kbounds, sizeof kperm);
+    snprintf(key, sizeof key, "part:%s", p->man.name);
+    store_wtx_t *w = NULL;
+    int rc = store_write_begin(s, &w);
+    if (rc == INCA_OK) rc = store_wtx_put_array(w, kperm, DT_I64, p->perm, p->n);
+    if (rc == INCA_OK) rc = store_wtx_put_array(w, kbounds, DT_I64, p->bounds, p->k + 1);
+    if (rc == INCA_OK) rc = store_wtx_put_record(w, key, &p->man, sizeof p->man);
+    if (rc == INCA_OK) return store_write_commit(&w);
+    store_write_abort(&w);
+    return inca_fail_ctx(rc, "while saving partitioning %s", p->man.name);
+}
+
+int partition_load(store_t *s, const char *name, partition_t *out) {
+    memset(out, 0, sizeof *out);
+    char kperm[128], kbounds[128], key[96];
+    array_names(name, kperm, kbounds, sizeof kperm);
+    snprintf(key, sizeof key, "part:%s", name);
+    const void *rec = NULL;
+    size_t len = 0;
+    int rc = store_record_get(s, key, &rec, &len);
+    if (rc != INCA_OK) return rc;
+    if (len != sizeof(part_manifest_t))
+        return inca_fail(INCA_EINVAL, "record %s: %zu bytes, expected %zu (written by another inca version? re-run inca partition)",
+                         key, len, sizeof(part_manifest_t));
+    memcpy(&out->man, rec, sizeof out->man);
+    if (out->man.magic != PART_MAGIC || out->man.version != PART_VERSION)
+        return inca_fail(INCA_EINVAL, "record %s: bad magic/version %08x/%u (expected %08x/%u)", key,
+                         out->man.magic, out->man.version, PART_MAGIC, PART_VERSION);
+    const store_meta_t *meta = store_meta(s);
+    int64_t n = out->man.nodes, k = out->man.parts, cnt = 0;
+    if (meta && meta->nodes != n)
+        return inca_fail(INCA_EINVAL, "partitioning %s covers %lld nodes but the store has %lld", name, (long long)n, (long long)meta->nodes);
+    void *perm = NULL, *bounds = NULL;
+    rc = store_array_load(s, kperm, DT_I64, &perm, &cnt);
+    if (rc == INCA_OK && cnt != n) rc = inca_fail(INCA_EINVAL, "array %s: %lld entries, expected %lld", kperm, (long long)cnt, (long long)n);
+    if (rc == INCA_OK) rc = store_array_load(s, kbounds, DT_I64, &bounds, &cnt);
+    if (rc == INCA_OK && cnt != k + 1) rc = inca_fail(INCA_EINVAL, "array %s: %lld entries, expected %lld", kbounds, (long long)cnt, (long long)(k + 1));
+    out->perm = perm;
+    out->bounds = bounds;
+    out->n = n;
+    out->k = k;
+    if (rc == INCA_OK && (out->bounds[0] != 0 || out->bounds[k] != n))
+        rc = inca_fail(INCA_EINVAL, "array %s: bounds must run from 0 to %lld", kbounds, (long long)n);
+    if (rc != INCA_OK) {
+        part_manifest_t keep = out->man;
+        partition_free(out);
+        out->man = keep;
+    }
+    return rc;
+}
+
+int partition_get(store_t *s, const csr_t *adj, int64_t k, int method, uint64_t seed, partition_t *out, int *reused) {
+    char name[64];
+    partition_name(name, sizeof name, method, k, seed);
+    if (reused) *reused = 0;
+    int rc = partition_load(s, name, out);
+    if (rc == INCA_OK) {
+        if (reused) *reused = 1;
+        return INCA_OK;
+    }
+    if (rc != INCA_ENOTFOUND) return rc;
+    inca_err_clear();
+    rc = partition_compute(adj, k, method, seed, out);
+    if (rc == INCA_OK) rc = partition_save(s, out);
+    if (rc != INCA_OK) partition_free(out);
+    return rc;
+}

@@ -1,0 +1,245 @@
+/* Tests of graph/partition.c and `inca partition`: the permutation is a bijection, parts are
+ * contiguous and stable, the edge cut is recomputed independently from perm + bounds, METIS
+ * finds the one-edge cut of two joined cliques and beats random on a grid, k = 1 never calls
+ * METIS, bad inputs are refused, the store round trip and reuse, failure injection. */
+#include "testutil.h"
+#include "core/alloc.h"
+#include "core/status.h"
+#include "graph/csr.h"
+#include "graph/partition.h"
+#include "loaders/dataset.h"
+#include "loaders/store.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* side x side grid, 4-neighbour, symmetric */
+static void grid(csr_t *g, int side) {
+    int64_t n = (int64_t)side * side, m = 0;
+    int64_t *s = malloc(sizeof *s * (size_t)(4 * n)), *d = malloc(sizeof *d * (size_t)(4 * n));
+    for (int r = 0; r < side; r++)
+        for (int c = 0; c < side; c++) {
+            int64_t u = (int64_t)r * side + c;
+            if (c + 1 < side) { s[m] = u; d[m] = u + 1; m++; }
+            if (r + 1 < side) { s[m] = u; d[m] = u + side; m++; }
+        }
+    ck_assert_int_eq(csr_from_edges(g, n, s, d, m, CSR_SYMMETRIZE), INCA_OK);
+    free(s);
+    free(d);
+}
+
+/* two 6-cliques {0..5} and {6..11} joined by the edge 2-9, with ids interleaved by a fixed
+ * shuffle so the answer is not the identity */
+static const int64_t relabel[12] = {7, 0, 11, 3, 5, 9, 1, 10, 2, 8, 4, 6};
+static void two_cliques(csr_t *g) {
+    int64_t s[80], d[80], m = 0;
+    for (int c = 0; c < 2; c++)
+        for (int i = 0; i < 6; i++)
+            for (int j = i + 1; j < 6; j++) { s[m] = relabel[6 * c + i]; d[m] = relabel[6 * c + j]; m++; }
+    s[m] = relabel[2]; d[m] = relabel[9]; m++;
+    ck_assert_int_eq(csr_from_edges(g, 12, s, d, m, CSR_SYMMETRIZE), INCA_OK);
+}
+
+/* Checks the structural invariants and returns the edge cut recomputed from perm + bounds. */
+static int64_t check_partition(const csr_t *g, const partition_t *p) {
+    int64_t n = g->n_rows;
+    ck_assert_int_eq(p->n, n);
+    ck_assert_int_eq(p->bounds[0], 0);
+    ck_assert_int_eq(p->bounds[p->k], n);
+    for (int64_t q = 0; q < p->k; q++) ck_assert_int_le(p->bounds[q], p->bounds[q + 1]);
+    char *seen = calloc((size_t)n, 1);
+    int64_t *part_of = malloc(sizeof *part_of * (size_t)n), *inv = malloc(sizeof *inv * (size_t)n);
+    for (int64_t v = 0; v < n; v++) {
+        ck_assert(p->perm[v] >= 0 && p->perm[v] < n);
+        ck_assert_msg(!seen[p->perm[v]], "new id %lld used twice", (long long)p->perm[v]);
+        seen[p->perm[v]] = 1;
+        inv[p->perm[v]] = v;
+        int64_t q = 0;
+        while (!(p->bounds[q] <= p->perm[v] && p->perm[v] < p->bounds[q + 1])) q++;
+        part_of[v] = q;
+    }
+    /* stable within a part: old ids ascend along each contiguous range */
+    for (int64_t q = 0; q < p->k; q++)
+        for (int64_t i = p->bounds[q] + 1; i < p->bounds[q + 1]; i++) ck_assert_int_lt(inv[i - 1], inv[i]);
+    int64_t cut = 0;
+    for (int64_t u = 0; u < n; u++)
+        for (int64_t e = g->rowptr[u]; e < g->rowptr[u + 1]; e++)
+            if (u < g->col[e] && part_of[u] != part_of[g->col[e]]) cut++;
+    free(seen);
+    free(part_of);
+    free(inv);
+    return cut;
+}
+
+START_TEST(metis_two_cliques) {
+    csr_t g = {0};
+    two_cliques(&g);
+    partition_t p;
+    ck_assert_int_eq(partition_compute(&g, 2, PART_METIS, 0, &p), INCA_OK);
+    ck_assert_int_eq(check_partition(&g, &p), 1);
+    ck_assert_int_eq(p.man.edge_cut, 1);
+    ck_assert_int_eq(p.man.min_part, 6);
+    ck_assert_int_eq(p.man.max_part, 6);
+    ck_assert_str_eq(p.man.name, "metis-2-s0");
+    ck_assert_str_eq(p.man.method, "metis");
+    /* the two cliques land in different parts */
+    int64_t first = p.perm[relabel[0]] < 6;
+    for (int i = 0; i < 6; i++) ck_assert_int_eq(p.perm[relabel[i]] < 6, first);
+    for (int i = 6; i < 12; i++) ck_assert_int_eq(p.perm[relabel[i]] < 6, !first);
+    partition_free(&p);
+    csr_free(&g);
+}
+END_TEST
+
+START_TEST(grid_metis_vs_random) {
+    csr_t g = {0};
+    grid(&g, 24);
+    partition_t pm, pr;
+    ck_assert_int_eq(partition_compute(&g, 8, PART_METIS, 3, &pm), INCA_OK);
+    ck_assert_int_eq(partition_compute(&g, 8, PART_RANDOM, 3, &pr), INCA_OK);
+    int64_t cm = check_partition(&g, &pm), cr = check_partition(&g, &pr);
+    ck_assert_int_eq(cm, pm.man.edge_cut);
+    ck_assert_int_eq(cr, pr.man.edge_cut);
+    /* random balanced parts: sizes 72 each; cut ~ 7/8 of 1104 edges; METIS far below */
+    ck_assert_int_eq(pr.man.min_part, 72);
+    ck_assert_int_eq(pr.man.max_part, 72);
+    ck_assert_int_gt(cr, 800);
+    ck_assert_int_lt(cm, 250);
+    /* METIS is deterministic for a fixed seed */
+    partition_t pm2;
+    ck_assert_int_eq(partition_compute(&g, 8, PART_METIS, 3, &pm2), INCA_OK);
+    ck_assert_mem_eq(pm.perm, pm2.perm, sizeof(int64_t) * (size_t)g.n_rows);
+    partition_free(&pm);
+    partition_free(&pm2);
+    partition_free(&pr);
+    csr_free(&g);
+}
+END_TEST
+
+START_TEST(one_part_and_bad_inputs) {
+    csr_t g = {0};
+    grid(&g, 5);
+    partition_t p;
+    ck_assert_int_eq(partition_compute(&g, 1, PART_METIS, 0, &p), INCA_OK);
+    ck_assert_int_eq(check_partition(&g, &p), 0);
+    for (int64_t v = 0; v < 25; v++) ck_assert_int_eq(p.perm[v], v);
+    partition_free(&p);
+    ck_assert_int_eq(partition_compute(&g, 0, PART_METIS, 0, &p), INCA_EINVAL);
+    ck_assert_int_eq(partition_compute(&g, 26, PART_RANDOM, 0, &p), INCA_EINVAL);
+    ck_assert_ptr_nonnull(strstr(inca_errmsg(), "--parts"));
+    csr_free(&g);
+    /* a directed (non-symmetric) graph is refused by the METIS path */
+    int64_t s[3] = {0, 1, 2}, d[3] = {1, 2, 3};
+    ck_assert_int_eq(csr_from_edges(&g, 4, s, d, 3, 0), INCA_OK);
+    ck_assert_int_eq(partition_compute(&g, 2, PART_METIS, 0, &p), INCA_EINVAL);
+    ck_assert_ptr_nonnull(strstr(inca_errmsg(), "symmetric"));
+    csr_free(&g);
+    int m;
+    ck_assert_int_eq(partition_method_parse("kahip", &m), INCA_EINVAL);
+}
+END_TEST
+
+START_TEST(alloc_failures) {
+    csr_t g = {0};
+    grid(&g, 10);
+    for (long i = 1; i < 40; i++) {
+        partition_t p;
+        inca_alloc_fail_after(i);
+        int rc = partition_compute(&g, 4, i % 2 ? PART_METIS : PART_RANDOM, 1, &p);
+        inca_alloc_fail_after(0);
+        if (rc == INCA_OK) { check_partition(&g, &p); partition_free(&p); }
+        else ck_assert_int_eq(rc, INCA_ENOMEM);
+    }
+    csr_free(&g);
+}
+END_TEST
+
+static char *make_store(const char *dir, int side) {
+    dataset_t d;
+    dataset_init(&d);
+    grid(&d.adj, side);
+    d.n = (int64_t)side * side;
+    d.f = 2;
+    d.c = 2;
+    d.x = inca_calloc((size_t)(d.n * d.f), sizeof(float));
+    d.y = inca_calloc((size_t)d.n, sizeof(int32_t));
+    char *path = NULL;
+    ck_assert_int_ge(asprintf(&path, "%s/g", dir), 0);
+    ck_assert_int_eq(dataset_save(&d, path, 0), INCA_OK);
+    dataset_free(&d);
+    return path;
+}
+
+START_TEST(store_round_trip) {
+    char *dir = tu_mkdtemp(), *path = make_store(dir, 12);
+    store_t *s = NULL;
+    ck_assert_int_eq(store_open(path, STORE_RDWR, &s), INCA_OK);
+    csr_t g = {0};
+    grid(&g, 12);
+    partition_t a, b;
+    int reused = -1;
+    ck_assert_int_eq(partition_get(s, &g, 6, PART_METIS, 0, &a, &reused), INCA_OK);
+    ck_assert_int_eq(reused, 0);
+    ck_assert_int_eq(partition_get(s, &g, 6, PART_METIS, 0, &b, &reused), INCA_OK);
+    ck_assert_int_eq(reused, 1);
+    ck_assert_mem_eq(a.perm, b.perm, sizeof(int64_t) * 144);
+    ck_assert_mem_eq(a.bounds, b.bounds, sizeof(int64_t) * 7);
+    ck_assert_int_eq(a.man.edge_cut, b.man.edge_cut);
+    ck_assert_int_eq(check_partition(&g, &b), b.man.edge_cut);
+    partition_free(&a);
+    partition_free(&b);
+    ck_assert_int_eq(partition_load(s, "metis-7-s0", &a), INCA_ENOTFOUND);
+    store_close(&s);
+    csr_free(&g);
+    tu_rmrf(dir);
+    free(dir);
+    free(path);
+}
+END_TEST
+
+START_TEST(cli_partition) {
+    char *dir = tu_mkdtemp(), *path = make_store(dir, 16);
+    char args[512], *out = NULL, *err = NULL;
+    snprintf(args, sizeof args, "partition '%s' --parts 4 --json", path);
+    ck_assert_int_eq(tu_inca(args, &out, &err), 0);
+    const char *j = tu_last_line(out);
+    double cut = tu_json_num(j, "edge_cut");
+    /* a 16x16 grid in 4 parts: the best cut is 32 (quadrants or strips); METIS gets close */
+    ck_assert(cut >= 32 && cut <= 48);
+    ck_assert_double_eq(tu_json_num(j, "parts"), 4);
+    ck_assert_ptr_nonnull(strstr(j, "\"reused\":false"));
+    free(out);
+    free(err);
+    ck_assert_int_eq(tu_inca(args, &out, &err), 0);
+    ck_assert_ptr_nonnull(strstr(tu_last_line(out), "\"reused\":true"));
+    ck_assert_double_eq(tu_json_num(tu_last_line(out), "edge_cut"), cut);
+    free(out);
+    free(err);
+    snprintf(args, sizeof args, "partition '%s' --parts 4 --method kahip", path);
+    ck_assert_int_eq(tu_inca(args, &out, &err), 2);
+    ck_assert_ptr_nonnull(strstr(err, "--method"));
+    free(out);
+    free(err);
+    snprintf(args, sizeof args, "partition '%s' --parts 1000", path);
+    ck_assert_int_eq(tu_inca(args, &out, &err), 2);
+    free(out);
+    free(err);
+    tu_rmrf(dir);
+    free(dir);
+    free(path);
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("partition");
+    TCase *t = tcase_create("core");
+    tcase_add_test(t, metis_two_cliques);
+    tcase_add_test(t, grid_metis_vs_random);
+    tcase_add_test(t, one_part_and_bad_inputs);
+    tcase_add_test(t, alloc_failures);
+    tcase_add_test(t, store_round_trip);
+    tcase_add_test(t, cli_partition);
+    suite_add_tcase(s, t);
+    return tu_run_suite(s);
+}
