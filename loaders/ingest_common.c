@@ -1,0 +1,211 @@
+/* The ingest front door (format names, dispatch) and the helpers the per-format parsers share:
+ * growable arrays, file lookup, label and feature-row parsing, graph and split building.
+ * Tested through tests/test_ingest.c (every parser) and tests/test_e2e_ingest.c. */
+#include "loaders/ingest_internal.h"
+#include "core/alloc.h"
+#include "core/status.h"
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+
+static const char *const format_names[] = {"ogb", "edgelist", "metis", "idx", "csv"};
+const char *const ingest_csv_exts[] = {".csv.gz", ".csv", NULL};
+
+int ingest_format_parse(const char *name, ingest_format_t *out) {
+    for (int i = 0; i < 5; i++)
+        if (name && strcmp(name, format_names[i]) == 0) { *out = (ingest_format_t)i; return INCA_OK; }
+    return inca_fail(INCA_EINVAL, "--format: expected ogb, edgelist, metis, idx or csv, got '%s'",
+                     name ? name : "");
+}
+
+const char *ingest_format_name(ingest_format_t f) {
+    return (unsigned)f < 5 ? format_names[f] : "?";
+}
+
+int ingest_run(ingest_format_t f, const char *src, const ingest_opts_t *opts, dataset_t *out) {
+    static const ingest_opts_t defaults = {0};
+    if (!opts) opts = &defaults;
+    switch (f) {
+    case INGEST_OGB: return ingest_ogb(src, opts, out);
+    case INGEST_EDGELIST: return ingest_edgelist(src, opts, out);
+    case INGEST_METIS: return ingest_metis(src, opts, out);
+    case INGEST_IDX: return ingest_idx(src, opts, out);
+    case INGEST_CSV: return ingest_csv(src, opts, out);
+    }
+    return inca_fail(INCA_EINVAL, "ingest: unknown format %d", (int)f);
+}
+
+/* ---- growable arrays ---- */
+int ingest_edges_reserve(ingest_edges_t *e, int64_t cap) {
+    if (cap <= e->cap) return INCA_OK;
+    int64_t *s = inca_realloc(e->src, (size_t)cap * sizeof *s);
+    if (!s) return INCA_ENOMEM;
+    e->src = s;
+    int64_t *d = inca_realloc(e->dst, (size_t)cap * sizeof *d);
+    if (!d) return INCA_ENOMEM;
+    e->dst = d;
+    e->cap = cap;
+    return INCA_OK;
+}
+
+int ingest_edges_push(ingest_edges_t *e, int64_t s, int64_t d) {
+    if (e->m == e->cap) {
+        int rc = ingest_edges_reserve(e, e->cap < 1024 ? 1024 : e->cap * 2);
+        if (rc) return rc;
+    }
+    e->src[e->m] = s;
+    e->dst[e->m] = d;
+    e->m++;
+    return INCA_OK;
+}
+
+void ingest_edges_free(ingest_edges_t *e) {
+    INCA_FREE(e->src);
+    INCA_FREE(e->dst);
+    e->m = e->cap = 0;
+}
+
+int ingest_i64vec_push(ingest_i64vec_t *a, int64_t x) {
+    if (a->n == a->cap) {
+        int64_t nc = a->cap < 256 ? 256 : a->cap * 2;
+        int64_t *v = inca_realloc(a->v, (size_t)nc * sizeof *v);
+        if (!v) return INCA_ENOMEM;
+        a->v = v;
+        a->cap = nc;
+    }
+    a->v[a->n++] = x;
+    return INCA_OK;
+}
+
+int ingest_f32vec_grow(ingest_f32vec_t *a, int64_t extra) {
+    if (a->n + extra <= a->cap) return INCA_OK;
+    int64_t nc = a->cap < 4096 ? 4096 : a->cap;
+    while (nc < a->n + extra) nc *= 2;
+    float *v = inca_realloc(a->v, (size_t)nc * sizeof *v);
+    if (!v) return INCA_ENOMEM;
+    a->v = v;
+    a->cap = nc;
+    return INCA_OK;
+}
+
+void ingest_i64vec_free(ingest_i64vec_t *a) { INCA_FREE(a->v); a->n = a->cap = 0; }
+void ingest_f32vec_free(ingest_f32vec_t *a) { INCA_FREE(a->v); a->n = a->cap = 0; }
+
+/* ---- files ---- */
+int ingest_path_join(char *buf, size_t size, const char *dir, const char *name) {
+    int k = snprintf(buf, size, "%s/%s", dir, name);
+    if (k < 0 || (size_t)k >= size) return inca_fail(INCA_EINVAL, "%s/%s: path too long", dir, name);
+    return INCA_OK;
+}
+
+int ingest_find_file(char *buf, size_t size, const char *dir, const char *base, const char *const *exts) {
+    struct stat st;
+    char first[INGEST_PATH_MAX];
+    first[0] = '\0';
+    for (int i = 0; exts[i]; i++) {
+        char name[512];
+        snprintf(name, sizeof name, "%s%s", base, exts[i]);
+        int rc = ingest_path_join(buf, size, dir, name);
+        if (rc) return rc;
+        if (i == 0) snprintf(first, sizeof first, "%s", buf);
+        if (stat(buf, &st) == 0 && S_ISREG(st.st_mode)) return INCA_OK;
+    }
+    return inca_fail(INCA_ENOTFOUND, "%s: no such file (also tried the other extensions)", first);
+}
+
+/* ---- tokens ---- */
+int ingest_parse_label(const char *s, int32_t *out) {
+    s = textio_skip_blank(s);
+    if (*s == '\0') { *out = -1; return 1; }
+    if (strncasecmp(s, "nan", 3) == 0 && textio_at_end(s + 3)) { *out = -1; return 1; }
+    const char *p = s;
+    int64_t v;
+    if (textio_parse_i64(&p, &v) && textio_at_end(p)) {
+        if (v == -1) { *out = -1; return 1; }
+        if (v < 0 || v > INT32_MAX - 1) return 0;
+        *out = (int32_t)v;
+        return 1;
+    }
+    /* integral floats ("3.0", "1e0") as some OGB datasets write labels */
+    p = s;
+    float f;
+    if (textio_parse_f32(&p, &f) && textio_at_end(p)) {
+        if (isnan(f)) { *out = -1; return 1; }
+        if (f == -1.0f) { *out = -1; return 1; }
+        if (f >= 0.0f && f < 2147483520.0f && f == floorf(f)) { *out = (int32_t)f; return 1; }
+    }
+    return 0;
+}
+
+int64_t ingest_count_fields(const char *line, char sep) {
+    if (textio_at_end(line)) return 0;
+    int64_t k = 1;
+    for (const char *p = line; *p; p++) k += *p == sep;
+    return k;
+}
+
+int64_t ingest_parse_row(const char *line, char sep, int64_t f, float *row, const char **why) {
+    const char *p = line;
+    for (int64_t j = 0; j < f; j++) {
+        if (j > 0) {
+            p = textio_skip_blank(p);
+            if (*p != sep) { *why = *p ? "a separator" : "more values"; return j + 1; }
+            p++;
+        }
+        if (!textio_parse_f32(&p, &row[j])) { *why = "a number"; return j + 1; }
+        if (!isfinite(row[j])) { *why = "a finite number"; return j + 1; }
+    }
+    p = textio_skip_blank(p);
+    if (*p) { *why = *p == sep ? "no more values" : "a separator"; return f + 1; }
+    return 0;
+}
+
+/* ---- dataset pieces ---- */
+int ingest_build_graph(dataset_t *d, int64_t n, const ingest_edges_t *e, int sym, const ingest_opts_t *o) {
+    unsigned flags = 0;
+    if (sym || (o->flags & INGEST_SYMMETRIZE)) flags |= CSR_SYMMETRIZE;
+    flags |= (o->flags & INGEST_SELF_LOOPS) ? CSR_SELF_LOOPS : CSR_DROP_SELF_LOOPS;
+    return csr_from_edges(&d->adj, n, e->src, e->dst, e->m, flags);
+}
+
+void ingest_set_classes(dataset_t *d) {
+    int32_t mx = -1;
+    if (d->y)
+        for (int64_t i = 0; i < d->n; i++) if (d->y[i] > mx) mx = d->y[i];
+    d->c = mx + 1;
+}
+
+int ingest_split_from_marks(dataset_t *d, int which, const unsigned char *mark) {
+    int64_t k = 0;
+    for (int64_t i = 0; i < d->n; i++) k += mark[i] && d->y && d->y[i] >= 0;
+    int64_t *ids = inca_malloc((size_t)(k ? k : 1) * sizeof *ids);
+    if (!ids) return INCA_ENOMEM;
+    k = 0;
+    for (int64_t i = 0; i < d->n; i++) if (mark[i] && d->y && d->y[i] >= 0) ids[k++] = i;
+    inca_free(d->split[which]);
+    d->split[which] = ids;
+    d->split_n[which] = k;
+    return INCA_OK;
+}
+
+int ingest_each_line(const char *path, ingest_line_fn fn, void *ctx, int64_t *nlines) {
+    textio_t *t = NULL;
+    if (nlines) *nlines = 0;
+    int rc = textio_open(path, &t);
+    if (rc) return rc;
+    char *line;
+    for (;;) {
+        int r = textio_next(t, &line, NULL);
+        if (r <= 0) { rc = r; break; }
+        if ((rc = fn(ctx, path, (long long)textio_lineno(t), line))) break;
+    }
+    if (nlines) *nlines = textio_lineno(t);
+    textio_close(&t);
+    return rc;
+}
+
+void ingest_progress(const ingest_opts_t *o, const char *stage, int64_t done, int64_t total) {
+    if (o && o->progress) o->progress(o->progress_ctx, stage, done, total);
+}

@@ -1,0 +1,273 @@
+/* OGB raw node-property layout: counts, edges (stored once; reverses added), streamed
+ * node features parsed straight into the n*f array, labels (missing -> unlabelled), splits.
+ * Tested in tests/test_ingest.c (hand-written folders, gz and plain, missing labels) and in
+ * tests/test_e2e_ingest.c (Cora, Facebook, bad-input catalogue). */
+#include "loaders/ingest_internal.h"
+#include "core/alloc.h"
+#include "core/status.h"
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* A file holding one non-negative count on one line (num-node-list, num-edge-list). */
+typedef struct count_ctx { int64_t v; int got; } count_ctx_t;
+
+static int count_line(void *ctx, const char *path, long long ln, char *line) {
+    count_ctx_t *c = ctx;
+    if (textio_at_end(line)) return INCA_OK;
+    if (c->got)
+        return inca_fail(INCA_EINVAL, "%s:%lld: expected a single count (one graph), found another line", path, ln);
+    const char *p = line;
+    if (!textio_parse_i64(&p, &c->v) || !textio_at_end(p) || c->v < 0)
+        return inca_fail(INCA_EINVAL, "%s:%lld: expected a non-negative integer count, got '%.40s'", path, ln, line);
+    c->got = 1;
+    return INCA_OK;
+}
+
+static int ogb_read_count(const char *raw, const char *base, int64_t *out) {
+    char path[INGEST_PATH_MAX];
+    count_ctx_t c = {0, 0};
+    int64_t lines;
+    int rc = ingest_find_file(path, sizeof path, raw, base, ingest_csv_exts);
+    if (!rc) rc = ingest_each_line(path, count_line, &c, &lines);
+    if (!rc && !c.got)
+        rc = inca_fail(INCA_EINVAL, "%s:%lld: expected a count, found an empty file", path, (long long)lines + 1);
+    *out = c.v;
+    return rc;
+}
+
+typedef struct edge_ctx {
+    ingest_edges_t *e;
+    int64_t n, m_decl;
+    const ingest_opts_t *o;
+} edge_ctx_t;
+
+static int edge_line(void *ctx, const char *path, long long ln, char *line) {
+    edge_ctx_t *c = ctx;
+    if (c->e->m >= c->m_decl)
+        return inca_fail(INCA_EINVAL, "%s:%lld: more edge lines than num-edge-list says (%lld)", path, ln,
+                         (long long)c->m_decl);
+    const char *p = line;
+    int64_t s, d;
+    int ok = textio_parse_i64(&p, &s);
+    if (ok) {
+        p = textio_skip_blank(p);
+        ok = *p == ',';
+        p++;
+    }
+    if (!ok || !textio_parse_i64(&p, &d) || !textio_at_end(p))
+        return inca_fail(INCA_EINVAL, "%s:%lld: expected 'src,dst' (two integers), got '%.40s'", path, ln, line);
+    if (s < 0 || s >= c->n || d < 0 || d >= c->n)
+        return inca_fail(INCA_EINVAL, "%s:%lld: node id %lld out of range: expected 0..%lld (num-node-list)", path,
+                         ln, (long long)(s < 0 || s >= c->n ? s : d), (long long)c->n - 1);
+    int rc = ingest_edges_push(c->e, s, d);
+    if ((c->e->m & 0xfffff) == 0) ingest_progress(c->o, "edges", c->e->m, c->m_decl);
+    return rc;
+}
+
+static int ogb_read_edges(const char *raw, int64_t n, int64_t m_decl, ingest_edges_t *e,
+                          const ingest_opts_t *o) {
+    char path[INGEST_PATH_MAX];
+    edge_ctx_t c = {e, n, m_decl, o};
+    int64_t lines;
+    int rc = ingest_find_file(path, sizeof path, raw, "edge", ingest_csv_exts);
+    if (!rc) rc = ingest_edges_reserve(e, m_decl < (1 << 24) ? (m_decl > 0 ? m_decl : 1) : (1 << 24));
+    if (!rc) rc = ingest_each_line(path, edge_line, &c, &lines);
+    if (!rc && e->m != m_decl)
+        rc = inca_fail(INCA_EINVAL, "%s:%lld: expected %lld edge lines (num-edge-list), found only %lld", path,
+                       (long long)lines + 1, (long long)m_decl, (long long)e->m);
+    return rc;
+}
+
+/* Per-node files (labels, features): line i describes node i. */
+typedef struct node_ctx {
+    dataset_t *d;
+    int64_t i;
+    const ingest_opts_t *o;
+} node_ctx_t;
+
+static int label_line(void *ctx, const char *path, long long ln, char *line) {
+    node_ctx_t *c = ctx;
+    if (c->i >= c->d->n)
+        return inca_fail(INCA_EINVAL, "%s:%lld: more label lines than nodes (%lld)", path, ln, (long long)c->d->n);
+    if (!ingest_parse_label(line, &c->d->y[c->i]))
+        return inca_fail(INCA_EINVAL, "%s:%lld: expected one class id >= 0 (or -1, nan, empty for unlabelled), "
+                         "got '%.40s'", path, ln, line);
+    c->i++;
+    return INCA_OK;
+}
+
+static int feat_line(void *ctx, const char *path, long long ln, char *line) {
+    node_ctx_t *c = ctx;
+    dataset_t *d = c->d;
+    if (c->i >= d->n)
+        return inca_fail(INCA_EINVAL, "%s:%lld: more feature rows than nodes (%lld)", path, ln, (long long)d->n);
+    if (c->i == 0) {
+        d->f = ingest_count_fields(line, ',');
+        if (d->f == 0)
+            return inca_fail(INCA_EINVAL, "%s:%lld: expected comma-separated feature values, got an empty line",
+                             path, ln);
+        d->x = inca_malloc((size_t)d->n * (size_t)d->f * sizeof *d->x);
+        if (!d->x) return INCA_ENOMEM;
+    }
+    const char *why = NULL;
+    int64_t col = ingest_parse_row(line, ',', d->f, d->x + c->i * d->f, &why);
+    if (col)
+        return inca_fail(INCA_EINVAL, "%s:%lld: column %lld: expected %s (rows have %lld values, as on line 1)",
+                         path, ln, (long long)col, why, (long long)d->f);
+    c->i++;
+    if ((c->i & 0xfff) == 0) ingest_progress(c->o, "node-feat", c->i, d->n);
+    return INCA_OK;
+}
+
+/* Read a per-node file; what = "label" or "feature". */
+static int ogb_read_nodes(const char *path, dataset_t *d, ingest_line_fn fn, const char *what,
+                          const ingest_opts_t *o) {
+    node_ctx_t c = {d, 0, o};
+    int64_t lines;
+    int rc = ingest_each_line(path, fn, &c, &lines);
+    if (!rc && c.i != d->n)
+        rc = inca_fail(INCA_EINVAL, "%s:%lld: expected %lld %s lines (one per node), found only %lld", path,
+                       (long long)lines + 1, (long long)d->n, what, (long long)c.i);
+    return rc;
+}
+
+static int cmp_str(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Pick split/<name>: opts->split, else the first subfolder in sorted order. *found = 0 when
+ * the dataset has no split folder at all (and none was asked for). */
+static int ogb_pick_split(const char *dir, const char *want, char *out, size_t size, int *found) {
+    char sdir[INGEST_PATH_MAX];
+    int rc = ingest_path_join(sdir, sizeof sdir, dir, "split");
+    if (rc) return rc;
+    *found = 0;
+    DIR *dh = opendir(sdir);
+    if (!dh) {
+        if (want) return inca_fail(INCA_ENOTFOUND, "%s/%s: --split: no such split folder", sdir, want);
+        return INCA_OK;
+    }
+    char *names[64];
+    int k = 0;
+    struct dirent *de;
+    while ((de = readdir(dh)) && k < 64) {
+        if (de->d_name[0] == '.') continue;
+        char p[INGEST_PATH_MAX];
+        struct stat st;
+        if (ingest_path_join(p, sizeof p, sdir, de->d_name) || stat(p, &st) != 0 || !S_ISDIR(st.st_mode)) continue;
+        names[k] = inca_malloc(strlen(de->d_name) + 1);
+        if (!names[k]) { rc = INCA_ENOMEM; break; }
+        strcpy(names[k++], de->d_name);
+    }
+    closedir(dh);
+    if (rc == INCA_OK) {
+        qsort(names, (size_t)k, sizeof names[0], cmp_str);
+        int pick = -1;
+        for (int i = 0; i < k && want; i++) if (strcmp(names[i], want) == 0) pick = i;
+        if (!want && k > 0) pick = 0;
+        if (want && pick < 0) {
+            char avail[512] = "";
+            for (int i = 0; i < k; i++) {
+                size_t l = strlen(avail);
+                snprintf(avail + l, sizeof avail - l, "%s%s", i ? ", " : "", names[i]);
+            }
+            rc = inca_fail(INCA_ENOTFOUND, "%s/%s: --split: no such split folder (available: %s)", sdir,
+                           want, k ? avail : "none");
+        } else if (pick >= 0) {
+            rc = ingest_path_join(out, size, sdir, names[pick]);
+            if (rc == INCA_OK) *found = 1;
+        }
+    }
+    for (int i = 0; i < k; i++) inca_free(names[i]);
+    return rc;
+}
+
+typedef struct split_ctx { int64_t n; unsigned char *mark; } split_ctx_t;
+
+static int split_line(void *ctx, const char *path, long long ln, char *line) {
+    split_ctx_t *c = ctx;
+    const char *p = line;
+    int64_t v;
+    if (!textio_parse_i64(&p, &v) || !textio_at_end(p))
+        return inca_fail(INCA_EINVAL, "%s:%lld: expected a node id, got '%.40s'", path, ln, line);
+    if (v < 0 || v >= c->n)
+        return inca_fail(INCA_EINVAL, "%s:%lld: node id %lld out of range: expected 0..%lld", path, ln,
+                         (long long)v, (long long)c->n - 1);
+    if (c->mark[v]) return inca_fail(INCA_EINVAL, "%s:%lld: node id %lld listed twice", path, ln, (long long)v);
+    c->mark[v] = 1;
+    return INCA_OK;
+}
+
+/* A missing split file gives an empty split. */
+static int ogb_read_split(const char *sdir, const char *name, dataset_t *d, int which, unsigned char *mark) {
+    char path[INGEST_PATH_MAX];
+    split_ctx_t c = {d->n, mark};
+    memset(mark, 0, (size_t)d->n);
+    int rc = ingest_find_file(path, sizeof path, sdir, name, ingest_csv_exts);
+    if (rc == INCA_ENOTFOUND) { inca_err_clear(); rc = INCA_OK; }
+    else if (!rc) rc = ingest_each_line(path, split_line, &c, NULL);
+    if (!rc) rc = ingest_split_from_marks(d, which, mark);
+    return rc;
+}
+
+int ingest_ogb(const char *dir, const ingest_opts_t *o, dataset_t *out) {
+    dataset_t d;
+    dataset_init(&d);
+    dataset_init(out);
+    ingest_edges_t e = {0};
+    unsigned char *mark = NULL;
+    char raw[INGEST_PATH_MAX], path[INGEST_PATH_MAX], sdir[INGEST_PATH_MAX];
+    int64_t n = 0, m = 0;
+    struct stat st;
+    int rc;
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+        return inca_fail(INCA_ENOTFOUND, "%s: expected an OGB dataset folder (raw/, split/)", dir);
+    if ((rc = ingest_path_join(raw, sizeof raw, dir, "raw"))) goto fail;
+    if ((rc = ogb_read_count(raw, "num-node-list", &n))) goto fail;
+    if (n <= 0 || n > INGEST_MAX_ID) {
+        ingest_find_file(path, sizeof path, raw, "num-node-list", ingest_csv_exts);
+        rc = inca_fail(INCA_EINVAL, "%s:1: expected a node count in 1..%lld, got %lld", path,
+                       (long long)INGEST_MAX_ID, (long long)n);
+        goto fail;
+    }
+    if ((rc = ogb_read_count(raw, "num-edge-list", &m))) goto fail;
+    d.n = n;
+    if ((rc = ogb_read_edges(raw, n, m, &e, o))) goto fail;
+    if ((rc = ingest_build_graph(&d, n, &e, 1, o))) goto fail;
+    ingest_edges_free(&e);
+
+    rc = ingest_find_file(path, sizeof path, raw, "node-label", ingest_csv_exts);
+    if (rc == INCA_OK) {
+        d.y = inca_malloc((size_t)n * sizeof *d.y);
+        rc = d.y ? ogb_read_nodes(path, &d, label_line, "label", o) : INCA_ENOMEM;
+    }
+    else if (rc == INCA_ENOTFOUND) { inca_err_clear(); rc = INCA_OK; }
+    if (rc) goto fail;
+    ingest_set_classes(&d);
+
+    rc = ingest_find_file(path, sizeof path, raw, "node-feat", ingest_csv_exts);
+    if (rc == INCA_OK) rc = ogb_read_nodes(path, &d, feat_line, "feature", o);
+    else if (rc == INCA_ENOTFOUND) { inca_err_clear(); rc = INCA_OK; }
+    if (rc) goto fail;
+
+    int found = 0;
+    if ((rc = ogb_pick_split(dir, o->split, sdir, sizeof sdir, &found))) goto fail;
+    if (found) {
+        mark = inca_malloc((size_t)n);
+        if (!mark) { rc = INCA_ENOMEM; goto fail; }
+        for (int s = 0; s < SPLIT_COUNT; s++)
+            if ((rc = ogb_read_split(sdir, dataset_split_names[s], &d, s, mark))) goto fail;
+    }
+    snprintf(d.source, sizeof d.source, "ogb:%s", dir);
+    inca_free(mark);
+    *out = d;
+    return INCA_OK;
+fail:
+    inca_free(mark);
+    ingest_edges_free(&e);
+    dataset_free(&d);
+    return rc;
+}
