@@ -1,0 +1,208 @@
+/* Tests of the pseudo-labelling graph stage: exact kNN (euclidean and cosine) against a
+ * brute-force double-precision search, across row and column block boundaries; tie order on
+ * hand-built points; the symmetric kNN graph; label spreading against the closed form
+ * (1−α)(I−αS)^{-1}Y solved by Gaussian elimination on a tiny weighted graph. */
+#include "testutil.h"
+#include "core/alloc.h"
+#include "core/rng.h"
+#include "core/status.h"
+#include "graph/csr.h"
+#include "pruning/knn.h"
+#include "pruning/labelprop.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int dcmp(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double ref_dist(const float *x, int64_t f, int64_t i, int64_t j, knn_metric_t m) {
+    double s = 0, na = 0, nb = 0, dot = 0;
+    for (int64_t t = 0; t < f; t++) {
+        double a = x[i * f + t], b = x[j * f + t];
+        s += (a - b) * (a - b);
+        na += a * a;
+        nb += b * b;
+        dot += a * b;
+    }
+    if (m == KNN_EUCLIDEAN) return s;
+    return (na > 0 && nb > 0) ? 1.0 - dot / sqrt(na * nb) : 1.0;
+}
+
+static void check_against_brute(int64_t n, int64_t f, int k, knn_metric_t metric) {
+    float *x = malloc((size_t)(n * f) * sizeof *x);
+    rng_t g;
+    rng_seed(&g, 11 + (uint64_t)n);
+    for (int64_t i = 0; i < n * f; i++) x[i] = (float)rng_normal(&g);
+    int32_t *nbr = malloc((size_t)n * k * sizeof *nbr);
+    float *dist = malloc((size_t)n * k * sizeof *dist);
+    ck_assert_int_eq(knn_exact(x, n, f, k, metric, nbr, dist), 0);
+    double *all = malloc((size_t)n * sizeof *all);
+    double scale = metric == KNN_EUCLIDEAN ? 2.0 * f : 1.0;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t m = 0;
+        for (int64_t j = 0; j < n; j++)
+            if (j != i) all[m++] = ref_dist(x, f, i, j, metric);
+        qsort(all, (size_t)m, sizeof *all, dcmp);
+        for (int j = 0; j < k; j++) {
+            int32_t v = nbr[i * k + j];
+            ck_assert(v >= 0 && v < n && v != i);
+            double dv = ref_dist(x, f, i, v, metric);
+            /* the reported distance is the true one (float rounding of ‖a‖²+‖b‖²−2ab) ... */
+            ck_assert_msg(fabs(dist[i * k + j] - dv) <= 1e-4 * scale, "row %lld nbr %d: %g vs %g", (long long)i, j, dist[i * k + j], dv);
+            /* ... and the j-th nearest by brute force, up to float ties */
+            ck_assert_msg(fabs(dv - all[j]) <= 1e-4 * scale, "row %lld rank %d: %g vs brute %g", (long long)i, j, dv, all[j]);
+            if (j > 0) ck_assert(dist[i * k + j - 1] <= dist[i * k + j]);
+            for (int q = 0; q < j; q++) ck_assert(nbr[i * k + q] != v);
+        }
+    }
+    free(all);
+    free(x);
+    free(nbr);
+    free(dist);
+}
+
+START_TEST(knn_brute_small) {
+    check_against_brute(300, 20, 7, KNN_EUCLIDEAN);
+    check_against_brute(300, 20, 7, KNN_COSINE);
+}
+END_TEST
+
+/* n above both block sizes (512 rows, 4096 columns). */
+START_TEST(knn_brute_blocks) {
+    check_against_brute(4300, 5, 4, KNN_EUCLIDEAN);
+}
+END_TEST
+
+START_TEST(knn_hand_points) {
+    float x[5] = {0, 1, 3, 7, -1};
+    int32_t nbr[10];
+    float d[10];
+    ck_assert_int_eq(knn_exact(x, 5, 1, 1, KNN_EUCLIDEAN, nbr, d), 0);
+    ck_assert_int_eq(nbr[0], 1);    /* 0: 1 and -1 tie at distance 1 -> lower id */
+    ck_assert_int_eq(nbr[1], 0);
+    ck_assert_int_eq(nbr[2], 1);
+    ck_assert_float_eq(d[2], 4.0f);
+    ck_assert_int_eq(nbr[3], 2);
+    ck_assert_float_eq(d[3], 16.0f);
+    ck_assert_int_eq(nbr[4], 0);
+    ck_assert_int_eq(knn_exact(x, 5, 1, 2, KNN_EUCLIDEAN, nbr, d), 0);
+    ck_assert_int_eq(nbr[0], 1);
+    ck_assert_int_eq(nbr[1], 4);
+    /* cosine on 2-D directions: (1,0) (0,1) (1,1) (-1,0) (0,0) */
+    float y[10] = {1, 0, 0, 1, 1, 1, -1, 0, 0, 0};
+    ck_assert_int_eq(knn_exact(y, 5, 2, 1, KNN_COSINE, nbr, d), 0);
+    ck_assert_int_eq(nbr[0], 2);
+    ck_assert_float_eq_tol(d[0], 1.0 - sqrt(0.5), 1e-6);
+    ck_assert_int_eq(nbr[3], 1);    /* (-1,0): (0,1) and the zero row both at 1; (0,1) has lower id */
+    ck_assert_float_eq_tol(d[3], 1.0, 1e-6);
+    ck_assert_int_eq(knn_exact(x, 5, 1, 5, KNN_EUCLIDEAN, nbr, d), INCA_EINVAL);
+    knn_metric_t m;
+    ck_assert_int_eq(knn_metric_parse("manhattan", &m), INCA_EINVAL);
+
+    csr_t w;
+    ck_assert_int_eq(knn_exact(x, 5, 1, 1, KNN_EUCLIDEAN, nbr, d), 0);
+    ck_assert_int_eq(knn_graph(nbr, 5, 1, &w), 0);
+    /* edges 0-1, 1-0, 2-1, 3-2, 4-0 -> undirected {0-1, 1-2, 2-3, 0-4}: 8 directed */
+    ck_assert_int_eq(w.nnz, 8);
+    ck_assert(csr_is_symmetric(&w));
+    ck_assert_int_eq(w.rowptr[1] - w.rowptr[0], 2);
+    ck_assert_int_eq(w.col[w.rowptr[0]], 1);
+    ck_assert_int_eq(w.col[w.rowptr[0] + 1], 4);
+    csr_free(&w);
+}
+END_TEST
+
+/* Solve A z = b (n x n, dense, partial pivoting) in place; z in b. */
+static void solve(double *a, double *b, int n) {
+    for (int c = 0; c < n; c++) {
+        int p = c;
+        for (int r = c + 1; r < n; r++) if (fabs(a[r * n + c]) > fabs(a[p * n + c])) p = r;
+        for (int t = 0; t < n; t++) { double s = a[c * n + t]; a[c * n + t] = a[p * n + t]; a[p * n + t] = s; }
+        double s = b[c]; b[c] = b[p]; b[p] = s;
+        for (int r = c + 1; r < n; r++) {
+            double f = a[r * n + c] / a[c * n + c];
+            for (int t = c; t < n; t++) a[r * n + t] -= f * a[c * n + t];
+            b[r] -= f * b[c];
+        }
+    }
+    for (int r = n - 1; r >= 0; r--) {
+        for (int t = r + 1; t < n; t++) b[r] -= a[r * n + t] * b[t];
+        b[r] /= a[r * n + r];
+    }
+}
+
+START_TEST(labelprop_closed_form) {
+    /* 7 nodes: weighted path 0-1-2-3-4-5 plus chord 1-4 (weight 2); node 6 isolated */
+    enum { N = 7, C = 2 };
+    int64_t src[6] = {0, 1, 2, 3, 4, 1}, dst[6] = {1, 2, 3, 4, 5, 4};
+    csr_t pat;
+    ck_assert_int_eq(csr_from_edges(&pat, N, src, dst, 6, CSR_SYMMETRIZE), 0);
+    csr_t w;
+    ck_assert_int_eq(csr_alloc(&w, N, N, pat.nnz, 1), 0);
+    memcpy(w.rowptr, pat.rowptr, (N + 1) * sizeof *w.rowptr);
+    memcpy(w.col, pat.col, (size_t)pat.nnz * sizeof *w.col);
+    double W[N * N] = {0};
+    for (int64_t i = 0; i < N; i++)
+        for (int64_t e = w.rowptr[i]; e < w.rowptr[i + 1]; e++) {
+            int j = w.col[e];
+            w.val[e] = ((i == 1 && j == 4) || (i == 4 && j == 1)) ? 2.0f : 1.0f;
+            W[i * N + j] = w.val[e];
+        }
+    int32_t y[N] = {0, -1, -1, -1, -1, 1, -1};
+    const double alpha = 0.8;
+    int32_t lab[N];
+    float conf[N], F[N * C];
+    ck_assert_int_eq(labelprop_spread(&w, y, C, alpha, 300, lab, conf, F), 0);
+    double deg[N];
+    for (int i = 0; i < N; i++) { deg[i] = 0; for (int j = 0; j < N; j++) deg[i] += W[i * N + j]; }
+    for (int c = 0; c < C; c++) {
+        double A[N * N], b[N];
+        for (int i = 0; i < N; i++) {
+            for (int j = 0; j < N; j++) {
+                double s = (deg[i] > 0 && deg[j] > 0) ? W[i * N + j] / sqrt(deg[i] * deg[j]) : 0;
+                A[i * N + j] = (i == j) - alpha * s;
+            }
+            b[i] = (1 - alpha) * (y[i] == c);
+        }
+        solve(A, b, N);
+        for (int i = 0; i < N; i++) ck_assert_msg(fabs(F[i * C + c] - b[i]) < 1e-5, "F[%d][%d] = %g, closed form %g", i, c, F[i * C + c], b[i]);
+    }
+    for (int i = 0; i < 6; i++) {
+        int want = F[i * C + 1] > F[i * C] ? 1 : 0;
+        ck_assert_int_eq(lab[i], want);
+        ck_assert_float_eq_tol(conf[i], F[i * C + want] / (F[i * C] + F[i * C + 1]), 1e-6);
+    }
+    ck_assert_int_eq(lab[0], 0);
+    ck_assert_int_eq(lab[5], 1);
+    ck_assert_int_eq(lab[6], -1);   /* isolated: never reached */
+    ck_assert_float_eq(conf[6], 0.0f);
+    /* 1 iteration reaches only direct neighbours of labelled nodes */
+    ck_assert_int_eq(labelprop_spread(&w, y, C, alpha, 1, lab, conf, NULL), 0);
+    ck_assert_int_eq(lab[1], 0);
+    ck_assert_int_eq(lab[4], 1);
+    ck_assert_int_eq(lab[2], -1);
+    ck_assert_int_eq(lab[3], -1);
+    ck_assert_float_eq(conf[1], 1.0f);
+    /* bad input */
+    ck_assert_int_eq(labelprop_spread(&w, y, C, 1.0, 10, lab, conf, NULL), INCA_EINVAL);
+    y[2] = 2;
+    ck_assert_int_eq(labelprop_spread(&w, y, C, 0.5, 10, lab, conf, NULL), INCA_EINVAL);
+    csr_free(&w);
+    csr_free(&pat);
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("pruning_knn");
+    TCase *t = tcase_create("knn");
+    tcase_set_timeout(t, 600);
+    tcase_add_test(t, knn_brute_small);
+    tcase_add_test(t, knn_brute_blocks);
+    tcase_add_test(t, knn_hand_points);
+    tcase_add_test(t, labelprop_closed_form);
+    suite_add_tcase(s, t);
+    return tu_run_suite(s);
+}
