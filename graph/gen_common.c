@@ -1,0 +1,123 @@
+/* What the synthetic generators share: default and checked options, hash-based Gaussian
+ * features, and the edge-homophily measure. Tested in tests/test_gen.c. */
+#include "graph/gen_impl.h"
+#include "core/alloc.h"
+#include "core/rng.h"
+#include "core/status.h"
+#include "core/util.h"
+#include "loaders/split.h"
+#include <math.h>
+#include <string.h>
+
+void gen_opts_default(gen_opts_t *o) {
+    memset(o, 0, sizeof *o);
+    o->homophily = 0.8;
+    o->noise = 1.0;
+    o->mean_scale = 1.0;
+    o->split[0] = 0.6;
+    o->split[1] = 0.2;
+    o->split[2] = 0.2;
+}
+
+int gen_opts_check(const gen_opts_t *o, const char *kind) {
+    int csbm = strcmp(kind, "csbm") == 0;
+    if (!csbm && strcmp(kind, "rmat") != 0)
+        return inca_fail(INCA_EINVAL, "gen: unknown kind '%s', expected rmat or csbm", kind);
+    if (o->nodes < 1 || o->nodes > INT32_MAX)
+        return inca_fail(INCA_EINVAL, "gen: --nodes is %lld, expected 1..%d (32-bit column ids)",
+                         (long long)o->nodes, INT32_MAX);
+    if (!(o->avg_degree >= 0.0) || !isfinite(o->avg_degree))
+        return inca_fail(INCA_EINVAL, "gen: --avg-degree is %g, expected a finite number >= 0", o->avg_degree);
+    if (o->features < 0)
+        return inca_fail(INCA_EINVAL, "gen: --features is %lld, expected >= 0", (long long)o->features);
+    if (!(o->noise >= 0.0) || !isfinite(o->noise))
+        return inca_fail(INCA_EINVAL, "gen: --noise is %g, expected a finite number >= 0", o->noise);
+    if (o->classes < 0)
+        return inca_fail(INCA_EINVAL, "gen: --classes is %d, expected >= 0", o->classes);
+    if (csbm) {
+        if (o->classes < 2)
+            return inca_fail(INCA_EINVAL, "gen csbm: --classes is %d, expected at least 2", o->classes);
+        if (o->nodes < 2 * (int64_t)o->classes)
+            return inca_fail(INCA_EINVAL, "gen csbm: --nodes %lld is too small for %d classes (need at least 2 per class)",
+                             (long long)o->nodes, o->classes);
+        if (!(o->homophily >= 0.0 && o->homophily <= 1.0))
+            return inca_fail(INCA_EINVAL, "gen csbm: --homophily is %g, expected a fraction in [0,1]", o->homophily);
+        if (!(o->mean_scale >= 0.0) || !isfinite(o->mean_scale))
+            return inca_fail(INCA_EINVAL, "gen csbm: --mean-scale is %g, expected a finite number >= 0", o->mean_scale);
+    }
+    double sum = 0.0;
+    for (int k = 0; k < 3; k++) {
+        if (!(o->split[k] >= 0.0 && o->split[k] <= 1.0))
+            return inca_fail(INCA_EINVAL, "gen: split fraction %d is %g, expected [0,1]", k + 1, o->split[k]);
+        sum += o->split[k];
+    }
+    if (sum > 1.0 + 1e-9)
+        return inca_fail(INCA_EINVAL, "gen: split fractions sum to %g, expected at most 1", sum);
+    int64_t m;
+    return gen_edge_count(o, &m);
+}
+
+int gen_edge_count(const gen_opts_t *o, int64_t *m) {
+    double e = floor((double)o->nodes * o->avg_degree / 2.0 + 0.5);
+    if (e > 4.0e18)
+        return inca_fail(INCA_EINVAL, "gen: --nodes %lld x --avg-degree %g is too many edges",
+                         (long long)o->nodes, o->avg_degree);
+    *m = (int64_t)e;
+    return INCA_OK;
+}
+
+double gen_normal(uint64_t seed, uint64_t stream, uint64_t index) {
+    uint64_t h = rng_hash64(seed, stream, index);
+    double u1 = ((double)(h >> 32) + 0.5) * (1.0 / 4294967296.0);   /* (0,1): log is finite */
+    double u2 = (double)(h & 0xffffffffull) * (1.0 / 4294967296.0);
+    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+}
+
+void gen_fill_features(float *x, int64_t n, int64_t f, uint64_t seed, double sigma,
+                       const float *mean, const int32_t *y) {
+    #pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; i++) {
+        float *row = x + i * f;
+        const float *mu = mean ? mean + (int64_t)y[i] * f : NULL;
+        for (int64_t j = 0; j < f; j++) {
+            double v = sigma * gen_normal(seed, GEN_STREAM_X, (uint64_t)(i * f + j));
+            row[j] = (float)(mu ? (double)mu[j] + v : v);
+        }
+    }
+}
+
+double gen_edge_homophily(const csr_t *g, const int32_t *y) {
+    int64_t same = 0, total = 0;
+    if (!g || !g->rowptr || !y) return NAN;
+    for (int64_t u = 0; u < g->n_rows; u++) {
+        if (y[u] < 0) continue;
+        for (int64_t e = g->rowptr[u]; e < g->rowptr[u + 1]; e++) {
+            int32_t v = g->col[e];
+            if (y[v] < 0) continue;
+            total++;
+            same += y[v] == y[u];
+        }
+    }
+    return total ? (double)same / (double)total : NAN;
+}
+
+int gen_finish_graph(dataset_t *out, const gen_opts_t *o, int64_t **src, int64_t **dst, int64_t m,
+                     gen_stats_t *st, double t0) {
+    double t1 = inca_now();
+    st->sampled_edges = m;
+    st->edges_s = t1 - t0;
+    int rc = csr_from_edges(&out->adj, o->nodes, *src, *dst, m, CSR_SYMMETRIZE | CSR_DROP_SELF_LOOPS);
+    INCA_FREE(*src);
+    INCA_FREE(*dst);
+    if (rc != INCA_OK) return rc;
+    out->n = o->nodes;
+    out->f = o->features;
+    out->c = o->classes;
+    st->csr_s = inca_now() - t1;
+    return INCA_OK;
+}
+
+int gen_finish_split(dataset_t *out, const gen_opts_t *o) {
+    if (!out->y || o->split[0] + o->split[1] + o->split[2] <= 0.0) return INCA_OK;
+    return split_random(out, o->split, rng_hash64(o->seed, GEN_STREAM_SPLIT, 0));
+}

@@ -1,0 +1,526 @@
+/* Tests for graph/gen_*.c and `inca gen`: R-MAT structure (skewed degrees, symmetric, no
+ * self-loops or duplicates, permuted ids), CSBM homophily / degree / class balance / feature
+ * scale measured on the output, learnability (nearest class mean on one GCN propagation ÂX,
+ * computed here with a naive loop, beats X alone), bit-identical output for 1 and 2 threads,
+ * option errors, failure injection, and the CLI end to end (store reopened and compared). */
+#include "testutil.h"
+#include "core/alloc.h"
+#include "core/status.h"
+#include "core/util.h"
+#include "graph/gen.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Independent structural checks of a generated adjacency: ids in range, columns strictly
+ * ascending (no duplicates), no self-loops, and every edge has its reverse. */
+static void check_simple_symmetric(const csr_t *g, int64_t n) {
+    ck_assert_int_eq(g->n_rows, n);
+    ck_assert_int_eq(g->n_cols, n);
+    ck_assert_int_eq(g->rowptr[0], 0);
+    ck_assert_int_eq(g->rowptr[n], g->nnz);
+    for (int64_t u = 0; u < n; u++) {
+        ck_assert(g->rowptr[u] <= g->rowptr[u + 1]);
+        for (int64_t e = g->rowptr[u]; e < g->rowptr[u + 1]; e++) {
+            int32_t v = g->col[e];
+            ck_assert_msg(v >= 0 && v < n, "column %d out of range", v);
+            ck_assert_msg(v != u, "self-loop at %lld", (long long)u);
+            if (e > g->rowptr[u]) ck_assert_msg(g->col[e - 1] < v, "row %lld not strictly ascending", (long long)u);
+            /* binary search for u in row v */
+            int64_t lo = g->rowptr[v], hi = g->rowptr[v + 1];
+            while (lo < hi) {
+                int64_t mid = lo + (hi - lo) / 2;
+                if (g->col[mid] < u) lo = mid + 1; else hi = mid;
+            }
+            ck_assert_msg(lo < g->rowptr[v + 1] && g->col[lo] == u, "edge %lld->%d has no reverse", (long long)u, v);
+        }
+    }
+}
+
+static void rmat_opts(gen_opts_t *o, int64_t n, double deg, uint64_t seed) {
+    gen_opts_default(o);
+    o->nodes = n;
+    o->avg_degree = deg;
+    o->seed = seed;
+}
+
+START_TEST(rmat_structure) {
+    gen_opts_t o;
+    rmat_opts(&o, 3000, 20, 7);   /* not a power of two: 2^12 ids, rejection above 3000 */
+    dataset_t d;
+    gen_stats_t st;
+    ck_assert_int_eq(gen_rmat(&o, &d, &st), INCA_OK);
+    ck_assert_int_eq(st.sampled_edges, 30000);
+    check_simple_symmetric(&d.adj, 3000);
+    ck_assert(d.adj.nnz <= 2 * st.sampled_edges);
+    ck_assert_msg(d.adj.nnz >= st.sampled_edges, "dedupe removed more than half: %lld", (long long)d.adj.nnz);
+    int64_t maxdeg = 0, low = 0;
+    for (int64_t u = 0; u < d.n; u++) {
+        int64_t k = d.adj.rowptr[u + 1] - d.adj.rowptr[u];
+        if (k > maxdeg) maxdeg = k;
+        if (u < d.n / 8) low += k;
+    }
+    double mean = (double)d.adj.nnz / (double)d.n;
+    ck_assert_msg((double)maxdeg > 10.0 * mean, "max degree %lld vs mean %.2f: not skewed", (long long)maxdeg, mean);
+    /* Without the permutation the first eighth of the ids (top three bits 0) would hold about
+     * (a+b)^3 = 44% of the edge ends; permuted, about 12.5%. */
+    double frac_low = (double)low / (double)d.adj.nnz;
+    ck_assert_msg(frac_low < 0.25, "first eighth of ids holds %.3f of edge ends: ids not permuted", frac_low);
+    /* no features or labels unless asked */
+    ck_assert_ptr_null(d.x);
+    ck_assert_ptr_null(d.y);
+    ck_assert_int_eq(d.split_n[0] + d.split_n[1] + d.split_n[2], 0);
+    ck_assert(strstr(d.source, "rmat") != NULL);
+    dataset_free(&d);
+}
+END_TEST
+
+/* An Erdos-Renyi-like graph of the same size would have max degree ~2x the mean; R-MAT's is
+ * far larger, and grows with the scale. Also check a power of two and N = 1. */
+START_TEST(rmat_sizes) {
+    gen_opts_t o;
+    dataset_t d;
+    rmat_opts(&o, 4096, 8, 1);
+    ck_assert_int_eq(gen_rmat(&o, &d, NULL), INCA_OK);
+    check_simple_symmetric(&d.adj, 4096);
+    dataset_free(&d);
+    rmat_opts(&o, 1, 4, 1);   /* every sampled edge is a self-loop: dropped */
+    ck_assert_int_eq(gen_rmat(&o, &d, NULL), INCA_OK);
+    ck_assert_int_eq(d.n, 1);
+    ck_assert_int_eq(d.adj.nnz, 0);
+    dataset_free(&d);
+    rmat_opts(&o, 50, 0, 1);  /* no edges at all */
+    ck_assert_int_eq(gen_rmat(&o, &d, NULL), INCA_OK);
+    ck_assert_int_eq(d.adj.nnz, 0);
+    ck_assert_int_eq(d.adj.rowptr[50], 0);
+    dataset_free(&d);
+}
+END_TEST
+
+START_TEST(rmat_attributes) {
+    gen_opts_t o;
+    rmat_opts(&o, 20000, 4, 3);
+    o.features = 5;
+    o.classes = 5;
+    o.noise = 2.0;
+    dataset_t d;
+    ck_assert_int_eq(gen_rmat(&o, &d, NULL), INCA_OK);
+    ck_assert_int_eq(d.f, 5);
+    ck_assert_int_eq(d.c, 5);
+    double s = 0, s2 = 0;
+    int64_t nx = d.n * d.f;
+    for (int64_t k = 0; k < nx; k++) { s += d.x[k]; s2 += (double)d.x[k] * d.x[k]; }
+    double mean = s / (double)nx, var = s2 / (double)nx - mean * mean;
+    ck_assert_msg(fabs(mean) < 0.03, "feature mean %.4f, expected 0", mean);     /* sd 0.006 */
+    ck_assert_msg(fabs(var - 4.0) < 0.15, "feature variance %.4f, expected 4", var);  /* sd 0.025 */
+    int64_t cnt[5] = {0};
+    for (int64_t v = 0; v < d.n; v++) {
+        ck_assert(d.y[v] >= 0 && d.y[v] < 5);
+        cnt[d.y[v]]++;
+    }
+    for (int c = 0; c < 5; c++) ck_assert_msg(labs((long)(cnt[c] - 4000)) < 300, "class %d has %lld", c, (long long)cnt[c]);
+    ck_assert(labs((long)(d.split_n[0] - 12000)) <= 3);
+    ck_assert(labs((long)(d.split_n[1] - 4000)) <= 3);
+    ck_assert(labs((long)(d.split_n[2] - 4000)) <= 3);
+    dataset_free(&d);
+}
+END_TEST
+
+static void assert_same(const dataset_t *a, const dataset_t *b, const char *what) {
+    ck_assert_int_eq(a->n, b->n);
+    ck_assert_int_eq(a->f, b->f);
+    ck_assert_int_eq(a->adj.nnz, b->adj.nnz);
+    ck_assert_msg(memcmp(a->adj.rowptr, b->adj.rowptr, (size_t)(a->n + 1) * sizeof(int64_t)) == 0, "%s: rowptr differs", what);
+    ck_assert_msg(memcmp(a->adj.col, b->adj.col, (size_t)a->adj.nnz * sizeof(int32_t)) == 0, "%s: col differs", what);
+    ck_assert_int_eq(a->x != NULL, b->x != NULL);
+    if (a->x) ck_assert_msg(memcmp(a->x, b->x, (size_t)(a->n * a->f) * sizeof(float)) == 0, "%s: x differs", what);
+    ck_assert_int_eq(a->y != NULL, b->y != NULL);
+    if (a->y) ck_assert_msg(memcmp(a->y, b->y, (size_t)a->n * sizeof(int32_t)) == 0, "%s: y differs", what);
+    for (int k = 0; k < 3; k++) {
+        ck_assert_int_eq(a->split_n[k], b->split_n[k]);
+        if (a->split_n[k]) ck_assert(memcmp(a->split[k], b->split[k], (size_t)a->split_n[k] * sizeof(int64_t)) == 0);
+    }
+}
+
+typedef int (*gen_fn)(const gen_opts_t *, dataset_t *, gen_stats_t *);
+
+static void check_deterministic(gen_fn fn, gen_opts_t *o) {
+    dataset_t a, b, c;
+    inca_set_threads(1);
+    ck_assert_int_eq(fn(o, &a, NULL), INCA_OK);
+    inca_set_threads(2);
+    ck_assert_int_eq(fn(o, &b, NULL), INCA_OK);
+    assert_same(&a, &b, "1 vs 2 threads");
+    o->seed++;
+    ck_assert_int_eq(fn(o, &c, NULL), INCA_OK);
+    ck_assert_msg(a.adj.nnz != c.adj.nnz ||
+                  memcmp(a.adj.col, c.adj.col, (size_t)a.adj.nnz * sizeof(int32_t)) != 0,
+                  "a different seed gave the same graph");
+    if (a.x) ck_assert(memcmp(a.x, c.x, (size_t)(a.n * a.f) * sizeof(float)) != 0);
+    if (a.y) ck_assert(memcmp(a.y, c.y, (size_t)a.n * sizeof(int32_t)) != 0);
+    dataset_free(&a);
+    dataset_free(&b);
+    dataset_free(&c);
+}
+
+START_TEST(rmat_deterministic) {
+    gen_opts_t o;
+    rmat_opts(&o, 5000, 12, 11);
+    o.features = 3;
+    o.classes = 4;
+    check_deterministic(gen_rmat, &o);
+}
+END_TEST
+
+static void csbm_opts(gen_opts_t *o, int64_t n, double deg, int32_t c, double h, int64_t f, uint64_t seed) {
+    gen_opts_default(o);
+    o->nodes = n;
+    o->avg_degree = deg;
+    o->classes = c;
+    o->homophily = h;
+    o->features = f;
+    o->seed = seed;
+}
+
+/* Edge homophily counted here with its own loop. */
+static double homophily_of(const dataset_t *d) {
+    int64_t same = 0;
+    for (int64_t u = 0; u < d->n; u++)
+        for (int64_t e = d->adj.rowptr[u]; e < d->adj.rowptr[u + 1]; e++) same += d->y[d->adj.col[e]] == d->y[u];
+    return (double)same / (double)d->adj.nnz;
+}
+
+START_TEST(csbm_homophily_degree_balance) {
+    const double hs[] = {0.8, 0.3, 0.95};
+    for (int t = 0; t < 3; t++) {
+        gen_opts_t o;
+        csbm_opts(&o, 20000, 10, 5, hs[t], 0, 5 + (uint64_t)t);
+        dataset_t d;
+        ck_assert_int_eq(gen_csbm(&o, &d, NULL), INCA_OK);
+        check_simple_symmetric(&d.adj, 20000);
+        double h = homophily_of(&d);
+        ck_assert_msg(fabs(h - hs[t]) < 0.02, "homophily %.4f, expected %.2f", h, hs[t]);
+        ck_assert(fabs(gen_edge_homophily(&d.adj, d.y) - h) < 1e-12);
+        double deg = (double)d.adj.nnz / (double)d.n;
+        ck_assert_msg(fabs(deg - 10.0) < 0.5, "average degree %.3f, expected 10 +- 5%%", deg);
+        int64_t cnt[5] = {0};
+        for (int64_t v = 0; v < d.n; v++) cnt[d.y[v]]++;
+        for (int c = 0; c < 5; c++) ck_assert_int_eq(cnt[c], 4000);
+        ck_assert_int_eq(d.split_n[0], 12000);
+        ck_assert_int_eq(d.split_n[1], 4000);
+        ck_assert_int_eq(d.split_n[2], 4000);
+        ck_assert_ptr_null(d.x);
+        dataset_free(&d);
+    }
+    /* the extremes are exact: no sampled edge crosses (H=1) or stays inside (H=0) a class */
+    const double ext[] = {1.0, 0.0};
+    for (int t = 0; t < 2; t++) {
+        gen_opts_t o;
+        csbm_opts(&o, 3001, 6, 3, ext[t], 0, 1);
+        dataset_t d;
+        ck_assert_int_eq(gen_csbm(&o, &d, NULL), INCA_OK);
+        ck_assert(d.adj.nnz > 0);
+        ck_assert(homophily_of(&d) == ext[t]);
+        int64_t cnt[3] = {0};
+        for (int64_t v = 0; v < d.n; v++) cnt[d.y[v]]++;
+        for (int c = 0; c < 3; c++) ck_assert(cnt[c] == 1000 || cnt[c] == 1001);
+        dataset_free(&d);
+    }
+}
+END_TEST
+
+/* Class means are N(0,I) * mean_scale / sqrt(F): with no noise every row equals its class
+ * mean, and two means lie about sqrt(2) * mean_scale apart (chi-square, F = 400: sd ~7%). */
+START_TEST(csbm_feature_scale) {
+    gen_opts_t o;
+    csbm_opts(&o, 400, 4, 4, 0.8, 400, 2);
+    o.noise = 0.0;
+    o.mean_scale = 3.0;
+    dataset_t d;
+    ck_assert_int_eq(gen_csbm(&o, &d, NULL), INCA_OK);
+    int64_t rep[4] = {-1, -1, -1, -1};
+    for (int64_t v = 0; v < d.n; v++) {
+        int32_t c = d.y[v];
+        if (rep[c] < 0) rep[c] = v;
+        else ck_assert(memcmp(d.x + v * 400, d.x + rep[c] * 400, 400 * sizeof(float)) == 0);
+    }
+    for (int a = 0; a < 4; a++)
+        for (int b = a + 1; b < 4; b++) {
+            double s = 0;
+            for (int j = 0; j < 400; j++) {
+                double z = (double)d.x[rep[a] * 400 + j] - d.x[rep[b] * 400 + j];
+                s += z * z;
+            }
+            double dist = sqrt(s), want = sqrt(2.0) * 3.0;
+            ck_assert_msg(fabs(dist - want) < 0.25 * want, "means %d,%d are %.3f apart, expected ~%.3f", a, b, dist, want);
+        }
+    dataset_free(&d);
+}
+END_TEST
+
+/* Nearest class mean (means from the train split) accuracy on the test split of rows z. */
+static double ncm_accuracy(const dataset_t *d, const double *z, int64_t f) {
+    int32_t C = d->c;
+    double *mu = calloc((size_t)(C * f), sizeof *mu);
+    int64_t *cnt = calloc((size_t)C, sizeof *cnt);
+    ck_assert(mu && cnt);
+    for (int64_t j = 0; j < d->split_n[0]; j++) {
+        int64_t v = d->split[0][j];
+        cnt[d->y[v]]++;
+        for (int64_t k = 0; k < f; k++) mu[d->y[v] * f + k] += z[v * f + k];
+    }
+    for (int32_t c = 0; c < C; c++)
+        for (int64_t k = 0; k < f; k++) mu[c * f + k] /= (double)cnt[c];
+    int64_t right = 0;
+    for (int64_t j = 0; j < d->split_n[2]; j++) {
+        int64_t v = d->split[2][j];
+        int32_t best = -1;
+        double bd = INFINITY;
+        for (int32_t c = 0; c < C; c++) {
+            double s = 0;
+            for (int64_t k = 0; k < f; k++) { double t = z[v * f + k] - mu[c * f + k]; s += t * t; }
+            if (s < bd) { bd = s; best = c; }
+        }
+        right += best == d->y[v];
+    }
+    free(mu);
+    free(cnt);
+    return (double)right / (double)d->split_n[2];
+}
+
+START_TEST(csbm_learnable) {
+    gen_opts_t o;
+    csbm_opts(&o, 20000, 10, 5, 0.9, 16, 21);
+    dataset_t d;
+    ck_assert_int_eq(gen_csbm(&o, &d, NULL), INCA_OK);
+    const int64_t n = d.n, f = d.f;
+    double *x = malloc((size_t)(n * f) * sizeof *x), *ax = calloc((size_t)(n * f), sizeof *ax);
+    ck_assert(x && ax);
+    for (int64_t k = 0; k < n * f; k++) x[k] = d.x[k];
+    /* ÂX with Â = D̃^-½ (A + I) D̃^-½, naive loop */
+    for (int64_t u = 0; u < n; u++) {
+        double du = (double)(d.adj.rowptr[u + 1] - d.adj.rowptr[u] + 1);
+        for (int64_t k = 0; k < f; k++) ax[u * f + k] += x[u * f + k] / du;
+        for (int64_t e = d.adj.rowptr[u]; e < d.adj.rowptr[u + 1]; e++) {
+            int64_t v = d.adj.col[e];
+            double dv = (double)(d.adj.rowptr[v + 1] - d.adj.rowptr[v] + 1);
+            double w = 1.0 / sqrt(du * dv);
+            for (int64_t k = 0; k < f; k++) ax[u * f + k] += w * x[v * f + k];
+        }
+    }
+    double acc_x = ncm_accuracy(&d, x, f), acc_ax = ncm_accuracy(&d, ax, f);
+    fprintf(stderr, "csbm H=0.9: nearest-class-mean accuracy X %.4f, AX %.4f\n", acc_x, acc_ax);
+    ck_assert_msg(acc_x > 1.0 / 5 + 0.1, "features alone carry no signal: %.3f", acc_x);
+    ck_assert_msg(acc_x < 0.9, "features alone are trivially separable: %.3f", acc_x);
+    ck_assert_msg(acc_ax > acc_x + 0.1, "AX %.3f does not beat X %.3f", acc_ax, acc_x);
+    free(x);
+    free(ax);
+    dataset_free(&d);
+}
+END_TEST
+
+START_TEST(csbm_deterministic) {
+    gen_opts_t o;
+    csbm_opts(&o, 6000, 8, 3, 0.7, 4, 13);
+    check_deterministic(gen_csbm, &o);
+}
+END_TEST
+
+START_TEST(opts_rejected) {
+    gen_opts_t o;
+    dataset_t d;
+    struct { const char *kind; int field; double val; } bad[] = {
+        {"rmat", 0, 0}, {"rmat", 0, -5}, {"rmat", 0, 3e9}, {"rmat", 1, -1}, {"rmat", 1, NAN},
+        {"rmat", 2, -1}, {"rmat", 3, -1}, {"rmat", 4, -0.5}, {"csbm", 3, 1}, {"csbm", 0, 7},
+        {"csbm", 5, 1.5}, {"csbm", 5, -0.1}, {"csbm", 6, -1}, {"rmat", 7, 0.9}, {"csbm", 1, 1e300},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        csbm_opts(&o, 1000, 4, 4, 0.8, 2, 1);
+        switch (bad[i].field) {
+            case 0: o.nodes = (int64_t)bad[i].val; break;
+            case 1: o.avg_degree = bad[i].val; break;
+            case 2: o.features = (int64_t)bad[i].val; break;
+            case 3: o.classes = (int32_t)bad[i].val; break;
+            case 4: o.noise = bad[i].val; break;
+            case 5: o.homophily = bad[i].val; break;
+            case 6: o.mean_scale = bad[i].val; break;
+            case 7: o.split[0] = bad[i].val; break;
+        }
+        int rc = strcmp(bad[i].kind, "rmat") == 0 ? gen_rmat(&o, &d, NULL) : gen_csbm(&o, &d, NULL);
+        ck_assert_msg(rc == INCA_EINVAL, "case %zu (%s field %d = %g) gave %d", i, bad[i].kind, bad[i].field, bad[i].val, rc);
+        ck_assert_msg(strstr(inca_errmsg(), "gen") != NULL, "message '%s'", inca_errmsg());
+        ck_assert_ptr_null(d.adj.rowptr);
+    }
+    csbm_opts(&o, 1000, 4, 4, 0.8, 2, 1);
+    ck_assert_int_eq(gen_opts_check(&o, "er"), INCA_EINVAL);
+}
+END_TEST
+
+/* The k-th allocation failing, for every k until generation succeeds: ENOMEM (or the code
+ * csr_from_edges reports), nothing leaked (ASan), out left empty. */
+static void check_alloc_failures(gen_fn fn, const gen_opts_t *o) {
+    int ok = 0;
+    for (long k = 1; k < 200 && !ok; k++) {
+        dataset_t d;
+        inca_alloc_fail_after(k);
+        int rc = fn(o, &d, NULL);
+        inca_alloc_fail_after(0);
+        if (rc == INCA_OK) { ok = 1; dataset_free(&d); break; }
+        ck_assert_msg(rc == INCA_ENOMEM, "allocation %ld failing gave %d (%s)", k, rc, inca_errmsg());
+        ck_assert_ptr_null(d.adj.rowptr);
+        ck_assert_ptr_null(d.x);
+        ck_assert_ptr_null(d.y);
+        ck_assert_ptr_null(d.split[0]);
+    }
+    ck_assert(ok);
+}
+
+START_TEST(alloc_failures) {
+    gen_opts_t o;
+    rmat_opts(&o, 300, 6, 1);
+    o.features = 2;
+    o.classes = 3;
+    check_alloc_failures(gen_rmat, &o);
+    csbm_opts(&o, 300, 6, 3, 0.8, 2, 1);
+    check_alloc_failures(gen_csbm, &o);
+}
+END_TEST
+
+/* ---- the CLI ---- */
+
+START_TEST(cli_csbm_roundtrip) {
+    char *dir = tu_mkdtemp(), cmd[1024], path[600], *out = NULL, *err = NULL;
+    ck_assert_ptr_nonnull(dir);
+    snprintf(path, sizeof path, "%s/csbm", dir);
+    snprintf(cmd, sizeof cmd, "gen --kind csbm --nodes 3000 --avg-degree 7 --features 6 --classes 3 "
+             "--homophily 0.75 --noise 0.5 --seed 99 --split random:0.5,0.25,0.25 --threads 2 --out %s --json", path);
+    int st = tu_inca(cmd, &out, &err);
+    ck_assert_msg(st == 0, "exit %d: %s", st, err ? err : "");
+    const char *js = tu_last_line(out);
+    ck_assert(tu_json_num(js, "nodes") == 3000);
+    ck_assert(tu_json_num(js, "features") == 6);
+    ck_assert(tu_json_num(js, "classes") == 3);
+    ck_assert(tu_json_num(js, "labeled") == 3000);
+    ck_assert(tu_json_num(js, "train") == 1500);
+    ck_assert(fabs(tu_json_num(js, "homophily") - 0.75) < 0.04);
+    double edges = tu_json_num(js, "edges");
+    free(out); free(err);
+
+    dataset_t disk, mem;
+    ck_assert_int_eq(dataset_load(path, &disk), INCA_OK);
+    gen_opts_t o;
+    csbm_opts(&o, 3000, 7, 3, 0.75, 6, 99);
+    o.noise = 0.5;
+    o.split[0] = 0.5; o.split[1] = 0.25; o.split[2] = 0.25;
+    ck_assert_int_eq(gen_csbm(&o, &mem, NULL), INCA_OK);
+    ck_assert(edges == (double)mem.adj.nnz);
+    assert_same(&disk, &mem, "store vs in-memory");
+    dataset_free(&disk);
+    dataset_free(&mem);
+
+    /* existing store: refused without --force (exit 2, names the flag), replaced with it */
+    snprintf(cmd, sizeof cmd, "gen --kind csbm --nodes 300 --avg-degree 3 --out %s", path);
+    st = tu_inca(cmd, &out, &err);
+    ck_assert_int_eq(st, 2);
+    ck_assert_msg(err && strstr(err, "--force"), "stderr: %s", err ? err : "");
+    free(out); free(err);
+    snprintf(cmd, sizeof cmd, "gen --kind rmat --nodes 300 --avg-degree 3 --features 2 --classes 2 --out %s --force --json", path);
+    st = tu_inca(cmd, &out, &err);
+    ck_assert_msg(st == 0, "exit %d: %s", st, err ? err : "");
+    ck_assert(tu_json_num(tu_last_line(out), "nodes") == 300);
+    free(out); free(err);
+    ck_assert_int_eq(dataset_load(path, &disk), INCA_OK);
+    ck_assert_int_eq(disk.n, 300);
+    ck_assert_int_eq(disk.f, 2);
+    check_simple_symmetric(&disk.adj, 300);
+    dataset_free(&disk);
+    tu_rmrf(dir);
+    free(dir);
+}
+END_TEST
+
+START_TEST(cli_rmat_threads_identical) {
+    char *dir = tu_mkdtemp(), cmd[1024], p1[600], p2[600];
+    ck_assert_ptr_nonnull(dir);
+    snprintf(p1, sizeof p1, "%s/t1", dir);
+    snprintf(p2, sizeof p2, "%s/t2", dir);
+    snprintf(cmd, sizeof cmd, "gen --kind rmat --nodes 5000 --avg-degree 10 --features 3 --classes 4 --seed 5 --threads 1 --out %s", p1);
+    ck_assert_int_eq(tu_inca(cmd, NULL, NULL), 0);
+    snprintf(cmd, sizeof cmd, "gen --kind rmat --nodes 5000 --avg-degree 10 --features 3 --classes 4 --seed 5 --threads 2 --out %s", p2);
+    ck_assert_int_eq(tu_inca(cmd, NULL, NULL), 0);
+    dataset_t a, b;
+    ck_assert_int_eq(dataset_load(p1, &a), INCA_OK);
+    ck_assert_int_eq(dataset_load(p2, &b), INCA_OK);
+    assert_same(&a, &b, "--threads 1 vs 2");
+    dataset_free(&a);
+    dataset_free(&b);
+    tu_rmrf(dir);
+    free(dir);
+}
+END_TEST
+
+START_TEST(cli_usage_errors) {
+    char *dir = tu_mkdtemp(), cmd[1024];
+    ck_assert_ptr_nonnull(dir);
+    static const struct { const char *args; const char *msg; } bad[] = {
+        {"--kind er --nodes 10 --avg-degree 2", "--kind"},
+        {"--nodes 10 --avg-degree 2", "--kind"},
+        {"--kind rmat --avg-degree 2", "--nodes"},
+        {"--kind rmat --nodes 10", "--avg-degree"},
+        {"--kind rmat --nodes abc --avg-degree 2", "--nodes"},
+        {"--kind rmat --nodes 0 --avg-degree 2", "--nodes"},
+        {"--kind csbm --nodes 100 --avg-degree 2 --homophily 2", "--homophily"},
+        {"--kind csbm --nodes 100 --avg-degree 2 --classes 1", "--classes"},
+        {"--kind rmat --nodes 100 --avg-degree 2 --homophily 0.5", "--homophily"},
+        {"--kind csbm --nodes 100 --avg-degree 2 --split random:0.9,0.9,0", "split"},
+        {"--kind csbm --nodes 100 --avg-degree 2 --split public", "random:"},
+        {"--kind csbm --nodes 100 --avg-degree 2 --colour red", "--colour"},
+        {"--kind csbm --nodes 100 --avg-degree -3", "--avg-degree"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char *out = NULL, *err = NULL;
+        snprintf(cmd, sizeof cmd, "gen %s --out %s/s%zu", bad[i].args, dir, i);
+        int st = tu_inca(cmd, &out, &err);
+        ck_assert_msg(st == 2, "'%s' exited %d", bad[i].args, st);
+        ck_assert_msg(err && strstr(err, bad[i].msg), "'%s': stderr '%s' lacks '%s'", bad[i].args, err ? err : "", bad[i].msg);
+        char p[700];
+        snprintf(p, sizeof p, "%s/s%zu", dir, i);
+        ck_assert_msg(!tu_exists(p), "'%s' left a store behind", bad[i].args);
+        free(out);
+        free(err);
+    }
+    char *out = NULL, *err = NULL;
+    snprintf(cmd, sizeof cmd, "gen --kind rmat --nodes 10 --avg-degree 2");
+    ck_assert_int_eq(tu_inca(cmd, &out, &err), 2);
+    ck_assert(err && strstr(err, "--out"));
+    free(out);
+    free(err);
+    tu_rmrf(dir);
+    free(dir);
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("gen");
+    TCase *tc = tcase_create("gen");
+    tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, rmat_structure);
+    tcase_add_test(tc, rmat_sizes);
+    tcase_add_test(tc, rmat_attributes);
+    tcase_add_test(tc, rmat_deterministic);
+    tcase_add_test(tc, csbm_homophily_degree_balance);
+    tcase_add_test(tc, csbm_feature_scale);
+    tcase_add_test(tc, csbm_learnable);
+    tcase_add_test(tc, csbm_deterministic);
+    tcase_add_test(tc, opts_rejected);
+    tcase_add_test(tc, alloc_failures);
+    suite_add_tcase(s, tc);
+    TCase *cli = tcase_create("cli");
+    tcase_set_timeout(cli, 600);
+    tcase_add_test(cli, cli_csbm_roundtrip);
+    tcase_add_test(cli, cli_rmat_threads_identical);
+    tcase_add_test(cli, cli_usage_errors);
+    suite_add_tcase(s, cli);
+    return tu_run_suite(s);
+}
