@@ -1,0 +1,60 @@
+/* The full-graph aggregation operator (SpMM with a normalised adjacency) and the choice of
+ * normalisation per model kind. Tested in tests/test_nn.c (operator against a dense product,
+ * its backward against the transpose) and through the trainers. */
+#include "nn/layer.h"
+#include "kernels/kernels.h"
+#include "core/status.h"
+#include <string.h>
+
+int nn_kind_norm(int kind) {
+    switch (kind) {
+    case NN_GCN: case NN_GCNII: case NN_APPNP: return NN_NORM_GCN;
+    case NN_SAGE: return NN_NORM_MEAN;
+    default: return NN_NORM_NONE;
+    }
+}
+
+static int agg_full_forward(void *ctx, int site, int64_t n, int64_t f, const float *in_raw,
+                            const float *in, float *out) {
+    const nn_agg_full_t *a = ctx;
+    (void)site; (void)in_raw;
+    if (n != a->a->n_rows)
+        return inca_fail(INCA_EINVAL, "full aggregation: %lld rows given, graph has %lld", (long long)n,
+                         (long long)a->a->n_rows);
+    return kern_spmm(a->a, in, f, 1.0f, 0.0f, out);
+}
+
+static int agg_full_backward(void *ctx, int site, int64_t n, int64_t f, const float *dout, float *din) {
+    const nn_agg_full_t *a = ctx;
+    (void)site;
+    if (n != a->a->n_rows)
+        return inca_fail(INCA_EINVAL, "full aggregation: %lld rows given, graph has %lld", (long long)n,
+                         (long long)a->a->n_rows);
+    return kern_spmm_t(a->a, a->at, dout, f, 1.0f, 0.0f, din);
+}
+
+void nn_agg_full_init(nn_agg_t *op, nn_agg_full_t *full, const csr_t *a, const csr_t *at) {
+    full->a = a;
+    full->at = at;
+    op->forward = agg_full_forward;
+    op->backward = agg_full_backward;
+    op->ctx = full;
+}
+
+int nn_adj_build(const csr_t *adj, int norm, csr_t *a, csr_t *at) {
+    int rc;
+    memset(a, 0, sizeof *a);
+    memset(at, 0, sizeof *at);
+    if (!adj->rowptr || adj->n_rows < 1)
+        return inca_fail(INCA_EINVAL, "the dataset has no graph: this model needs one (use --model mlp)");
+    switch (norm) {
+    case NN_NORM_GCN:
+        return csr_gcn_norm(adj, a);
+    case NN_NORM_MEAN:
+        if ((rc = csr_mean_norm(adj, a))) return rc;
+        if ((rc = csr_transpose(a, at))) { csr_free(a); return rc; }
+        return INCA_OK;
+    default:
+        return inca_fail(INCA_EINVAL, "nn_adj_build: no normalisation for norm %d", norm);
+    }
+}

@@ -1,0 +1,497 @@
+/* Gradient checks of the nn/ layers. The layer maths (nn/nn_impl.inc) is compiled here a second
+ * time with double as the element type and naive double primitives, and every gradient of every
+ * model kind (mlp, gcn, sage, gcnii, appnp, with BatchNorm and residual) and of the loss is
+ * compared with central finite differences: norm-wise relative error per tensor < 1e-6. Then the
+ * library's float instance (kernels/ primitives, the full-graph SpMM operator) is compared with
+ * the double instance on the same parameters, masks and graph (relative 1e-4), which ties the
+ * checked maths to the code that trains. Also: determinism, error paths, failure injection. */
+#include "testutil.h"
+#include "nn/model.h"
+#include "kernels/kernels.h"
+#include "graph/csr.h"
+#include "core/alloc.h"
+#include "core/rng.h"
+#include "core/status.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- naive double primitives for the double instance ---- */
+static void d_gemm(int ta, int tb, int64_t m, int64_t n, int64_t k, double alpha, const double *a, int64_t lda,
+                   const double *b, int64_t ldb, double beta, double *c, int64_t ldc) {
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            double s = 0;
+            for (int64_t t = 0; t < k; t++)
+                s += (ta ? a[t * lda + i] : a[i * lda + t]) * (tb ? b[j * ldb + t] : b[t * ldb + j]);
+            c[i * ldc + j] = alpha * s + (beta == 0 ? 0 : beta * c[i * ldc + j]);
+        }
+}
+static void d_axpby(int64_t n, double a, const double *x, double b, double *y) {
+    for (int64_t i = 0; i < n; i++) y[i] = a * x[i] + (b == 0 ? 0 : b * y[i]);
+}
+static void d_add_bias(int64_t rows, int64_t f, const double *b, double *y) {
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t k = 0; k < f; k++) y[i * f + k] += b[k];
+}
+static void d_bias_grad(int64_t rows, int64_t f, const double *dy, double *db) {
+    for (int64_t k = 0; k < f; k++) db[k] = 0;
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t k = 0; k < f; k++) db[k] += dy[i * f + k];
+}
+static void d_relu(int64_t n, const double *x, double *y) {
+    for (int64_t i = 0; i < n; i++) y[i] = x[i] > 0 ? x[i] : 0;
+}
+static void d_relu_grad(int64_t n, const double *y, const double *dy, double *dx) {
+    for (int64_t i = 0; i < n; i++) dx[i] = y[i] > 0 ? dy[i] : 0;
+}
+/* The mask rule of kern_dropout (kernels.h): keep i iff rng_hash_uniform(seed, stream, i) >= p. */
+static void d_dropout(int64_t n, float p, uint64_t seed, uint64_t stream, const double *x, double *y, uint8_t *mask) {
+    for (int64_t i = 0; i < n; i++) {
+        const int keep = rng_hash_uniform(seed, stream, (uint64_t)i) >= p;
+        y[i] = keep ? x[i] / (1.0 - (double)p) : 0;
+        mask[i] = (uint8_t)keep;
+    }
+}
+static void d_dropout_grad(int64_t n, float p, const uint8_t *mask, const double *dy, double *dx) {
+    for (int64_t i = 0; i < n; i++) dx[i] = mask[i] ? dy[i] / (1.0 - (double)p) : 0;
+}
+
+#define NN_REAL double
+#define NN_(x) x##_d
+#define NN_GEMM d_gemm
+#define NN_AXPBY d_axpby
+#define NN_ADD_BIAS d_add_bias
+#define NN_BIAS_GRAD d_bias_grad
+#define NN_RELU d_relu
+#define NN_RELU_GRAD d_relu_grad
+#define NN_DROPOUT d_dropout
+#define NN_DROPOUT_GRAD d_dropout_grad
+#include "nn/nn_types.inc"
+#include "nn/nn_impl.inc"
+
+/* Double operator: Agg(H) = A H with A's float values taken exactly; backward by scattering
+ * (the true transpose, whether or not A is symmetric). */
+static int dagg_fwd(void *ctx, int site, int64_t n, int64_t f, const double *in_raw, const double *in, double *out) {
+    const csr_t *a = ctx;
+    (void)site; (void)in_raw;
+    ck_assert_int_eq(n, a->n_rows);
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t k = 0; k < f; k++) {
+            double s = 0;
+            for (int64_t e = a->rowptr[i]; e < a->rowptr[i + 1]; e++) s += (double)a->val[e] * in[a->col[e] * f + k];
+            out[i * f + k] = s;
+        }
+    return INCA_OK;
+}
+static int dagg_bwd(void *ctx, int site, int64_t n, int64_t f, const double *dout, double *din) {
+    const csr_t *a = ctx;
+    (void)site;
+    memset(din, 0, (size_t)(n * f) * sizeof(double));
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t e = a->rowptr[i]; e < a->rowptr[i + 1]; e++)
+            for (int64_t k = 0; k < f; k++) din[a->col[e] * f + k] += (double)a->val[e] * dout[i * f + k];
+    return INCA_OK;
+}
+
+/* Mean NLL of log-softmax over idx rows with y >= 0, in double; gradient into dl when given. */
+static double d_xent(int64_t c, const double *logits, const int32_t *y, const int64_t *idx, int64_t nidx,
+                     int64_t rows, double *dl) {
+    int64_t cnt = 0;
+    double loss = 0;
+    if (dl) memset(dl, 0, (size_t)(rows * c) * sizeof(double));
+    for (int64_t t = 0; t < nidx; t++) cnt += y[idx[t]] >= 0;
+    for (int64_t t = 0; t < nidx; t++) {
+        const int64_t i = idx[t];
+        if (y[i] < 0) continue;
+        const double *z = logits + i * c;
+        double mx = z[0], s = 0;
+        for (int64_t k = 1; k < c; k++) mx = z[k] > mx ? z[k] : mx;
+        for (int64_t k = 0; k < c; k++) s += exp(z[k] - mx);
+        const double lse = mx + log(s);
+        loss += lse - z[y[i]];
+        if (dl)
+            for (int64_t k = 0; k < c; k++) dl[i * c + k] += (exp(z[k] - lse) - (k == y[i])) / (double)cnt;
+    }
+    return cnt ? loss / (double)cnt : 0;
+}
+
+/* ---- a small random graph ---- */
+#define NODES 11
+#define FIN 5
+#define CLS 3
+typedef struct fixture {
+    csr_t adj, gcn, mean, mean_t;
+    float xf[NODES * FIN];
+    double xd[NODES * FIN];
+    int32_t y[NODES];
+    int64_t idx[NODES];
+    int64_t nidx;
+} fixture_t;
+
+static void fixture_make(fixture_t *fx, uint64_t seed) {
+    int64_t src[40], dst[40];
+    rng_t r;
+    memset(fx, 0, sizeof *fx);
+    rng_seed(&r, seed);
+    int m = 0;
+    for (int i = 0; i < 30; i++) {
+        src[m] = (int64_t)rng_below(&r, NODES);
+        dst[m] = (int64_t)rng_below(&r, NODES);
+        m++;
+    }
+    ck_assert_int_eq(csr_from_edges(&fx->adj, NODES, src, dst, m, CSR_SYMMETRIZE | CSR_DROP_SELF_LOOPS), INCA_OK);
+    ck_assert_int_eq(csr_gcn_norm(&fx->adj, &fx->gcn), INCA_OK);
+    ck_assert_int_eq(csr_mean_norm(&fx->adj, &fx->mean), INCA_OK);
+    ck_assert_int_eq(csr_transpose(&fx->mean, &fx->mean_t), INCA_OK);
+    for (int i = 0; i < NODES * FIN; i++) {
+        fx->xf[i] = (float)rng_normal(&r);
+        fx->xd[i] = fx->xf[i];
+    }
+    for (int i = 0; i < NODES; i++) fx->y[i] = (int32_t)rng_below(&r, CLS);
+    fx->y[3] = -1;   /* an unlabelled node listed in idx must be ignored */
+    fx->nidx = 0;
+    for (int i = 0; i < NODES; i++)
+        if (i % 4 != 1) fx->idx[fx->nidx++] = i;
+}
+static void fixture_free(fixture_t *fx) {
+    csr_free(&fx->adj);
+    csr_free(&fx->gcn);
+    csr_free(&fx->mean);
+    csr_free(&fx->mean_t);
+}
+
+static model_config_t cfg_make(int kind, int layers, int64_t hidden, float dropout, int bn, int res) {
+    model_config_t c;
+    model_config_default(&c);
+    c.kind = kind;
+    c.in_dim = FIN;
+    c.out_dim = CLS;
+    c.hidden = hidden;
+    c.layers = layers;
+    c.dropout = dropout;
+    c.alpha = 0.2f;
+    c.theta = 0.5f;
+    c.K = 4;
+    c.batchnorm = bn;
+    c.residual = res;
+    c.seed = 7;
+    return c;
+}
+
+#define SEED 99u
+#define STEP 3u
+
+static double d_loss(model_t_d *m, fixture_t *fx, const nn_agg_t_d *agg, double *dl) {
+    const double *logits;
+    ck_assert_int_eq(model_forward_d(m, NODES, fx->xd, agg, 1, SEED, STEP, &logits), INCA_OK);
+    return d_xent(CLS, logits, fx->y, fx->idx, fx->nidx, NODES, dl);
+}
+
+/* Move every parameter off its initial value (biases start at 0, which puts ReLU inputs of
+ * rows whose inputs are all zero exactly on the kink, where a finite difference is undefined). */
+static void params_jitter_d(model_t_d *m) {
+    rng_t r;
+    rng_seed(&r, 31);
+    for (int p = 0; p < model_nparams_d(m); p++) {
+        nn_param_t_d *P = model_param_d(m, p);
+        for (int64_t i = 0; i < P->n; i++) P->w[i] += 0.1 * rng_normal(&r);
+    }
+}
+
+/* Central differences over every parameter element; returns the worst norm-wise relative error. */
+static double gradcheck(const model_config_t *cfg) {
+    fixture_t fx;
+    fixture_make(&fx, 1234);
+    const csr_t *a = nn_kind_norm(cfg->kind) == NN_NORM_MEAN ? &fx.mean : &fx.gcn;
+    nn_agg_t_d agg = {dagg_fwd, dagg_bwd, (void *)a};
+    model_t_d *m = NULL;
+    ck_assert_int_eq(model_create_d(cfg, NODES, &m), INCA_OK);
+    params_jitter_d(m);
+    double dl[NODES * CLS];
+    d_loss(m, &fx, &agg, dl);
+    ck_assert_int_eq(model_backward_d(m, dl, &agg), INCA_OK);
+    double worst = 0;
+    const double h = 1e-6;
+    for (int p = 0; p < model_nparams_d(m); p++) {
+        nn_param_t_d *P = model_param_d(m, p);
+        double *g = malloc((size_t)P->n * sizeof(double));
+        memcpy(g, P->g, (size_t)P->n * sizeof(double));
+        double num = 0, den_a = 0, den_f = 0;
+        for (int64_t i = 0; i < P->n; i++) {
+            const double w0 = P->w[i];
+            P->w[i] = w0 + h;
+            const double lp = d_loss(m, &fx, &agg, NULL);
+            P->w[i] = w0 - h;
+            const double lm = d_loss(m, &fx, &agg, NULL);
+            P->w[i] = w0;
+            const double fd = (lp - lm) / (2 * h);
+            if (getenv("NN_DEBUG")) fprintf(stderr, "%s[%lld] g %.9g fd %.9g\n", P->name, (long long)i, g[i], fd);
+            num += (fd - g[i]) * (fd - g[i]);
+            den_a += g[i] * g[i];
+            den_f += fd * fd;
+        }
+        const double den = sqrt(den_a > den_f ? den_a : den_f);
+        const double rel = den > 1e-12 ? sqrt(num) / den : sqrt(num);
+        const nn_param_t_d *next = model_param_d(m, p + 1);   /* a BN layer: bias, gamma, beta */
+        if ((P->flags & NN_P_BIAS) && !(P->flags & NN_P_BN) && next && (next->flags & NN_P_BN)) {
+            /* a bias right before BatchNorm has an exactly zero gradient (BN removes the mean) */
+            ck_assert_msg(sqrt(den_a) < 1e-12 && sqrt(num) < 1e-8, "%s: expected a zero gradient", P->name);
+            free(g);
+            continue;
+        }
+        ck_assert_msg(den > 1e-8, "%s %s: gradient is zero, the check would be vacuous",
+                      model_kind_name(cfg->kind), P->name);
+        if (rel > worst) worst = rel;
+        ck_assert_msg(rel < 1e-6, "%s %s: relative error %.3g (|g| %.3g)", model_kind_name(cfg->kind), P->name,
+                      rel, sqrt(den_a));
+        free(g);
+    }
+    model_free_d(&m);
+    fixture_free(&fx);
+    return worst;
+}
+
+START_TEST(test_grad_mlp) { model_config_t c = cfg_make(NN_MLP, 3, 4, 0.3f, 0, 0); gradcheck(&c); }
+END_TEST
+START_TEST(test_grad_gcn) { model_config_t c = cfg_make(NN_GCN, 3, 4, 0.3f, 0, 0); gradcheck(&c); }
+END_TEST
+START_TEST(test_grad_sage) { model_config_t c = cfg_make(NN_SAGE, 3, 4, 0.3f, 0, 0); gradcheck(&c); }
+END_TEST
+START_TEST(test_grad_gcnii) { model_config_t c = cfg_make(NN_GCNII, 4, 4, 0.3f, 0, 0); gradcheck(&c); }
+END_TEST
+START_TEST(test_grad_appnp) { model_config_t c = cfg_make(NN_APPNP, 2, 4, 0.3f, 0, 0); gradcheck(&c); }
+END_TEST
+START_TEST(test_grad_bn_res) {
+    /* hidden = input width, so the residual also applies on the first layer */
+    model_config_t c = cfg_make(NN_GCN, 4, FIN, 0.3f, 1, 1);
+    gradcheck(&c);
+    c = cfg_make(NN_SAGE, 3, FIN, 0.0f, 1, 1);
+    gradcheck(&c);
+    c = cfg_make(NN_MLP, 3, 4, 0.2f, 1, 0);
+    gradcheck(&c);
+    c = cfg_make(NN_MLP, 4, 6, 0.0f, 0, 1);
+    gradcheck(&c);
+}
+END_TEST
+
+START_TEST(test_grad_loss) {
+    /* the double loss against central differences, and kern_softmax_xent against it */
+    fixture_t fx;
+    fixture_make(&fx, 77);
+    double z[NODES * CLS], dl[NODES * CLS];
+    float zf[NODES * CLS], dlf[NODES * CLS], logp[NODES * CLS];
+    rng_t r;
+    rng_seed(&r, 5);
+    for (int i = 0; i < NODES * CLS; i++) { zf[i] = (float)(3 * rng_normal(&r)); z[i] = zf[i]; }
+    const double l0 = d_xent(CLS, z, fx.y, fx.idx, fx.nidx, NODES, dl);
+    double num = 0, den = 0;
+    for (int i = 0; i < NODES * CLS; i++) {
+        const double h = 1e-6, w0 = z[i];
+        z[i] = w0 + h;
+        const double lp = d_xent(CLS, z, fx.y, fx.idx, fx.nidx, NODES, NULL);
+        z[i] = w0 - h;
+        const double lm = d_xent(CLS, z, fx.y, fx.idx, fx.nidx, NODES, NULL);
+        z[i] = w0;
+        const double fd = (lp - lm) / (2 * h);
+        num += (fd - dl[i]) * (fd - dl[i]);
+        den += dl[i] * dl[i];
+        if (fx.y[i / CLS] < 0 || (i / CLS) % 4 == 1) ck_assert(dl[i] == 0 && fabs(fd) < 1e-9);
+    }
+    ck_assert_msg(sqrt(num / den) < 1e-6, "loss gradient relative error %.3g", sqrt(num / den));
+    const double lf = kern_softmax_xent(NODES, CLS, zf, fx.y, fx.idx, fx.nidx, logp, dlf);
+    ck_assert_msg(fabs(lf - l0) < 1e-6 * fabs(l0), "kern_softmax_xent %.9g vs %.9g", lf, l0);
+    for (int i = 0; i < NODES * CLS; i++) ck_assert_msg(fabs(dlf[i] - dl[i]) < 1e-6, "dlogits[%d] %g vs %g", i, dlf[i], dl[i]);
+    fixture_free(&fx);
+}
+END_TEST
+
+/* The float instance (library) against the double instance with identical parameters. */
+static void float_vs_double(const model_config_t *cfg) {
+    fixture_t fx;
+    fixture_make(&fx, 4321);
+    const int norm = nn_kind_norm(cfg->kind);
+    const csr_t *a = norm == NN_NORM_MEAN ? &fx.mean : &fx.gcn;
+    nn_agg_t_d aggd = {dagg_fwd, dagg_bwd, (void *)a};
+    nn_agg_full_t full;
+    nn_agg_t aggf;
+    nn_agg_full_init(&aggf, &full, a, norm == NN_NORM_MEAN ? &fx.mean_t : NULL);
+    model_t_d *md = NULL;
+    model_t *mf = NULL;
+    ck_assert_int_eq(model_create_d(cfg, NODES, &md), INCA_OK);
+    ck_assert_int_eq(model_create(cfg, NODES, &mf), INCA_OK);
+    ck_assert_int_eq(model_nparams(mf), model_nparams_d(md));
+    for (int p = 0; p < model_nparams(mf); p++) {
+        nn_param_t *pf = model_param(mf, p);
+        nn_param_t_d *pd = model_param_d(md, p);
+        ck_assert_str_eq(pf->name, pd->name);
+        ck_assert_int_eq(pf->n, pd->n);
+        for (int64_t i = 0; i < pf->n; i++) {
+            ck_assert(fabs(pf->w[i] - pd->w[i]) <= 1e-7 * (1 + fabs(pd->w[i])));   /* same init */
+        }
+    }
+    params_jitter_d(md);
+    for (int p = 0; p < model_nparams(mf); p++) {
+        nn_param_t *pf = model_param(mf, p);
+        nn_param_t_d *pd = model_param_d(md, p);
+        for (int64_t i = 0; i < pf->n; i++) {
+            pf->w[i] = (float)pd->w[i];
+            pd->w[i] = pf->w[i];
+        }
+    }
+    for (int train = 1; train >= 0; train--) {
+        const double *ld;
+        const float *lf;
+        ck_assert_int_eq(model_forward_d(md, NODES, fx.xd, &aggd, train, SEED, STEP, &ld), INCA_OK);
+        ck_assert_int_eq(model_forward(mf, NODES, fx.xf, &aggf, train, SEED, STEP, &lf), INCA_OK);
+        double mx = 0;
+        for (int i = 0; i < NODES * CLS; i++) mx = fmax(mx, fabs(ld[i]));
+        for (int i = 0; i < NODES * CLS; i++)
+            ck_assert_msg(fabs(lf[i] - ld[i]) <= 1e-4 * mx, "%s logits[%d] float %g double %g",
+                          model_kind_name(cfg->kind), i, lf[i], ld[i]);
+        if (!train) break;
+        double dld[NODES * CLS];
+        float dlf[NODES * CLS], logp[NODES * CLS];
+        d_xent(CLS, ld, fx.y, fx.idx, fx.nidx, NODES, dld);
+        kern_softmax_xent(NODES, CLS, lf, fx.y, fx.idx, fx.nidx, logp, dlf);
+        ck_assert_int_eq(model_backward_d(md, dld, &aggd), INCA_OK);
+        ck_assert_int_eq(model_backward(mf, dlf, &aggf), INCA_OK);
+        double scale = 0;
+        for (int p = 0; p < model_nparams(mf); p++) {
+            nn_param_t_d *pd = model_param_d(md, p);
+            for (int64_t i = 0; i < pd->n; i++) scale = fmax(scale, fabs(pd->g[i]));
+        }
+        for (int p = 0; p < model_nparams(mf); p++) {
+            nn_param_t *pf = model_param(mf, p);
+            nn_param_t_d *pd = model_param_d(md, p);
+            double num = 0, den = 0;
+            for (int64_t i = 0; i < pf->n; i++) {
+                num += (pf->g[i] - pd->g[i]) * (pf->g[i] - pd->g[i]);
+                den += pd->g[i] * pd->g[i];
+            }
+            ck_assert_msg(sqrt(num) <= 1e-4 * sqrt(den) + 1e-6 * scale, "%s %s: float vs double gradient %.3g",
+                          model_kind_name(cfg->kind), pf->name, sqrt(num / (den + 1e-300)));
+        }
+    }
+    model_free_d(&md);
+    model_free(&mf);
+    fixture_free(&fx);
+}
+
+START_TEST(test_float_matches_double) {
+    const model_config_t cs[] = {
+        cfg_make(NN_MLP, 3, 4, 0.3f, 0, 0),  cfg_make(NN_GCN, 3, 4, 0.3f, 0, 0),
+        cfg_make(NN_SAGE, 3, 4, 0.3f, 0, 0), cfg_make(NN_GCNII, 4, 4, 0.3f, 0, 0),
+        cfg_make(NN_APPNP, 2, 4, 0.3f, 0, 0), cfg_make(NN_GCN, 4, FIN, 0.3f, 1, 1),
+        cfg_make(NN_SAGE, 3, FIN, 0.3f, 1, 1),
+    };
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) float_vs_double(&cs[i]);
+}
+END_TEST
+
+START_TEST(test_dropout_masks_and_eval) {
+    /* eval mode has no dropout (two eval forwards agree; train forwards with different steps
+     * differ; the same step repeats bit for bit) */
+    fixture_t fx;
+    fixture_make(&fx, 9);
+    nn_agg_full_t full;
+    nn_agg_t agg;
+    nn_agg_full_init(&agg, &full, &fx.gcn, NULL);
+    model_config_t c = cfg_make(NN_GCN, 2, 8, 0.5f, 0, 0);
+    model_t *m = NULL;
+    ck_assert_int_eq(model_create(&c, NODES, &m), INCA_OK);
+    const float *l;
+    float a[NODES * CLS], b[NODES * CLS];
+    ck_assert_int_eq(model_forward(m, NODES, fx.xf, &agg, 1, 1, 5, &l), INCA_OK);
+    memcpy(a, l, sizeof a);
+    ck_assert_int_eq(model_forward(m, NODES, fx.xf, &agg, 1, 1, 5, &l), INCA_OK);
+    ck_assert(memcmp(a, l, sizeof a) == 0);
+    ck_assert_int_eq(model_forward(m, NODES, fx.xf, &agg, 1, 1, 6, &l), INCA_OK);
+    ck_assert(memcmp(a, l, sizeof a) != 0);
+    ck_assert_int_eq(model_forward(m, NODES, fx.xf, &agg, 0, 1, 5, &l), INCA_OK);
+    memcpy(b, l, sizeof b);
+    ck_assert_int_eq(model_forward(m, NODES, fx.xf, &agg, 0, 2, 9, &l), INCA_OK);
+    ck_assert(memcmp(b, l, sizeof b) == 0);
+    ck_assert(memcmp(a, b, sizeof a) != 0);
+    /* backward after an eval forward is refused */
+    float dl[NODES * CLS] = {0};
+    ck_assert_int_eq(model_backward(m, dl, &agg), INCA_EINVAL);
+    model_free(&m);
+    fixture_free(&fx);
+}
+END_TEST
+
+START_TEST(test_sites_and_errors) {
+    model_config_t c = cfg_make(NN_GCN, 3, 8, 0.5f, 0, 0);
+    ck_assert_int_eq(model_num_sites(&c), 3);
+    ck_assert_int_eq(model_site_dim(&c, 0), FIN);
+    ck_assert_int_eq(model_site_dim(&c, 2), 8);
+    c.kind = NN_APPNP;
+    ck_assert_int_eq(model_num_sites(&c), 4);
+    ck_assert_int_eq(model_site_dim(&c, 3), CLS);
+    c.kind = NN_GCNII;
+    ck_assert_int_eq(model_num_sites(&c), 3);
+    c.kind = NN_MLP;
+    ck_assert_int_eq(model_num_sites(&c), 0);
+    int k = -1;
+    ck_assert_int_eq(model_kind_parse("sage", &k), INCA_OK);
+    ck_assert_int_eq(k, NN_SAGE);
+    ck_assert_int_eq(model_kind_parse("gat", &k), INCA_EINVAL);
+    ck_assert_ptr_nonnull(strstr(inca_errmsg(), "gat"));
+    model_t *m = NULL;
+    c = cfg_make(NN_GCN, 0, 8, 0.5f, 0, 0);
+    ck_assert_int_eq(model_create(&c, 10, &m), INCA_EINVAL);
+    ck_assert_ptr_nonnull(strstr(inca_errmsg(), "--layers"));
+    c = cfg_make(NN_GCN, 2, 8, 1.5f, 0, 0);
+    ck_assert_int_eq(model_create(&c, 10, &m), INCA_EINVAL);
+    c = cfg_make(NN_GCN, 2, 8, 0.5f, 0, 0);
+    ck_assert_int_eq(model_create(&c, 10, &m), INCA_OK);
+    const float *l;
+    float x[20 * FIN] = {0};
+    ck_assert_int_eq(model_forward(m, 10, x, NULL, 0, 1, 0, &l), INCA_EINVAL);   /* gcn needs an operator */
+    ck_assert_int_eq(model_forward(m, 11, x, NULL, 0, 1, 0, &l), INCA_EINVAL);   /* more rows than n_max */
+    model_free(&m);
+    ck_assert_ptr_null(m);
+    model_free(&m);   /* NULL-safe */
+}
+END_TEST
+
+START_TEST(test_alloc_failures) {
+    /* every allocation of model_create may fail: the status is ENOMEM and nothing leaks (ASan) */
+    const model_config_t cs[] = {cfg_make(NN_GCNII, 3, 4, 0.3f, 0, 0), cfg_make(NN_SAGE, 3, 4, 0.3f, 1, 1),
+                                 cfg_make(NN_APPNP, 2, 4, 0.3f, 0, 0)};
+    for (size_t c = 0; c < sizeof cs / sizeof cs[0]; c++) {
+        int failures = 0;
+        for (long k = 1; k < 400; k++) {
+            model_t *m = NULL;
+            inca_alloc_fail_after(k);
+            int rc = model_create(&cs[c], 16, &m);
+            inca_alloc_fail_after(0);
+            if (rc == INCA_OK) { model_free(&m); break; }
+            ck_assert_int_eq(rc, INCA_ENOMEM);
+            ck_assert_ptr_null(m);
+            failures++;
+        }
+        ck_assert_int_gt(failures, 10);
+    }
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("nn");
+    TCase *t = tcase_create("grad");
+    tcase_set_timeout(t, 600);
+    tcase_add_test(t, test_grad_mlp);
+    tcase_add_test(t, test_grad_gcn);
+    tcase_add_test(t, test_grad_sage);
+    tcase_add_test(t, test_grad_gcnii);
+    tcase_add_test(t, test_grad_appnp);
+    tcase_add_test(t, test_grad_bn_res);
+    tcase_add_test(t, test_grad_loss);
+    tcase_add_test(t, test_float_matches_double);
+    tcase_add_test(t, test_dropout_masks_and_eval);
+    tcase_add_test(t, test_sites_and_errors);
+    tcase_add_test(t, test_alloc_failures);
+    suite_add_tcase(s, t);
+    return tu_run_suite(s);
+}
