@@ -442,6 +442,32 @@ START_TEST(backend_table) {
 }
 END_TEST
 
+/* `inca bench spmm` on a tiny graph: runs, prints one JSON line per (ordering, F) plus a summary
+ * whose counts are consistent (no speed asserted). */
+START_TEST(bench_spmm_smoke) {
+    char *out = NULL, *err = NULL;
+    int rc = tu_inca("bench spmm --nodes 3000 --avg-degree 6 --features 4,9 --reps 1 --parts 4 --threads 2", &out, &err);
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, err ? err : "");
+    int lines = 0;
+    for (const char *p = out; *p; p++) lines += *p == '\n';
+    ck_assert_int_eq(lines, 5);   /* 2 orderings x 2 widths + summary */
+    const char *last = tu_last_line(out);
+    double nnz = tu_json_num(last, "nnz");
+    /* GCN-normalised R-MAT: every node has its self-loop, at most N*D stored edges plus N */
+    ck_assert(nnz >= 3000 && nnz <= 3000 * 7);
+    ck_assert(tu_json_num(last, "edge_cut") > 0);
+    ck_assert(tu_json_num(last, "copy_gbs") > 0);
+    ck_assert(strstr(out, "\"ordering\":\"metis\",\"features\":9") != NULL);
+    free(out);
+    free(err);
+    rc = tu_inca("bench spmm --features 0", &out, &err);
+    ck_assert_int_eq(rc, 2);
+    ck_assert(err && strstr(err, "--features") != NULL);
+    free(out);
+    free(err);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("kernels");
     TCase *tc = tcase_create("cpu");
@@ -457,6 +483,7 @@ int main(void) {
     tcase_add_test(tc, softmax_xent_large_logits_stable);
     tcase_add_test(tc, accuracy_as_ogb);
     tcase_add_test(tc, backend_table);
+    tcase_add_test(tc, bench_spmm_smoke);
     suite_add_tcase(s, tc);
     return tu_run_suite(s);
 }
