@@ -1,0 +1,122 @@
+/* Tests of memory/: the arena (accounting, labels, zeroed and aligned blocks, failure
+ * injection) and history tables (fp32 exact round trips, bf16 round-to-nearest-even against
+ * hand-computed bit patterns, pull/push by ids and ranges, copy). */
+#include "testutil.h"
+#include "core/alloc.h"
+#include "core/status.h"
+#include "memory/arena.h"
+#include "memory/history.h"
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+static float from_bits(uint32_t u) { float x; memcpy(&x, &u, 4); return x; }
+
+START_TEST(arena_accounting) {
+    mem_arena_t *a = NULL;
+    ck_assert_int_eq(mem_arena_create(&a), INCA_OK);
+    ck_assert_int_ge(mem_arena_numa_nodes(a), 1);
+    unsigned char *p = mem_arena_alloc(a, 1000, "first");
+    float *q = mem_arena_alloc(a, 4096, "second");
+    ck_assert_ptr_nonnull(p);
+    ck_assert_ptr_nonnull(q);
+    for (int i = 0; i < 1000; i++) ck_assert_int_eq(p[i], 0);
+    for (int i = 0; i < 1024; i++) ck_assert(q[i] == 0.f);
+    ck_assert_int_eq((uintptr_t)q % 64, 0);
+    ck_assert_uint_eq(mem_arena_bytes(a), 5096);
+    ck_assert_int_eq(mem_arena_count(a), 2);
+    ck_assert_str_eq(mem_arena_label(a, 1), "second");
+    ck_assert_uint_eq(mem_arena_block_bytes(a, 0), 1000);
+    memset(p, 7, 1000);   /* writable */
+    mem_arena_destroy(&a);
+    ck_assert_ptr_null(a);
+    mem_arena_destroy(&a);   /* NULL-safe */
+}
+END_TEST
+
+START_TEST(arena_alloc_failures) {
+    for (long i = 1; i < 40; i++) {
+        mem_arena_t *a = NULL;
+        inca_alloc_fail_after(i);
+        int rc = mem_arena_create(&a);
+        int ok = rc == INCA_OK;
+        for (int k = 0; k < 20 && ok; k++) ok = mem_arena_alloc(a, 100, "x") != NULL;
+        inca_alloc_fail_after(0);
+        if (rc != INCA_OK) ck_assert_int_eq(rc, INCA_ENOMEM);
+        mem_arena_destroy(&a);
+    }
+}
+END_TEST
+
+START_TEST(bf16_rounding) {
+    ck_assert_uint_eq(hist_f32_to_bf16(1.0f), 0x3F80);
+    ck_assert_uint_eq(hist_f32_to_bf16(-2.5f), 0xC020);
+    /* exactly halfway: ties to even */
+    ck_assert_uint_eq(hist_f32_to_bf16(from_bits(0x3F808000u)), 0x3F80);
+    ck_assert_uint_eq(hist_f32_to_bf16(from_bits(0x3F818000u)), 0x3F82);
+    /* just above / below halfway */
+    ck_assert_uint_eq(hist_f32_to_bf16(from_bits(0x3F808001u)), 0x3F81);
+    ck_assert_uint_eq(hist_f32_to_bf16(from_bits(0x3F807FFFu)), 0x3F80);
+    /* overflow to infinity, infinity stays, NaN stays NaN */
+    ck_assert_uint_eq(hist_f32_to_bf16(from_bits(0x7F7FFFFFu)), 0x7F80);
+    ck_assert_uint_eq(hist_f32_to_bf16(INFINITY), 0x7F80);
+    ck_assert(isnan(hist_bf16_to_f32(hist_f32_to_bf16(NAN))));
+    ck_assert(isnan(hist_bf16_to_f32(hist_f32_to_bf16(from_bits(0x7F800001u)))));
+    ck_assert(hist_bf16_to_f32(0x3F81) == 1.0078125f);
+    ck_assert(hist_bf16_to_f32(0xC020) == -2.5f);
+}
+END_TEST
+
+START_TEST(tables) {
+    mem_arena_t *a = NULL;
+    ck_assert_int_eq(mem_arena_create(&a), INCA_OK);
+    hist_t h32, h16, c32;
+    ck_assert_int_eq(hist_init(&h32, a, 50, 3, HIST_F32, "h32"), INCA_OK);
+    ck_assert_int_eq(hist_init(&h16, a, 50, 3, HIST_BF16, "h16"), INCA_OK);
+    ck_assert_int_eq(hist_init(&c32, a, 50, 3, HIST_F32, "c32"), INCA_OK);
+    ck_assert_int_eq(hist_bytes(&h32), 600);
+    ck_assert_int_eq(hist_bytes(&h16), 300);
+    ck_assert_uint_eq(mem_arena_bytes(a), 1500);
+    ck_assert_ptr_null(hist_f32(&h16));
+    float in[30], out[30];
+    for (int i = 0; i < 30; i++) in[i] = 1.0f + (float)i / 3.0f + 1e-3f * (float)i;
+    hist_push_range(&h32, 10, 10, in);
+    hist_push_range(&h16, 10, 10, in);
+    hist_pull_range(&h32, 10, 10, out);
+    ck_assert_mem_eq(in, out, sizeof in);
+    hist_pull_range(&h16, 10, 10, out);
+    for (int i = 0; i < 30; i++) ck_assert(out[i] == hist_bf16_to_f32(hist_f32_to_bf16(in[i])));
+    /* untouched rows stay zero; pull by ids */
+    int64_t ids[3] = {19, 0, 12};
+    hist_pull(&h32, ids, 3, out);
+    ck_assert(out[0] == in[27] && out[1] == in[28] && out[2] == in[29]);
+    ck_assert(out[3] == 0.f && out[4] == 0.f && out[5] == 0.f);
+    ck_assert(out[6] == in[6] && out[8] == in[8]);
+    /* scatter by ids, then copy the table */
+    float rows[6] = {-1, -2, -3, -4, -5, -6};
+    int64_t where[2] = {49, 3};
+    hist_push(&h32, where, 2, rows);
+    hist_copy(&c32, &h32);
+    hist_pull_range(&c32, 49, 1, out);
+    ck_assert(out[0] == -1 && out[2] == -3);
+    hist_pull_range(&c32, 3, 1, out);
+    ck_assert(out[0] == -4 && out[2] == -6);
+    hist_dtype_t t;
+    ck_assert_int_eq(hist_dtype_parse("bf16", &t), INCA_OK);
+    ck_assert_int_eq(t, HIST_BF16);
+    ck_assert_int_eq(hist_dtype_parse("fp16", &t), INCA_EINVAL);
+    ck_assert_ptr_nonnull(strstr(inca_errmsg(), "--history-dtype"));
+    mem_arena_destroy(&a);
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("memory");
+    TCase *t = tcase_create("core");
+    tcase_add_test(t, arena_accounting);
+    tcase_add_test(t, arena_alloc_failures);
+    tcase_add_test(t, bf16_rounding);
+    tcase_add_test(t, tables);
+    suite_add_tcase(s, t);
+    return tu_run_suite(s);
+}
