@@ -182,7 +182,7 @@ int select_run(const select_opts_t *o, const float *score, int higher_is_harder,
     *nout = 0;
     if (!(o->mis_ratio >= 0 && o->mis_ratio < 1))
         return inca_fail(INCA_EINVAL, "--mis-ratio: expected a fraction in [0, 1), got %g", o->mis_ratio);
-    int64_t m;
+    int64_t m = 0;
     int rc = select_budget(o->keep, n, &m);
     if (rc) return rc;
     float *diff = NULL, *sub_s = NULL, *sub_d = NULL, *sub_a = NULL;
