@@ -1,12 +1,273 @@
-/* PLACEHOLDER so the build links: the mini-batch trainers (cluster, gas, incagg) are issue 4's
- * and replace this whole file (nn/train_mb.c is owned by the mini-batch engineer; contract in
- * nn/train.h: train_minibatch). Until then the methods fail with a usage error (exit 2). */
-#include "nn/train.h"
+/* Mini-batch trainers (cluster, gas, incagg) behind train_minibatch (nn/train.h) and mb_train
+ * (nn/train_mb.h): renumber the dataset by the partition once, build Â, run the prefetching
+ * loader, one optimiser step per batch with the method's aggregation operator, IncAgg refreshes
+ * every R steps (fused with the evaluation when both are due), layer-wise full inference for
+ * evaluation. Tested in test_incagg.c (equivalences, determinism, Cora end to end). */
+#include "nn/train_mb.h"
+#include "core/alloc.h"
 #include "core/status.h"
+#include "core/util.h"
+#include "kernels/kernels.h"
+#include "nn/optim.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void mb_opts_default(mb_opts_t *o) {
+    o->eval_every_epoch = 1;
+    o->prefetch = 1;
+}
+
+static int cmp_i64(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* ids mapped through perm and sorted (caller frees) */
+static int64_t *map_ids(const int64_t *ids, int64_t m, const int64_t *perm) {
+    int64_t *o = inca_malloc(sizeof *o * (size_t)(m ? m : 1));
+    if (!o) return NULL;
+    for (int64_t i = 0; i < m; i++) o[i] = perm[ids[i]];
+    qsort(o, (size_t)m, sizeof *o, cmp_i64);
+    return o;
+}
+
+static int optim_build(const train_config_t *c, model_t *m, optim_t **out) {
+    int rc = optim_new(c->adamw ? OPTIM_ADAMW : OPTIM_ADAM, c->lr, 0.9, 0.999, 1e-8, out);
+    if (rc != INCA_OK) return rc;
+    double wds[16];
+    int gid[16], ng = 0;
+    for (int i = 0; i < model_nparams(m) && rc == INCA_OK; i++) {
+        nn_param_t *p = model_param(m, i);
+        double wd = train_param_wd(c, p);
+        int g = -1;
+        for (int k = 0; k < ng; k++)
+            if (wds[k] == wd) g = gid[k];
+        if (g < 0) {
+            if (ng == 16) { rc = inca_fail(INCA_EINVAL, "too many weight-decay groups"); break; }
+            if ((rc = optim_add_group(*out, wd, &g)) != INCA_OK) break;
+            wds[ng] = wd;
+            gid[ng++] = g;
+        }
+        rc = optim_add_param(*out, g, p->w, p->g, p->n);
+    }
+    if (rc != INCA_OK) optim_free(out);
+    return rc;
+}
+
+static void tables_json(const mem_arena_t *a, char *buf, size_t len) {
+    size_t o = 0;
+    o += (size_t)snprintf(buf + o, len - o, "{");
+    for (int i = 0; i < mem_arena_count(a) && o < len; i++)
+        o += (size_t)snprintf(buf + o, len - o, "%s\"%s\":%zu", i ? "," : "", mem_arena_label(a, i), mem_arena_block_bytes(a, i));
+    if (o < len) snprintf(buf + o, len - o, "}");
+}
+
+int mb_train(const dataset_t *d, const train_config_t *c, const int64_t *train_idx, int64_t n_train,
+             int run, const partition_t *p, const mb_opts_t *o, train_result_t *r, mb_stats_t *st) {
+    int rc = INCA_OK, method = 0;
+    memset(r, 0, sizeof *r);
+    mb_stats_t stl;
+    if (!st) st = &stl;
+    memset(st, 0, sizeof *st);
+    csr_t adjp = {0}, a = {0}, at = {0};
+    float *xp = NULL, *logp = NULL, *dlogits = NULL, *lorig = NULL;
+    int32_t *yp = NULL;
+    int64_t *tr = NULL, *va = NULL, *te = NULL, *lidx = NULL;
+    uint8_t *in_train = NULL;
+    model_t *m = NULL;
+    optim_t *opt = NULL;
+    batch_loader_t *ld = NULL;
+    mb_ctx_t *ctx = NULL;
+    FILE *mf = NULL;
+    const int64_t n = d->n, f = d->f;
+    if ((rc = mb_method_parse(c->method, &method)) != INCA_OK) return rc;
+    if (!d->adj.rowptr) return inca_fail(INCA_EINVAL, "--method %s needs a graph; this dataset has none", c->method);
+    if (!d->y) return inca_fail(INCA_EINVAL, "--method %s needs labels; this dataset has none", c->method);
+    if (!p || p->n != n) return inca_fail(INCA_EINVAL, "partitioning covers %lld nodes, dataset has %lld", (long long)(p ? p->n : -1), (long long)n);
+    if (n_train <= 0) return inca_fail(INCA_EINVAL, "no training nodes");
+    model_config_t mc;
+    if ((rc = train_model_config(d, c, c->seed, &mc)) != INCA_OK) return rc;
+    if (mc.kind == NN_MLP) return inca_fail(INCA_EINVAL, "--model mlp has no aggregation: use --method full");
+    const int32_t C = (int32_t)mc.out_dim;
+
+    /* renumber everything by the partition */
+    if ((rc = csr_permute(&d->adj, p->perm, &adjp)) != INCA_OK) goto done;
+    xp = inca_malloc(sizeof *xp * (size_t)(n * f > 0 ? n * f : 1));
+    yp = inca_malloc(sizeof *yp * (size_t)n);
+    in_train = inca_calloc((size_t)n, 1);
+    tr = map_ids(train_idx, n_train, p->perm);
+    va = map_ids(d->split[SPLIT_VALID], d->split_n[SPLIT_VALID], p->perm);
+    te = map_ids(d->split[SPLIT_TEST], d->split_n[SPLIT_TEST], p->perm);
+    logp = inca_malloc(sizeof *logp * (size_t)n * (size_t)C);
+    if (!xp || !yp || !in_train || !tr || !va || !te || !logp) { rc = INCA_ENOMEM; goto done; }
+    for (int64_t v = 0; v < n; v++) {
+        memcpy(xp + p->perm[v] * f, d->x + v * f, sizeof(float) * (size_t)f);
+        yp[p->perm[v]] = d->y[v];
+    }
+    train_features_prepare(c->feature_norm, n, f, xp, xp);
+    for (int64_t i = 0; i < n_train; i++) in_train[tr[i]] = 1;
+    if ((rc = nn_adj_build(&adjp, nn_kind_norm(mc.kind), &a, &at)) != INCA_OK) goto done;
+    csr_free(&adjp);
+    const csr_t *atp = at.rowptr ? &at : NULL;
+
+    /* loader, model, optimiser, memory */
+    batch_source_t src = {.n = n, .f = f, .x = xp, .y = yp, .a = &a, .a_symmetric = atp == NULL,
+                          .bounds = p->bounds, .k = p->k};
+    batch_opts_t bo = {.batch_parts = c->batch_parts, .seed = c->seed, .halo = method == MB_GAS,
+                       .prefetch = o->prefetch};
+    if ((rc = batch_loader_create(&src, &bo, &ld)) != INCA_OK) goto done;
+    int64_t nb_max = 0, halo_max = 0, spe = batch_loader_steps_per_epoch(ld);
+    batch_loader_limits(ld, &nb_max, &halo_max);
+    if ((rc = model_create(&mc, n, &m)) != INCA_OK) goto done;
+    if ((rc = optim_build(c, m, &opt)) != INCA_OK) goto done;
+    hist_dtype_t hd = HIST_F32;
+    if ((rc = hist_dtype_parse(c->history_dtype[0] ? c->history_dtype : "fp32", &hd)) != INCA_OK) goto done;
+    if ((rc = mb_ctx_create(method, &mc, n, xp, &a, nb_max, halo_max, hd, &ctx)) != INCA_OK) goto done;
+    dlogits = inca_malloc(sizeof *dlogits * (size_t)(nb_max ? nb_max : 1) * (size_t)C);
+    lidx = inca_malloc(sizeof *lidx * (size_t)(nb_max ? nb_max : 1));
+    if (!dlogits || !lidx) { rc = INCA_ENOMEM; goto done; }
+    if (c->on_epoch || c->out_logits) {
+        lorig = inca_malloc(sizeof *lorig * (size_t)n * (size_t)C);
+        if (!lorig) { rc = INCA_ENOMEM; goto done; }
+    }
+    if (c->metrics_path && !(mf = fopen(c->metrics_path, run > 0 ? "a" : "w"))) {
+        rc = inca_fail(INCA_EIO, "--metrics %s: cannot open for writing", c->metrics_path);
+        goto done;
+    }
+    nn_agg_t op_batch, op_full, op_fused;
+    nn_agg_full_t full;
+    mb_ctx_op(ctx, &op_batch);
+    mb_ctx_refresh_op(ctx, &op_fused);
+    nn_agg_full_init(&op_full, &full, &a, atp);
+    const int64_t R = c->refresh > 0 ? c->refresh : spe;
+    const float *logits = NULL;
+    train_best_t best;
+    train_best_init(&best);
+    double epoch_s = 0;
+    int64_t gstep = 0;
+    int epochs_run = 0, fused_pending = 0;
+
+    /* IncAgg starts from exact snapshots of the initial model (one fused pass) */
+    if (method == MB_INCAGG) {
+        double t0 = inca_now();
+        if ((rc = model_forward(m, n, xp, &op_fused, 0, c->seed, 0, &logits)) != INCA_OK) goto done;
+        st->refresh_s_total += inca_now() - t0;
+        st->refreshes++;
+        st->fused++;
+    }
+    for (int ep = 0; ep < c->epochs; ep++) {
+        double te0 = inca_now(), loss_sum = 0;
+        int64_t loss_n = 0;
+        int eval_due = o->eval_every_epoch || ep == c->epochs - 1;
+        for (int64_t s = 0; s < spe; s++) {
+            double ts0 = inca_now();
+            const batch_t *b = NULL;
+            if ((rc = batch_loader_next(ld, &b)) != INCA_OK) goto done;
+            mb_ctx_set_batch(ctx, b);
+            int64_t nidx = 0;
+            for (int64_t i = 0; i < b->n_b; i++)
+                if (in_train[b->nodes[i]] && b->y[i] >= 0) lidx[nidx++] = i;
+            if ((rc = model_forward(m, b->n_b, b->x, &op_batch, 1, c->seed, (uint64_t)gstep, &logits)) != INCA_OK) goto done;
+            if (nidx > 0) {
+                loss_sum += kern_softmax_xent(b->n_b, C, logits, b->y, lidx, nidx, logp, dlogits);
+                loss_n++;
+                if ((rc = model_backward(m, dlogits, &op_batch)) != INCA_OK) goto done;
+                optim_step(opt);
+            }
+            st->step_s_total += inca_now() - ts0;
+            st->steps++;
+            gstep++;
+            if (method == MB_INCAGG && gstep % R == 0) {
+                if (s == spe - 1 && eval_due) fused_pending = 1;
+                else {
+                    double t0 = inca_now();
+                    if ((rc = mb_ctx_refresh(ctx)) != INCA_OK) goto done;
+                    st->refresh_s_total += inca_now() - t0;
+                    st->refreshes++;
+                }
+            }
+        }
+        epochs_run = ep + 1;
+        double train_loss = loss_n ? loss_sum / (double)loss_n : 0;
+        r->train_loss = train_loss;
+        if (eval_due) {
+            double t0 = inca_now();
+            rc = model_forward(m, n, xp, fused_pending ? &op_fused : &op_full, 0, c->seed, (uint64_t)gstep, &logits);
+            if (rc != INCA_OK) goto done;
+            double dt = inca_now() - t0;
+            if (fused_pending) { st->refresh_s_total += dt; st->refreshes++; st->fused++; }
+            else { st->eval_s_total += dt; st->evals++; }
+            fused_pending = 0;
+            double vloss = 0, tloss = 0, trloss = 0;
+            double vacc = train_eval_split(logits, n, C, yp, va, d->split_n[SPLIT_VALID], logp, &vloss);
+            double tacc = train_eval_split(logits, n, C, yp, te, d->split_n[SPLIT_TEST], logp, &tloss);
+            double tracc = train_eval_split(logits, n, C, yp, tr, n_train, logp, &trloss);
+            int is_best = train_best_update(&best, ep, vacc, vloss, tacc);
+            if (lorig) {
+                for (int64_t v = 0; v < n; v++) memcpy(lorig + v * C, logits + p->perm[v] * C, sizeof(float) * (size_t)C);
+                if (is_best && c->out_logits) memcpy(c->out_logits, lorig, sizeof(float) * (size_t)n * (size_t)C);
+                if (c->on_epoch && (rc = c->on_epoch(c->on_epoch_ctx, run, ep, lorig, n, C)) != 0) goto done;
+            }
+            epoch_s += inca_now() - te0;
+            train_metrics_line(mf, run, ep, train_loss, tracc, vloss, vacc, tacc, inca_now() - te0);
+            if (c->patience > 0 && best.since >= c->patience) break;
+        } else epoch_s += inca_now() - te0;
+    }
+    r->test_acc = best.test_acc;
+    r->val_acc = best.val_acc;
+    r->best_epoch = best.epoch;
+    r->epochs = epochs_run;
+    r->runs = 1;
+    r->epoch_time_s = epochs_run ? epoch_s / epochs_run : 0;
+    r->step_time_s = st->steps ? st->step_s_total / (double)st->steps : 0;
+    r->refresh_time_s = st->refreshes ? st->refresh_s_total / (double)st->refreshes : 0;
+    r->eval_time_s = st->evals ? st->eval_s_total / (double)st->evals : 0;
+    r->peak_rss_mb = inca_peak_rss_mb();
+    st->wait_s = batch_loader_wait_s(ld);
+    st->build_s = batch_loader_build_s(ld);
+    st->table_bytes = (int64_t)mem_arena_bytes(mb_ctx_arena(ctx));
+    st->loader_bytes = batch_loader_bytes(ld);
+    st->steps_per_epoch = spe;
+    tables_json(mb_ctx_arena(ctx), st->tables, sizeof st->tables);
+done:
+    if (mf) fclose(mf);
+    batch_loader_free(&ld);
+    mb_ctx_free(&ctx);
+    optim_free(&opt);
+    model_free(&m);
+    csr_free(&adjp);
+    csr_free(&a);
+    csr_free(&at);
+    inca_free(xp);
+    inca_free(yp);
+    inca_free(in_train);
+    inca_free(tr);
+    inca_free(va);
+    inca_free(te);
+    inca_free(logp);
+    inca_free(dlogits);
+    inca_free(lidx);
+    inca_free(lorig);
+    return rc;
+}
 
 int train_minibatch(const dataset_t *d, const train_config_t *c, const int64_t *train_idx,
                     int64_t n_train, int run, train_result_t *r) {
-    (void)d; (void)train_idx; (void)n_train; (void)run; (void)r;
-    return inca_fail(INCA_EINVAL, "--method %s: mini-batch training is not in this build yet "
-                     "(nn/train_mb.c, issue 4); use --method full", c->method);
+    int method;
+    int rc = mb_method_parse(c->method, &method);
+    if (rc != INCA_OK) return rc;
+    if (!d->adj.rowptr) return inca_fail(INCA_EINVAL, "--method %s needs a graph; this dataset has none", c->method);
+    /* The partitioning is computed here (METIS, seed 0, fixed across runs as in GAS);
+     * c->partition = "random..." selects the random fallback. */
+    int pm = strncmp(c->partition, "random", 6) == 0 ? PART_RANDOM : PART_METIS;
+    int64_t k = c->parts > 0 ? c->parts : 40;
+    if (k > d->n) k = d->n;
+    partition_t p;
+    if ((rc = partition_compute(&d->adj, k, pm, 0, &p)) != INCA_OK) return inca_fail_ctx(rc, "--parts %lld", (long long)k);
+    mb_opts_t o;
+    mb_opts_default(&o);
+    rc = mb_train(d, c, train_idx, n_train, run, &p, &o, r, NULL);
+    partition_free(&p);
+    return rc;
 }

@@ -1,0 +1,85 @@
+/* Mini-batch training with the aggregation operators of Cluster-GCN, GAS and IncAgg
+ * (ARCHITECTURE.md, "IncAgg, precisely"), plugged into the layers of nn/layer.h.
+ *
+ * The operators (one mb_ctx per run; the model calls them once per aggregation site):
+ *   cluster  Agg = Â_BB in                       (the global Â restricted to the batch, NOT
+ *                                                 renormalised: rows lose their out-of-batch
+ *                                                 mass; this is the "no history" baseline)
+ *   gas      Agg = Â_BB in + Â_{B,halo} H_halo    H_halo = exact features at a site whose input
+ *                                                 is the model input x (gcn/sage site 0), else
+ *                                                 the history table (pulled, no gradient);
+ *                                                 history rows of B <- in_raw (pushed in forward)
+ *   incagg   Agg = M_B + Â_BB (in − S_B)          M = Â S (global baseline), S snapshot; the
+ *                                                 push buffer P_B <- in_raw; at a site reading x,
+ *                                                 S = X (so Δ = in − in_raw, zero without dropout)
+ *                                                 and M^0 = ÂX is computed once at creation.
+ *   backward of all three: din = Â_BBᵀ dout (histories, baselines and halo are constants).
+ * Refresh (incagg): mb_ctx_refresh does S <- P, M <- Â S for every history site (one no-grad
+ * SpMM per site). The fused refresh operator (mb_ctx_refresh_op) is full-graph Agg = Â in used
+ * for eval-mode layer-wise inference that also stores S = P = in and M = out at every history
+ * site: an evaluation and a refresh due together cost one pass.
+ * With bf16 tables M, S and P are rounded to bf16 when stored; the residual then subtracts the
+ * stored S, and M = Â S holds up to bf16 rounding of M.
+ *
+ * Tested in test_incagg.c (IncAgg with a refresh after every step equals GAS step by step,
+ * one batch holding every node equals full-batch, M^0 = ÂX, exact snapshots give exact
+ * aggregation) and test_memory.c. */
+#ifndef INCA_NN_TRAIN_MB_H
+#define INCA_NN_TRAIN_MB_H
+#include <stdint.h>
+#include "graph/partition.h"
+#include "loaders/batch.h"
+#include "memory/arena.h"
+#include "memory/history.h"
+#include "nn/model.h"
+#include "nn/train.h"
+
+enum { MB_CLUSTER = 0, MB_GAS = 1, MB_INCAGG = 2 };
+/* "cluster" | "gas" | "incagg" (INCA_EINVAL naming --method otherwise). */
+int mb_method_parse(const char *s, int *method);
+const char *mb_method_name(int method);
+
+typedef struct mb_ctx mb_ctx_t;
+
+/* x: n x mc->in_dim model input (borrowed), a: normalised Â (n x n, borrowed), nb_max and
+ * halo_max: the largest batch and halo the loader can produce. Tables go to one arena. */
+int mb_ctx_create(int method, const model_config_t *mc, int64_t n, const float *x, const csr_t *a,
+                  int64_t nb_max, int64_t halo_max, hist_dtype_t dtype, mb_ctx_t **out);
+void mb_ctx_free(mb_ctx_t **c);
+/* The batch operator of the ctx's method; it aggregates over the batch last set. */
+void mb_ctx_op(mb_ctx_t *c, nn_agg_t *op);
+void mb_ctx_set_batch(mb_ctx_t *c, const batch_t *b);
+/* IncAgg: S <- P, M <- Â S at every history site. No-op for other methods. */
+int mb_ctx_refresh(mb_ctx_t *c);
+/* IncAgg: the fused eval + refresh full-graph operator (see above). */
+void mb_ctx_refresh_op(mb_ctx_t *c, nn_agg_t *op);
+/* 1 when site s reads the model input x (no history there). */
+int mb_ctx_fixed_site(const mb_ctx_t *c, int site);
+int mb_ctx_num_sites(const mb_ctx_t *c);
+/* Tables, NULL where the method or site has none: 'H' GAS history, 'M' baseline, 'S'
+ * snapshot, 'P' push buffer. */
+hist_t *mb_ctx_table(mb_ctx_t *c, char which, int site);
+const mem_arena_t *mb_ctx_arena(const mb_ctx_t *c);
+
+/* Options beyond train_config_t and figures beyond train_result_t (for `inca bench epoch`). */
+typedef struct mb_opts {
+    int eval_every_epoch;     /* 1 (inca train): evaluate each epoch, report the best-valid
+                                 epoch; 0: evaluate once after the last epoch */
+    int prefetch;             /* loader thread (1) */
+} mb_opts_t;
+void mb_opts_default(mb_opts_t *o);
+
+typedef struct mb_stats {
+    double step_s_total, refresh_s_total, eval_s_total, wait_s, build_s;
+    int64_t steps, refreshes, evals, fused;
+    int64_t table_bytes;      /* all history tables and operator scratch (arena) */
+    int64_t loader_bytes;
+    int64_t steps_per_epoch;
+    char tables[1024];        /* JSON object {"label": bytes, ...} */
+} mb_stats_t;
+
+/* One run of a mini-batch method on d with the given partitioning (borrowed; p->n == d->n),
+ * seed c->seed. Fills r like train_minibatch and st (may be NULL). */
+int mb_train(const dataset_t *d, const train_config_t *c, const int64_t *train_idx, int64_t n_train,
+             int run, const partition_t *p, const mb_opts_t *o, train_result_t *r, mb_stats_t *st);
+#endif

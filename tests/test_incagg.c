@@ -1,0 +1,338 @@
+/* Tests that define IncAgg's correctness (ARCHITECTURE.md "IncAgg, precisely"), for every
+ * backbone (gcn, sage, gcnii, appnp), with the real layers of nn/ and the real loader:
+ *  - IncAgg with a refresh after every step equals GAS: same logits and same parameter
+ *    gradients (normwise relative error <= 1e-5) step after step, from the same non-zero
+ *    histories, with dropout on; the pushed tables stay identical;
+ *  - with one batch holding every node, Cluster-GCN, GAS and IncAgg equal full-batch (logits
+ *    and gradients), whatever the histories hold;
+ *  - the layer-0 baseline M^0 equals ÂX (double reference; bf16 within bf16 rounding);
+ *  - after a fused refresh pass (snapshots = exact eval embeddings) the batch operator gives
+ *    exactly the full-graph eval logits on every batch;
+ *  - mb_train is deterministic and learns a separable toy task with each method. */
+#include "testutil.h"
+#include "core/alloc.h"
+#include "core/rng.h"
+#include "core/status.h"
+#include "graph/csr.h"
+#include "graph/partition.h"
+#include "kernels/kernels.h"
+#include "loaders/batch.h"
+#include "loaders/dataset.h"
+#include "nn/model.h"
+#include "nn/train.h"
+#include "nn/train_mb.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct fx {
+    int64_t n, f, k;
+    int32_t c;
+    csr_t adj, a, at;    /* renumbered graph, normalised Â (at: transpose for sage) */
+    float *x;
+    int32_t *y;
+    partition_t p;
+    model_config_t mc;
+} fx_t;
+
+static const int kinds[4] = {NN_GCN, NN_SAGE, NN_GCNII, NN_APPNP};
+
+static void fx_make(fx_t *t, int kind, int64_t n, int64_t k) {
+    memset(t, 0, sizeof *t);
+    t->n = n;
+    t->f = 6;
+    t->c = 3;
+    t->k = k;
+    int64_t m = 3 * n;
+    int64_t *s = malloc(sizeof *s * (size_t)m), *d = malloc(sizeof *d * (size_t)m);
+    rng_t r;
+    rng_seed(&r, 21);
+    for (int64_t i = 0; i < m; i++) { s[i] = (int64_t)rng_below(&r, (uint64_t)n); d[i] = (int64_t)rng_below(&r, (uint64_t)n); }
+    csr_t g = {0};
+    ck_assert_int_eq(csr_from_edges(&g, n, s, d, m, CSR_SYMMETRIZE | CSR_DROP_SELF_LOOPS), INCA_OK);
+    ck_assert_int_eq(partition_compute(&g, k, PART_METIS, 0, &t->p), INCA_OK);
+    ck_assert_int_eq(csr_permute(&g, t->p.perm, &t->adj), INCA_OK);
+    ck_assert_int_eq(nn_adj_build(&t->adj, nn_kind_norm(kind), &t->a, &t->at), INCA_OK);
+    t->x = malloc(sizeof(float) * (size_t)(n * t->f));
+    for (int64_t i = 0; i < n * t->f; i++) t->x[i] = (float)rng_normal(&r);
+    t->y = malloc(sizeof(int32_t) * (size_t)n);
+    for (int64_t v = 0; v < n; v++) t->y[v] = (int32_t)rng_below(&r, 3);
+    model_config_default(&t->mc);
+    t->mc.kind = kind;
+    t->mc.in_dim = t->f;
+    t->mc.out_dim = t->c;
+    t->mc.hidden = 8;
+    t->mc.layers = kind == NN_GCNII ? 3 : 3;
+    t->mc.K = 4;
+    t->mc.dropout = 0.5f;
+    t->mc.seed = 3;
+    csr_free(&g);
+    free(s);
+    free(d);
+}
+
+static void fx_free(fx_t *t) {
+    csr_free(&t->adj);
+    csr_free(&t->a);
+    csr_free(&t->at);
+    free(t->x);
+    free(t->y);
+    partition_free(&t->p);
+}
+
+static batch_loader_t *fx_loader(fx_t *t, int64_t bp, int halo) {
+    batch_source_t src = {.n = t->n, .f = t->f, .x = t->x, .y = t->y, .a = &t->a,
+                          .a_symmetric = t->at.rowptr == NULL, .bounds = t->p.bounds, .k = t->p.k};
+    batch_opts_t o = {.batch_parts = bp, .seed = 4, .halo = halo, .prefetch = 1};
+    batch_loader_t *l = NULL;
+    ck_assert_int_eq(batch_loader_create(&src, &o, &l), INCA_OK);
+    return l;
+}
+
+static mb_ctx_t *fx_ctx(fx_t *t, int method, batch_loader_t *l, hist_dtype_t dt) {
+    int64_t nb, nh;
+    batch_loader_limits(l, &nb, &nh);
+    mb_ctx_t *c = NULL;
+    ck_assert_int_eq(mb_ctx_create(method, &t->mc, t->n, t->x, &t->a, nb, nh, dt, &c), INCA_OK);
+    return c;
+}
+
+/* normwise relative error max|a-b| / max|b| */
+static double rel_err(const float *a, const float *b, int64_t n) {
+    double md = 0, mb = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double d = fabs((double)a[i] - (double)b[i]);
+        if (d > md) md = d;
+        if (fabs((double)b[i]) > mb) mb = fabs((double)b[i]);
+    }
+    return mb > 0 ? md / mb : md;
+}
+
+static void expect_close(const char *what, const float *a, const float *b, int64_t n, double tol) {
+    double e = rel_err(a, b, n);
+    ck_assert_msg(e <= tol, "%s: relative error %.3g > %.3g (first values %g vs %g)", what, e, tol, (double)a[0], (double)b[0]);
+}
+
+/* loss over all labelled rows of the batch; dlogits out */
+static void loss_grad(const float *logits, int64_t n, int32_t c, const int32_t *y, float *dl) {
+    int64_t *idx = malloc(sizeof *idx * (size_t)n);
+    float *logp = malloc(sizeof(float) * (size_t)(n * c));
+    for (int64_t i = 0; i < n; i++) idx[i] = i;
+    kern_softmax_xent(n, c, logits, y, idx, n, logp, dl);
+    free(idx);
+    free(logp);
+}
+
+static void sgd(model_t *m, float lr) {
+    for (int i = 0; i < model_nparams(m); i++) {
+        nn_param_t *p = model_param(m, i);
+        for (int64_t j = 0; j < p->n; j++) p->w[j] -= lr * p->g[j];
+    }
+}
+
+/* the same random values into GAS histories and IncAgg push buffers, then S <- P, M <- ÂS */
+static void seed_histories(fx_t *t, mb_ctx_t *gas, mb_ctx_t *inc) {
+    rng_t r;
+    rng_seed(&r, 77);
+    for (int s = 0; s < mb_ctx_num_sites(inc); s++) {
+        hist_t *h = mb_ctx_table(gas, 'H', s), *p = mb_ctx_table(inc, 'P', s);
+        if (mb_ctx_fixed_site(inc, s)) { ck_assert_ptr_null(h); ck_assert_ptr_null(p); continue; }
+        ck_assert_ptr_nonnull(h);
+        ck_assert_ptr_nonnull(p);
+        float *v = malloc(sizeof(float) * (size_t)(t->n * h->f));
+        for (int64_t i = 0; i < t->n * h->f; i++) v[i] = (float)rng_normal(&r);
+        hist_push_range(h, 0, t->n, v);
+        hist_push_range(p, 0, t->n, v);
+        free(v);
+    }
+    ck_assert_int_eq(mb_ctx_refresh(inc), INCA_OK);
+}
+
+static void gas_equals_incagg(int kind) {
+    fx_t t;
+    fx_make(&t, kind, 80, 8);
+    batch_loader_t *l = fx_loader(&t, 3, 1);
+    mb_ctx_t *cg = fx_ctx(&t, MB_GAS, l, HIST_F32), *ci = fx_ctx(&t, MB_INCAGG, l, HIST_F32);
+    seed_histories(&t, cg, ci);
+    model_t *mg = NULL, *mi = NULL;
+    ck_assert_int_eq(model_create(&t.mc, t.n, &mg), INCA_OK);
+    ck_assert_int_eq(model_create(&t.mc, t.n, &mi), INCA_OK);
+    nn_agg_t og, oi;
+    mb_ctx_op(cg, &og);
+    mb_ctx_op(ci, &oi);
+    float *dl = malloc(sizeof(float) * (size_t)(t.n * t.c));
+    for (int step = 0; step < 7; step++) {
+        const batch_t *b = NULL;
+        ck_assert_int_eq(batch_loader_next(l, &b), INCA_OK);
+        mb_ctx_set_batch(cg, b);
+        mb_ctx_set_batch(ci, b);
+        const float *lg = NULL, *li = NULL;
+        ck_assert_int_eq(model_forward(mg, b->n_b, b->x, &og, 1, 9, (uint64_t)step, &lg), INCA_OK);
+        ck_assert_int_eq(model_forward(mi, b->n_b, b->x, &oi, 1, 9, (uint64_t)step, &li), INCA_OK);
+        char what[64];
+        snprintf(what, sizeof what, "%s step %d logits", model_kind_name(kind), step);
+        expect_close(what, li, lg, b->n_b * t.c, 1e-5);
+        loss_grad(lg, b->n_b, t.c, b->y, dl);
+        ck_assert_int_eq(model_backward(mg, dl, &og), INCA_OK);
+        ck_assert_int_eq(model_backward(mi, dl, &oi), INCA_OK);
+        for (int i = 0; i < model_nparams(mg); i++) {
+            nn_param_t *pg = model_param(mg, i), *pi = model_param(mi, i);
+            snprintf(what, sizeof what, "%s step %d grad %s", model_kind_name(kind), step, pg->name);
+            expect_close(what, pi->g, pg->g, pg->n, 1e-5);
+            /* identical updates keep the two models in lockstep */
+            memcpy(pi->g, pg->g, sizeof(float) * (size_t)pg->n);
+        }
+        sgd(mg, 0.5f);
+        sgd(mi, 0.5f);
+        ck_assert_int_eq(mb_ctx_refresh(ci), INCA_OK);   /* refresh after every step */
+    }
+    /* GAS histories and IncAgg push buffers received the same rows */
+    for (int s = 0; s < mb_ctx_num_sites(ci); s++) {
+        if (mb_ctx_fixed_site(ci, s)) continue;
+        hist_t *h = mb_ctx_table(cg, 'H', s), *p = mb_ctx_table(ci, 'P', s);
+        expect_close("history vs push buffer", hist_f32(p), hist_f32(h), t.n * h->f, 1e-5);
+    }
+    free(dl);
+    model_free(&mg);
+    model_free(&mi);
+    mb_ctx_free(&cg);
+    mb_ctx_free(&ci);
+    batch_loader_free(&l);
+    fx_free(&t);
+}
+
+START_TEST(incagg_refresh_each_step_equals_gas) { gas_equals_incagg(kinds[_i]); }
+END_TEST
+
+static void one_batch_equals_full(int kind) {
+    fx_t t;
+    fx_make(&t, kind, 70, 5);
+    batch_loader_t *l = fx_loader(&t, 5, 1);
+    mb_ctx_t *cg = fx_ctx(&t, MB_GAS, l, HIST_F32), *ci = fx_ctx(&t, MB_INCAGG, l, HIST_F32),
+             *cc = fx_ctx(&t, MB_CLUSTER, l, HIST_F32);
+    seed_histories(&t, cg, ci);   /* arbitrary histories: with one batch they must not matter */
+    const batch_t *b = NULL;
+    ck_assert_int_eq(batch_loader_next(l, &b), INCA_OK);
+    ck_assert_int_eq(b->n_b, t.n);
+    ck_assert_int_eq(b->nranges, 1);
+    ck_assert_int_eq(b->n_halo, 0);
+    model_t *mf = NULL, *mm = NULL;
+    ck_assert_int_eq(model_create(&t.mc, t.n, &mf), INCA_OK);
+    ck_assert_int_eq(model_create(&t.mc, t.n, &mm), INCA_OK);
+    nn_agg_t ofull;
+    nn_agg_full_t full;
+    nn_agg_full_init(&ofull, &full, &t.a, t.at.rowptr ? &t.at : NULL);
+    float *dl = malloc(sizeof(float) * (size_t)(t.n * t.c));
+    const float *lf = NULL, *lm = NULL;
+    ck_assert_int_eq(model_forward(mf, t.n, t.x, &ofull, 1, 5, 0, &lf), INCA_OK);
+    loss_grad(lf, t.n, t.c, t.y, dl);
+    ck_assert_int_eq(model_backward(mf, dl, &ofull), INCA_OK);
+    mb_ctx_t *ctxs[3] = {cc, cg, ci};
+    for (int k = 0; k < 3; k++) {
+        nn_agg_t op;
+        mb_ctx_op(ctxs[k], &op);
+        mb_ctx_set_batch(ctxs[k], b);
+        ck_assert_int_eq(model_forward(mm, b->n_b, b->x, &op, 1, 5, 0, &lm), INCA_OK);
+        char what[64];
+        snprintf(what, sizeof what, "%s method %d logits", model_kind_name(kind), k);
+        expect_close(what, lm, lf, t.n * t.c, 1e-5);
+        ck_assert_int_eq(model_backward(mm, dl, &op), INCA_OK);
+        for (int i = 0; i < model_nparams(mf); i++) {
+            snprintf(what, sizeof what, "%s method %d grad %s", model_kind_name(kind), k, model_param(mf, i)->name);
+            expect_close(what, model_param(mm, i)->g, model_param(mf, i)->g, model_param(mf, i)->n, 1e-5);
+        }
+    }
+    free(dl);
+    model_free(&mf);
+    model_free(&mm);
+    mb_ctx_free(&cg);
+    mb_ctx_free(&ci);
+    mb_ctx_free(&cc);
+    batch_loader_free(&l);
+    fx_free(&t);
+}
+
+START_TEST(one_batch_equals_full_batch) { one_batch_equals_full(kinds[_i]); }
+END_TEST
+
+START_TEST(layer0_baseline_is_ax) {
+    for (int dt = 0; dt < 2; dt++) {
+        fx_t t;
+        fx_make(&t, dt ? NN_SAGE : NN_GCN, 60, 4);
+        batch_loader_t *l = fx_loader(&t, 2, 0);
+        mb_ctx_t *ci = fx_ctx(&t, MB_INCAGG, l, dt ? HIST_BF16 : HIST_F32);
+        hist_t *m0 = mb_ctx_table(ci, 'M', 0);
+        ck_assert_ptr_nonnull(m0);
+        ck_assert_ptr_null(mb_ctx_table(ci, 'S', 0));   /* S^0 = X is not stored */
+        float *got = malloc(sizeof(float) * (size_t)(t.n * t.f));
+        hist_pull_range(m0, 0, t.n, got);
+        for (int64_t u = 0; u < t.n; u++)
+            for (int64_t j = 0; j < t.f; j++) {
+                double want = 0;
+                for (int64_t e = t.a.rowptr[u]; e < t.a.rowptr[u + 1]; e++)
+                    want += (double)t.a.val[e] * (double)t.x[t.a.col[e] * t.f + j];
+                double tol = dt ? 1e-2 * fabs(want) + 1e-6 : 1e-5 * fabs(want) + 1e-6;
+                ck_assert_msg(fabs(got[u * t.f + j] - want) <= tol, "M0[%lld,%lld] = %g, want %g",
+                              (long long)u, (long long)j, (double)got[u * t.f + j], want);
+            }
+        free(got);
+        mb_ctx_free(&ci);
+        batch_loader_free(&l);
+        fx_free(&t);
+    }
+}
+END_TEST
+
+static void exact_snapshots(int kind) {
+    fx_t t;
+    fx_make(&t, kind, 90, 9);
+    batch_loader_t *l = fx_loader(&t, 2, 0);
+    mb_ctx_t *ci = fx_ctx(&t, MB_INCAGG, l, HIST_F32);
+    model_t *m = NULL;
+    ck_assert_int_eq(model_create(&t.mc, t.n, &m), INCA_OK);
+    nn_agg_t ofused, ofull, ob;
+    nn_agg_full_t full;
+    nn_agg_full_init(&ofull, &full, &t.a, t.at.rowptr ? &t.at : NULL);
+    mb_ctx_refresh_op(ci, &ofused);
+    mb_ctx_op(ci, &ob);
+    const float *lg = NULL;
+    float *want = malloc(sizeof(float) * (size_t)(t.n * t.c)), *fused = malloc(sizeof(float) * (size_t)(t.n * t.c));
+    ck_assert_int_eq(model_forward(m, t.n, t.x, &ofull, 0, 1, 0, &lg), INCA_OK);
+    memcpy(want, lg, sizeof(float) * (size_t)(t.n * t.c));
+    ck_assert_int_eq(model_forward(m, t.n, t.x, &ofused, 0, 1, 0, &lg), INCA_OK);
+    memcpy(fused, lg, sizeof(float) * (size_t)(t.n * t.c));
+    expect_close("fused refresh pass = full inference", fused, want, t.n * t.c, 1e-6);
+    /* the snapshot is the exact site input: S = P = H, M = ÂH */
+    for (int64_t s = 0; s < batch_loader_steps_per_epoch(l); s++) {
+        const batch_t *b = NULL;
+        ck_assert_int_eq(batch_loader_next(l, &b), INCA_OK);
+        mb_ctx_set_batch(ci, b);
+        ck_assert_int_eq(model_forward(m, b->n_b, b->x, &ob, 0, 1, 0, &lg), INCA_OK);
+        for (int64_t i = 0; i < b->n_b; i++) {
+            char what[64];
+            snprintf(what, sizeof what, "%s batch %lld row %lld", model_kind_name(kind), (long long)s, (long long)i);
+            expect_close(what, lg + i * t.c, want + b->nodes[i] * t.c, t.c, 1e-5);
+        }
+    }
+    free(want);
+    free(fused);
+    model_free(&m);
+    mb_ctx_free(&ci);
+    batch_loader_free(&l);
+    fx_free(&t);
+}
+
+START_TEST(exact_snapshots_give_exact_aggregation) { exact_snapshots(kinds[_i]); }
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("incagg");
+    TCase *t = tcase_create("operators");
+    tcase_add_loop_test(t, incagg_refresh_each_step_equals_gas, 0, 4);
+    tcase_add_loop_test(t, one_batch_equals_full_batch, 0, 4);
+    tcase_add_test(t, layer0_baseline_is_ax);
+    tcase_add_loop_test(t, exact_snapshots_give_exact_aggregation, 0, 4);
+    suite_add_tcase(s, t);
+    return tu_run_suite(s);
+}
