@@ -1,8 +1,161 @@
-/* inca train: owned by its issue; this file is replaced when that command lands. */
+/* inca train STORE --model M --method full|cluster|gas|incagg [...]: load the store, apply the
+ * split / train-index overrides, run nn/train.h's train_run and print the result (one JSON
+ * object with --json). Exercised end to end in tests/test_e2e_train.c and tests/test_train.c. */
+#include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/json.h"
+#include "core/alloc.h"
 #include "core/status.h"
+#include "loaders/dataset.h"
+#include "loaders/split.h"
+#include "nn/train.h"
+#include "pruning/npy.h"
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+static int copy_name(char *dst, size_t cap, const char *flag, const char *v) {
+    if (strlen(v) >= cap) return inca_fail(INCA_EINVAL, "%s: value '%s' is too long", flag, v);
+    snprintf(dst, cap, "%s", v);
+    return INCA_OK;
+}
+
+/* Integer flag within [lo, hi]. */
+static int flag_int(const args_t *a, const char *name, int64_t def, int64_t lo, int64_t hi, int64_t *out) {
+    int rc = args_int(a, name, def, out);
+    if (rc) return rc;
+    if (*out < lo || *out > hi)
+        return inca_fail(INCA_EINVAL, "%s: expected an integer in [%lld, %lld], got %lld", name, (long long)lo,
+                         (long long)hi, (long long)*out);
+    return INCA_OK;
+}
+
+static int config_from_args(const args_t *a, train_config_t *c) {
+    int rc;
+    int64_t v;
+    train_config_default(c);
+    if ((rc = copy_name(c->model, sizeof c->model, "--model", args_str(a, "--model", "gcn")))) return rc;
+    if ((rc = copy_name(c->method, sizeof c->method, "--method", args_str(a, "--method", "full")))) return rc;
+    if ((rc = flag_int(a, "--layers", 2, 1, 1024, &v))) return rc;
+    c->layers = (int)v;
+    if ((rc = flag_int(a, "--hidden", 16, 1, 1 << 20, &v))) return rc;
+    c->hidden = v;
+    if ((rc = flag_int(a, "--epochs", 200, 1, 1 << 24, &v))) return rc;
+    c->epochs = (int)v;
+    if ((rc = args_double(a, "--lr", 0.01, &c->lr))) return rc;
+    if (!(c->lr > 0)) return inca_fail(INCA_EINVAL, "--lr: expected > 0, got %g", c->lr);
+    if ((rc = args_double(a, "--dropout", 0.5, &c->dropout))) return rc;
+    if (!(c->dropout >= 0 && c->dropout < 1)) return inca_fail(INCA_EINVAL, "--dropout: expected a value in [0,1), got %g", c->dropout);
+    if ((rc = args_double(a, "--weight-decay", 5e-4, &c->weight_decay))) return rc;
+    if (!(c->weight_decay >= 0)) return inca_fail(INCA_EINVAL, "--weight-decay: expected >= 0, got %g", c->weight_decay);
+    if ((rc = args_double(a, "--wd-conv", -1, &c->wd_conv))) return rc;
+    c->wd_first_layer_only = args_has(a, "--wd-first-layer");
+    c->adamw = args_has(a, "--adamw");
+    if ((rc = train_featnorm_parse(args_str(a, "--feature-norm", "none"), &c->feature_norm))) return rc;
+    if ((rc = args_double(a, "--alpha", 0.1, &c->alpha))) return rc;
+    if ((rc = args_double(a, "--theta", 0.5, &c->theta))) return rc;
+    if ((rc = flag_int(a, "--K", 10, 0, 1000, &v))) return rc;
+    c->K = (int)v;
+    c->batchnorm = args_has(a, "--batchnorm");
+    c->residual = args_has(a, "--residual");
+    if ((rc = flag_int(a, "--seed", 0, 0, INT64_MAX, &v))) return rc;
+    c->seed = (uint64_t)v;
+    if ((rc = flag_int(a, "--threads", 0, 0, 4096, &v))) return rc;
+    c->threads = (int)v;
+    if ((rc = flag_int(a, "--runs", 1, 1, 100000, &v))) return rc;
+    c->runs = (int)v;
+    if ((rc = flag_int(a, "--patience", 0, 0, INT32_MAX, &v))) return rc;
+    c->patience = (int)v;
+    c->metrics_path = args_str(a, "--metrics", NULL);
+    c->device = args_str(a, "--device", "cpu");
+    if ((rc = flag_int(a, "--parts", 40, 1, INT32_MAX, &v))) return rc;
+    c->parts = (int)v;
+    if ((rc = flag_int(a, "--batch-parts", 10, 1, INT32_MAX, &v))) return rc;
+    c->batch_parts = (int)v;
+    if ((rc = flag_int(a, "--refresh", 0, 0, INT32_MAX, &v))) return rc;
+    c->refresh = (int)v;
+    const char *hd = args_str(a, "--history-dtype", "fp32");
+    if (strcmp(hd, "fp32") != 0 && strcmp(hd, "bf16") != 0)
+        return inca_fail(INCA_EINVAL, "--history-dtype: expected fp32|bf16, got '%s'", hd);
+    snprintf(c->history_dtype, sizeof c->history_dtype, "%s", hd);
+    if ((rc = copy_name(c->partition, sizeof c->partition, "--partition", args_str(a, "--partition", "")))) return rc;
+    c->progress = isatty(STDERR_FILENO);
+    return INCA_OK;
+}
 
 int cmd_train(int argc, char **argv) {
-    (void)argc; (void)argv;
-    return inca_fail(INCA_ERR, "command 'train' is not available in this build yet");
+    static const char *const known[] = {
+        "--model", "--method", "--layers", "--hidden", "--epochs", "--lr", "--dropout", "--weight-decay",
+        "--wd-conv", "--wd-first-layer!", "--adamw!", "--feature-norm", "--alpha", "--theta", "--K",
+        "--batchnorm!", "--residual!", "--parts", "--batch-parts", "--refresh", "--history-dtype",
+        "--partition", "--threads", "--device", "--seed", "--metrics", "--runs", "--json!",
+        "--train-indices", "--split", "--patience", NULL};
+    args_t *a = NULL;
+    dataset_t d;
+    train_config_t c;
+    train_result_t r;
+    json_t *j = NULL;
+    int64_t *ids = NULL, nids = 0;
+    dataset_init(&d);
+    memset(&r, 0, sizeof r);
+    int rc = args_parse(argc, argv, known, &a);
+    if (rc) return rc;
+    if (args_npos(a) != 1) { rc = inca_fail(INCA_EINVAL, "expected exactly one STORE argument"); goto done; }
+    if ((rc = config_from_args(a, &c))) goto done;
+    if ((rc = dataset_load(args_pos(a, 0), &d))) goto done;
+    const char *split = args_str(a, "--split", NULL);
+    if (split && strncmp(split, "random:", 7) == 0) {
+        double fr[3];
+        if ((rc = split_parse(split, fr))) goto done;
+        if ((rc = split_random(&d, fr, c.seed))) goto done;
+    } else if (split && strcmp(split, "stored") != 0 && strcmp(split, "public") != 0) {
+        rc = inca_fail(INCA_EINVAL, "--split: a store holds the one split chosen at ingest; expected 'stored' or "
+                                    "random:TR,VA,TE, got '%s'", split);
+        goto done;
+    }
+    const char *ti = args_str(a, "--train-indices", NULL);
+    if (ti && (rc = npy_read_indices(ti, &ids, &nids))) goto done;
+    if ((rc = train_run(&d, &c, ids, nids, &r))) goto done;
+    if (args_has(a, "--json")) {
+        if ((rc = json_new(&j))) goto done;
+        json_num(j, "test_acc", r.test_acc);
+        json_num(j, "test_acc_std", r.test_acc_std);
+        json_num(j, "val_acc", r.val_acc);
+        json_num(j, "val_acc_std", r.val_acc_std);
+        json_int(j, "best_epoch", r.best_epoch);
+        json_int(j, "epochs", r.epochs);
+        json_num(j, "epoch_time_s", r.epoch_time_s);
+        json_num(j, "step_time_s", r.step_time_s);
+        json_num(j, "refresh_time_s", r.refresh_time_s);
+        json_num(j, "eval_time_s", r.eval_time_s);
+        json_num(j, "peak_rss_mb", r.peak_rss_mb);
+        json_str(j, "method", c.method);
+        json_str(j, "model", c.model);
+        json_int(j, "runs", r.runs);
+        json_int(j, "seed", (int64_t)c.seed);
+        json_int(j, "threads", c.threads);
+        json_int(j, "train_nodes", ids ? nids : d.split_n[SPLIT_TRAIN]);
+        /* per-run test accuracies */
+        size_t cap = (size_t)r.runs * 24 + 4;
+        char *arr = inca_malloc(cap);
+        if (!arr) { rc = INCA_ENOMEM; goto done; }
+        size_t off = (size_t)snprintf(arr, cap, "[");
+        for (int i = 0; i < r.runs; i++)
+            off += (size_t)snprintf(arr + off, cap - off, "%s%.6g", i ? ", " : "", r.run_test_acc[i]);
+        snprintf(arr + off, cap - off, "]");
+        json_raw(j, "run_test_acc", arr);
+        inca_free(arr);
+        rc = json_write(j, stdout);
+    } else {
+        printf("%s %s on %s: test %.4f", c.model, c.method, args_pos(a, 0), r.test_acc);
+        if (r.runs > 1) printf(" ± %.4f (%d runs)", r.test_acc_std, r.runs);
+        printf(", val %.4f, best epoch %d of %d, %.4f s/epoch\n", r.val_acc, r.best_epoch, r.epochs, r.epoch_time_s);
+    }
+done:
+    json_free(&j);
+    train_result_free(&r);
+    inca_free(ids);
+    dataset_free(&d);
+    args_free(&a);
+    return rc;
 }

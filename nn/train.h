@@ -50,6 +50,8 @@ typedef struct train_config {
     int K;                     /* appnp (10) */
     int batchnorm, residual;
     const char *metrics_path;  /* JSON Lines per epoch (borrowed; NULL: none) */
+    FILE *metrics_fp;          /* set by train_run (opened from metrics_path); trainers write
+                                  train_metrics_line here when non-NULL */
     int progress;              /* 1: a progress line on stderr */
     const char *device;        /* "cpu" (default) | "cuda" */
     /* mini-batch methods (issue 4) */
@@ -68,7 +70,7 @@ void train_config_default(train_config_t *c);
 
 typedef struct train_result {
     double test_acc, val_acc;            /* mean over runs */
-    double test_acc_std, val_acc_std;    /* population std over runs (0 for one run) */
+    double test_acc_std, val_acc_std;    /* sample std over runs (n-1; 0 for one run) */
     double train_loss;                   /* last epoch of the last run */
     int best_epoch;                      /* of the last run (0-based) */
     int epochs;                          /* epochs run in the last run */

@@ -1,0 +1,355 @@
+/* The full-batch trainer, the method dispatcher with --runs statistics, and the helpers shared
+ * by every trainer (feature preprocessing, weight-decay policy, evaluation, best epoch, metrics
+ * lines). Tested in tests/test_train.c (small graphs: learning, determinism, runs, overrides,
+ * errors) and tests/test_e2e_train.c (the CLI on the bundled Cora). */
+#include "nn/train.h"
+#include "nn/optim.h"
+#include "kernels/kernels.h"
+#include "core/alloc.h"
+#include "core/status.h"
+#include "core/util.h"
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+void train_config_default(train_config_t *c) {
+    memset(c, 0, sizeof *c);
+    snprintf(c->model, sizeof c->model, "gcn");
+    snprintf(c->method, sizeof c->method, "full");
+    c->layers = 2;
+    c->hidden = 16;
+    c->epochs = 200;
+    c->lr = 0.01;
+    c->dropout = 0.5;
+    c->weight_decay = 5e-4;
+    c->wd_conv = -1;
+    c->feature_norm = TRAIN_FEATNORM_NONE;
+    c->runs = 1;
+    c->alpha = 0.1;
+    c->theta = 0.5;
+    c->K = 10;
+    c->device = "cpu";
+    c->parts = 40;
+    c->batch_parts = 10;
+    snprintf(c->history_dtype, sizeof c->history_dtype, "fp32");
+}
+
+void train_result_free(train_result_t *r) {
+    if (!r) return;
+    inca_free(r->run_test_acc);
+    inca_free(r->run_val_acc);
+    inca_free(r->run_best_epoch);
+    memset(r, 0, sizeof *r);
+}
+
+int train_featnorm_parse(const char *s, int *out) {
+    if (s && strcmp(s, "none") == 0) *out = TRAIN_FEATNORM_NONE;
+    else if (s && strcmp(s, "row") == 0) *out = TRAIN_FEATNORM_ROW;
+    else if (s && strcmp(s, "standard") == 0) *out = TRAIN_FEATNORM_STANDARD;
+    else return inca_fail(INCA_EINVAL, "--feature-norm: expected none|row|standard, got '%s'", s ? s : "(null)");
+    return INCA_OK;
+}
+
+void train_features_prepare(int mode, int64_t n, int64_t f, const float *x, float *x_out) {
+    if (x_out != x) memcpy(x_out, x, (size_t)(n * f) * sizeof(float));
+    if (mode == TRAIN_FEATNORM_ROW) {
+        for (int64_t i = 0; i < n; i++) {
+            float *r = x_out + i * f;
+            double s = 0;
+            for (int64_t k = 0; k < f; k++) s += r[k];
+            if (s == 0) continue;
+            for (int64_t k = 0; k < f; k++) r[k] = (float)(r[k] / s);
+        }
+    } else if (mode == TRAIN_FEATNORM_STANDARD && n > 0) {
+        for (int64_t k = 0; k < f; k++) {
+            double s = 0, s2 = 0;
+            for (int64_t i = 0; i < n; i++) s += x_out[i * f + k];
+            const double mu = s / (double)n;
+            for (int64_t i = 0; i < n; i++) {
+                const double d = x_out[i * f + k] - mu;
+                s2 += d * d;
+            }
+            const double sd = sqrt(s2 / (double)n);
+            for (int64_t i = 0; i < n; i++)
+                x_out[i * f + k] = sd > 0 ? (float)((x_out[i * f + k] - mu) / sd) : 0.0f;
+        }
+    }
+}
+
+int train_model_config(const dataset_t *d, const train_config_t *c, uint64_t seed, model_config_t *mc) {
+    int rc;
+    model_config_default(mc);
+    if ((rc = model_kind_parse(c->model, &mc->kind))) return rc;
+    mc->in_dim = d->f;
+    mc->out_dim = d->c;
+    mc->hidden = c->hidden;
+    mc->layers = c->layers;
+    mc->dropout = (float)c->dropout;
+    mc->alpha = (float)c->alpha;
+    mc->theta = (float)c->theta;
+    mc->K = c->K;
+    mc->batchnorm = c->batchnorm;
+    mc->residual = c->residual;
+    mc->seed = seed;
+    if (d->f < 1 || !d->x) return inca_fail(INCA_EINVAL, "dataset has no node features: cannot train a model");
+    if (d->c < 1 || !d->y) return inca_fail(INCA_EINVAL, "dataset has no labels: cannot train a model");
+    if (mc->kind != NN_MLP && (!d->adj.rowptr || d->adj.n_rows != d->n))
+        return inca_fail(INCA_EINVAL, "--model %s needs a graph and this dataset has none (use --model mlp)", c->model);
+    return model_config_check(mc);
+}
+
+double train_param_wd(const train_config_t *c, const nn_param_t *p) {
+    if (p->flags & NN_P_CONV) return c->wd_conv >= 0 ? c->wd_conv : c->weight_decay;
+    if (c->wd_first_layer_only) return (p->flags & NN_P_FIRST) ? c->weight_decay : 0.0;
+    return c->weight_decay;
+}
+
+void train_best_init(train_best_t *b) {
+    b->epoch = -1;
+    b->val_acc = -1;
+    b->val_loss = INFINITY;
+    b->test_acc = 0;
+    b->since = 0;
+}
+
+int train_best_update(train_best_t *b, int epoch, double val_acc, double val_loss, double test_acc) {
+    const int better = b->epoch < 0 || val_acc > b->val_acc || (val_acc == b->val_acc && val_loss < b->val_loss);
+    if (better) {
+        b->epoch = epoch;
+        b->val_acc = val_acc;
+        b->val_loss = val_loss;
+        b->test_acc = test_acc;
+        b->since = 0;
+    } else {
+        b->since++;
+    }
+    return better;
+}
+
+double train_eval_split(const float *logits, int64_t n, int32_t c, const int32_t *y, const int64_t *idx,
+                        int64_t nidx, float *logp, double *loss) {
+    *loss = nidx > 0 ? kern_softmax_xent(n, c, logits, y, idx, nidx, logp, NULL) : 0.0;
+    return nidx > 0 ? kern_accuracy(c, logits, y, idx, nidx) : 0.0;
+}
+
+void train_metrics_line(FILE *f, int run, int epoch, double train_loss, double train_acc, double val_loss,
+                        double val_acc, double test_acc, double epoch_time_s) {
+    if (!f) return;
+    fprintf(f, "{\"run\": %d, \"epoch\": %d, \"train_loss\": %.9g, \"train_acc\": %.9g, \"val_loss\": %.9g, "
+               "\"val_acc\": %.9g, \"test_acc\": %.9g, \"epoch_time_s\": %.9g}\n",
+            run, epoch, train_loss, train_acc, val_loss, val_acc, test_acc, epoch_time_s);
+}
+
+/* Register every parameter with the optimiser, one group per distinct weight decay. */
+static int optim_from_model(const train_config_t *c, model_t *m, optim_t **out) {
+    optim_t *o = NULL;
+    double wds[16];
+    int gids[16], ng = 0, rc;
+    if ((rc = optim_new(c->adamw ? OPTIM_ADAMW : OPTIM_ADAM, c->lr, 0.9, 0.999, 1e-8, &o))) return rc;
+    for (int i = 0; i < model_nparams(m); i++) {
+        nn_param_t *p = model_param(m, i);
+        const double wd = train_param_wd(c, p);
+        int g = -1;
+        for (int k = 0; k < ng; k++)
+            if (wds[k] == wd) g = gids[k];
+        if (g < 0) {
+            if (ng == 16) { rc = inca_fail(INCA_ERR, "too many weight-decay groups"); goto fail; }
+            if ((rc = optim_add_group(o, wd, &g))) goto fail;
+            wds[ng] = wd;
+            gids[ng++] = g;
+        }
+        if ((rc = optim_add_param(o, g, p->w, p->g, p->n))) goto fail;
+    }
+    *out = o;
+    return INCA_OK;
+fail:
+    optim_free(&o);
+    return rc;
+}
+
+int train_full(const dataset_t *d, const train_config_t *c, const int64_t *train_idx, int64_t n_train, int run,
+               train_result_t *r) {
+    model_config_t mc;
+    csr_t a = {0}, at = {0};
+    model_t *m = NULL;
+    optim_t *o = NULL;
+    float *xw = NULL, *dlog = NULL, *logp = NULL;
+    const float *x = d->x;
+    int rc;
+    const int64_t n = d->n, cc = d->c;
+    const int64_t *vidx = d->split[SPLIT_VALID], *tidx = d->split[SPLIT_TEST];
+    const int64_t nv = d->split_n[SPLIT_VALID], nt = d->split_n[SPLIT_TEST];
+    memset(r, 0, sizeof *r);
+    if ((rc = train_model_config(d, c, c->seed, &mc))) return rc;
+    if (c->epochs < 1) return inca_fail(INCA_EINVAL, "--epochs: expected >= 1, got %d", c->epochs);
+    if (n_train < 1 || !train_idx) return inca_fail(INCA_EINVAL, "no training nodes (empty train split)");
+    const int norm = nn_kind_norm(mc.kind);
+    nn_agg_full_t full;
+    nn_agg_t agg;
+    if (norm != NN_NORM_NONE) {
+        if ((rc = nn_adj_build(&d->adj, norm, &a, &at))) goto done;
+        nn_agg_full_init(&agg, &full, &a, at.rowptr ? &at : NULL);
+    }
+    if (c->feature_norm != TRAIN_FEATNORM_NONE) {
+        if (!(xw = inca_malloc((size_t)(n * d->f) * sizeof(float)))) { rc = INCA_ENOMEM; goto done; }
+        train_features_prepare(c->feature_norm, n, d->f, d->x, xw);
+        x = xw;
+    }
+    if ((rc = model_create(&mc, n, &m))) goto done;
+    if ((rc = optim_from_model(c, m, &o))) goto done;
+    dlog = inca_malloc((size_t)(n * cc) * sizeof(float));
+    logp = inca_malloc((size_t)(n * cc) * sizeof(float));
+    if (!dlog || !logp) { rc = INCA_ENOMEM; goto done; }
+
+    train_best_t best;
+    train_best_init(&best);
+    double t_step = 0, t_eval = 0, t_epoch = 0, loss = 0;
+    int ep;
+    for (ep = 0; ep < c->epochs; ep++) {
+        const double t0 = inca_now();
+        const float *logits;
+        if ((rc = model_forward(m, n, x, norm ? &agg : NULL, 1, c->seed, (uint64_t)ep, &logits))) goto done;
+        loss = kern_softmax_xent(n, cc, logits, d->y, train_idx, n_train, NULL, dlog);
+        if (!isfinite(loss)) {
+            rc = inca_fail(INCA_ERR, "epoch %d: training loss is not finite (%g); lower --lr?", ep, loss);
+            goto done;
+        }
+        const double train_acc = kern_accuracy(cc, logits, d->y, train_idx, n_train);
+        if ((rc = model_backward(m, dlog, norm ? &agg : NULL))) goto done;
+        optim_step(o);
+        const double t1 = inca_now();
+        if ((rc = model_forward(m, n, x, norm ? &agg : NULL, 0, c->seed, (uint64_t)ep, &logits))) goto done;
+        double vloss = 0, tloss = 0;
+        const double vacc = train_eval_split(logits, n, (int32_t)cc, d->y, vidx, nv, logp, &vloss);
+        const double tacc = train_eval_split(logits, n, (int32_t)cc, d->y, tidx, nt, logp, &tloss);
+        int is_best;
+        if (nv > 0) {
+            is_best = train_best_update(&best, ep, vacc, vloss, tacc);
+        } else {   /* no validation split: the last epoch counts */
+            best.epoch = ep; best.val_acc = 0; best.val_loss = 0; best.test_acc = tacc; best.since = 0;
+            is_best = 1;
+        }
+        if (is_best && c->out_logits) memcpy(c->out_logits, logits, (size_t)(n * cc) * sizeof(float));
+        if (c->on_epoch && (rc = c->on_epoch(c->on_epoch_ctx, run, ep, logits, n, (int32_t)cc))) goto done;
+        const double t2 = inca_now();
+        t_step += t1 - t0;
+        t_eval += t2 - t1;
+        t_epoch += t2 - t0;
+        train_metrics_line(c->metrics_fp, run, ep, loss, train_acc, vloss, vacc, tacc, t2 - t0);
+        if (c->progress)
+            fprintf(stderr, "\r[run %d] epoch %d/%d  loss %.4f  val %.4f  test %.4f  best %d ", run + 1, ep + 1,
+                    c->epochs, loss, vacc, tacc, best.epoch + 1);
+        if (c->patience > 0 && best.since >= c->patience) { ep++; break; }
+    }
+    if (c->progress) fprintf(stderr, "\n");
+    r->test_acc = best.test_acc;
+    r->val_acc = best.val_acc;
+    r->best_epoch = best.epoch;
+    r->epochs = ep;
+    r->train_loss = loss;
+    r->epoch_time_s = t_epoch / ep;
+    r->step_time_s = t_step / ep;
+    r->eval_time_s = t_eval / ep;
+    r->refresh_time_s = 0;
+    r->runs = 1;
+    rc = INCA_OK;
+done:
+    if (c->progress && rc) fprintf(stderr, "\n");
+    r->peak_rss_mb = inca_peak_rss_mb();
+    inca_free(dlog);
+    inca_free(logp);
+    inca_free(xw);
+    optim_free(&o);
+    model_free(&m);
+    csr_free(&a);
+    csr_free(&at);
+    return rc;
+}
+
+static double mean_of(const double *v, int n) {
+    double s = 0;
+    for (int i = 0; i < n; i++) s += v[i];
+    return n ? s / n : 0;
+}
+static double std_of(const double *v, int n) {
+    if (n < 2) return 0;
+    const double mu = mean_of(v, n);
+    double s = 0;
+    for (int i = 0; i < n; i++) s += (v[i] - mu) * (v[i] - mu);
+    return sqrt(s / (n - 1));
+}
+
+int train_run(const dataset_t *d, const train_config_t *c, const int64_t *train_idx_override, int64_t n_override,
+              train_result_t *r) {
+    int rc = INCA_OK, kind;
+    int (*fn)(const dataset_t *, const train_config_t *, const int64_t *, int64_t, int, train_result_t *);
+    train_config_t cc = *c;
+    train_result_t one;
+    FILE *mf = NULL;
+    memset(r, 0, sizeof *r);
+    memset(&one, 0, sizeof one);
+    if (strcmp(c->method, "full") == 0) fn = train_full;
+    else if (strcmp(c->method, "cluster") == 0 || strcmp(c->method, "gas") == 0 || strcmp(c->method, "incagg") == 0)
+        fn = train_minibatch;
+    else return inca_fail(INCA_EINVAL, "--method: expected full|cluster|gas|incagg, got '%s'", c->method);
+    if ((rc = model_kind_parse(c->model, &kind))) return rc;
+    if (c->runs < 1) return inca_fail(INCA_EINVAL, "--runs: expected >= 1, got %d", c->runs);
+    if (c->device && strcmp(c->device, "cpu") != 0) {
+        if (strcmp(c->device, "cuda") != 0) return inca_fail(INCA_EINVAL, "--device: expected cpu|cuda, got '%s'", c->device);
+        if (!kern_backend_get("cuda")) return inca_fail_ctx(INCA_EINVAL, "--device cuda: ");
+        return inca_fail(INCA_EINVAL, "--device cuda: the trainers run on the CPU backend only in this build");
+    }
+    const int64_t *tidx = train_idx_override ? train_idx_override : d->split[SPLIT_TRAIN];
+    const int64_t ntr = train_idx_override ? n_override : d->split_n[SPLIT_TRAIN];
+    for (int64_t i = 0; i < ntr; i++)
+        if (tidx[i] < 0 || tidx[i] >= d->n)
+            return inca_fail(INCA_EINVAL, "train index %lld (entry %lld) is outside [0, %lld)", (long long)tidx[i],
+                             (long long)i, (long long)d->n);
+    if (c->threads > 0) inca_set_threads(c->threads);
+    r->run_test_acc = inca_calloc((size_t)c->runs, sizeof(double));
+    r->run_val_acc = inca_calloc((size_t)c->runs, sizeof(double));
+    r->run_best_epoch = inca_calloc((size_t)c->runs, sizeof(int));
+    if (!r->run_test_acc || !r->run_val_acc || !r->run_best_epoch) { rc = INCA_ENOMEM; goto fail; }
+    if (c->metrics_path && !c->metrics_fp) {
+        if (!(mf = fopen(c->metrics_path, "w"))) {
+            rc = inca_fail(INCA_EIO, "--metrics %s: cannot open for writing", c->metrics_path);
+            goto fail;
+        }
+        cc.metrics_fp = mf;
+    }
+    double te = 0, ts = 0, tr = 0, tv = 0;
+    for (int i = 0; i < c->runs; i++) {
+        cc.seed = c->seed + (uint64_t)i;
+        if ((rc = fn(d, &cc, tidx, ntr, i, &one))) {
+            if (c->runs > 1) inca_fail_ctx(rc, "run %d (seed %llu): ", i, (unsigned long long)cc.seed);
+            goto fail;
+        }
+        r->run_test_acc[i] = one.test_acc;
+        r->run_val_acc[i] = one.val_acc;
+        r->run_best_epoch[i] = one.best_epoch;
+        te += one.epoch_time_s;
+        ts += one.step_time_s;
+        tr += one.refresh_time_s;
+        tv += one.eval_time_s;
+        r->best_epoch = one.best_epoch;
+        r->epochs = one.epochs;
+        r->train_loss = one.train_loss;
+        train_result_free(&one);
+    }
+    r->runs = c->runs;
+    r->test_acc = mean_of(r->run_test_acc, c->runs);
+    r->val_acc = mean_of(r->run_val_acc, c->runs);
+    r->test_acc_std = std_of(r->run_test_acc, c->runs);
+    r->val_acc_std = std_of(r->run_val_acc, c->runs);
+    r->epoch_time_s = te / c->runs;
+    r->step_time_s = ts / c->runs;
+    r->refresh_time_s = tr / c->runs;
+    r->eval_time_s = tv / c->runs;
+    r->peak_rss_mb = inca_peak_rss_mb();
+    if (mf && fclose(mf) != 0) { mf = NULL; rc = inca_fail(INCA_EIO, "--metrics %s: write failed", c->metrics_path); goto fail; }
+    return INCA_OK;
+fail:
+    if (mf) fclose(mf);
+    train_result_free(r);
+    return rc;
+}
