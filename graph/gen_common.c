@@ -66,6 +66,16 @@ int gen_edge_count(const gen_opts_t *o, int64_t *m) {
     return INCA_OK;
 }
 
+void gen_perm_init(gen_perm_t *p, int64_t n, uint64_t seed) {
+    int bits = 0;
+    while (((int64_t)1 << bits) < n) bits++;
+    bits += bits & 1;
+    p->n = n;
+    p->half = bits / 2;
+    p->mask = ((uint64_t)1 << p->half) - 1;
+    for (int k = 0; k < 4; k++) p->key[k] = rng_hash64(seed, GEN_STREAM_PERM, (uint64_t)k);
+}
+
 double gen_normal(uint64_t seed, uint64_t stream, uint64_t index) {
     uint64_t h = rng_hash64(seed, stream, index);
     double u1 = ((double)(h >> 32) + 0.5) * (1.0 / 4294967296.0);   /* (0,1): log is finite */

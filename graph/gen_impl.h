@@ -30,6 +30,30 @@ static inline int64_t gen_below(uint64_t h, int64_t n) {
     return (int64_t)(((__uint128_t)h * (uint64_t)n) >> 64);
 }
 
+/* A keyed pseudo-random permutation of [0, n): a 4-round Feistel network on the smallest even
+ * number of bits b with 2^b >= n (a bijection of [0, 2^b)), cycle-walked until the value is
+ * < n (fewer than 4 steps on average since 2^b < 4n). Needs no table, so relabelling an edge
+ * list costs no cache misses; keys come from (seed, GEN_STREAM_PERM). */
+typedef struct gen_perm { int64_t n; int half; uint64_t mask; uint64_t key[4]; } gen_perm_t;
+void gen_perm_init(gen_perm_t *p, int64_t n, uint64_t seed);
+static inline int64_t gen_perm_apply(const gen_perm_t *p, int64_t x) {
+    uint64_t y = (uint64_t)x;
+    do {
+        uint64_t l = y >> p->half, r = y & p->mask;
+        for (int k = 0; k < 4; k++) {
+            uint64_t z = r ^ p->key[k];
+            z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+            z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+            z ^= z >> 31;
+            uint64_t t = l ^ (z & p->mask);
+            l = r;
+            r = t;
+        }
+        y = (l << p->half) | r;
+    } while (y >= (uint64_t)p->n);
+    return (int64_t)y;
+}
+
 /* A standard normal from (seed, stream, index) by Box-Muller on the two 32-bit halves. */
 double gen_normal(uint64_t seed, uint64_t stream, uint64_t index);
 

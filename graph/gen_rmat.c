@@ -39,7 +39,7 @@ static void rmat_edge(uint64_t seed, uint64_t i, int scale, int64_t n, int64_t *
 
 int gen_rmat(const gen_opts_t *o, dataset_t *out, gen_stats_t *st) {
     int rc;
-    int64_t *perm = NULL, *src = NULL, *dst = NULL, m = 0;
+    int64_t *src = NULL, *dst = NULL, m = 0;
     gen_stats_t stats = {0, 0, 0, 0};
     dataset_init(out);
     if ((rc = gen_opts_check(o, "rmat")) != INCA_OK) return rc;
@@ -49,25 +49,19 @@ int gen_rmat(const gen_opts_t *o, dataset_t *out, gen_stats_t *st) {
     while (((int64_t)1 << scale) < n) scale++;
 
     double t0 = inca_now();
-    perm = inca_malloc((size_t)n * sizeof *perm);
     src = inca_malloc((size_t)m * sizeof *src + 1);
     dst = inca_malloc((size_t)m * sizeof *dst + 1);
-    if (!perm || !src || !dst) { rc = INCA_ENOMEM; goto fail; }
-    for (int64_t v = 0; v < n; v++) perm[v] = v;
-    {
-        rng_t r;
-        rng_seed(&r, rng_hash64(o->seed, GEN_STREAM_PERM, 0));
-        rng_shuffle_i64(&r, perm, n);
-    }
+    if (!src || !dst) { rc = INCA_ENOMEM; goto fail; }
+    gen_perm_t perm;
+    gen_perm_init(&perm, n, o->seed);
     const int threads = inca_threads();
     #pragma omp parallel for schedule(static) num_threads(threads)
     for (int64_t i = 0; i < m; i++) {
         int64_t u, v;
         rmat_edge(o->seed, (uint64_t)i, scale, n, &u, &v);
-        src[i] = perm[u];
-        dst[i] = perm[v];
+        src[i] = gen_perm_apply(&perm, u);
+        dst[i] = gen_perm_apply(&perm, v);
     }
-    INCA_FREE(perm);
     if ((rc = gen_finish_graph(out, o, &src, &dst, m, &stats, t0)) != INCA_OK) goto fail;
     double t2 = inca_now();
 
@@ -92,7 +86,6 @@ int gen_rmat(const gen_opts_t *o, dataset_t *out, gen_stats_t *st) {
     return INCA_OK;
 
 fail:
-    inca_free(perm);
     inca_free(src);
     inca_free(dst);
     dataset_free(out);

@@ -8,6 +8,7 @@
 #include "core/status.h"
 #include "core/util.h"
 #include "graph/gen.h"
+#include "graph/gen_impl.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,6 +45,34 @@ static void rmat_opts(gen_opts_t *o, int64_t n, double deg, uint64_t seed) {
     o->avg_degree = deg;
     o->seed = seed;
 }
+
+/* The table-free id permutation is a bijection of [0, n) for awkward n, differs by seed, and
+ * actually moves ids (few fixed points). */
+START_TEST(perm_bijection) {
+    const int64_t ns[] = {1, 2, 3, 7, 64, 1000, 4097, 65535};
+    for (size_t t = 0; t < sizeof ns / sizeof ns[0]; t++) {
+        int64_t n = ns[t], fixed = 0, same = 0;
+        gen_perm_t p, q;
+        gen_perm_init(&p, n, 17);
+        gen_perm_init(&q, n, 18);
+        unsigned char *seen = calloc((size_t)n, 1);
+        ck_assert_ptr_nonnull(seen);
+        for (int64_t x = 0; x < n; x++) {
+            int64_t y = gen_perm_apply(&p, x);
+            ck_assert_msg(y >= 0 && y < n, "n=%lld: %lld -> %lld out of range", (long long)n, (long long)x, (long long)y);
+            ck_assert_msg(!seen[y], "n=%lld: %lld hit twice", (long long)n, (long long)y);
+            seen[y] = 1;
+            fixed += y == x;
+            same += y == gen_perm_apply(&q, x);
+        }
+        if (n >= 1000) {
+            ck_assert_msg(fixed < 10, "n=%lld: %lld fixed points", (long long)n, (long long)fixed);
+            ck_assert_msg(same < 10, "n=%lld: seeds 17 and 18 agree on %lld ids", (long long)n, (long long)same);
+        }
+        free(seen);
+    }
+}
+END_TEST
 
 START_TEST(rmat_structure) {
     gen_opts_t o;
@@ -505,6 +534,7 @@ int main(void) {
     Suite *s = suite_create("gen");
     TCase *tc = tcase_create("gen");
     tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, perm_bijection);
     tcase_add_test(tc, rmat_structure);
     tcase_add_test(tc, rmat_sizes);
     tcase_add_test(tc, rmat_attributes);
