@@ -102,17 +102,17 @@ int ingest_path_join(char *buf, size_t size, const char *dir, const char *name) 
 
 int ingest_find_file(char *buf, size_t size, const char *dir, const char *base, const char *const *exts) {
     struct stat st;
-    char first[INGEST_PATH_MAX];
-    first[0] = '\0';
+    char tried[256] = "";
     for (int i = 0; exts[i]; i++) {
         char name[512];
         snprintf(name, sizeof name, "%s%s", base, exts[i]);
         int rc = ingest_path_join(buf, size, dir, name);
         if (rc) return rc;
-        if (i == 0) snprintf(first, sizeof first, "%s", buf);
         if (stat(buf, &st) == 0 && S_ISREG(st.st_mode)) return INCA_OK;
+        size_t l = strlen(tried);
+        snprintf(tried + l, sizeof tried - l, "%s%s", i ? " or " : "", exts[i]);
     }
-    return inca_fail(INCA_ENOTFOUND, "%s: no such file (also tried the other extensions)", first);
+    return inca_fail(INCA_ENOTFOUND, "%s/%s: no such file (tried the extensions %s)", dir, base, tried);
 }
 
 /* ---- tokens ---- */
@@ -151,14 +151,14 @@ int64_t ingest_parse_row(const char *line, char sep, int64_t f, float *row, cons
     for (int64_t j = 0; j < f; j++) {
         if (j > 0) {
             p = textio_skip_blank(p);
-            if (*p != sep) { *why = *p ? "a separator" : "more values"; return j + 1; }
+            if (*p != sep) { *why = *p ? "a separator" : "a value (the row ends early)"; return j + 1; }
             p++;
         }
         if (!textio_parse_f32(&p, &row[j])) { *why = "a number"; return j + 1; }
         if (!isfinite(row[j])) { *why = "a finite number"; return j + 1; }
     }
     p = textio_skip_blank(p);
-    if (*p) { *why = *p == sep ? "no more values" : "a separator"; return f + 1; }
+    if (*p) { *why = *p == sep ? "the end of the row (too many values)" : "a separator"; return f + 1; }
     return 0;
 }
 

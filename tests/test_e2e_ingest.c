@@ -1,0 +1,315 @@
+/* End-to-end tests of `inca ingest`: the bundled Cora and the shared Facebook (OGB layout)
+ * checked against the numbers in their READMEs, Fashion-MNIST (IDX) checked against a direct
+ * read of the IDX bytes, and every entry of tests/data/bad/ failing with exit 2, one stderr
+ * line naming the file and line, and nothing left behind. */
+#include "testutil.h"
+#include "loaders/dataset.h"
+#include "graph/csr.h"
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+static char *tmp;
+
+static void setup(void) { tmp = tu_mkdtemp(); ck_assert_ptr_nonnull(tmp); }
+static void teardown(void) { tu_rmrf(tmp); free(tmp); tmp = NULL; }
+
+/* Ingest src with --json into tmp/store; returns the JSON line (static) after checking exit 0
+ * and that nothing was printed on stderr (stderr is not a terminal here). */
+static const char *ingest_ok(const char *fmt, const char *src, char *store, size_t size) {
+    snprintf(store, size, "%s/store", tmp);
+    char *args = NULL, *out = NULL, *err = NULL;
+    ck_assert_int_ge(asprintf(&args, "ingest --format %s '%s' --out '%s' --json", fmt, src, store), 0);
+    int rc = tu_inca(args, &out, &err);
+    ck_assert_msg(rc == 0, "inca %s -> %d, stderr: %s", args, rc, err ? err : "");
+    ck_assert_msg(err && err[0] == '\0', "stderr should be empty when not a TTY: %s", err);
+    static char line[65536];
+    snprintf(line, sizeof line, "%s", tu_last_line(out));
+    free(args); free(out); free(err);
+    return line;
+}
+
+static const char *info_json(const char *store) {
+    char *args = NULL, *out = NULL;
+    ck_assert_int_ge(asprintf(&args, "info '%s' --json", store), 0);
+    ck_assert_int_eq(tu_inca(args, &out, NULL), 0);
+    static char line[65536];
+    snprintf(line, sizeof line, "%s", tu_last_line(out));
+    free(args); free(out);
+    return line;
+}
+
+/* "splits":{"train":a,"valid":b,"test":c} with or without spaces */
+static void check_splits(const char *json, long tr, long va, long te) {
+    const char *s = strstr(json, "\"splits\"");
+    ck_assert_ptr_nonnull(s);
+    ck_assert_double_eq(tu_json_num(s, "train"), (double)tr);
+    ck_assert_double_eq(tu_json_num(s, "valid"), (double)va);
+    ck_assert_double_eq(tu_json_num(s, "test"), (double)te);
+}
+
+static void check_counts(const char *json, long n, long e, long f, long c, long lab) {
+    ck_assert_double_eq(tu_json_num(json, "nodes"), (double)n);
+    ck_assert_double_eq(tu_json_num(json, "edges"), (double)e);
+    ck_assert_double_eq(tu_json_num(json, "features"), (double)f);
+    ck_assert_double_eq(tu_json_num(json, "classes"), (double)c);
+    ck_assert_double_eq(tu_json_num(json, "labeled"), (double)lab);
+}
+
+/* Loaded dataset facts: non-zero features, class counts, a symmetric graph without loops,
+ * split ids sorted. */
+static void check_loaded(const char *store, long nnz_feat, const long *class_counts, int c) {
+    dataset_t d;
+    ck_assert_int_eq(dataset_load(store, &d), 0);
+    long nz = 0;
+    double sum = 0;
+    for (int64_t i = 0; i < d.n * d.f; i++) { nz += d.x[i] != 0.0f; sum += d.x[i]; }
+    ck_assert_int_eq(nz, nnz_feat);
+    ck_assert_double_eq(sum, (double)nnz_feat);   /* binary features */
+    /* (Check asserts cost a syscall each: count in loops, assert once) */
+    long cnt[16] = {0}, bad = 0;
+    for (int64_t i = 0; i < d.n; i++) {
+        if (d.y[i] >= 0 && d.y[i] < c) cnt[d.y[i]]++;
+        else bad++;
+    }
+    ck_assert_int_eq(bad, 0);
+    for (int k = 0; k < c; k++) ck_assert_int_eq(cnt[k], class_counts[k]);
+    ck_assert(csr_is_symmetric(&d.adj));
+    for (int64_t v = 0; v < d.n; v++)
+        for (int64_t k = d.adj.rowptr[v]; k < d.adj.rowptr[v + 1]; k++) bad += d.adj.col[k] == v;
+    ck_assert_int_eq(bad, 0);   /* no self-loops */
+    for (int s = 0; s < SPLIT_COUNT; s++)
+        for (int64_t i = 1; i < d.split_n[s]; i++) bad += d.split[s][i - 1] >= d.split[s][i];
+    ck_assert_int_eq(bad, 0);   /* splits sorted, no repeats */
+    dataset_free(&d);
+}
+
+START_TEST(test_cora) {
+    char src[4096], store[4096];
+    snprintf(src, sizeof src, "%s/data/cora", tu_src());
+    const char *j = ingest_ok("ogb", src, store, sizeof store);
+    check_counts(j, 2708, 10556, 1433, 7, 2708);
+    check_splits(j, 140, 500, 1000);
+    ck_assert(tu_json_num(j, "seconds") >= 0);
+    j = info_json(store);
+    check_counts(j, 2708, 10556, 1433, 7, 2708);
+    check_splits(j, 140, 500, 1000);
+    static const long classes[7] = {351, 217, 418, 818, 426, 298, 180};
+    check_loaded(store, 49216, classes, 7);
+    /* train split: 20 per class (README) */
+    dataset_t d;
+    ck_assert_int_eq(dataset_load(store, &d), 0);
+    long per[7] = {0};
+    for (int64_t i = 0; i < d.split_n[SPLIT_TRAIN]; i++) per[d.y[d.split[SPLIT_TRAIN][i]]]++;
+    for (int k = 0; k < 7; k++) ck_assert_int_eq(per[k], 20);
+    dataset_free(&d);
+}
+END_TEST
+
+START_TEST(test_existing_store) {
+    char src[4096], store[4096];
+    snprintf(src, sizeof src, "%s/data/cora", tu_src());
+    ingest_ok("ogb", src, store, sizeof store);
+    char *args = NULL, *err = NULL;
+    ck_assert_int_ge(asprintf(&args, "ingest --format ogb '%s' --out '%s'", src, store), 0);
+    ck_assert_int_eq(tu_inca(args, NULL, &err), 2);
+    ck_assert_ptr_nonnull(strstr(err, "already exists"));
+    free(args); free(err);
+    /* --force replaces it with a different dataset */
+    char el[4096];
+    snprintf(el, sizeof el, "%s/e.txt", tmp);
+    FILE *f = fopen(el, "w");
+    fputs("0 1\n1 2\n", f);
+    fclose(f);
+    ck_assert_int_ge(asprintf(&args, "ingest --format edgelist '%s' --out '%s' --force --symmetrize", el, store), 0);
+    ck_assert_int_eq(tu_inca(args, NULL, NULL), 0);
+    free(args);
+    const char *j = info_json(store);
+    check_counts(j, 3, 4, 0, 0, 0);
+}
+END_TEST
+
+START_TEST(test_facebook) {
+    char src[4096], store[4096];
+    snprintf(src, sizeof src, "%s/datasets/facebook", tu_shared());
+    if (!tu_exists(src)) { fprintf(stderr, "skip: %s absent\n", src); return; }
+    const char *j = ingest_ok("ogb", src, store, sizeof store);
+    check_counts(j, 22470, 341646, 4714, 4, 22470);
+    check_splits(j, 80, 120, 22270);
+    static const long classes[4] = {6495, 6880, 5768, 3327};
+    check_loaded(store, 314583, classes, 4);
+}
+END_TEST
+
+/* Bytes [off, off+n) of a gzipped file, read directly with zlib. */
+static void gz_bytes(const char *path, long off, unsigned char *buf, int n) {
+    gzFile g = gzopen(path, "rb");
+    ck_assert_ptr_nonnull(g);
+    ck_assert_int_eq(gzseek(g, off, SEEK_SET), off);
+    ck_assert_int_eq(gzread(g, buf, (unsigned)n), n);
+    gzclose(g);
+}
+
+START_TEST(test_fashion_mnist) {
+    const char *src = "/usr/share/datasets/fashion-mnist";
+    if (!tu_exists(src)) { fprintf(stderr, "skip: %s absent\n", src); return; }
+    char store[4096];
+    const char *j = ingest_ok("idx", src, store, sizeof store);
+    check_counts(j, 70000, 0, 784, 10, 70000);
+    check_splits(j, 60000, 0, 10000);
+    dataset_t d;
+    ck_assert_int_eq(dataset_load(store, &d), 0);
+    unsigned char px[2 * 784], lab[100];
+    char p[4096];
+    snprintf(p, sizeof p, "%s/train-images-idx3-ubyte.gz", src);
+    gz_bytes(p, 16, px, 2 * 784);                       /* first two training images */
+    long bad = 0;
+    for (int i = 0; i < 2 * 784; i++) bad += d.x[i] != (float)px[i] / 255.0f;
+    snprintf(p, sizeof p, "%s/t10k-images-idx3-ubyte.gz", src);
+    gz_bytes(p, 16, px, 784);                           /* first test image = example 60000 */
+    for (int i = 0; i < 784; i++) bad += d.x[60000L * 784 + i] != (float)px[i] / 255.0f;
+    snprintf(p, sizeof p, "%s/train-labels-idx1-ubyte.gz", src);
+    gz_bytes(p, 8, lab, 100);
+    for (int i = 0; i < 100; i++) bad += d.y[i] != lab[i];
+    snprintf(p, sizeof p, "%s/t10k-labels-idx1-ubyte.gz", src);
+    gz_bytes(p, 8, lab, 100);
+    for (int i = 0; i < 100; i++) bad += d.y[60000 + i] != lab[i];
+    ck_assert_int_eq(bad, 0);   /* pixels and labels equal the IDX bytes */
+    ck_assert_int_eq(d.split[SPLIT_TRAIN][59999], 59999);
+    ck_assert_int_eq(d.split[SPLIT_TEST][0], 60000);
+    float mx = 0;
+    for (int64_t i = 0; i < d.n * d.f; i++) { bad += !(d.x[i] >= 0.0f); if (d.x[i] > mx) mx = d.x[i]; }
+    ck_assert_int_eq(bad, 0);
+    ck_assert(mx == 1.0f);
+    dataset_free(&d);
+}
+END_TEST
+
+/* Every entry of tests/data/bad/ with the text its error must contain (file and line). */
+static const struct { const char *entry, *needle, *needle2; } bad_expect[] = {
+    {"csv-bad-label", "csv-bad-label/train.csv:1:", NULL},
+    {"csv-missing-test", "csv-missing-test/test", "no such file"},
+    {"csv-nonnumber", "csv-nonnumber/train.csv:2:", "expected a number"},
+    {"csv-only-label", "csv-only-label/train.csv:1:", NULL},
+    {"csv-ragged", "csv-ragged/test.csv:2:", NULL},
+    {"edgelist-corrupt.txt.gz", "edgelist-corrupt.txt.gz:1:", "corrupt gzip"},
+    {"edgelist-empty.txt", "edgelist-empty.txt:1:", NULL},
+    {"edgelist-id-too-large.txt", "edgelist-id-too-large.txt:2:", "out of range"},
+    {"edgelist-negative-id.txt", "edgelist-negative-id.txt:2:", "out of range"},
+    {"edgelist-nonnumber.txt", "edgelist-nonnumber.txt:3:", NULL},
+    {"edgelist-one-column.txt", "edgelist-one-column.txt:2:", NULL},
+    {"edgelist-truncated.txt.gz", "edgelist-truncated.txt.gz:", "truncated gzip"},
+    {"idx-bad-magic", "idx-bad-magic/train-images-idx3-ubyte: byte offset 0:", "magic"},
+    {"idx-count-mismatch", "idx-count-mismatch/train-labels-idx1-ubyte: byte offset 4:", NULL},
+    {"idx-missing-test", "idx-missing-test/t10k-images-idx3-ubyte", "no such file"},
+    {"idx-short-data", "idx-short-data/t10k-images-idx3-ubyte: byte offset", "ends early"},
+    {"idx-size-mismatch", "idx-size-mismatch/t10k-images-idx3-ubyte: byte offset 8:", NULL},
+    {"idx-trailing-bytes", "idx-trailing-bytes/t10k-labels-idx1-ubyte: byte offset 10:", NULL},
+    {"metis-bad-count.graph", "metis-bad-count.graph:2:", "adjacency entries"},
+    {"metis-bad-fmt.graph", "metis-bad-fmt.graph:1:", "fmt"},
+    {"metis-bad-header.graph", "metis-bad-header.graph:1:", NULL},
+    {"metis-missing-weight.graph", "metis-missing-weight.graph:3:", "weight"},
+    {"metis-nonnumber.graph", "metis-nonnumber.graph:3:", NULL},
+    {"metis-out-of-range.graph", "metis-out-of-range.graph:3:", "out of range"},
+    {"metis-too-few-lines.graph", "metis-too-few-lines.graph:5:", NULL},
+    {"metis-too-many-lines.graph", "metis-too-many-lines.graph:4:", NULL},
+    {"metis-zero-id.graph", "metis-zero-id.graph:3:", "out of range"},
+    {"ogb-bad-label", "ogb-bad-label/raw/node-label.csv:2:", NULL},
+    {"ogb-edge-count-disagrees", "ogb-edge-count-disagrees/raw/edge.csv:4:", "num-edge-list"},
+    {"ogb-edge-extra-lines", "ogb-edge-extra-lines/raw/edge.csv:3:", "num-edge-list"},
+    {"ogb-edge-one-column", "ogb-edge-one-column/raw/edge.csv:2:", NULL},
+    {"ogb-edge-out-of-range", "ogb-edge-out-of-range/raw/edge.csv:2:", "out of range"},
+    {"ogb-empty-node-count", "ogb-empty-node-count/raw/num-node-list.csv:1:", NULL},
+    {"ogb-feat-missing-rows", "ogb-feat-missing-rows/raw/node-feat.csv:4:", NULL},
+    {"ogb-missing-node-count", "ogb-missing-node-count/raw/num-node-list", "no such file"},
+    {"ogb-nan-feat", "ogb-nan-feat/raw/node-feat.csv:2:", "finite"},
+    {"ogb-negative-id", "ogb-negative-id/raw/edge.csv:1:", "out of range"},
+    {"ogb-negative-label", "ogb-negative-label/raw/node-label.csv:3:", NULL},
+    {"ogb-node-count-disagrees", "ogb-node-count-disagrees/raw/node-label.csv:5:", NULL},
+    {"ogb-nonnumber-feat", "ogb-nonnumber-feat/raw/node-feat.csv:2:", "column 2"},
+    {"ogb-ragged-feat", "ogb-ragged-feat/raw/node-feat.csv:3:", "column 2"},
+    {"ogb-split-duplicate", "ogb-split-duplicate/split/public/train.csv:2:", "twice"},
+    {"ogb-split-out-of-range", "ogb-split-out-of-range/split/public/test.csv:2:", "out of range"},
+    {"ogb-truncated-gz", "ogb-truncated-gz/raw/edge.csv.gz:", "truncated gzip"},
+    {"ogb-two-edge-counts", "ogb-two-edge-counts/raw/num-edge-list.csv:2:", NULL},
+};
+#define NBAD (sizeof bad_expect / sizeof bad_expect[0])
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+START_TEST(test_bad_catalogue) {
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/tests/data/bad", tu_src());
+    DIR *dh = opendir(dir);
+    ck_assert_ptr_nonnull(dh);
+    char *names[256];
+    int k = 0;
+    struct dirent *de;
+    while ((de = readdir(dh)) && k < 256)
+        if (de->d_name[0] != '.') names[k++] = strdup(de->d_name);
+    closedir(dh);
+    qsort(names, (size_t)k, sizeof names[0], cmp_str);
+    ck_assert_int_ge(k, 20);
+    ck_assert_int_eq(k, (int)NBAD);   /* every expectation has its entry and vice versa */
+    for (int i = 0; i < k; i++) {
+        const char *name = names[i];
+        size_t e = 0;
+        while (e < NBAD && strcmp(bad_expect[e].entry, name) != 0) e++;
+        ck_assert_msg(e < NBAD, "%s: no expectation in bad_expect", name);
+        char fmt[32];
+        snprintf(fmt, sizeof fmt, "%.*s", (int)strcspn(name, "-"), name);
+        char *outdir = tu_mkdtemp(), *args = NULL, *err = NULL;
+        ck_assert_int_ge(asprintf(&args, "ingest --format %s '%s/%s' --out '%s/store'", fmt, dir, name, outdir), 0);
+        int rc = tu_inca(args, NULL, &err);
+        ck_assert_msg(rc == 2, "%s: exit %d, expected 2 (stderr: %s)", name, rc, err);
+        size_t len = strlen(err);
+        ck_assert_msg(len > 0 && err[len - 1] == '\n' && strchr(err, '\n') == err + len - 1,
+                      "%s: expected exactly one stderr line, got: %s", name, err);
+        ck_assert_msg(strstr(err, bad_expect[e].needle), "%s: stderr lacks '%s': %s", name, bad_expect[e].needle, err);
+        if (bad_expect[e].needle2)
+            ck_assert_msg(strstr(err, bad_expect[e].needle2), "%s: stderr lacks '%s': %s", name,
+                          bad_expect[e].needle2, err);
+        DIR *od = opendir(outdir);   /* no store and no temporary directory beside it */
+        ck_assert_ptr_nonnull(od);
+        while ((de = readdir(od)))
+            ck_assert_msg(de->d_name[0] == '.', "%s: left %s behind", name, de->d_name);
+        closedir(od);
+        tu_rmrf(outdir);
+        free(outdir); free(args); free(err); free(names[i]);
+    }
+}
+END_TEST
+
+START_TEST(test_usage_errors) {
+    static const char *const bad[] = {
+        "ingest --format xml /nonexistent --out X", "ingest /nonexistent --out X",
+        "ingest --format ogb --out X", "ingest --format ogb /nonexistent/cora --out X",
+        "ingest --format metis /nonexistent.graph --split public --out X",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char *args = NULL, *err = NULL;
+        ck_assert_int_ge(asprintf(&args, "%s", bad[i]), 0);
+        ck_assert_msg(tu_inca(args, NULL, &err) == 2, "%s: expected exit 2, stderr %s", bad[i], err);
+        ck_assert(strlen(err) > 0);
+        free(args); free(err);
+    }
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("e2e_ingest");
+    TCase *tc = tcase_create("e2e_ingest");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, test_cora);
+    tcase_add_test(tc, test_existing_store);
+    tcase_add_test(tc, test_facebook);
+    tcase_add_test(tc, test_fashion_mnist);
+    tcase_add_test(tc, test_bad_catalogue);
+    tcase_add_test(tc, test_usage_errors);
+    suite_add_tcase(s, tc);
+    return tu_run_suite(s);
+}
