@@ -96,6 +96,12 @@ int cmd_gen(int argc, char **argv) {
         json_int(j, "labeled", dataset_labeled(&d));
         json_raw(j, "splits", splits);
         json_num(j, "homophily", hom);
+        if (csbm) {
+            double p_in, p_out;
+            gen_csbm_edge_probs(&o, &p_in, &p_out);
+            json_num(j, "p_intra", p_in);
+            json_num(j, "p_inter", p_out);
+        }
         json_int(j, "seed", (int64_t)o.seed);
         json_int(j, "threads", inca_threads());
         json_num(j, "edges_s", st.edges_s);

@@ -63,6 +63,13 @@ int gen_rmat(const gen_opts_t *o, dataset_t *out, gen_stats_t *st);
  * sqrt(F). Split: random stratified split with o->split. out as for gen_rmat. */
 int gen_csbm(const gen_opts_t *o, dataset_t *out, gen_stats_t *st);
 
+/* The SBM edge probabilities that gen_csbm's sampling amounts to: p_in for a pair in the same
+ * class, p_out for a pair in different classes, i.e. H*m / (intra pairs) and (1-H)*m / (inter
+ * pairs) with m = round(N*D/2) and the balanced class sizes (before duplicates are merged;
+ * for equal classes of size s: p_in = H*D/(s-1), p_out = (1-H)*D/(N-s)). Options as checked by
+ * gen_opts_check(o, "csbm"). */
+void gen_csbm_edge_probs(const gen_opts_t *o, double *p_in, double *p_out);
+
 /* Fraction of stored (directed) edges whose endpoints share a label, over edges with both
  * endpoints labelled; NaN when there are none. */
 double gen_edge_homophily(const csr_t *g, const int32_t *y);

@@ -236,6 +236,18 @@ START_TEST(csbm_homophily_degree_balance) {
         int64_t cnt[5] = {0};
         for (int64_t v = 0; v < d.n; v++) cnt[d.y[v]]++;
         for (int c = 0; c < 5; c++) ck_assert_int_eq(cnt[c], 4000);
+        /* stored pair densities against the SBM probabilities (duplicates merge < 1%) */
+        double p_in, p_out;
+        gen_csbm_edge_probs(&o, &p_in, &p_out);
+        ck_assert(fabs(p_in - hs[t] * 10.0 / 3999.0) < 1e-12);
+        ck_assert(fabs(p_out - (1.0 - hs[t]) * 10.0 / 16000.0) < 1e-12);
+        int64_t same = 0;
+        for (int64_t u = 0; u < d.n; u++)
+            for (int64_t e = d.adj.rowptr[u]; e < d.adj.rowptr[u + 1]; e++) same += d.y[d.adj.col[e]] == d.y[u];
+        double dens_in = (double)same / (5.0 * 4000.0 * 3999.0);
+        double dens_out = (double)(d.adj.nnz - same) / (20000.0 * 19999.0 - 5.0 * 4000.0 * 3999.0);
+        ck_assert_msg(fabs(dens_in / p_in - 1.0) < 0.03, "intra density %.3g vs p_in %.3g", dens_in, p_in);
+        ck_assert_msg(fabs(dens_out / p_out - 1.0) < 0.05, "inter density %.3g vs p_out %.3g", dens_out, p_out);
         ck_assert_int_eq(d.split_n[0], 12000);
         ck_assert_int_eq(d.split_n[1], 4000);
         ck_assert_int_eq(d.split_n[2], 4000);
