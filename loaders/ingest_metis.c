@@ -1,6 +1,7 @@
 /* METIS graph files: header "n m [fmt [ncon]]" ('%' comment lines anywhere), then one line per
  * vertex with 1-based neighbours; fmt digits (size, vertex weights, edge weights) say which
  * extra numbers to skip. Checks: n vertex lines, 2m adjacency entries, ids in 1..n.
+ * The graph must be symmetric (as METIS requires) unless --symmetrize adds the reverses.
  * Tested in tests/test_ingest.c (fmt 0/1/10/11/100, comments) and tests/data/bad/metis-*. */
 #include "loaders/ingest_internal.h"
 #include "core/alloc.h"
@@ -10,11 +11,35 @@
 
 static int is_comment(const char *line) { return *textio_skip_blank(line) == '%'; }
 
+static int row_has(const csr_t *a, int64_t r, int32_t c) {
+    int64_t lo = a->rowptr[r], hi = a->rowptr[r + 1];
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (a->col[mid] < c) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo < a->rowptr[r + 1] && a->col[lo] == c;
+}
+
+/* First u -> v without v -> u, reported with both vertex lines. */
+static int metis_check_symmetric(const char *path, const csr_t *a, const int64_t *vline) {
+    if (csr_is_symmetric(a)) return INCA_OK;
+    for (int64_t u = 0; u < a->n_rows; u++)
+        for (int64_t k = a->rowptr[u]; k < a->rowptr[u + 1]; k++)
+            if (!row_has(a, a->col[k], (int32_t)u))
+                return inca_fail(INCA_EINVAL, "%s:%lld: vertex %lld lists neighbour %lld, but vertex %lld (line %lld) "
+                                 "does not list %lld: expected a symmetric graph (or pass --symmetrize)", path,
+                                 (long long)vline[u], (long long)u + 1, (long long)a->col[k] + 1,
+                                 (long long)a->col[k] + 1, (long long)vline[a->col[k]], (long long)u + 1);
+    return INCA_OK;
+}
+
 int ingest_metis(const char *path, const ingest_opts_t *o, dataset_t *out) {
     dataset_t d;
     dataset_init(&d);
     dataset_init(out);
     ingest_edges_t e = {0};
+    int64_t *vline = NULL;   /* line of each vertex, for the symmetry message */
     textio_t *t = NULL;
     int rc = textio_open(path, &t);
     if (rc) return rc;
@@ -57,6 +82,8 @@ int ingest_metis(const char *path, const ingest_opts_t *o, dataset_t *out) {
         goto fail;
     }
     if ((rc = ingest_edges_reserve(&e, 2 * m < (1 << 24) ? (2 * m > 0 ? 2 * m : 1) : (1 << 24)))) goto fail;
+    vline = inca_malloc((size_t)n * sizeof *vline);
+    if (!vline) { rc = INCA_ENOMEM; goto fail; }
     int64_t v = 0;
     int64_t entries = 0;
     for (;;) {
@@ -71,6 +98,7 @@ int ingest_metis(const char *path, const ingest_opts_t *o, dataset_t *out) {
                            path, ln, (long long)n, hline);
             goto fail;
         }
+        vline[v] = ln;
         p = line;
         int64_t w;
         for (int64_t k = 0; k < has_size + ncon; k++)
@@ -115,6 +143,8 @@ int ingest_metis(const char *path, const ingest_opts_t *o, dataset_t *out) {
     d.n = n;
     if ((rc = ingest_build_graph(&d, n, &e, 0, o))) goto fail;
     ingest_edges_free(&e);
+    if (!(o->flags & INGEST_SYMMETRIZE) && (rc = metis_check_symmetric(path, &d.adj, vline))) goto fail;
+    inca_free(vline);
     snprintf(d.source, sizeof d.source, "metis:%s", path);
     *out = d;
     return INCA_OK;
@@ -122,6 +152,7 @@ bad_header:
     rc = inca_fail(INCA_EINVAL, "%s:%lld: expected a header 'n m [fmt [ncon]]' of integers, got '%.40s'", path,
                    hline, line);
 fail:
+    inca_free(vline);
     textio_close(&t);
     ingest_edges_free(&e);
     dataset_free(&d);

@@ -208,6 +208,7 @@ static const struct { const char *entry, *needle, *needle2; } bad_expect[] = {
     {"idx-short-data", "idx-short-data/t10k-images-idx3-ubyte: byte offset", "ends early"},
     {"idx-size-mismatch", "idx-size-mismatch/t10k-images-idx3-ubyte: byte offset 8:", NULL},
     {"idx-trailing-bytes", "idx-trailing-bytes/t10k-labels-idx1-ubyte: byte offset 10:", NULL},
+    {"metis-asymmetric.graph", "metis-asymmetric.graph:4:", "does not list 2"},
     {"metis-bad-count.graph", "metis-bad-count.graph:2:", "adjacency entries"},
     {"metis-bad-fmt.graph", "metis-bad-fmt.graph:1:", "fmt"},
     {"metis-bad-header.graph", "metis-bad-header.graph:1:", NULL},

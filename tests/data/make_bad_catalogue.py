@@ -125,6 +125,7 @@ def main():
     write(os.path.join(BAD, "metis-bad-fmt.graph"), "2 1 2\n2\n1\n")
     write(os.path.join(BAD, "metis-missing-weight.graph"), "3 2 1\n2 5\n1 5 3\n2\n")
     write(os.path.join(BAD, "metis-nonnumber.graph"), "3 2\n2\n1 3x\n2\n")
+    write(os.path.join(BAD, "metis-asymmetric.graph"), "% 2 lists 3, but 3 lists only 1\n3 2\n2\n1 3\n1\n% end\n")
     # ---- idx ----
     idx("bad-magic", tr_img=idx_bytes(0x804, (3, 2, 2), range(12)))
     idx("count-mismatch", tr_lab=idx_bytes(0x801, (4,), [0, 1, 2, 0]))
