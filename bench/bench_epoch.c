@@ -1,8 +1,155 @@
-/* inca bench epoch: owned by its issue; this file is replaced when that benchmark lands. */
+/* inca bench epoch STORE --methods gas,incagg [--refresh-epochs 1,2,4] [training flags]:
+ * trains each method for the same number of epochs on the same stored METIS partitioning and
+ * the same batch sequence, evaluates once at the end, and prints per run one JSON line
+ * (step / refresh time per epoch, accuracy, memory) and a summary object whose `speedup` is
+ * GAS epoch time / IncAgg epoch time and `acc_gap` is GAS test acc - IncAgg test acc (fractions),
+ * for the first refresh period, plus speedup_r<R>/acc_gap_r<R> for every period R (epochs).
+ * Epoch time = (optimiser steps + refreshes) / epochs; IncAgg's one-off initial snapshot pass
+ * (one layer-wise inference before the first step) is reported apart as init_time_s. Speed is never asserted; a smoke test lives in test_incagg.c. */
 #include "bench/bench.h"
+#include "bench/bench_mb.h"
+#include "cli/json.h"
 #include "core/status.h"
+#include "core/util.h"
+#include "nn/train_mb.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_PERIODS 8
+
+typedef struct run_out { double epoch_s, step_s, refresh_s, acc, val; int ok; } run_out_t;
+
+static int run_one(const dataset_t *d, train_config_t *c, const partition_t *p, const char *method,
+                   int64_t refresh_epochs, int json, run_out_t *out) {
+    snprintf(c->method, sizeof c->method, "%s", method);
+    train_result_t r;
+    mb_stats_t st;
+    mb_opts_t o;
+    mb_opts_default(&o);
+    o.eval_every_epoch = 0;
+    int64_t bb = c->batch_parts < p->k ? c->batch_parts : p->k, spe = (p->k + bb - 1) / bb;
+    c->refresh = (int)(refresh_epochs * spe);
+    int rc = mb_train(d, c, d->split[SPLIT_TRAIN], d->split_n[SPLIT_TRAIN], 0, p, &o, &r, &st);
+    if (rc != INCA_OK) return inca_fail_ctx(rc, "bench epoch, method %s", method);
+    int E = r.epochs ? r.epochs : 1;
+    out->step_s = st.step_s_total / E;
+    out->refresh_s = st.refresh_s_total / E;
+    out->epoch_s = out->step_s + out->refresh_s;
+    out->acc = r.test_acc;
+    out->val = r.val_acc;
+    out->ok = 1;
+    fprintf(stderr, "bench epoch: %-7s refresh %lld ep: %.3f s/epoch (steps %.3f + refresh %.3f), test acc %.4f, wait %.3f s\n",
+            method, (long long)refresh_epochs, out->epoch_s, out->step_s, out->refresh_s, r.test_acc, st.wait_s);
+    if (json) {
+        json_t *j = NULL;
+        if ((rc = json_new(&j)) != INCA_OK) return rc;
+        json_str(j, "method", method);
+        if (strcmp(method, "incagg") == 0) json_int(j, "refresh_epochs", refresh_epochs);
+        json_int(j, "epochs", r.epochs);
+        json_int(j, "steps_per_epoch", st.steps_per_epoch);
+        json_num(j, "epoch_time_s", out->epoch_s);
+        json_num(j, "step_time_per_epoch_s", out->step_s);
+        json_num(j, "refresh_time_per_epoch_s", out->refresh_s);
+        json_num(j, "step_time_s", r.step_time_s);
+        json_num(j, "refresh_time_s", r.refresh_time_s);
+        json_int(j, "refreshes", st.refreshes);
+        json_num(j, "init_time_s", st.init_s);
+        json_num(j, "eval_time_s", st.eval_s_total);
+        json_num(j, "loader_wait_s", st.wait_s);
+        json_num(j, "loader_build_s", st.build_s);
+        json_num(j, "test_acc", r.test_acc);
+        json_num(j, "val_acc", r.val_acc);
+        json_num(j, "train_loss", r.train_loss);
+        json_int(j, "table_bytes", st.table_bytes);
+        json_raw(j, "tables", st.tables);
+        json_num(j, "peak_rss_mb", r.peak_rss_mb);
+        rc = json_write(j, stdout);
+        json_free(&j);
+        fflush(stdout);
+    }
+    return rc;
+}
 
 int bench_epoch(int argc, char **argv) {
-    (void)argc; (void)argv;
-    return inca_fail(INCA_ERR, "benchmark 'epoch' is not available in this build yet");
+    static const char *const known[] = {BENCH_MB_FLAGS, "--methods", "--refresh-epochs", NULL};
+    args_t *a = NULL;
+    dataset_t d;
+    partition_t p = {0};
+    train_config_t c;
+    json_t *j = NULL;
+    dataset_init(&d);
+    int rc = args_parse(argc, argv, known, &a);
+    if (rc != INCA_OK) return rc;
+    int64_t periods[MAX_PERIODS];
+    int np = 0, reused = 0;
+    char buf[256];
+    run_out_t gas = {0}, cluster = {0}, inc[MAX_PERIODS];
+    memset(inc, 0, sizeof inc);
+    if (args_npos(a) != 1) { rc = inca_fail(INCA_EINVAL, "expected one STORE argument"); goto done; }
+    if ((rc = bench_mb_config(a, &c)) != INCA_OK) goto done;
+    snprintf(buf, sizeof buf, "%s", args_str(a, "--refresh-epochs", "1"));
+    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+        char *end;
+        long v = strtol(tok, &end, 10);
+        if (*end || v < 1 || np == MAX_PERIODS) { rc = inca_fail(INCA_EINVAL, "--refresh-epochs: expected up to %d positive integers, got '%s'", MAX_PERIODS, tok); goto done; }
+        periods[np++] = v;
+    }
+    const char *methods = args_str(a, "--methods", "gas,incagg");
+    int want_gas = strstr(methods, "gas") != NULL, want_inc = strstr(methods, "incagg") != NULL,
+        want_cl = strstr(methods, "cluster") != NULL;
+    if (!want_gas && !want_inc && !want_cl) { rc = inca_fail(INCA_EINVAL, "--methods: expected a list of cluster,gas,incagg, got '%s'", methods); goto done; }
+    double t0 = inca_now();
+    if ((rc = bench_mb_load(args_pos(a, 0), &c, &d, &p, &reused)) != INCA_OK) goto done;
+    fprintf(stderr, "bench epoch: %lld nodes, %lld edges, partition %s (%s, edge cut %lld, %.2f s), loaded in %.2f s\n",
+            (long long)d.n, (long long)d.adj.nnz, p.man.name, reused ? "reused" : "computed", (long long)p.man.edge_cut,
+            p.man.seconds, inca_now() - t0);
+    int json = args_has(a, "--json");
+    if (want_cl && (rc = run_one(&d, &c, &p, "cluster", 0, json, &cluster)) != INCA_OK) goto done;
+    if (want_gas && (rc = run_one(&d, &c, &p, "gas", 0, json, &gas)) != INCA_OK) goto done;
+    for (int i = 0; want_inc && i < np; i++)
+        if ((rc = run_one(&d, &c, &p, "incagg", periods[i], json, &inc[i])) != INCA_OK) goto done;
+    if (json) {
+        if ((rc = json_new(&j)) != INCA_OK) goto done;
+        json_int(j, "nodes", d.n);
+        json_int(j, "edges", d.adj.nnz);
+        json_str(j, "model", c.model);
+        json_int(j, "layers", c.layers);
+        json_int(j, "hidden", c.hidden);
+        json_int(j, "epochs", c.epochs);
+        json_int(j, "parts", p.k);
+        json_int(j, "batch_parts", c.batch_parts);
+        json_int(j, "edge_cut", p.man.edge_cut);
+        json_int(j, "threads", inca_threads());
+        if (want_cl) { json_num(j, "cluster_epoch_time_s", cluster.epoch_s); json_num(j, "cluster_test_acc", cluster.acc); }
+        if (want_gas) {
+            json_num(j, "gas_epoch_time_s", gas.epoch_s);
+            json_num(j, "gas_step_time_s", gas.step_s);
+            json_num(j, "gas_test_acc", gas.acc);
+        }
+        if (want_inc) {
+            json_num(j, "incagg_epoch_time_s", inc[0].epoch_s);
+            json_num(j, "incagg_step_time_s", inc[0].step_s);
+            json_num(j, "incagg_refresh_time_s", inc[0].refresh_s);
+            json_num(j, "incagg_test_acc", inc[0].acc);
+        }
+        if (want_gas && want_inc) {
+            json_num(j, "speedup", gas.epoch_s / inc[0].epoch_s);
+            json_num(j, "acc_gap", gas.acc - inc[0].acc);
+            for (int i = 0; i < np; i++) {
+                char k1[32], k2[32];
+                snprintf(k1, sizeof k1, "speedup_r%lld", (long long)periods[i]);
+                snprintf(k2, sizeof k2, "acc_gap_r%lld", (long long)periods[i]);
+                json_num(j, k1, gas.epoch_s / inc[i].epoch_s);
+                json_num(j, k2, gas.acc - inc[i].acc);
+            }
+        }
+        rc = json_write(j, stdout);
+    }
+done:
+    json_free(&j);
+    partition_free(&p);
+    dataset_free(&d);
+    args_free(&a);
+    return rc;
 }

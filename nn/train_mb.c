@@ -131,10 +131,7 @@ int mb_train(const dataset_t *d, const train_config_t *c, const int64_t *train_i
         lorig = inca_malloc(sizeof *lorig * (size_t)n * (size_t)C);
         if (!lorig) { rc = INCA_ENOMEM; goto done; }
     }
-    if (c->metrics_path && !(mf = fopen(c->metrics_path, run > 0 ? "a" : "w"))) {
-        rc = inca_fail(INCA_EIO, "--metrics %s: cannot open for writing", c->metrics_path);
-        goto done;
-    }
+    mf = c->metrics_fp;   /* opened by train_run from --metrics; NULL: no metrics lines */
     nn_agg_t op_batch, op_full, op_fused;
     nn_agg_full_t full;
     mb_ctx_op(ctx, &op_batch);
@@ -152,9 +149,7 @@ int mb_train(const dataset_t *d, const train_config_t *c, const int64_t *train_i
     if (method == MB_INCAGG) {
         double t0 = inca_now();
         if ((rc = model_forward(m, n, xp, &op_fused, 0, c->seed, 0, &logits)) != INCA_OK) goto done;
-        st->refresh_s_total += inca_now() - t0;
-        st->refreshes++;
-        st->fused++;
+        st->init_s = inca_now() - t0;
     }
     for (int ep = 0; ep < c->epochs; ep++) {
         double te0 = inca_now(), loss_sum = 0;
@@ -231,7 +226,6 @@ int mb_train(const dataset_t *d, const train_config_t *c, const int64_t *train_i
     st->steps_per_epoch = spe;
     tables_json(mb_ctx_arena(ctx), st->tables, sizeof st->tables);
 done:
-    if (mf) fclose(mf);
     batch_loader_free(&ld);
     mb_ctx_free(&ctx);
     optim_free(&opt);

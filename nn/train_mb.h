@@ -71,6 +71,7 @@ void mb_opts_default(mb_opts_t *o);
 
 typedef struct mb_stats {
     double step_s_total, refresh_s_total, eval_s_total, wait_s, build_s;
+    double init_s;            /* IncAgg's one-off initial snapshot pass (not in refresh_s_total) */
     int64_t steps, refreshes, evals, fused;
     int64_t table_bytes;      /* all history tables and operator scratch (arena) */
     int64_t loader_bytes;

@@ -326,6 +326,124 @@ static void exact_snapshots(int kind) {
 START_TEST(exact_snapshots_give_exact_aggregation) { exact_snapshots(kinds[_i]); }
 END_TEST
 
+/* A learnable toy dataset: a homophilous random graph (80% of edges within a class), features
+ * = class mean + noise, 60/20/20 split. */
+static void toy_dataset(dataset_t *d, int64_t n) {
+    dataset_init(d);
+    d->n = n;
+    d->f = 8;
+    d->c = 3;
+    rng_t r;
+    rng_seed(&r, 99);
+    d->y = inca_malloc(sizeof(int32_t) * (size_t)n);
+    d->x = inca_malloc(sizeof(float) * (size_t)(n * d->f));
+    for (int64_t v = 0; v < n; v++) d->y[v] = (int32_t)(v % 3);
+    for (int64_t v = 0; v < n; v++)
+        for (int64_t j = 0; j < d->f; j++) d->x[v * d->f + j] = (float)(0.4 * (j % 3 == d->y[v]) + rng_normal(&r));
+    int64_t m = 4 * n, *s = malloc(sizeof *s * (size_t)m), *t = malloc(sizeof *t * (size_t)m);
+    for (int64_t i = 0; i < m; i++) {
+        s[i] = (int64_t)rng_below(&r, (uint64_t)n);
+        int64_t v = (int64_t)rng_below(&r, (uint64_t)n);
+        if (rng_uniform(&r) < 0.8) v = v - v % 3 + s[i] % 3;
+        t[i] = v < n ? v : v - 3;
+    }
+    ck_assert_int_eq(csr_from_edges(&d->adj, n, s, t, m, CSR_SYMMETRIZE | CSR_DROP_SELF_LOOPS), INCA_OK);
+    free(s);
+    free(t);
+    int64_t cnt[3] = {n * 6 / 10, n * 2 / 10, n - n * 6 / 10 - n * 2 / 10};
+    for (int k = 0, v = 0; k < 3; k++) {
+        d->split[k] = inca_malloc(sizeof(int64_t) * (size_t)cnt[k]);
+        d->split_n[k] = cnt[k];
+        for (int64_t i = 0; i < cnt[k]; i++) d->split[k][i] = v++;
+    }
+}
+
+START_TEST(mb_train_learns_and_is_deterministic) {
+    dataset_t d;
+    toy_dataset(&d, 600);
+    partition_t p;
+    ck_assert_int_eq(partition_compute(&d.adj, 12, PART_METIS, 0, &p), INCA_OK);
+    const char *methods[3] = {"cluster", "gas", "incagg"};
+    for (int k = 0; k < 3; k++) {
+        for (int dt = 0; dt < (k == 2 ? 2 : 1); dt++) {
+            train_config_t c;
+            train_config_default(&c);
+            snprintf(c.method, sizeof c.method, "%s", methods[k]);
+            snprintf(c.model, sizeof c.model, "%s", k == 1 ? "sage" : "gcn");
+            snprintf(c.history_dtype, sizeof c.history_dtype, "%s", dt ? "bf16" : "fp32");
+            c.epochs = 30;
+            c.batch_parts = 3;
+            c.refresh = 2;   /* incagg: twice per epoch, once fused with the evaluation */
+            c.hidden = 16;
+            mb_opts_t o;
+            mb_opts_default(&o);
+            train_result_t r1, r2;
+            mb_stats_t st;
+            ck_assert_int_eq(mb_train(&d, &c, d.split[0], d.split_n[0], 0, &p, &o, &r1, &st), INCA_OK);
+            o.prefetch = 0;
+            ck_assert_int_eq(mb_train(&d, &c, d.split[0], d.split_n[0], 0, &p, &o, &r2, NULL), INCA_OK);
+            ck_assert_msg(r1.test_acc > 0.75, "%s: test acc %.3f", methods[k], r1.test_acc);
+            ck_assert(r1.test_acc == r2.test_acc && r1.train_loss == r2.train_loss && r1.best_epoch == r2.best_epoch);
+            ck_assert_int_eq(st.steps, 30 * 4);
+            ck_assert_int_eq(st.steps_per_epoch, 4);
+            if (k == 2) {
+                ck_assert_int_eq(st.refreshes, 60);
+                ck_assert_int_eq(st.fused, 30);
+                ck_assert_int_eq(st.evals, 0);
+                ck_assert_int_gt(st.table_bytes, 0);
+            } else ck_assert_int_eq(st.evals, 30);
+            train_result_free(&r1);
+            train_result_free(&r2);
+        }
+    }
+    partition_free(&p);
+    dataset_free(&d);
+}
+END_TEST
+
+START_TEST(cli_train_and_benches) {
+    char *dir = tu_mkdtemp(), args[1024], *out = NULL, *err = NULL;
+    snprintf(args, sizeof args, "gen --kind csbm --nodes 1500 --avg-degree 10 --features 16 --classes 3 --seed 2 --out '%s/g'", dir);
+    ck_assert_int_eq(tu_inca(args, &out, &err), 0);
+    free(out);
+    free(err);
+    snprintf(args, sizeof args, "train '%s/g' --model gcn --method incagg --parts 12 --batch-parts 3 --epochs 20 --json", dir);
+    ck_assert_int_eq(tu_inca(args, &out, &err), 0);
+    double acc = tu_json_num(tu_last_line(out), "test_acc");
+    ck_assert_msg(acc > 0.6, "incagg test acc %.3f", acc);
+    ck_assert(tu_json_num(tu_last_line(out), "refresh_time_s") > 0);
+    free(out);
+    free(err);
+    snprintf(args, sizeof args, "bench epoch '%s/g' --methods gas,incagg --parts 12 --batch-parts 3 --epochs 4 --refresh-epochs 1,2 --json", dir);
+    ck_assert_int_eq(tu_inca(args, &out, &err), 0);
+    const char *j = tu_last_line(out);
+    ck_assert(tu_json_num(j, "speedup") > 0);
+    ck_assert(tu_json_num(j, "speedup_r2") > 0);
+    ck_assert(!isnan(tu_json_num(j, "acc_gap_r1")));
+    ck_assert(tu_json_num(j, "gas_test_acc") > 0.5 && tu_json_num(j, "incagg_test_acc") > 0.5);
+    free(out);
+    free(err);
+    snprintf(args, sizeof args, "bench loader '%s/g' --method gas --parts 12 --batch-parts 3 --epochs 2 --json", dir);
+    ck_assert_int_eq(tu_inca(args, &out, &err), 0);
+    double wf = tu_json_num(tu_last_line(out), "wait_fraction");
+    ck_assert(wf >= 0 && wf <= 1);
+    free(out);
+    free(err);
+    /* the stored partitioning was reused by the second bench and is listed by info */
+    snprintf(args, sizeof args, "partition '%s/g' --parts 12 --json", dir);
+    ck_assert_int_eq(tu_inca(args, &out, &err), 0);
+    ck_assert_ptr_nonnull(strstr(tu_last_line(out), "\"reused\":true"));
+    free(out);
+    free(err);
+    snprintf(args, sizeof args, "train '%s/g' --model gcn --method incagg --history-dtype fp16", dir);
+    ck_assert_int_eq(tu_inca(args, &out, &err), 2);
+    free(out);
+    free(err);
+    tu_rmrf(dir);
+    free(dir);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("incagg");
     TCase *t = tcase_create("operators");
@@ -334,5 +452,10 @@ int main(void) {
     tcase_add_test(t, layer0_baseline_is_ax);
     tcase_add_loop_test(t, exact_snapshots_give_exact_aggregation, 0, 4);
     suite_add_tcase(s, t);
+    TCase *e = tcase_create("trainer");
+    tcase_set_timeout(e, 600);
+    tcase_add_test(e, mb_train_learns_and_is_deterministic);
+    tcase_add_test(e, cli_train_and_benches);
+    suite_add_tcase(s, e);
     return tu_run_suite(s);
 }

@@ -1,0 +1,61 @@
+/* Shared set-up of the mini-batch benchmarks (see bench_mb.h). Exercised by the bench smoke
+ * tests in test_incagg.c. */
+#include "bench/bench_mb.h"
+#include "core/status.h"
+#include "core/util.h"
+#include "loaders/store.h"
+#include <stdio.h>
+#include <string.h>
+
+static int flag_range(const args_t *a, const char *name, int64_t def, int64_t lo, int64_t hi, int64_t *v) {
+    int rc = args_int(a, name, def, v);
+    if (rc == INCA_OK && (*v < lo || *v > hi))
+        rc = inca_fail(INCA_EINVAL, "%s: expected an integer in [%lld, %lld], got %lld", name, (long long)lo, (long long)hi, (long long)*v);
+    return rc;
+}
+
+int bench_mb_config(const args_t *a, train_config_t *c) {
+    int rc;
+    int64_t v;
+    train_config_default(c);
+    snprintf(c->model, sizeof c->model, "%s", args_str(a, "--model", "gcn"));
+    if ((rc = flag_range(a, "--layers", 2, 1, 1024, &v))) return rc;
+    c->layers = (int)v;
+    if ((rc = flag_range(a, "--hidden", 16, 1, 1 << 20, &v))) return rc;
+    c->hidden = v;
+    if ((rc = flag_range(a, "--epochs", 3, 1, 1 << 20, &v))) return rc;
+    c->epochs = (int)v;
+    if ((rc = args_double(a, "--lr", 0.01, &c->lr))) return rc;
+    if ((rc = args_double(a, "--dropout", 0.5, &c->dropout))) return rc;
+    if (!(c->dropout >= 0 && c->dropout < 1)) return inca_fail(INCA_EINVAL, "--dropout: expected a value in [0,1)");
+    if ((rc = args_double(a, "--weight-decay", 5e-4, &c->weight_decay))) return rc;
+    if ((rc = train_featnorm_parse(args_str(a, "--feature-norm", "none"), &c->feature_norm))) return rc;
+    if ((rc = flag_range(a, "--parts", 40, 1, INT32_MAX, &v))) return rc;
+    c->parts = (int)v;
+    if ((rc = flag_range(a, "--batch-parts", 10, 1, INT32_MAX, &v))) return rc;
+    c->batch_parts = (int)v;
+    if ((rc = flag_range(a, "--refresh", 0, 0, INT32_MAX, &v))) return rc;
+    c->refresh = (int)v;
+    const char *hd = args_str(a, "--history-dtype", "fp32");
+    if (strcmp(hd, "fp32") && strcmp(hd, "bf16")) return inca_fail(INCA_EINVAL, "--history-dtype: expected fp32 or bf16, got '%s'", hd);
+    snprintf(c->history_dtype, sizeof c->history_dtype, "%s", hd);
+    if ((rc = flag_range(a, "--threads", 0, 0, 4096, &v))) return rc;
+    c->threads = (int)v;
+    if (c->threads > 0) inca_set_threads(c->threads);
+    if ((rc = flag_range(a, "--seed", 0, 0, INT64_MAX, &v))) return rc;
+    c->seed = (uint64_t)v;
+    c->runs = 1;
+    return INCA_OK;
+}
+
+int bench_mb_load(const char *path, const train_config_t *c, dataset_t *d, partition_t *p, int *reused) {
+    store_t *s = NULL;
+    dataset_init(d);
+    int rc = dataset_load(path, d);
+    if (rc == INCA_OK && !d->adj.rowptr) rc = inca_fail(INCA_EINVAL, "%s has no graph", path);
+    if (rc == INCA_OK) rc = store_open(path, STORE_RDWR, &s);
+    if (rc == INCA_OK) rc = partition_get(s, &d->adj, c->parts, PART_METIS, 0, p, reused);
+    store_close(&s);
+    if (rc != INCA_OK) dataset_free(d);
+    return rc;
+}
