@@ -48,7 +48,7 @@ int gen_opts_check(const gen_opts_t *o, const char *kind);
  * draws its quadrants from rng stream (seed, i, attempt); an edge with an endpoint >= N is
  * redrawn with the next attempt, so exactly round(N*D/2) in-range edges are sampled (the
  * distribution is R-MAT conditioned on both endpoints < N). Ids are then relabelled by a
- * seeded pseudo-random permutation (a keyed Feistel bijection, no table) so the hubs are not
+ * seeded pseudo-random permutation (keyed multiply/xor-shift rounds, no table) so the hubs are not
  * the low ids. Features: N(0, noise^2) noise;
  * labels: uniform random when classes > 0 (plus a random split). out is initialised here;
  * on failure it is left empty. st may be NULL. */

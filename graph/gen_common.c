@@ -69,11 +69,13 @@ int gen_edge_count(const gen_opts_t *o, int64_t *m) {
 void gen_perm_init(gen_perm_t *p, int64_t n, uint64_t seed) {
     int bits = 0;
     while (((int64_t)1 << bits) < n) bits++;
-    bits += bits & 1;
     p->n = n;
-    p->half = bits / 2;
-    p->mask = ((uint64_t)1 << p->half) - 1;
-    for (int k = 0; k < 4; k++) p->key[k] = rng_hash64(seed, GEN_STREAM_PERM, (uint64_t)k);
+    p->shift = (bits + 1) / 2 > 0 ? (bits + 1) / 2 : 1;
+    p->mask = bits ? (~(uint64_t)0 >> (64 - bits)) : 0;
+    for (int k = 0; k < 3; k++) {
+        p->mul[k] = rng_hash64(seed, GEN_STREAM_PERM, (uint64_t)(2 * k)) | 1u;
+        p->add[k] = rng_hash64(seed, GEN_STREAM_PERM, (uint64_t)(2 * k + 1));
+    }
 }
 
 double gen_normal(uint64_t seed, uint64_t stream, uint64_t index) {

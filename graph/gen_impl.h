@@ -30,26 +30,21 @@ static inline int64_t gen_below(uint64_t h, int64_t n) {
     return (int64_t)(((__uint128_t)h * (uint64_t)n) >> 64);
 }
 
-/* A keyed pseudo-random permutation of [0, n): a 4-round Feistel network on the smallest even
- * number of bits b with 2^b >= n (a bijection of [0, 2^b)), cycle-walked until the value is
- * < n (fewer than 4 steps on average since 2^b < 4n). Needs no table, so relabelling an edge
- * list costs no cache misses; keys come from (seed, GEN_STREAM_PERM). */
-typedef struct gen_perm { int64_t n; int half; uint64_t mask; uint64_t key[4]; } gen_perm_t;
+/* A keyed pseudo-random permutation of [0, n) with no table, so relabelling an edge list
+ * costs no cache misses. On b = ceil(log2 n) bits it applies three rounds of bijections of
+ * [0, 2^b): multiply by a keyed odd number, xor-shift right by ceil(b/2), add a key (all mod
+ * 2^b); values >= n are cycle-walked (applied again) until < n, about 1-2 steps since
+ * 2^b < 2n. Keys and multipliers come from (seed, GEN_STREAM_PERM). */
+typedef struct gen_perm { int64_t n; int shift; uint64_t mask; uint64_t mul[3], add[3]; } gen_perm_t;
 void gen_perm_init(gen_perm_t *p, int64_t n, uint64_t seed);
 static inline int64_t gen_perm_apply(const gen_perm_t *p, int64_t x) {
     uint64_t y = (uint64_t)x;
     do {
-        uint64_t l = y >> p->half, r = y & p->mask;
-        for (int k = 0; k < 4; k++) {
-            uint64_t z = r ^ p->key[k];
-            z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-            z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-            z ^= z >> 31;
-            uint64_t t = l ^ (z & p->mask);
-            l = r;
-            r = t;
+        for (int k = 0; k < 3; k++) {
+            y = (y * p->mul[k]) & p->mask;
+            y ^= y >> p->shift;
+            y = (y + p->add[k]) & p->mask;
         }
-        y = (l << p->half) | r;
     } while (y >= (uint64_t)p->n);
     return (int64_t)y;
 }

@@ -84,11 +84,12 @@ START_TEST(rmat_structure) {
     check_simple_symmetric(&d.adj, 3000);
     ck_assert(d.adj.nnz <= 2 * st.sampled_edges);
     ck_assert_msg(d.adj.nnz >= st.sampled_edges, "dedupe removed more than half: %lld", (long long)d.adj.nnz);
-    int64_t maxdeg = 0, low = 0;
+    int64_t maxdeg = 0, low = 0, even = 0;
     for (int64_t u = 0; u < d.n; u++) {
         int64_t k = d.adj.rowptr[u + 1] - d.adj.rowptr[u];
         if (k > maxdeg) maxdeg = k;
         if (u < d.n / 8) low += k;
+        if (u % 2 == 0) even += k;
     }
     double mean = (double)d.adj.nnz / (double)d.n;
     ck_assert_msg((double)maxdeg > 10.0 * mean, "max degree %lld vs mean %.2f: not skewed", (long long)maxdeg, mean);
@@ -96,6 +97,9 @@ START_TEST(rmat_structure) {
      * (a+b)^3 = 44% of the edge ends; permuted, about 12.5%. */
     double frac_low = (double)low / (double)d.adj.nnz;
     ck_assert_msg(frac_low < 0.25, "first eighth of ids holds %.3f of edge ends: ids not permuted", frac_low);
+    /* unpermuted, a low bit of 0 has probability a+b = 0.76 per endpoint */
+    double frac_even = (double)even / (double)d.adj.nnz;
+    ck_assert_msg(frac_even > 0.35 && frac_even < 0.65, "even ids hold %.3f of edge ends", frac_even);
     /* no features or labels unless asked */
     ck_assert_ptr_null(d.x);
     ck_assert_ptr_null(d.y);
