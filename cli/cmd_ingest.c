@@ -58,6 +58,10 @@ int cmd_ingest(int argc, char **argv) {
         rc = inca_fail(INCA_EINVAL, "--labels/--features: only for --format edgelist");
         goto done;
     }
+    if ((args_has(a, "--symmetrize") || args_has(a, "--self-loops")) && (f == INGEST_IDX || f == INGEST_CSV)) {
+        rc = inca_fail(INCA_EINVAL, "--symmetrize/--self-loops: --format %s has no graph", fmt);
+        goto done;
+    }
     if (args_has(a, "--split") && f != INGEST_OGB) {
         rc = inca_fail(INCA_EINVAL, "--split: only for --format ogb");
         goto done;
@@ -72,7 +76,10 @@ int cmd_ingest(int argc, char **argv) {
     rc = ingest_run(f, args_pos(a, 0), &o, &d);
     if (tty) fprintf(stderr, "\r%60s\r", "");
     if (rc) goto done;
-    if ((rc = dataset_save(&d, out, force))) goto done;
+    if (tty) fprintf(stderr, "  ingest: writing %s ...", out);
+    rc = dataset_save(&d, out, force);
+    if (tty) fprintf(stderr, "\r%60s\r", "");
+    if (rc) goto done;
     double secs = inca_now() - t0;
     if (args_has(a, "--json")) {
         json_t *j = NULL;

@@ -285,18 +285,28 @@ START_TEST(test_bad_catalogue) {
 END_TEST
 
 START_TEST(test_usage_errors) {
-    static const char *const bad[] = {
-        "ingest --format xml /nonexistent --out X", "ingest /nonexistent --out X",
-        "ingest --format ogb --out X", "ingest --format ogb /nonexistent/cora --out X",
-        "ingest --format metis /nonexistent.graph --split public --out X",
+    char cora[4096];
+    snprintf(cora, sizeof cora, "%s/data/cora", tu_src());
+    static const struct { const char *args, *needle; } bad[] = {
+        {"ingest --format xml %s --out %s/X", "--format"},
+        {"ingest %s --out %s/X", "--format"},
+        {"ingest --format ogb --out %s/X", "SRC"},
+        {"ingest --format ogb %s", "--out"},
+        {"ingest --format ogb %s %s/X --out Y", "exactly one SRC"},
+        {"ingest --format csv %s --split public --out %s/X", "--split"},
+        {"ingest --format idx %s --symmetrize --out %s/X", "no graph"},
+        {"ingest --format ogb %s --labels l.txt --out %s/X", "--labels"},
+        {"ingest --format ogb %s --split nosuch --out %s/X", "nosuch"},
+        {"ingest --format ogb %s --bogus --out %s/X", "--bogus"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char *args = NULL, *err = NULL;
-        ck_assert_int_ge(asprintf(&args, "%s", bad[i]), 0);
-        ck_assert_msg(tu_inca(args, NULL, &err) == 2, "%s: expected exit 2, stderr %s", bad[i], err);
-        ck_assert(strlen(err) > 0);
+        ck_assert_int_ge(asprintf(&args, bad[i].args, cora, tmp), 0);
+        ck_assert_msg(tu_inca(args, NULL, &err) == 2, "%s: expected exit 2, stderr %s", args, err);
+        ck_assert_msg(strstr(err, bad[i].needle), "%s: stderr lacks '%s': %s", args, bad[i].needle, err);
         free(args); free(err);
     }
+    ck_assert(!tu_exists("Y"));
 }
 END_TEST
 
