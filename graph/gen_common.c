@@ -28,8 +28,9 @@ int gen_opts_check(const gen_opts_t *o, const char *kind) {
                          (long long)o->nodes, INT32_MAX);
     if (!(o->avg_degree >= 0.0) || !isfinite(o->avg_degree))
         return inca_fail(INCA_EINVAL, "gen: --avg-degree is %g, expected a finite number >= 0", o->avg_degree);
-    if (o->features < 0)
-        return inca_fail(INCA_EINVAL, "gen: --features is %lld, expected >= 0", (long long)o->features);
+    if (o->features < 0 || (double)o->features * (double)o->nodes > 0x1p60)
+        return inca_fail(INCA_EINVAL, "gen: --features is %lld, expected >= 0 and nodes x features < 2^60",
+                         (long long)o->features);
     if (!(o->noise >= 0.0) || !isfinite(o->noise))
         return inca_fail(INCA_EINVAL, "gen: --noise is %g, expected a finite number >= 0", o->noise);
     if (o->classes < 0)

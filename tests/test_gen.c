@@ -378,7 +378,7 @@ START_TEST(opts_rejected) {
     struct { const char *kind; int field; double val; } bad[] = {
         {"rmat", 0, 0}, {"rmat", 0, -5}, {"rmat", 0, 3e9}, {"rmat", 1, -1}, {"rmat", 1, NAN},
         {"rmat", 2, -1}, {"rmat", 3, -1}, {"rmat", 4, -0.5}, {"csbm", 3, 1}, {"csbm", 0, 7},
-        {"csbm", 5, 1.5}, {"csbm", 5, -0.1}, {"csbm", 6, -1}, {"rmat", 7, 0.9}, {"csbm", 1, 1e300},
+        {"csbm", 5, 1.5}, {"csbm", 5, -0.1}, {"csbm", 6, -1}, {"rmat", 7, 0.9}, {"csbm", 1, 1e300}, {"rmat", 2, 1e16},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         csbm_opts(&o, 1000, 4, 4, 0.8, 2, 1);
