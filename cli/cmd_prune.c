@@ -1,8 +1,270 @@
-/* inca prune: owned by its issue; this file is replaced when that command lands. */
+/* inca prune: label-efficient dataset pruning (pruning/pipeline.h) from the command line:
+ * parse flags, load the store, pick the labelled subset, run the pipeline on the visible labels
+ * only, write indices / pruned store / dynamics, evaluate on request, print text and --json.
+ * Tested end to end in test_pruning_e2e.c. */
+#include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/json.h"
+#include "core/alloc.h"
 #include "core/status.h"
+#include "core/util.h"
+#include "loaders/split.h"
+#include "pruning/npy.h"
+#include "pruning/pipeline.h"
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char *const prune_flags[] = {
+    "--labeled", "--labeled-per-class", "--labeled-indices", "--ssl", "--score", "--select", "--keep",
+    "--mis-ratio", "--strata", "--topk", "--balance!", "--knn", "--alpha", "--iters", "--metric", "--graph",
+    "--proxy-model", "--proxy-epochs", "--proxy-hidden", "--proxy-lr", "--proxy-dropout", "--proxy-layers",
+    "--el2n-epochs", "--seed", "--split", "--threads", "--out", "--indices", "--overwrite!", "--eval!", "--runs",
+    "--json!", "--model", "--epochs", "--hidden", "--layers", "--lr", "--dropout", "--weight-decay", "--feature-norm",
+    "--no-full!", "--reuse-dynamics!", "--dyn-tag", "--no-save-dynamics!", "--tau", "--noise", "--ssl-epochs",
+    "--lambda-u", NULL};
+
+/* Output paths for --indices P: text at P and .npy at P.npy, or, when P ends in ".npy",
+ * the .npy at P and the text at P with ".txt" in place of ".npy". */
+static void indices_paths(const char *p, char *txt, char *npy, size_t len) {
+    size_t l = strlen(p);
+    if (l > 4 && strcmp(p + l - 4, ".npy") == 0) {
+        snprintf(npy, len, "%s", p);
+        snprintf(txt, len, "%.*s.txt", (int)(l - 4), p);
+    } else {
+        snprintf(txt, len, "%s", p);
+        snprintf(npy, len, "%s.npy", p);
+    }
+}
+
+static int parse_config(const args_t *a, prune_config_t *cfg, train_config_t *target) {
+    int64_t iv;
+    double dv;
+    int rc;
+    prune_config_default(cfg);
+    if ((rc = prune_ssl_parse(args_str(a, "--ssl", "labelprop"), &cfg->ssl))) return rc;
+    if ((rc = score_parse(args_str(a, "--score", "aum"), &cfg->score))) return rc;
+    if ((rc = select_parse(args_str(a, "--select", "ccs"), &cfg->sel.kind))) return rc;
+    if ((rc = knn_metric_parse(args_str(a, "--metric", "cosine"), &cfg->metric))) return rc;
+    if ((rc = args_double(a, "--keep", 0.1, &cfg->sel.keep))) return rc;
+    if ((rc = args_double(a, "--mis-ratio", 0.0, &cfg->sel.mis_ratio))) return rc;
+    if ((rc = args_int(a, "--strata", 50, &iv))) return rc;
+    cfg->sel.strata = (int)iv;
+    const char *tk = args_str(a, "--topk", "hard");
+    if (strcmp(tk, "hard") != 0 && strcmp(tk, "easy") != 0) return inca_fail(INCA_EINVAL, "--topk: expected hard or easy, got '%s'", tk);
+    cfg->sel.hardest = strcmp(tk, "hard") == 0;
+    cfg->sel.balance = args_has(a, "--balance");
+    if ((rc = args_int(a, "--knn", 10, &iv))) return rc;
+    cfg->knn_k = (int)iv;
+    if ((rc = args_double(a, "--alpha", 0.99, &cfg->alpha))) return rc;
+    if ((rc = args_int(a, "--iters", 50, &iv))) return rc;
+    cfg->iters = (int)iv;
+    const char *g = args_str(a, "--graph", "auto");
+    if (strcmp(g, "auto") == 0) cfg->graph = -1;
+    else if (strcmp(g, "knn") == 0) cfg->graph = 0;
+    else if (strcmp(g, "graph") == 0) cfg->graph = 1;
+    else return inca_fail(INCA_EINVAL, "--graph: expected auto, knn or graph, got '%s'", g);
+    if ((rc = args_int(a, "--seed", 0, &iv))) return rc;
+    cfg->seed = (uint64_t)iv;
+    cfg->sel.seed = (uint64_t)iv;
+    if ((rc = args_int(a, "--el2n-epochs", 10, &iv))) return rc;
+    cfg->el2n_epochs = (int)iv;
+    if ((rc = args_double(a, "--tau", 0.95, &cfg->st.tau))) return rc;
+    if ((rc = args_double(a, "--noise", 0.2, &cfg->st.noise_strong))) return rc;
+    if ((rc = args_double(a, "--lambda-u", 1.0, &cfg->st.lambda_u))) return rc;
+    if ((rc = args_int(a, "--ssl-epochs", 100, &iv))) return rc;
+    cfg->st.epochs = (int)iv;
+    train_config_t *p = &cfg->proxy;
+    snprintf(p->model, sizeof p->model, "%s", args_str(a, "--proxy-model", ""));
+    if ((rc = args_int(a, "--proxy-epochs", 100, &iv))) return rc;
+    p->epochs = (int)iv;
+    if ((rc = args_int(a, "--proxy-hidden", 256, &iv))) return rc;
+    p->hidden = iv;
+    if ((rc = args_int(a, "--proxy-layers", 2, &iv))) return rc;
+    p->layers = (int)iv;
+    if ((rc = args_double(a, "--proxy-lr", 0.01, &p->lr))) return rc;
+    if ((rc = args_double(a, "--proxy-dropout", 0.2, &p->dropout))) return rc;
+    if ((rc = args_double(a, "--weight-decay", 5e-4, &dv))) return rc;
+    p->weight_decay = dv;
+    int fn = TRAIN_FEATNORM_NONE;
+    if (args_has(a, "--feature-norm") && (rc = train_featnorm_parse(args_str(a, "--feature-norm", "none"), &fn))) return rc;
+    p->feature_norm = fn;
+    /* target model for --eval */
+    train_config_default(target);
+    snprintf(target->model, sizeof target->model, "%s", args_str(a, "--model", ""));
+    snprintf(target->method, sizeof target->method, "full");
+    if ((rc = args_int(a, "--epochs", 200, &iv))) return rc;
+    target->epochs = (int)iv;
+    if ((rc = args_int(a, "--hidden", 256, &iv))) return rc;
+    target->hidden = iv;
+    if ((rc = args_int(a, "--layers", 2, &iv))) return rc;
+    target->layers = (int)iv;
+    if ((rc = args_double(a, "--lr", 0.01, &target->lr))) return rc;
+    if ((rc = args_double(a, "--dropout", 0.5, &target->dropout))) return rc;
+    target->weight_decay = dv;
+    target->feature_norm = fn;
+    return INCA_OK;
+}
 
 int cmd_prune(int argc, char **argv) {
-    (void)argc; (void)argv;
-    return inca_fail(INCA_ERR, "command 'prune' is not available in this build yet");
+    args_t *a = NULL;
+    dataset_t d, pruned;
+    dataset_init(&d);
+    dataset_init(&pruned);
+    prune_result_t r;
+    memset(&r, 0, sizeof r);
+    prune_config_t cfg;
+    train_config_t target;
+    int64_t *lab = NULL, nlab = 0, iv = 0;
+    int32_t *y_vis = NULL;
+    json_t *j = NULL;
+    double sec[PRUNE_ST_COUNT] = {0}, t_all = inca_now(), t0;
+    prune_eval_t ev;
+    memset(&ev, 0, sizeof ev);
+    int do_eval = 0;
+    int rc = args_parse(argc, argv, prune_flags, &a);
+    if (rc) goto done;
+    if (args_npos(a) != 1) { rc = inca_fail(INCA_EINVAL, "prune: expected one STORE argument, got %d", args_npos(a)); goto done; }
+    const char *path = args_pos(a, 0);
+    if ((rc = parse_config(a, &cfg, &target))) goto done;
+    if ((rc = args_int(a, "--threads", 0, &iv))) goto done;
+    if (iv > 0) inca_set_threads((int)iv);
+    const char *out_path = args_str(a, "--out", NULL), *ind_path = args_str(a, "--indices", NULL);
+    do_eval = args_has(a, "--eval");
+    const char *tag = args_str(a, "--dyn-tag", "last");
+    int reuse = args_has(a, "--reuse-dynamics");
+
+    t0 = inca_now();
+    if ((rc = dataset_load(path, &d))) goto done;
+    const char *split = args_str(a, "--split", NULL);
+    if (split) {
+        double fr[3];
+        if ((rc = split_parse(split, fr))) goto done;
+        if ((rc = split_random(&d, fr, cfg.seed))) goto done;
+    }
+    if (!d.y) { rc = inca_fail(INCA_EINVAL, "%s: the store has no labels", path); goto done; }
+    if (d.split_n[SPLIT_TRAIN] < 2) { rc = inca_fail(INCA_EINVAL, "%s: the train split (the pool) holds %lld nodes; give --split random:TR,VA,TE", path, (long long)d.split_n[SPLIT_TRAIN]); goto done; }
+    const int64_t *pool = d.split[SPLIT_TRAIN];
+    int64_t npool = d.split_n[SPLIT_TRAIN];
+    sec[PRUNE_ST_LOAD] = inca_now() - t0;
+
+    /* the labelled subset: the only labels the pruning code may see */
+    t0 = inca_now();
+    double frac = 0;
+    int64_t per_class = 0;
+    const char *lab_file = args_str(a, "--labeled-indices", NULL);
+    if ((rc = args_double(a, "--labeled", 0.01, &frac))) goto done;
+    if ((rc = args_int(a, "--labeled-per-class", 0, &per_class))) goto done;
+    if (lab_file) rc = npy_read_indices(lab_file, &lab, &nlab);
+    else rc = prune_labeled_pick(d.y, d.c, pool, npool, frac, per_class, cfg.seed, &lab, &nlab);
+    if (rc) goto done;
+    y_vis = inca_malloc((size_t)d.n * sizeof *y_vis);
+    if (!y_vis) { rc = INCA_ENOMEM; goto done; }
+    if ((rc = prune_visible_labels(d.y, d.n, lab, nlab, y_vis))) { inca_fail_ctx(rc, "%s: ", lab_file ? lab_file : "--labeled"); goto done; }
+    dataset_t dv = d;   /* shallow: same graph and features, visible labels only */
+    dv.y = y_vis;
+    sec[PRUNE_ST_LABELED] = inca_now() - t0;
+
+    char key[1024];
+    snprintf(key, sizeof key,
+             "labeled=%s/%g/%lld seed=%llu split=%s ssl=%d/%g/%g/%g/%d k=%d metric=%d alpha=%g iters=%d graph=%d proxy=%s/%d/%lld/%d/%g/%g/%g fn=%d",
+             lab_file ? lab_file : "pick", frac, (long long)per_class, (unsigned long long)cfg.seed, split ? split : "stored",
+             (int)cfg.ssl, cfg.st.tau, cfg.st.noise_strong, cfg.st.lambda_u, cfg.st.epochs, cfg.knn_k, (int)cfg.metric, cfg.alpha, cfg.iters, cfg.graph, cfg.proxy.model, cfg.proxy.epochs,
+             (long long)cfg.proxy.hidden, cfg.proxy.layers, cfg.proxy.lr, cfg.proxy.dropout, cfg.proxy.weight_decay,
+             cfg.proxy.feature_norm);
+    if (reuse) {
+        int32_t c = 0;
+        t0 = inca_now();
+        if ((rc = prune_dyn_load(path, tag, key, &r, &c))) goto done;
+        if (c != d.c || r.npool != npool || memcmp(r.pool, pool, (size_t)npool * sizeof *pool) != 0) {
+            rc = inca_fail(INCA_EINVAL, "%s: stored dynamics '%s' do not match this pool", path, tag);
+            goto done;
+        }
+        sec[PRUNE_ST_PROXY] = inca_now() - t0;
+        if ((rc = prune_score_select(&cfg, d.c, &r))) goto done;
+    } else {
+        if ((rc = prune_run(&dv, pool, npool, &cfg, &r))) goto done;
+    }
+    /* with --reuse-dynamics the "proxy" stage is the time to load the stored dynamics */
+    for (int s = PRUNE_ST_KNN; s <= PRUNE_ST_SELECT; s++)
+        if (!reuse || s >= PRUNE_ST_SCORE) sec[s] = r.sec[s];
+
+    /* evaluation only: pseudo-label accuracy against the hidden labels */
+    double pl_acc = prune_pseudo_acc(d.y, y_vis, &r);
+
+    t0 = inca_now();
+    if (!reuse && !args_has(a, "--no-save-dynamics") && (rc = prune_dyn_save(path, tag, key, &r, d.c))) goto done;
+    if (ind_path) {
+        char txt[4096], npy[4096];
+        indices_paths(ind_path, txt, npy, sizeof txt);
+        if ((rc = indices_write_text(txt, r.sel, r.nsel))) goto done;
+        if ((rc = npy_write_i64(npy, r.sel, r.nsel))) goto done;
+    }
+    if (out_path) {
+        if ((rc = prune_make_pruned(&d, r.sel, r.nsel, &pruned))) goto done;
+        if ((rc = dataset_save(&pruned, out_path, args_has(a, "--overwrite")))) goto done;
+    }
+    sec[PRUNE_ST_WRITE] = inca_now() - t0;
+
+    if (do_eval) {
+        int64_t runs = 1;
+        if ((rc = args_int(a, "--runs", 1, &runs))) goto done;
+        int graph = d.adj.rowptr != NULL && d.adj.nnz > 0;
+        if (!target.model[0]) snprintf(target.model, sizeof target.model, "%s", graph ? "gcn" : "mlp");
+        t0 = inca_now();
+        if ((rc = prune_eval_run(&d, &target, pool, npool, r.sel, r.nsel, (int)runs, cfg.seed, !args_has(a, "--no-full"), &ev))) goto done;
+        sec[PRUNE_ST_EVAL] = inca_now() - t0;
+    }
+
+    double total = inca_now() - t_all;
+    printf("prune: pool %lld, labelled %lld, pseudo-label accuracy %.4f (on the %lld unlabelled)\n", (long long)npool,
+           (long long)nlab, pl_acc, (long long)(npool - nlab));
+    printf("prune: score %s, select %s, keep %g, mis-ratio %g%s -> kept %lld\n", score_name(cfg.score),
+           select_name(cfg.sel.kind), cfg.sel.keep, cfg.sel.mis_ratio, cfg.sel.balance ? ", class-balanced" : "",
+           (long long)r.nsel);
+    if (do_eval)
+        printf("eval (%s, %d runs): coreset %.4f ± %.4f, random %.4f ± %.4f, full %.4f ± %.4f\n", target.model, ev.runs,
+               ev.coreset_acc, ev.coreset_std, ev.random_acc, ev.random_std, ev.full_acc, ev.full_std);
+    printf("seconds:");
+    for (int s = 0; s < PRUNE_ST_COUNT; s++) printf(" %s %.2f", prune_stage_names[s], sec[s]);
+    printf(" total %.2f\n", total);
+    if (args_has(a, "--json")) {
+        if ((rc = json_new(&j))) goto done;
+        json_int(j, "pool", npool);
+        json_int(j, "labeled", nlab);
+        json_int(j, "kept", r.nsel);
+        json_num(j, "pseudo_label_acc", pl_acc);
+        json_str(j, "score", score_name(cfg.score));
+        json_str(j, "select", select_name(cfg.sel.kind));
+        json_num(j, "keep", cfg.sel.keep);
+        json_num(j, "mis_ratio", cfg.sel.mis_ratio);
+        json_int(j, "proxy_epochs", r.dyn.epochs);
+        if (do_eval) {
+            json_num(j, "coreset_acc", ev.coreset_acc);
+            json_num(j, "coreset_acc_std", ev.coreset_std);
+            json_num(j, "random_acc", ev.random_acc);
+            json_num(j, "random_acc_std", ev.random_std);
+            json_num(j, "full_acc", ev.full_acc);
+            json_num(j, "full_acc_std", ev.full_std);
+            json_int(j, "runs", ev.runs);
+            json_str(j, "model", target.model);
+        }
+        char obj[1024];
+        int o = snprintf(obj, sizeof obj, "{");
+        for (int s = 0; s < PRUNE_ST_COUNT; s++)
+            o += snprintf(obj + o, sizeof obj - (size_t)o, "%s\"%s\": %.4f", s ? ", " : "", prune_stage_names[s], sec[s]);
+        snprintf(obj + o, sizeof obj - (size_t)o, ", \"total\": %.4f}", total);
+        json_raw(j, "seconds", obj);
+        json_num(j, "peak_rss_mb", inca_peak_rss_mb());
+        if ((rc = json_write(j, stdout))) goto done;
+    }
+done:
+    json_free(&j);
+    prune_result_free(&r);
+    dataset_free(&pruned);
+    dataset_free(&d);
+    inca_free(lab);
+    inca_free(y_vis);
+    args_free(&a);
+    return rc;
 }

@@ -1,4 +1,5 @@
 /* Exact kNN by blocked GEMM distance products and per-row bounded max-heaps; see knn.h.
+ * Only the upper block triangle of the distance matrix is computed (half the GEMM flops).
  * Tested in test_pruning_knn.c (brute force in double, hand-built points, graph symmetry). */
 #include "pruning/knn.h"
 #include "core/alloc.h"
@@ -8,7 +9,7 @@
 #include <math.h>
 #include <string.h>
 
-enum { KNN_ROW_BLOCK = 512, KNN_COL_BLOCK = 4096 };
+enum { KNN_BLOCK = 2048 };   /* square blocks of the distance matrix (16 MiB of floats) */
 
 int knn_metric_parse(const char *name, knn_metric_t *out) {
     if (name && strcmp(name, "euclidean") == 0) { *out = KNN_EUCLIDEAN; return INCA_OK; }
@@ -58,7 +59,7 @@ int knn_exact(const float *x, int64_t n, int64_t f, int k, knn_metric_t metric, 
     int *hlen = NULL;
     const float *xs = x;
     sq = inca_malloc((size_t)n * sizeof *sq);
-    buf = inca_malloc((size_t)KNN_ROW_BLOCK * KNN_COL_BLOCK * sizeof *buf);
+    buf = inca_malloc((size_t)KNN_BLOCK * KNN_BLOCK * sizeof *buf);
     hd = dist ? dist : inca_malloc((size_t)n * (size_t)k * sizeof *hd);
     hlen = inca_calloc((size_t)n, sizeof *hlen);
     if (!sq || !buf || !hd || !hlen) { rc = INCA_ENOMEM; goto done; }
@@ -81,27 +82,45 @@ int knn_exact(const float *x, int64_t n, int64_t f, int k, knn_metric_t metric, 
             sq[i] = (float)s;
         }
     }
-    for (int64_t r0 = 0; r0 < n; r0 += KNN_ROW_BLOCK) {
-        int64_t rb = n - r0 < KNN_ROW_BLOCK ? n - r0 : KNN_ROW_BLOCK;
-        for (int64_t c0 = 0; c0 < n; c0 += KNN_COL_BLOCK) {
-            int64_t cb = n - c0 < KNN_COL_BLOCK ? n - c0 : KNN_COL_BLOCK;
+    /* Upper block triangle only: the block (I, J), J >= I, updates the heaps of the rows of I
+     * from its rows and, when J > I, the heaps of the rows of J from its columns. Every pair
+     * (i, j) is offered to both heaps exactly once with the same distance; the kept set does
+     * not depend on the order of offers because (d, j) is a strict total order. */
+    for (int64_t r0 = 0; r0 < n; r0 += KNN_BLOCK) {
+        int64_t rb = n - r0 < KNN_BLOCK ? n - r0 : KNN_BLOCK;
+        for (int64_t c0 = r0; c0 < n; c0 += KNN_BLOCK) {
+            int64_t cb = n - c0 < KNN_BLOCK ? n - c0 : KNN_BLOCK;
             /* buf[r][c] = -2 a·b (euclidean) or -cos (cosine, rows normalised) */
             kern_gemm(0, 1, rb, cb, f, metric == KNN_COSINE ? -1.0f : -2.0f, xs + r0 * f, f, xs + c0 * f, f,
                       0.0f, buf, cb);
 #pragma omp parallel for schedule(static) num_threads(inca_threads())
-            for (int64_t r = 0; r < rb; r++) {
+            for (int64_t r = 0; r < rb; r++) {   /* finish the distances, offer them to row heaps */
                 int64_t i = r0 + r;
                 float *rd = hd + i * k;
                 int32_t *ri = nbr + i * k;
-                const float *b = buf + r * cb;
+                float *b = buf + r * cb;
                 float base = metric == KNN_COSINE ? 1.0f : sq[i];
                 for (int64_t c = 0; c < cb; c++) {
                     int64_t j = c0 + c;
-                    if (j == i) continue;
                     float d = b[c] + base + (metric == KNN_COSINE ? 0.0f : sq[j]);
                     if (d < 0) d = 0;
+                    b[c] = d;
+                    if (j == i) continue;
                     if (hlen[i] == k && !knn_less(d, (int32_t)j, rd[0], ri[0])) continue;
                     heap_push(rd, ri, &hlen[i], k, d, (int32_t)j);
+                }
+            }
+            if (c0 == r0) continue;
+#pragma omp parallel for schedule(static) num_threads(inca_threads())
+            for (int64_t c = 0; c < cb; c++) {   /* the same distances offered to the column rows */
+                int64_t j = c0 + c;
+                float *rd = hd + j * k;
+                int32_t *ri = nbr + j * k;
+                for (int64_t r = 0; r < rb; r++) {
+                    float d = buf[r * cb + c];
+                    int32_t i = (int32_t)(r0 + r);
+                    if (hlen[j] == k && !knn_less(d, i, rd[0], ri[0])) continue;
+                    heap_push(rd, ri, &hlen[j], k, d, i);
                 }
             }
         }

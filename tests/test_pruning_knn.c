@@ -70,9 +70,10 @@ START_TEST(knn_brute_small) {
 }
 END_TEST
 
-/* n above both block sizes (512 rows, 4096 columns). */
+/* n above two block sizes (2048): diagonal, upper and ragged blocks. */
 START_TEST(knn_brute_blocks) {
     check_against_brute(4300, 5, 4, KNN_EUCLIDEAN);
+    check_against_brute(2100, 3, 9, KNN_COSINE);
 }
 END_TEST
 

@@ -1,0 +1,562 @@
+/* The pruning pipeline: labelled subset, pseudo-labels, proxy dynamics, scores, selection,
+ * stored dynamics, pruned dataset and evaluation helpers; see pipeline.h.
+ * Tested in test_pruning_e2e.c (synthetic blobs and a planted-partition graph, the hidden-label
+ * test, dynamics save/load, pruned store contents). */
+#include "pruning/pipeline.h"
+#include "core/alloc.h"
+#include "core/rng.h"
+#include "core/status.h"
+#include "core/util.h"
+#include "loaders/store.h"
+#include "pruning/labelprop.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const prune_stage_names[PRUNE_ST_COUNT] = {"load", "labeled", "knn", "spread", "proxy",
+                                                       "score", "select", "write", "eval"};
+
+void prune_config_default(prune_config_t *c) {
+    memset(c, 0, sizeof *c);
+    c->ssl = PRUNE_SSL_LABELPROP;
+    c->knn_k = 10;
+    c->metric = KNN_COSINE;
+    c->alpha = 0.99;
+    c->iters = 50;
+    c->graph = -1;
+    train_config_default(&c->proxy);
+    c->proxy.model[0] = '\0';   /* chosen from the dataset */
+    snprintf(c->proxy.method, sizeof c->proxy.method, "full");
+    c->proxy.hidden = 256;
+    c->proxy.epochs = 100;
+    c->proxy.lr = 0.01;
+    c->proxy.dropout = 0.2;
+    c->proxy.weight_decay = 5e-4;
+    c->proxy.runs = 1;
+    selftrain_opts_default(&c->st);
+    c->score = SCORE_AUM;
+    c->el2n_epochs = 10;
+    c->sel.kind = SEL_CCS;
+    c->sel.keep = 0.1;
+    c->sel.mis_ratio = 0.0;
+    c->sel.strata = 50;
+    c->sel.hardest = 1;
+}
+
+int prune_ssl_parse(const char *name, prune_ssl_t *out) {
+    if (name && strcmp(name, "labelprop") == 0) { *out = PRUNE_SSL_LABELPROP; return INCA_OK; }
+    if (name && strcmp(name, "selftrain") == 0) { *out = PRUNE_SSL_SELFTRAIN; return INCA_OK; }
+    return inca_fail(INCA_EINVAL, "--ssl: expected labelprop or selftrain, got '%s'", name ? name : "");
+}
+
+void prune_result_free(prune_result_t *r) {
+    if (!r) return;
+    inca_free(r->pool);
+    inca_free(r->pseudo);
+    inca_free(r->conf);
+    dyn_free(&r->dyn);
+    inca_free(r->score);
+    inca_free(r->aum);
+    inca_free(r->sel);
+    memset(r, 0, sizeof *r);
+}
+
+static int i64_cmp(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+int prune_labeled_pick(const int32_t *y, int32_t c, const int64_t *pool, int64_t npool, double fraction,
+                       int64_t per_class, uint64_t seed, int64_t **ids, int64_t *nids) {
+    *ids = NULL;
+    *nids = 0;
+    if (per_class <= 0 && !(fraction > 0 && fraction <= 1))
+        return inca_fail(INCA_EINVAL, "--labeled: expected a fraction in (0, 1], got %g", fraction);
+    int rc = INCA_OK;
+    int64_t *cls = inca_malloc((size_t)(npool ? npool : 1) * sizeof *cls), *out = inca_malloc((size_t)(npool ? npool : 1) * sizeof *out);
+    if (!cls || !out) { rc = INCA_ENOMEM; goto done; }
+    int64_t no = 0;
+    rng_t g;
+    for (int32_t k = 0; k < c; k++) {
+        int64_t nk = 0;
+        for (int64_t i = 0; i < npool; i++)
+            if (y[pool[i]] == k) cls[nk++] = pool[i];
+        if (nk == 0) continue;
+        rng_seed(&g, rng_hash64(seed, 0x1abe1, (uint64_t)k));
+        rng_shuffle_i64(&g, cls, nk);
+        int64_t take = per_class > 0 ? (per_class < nk ? per_class : nk) : (int64_t)llround(fraction * (double)nk);
+        if (take < 1) take = 1;
+        if (take > nk) take = nk;
+        memcpy(out + no, cls, (size_t)take * sizeof *out);
+        no += take;
+    }
+    if (no == 0) { rc = inca_fail(INCA_EINVAL, "--labeled: the pool (train split) holds no labelled node"); goto done; }
+    qsort(out, (size_t)no, sizeof *out, i64_cmp);
+    *ids = out;
+    *nids = no;
+    out = NULL;
+done:
+    inca_free(cls);
+    inca_free(out);
+    return rc;
+}
+
+int prune_visible_labels(const int32_t *y_true, int64_t n, const int64_t *ids, int64_t nids, int32_t *y_vis) {
+    for (int64_t i = 0; i < n; i++) y_vis[i] = -1;
+    for (int64_t t = 0; t < nids; t++) {
+        int64_t v = ids[t];
+        if (v < 0 || v >= n) return inca_fail(INCA_EINVAL, "labelled id %lld outside [0, %lld)", (long long)v, (long long)n);
+        if (y_true[v] < 0) return inca_fail(INCA_EINVAL, "labelled id %lld has no label in the store", (long long)v);
+        y_vis[v] = y_true[v];
+    }
+    return INCA_OK;
+}
+
+/* ---- pseudo-labelling by label spreading ---- */
+static int pseudo_labelprop(const dataset_t *dv, const int64_t *pool, int64_t npool, const prune_config_t *cfg,
+                            int use_graph, prune_result_t *r) {
+    int rc = INCA_OK;
+    int32_t c = dv->c;
+    float *xp = NULL;
+    int32_t *nbr = NULL, *ylab = NULL, *lab = NULL;
+    float *conf = NULL;
+    csr_t w = {0};
+    double t0 = inca_now();
+    if (use_graph) {
+        /* spread over the whole graph (visible labels exist only in the pool) */
+        lab = inca_malloc((size_t)dv->n * sizeof *lab);
+        conf = inca_malloc((size_t)dv->n * sizeof *conf);
+        if (!lab || !conf) { rc = INCA_ENOMEM; goto done; }
+        r->sec[PRUNE_ST_KNN] = 0;
+        rc = labelprop_spread(&dv->adj, dv->y, c, cfg->alpha, cfg->iters, lab, conf, NULL);
+        if (rc) goto done;
+        for (int64_t i = 0; i < npool; i++) { r->pseudo[i] = lab[pool[i]]; r->conf[i] = conf[pool[i]]; }
+    } else {
+        if (dv->f < 1 || !dv->x) { rc = inca_fail(INCA_EINVAL, "labelprop: the dataset has neither features nor a graph"); goto done; }
+        if (cfg->knn_k < 1 || cfg->knn_k >= npool) { rc = inca_fail(INCA_EINVAL, "--knn: expected 1 <= k < pool size (%lld), got %d", (long long)npool, cfg->knn_k); goto done; }
+        int contiguous = 1;
+        for (int64_t i = 0; i < npool && contiguous; i++) contiguous = pool[i] == pool[0] + i;
+        const float *x = dv->x + (npool ? pool[0] : 0) * dv->f;
+        if (!contiguous) {
+            xp = inca_malloc((size_t)npool * (size_t)dv->f * sizeof *xp);
+            if (!xp) { rc = INCA_ENOMEM; goto done; }
+            for (int64_t i = 0; i < npool; i++) memcpy(xp + i * dv->f, dv->x + pool[i] * dv->f, (size_t)dv->f * sizeof *xp);
+            x = xp;
+        }
+        nbr = inca_malloc((size_t)npool * (size_t)cfg->knn_k * sizeof *nbr);
+        ylab = inca_malloc((size_t)npool * sizeof *ylab);
+        if (!nbr || !ylab) { rc = INCA_ENOMEM; goto done; }
+        rc = knn_exact(x, npool, dv->f, cfg->knn_k, cfg->metric, nbr, NULL);
+        if (rc) goto done;
+        rc = knn_graph(nbr, npool, cfg->knn_k, &w);
+        if (rc) goto done;
+        r->sec[PRUNE_ST_KNN] = inca_now() - t0;
+        t0 = inca_now();
+        for (int64_t i = 0; i < npool; i++) ylab[i] = dv->y[pool[i]];
+        rc = labelprop_spread(&w, ylab, c, cfg->alpha, cfg->iters, r->pseudo, r->conf, NULL);
+        if (rc) goto done;
+    }
+    /* rows no labelled node reached: the most frequent visible class, confidence 0 */
+    int64_t *cnt = inca_calloc((size_t)c, sizeof *cnt);
+    if (!cnt) { rc = INCA_ENOMEM; goto done; }
+    for (int64_t i = 0; i < npool; i++)
+        if (dv->y[pool[i]] >= 0) cnt[dv->y[pool[i]]]++;
+    int32_t major = 0;
+    for (int32_t k = 1; k < c; k++) if (cnt[k] > cnt[major]) major = k;
+    inca_free(cnt);
+    for (int64_t i = 0; i < npool; i++) {
+        int32_t v = dv->y[pool[i]];
+        if (v >= 0) { r->pseudo[i] = v; r->conf[i] = 1.0f; }
+        else if (r->pseudo[i] < 0) { r->pseudo[i] = major; r->conf[i] = 0.0f; }
+    }
+    r->sec[PRUNE_ST_SPREAD] = inca_now() - t0;
+done:
+    inca_free(xp);
+    inca_free(nbr);
+    inca_free(ylab);
+    inca_free(lab);
+    inca_free(conf);
+    csr_free(&w);
+    return rc;
+}
+
+/* ---- proxy training with the dynamics recorder ---- */
+typedef struct dyn_ctx {
+    prune_dyn_t *dyn;
+    const int64_t *rows;   /* row of the logits for each pool position */
+    const int32_t *pseudo;
+    float *probs;   /* npool x c */
+} dyn_ctx_t;
+
+static int dyn_on_epoch(void *ctx, int run, int epoch, const float *logits, int64_t n, int32_t c) {
+    (void)run; (void)epoch; (void)n;
+    dyn_ctx_t *k = ctx;
+    int64_t np = k->dyn->n;
+#pragma omp parallel for schedule(static) num_threads(inca_threads())
+    for (int64_t i = 0; i < np; i++) {
+        const float *z = logits + k->rows[i] * c;
+        float *p = k->probs + i * c;
+        float m = z[0];
+        for (int32_t j = 1; j < c; j++) if (z[j] > m) m = z[j];
+        double s = 0;
+        for (int32_t j = 0; j < c; j++) s += exp((double)z[j] - m);
+        for (int32_t j = 0; j < c; j++) p[j] = (float)(exp((double)z[j] - m) / s);
+    }
+    if (k->dyn->epochs >= k->dyn->cap) return INCA_OK;   /* more epochs than planned: keep the first */
+    return dyn_record(k->dyn, k->probs, c, c, k->pseudo, NULL);
+}
+
+static int proxy_train(const dataset_t *dv, const int64_t *pool, int64_t npool, const prune_config_t *cfg,
+                       int use_graph, prune_result_t *r) {
+    int rc = INCA_OK;
+    int32_t c = dv->c;
+    int64_t n = use_graph ? dv->n : npool;
+    int32_t *yp = inca_malloc((size_t)n * sizeof *yp);
+    int64_t *rows = inca_malloc((size_t)npool * sizeof *rows);
+    float *probs = inca_malloc((size_t)npool * (size_t)c * sizeof *probs), *xp = NULL;
+    train_result_t tr = {0};
+    if (!yp || !rows || !probs) { rc = INCA_ENOMEM; goto done; }
+    /* graph: the whole graph with pseudo-labels on the pool; features: the pool rows alone */
+    dataset_t pd = *dv;   /* shallow: same graph and features, pseudo-labels, no splits */
+    for (int s = 0; s < SPLIT_COUNT; s++) { pd.split[s] = NULL; pd.split_n[s] = 0; }
+    for (int64_t i = 0; i < n; i++) yp[i] = -1;
+    for (int64_t i = 0; i < npool; i++) {
+        rows[i] = use_graph ? pool[i] : i;
+        yp[rows[i]] = r->pseudo[i];
+    }
+    if (!use_graph) {
+        memset(&pd.adj, 0, sizeof pd.adj);
+        pd.n = npool;
+        int contiguous = 1;
+        for (int64_t i = 0; i < npool && contiguous; i++) contiguous = pool[i] == pool[0] + i;
+        if (contiguous) {
+            pd.x = dv->x + pool[0] * dv->f;
+        } else {
+            xp = inca_malloc((size_t)npool * (size_t)dv->f * sizeof *xp);
+            if (!xp) { rc = INCA_ENOMEM; goto done; }
+            for (int64_t i = 0; i < npool; i++) memcpy(xp + i * dv->f, dv->x + pool[i] * dv->f, (size_t)dv->f * sizeof *xp);
+            pd.x = xp;
+        }
+    }
+    pd.y = yp;
+    train_config_t tc = cfg->proxy;
+    if (!tc.model[0]) snprintf(tc.model, sizeof tc.model, "%s", use_graph ? "gcn" : "mlp");
+    snprintf(tc.method, sizeof tc.method, "full");
+    tc.runs = 1;
+    tc.seed = cfg->seed;
+    tc.out_logits = NULL;
+    tc.metrics_path = NULL;
+    if (tc.epochs < 1) { rc = inca_fail(INCA_EINVAL, "--proxy-epochs: expected >= 1, got %d", tc.epochs); goto done; }
+    rc = dyn_init(&r->dyn, npool, tc.epochs);
+    if (rc) goto done;
+    dyn_ctx_t ctx = {&r->dyn, rows, r->pseudo, probs};
+    tc.on_epoch = dyn_on_epoch;
+    tc.on_epoch_ctx = &ctx;
+    rc = train_run(&pd, &tc, rows, npool, &tr);
+    if (rc) { inca_fail_ctx(rc, "proxy training: "); goto done; }
+    if (r->dyn.epochs < 1) rc = inca_fail(INCA_ERR, "proxy training recorded no epoch");
+done:
+    train_result_free(&tr);
+    inca_free(yp);
+    inca_free(rows);
+    inca_free(probs);
+    inca_free(xp);
+    return rc;
+}
+
+int prune_score_select(const prune_config_t *cfg, int32_t c, prune_result_t *r) {
+    int rc = INCA_OK;
+    int64_t *pos = NULL;
+    double t0 = inca_now();
+    inca_free(r->score);
+    inca_free(r->aum);
+    INCA_FREE(r->sel);
+    r->score = inca_malloc((size_t)(r->npool ? r->npool : 1) * sizeof *r->score);
+    r->aum = inca_malloc((size_t)(r->npool ? r->npool : 1) * sizeof *r->aum);
+    if (!r->score || !r->aum) return INCA_ENOMEM;
+    rc = dyn_score(&r->dyn, SCORE_AUM, cfg->el2n_epochs, r->aum);
+    if (!rc) rc = dyn_score(&r->dyn, cfg->score, cfg->el2n_epochs, r->score);
+    if (rc) return rc;
+    r->sec[PRUNE_ST_SCORE] = inca_now() - t0;
+    t0 = inca_now();
+    int64_t np = 0;
+    rc = select_run(&cfg->sel, r->score, score_higher_is_harder(cfg->score), r->aum, r->pseudo, c, r->npool, &pos, &np);
+    if (rc) return rc;
+    for (int64_t t = 0; t < np; t++) pos[t] = r->pool[pos[t]];
+    qsort(pos, (size_t)np, sizeof *pos, i64_cmp);
+    r->sel = pos;
+    r->nsel = np;
+    r->sec[PRUNE_ST_SELECT] = inca_now() - t0;
+    return INCA_OK;
+}
+
+int prune_run(const dataset_t *dv, const int64_t *pool, int64_t npool, const prune_config_t *cfg, prune_result_t *r) {
+    memset(r, 0, sizeof *r);
+    if (!dv->y) return inca_fail(INCA_EINVAL, "prune: the dataset has no labels");
+    if (dv->c < 2) return inca_fail(INCA_EINVAL, "prune: need at least 2 classes, got %d", dv->c);
+    if (npool < 2) return inca_fail(INCA_EINVAL, "prune: the pool (train split) holds %lld examples; need >= 2", (long long)npool);
+    for (int64_t i = 0; i < npool; i++)
+        if (pool[i] < 0 || pool[i] >= dv->n) return inca_fail(INCA_EINVAL, "prune: pool id %lld outside [0, %lld)", (long long)pool[i], (long long)dv->n);
+    int has_graph = dv->adj.rowptr != NULL && dv->adj.nnz > 0;
+    int use_graph = cfg->graph < 0 ? has_graph : cfg->graph;
+    if (use_graph && !has_graph) return inca_fail(INCA_EINVAL, "--graph: the dataset has no graph");
+    int rc = INCA_OK;
+    r->npool = npool;
+    r->pool = inca_malloc((size_t)npool * sizeof *r->pool);
+    r->pseudo = inca_malloc((size_t)npool * sizeof *r->pseudo);
+    r->conf = inca_malloc((size_t)npool * sizeof *r->conf);
+    if (!r->pool || !r->pseudo || !r->conf) { rc = INCA_ENOMEM; goto fail; }
+    memcpy(r->pool, pool, (size_t)npool * sizeof *pool);
+    double t0 = inca_now();
+    if (cfg->ssl == PRUNE_SSL_SELFTRAIN) {
+        selftrain_opts_t st = cfg->st;
+        st.graph = use_graph;
+        st.hidden = cfg->proxy.hidden;
+        st.layers = cfg->proxy.layers;
+        st.lr = cfg->proxy.lr;
+        st.dropout = cfg->proxy.dropout;
+        st.weight_decay = cfg->proxy.weight_decay;
+        st.seed = cfg->seed;
+        rc = selftrain_run(dv, pool, npool, &st, r->pseudo, r->conf);
+        r->sec[PRUNE_ST_SPREAD] = inca_now() - t0;
+    } else {
+        rc = pseudo_labelprop(dv, pool, npool, cfg, use_graph, r);
+    }
+    if (rc) goto fail;
+    t0 = inca_now();
+    rc = proxy_train(dv, pool, npool, cfg, use_graph, r);
+    if (rc) goto fail;
+    r->sec[PRUNE_ST_PROXY] = inca_now() - t0;
+    rc = prune_score_select(cfg, dv->c, r);
+    if (rc) goto fail;
+    return INCA_OK;
+fail:
+    prune_result_free(r);
+    return rc;
+}
+
+/* ---- dynamics in the store ---- */
+#define DYN_MAGIC 0x314e5944u   /* "DYN1" */
+typedef struct dyn_header {
+    uint32_t magic, version;
+    int64_t npool;
+    int32_t epochs, classes;
+    char key[1024];
+} dyn_header_t;
+
+static void dyn_name(char *buf, size_t len, const char *tag, const char *what) {
+    snprintf(buf, len, "dyn/%s/%s", tag, what);
+}
+
+int prune_dyn_save(const char *path, const char *tag, const char *key, const prune_result_t *r, int32_t c) {
+    store_t *s = NULL;
+    store_wtx_t *w = NULL;
+    dyn_header_t h;
+    memset(&h, 0, sizeof h);
+    h.magic = DYN_MAGIC;
+    h.version = 1;
+    h.npool = r->npool;
+    h.epochs = r->dyn.epochs;
+    h.classes = c;
+    snprintf(h.key, sizeof h.key, "%s", key ? key : "");
+    char rec[160], n1[160], n2[160], n3[160], n4[160], n5[160], n6[160], n7[160];
+    snprintf(rec, sizeof rec, "dyn:%s", tag);
+    dyn_name(n1, sizeof n1, tag, "pool");
+    dyn_name(n2, sizeof n2, tag, "pseudo");
+    dyn_name(n3, sizeof n3, tag, "conf");
+    dyn_name(n4, sizeof n4, tag, "py");
+    dyn_name(n5, sizeof n5, tag, "pmo");
+    dyn_name(n6, sizeof n6, tag, "sq");
+    dyn_name(n7, sizeof n7, tag, "correct");
+    int64_t m = r->npool * r->dyn.epochs;
+    int rc = store_open(path, STORE_RDWR, &s);
+    if (!rc) rc = store_write_begin(s, &w);
+    if (!rc) rc = store_wtx_put_array(w, n1, DT_I64, r->pool, r->npool);
+    if (!rc) rc = store_wtx_put_array(w, n2, DT_I32, r->pseudo, r->npool);
+    if (!rc) rc = store_wtx_put_array(w, n3, DT_F32, r->conf, r->npool);
+    if (!rc) rc = store_wtx_put_array(w, n4, DT_F32, r->dyn.py, m);
+    if (!rc) rc = store_wtx_put_array(w, n5, DT_F32, r->dyn.pmo, m);
+    if (!rc) rc = store_wtx_put_array(w, n6, DT_F32, r->dyn.sq, m);
+    if (!rc) rc = store_wtx_put_array(w, n7, DT_U8, r->dyn.correct, m);
+    if (!rc) rc = store_wtx_put_record(w, rec, &h, sizeof h);
+    if (!rc) rc = store_write_commit(&w);
+    store_write_abort(&w);
+    store_close(&s);
+    if (rc) inca_fail_ctx(rc, "saving dynamics in %s: ", path);
+    return rc;
+}
+
+int prune_dyn_load(const char *path, const char *tag, const char *key, prune_result_t *r, int32_t *c) {
+    memset(r, 0, sizeof *r);
+    store_t *s = NULL;
+    char rec[160], name[160];
+    snprintf(rec, sizeof rec, "dyn:%s", tag);
+    const void *p = NULL;
+    size_t len = 0;
+    dyn_header_t h;
+    int rc = store_open(path, STORE_RDONLY, &s);
+    if (rc) return rc;
+    rc = store_record_get(s, rec, &p, &len);
+    if (rc == INCA_ENOTFOUND) { rc = inca_fail(INCA_ENOTFOUND, "%s: no stored dynamics '%s' (run inca prune without --reuse-dynamics first)", path, tag); goto done; }
+    if (rc) goto done;
+    if (len != sizeof h) { rc = inca_fail(INCA_EINVAL, "%s: record %s has %zu bytes, expected %zu", path, rec, len, sizeof h); goto done; }
+    memcpy(&h, p, sizeof h);
+    h.key[sizeof h.key - 1] = '\0';
+    if (h.magic != DYN_MAGIC || h.version != 1) { rc = inca_fail(INCA_EINVAL, "%s: record %s is not a version-1 dynamics header", path, rec); goto done; }
+    if (key && strcmp(key, h.key) != 0) {
+        rc = inca_fail(INCA_EINVAL, "%s: stored dynamics '%s' were made with [%s], not [%s]; rerun without --reuse-dynamics", path, tag, h.key, key);
+        goto done;
+    }
+    int64_t m = h.npool * h.epochs, got = 0;
+    r->npool = h.npool;
+    *c = h.classes;
+    r->dyn.n = h.npool;
+    r->dyn.epochs = r->dyn.cap = h.epochs;
+    const char *what[7] = {"pool", "pseudo", "conf", "py", "pmo", "sq", "correct"};
+    store_dtype_t dt[7] = {DT_I64, DT_I32, DT_F32, DT_F32, DT_F32, DT_F32, DT_U8};
+    void **dst[7] = {(void **)&r->pool, (void **)&r->pseudo, (void **)&r->conf, (void **)&r->dyn.py,
+                     (void **)&r->dyn.pmo, (void **)&r->dyn.sq, (void **)&r->dyn.correct};
+    for (int k = 0; k < 7 && !rc; k++) {
+        dyn_name(name, sizeof name, tag, what[k]);
+        rc = store_array_load(s, name, dt[k], dst[k], &got);
+        if (!rc && got != (k < 3 ? h.npool : m))
+            rc = inca_fail(INCA_EINVAL, "%s: array %s has %lld elements, expected %lld", path, name, (long long)got, (long long)(k < 3 ? h.npool : m));
+    }
+done:
+    store_close(&s);
+    if (rc) prune_result_free(r);
+    return rc;
+}
+
+/* ---- pruned dataset ---- */
+int prune_make_pruned(const dataset_t *d, const int64_t *sel, int64_t nsel, dataset_t *out) {
+    dataset_init(out);
+    int graph = d->adj.rowptr != NULL && d->adj.nnz > 0;
+    int rc = INCA_OK;
+    for (int64_t t = 0; t < nsel; t++)
+        if (sel[t] < 0 || sel[t] >= d->n) return inca_fail(INCA_EINVAL, "pruned: id %lld outside [0, %lld)", (long long)sel[t], (long long)d->n);
+    out->f = d->f;
+    out->c = d->c;
+    snprintf(out->source, sizeof out->source, "pruned:%.240s", d->source);
+    if (graph) {
+        /* the whole graph; train split = selected nodes; unselected training nodes unlabelled */
+        out->n = d->n;
+        rc = csr_alloc(&out->adj, d->n, d->n, d->adj.nnz, d->adj.val != NULL);
+        if (rc) goto fail;
+        memcpy(out->adj.rowptr, d->adj.rowptr, (size_t)(d->n + 1) * sizeof *d->adj.rowptr);
+        memcpy(out->adj.col, d->adj.col, (size_t)d->adj.nnz * sizeof *d->adj.col);
+        if (d->adj.val) memcpy(out->adj.val, d->adj.val, (size_t)d->adj.nnz * sizeof *d->adj.val);
+        if (d->x && d->f) {
+            out->x = inca_malloc((size_t)d->n * (size_t)d->f * sizeof *out->x);
+            if (!out->x) { rc = INCA_ENOMEM; goto fail; }
+            memcpy(out->x, d->x, (size_t)d->n * (size_t)d->f * sizeof *out->x);
+        }
+        out->y = inca_malloc((size_t)d->n * sizeof *out->y);
+        if (!out->y) { rc = INCA_ENOMEM; goto fail; }
+        memcpy(out->y, d->y, (size_t)d->n * sizeof *out->y);
+        for (int64_t t = 0; t < d->split_n[SPLIT_TRAIN]; t++) out->y[d->split[SPLIT_TRAIN][t]] = -1;
+        for (int64_t t = 0; t < nsel; t++) out->y[sel[t]] = d->y[sel[t]];
+        for (int s = 0; s < SPLIT_COUNT; s++) {
+            const int64_t *src = s == SPLIT_TRAIN ? sel : d->split[s];
+            int64_t cnt = s == SPLIT_TRAIN ? nsel : d->split_n[s];
+            if (!src || cnt == 0) continue;
+            out->split[s] = inca_malloc((size_t)cnt * sizeof *out->split[s]);
+            if (!out->split[s]) { rc = INCA_ENOMEM; goto fail; }
+            memcpy(out->split[s], src, (size_t)cnt * sizeof *src);
+            out->split_n[s] = cnt;
+        }
+        return INCA_OK;
+    }
+    /* features only: selected examples, then the valid and test examples, renumbered */
+    int64_t nv = d->split_n[SPLIT_VALID], nt = d->split_n[SPLIT_TEST], n = nsel + nv + nt;
+    out->n = n;
+    out->x = inca_malloc((size_t)(n ? n : 1) * (size_t)(d->f ? d->f : 1) * sizeof *out->x);
+    out->y = inca_malloc((size_t)(n ? n : 1) * sizeof *out->y);
+    if (!out->x || !out->y) { rc = INCA_ENOMEM; goto fail; }
+    int64_t row = 0;
+    for (int s = 0; s < SPLIT_COUNT; s++) {
+        const int64_t *src = s == SPLIT_TRAIN ? sel : d->split[s];
+        int64_t cnt = s == SPLIT_TRAIN ? nsel : d->split_n[s];
+        if (cnt == 0) continue;
+        out->split[s] = inca_malloc((size_t)cnt * sizeof *out->split[s]);
+        if (!out->split[s]) { rc = INCA_ENOMEM; goto fail; }
+        out->split_n[s] = cnt;
+        for (int64_t t = 0; t < cnt; t++, row++) {
+            out->split[s][t] = row;
+            memcpy(out->x + row * d->f, d->x + src[t] * d->f, (size_t)d->f * sizeof *out->x);
+            out->y[row] = d->y[src[t]];
+        }
+    }
+    return INCA_OK;
+fail:
+    dataset_free(out);
+    return rc;
+}
+
+double prune_pseudo_acc(const int32_t *y_true, const int32_t *y_vis, const prune_result_t *r) {
+    int64_t ok = 0, cnt = 0;
+    for (int64_t i = 0; i < r->npool; i++) {
+        int64_t v = r->pool[i];
+        if (y_vis[v] >= 0 || y_true[v] < 0) continue;
+        cnt++;
+        ok += r->pseudo[i] == y_true[v];
+    }
+    return cnt ? (double)ok / (double)cnt : 0.0;
+}
+
+/* ---- evaluation ---- */
+static void mean_std(const double *v, int n, double *mean, double *sd) {
+    double s = 0, s2 = 0;
+    for (int i = 0; i < n; i++) s += v[i];
+    *mean = n ? s / n : 0;
+    for (int i = 0; i < n; i++) s2 += (v[i] - *mean) * (v[i] - *mean);
+    *sd = n ? sqrt(s2 / n) : 0;
+}
+
+/* Test accuracy of one target run (model seed `seed`) trained on ids[0..nids). */
+static int eval_one(const dataset_t *d, train_config_t *tc, const int64_t *ids, int64_t nids, uint64_t seed,
+                    const char *what, double *acc) {
+    train_result_t tr = {0};
+    tc->runs = 1;
+    tc->seed = seed;
+    int rc = train_run(d, tc, ids, nids, &tr);
+    if (rc) inca_fail_ctx(rc, "training the target on %s: ", what);
+    *acc = tr.test_acc;
+    train_result_free(&tr);
+    return rc;
+}
+
+int prune_eval_run(const dataset_t *d, const train_config_t *target, const int64_t *pool, int64_t npool,
+                   const int64_t *sel, int64_t nsel, int runs, uint64_t seed, int with_full, prune_eval_t *e) {
+    memset(e, 0, sizeof *e);
+    if (runs < 1) return inca_fail(INCA_EINVAL, "--runs: expected >= 1, got %d", runs);
+    if (nsel < 1) return inca_fail(INCA_EINVAL, "eval: the coreset is empty");
+    int rc = INCA_OK;
+    train_config_t tc = *target;
+    int64_t *rnd = inca_malloc((size_t)nsel * sizeof *rnd);
+    double *acc = inca_malloc((size_t)runs * 3 * sizeof *acc);
+    if (!rnd || !acc) { rc = INCA_ENOMEM; goto done; }
+    tc.on_epoch = NULL;
+    tc.out_logits = NULL;
+    for (int i = 0; i < runs; i++) {
+        uint64_t si = seed + (uint64_t)i;
+        if ((rc = eval_one(d, &tc, sel, nsel, si, "the coreset", &acc[i]))) goto done;
+        /* a fresh random subset of the same size per run */
+        int64_t got = 0;
+        if ((rc = select_random(npool, nsel, rng_hash64(si, 0x7a4d0, 0), rnd, &got))) goto done;
+        for (int64_t t = 0; t < got; t++) rnd[t] = pool[rnd[t]];
+        qsort(rnd, (size_t)got, sizeof *rnd, i64_cmp);
+        if ((rc = eval_one(d, &tc, rnd, got, si, "a random subset", &acc[runs + i]))) goto done;
+        if (with_full && (rc = eval_one(d, &tc, pool, npool, si, "the full pool", &acc[2 * runs + i]))) goto done;
+    }
+    mean_std(acc, runs, &e->coreset_acc, &e->coreset_std);
+    mean_std(acc + runs, runs, &e->random_acc, &e->random_std);
+    if (with_full) mean_std(acc + 2 * runs, runs, &e->full_acc, &e->full_std);
+    else e->full_acc = e->full_std = NAN;
+    e->runs = runs;
+done:
+    inca_free(rnd);
+    inca_free(acc);
+    return rc;
+}

@@ -1,0 +1,121 @@
+/* The label-efficient pruning pipeline behind `inca prune` and `inca bench pruning`:
+ *   pool (the training split) -> labelled subset (stratified, seeded: the "annotation oracle")
+ *   -> visible labels (-1 everywhere else) -> pseudo-labels (label spreading on a kNN graph of
+ *   the features, or on the dataset's graph) -> proxy model trained on the pseudo-labelled pool
+ *   while the training dynamics are recorded -> difficulty score -> coreset selection
+ *   -> outputs (indices .txt/.npy, pruned store with the TRUE labels of the selected examples,
+ *   dynamics saved in the source store so scoring can be rerun without training)
+ *   -> optional evaluation of the target model (coreset vs random subset vs full pool).
+ *
+ * CAVEATS FIRST
+ * - prune_run never sees the hidden labels: it takes a dataset whose y holds only the visible
+ *   labels (prune_visible_labels builds that array; a test poisons the hidden labels and checks
+ *   that pseudo-labels, dynamics, scores and selection are bit-identical).
+ * - Pool positions vs node ids: pseudo-labels, dynamics and scores are indexed by position in
+ *   the pool (0..npool-1); selections are returned as node ids (pool[pos]), sorted.
+ * - The proxy's best epoch is never chosen on true labels: the proxy dataset has no valid or
+ *   test split, so its dynamics cover every epoch.
+ * Tested in test_pruning_e2e.c (pipeline on small synthetic sets, hidden-label test, stored
+ * dynamics reuse, pruned store contents, CLI errors). */
+#ifndef INCA_PIPELINE_H
+#define INCA_PIPELINE_H
+#include <stdint.h>
+#include "loaders/dataset.h"
+#include "nn/train.h"
+#include "pruning/dynamics.h"
+#include "pruning/knn.h"
+#include "pruning/select.h"
+#include "pruning/selftrain.h"
+
+enum { PRUNE_ST_LOAD = 0, PRUNE_ST_LABELED, PRUNE_ST_KNN, PRUNE_ST_SPREAD, PRUNE_ST_PROXY, PRUNE_ST_SCORE,
+       PRUNE_ST_SELECT, PRUNE_ST_WRITE, PRUNE_ST_EVAL, PRUNE_ST_COUNT };
+extern const char *const prune_stage_names[PRUNE_ST_COUNT];
+
+typedef enum { PRUNE_SSL_LABELPROP = 0, PRUNE_SSL_SELFTRAIN = 1 } prune_ssl_t;
+
+typedef struct prune_config {
+    prune_ssl_t ssl;
+    /* label spreading */
+    int knn_k;              /* 10 */
+    knn_metric_t metric;    /* cosine */
+    double alpha;           /* 0.99 */
+    int iters;              /* 50 */
+    int graph;              /* -1 auto (graph datasets spread over their graph), 0 kNN, 1 graph */
+    /* selftrain: tau, lambda_u, noise, epochs (model width/lr/dropout/wd follow `proxy`) */
+    selftrain_opts_t st;
+    /* proxy: model/epochs/lr/... (method "full"; runs = 1; hooks are set by prune_run) */
+    train_config_t proxy;
+    /* scoring and selection */
+    score_kind_t score;     /* aum */
+    int el2n_epochs;        /* 10 */
+    select_opts_t sel;      /* kind, keep, mis_ratio, strata 50, hardest, balance, seed */
+    uint64_t seed;
+} prune_config_t;
+
+/* Defaults above; proxy: mlp (gcn for graph datasets is chosen in prune_run when
+ * proxy.model is ""), 2 layers, hidden 256, 100 epochs, lr 0.01, dropout 0.2, wd 5e-4. */
+void prune_config_default(prune_config_t *c);
+int prune_ssl_parse(const char *name, prune_ssl_t *out);   /* "labelprop" | "selftrain" */
+
+typedef struct prune_result {
+    int64_t npool;
+    int64_t *pool;          /* node ids (copy) */
+    int32_t *pseudo;        /* npool pseudo-labels in [0, c) */
+    float *conf;            /* npool confidences */
+    prune_dyn_t dyn;        /* proxy dynamics over the pool */
+    float *score;           /* npool, the chosen score */
+    float *aum;             /* npool AUM (CCS drops by it) */
+    int64_t nsel;
+    int64_t *sel;           /* selected node ids, sorted */
+    double sec[PRUNE_ST_COUNT];
+} prune_result_t;
+void prune_result_free(prune_result_t *r);   /* NULL-safe; zeroes *r */
+
+/* Stratified labelled subset of the pool, using the TRUE labels y (this is the annotator):
+ * per class (in the pool) the members are shuffled with `seed` and the first
+ * max(1, round(fraction · n_c)) taken, or min(per_class, n_c) when per_class > 0. Pool nodes
+ * with y < 0 are never picked. *ids (sorted, inca_malloc'd) receives the picks. */
+int prune_labeled_pick(const int32_t *y, int32_t c, const int64_t *pool, int64_t npool, double fraction,
+                       int64_t per_class, uint64_t seed, int64_t **ids, int64_t *nids);
+/* y_vis[n] = y_true at the labelled ids, -1 everywhere else. INCA_EINVAL when a labelled id is
+ * out of range or unlabelled in y_true. */
+int prune_visible_labels(const int32_t *y_true, int64_t n, const int64_t *ids, int64_t nids, int32_t *y_vis);
+
+/* Pseudo-labels, proxy dynamics, scores and selection. dv: the dataset with VISIBLE labels only
+ * (dv->y as built by prune_visible_labels; its splits are ignored). pool: node ids. r is
+ * overwritten (free with prune_result_free). Fills r->sec for the stages it runs. */
+int prune_run(const dataset_t *dv, const int64_t *pool, int64_t npool, const prune_config_t *cfg, prune_result_t *r);
+/* The scoring and selection stages alone, from r->pseudo and r->dyn (after prune_run or
+ * prune_dyn_load): fills r->score, r->aum, r->sel. */
+int prune_score_select(const prune_config_t *cfg, int32_t c, prune_result_t *r);
+
+/* Save pool, pseudo-labels, confidences and dynamics in the store at `path` under record
+ * "dyn:<tag>" and arrays "dyn/<tag>/..." (one transaction, replacing an older set), with `key`
+ * (a text describing the configuration that produced them) for prune_dyn_load to check. */
+int prune_dyn_save(const char *path, const char *tag, const char *key, const prune_result_t *r, int32_t c);
+/* Load them back into r (pool, pseudo, conf, dyn). INCA_ENOTFOUND when absent; INCA_EINVAL
+ * when the stored key differs from `key` (unless key is NULL), naming both. */
+int prune_dyn_load(const char *path, const char *tag, const char *key, prune_result_t *r, int32_t *c);
+
+/* The pruned dataset: feature datasets keep only the selected examples followed by the
+ * original valid and test examples (renumbered; train split = the selected ones); graph
+ * datasets keep the whole graph with train split = the selected nodes and the labels of
+ * unselected training nodes set to -1 (not annotated). Labels are the TRUE ones. */
+int prune_make_pruned(const dataset_t *d, const int64_t *sel, int64_t nsel, dataset_t *out);
+
+/* Accuracy of pseudo-labels against the true labels over the pool positions that were not
+ * labelled (y_vis < 0); evaluation only. */
+double prune_pseudo_acc(const int32_t *y_true, const int32_t *y_vis, const prune_result_t *r);
+
+/* Evaluation with the TRUE labels of d: the target model (target->model, ->epochs, ...;
+ * runs and seed are set here) trained on the coreset (seeds seed .. seed+runs-1), on a random
+ * subset of the pool of the same size (run i: a subset drawn with a seed derived from seed+i,
+ * model seed seed+i) and, when with_full, on the whole pool. Accuracies are test accuracies at
+ * the best validation epoch (last epoch without a valid split), means and population stds. */
+typedef struct prune_eval {
+    double coreset_acc, coreset_std, random_acc, random_std, full_acc, full_std;
+    int runs;
+} prune_eval_t;
+int prune_eval_run(const dataset_t *d, const train_config_t *target, const int64_t *pool, int64_t npool,
+                   const int64_t *sel, int64_t nsel, int runs, uint64_t seed, int with_full, prune_eval_t *e);
+#endif
