@@ -41,8 +41,8 @@
  *   backward(ctx, site, n, f, dout, din): din[n x f] = Aggᵀ dout (overwrite, not accumulate),
  *     i.e. the gradient of the site input (`in`) through the operator, treating anything the
  *     operator added from outside the batch (histories, baselines, halo features) as constant.
- *     Never called for a site whose input is the model input x (gcn/sage site 0): no gradient
- *     flows into features. May be NULL when the model is only used in eval mode.
+ *     Never called for a site whose input is the model input x (gcn/sage site 0 without
+ *     transform_first, see nn/model.h): no gradient flows into features. May be NULL when the model is only used in eval mode.
  *   Both return INCA_OK or an inca status with a message (propagated by the model).
  *   Sites are visited in increasing order in forward and decreasing order in backward, exactly
  *   once per model_forward / model_backward.

@@ -53,7 +53,11 @@ int model_num_sites(const model_config_t *c) {
 int64_t model_site_dim(const model_config_t *c, int site) {
     if (site < 0 || site >= model_num_sites(c)) return 0;
     switch (c->kind) {
-    case NN_GCN: case NN_SAGE: return site == 0 ? c->in_dim : c->hidden;
+    case NN_GCN: case NN_SAGE: {
+        const int64_t fin = site == 0 ? c->in_dim : c->hidden;
+        const int64_t fout = site == c->layers - 1 ? c->out_dim : c->hidden;
+        return c->transform_first && fin > fout ? fout : fin;
+    }
     case NN_GCNII: return c->hidden;
     case NN_APPNP: return c->out_dim;
     default: return 0;

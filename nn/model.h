@@ -37,6 +37,11 @@ struct model_config {
     int K;              /* appnp propagation steps (10) */
     int batchnorm;      /* gcn/sage/mlp: BatchNorm on hidden layers */
     int residual;       /* gcn/sage/mlp: residual on hidden layers of equal width */
+    int transform_first;/* gcn/sage layers that narrow the width (fin > fout): compute Agg(in W)
+                           instead of Agg(in) W (same maths for a LINEAR operator, far cheaper
+                           SpMM); the site then has width fout and its input is in W, so its
+                           backward is called even at site 0. Full-batch sets it; operators with
+                           an additive baseline (IncAgg) must leave it 0 */
     uint64_t seed;      /* parameter initialisation (Glorot uniform weights, zero biases) */
 };
 

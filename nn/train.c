@@ -181,6 +181,7 @@ int train_full(const dataset_t *d, const train_config_t *c, const int64_t *train
     const int64_t nv = d->split_n[SPLIT_VALID], nt = d->split_n[SPLIT_TEST];
     memset(r, 0, sizeof *r);
     if ((rc = train_model_config(d, c, c->seed, &mc))) return rc;
+    mc.transform_first = 1;   /* the full-graph operator is linear */
     if (c->epochs < 1) return inca_fail(INCA_EINVAL, "--epochs: expected >= 1, got %d", c->epochs);
     if (n_train < 1 || !train_idx) return inca_fail(INCA_EINVAL, "no training nodes (empty train split)");
     const int norm = nn_kind_norm(mc.kind);

@@ -50,7 +50,7 @@ static void d_dropout(int64_t n, float p, uint64_t seed, uint64_t stream, const 
     for (int64_t i = 0; i < n; i++) {
         const int keep = rng_hash_uniform(seed, stream, (uint64_t)i) >= p;
         y[i] = keep ? x[i] / (1.0 - (double)p) : 0;
-        mask[i] = (uint8_t)keep;
+        if (mask) mask[i] = (uint8_t)keep;
     }
 }
 static void d_dropout_grad(int64_t n, float p, const uint8_t *mask, const double *dy, double *dx) {
@@ -188,6 +188,8 @@ static double d_loss(model_t_d *m, fixture_t *fx, const nn_agg_t_d *agg, double 
     return d_xent(CLS, logits, fx->y, fx->idx, fx->nidx, NODES, dl);
 }
 
+static void float_vs_double(const model_config_t *cfg);
+
 /* Move every parameter off its initial value (biases start at 0, which puts ReLU inputs of
  * rows whose inputs are all zero exactly on the kink, where a finite difference is undefined). */
 static void params_jitter_d(model_t_d *m) {
@@ -262,6 +264,20 @@ START_TEST(test_grad_gcnii) { model_config_t c = cfg_make(NN_GCNII, 4, 4, 0.3f, 
 END_TEST
 START_TEST(test_grad_appnp) { model_config_t c = cfg_make(NN_APPNP, 2, 4, 0.3f, 0, 0); gradcheck(&c); }
 END_TEST
+START_TEST(test_grad_transform_first) {
+    /* Agg(in W) instead of Agg(in) W on narrowing layers (FIN 5 -> hidden 3 -> CLS 3) */
+    model_config_t c = cfg_make(NN_GCN, 3, 3, 0.3f, 0, 0);
+    c.transform_first = 1;
+    ck_assert_int_eq(model_site_dim(&c, 0), 3);
+    gradcheck(&c);
+    float_vs_double(&c);
+    c = cfg_make(NN_SAGE, 3, 3, 0.3f, 1, 1);
+    c.transform_first = 1;
+    gradcheck(&c);
+    float_vs_double(&c);
+}
+END_TEST
+
 START_TEST(test_grad_bn_res) {
     /* hidden = input width, so the residual also applies on the first layer */
     model_config_t c = cfg_make(NN_GCN, 4, FIN, 0.3f, 1, 1);
@@ -487,6 +503,7 @@ int main(void) {
     tcase_add_test(t, test_grad_gcnii);
     tcase_add_test(t, test_grad_appnp);
     tcase_add_test(t, test_grad_bn_res);
+    tcase_add_test(t, test_grad_transform_first);
     tcase_add_test(t, test_grad_loss);
     tcase_add_test(t, test_float_matches_double);
     tcase_add_test(t, test_dropout_masks_and_eval);

@@ -1,0 +1,130 @@
+/* End-to-end tests of `inca train` on the bundled Cora ($INCA_SRC/data/cora, ingested here with
+ * `inca ingest --format ogb`): the Kipf & Welling GCN reaches the published accuracy (3 seeds,
+ * mean >= 0.79; the acceptance run uses 10), the JSON keys of ARCHITECTURE.md are present,
+ * --threads gives bit-identical results, --metrics / --train-indices / --split random work,
+ * and bad flags exit 2 with a message naming the flag. */
+#include "testutil.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char *dir;
+static char store[1024];
+
+static void ingest(void) {
+    char cora[1024], args[4096];
+    snprintf(cora, sizeof cora, "%s/data/cora", tu_src());
+    if (!tu_exists(cora)) {
+        fprintf(stderr, "skip: %s not found\n", cora);
+        exit(77);
+    }
+    dir = tu_mkdtemp();
+    ck_assert_ptr_nonnull(dir);
+    snprintf(store, sizeof store, "%s/cora.store", dir);
+    snprintf(args, sizeof args, "ingest --format ogb '%s' --out '%s'", cora, store);
+    char *err = NULL;
+    int rc = tu_inca(args, NULL, &err);
+    ck_assert_msg(rc == 0, "ingest failed (%d): %s", rc, err ? err : "");
+    free(err);
+}
+
+static int train(const char *flags, char **out, char **err) {
+    char args[4096];
+    snprintf(args, sizeof args, "train '%s' %s", store, flags);
+    return tu_inca(args, out, err);
+}
+
+START_TEST(test_gcn_cora_accuracy) {
+    ingest();
+    char *out = NULL, *err = NULL;
+    int rc = train("--model gcn --method full --layers 2 --hidden 16 --dropout 0.5 --lr 0.01 --weight-decay 5e-4 "
+                   "--wd-first-layer --epochs 200 --feature-norm row --runs 3 --seed 0 --threads 2 --json",
+                   &out, &err);
+    ck_assert_msg(rc == 0, "train failed (%d): %s", rc, err ? err : "");
+    const char *j = tu_last_line(out);
+    const char *keys[] = {"test_acc", "test_acc_std", "val_acc", "val_acc_std", "best_epoch", "epochs",
+                          "epoch_time_s", "step_time_s", "refresh_time_s", "peak_rss_mb"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        ck_assert_msg(!isnan(tu_json_num(j, keys[i])), "key %s missing in %s", keys[i], j);
+    ck_assert_ptr_nonnull(strstr(j, "\"method\":\"full\""));
+    ck_assert_ptr_nonnull(strstr(j, "\"model\":\"gcn\""));
+    const double acc = tu_json_num(j, "test_acc");
+    fprintf(stderr, "cora gcn 3 seeds: %s\n", j);
+    ck_assert_msg(acc >= 0.79, "mean test accuracy %.4f < 0.79 (Kipf & Welling: 0.815)", acc);
+    ck_assert(tu_json_num(j, "test_acc_std") < 0.03);
+    ck_assert_int_eq((int)tu_json_num(j, "epochs"), 200);
+    free(out);
+    free(err);
+    tu_rmrf(dir);
+    free(dir);
+}
+END_TEST
+
+START_TEST(test_cli_features) {
+    ingest();
+    char *o1 = NULL, *o2 = NULL, *err = NULL, flags[2048];
+    /* same seed and threads: identical JSON numbers (accuracies and best epoch) */
+    const char *base = "--model sage --epochs 15 --feature-norm row --seed 4 --threads 2 --json";
+    ck_assert_int_eq(train(base, &o1, NULL), 0);
+    ck_assert_int_eq(train(base, &o2, NULL), 0);
+    ck_assert(tu_json_num(tu_last_line(o1), "test_acc") == tu_json_num(tu_last_line(o2), "test_acc"));
+    ck_assert(tu_json_num(tu_last_line(o1), "val_acc") == tu_json_num(tu_last_line(o2), "val_acc"));
+    ck_assert(tu_json_num(tu_last_line(o1), "best_epoch") == tu_json_num(tu_last_line(o2), "best_epoch"));
+    free(o1);
+    free(o2);
+    /* metrics: one line per epoch */
+    snprintf(flags, sizeof flags, "--model appnp --K 3 --hidden 8 --epochs 7 --metrics '%s/m.jsonl' --json", dir);
+    ck_assert_int_eq(train(flags, &o1, &err), 0);
+    free(o1);
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "wc -l < '%s/m.jsonl'", dir);
+    ck_assert_int_eq(tu_sh(cmd, &o1, NULL), 0);
+    ck_assert_int_eq(atoi(o1), 7);
+    free(o1);
+    free(err);
+    /* --train-indices: 20 ids in a text file */
+    snprintf(cmd, sizeof cmd, "seq 0 19 > '%s/ids.txt'", dir);
+    ck_assert_int_eq(tu_sh(cmd, NULL, NULL), 0);
+    snprintf(flags, sizeof flags, "--model mlp --layers 1 --epochs 5 --train-indices '%s/ids.txt' --json", dir);
+    ck_assert_int_eq(train(flags, &o1, &err), 0);
+    ck_assert_int_eq((int)tu_json_num(tu_last_line(o1), "train_nodes"), 20);
+    free(o1);
+    free(err);
+    /* --split random */
+    ck_assert_int_eq(train("--model gcn --epochs 50 --lr 0.05 --split random:0.6,0.2,0.2 --feature-norm row --json", &o1, &err), 0);
+    ck_assert_int_eq((int)tu_json_num(tu_last_line(o1), "train_nodes"), 1626);   /* Σ_c round(0.6 n_c), README class counts */
+    ck_assert(tu_json_num(tu_last_line(o1), "test_acc") > 0.75);
+    free(o1);
+    free(err);
+    /* usage errors exit 2 naming the flag */
+    const struct { const char *flags, *needle; } bad[] = {
+        {"--model gat", "--model"},
+        {"--method sgd", "--method"},
+        {"--dropout 1.5", "--dropout"},
+        {"--feature-norm l2", "--feature-norm"},
+        {"--epochs x", "--epochs"},
+        {"--frobnicate 3", "--frobnicate"},
+        {"--split public2", "--split"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        err = NULL;
+        ck_assert_int_eq(train(bad[i].flags, NULL, &err), 2);
+        ck_assert_msg(err && strstr(err, bad[i].needle), "'%s': stderr '%s' does not name %s", bad[i].flags,
+                      err ? err : "", bad[i].needle);
+        free(err);
+    }
+    tu_rmrf(dir);
+    free(dir);
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("e2e_train");
+    TCase *t = tcase_create("cora");
+    tcase_set_timeout(t, 900);
+    tcase_add_test(t, test_gcn_cora_accuracy);
+    tcase_add_test(t, test_cli_features);
+    suite_add_tcase(s, t);
+    return tu_run_suite(s);
+}

@@ -1,0 +1,353 @@
+/* Tests of nn/train.h on small in-memory graphs (contextual SBM from graph/gen.h): every model
+ * learns a homophilous graph and the GNNs beat the MLP there; same seed and threads give
+ * bit-identical logits; --runs statistics match the single runs; train-index overrides and
+ * unlabelled nodes behave as the contract says; metrics lines, hooks, patience, the helper
+ * functions (feature normalisation, weight-decay policy, best-epoch rule) and the errors. */
+#include "testutil.h"
+#include "nn/train.h"
+#include "graph/gen.h"
+#include "kernels/kernels.h"
+#include "core/alloc.h"
+#include "core/status.h"
+#include "core/util.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void make_csbm(dataset_t *d, int64_t n, double homophily, double mean_scale, uint64_t seed) {
+    gen_opts_t o;
+    gen_opts_default(&o);
+    o.nodes = n;
+    o.avg_degree = 8;
+    o.features = 16;
+    o.classes = 3;
+    o.seed = seed;
+    o.homophily = homophily;
+    o.mean_scale = mean_scale;
+    o.noise = 1.0;
+    o.split[0] = 0.1;
+    o.split[1] = 0.2;
+    o.split[2] = 0.7;
+    ck_assert_int_eq(gen_csbm(&o, d, NULL), INCA_OK);
+}
+
+static train_config_t cfg_small(const char *model) {
+    train_config_t c;
+    train_config_default(&c);
+    snprintf(c.model, sizeof c.model, "%s", model);
+    c.epochs = 60;
+    c.hidden = 16;
+    c.threads = 1;
+    c.K = 5;
+    c.layers = 2;
+    c.seed = 3;
+    return c;
+}
+
+static double train_acc(const dataset_t *d, const train_config_t *c) {
+    train_result_t r;
+    int rc = train_run(d, c, NULL, 0, &r);
+    ck_assert_msg(rc == INCA_OK, "train_run %s: %s", c->model, inca_errmsg());
+    const double acc = r.test_acc;
+    ck_assert_int_eq(r.runs, c->runs);
+    ck_assert(r.epoch_time_s > 0 && r.step_time_s > 0 && r.step_time_s <= r.epoch_time_s);
+    ck_assert(r.best_epoch >= 0 && r.best_epoch < r.epochs);
+    train_result_free(&r);
+    return acc;
+}
+
+START_TEST(test_models_learn) {
+    /* homophily 0.9 with weak features: aggregation is what makes the task solvable */
+    dataset_t d;
+    make_csbm(&d, 900, 0.9, 0.6, 11);
+    train_config_t c = cfg_small("mlp");
+    const double mlp = train_acc(&d, &c);
+    const char *gnn[] = {"gcn", "sage", "gcnii", "appnp"};
+    for (int i = 0; i < 4; i++) {
+        c = cfg_small(gnn[i]);
+        if (strcmp(gnn[i], "gcnii") == 0) { c.layers = 4; c.hidden = 32; c.dropout = 0.3; }
+        const double acc = train_acc(&d, &c);
+        fprintf(stderr, "csbm: %s %.3f vs mlp %.3f\n", gnn[i], acc, mlp);
+        ck_assert_msg(acc > 0.75, "%s reached only %.3f", gnn[i], acc);
+        ck_assert_msg(acc > mlp + 0.1, "%s %.3f does not beat mlp %.3f", gnn[i], acc, mlp);
+    }
+    /* strong features on an uninformative graph (homophily = 1/3 = chance): the MLP learns */
+    dataset_t f;
+    make_csbm(&f, 600, 1.0 / 3, 4.0, 12);
+    c = cfg_small("mlp");
+    const double mlp_strong = train_acc(&f, &c);
+    ck_assert_msg(mlp_strong > 0.8, "mlp reached only %.3f with strong features", mlp_strong);
+    dataset_free(&f);
+    /* BatchNorm and residual variants train too */
+    c = cfg_small("gcn");
+    c.layers = 3;
+    c.batchnorm = 1;
+    c.residual = 1;
+    ck_assert(train_acc(&d, &c) > 0.75);
+    dataset_free(&d);
+}
+END_TEST
+
+/* Logits at the best epoch of one run, via out_logits. */
+static float *run_logits(const dataset_t *d, train_config_t c, int threads, const int64_t *ids, int64_t nids,
+                         train_result_t *r) {
+    float *l = malloc((size_t)(d->n * d->c) * sizeof(float));
+    c.threads = threads;
+    c.out_logits = l;
+    ck_assert_int_eq(train_run(d, &c, ids, nids, r), INCA_OK);
+    return l;
+}
+
+START_TEST(test_deterministic) {
+    dataset_t d;
+    make_csbm(&d, 700, 0.8, 1.0, 5);
+    const size_t bytes = (size_t)(d.n * d.c) * sizeof(float);
+    const char *models[] = {"gcn", "sage", "gcnii", "appnp"};
+    for (int t = 1; t <= 2; t++)
+        for (int i = 0; i < 4; i++) {
+            train_config_t c = cfg_small(models[i]);
+            c.epochs = 15;
+            c.batchnorm = i == 0;
+            train_result_t r1, r2;
+            float *a = run_logits(&d, c, t, NULL, 0, &r1);
+            float *b = run_logits(&d, c, t, NULL, 0, &r2);
+            ck_assert_msg(memcmp(a, b, bytes) == 0, "%s with %d threads: logits differ between runs", models[i], t);
+            ck_assert(r1.test_acc == r2.test_acc && r1.best_epoch == r2.best_epoch);
+            c.seed++;
+            train_result_t r3;
+            float *e = run_logits(&d, c, t, NULL, 0, &r3);
+            ck_assert_msg(memcmp(a, e, bytes) != 0, "another seed gave the same logits");
+            free(a);
+            free(b);
+            free(e);
+            train_result_free(&r1);
+            train_result_free(&r2);
+            train_result_free(&r3);
+        }
+    dataset_free(&d);
+}
+END_TEST
+
+START_TEST(test_runs_statistics) {
+    dataset_t d;
+    make_csbm(&d, 500, 0.8, 1.0, 8);
+    train_config_t c = cfg_small("gcn");
+    c.epochs = 20;
+    c.runs = 3;
+    c.seed = 40;
+    train_result_t r;
+    ck_assert_int_eq(train_run(&d, &c, NULL, 0, &r), INCA_OK);
+    double s = 0, s2 = 0;
+    for (int i = 0; i < 3; i++) {
+        train_config_t one = c;
+        one.runs = 1;
+        one.seed = c.seed + (uint64_t)i;
+        train_result_t q;
+        ck_assert_int_eq(train_run(&d, &one, NULL, 0, &q), INCA_OK);
+        ck_assert_msg(q.test_acc == r.run_test_acc[i], "run %d: %g vs single run %g", i, r.run_test_acc[i], q.test_acc);
+        ck_assert(q.val_acc == r.run_val_acc[i]);
+        s += q.test_acc;
+        train_result_free(&q);
+    }
+    const double mu = s / 3;
+    for (int i = 0; i < 3; i++) s2 += (r.run_test_acc[i] - mu) * (r.run_test_acc[i] - mu);
+    ck_assert(fabs(r.test_acc - mu) < 1e-12);
+    ck_assert(fabs(r.test_acc_std - sqrt(s2 / 2)) < 1e-12);
+    train_result_free(&r);
+    dataset_free(&d);
+}
+END_TEST
+
+START_TEST(test_override_and_unlabelled) {
+    dataset_t d;
+    make_csbm(&d, 500, 0.8, 1.0, 9);
+    const size_t bytes = (size_t)(d.n * d.c) * sizeof(float);
+    train_config_t c = cfg_small("gcn");
+    c.epochs = 20;
+    /* override = the first half of the train split */
+    const int64_t half = d.split_n[SPLIT_TRAIN] / 2;
+    train_result_t r1, r2;
+    float *a = run_logits(&d, c, 1, d.split[SPLIT_TRAIN], half, &r1);
+    dataset_t e = d;   /* shallow copy whose train split is that half */
+    e.split_n[SPLIT_TRAIN] = half;
+    float *b = run_logits(&e, c, 1, NULL, 0, &r2);
+    ck_assert(memcmp(a, b, bytes) == 0);
+    free(b);
+    train_result_free(&r2);
+    /* the other half unlabelled, with the full train split: same training as the half */
+    int32_t *y = malloc((size_t)d.n * sizeof(int32_t));
+    memcpy(y, d.y, (size_t)d.n * sizeof(int32_t));
+    for (int64_t i = half; i < d.split_n[SPLIT_TRAIN]; i++) y[d.split[SPLIT_TRAIN][i]] = -1;
+    e = d;
+    e.y = y;
+    b = run_logits(&e, c, 1, NULL, 0, &r2);
+    ck_assert_msg(memcmp(a, b, bytes) == 0, "unlabelled train nodes changed the training");
+    free(a);
+    free(b);
+    free(y);
+    train_result_free(&r1);
+    train_result_free(&r2);
+    /* out-of-range override */
+    int64_t bad[2] = {0, d.n};
+    ck_assert_int_eq(train_run(&d, &c, bad, 2, &r1), INCA_EINVAL);
+    ck_assert_ptr_nonnull(strstr(inca_errmsg(), "outside"));
+    dataset_free(&d);
+}
+END_TEST
+
+typedef struct hook { int calls, last_epoch; double acc_at_best; } hook_t;
+static int on_epoch(void *ctx, int run, int epoch, const float *logits, int64_t n, int32_t c) {
+    hook_t *h = ctx;
+    (void)run; (void)logits; (void)n; (void)c;
+    h->calls++;
+    h->last_epoch = epoch;
+    return INCA_OK;
+}
+static int stop_at_3(void *ctx, int run, int epoch, const float *logits, int64_t n, int32_t c) {
+    (void)ctx; (void)run; (void)logits; (void)n; (void)c;
+    return epoch == 3 ? inca_fail(INCA_ERR, "stopped by hook") : INCA_OK;
+}
+
+START_TEST(test_metrics_hooks_patience) {
+    dataset_t d;
+    make_csbm(&d, 400, 0.8, 1.0, 10);
+    char *dir = tu_mkdtemp();
+    char path[512];
+    snprintf(path, sizeof path, "%s/m.jsonl", dir);
+    train_config_t c = cfg_small("sage");
+    c.epochs = 12;
+    c.runs = 2;
+    c.metrics_path = path;
+    hook_t h = {0, -1, 0};
+    c.on_epoch = on_epoch;
+    c.on_epoch_ctx = &h;
+    float *l = malloc((size_t)(d.n * d.c) * sizeof(float));
+    c.out_logits = l;
+    train_result_t r;
+    ck_assert_int_eq(train_run(&d, &c, NULL, 0, &r), INCA_OK);
+    ck_assert_int_eq(h.calls, 24);
+    ck_assert_int_eq(h.last_epoch, 11);
+    /* out_logits hold the last run's best epoch: its test accuracy is the reported one */
+    const double acc = kern_accuracy(d.c, l, d.y, d.split[SPLIT_TEST], d.split_n[SPLIT_TEST]);
+    ck_assert_msg(acc == r.run_test_acc[1], "out_logits give %g, reported %g", acc, r.run_test_acc[1]);
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    char line[1024];
+    int lines = 0;
+    while (fgets(line, sizeof line, f)) {
+        lines++;
+        ck_assert(line[0] == '{');
+        ck_assert(!isnan(tu_json_num(line, "val_acc")) && !isnan(tu_json_num(line, "train_loss")));
+        ck_assert_int_eq((int)tu_json_num(line, "epoch"), (lines - 1) % 12);
+        ck_assert_int_eq((int)tu_json_num(line, "run"), (lines - 1) / 12);
+    }
+    fclose(f);
+    ck_assert_int_eq(lines, 24);
+    train_result_free(&r);
+    /* patience: stops once `patience` epochs pass without a new best */
+    c.on_epoch = NULL;
+    c.runs = 1;
+    c.metrics_path = NULL;
+    c.epochs = 500;
+    c.lr = 0.05;
+    c.patience = 5;
+    ck_assert_int_eq(train_run(&d, &c, NULL, 0, &r), INCA_OK);
+    ck_assert_int_lt(r.epochs, 500);
+    ck_assert_int_eq(r.epochs, r.best_epoch + 1 + 5);
+    train_result_free(&r);
+    /* a hook failure stops training with its status */
+    c.on_epoch = stop_at_3;
+    ck_assert_int_eq(train_run(&d, &c, NULL, 0, &r), INCA_ERR);
+    ck_assert_ptr_nonnull(strstr(inca_errmsg(), "stopped by hook"));
+    free(l);
+    tu_rmrf(dir);
+    free(dir);
+    dataset_free(&d);
+}
+END_TEST
+
+START_TEST(test_helpers) {
+    /* row and standard feature normalisation, by hand */
+    const float x[6] = {1, 3, 0, 0, 2, 2};   /* 3 x 2 */
+    float o[6];
+    train_features_prepare(TRAIN_FEATNORM_ROW, 3, 2, x, o);
+    ck_assert(o[0] == 0.25f && o[1] == 0.75f && o[2] == 0 && o[3] == 0 && o[4] == 0.5f && o[5] == 0.5f);
+    train_features_prepare(TRAIN_FEATNORM_STANDARD, 3, 2, x, o);
+    /* column 0: 1,0,2 mean 1 std sqrt(2/3); column 1: 3,0,2 mean 5/3, var (16/9+25/9+1/9)/3 = 14/9 */
+    ck_assert(fabs(o[0] - 0) < 1e-6 && fabs(o[2] + 1 / sqrt(2.0 / 3)) < 1e-6 && fabs(o[4] - 1 / sqrt(2.0 / 3)) < 1e-6);
+    ck_assert(fabs(o[1] - (3 - 5.0 / 3) / sqrt(14.0 / 9)) < 1e-6);
+    int m;
+    ck_assert_int_eq(train_featnorm_parse("standard", &m), INCA_OK);
+    ck_assert_int_eq(m, TRAIN_FEATNORM_STANDARD);
+    ck_assert_int_eq(train_featnorm_parse("l2", &m), INCA_EINVAL);
+    /* weight-decay policy */
+    train_config_t c;
+    train_config_default(&c);
+    c.weight_decay = 5e-4;
+    nn_param_t first = {.flags = NN_P_FIRST | NN_P_DENSE}, later = {.flags = NN_P_DENSE},
+               conv = {.flags = NN_P_CONV};
+    ck_assert(train_param_wd(&c, &later) == 5e-4);
+    ck_assert(train_param_wd(&c, &conv) == 5e-4);
+    c.wd_first_layer_only = 1;
+    ck_assert(train_param_wd(&c, &first) == 5e-4 && train_param_wd(&c, &later) == 0);
+    c.wd_conv = 0.01;
+    ck_assert(train_param_wd(&c, &conv) == 0.01);
+    /* best epoch: higher val acc, ties to lower val loss, else the earlier epoch */
+    train_best_t b;
+    train_best_init(&b);
+    ck_assert(train_best_update(&b, 0, 0.5, 1.0, 0.4));
+    ck_assert(!train_best_update(&b, 1, 0.4, 0.1, 0.9));
+    ck_assert(train_best_update(&b, 2, 0.5, 0.9, 0.6));
+    ck_assert(!train_best_update(&b, 3, 0.5, 0.9, 0.7));
+    ck_assert_int_eq(b.epoch, 2);
+    ck_assert(b.test_acc == 0.6);
+    ck_assert_int_eq(b.since, 1);
+}
+END_TEST
+
+START_TEST(test_errors) {
+    dataset_t d;
+    make_csbm(&d, 200, 0.8, 1.0, 12);
+    train_config_t c = cfg_small("gat");
+    train_result_t r;
+    ck_assert_int_eq(train_run(&d, &c, NULL, 0, &r), INCA_EINVAL);
+    ck_assert_ptr_nonnull(strstr(inca_errmsg(), "gat"));
+    c = cfg_small("gcn");
+    snprintf(c.method, sizeof c.method, "sgd");
+    ck_assert_int_eq(train_run(&d, &c, NULL, 0, &r), INCA_EINVAL);
+    ck_assert_ptr_nonnull(strstr(inca_errmsg(), "--method"));
+    /* a graph-less dataset: gcn refuses with a hint, mlp trains */
+    dataset_t e = d;
+    memset(&e.adj, 0, sizeof e.adj);
+    c = cfg_small("gcn");
+    ck_assert_int_eq(train_run(&e, &c, NULL, 0, &r), INCA_EINVAL);
+    ck_assert_ptr_nonnull(strstr(inca_errmsg(), "--model mlp"));
+    c = cfg_small("mlp");
+    c.epochs = 5;
+    ck_assert_int_eq(train_run(&e, &c, NULL, 0, &r), INCA_OK);
+    train_result_free(&r);
+    /* empty train split */
+    e = d;
+    e.split_n[SPLIT_TRAIN] = 0;
+    ck_assert_int_eq(train_run(&e, &c, NULL, 0, &r), INCA_EINVAL);
+    c.runs = 0;
+    ck_assert_int_eq(train_run(&d, &c, NULL, 0, &r), INCA_EINVAL);
+    dataset_free(&d);
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("train");
+    TCase *t = tcase_create("train");
+    tcase_set_timeout(t, 600);
+    tcase_add_test(t, test_models_learn);
+    tcase_add_test(t, test_deterministic);
+    tcase_add_test(t, test_runs_statistics);
+    tcase_add_test(t, test_override_and_unlabelled);
+    tcase_add_test(t, test_metrics_hooks_patience);
+    tcase_add_test(t, test_helpers);
+    tcase_add_test(t, test_errors);
+    suite_add_tcase(s, t);
+    return tu_run_suite(s);
+}
