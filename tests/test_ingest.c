@@ -274,27 +274,6 @@ START_TEST(test_ogb_small) {
 }
 END_TEST
 
-START_TEST(test_ogb_alloc_failures) {
-    make_ogb(1);
-    /* every allocation in turn fails: ENOMEM (or success once past the last), never a crash or
-     * a leak (the ASan build checks leaks) */
-    int ok = 0;
-    for (long k = 1; k < 400 && !ok; k++) {
-        dataset_t d;
-        inca_alloc_fail_after(k);
-        int rc = ingest_run(INGEST_OGB, tpath("o"), NULL, &d);
-        inca_alloc_fail_after(0);
-        if (rc == 0) { ok = 1; ck_assert_int_eq(d.n, 5); dataset_free(&d); }
-        else {
-            ck_assert_int_eq(rc, INCA_ENOMEM);
-            ck_assert_int_eq(d.n, 0);
-            ck_assert_ptr_null(d.x);
-        }
-    }
-    ck_assert(ok);
-}
-END_TEST
-
 START_TEST(test_edgelist_small) {
     /* puts_ returns a static buffer: keep copies */
     char *p = strdup(puts_("e.txt.gz", "# SNAP header\n% another\n0\t4\n4,2\n  2 0 17\n\n4 2\n1 1\n", 1));
@@ -369,8 +348,8 @@ static void put_idx(const char *rel, uint32_t magic, int nd, const uint32_t *dim
     put(rel, (const char *)buf, k + n, gz);
 }
 
-START_TEST(test_idx_small) {
-    /* 3 train and 2 test images of 2x3 pixels, train gzipped, test plain */
+/* 3 train and 2 test images of 2x3 pixels, train gzipped, test plain */
+static void make_idx(void) {
     unsigned char tri[18], tei[12], trl[3] = {4, 0, 9}, tel[2] = {1, 4};
     for (int i = 0; i < 18; i++) tri[i] = (unsigned char)(i * 15);
     for (int i = 0; i < 12; i++) tei[i] = (unsigned char)(255 - i);
@@ -378,6 +357,10 @@ START_TEST(test_idx_small) {
     put_idx("i/train-labels-idx1-ubyte.gz", 0x801, 1, (uint32_t[]){3}, trl, 3, 1);
     put_idx("i/t10k-images-idx3-ubyte", 0x803, 3, (uint32_t[]){2, 2, 3}, tei, 12, 0);
     put_idx("i/t10k-labels-idx1-ubyte", 0x801, 1, (uint32_t[]){2}, tel, 2, 0);
+}
+
+START_TEST(test_idx_small) {
+    make_idx();
     dataset_t d;
     ck_assert_int_eq(ingest_idx(tpath("i"), NULL, &d), 0);
     ck_assert_int_eq(d.n, 5);
@@ -396,10 +379,14 @@ START_TEST(test_idx_small) {
 }
 END_TEST
 
-START_TEST(test_csv_small) {
+static void make_csv(void) {
     puts_("c/train.csv", "1,0.5,2\n\n0,-1,1e2\n", 0);
     puts_("c/valid.csv.gz", ",3,3\n2,4,4\n", 1);   /* first row unlabelled */
     puts_("c/test.csv", "nan,5,5\n1,6,6\n", 0);
+}
+
+START_TEST(test_csv_small) {
+    make_csv();
     dataset_t d;
     ck_assert_int_eq(ingest_csv(tpath("c"), NULL, &d), 0);
     ck_assert_int_eq(d.n, 6);
@@ -424,6 +411,49 @@ START_TEST(test_csv_small) {
 }
 END_TEST
 
+START_TEST(test_alloc_failures) {
+    /* every allocation in turn fails, for every format: ENOMEM (or success once past the last),
+     * *out left empty, never a crash or a leak (the ASan build checks leaks) */
+    make_ogb(1);
+    make_idx();
+    make_csv();
+    puts_("e.txt", "0 1\n1 2\n", 0);
+    puts_("lab.txt", "0 1\n2 0\n", 0);
+    puts_("feat.txt", "0 1 2\n1 3 4\n2 5 6\n", 0);
+    puts_("m.graph", "4 3 11 2\n5 6 2 7 3 1\n1 1 1 7 3 2\n2 2 1 1 2 2\n9 9\n", 0);
+    char el[4096], lab[4096], feat[4096];
+    snprintf(el, sizeof el, "%s", tpath("e.txt"));
+    snprintf(lab, sizeof lab, "%s", tpath("lab.txt"));
+    snprintf(feat, sizeof feat, "%s", tpath("feat.txt"));
+    static const struct { ingest_format_t f; const char *rel; int64_t n; } cases[] = {
+        {INGEST_OGB, "o", 5}, {INGEST_EDGELIST, "e.txt", 3}, {INGEST_METIS, "m.graph", 4},
+        {INGEST_IDX, "i", 5}, {INGEST_CSV, "c", 6}};
+    ingest_opts_t o = {0};
+    o.labels = lab;
+    o.features = feat;
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        char src[4096];
+        snprintf(src, sizeof src, "%s", tpath(cases[c].rel));
+        int ok = 0;
+        long k;
+        for (k = 1; k < 400 && !ok; k++) {
+            dataset_t d;
+            inca_alloc_fail_after(k);
+            int rc = ingest_run(cases[c].f, src, cases[c].f == INGEST_EDGELIST ? &o : NULL, &d);
+            inca_alloc_fail_after(0);
+            if (rc == 0) { ok = 1; ck_assert_int_eq(d.n, cases[c].n); dataset_free(&d); }
+            else {
+                ck_assert_msg(rc == INCA_ENOMEM, "%s, allocation %ld: rc %d (%s)", cases[c].rel, k, rc, inca_errmsg());
+                ck_assert_int_eq(d.n, 0);
+                ck_assert_ptr_null(d.x);
+                ck_assert_ptr_null(d.adj.rowptr);
+            }
+        }
+        ck_assert_msg(ok && k > 3, "%s: %ld allocations", cases[c].rel, k);
+    }
+}
+END_TEST
+
 START_TEST(test_format_names) {
     ingest_format_t f;
     ck_assert_int_eq(ingest_format_parse("metis", &f), 0);
@@ -445,11 +475,11 @@ int main(void) {
     tcase_add_test(tc, test_parse_f32_vs_strtof);
     tcase_add_test(tc, test_parse_i64_and_label);
     tcase_add_test(tc, test_ogb_small);
-    tcase_add_test(tc, test_ogb_alloc_failures);
     tcase_add_test(tc, test_edgelist_small);
     tcase_add_test(tc, test_metis_small);
     tcase_add_test(tc, test_idx_small);
     tcase_add_test(tc, test_csv_small);
+    tcase_add_test(tc, test_alloc_failures);
     tcase_add_test(tc, test_format_names);
     suite_add_tcase(s, tc);
     return tu_run_suite(s);
