@@ -115,8 +115,9 @@ static int idx_part(const char *dir, const char *prefix, dataset_t *d, int64_t *
                        lpath, idims[0], ipath, ldims[0]);
         goto done;
     }
-    if (idims[1] == 0 || idims[2] == 0) {
-        rc = inca_fail(INCA_EINVAL, "%s: byte offset 8: expected non-zero image sizes, got %ux%u", ipath, idims[1], idims[2]);
+    if (idims[1] == 0 || idims[2] == 0 || idims[1] > 65535 || idims[2] > 65535) {
+        rc = inca_fail(INCA_EINVAL, "%s: byte offset 8: expected image sizes in 1..65535, got %ux%u", ipath, idims[1],
+                       idims[2]);
         goto done;
     }
     int64_t p = (int64_t)idims[1] * idims[2];

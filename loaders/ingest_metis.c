@@ -64,7 +64,7 @@ int ingest_metis(const char *path, const ingest_opts_t *o, dataset_t *out) {
     if (!textio_at_end(p) && !textio_parse_i64(&p, &fmt)) goto bad_header;
     if (!textio_at_end(p) && !textio_parse_i64(&p, &ncon)) goto bad_header;
     if (!textio_at_end(p)) goto bad_header;
-    if (n <= 0 || n > INGEST_MAX_ID || m < 0) {
+    if (n <= 0 || n > INGEST_MAX_ID || m < 0 || m > INT64_MAX / 4) {
         rc = inca_fail(INCA_EINVAL, "%s:%lld: expected n in 1..%lld and m >= 0, got n=%lld m=%lld", path, hline,
                        (long long)INGEST_MAX_ID, (long long)n, (long long)m);
         goto fail;
