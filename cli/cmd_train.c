@@ -58,6 +58,7 @@ static int config_from_args(const args_t *a, train_config_t *c) {
     c->K = (int)v;
     c->batchnorm = args_has(a, "--batchnorm");
     c->residual = args_has(a, "--residual");
+    c->dense_input = args_has(a, "--dense-input");
     if ((rc = flag_int(a, "--seed", 0, 0, INT64_MAX, &v))) return rc;
     c->seed = (uint64_t)v;
     if ((rc = flag_int(a, "--threads", 0, 0, 4096, &v))) return rc;
@@ -87,7 +88,7 @@ int cmd_train(int argc, char **argv) {
     static const char *const known[] = {
         "--model", "--method", "--layers", "--hidden", "--epochs", "--lr", "--dropout", "--weight-decay",
         "--wd-conv", "--wd-first-layer!", "--adamw!", "--feature-norm", "--alpha", "--theta", "--K",
-        "--batchnorm!", "--residual!", "--parts", "--batch-parts", "--refresh", "--history-dtype",
+        "--batchnorm!", "--residual!", "--dense-input!", "--parts", "--batch-parts", "--refresh", "--history-dtype",
         "--partition", "--threads", "--device", "--seed", "--metrics", "--runs", "--json!",
         "--train-indices", "--split", "--patience", NULL};
     args_t *a = NULL;

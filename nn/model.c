@@ -64,8 +64,17 @@ int64_t model_site_dim(const model_config_t *c, int site) {
     }
 }
 
+/* y = A x with A's pattern and the given values (a view; kern_spmm allocates nothing). */
+static int nn_spmm_v(const csr_t *a, const float *vals, const float *x, int64_t f, float *y) {
+    csr_t v = *a;
+    v.val = (float *)vals;
+    v.owned = 0;
+    return kern_spmm(&v, x, f, 1.0f, 0.0f, y);
+}
+
 #define NN_REAL float
 #define NN_(x) x
+#define NN_SPMM_V nn_spmm_v
 #define NN_GEMM kern_gemm
 #define NN_AXPBY kern_axpby
 #define NN_ADD_BIAS kern_add_bias

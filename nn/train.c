@@ -76,6 +76,26 @@ void train_features_prepare(int mode, int64_t n, int64_t f, const float *x, floa
     }
 }
 
+int train_features_csr(int64_t n, int64_t f, const float *x, double max_density, csr_t *out) {
+    int64_t nnz = 0;
+    memset(out, 0, sizeof *out);
+    for (int64_t i = 0; i < n * f; i++) nnz += x[i] != 0.0f;
+    if ((double)nnz > max_density * (double)n * (double)f) return 0;
+    int rc = csr_alloc(out, n, f, nnz, 1);
+    if (rc) return rc;
+    int64_t e = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const float *r = x + i * f;
+        for (int64_t k = 0; k < f; k++)
+            if (r[k] != 0.0f) {
+                out->col[e] = (int32_t)k;
+                out->val[e++] = r[k];
+            }
+        out->rowptr[i + 1] = e;
+    }
+    return 1;
+}
+
 int train_model_config(const dataset_t *d, const train_config_t *c, uint64_t seed, model_config_t *mc) {
     int rc;
     model_config_default(mc);
@@ -170,7 +190,7 @@ fail:
 int train_full(const dataset_t *d, const train_config_t *c, const int64_t *train_idx, int64_t n_train, int run,
                train_result_t *r) {
     model_config_t mc;
-    csr_t a = {0}, at = {0};
+    csr_t a = {0}, at = {0}, xs = {0};
     model_t *m = NULL;
     optim_t *o = NULL;
     float *xw = NULL, *dlog = NULL, *logp = NULL;
@@ -197,6 +217,14 @@ int train_full(const dataset_t *d, const train_config_t *c, const int64_t *train
         x = xw;
     }
     if ((rc = model_create(&mc, n, &m))) goto done;
+    if (!c->dense_input) {   /* bag-of-words features: first layer by SpMM */
+        if ((rc = train_features_csr(n, d->f, x, 0.25, &xs)) < 0) goto done;
+        if (rc == 1 && model_set_sparse_input(m, &xs) != INCA_OK) {
+            inca_err_clear();   /* this first layer needs dense input: stay dense */
+            csr_free(&xs);
+        }
+        rc = INCA_OK;
+    }
     if ((rc = optim_from_model(c, m, &o))) goto done;
     dlog = inca_malloc((size_t)(n * cc) * sizeof(float));
     logp = inca_malloc((size_t)(n * cc) * sizeof(float));
@@ -264,6 +292,7 @@ done:
     model_free(&m);
     csr_free(&a);
     csr_free(&at);
+    csr_free(&xs);
     return rc;
 }
 

@@ -49,6 +49,8 @@ typedef struct train_config {
     double alpha, theta;       /* gcnii / appnp (0.1, 0.5) */
     int K;                     /* appnp (10) */
     int batchnorm, residual;
+    int dense_input;           /* 1: never use the sparse-input path (default 0: features with
+                                  <= 25% nonzeros go in as a CSR, see model_set_sparse_input) */
     const char *metrics_path;  /* JSON Lines per epoch (borrowed; NULL: none) */
     FILE *metrics_fp;          /* set by train_run (opened from metrics_path); trainers write
                                   train_metrics_line here when non-NULL */
@@ -108,6 +110,9 @@ int train_featnorm_parse(const char *s, int *out);
  * summing to 0 stay 0, as Kipf & Welling); standard: per column zero mean, unit population std
  * (constant columns -> 0). Computed in double, deterministic. x_out may equal x. */
 void train_features_prepare(int mode, int64_t n, int64_t f, const float *x, float *x_out);
+/* When at most max_density of x's n*f entries are nonzero, build *out (owned, values, n x f) and
+ * return 1; else leave *out empty and return 0. Negative status on failure. */
+int train_features_csr(int64_t n, int64_t f, const float *x, double max_density, csr_t *out);
 /* model_config_t for dataset d under c (in_dim = d->f, out_dim = d->c, seed = seed). */
 int train_model_config(const dataset_t *d, const train_config_t *c, uint64_t seed, model_config_t *mc);
 /* Weight decay of parameter p under c (the policy: wd_first_layer_only, wd_conv). */

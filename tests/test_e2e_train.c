@@ -39,7 +39,7 @@ START_TEST(test_gcn_cora_accuracy) {
     ingest();
     char *out = NULL, *err = NULL;
     int rc = train("--model gcn --method full --layers 2 --hidden 16 --dropout 0.5 --lr 0.01 --weight-decay 5e-4 "
-                   "--wd-first-layer --epochs 200 --feature-norm row --runs 3 --seed 0 --threads 2 --json",
+                   "--wd-first-layer --epochs 200 --feature-norm row --runs 3 --seed 0 --threads 1 --json",
                    &out, &err);
     ck_assert_msg(rc == 0, "train failed (%d): %s", rc, err ? err : "");
     const char *j = tu_last_line(out);

@@ -57,7 +57,18 @@ static void d_dropout_grad(int64_t n, float p, const uint8_t *mask, const double
     for (int64_t i = 0; i < n; i++) dx[i] = mask[i] ? dy[i] / (1.0 - (double)p) : 0;
 }
 
+static int d_spmm_v(const csr_t *a, const double *vals, const double *x, int64_t f, double *y) {
+    for (int64_t i = 0; i < a->n_rows; i++)
+        for (int64_t k = 0; k < f; k++) {
+            double s = 0;
+            for (int64_t e = a->rowptr[i]; e < a->rowptr[i + 1]; e++) s += vals[e] * x[a->col[e] * f + k];
+            y[i * f + k] = s;
+        }
+    return INCA_OK;
+}
+
 #define NN_REAL double
+#define NN_SPMM_V d_spmm_v
 #define NN_(x) x##_d
 #define NN_GEMM d_gemm
 #define NN_AXPBY d_axpby
@@ -121,7 +132,7 @@ static double d_xent(int64_t c, const double *logits, const int32_t *y, const in
 #define FIN 5
 #define CLS 3
 typedef struct fixture {
-    csr_t adj, gcn, mean, mean_t;
+    csr_t adj, gcn, mean, mean_t, xs;
     float xf[NODES * FIN];
     double xd[NODES * FIN];
     int32_t y[NODES];
@@ -145,8 +156,21 @@ static void fixture_make(fixture_t *fx, uint64_t seed) {
     ck_assert_int_eq(csr_mean_norm(&fx->adj, &fx->mean), INCA_OK);
     ck_assert_int_eq(csr_transpose(&fx->mean, &fx->mean_t), INCA_OK);
     for (int i = 0; i < NODES * FIN; i++) {
-        fx->xf[i] = (float)rng_normal(&r);
+        fx->xf[i] = rng_uniform(&r) < 0.4 ? 0.0f : (float)rng_normal(&r);   /* 40% zeros */
         fx->xd[i] = fx->xf[i];
+    }
+    /* the same features as a CSR */
+    int64_t nnz = 0;
+    for (int i = 0; i < NODES * FIN; i++) nnz += fx->xf[i] != 0;
+    ck_assert_int_eq(csr_alloc(&fx->xs, NODES, FIN, nnz, 1), INCA_OK);
+    nnz = 0;
+    for (int i = 0; i < NODES; i++) {
+        for (int k = 0; k < FIN; k++)
+            if (fx->xf[i * FIN + k] != 0) {
+                fx->xs.col[nnz] = k;
+                fx->xs.val[nnz++] = fx->xf[i * FIN + k];
+            }
+        fx->xs.rowptr[i + 1] = nnz;
     }
     for (int i = 0; i < NODES; i++) fx->y[i] = (int32_t)rng_below(&r, CLS);
     fx->y[3] = -1;   /* an unlabelled node listed in idx must be ignored */
@@ -159,6 +183,7 @@ static void fixture_free(fixture_t *fx) {
     csr_free(&fx->gcn);
     csr_free(&fx->mean);
     csr_free(&fx->mean_t);
+    csr_free(&fx->xs);
 }
 
 static model_config_t cfg_make(int kind, int layers, int64_t hidden, float dropout, int bn, int res) {
@@ -188,7 +213,10 @@ static double d_loss(model_t_d *m, fixture_t *fx, const nn_agg_t_d *agg, double 
     return d_xent(CLS, logits, fx->y, fx->idx, fx->nidx, NODES, dl);
 }
 
-static void float_vs_double(const model_config_t *cfg);
+static void float_vs_double_x(const model_config_t *cfg, int sparse);
+static void float_vs_double(const model_config_t *cfg) { float_vs_double_x(cfg, 0); }
+static double gradcheck_x(const model_config_t *cfg, int sparse);
+static double gradcheck(const model_config_t *cfg) { return gradcheck_x(cfg, 0); }
 
 /* Move every parameter off its initial value (biases start at 0, which puts ReLU inputs of
  * rows whose inputs are all zero exactly on the kink, where a finite difference is undefined). */
@@ -202,13 +230,14 @@ static void params_jitter_d(model_t_d *m) {
 }
 
 /* Central differences over every parameter element; returns the worst norm-wise relative error. */
-static double gradcheck(const model_config_t *cfg) {
+static double gradcheck_x(const model_config_t *cfg, int sparse) {
     fixture_t fx;
     fixture_make(&fx, 1234);
     const csr_t *a = nn_kind_norm(cfg->kind) == NN_NORM_MEAN ? &fx.mean : &fx.gcn;
     nn_agg_t_d agg = {dagg_fwd, dagg_bwd, (void *)a};
     model_t_d *m = NULL;
     ck_assert_int_eq(model_create_d(cfg, NODES, &m), INCA_OK);
+    if (sparse) ck_assert_int_eq(model_set_sparse_input_d(m, &fx.xs), INCA_OK);
     params_jitter_d(m);
     double dl[NODES * CLS];
     d_loss(m, &fx, &agg, dl);
@@ -278,6 +307,47 @@ START_TEST(test_grad_transform_first) {
 }
 END_TEST
 
+START_TEST(test_grad_sparse_input) {
+    /* X as a CSR: SpMM first layer with dropout on the stored nonzeros */
+    model_config_t cs[] = {cfg_make(NN_MLP, 3, 4, 0.3f, 0, 0), cfg_make(NN_GCN, 3, 3, 0.3f, 0, 0),
+                           cfg_make(NN_SAGE, 3, 3, 0.3f, 1, 0), cfg_make(NN_GCNII, 3, 4, 0.3f, 0, 0),
+                           cfg_make(NN_APPNP, 2, 4, 0.3f, 0, 0)};
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+        cs[i].transform_first = 1;
+        gradcheck_x(&cs[i], 1);
+        float_vs_double_x(&cs[i], 1);
+    }
+}
+END_TEST
+
+START_TEST(test_sparse_equals_dense) {
+    /* without dropout (and in eval mode) the sparse input path computes the dense maths */
+    fixture_t fx;
+    fixture_make(&fx, 21);
+    nn_agg_full_t full;
+    nn_agg_t agg;
+    nn_agg_full_init(&agg, &full, &fx.gcn, NULL);
+    model_config_t c = cfg_make(NN_GCN, 2, 3, 0.5f, 0, 0);
+    c.transform_first = 1;
+    model_t *m = NULL;
+    ck_assert_int_eq(model_create(&c, NODES, &m), INCA_OK);
+    const float *l;
+    float dense[NODES * CLS];
+    ck_assert_int_eq(model_forward(m, NODES, fx.xf, &agg, 0, 1, 0, &l), INCA_OK);
+    memcpy(dense, l, sizeof dense);
+    ck_assert_int_eq(model_set_sparse_input(m, &fx.xs), INCA_OK);
+    ck_assert_int_eq(model_forward(m, NODES, NULL, &agg, 0, 1, 0, &l), INCA_OK);
+    for (int i = 0; i < NODES * CLS; i++) ck_assert(fabs(l[i] - dense[i]) <= 1e-5 * (1 + fabs(dense[i])));
+    model_free(&m);
+    /* a first layer that aggregates its dense input cannot take the sparse input */
+    c.transform_first = 0;
+    ck_assert_int_eq(model_create(&c, NODES, &m), INCA_OK);
+    ck_assert_int_eq(model_set_sparse_input(m, &fx.xs), INCA_EINVAL);
+    model_free(&m);
+    fixture_free(&fx);
+}
+END_TEST
+
 START_TEST(test_grad_bn_res) {
     /* hidden = input width, so the residual also applies on the first layer */
     model_config_t c = cfg_make(NN_GCN, 4, FIN, 0.3f, 1, 1);
@@ -323,7 +393,7 @@ START_TEST(test_grad_loss) {
 END_TEST
 
 /* The float instance (library) against the double instance with identical parameters. */
-static void float_vs_double(const model_config_t *cfg) {
+static void float_vs_double_x(const model_config_t *cfg, int sparse) {
     fixture_t fx;
     fixture_make(&fx, 4321);
     const int norm = nn_kind_norm(cfg->kind);
@@ -337,6 +407,10 @@ static void float_vs_double(const model_config_t *cfg) {
     ck_assert_int_eq(model_create_d(cfg, NODES, &md), INCA_OK);
     ck_assert_int_eq(model_create(cfg, NODES, &mf), INCA_OK);
     ck_assert_int_eq(model_nparams(mf), model_nparams_d(md));
+    if (sparse) {
+        ck_assert_int_eq(model_set_sparse_input_d(md, &fx.xs), INCA_OK);
+        ck_assert_int_eq(model_set_sparse_input(mf, &fx.xs), INCA_OK);
+    }
     for (int p = 0; p < model_nparams(mf); p++) {
         nn_param_t *pf = model_param(mf, p);
         nn_param_t_d *pd = model_param_d(md, p);
@@ -504,6 +578,8 @@ int main(void) {
     tcase_add_test(t, test_grad_appnp);
     tcase_add_test(t, test_grad_bn_res);
     tcase_add_test(t, test_grad_transform_first);
+    tcase_add_test(t, test_grad_sparse_input);
+    tcase_add_test(t, test_sparse_equals_dense);
     tcase_add_test(t, test_grad_loss);
     tcase_add_test(t, test_float_matches_double);
     tcase_add_test(t, test_dropout_masks_and_eval);
