@@ -22,7 +22,7 @@ static const char *const prune_flags[] = {
     "--el2n-epochs", "--seed", "--split", "--threads", "--out", "--indices", "--overwrite!", "--eval!", "--runs",
     "--json!", "--model", "--epochs", "--hidden", "--layers", "--lr", "--dropout", "--weight-decay", "--feature-norm",
     "--no-full!", "--reuse-dynamics!", "--dyn-tag", "--no-save-dynamics!", "--tau", "--noise", "--ssl-epochs",
-    "--lambda-u", NULL};
+    "--lambda-u", "--eval-sets", NULL};
 
 /* Output paths for --indices P: text at P and .npy at P.npy, or, when P ends in ".npy",
  * the .npy at P and the text at P with ".txt" in place of ".npy". */
@@ -76,7 +76,7 @@ static int parse_config(const args_t *a, prune_config_t *cfg, train_config_t *ta
     cfg->st.epochs = (int)iv;
     train_config_t *p = &cfg->proxy;
     snprintf(p->model, sizeof p->model, "%s", args_str(a, "--proxy-model", ""));
-    if ((rc = args_int(a, "--proxy-epochs", 100, &iv))) return rc;
+    if ((rc = args_int(a, "--proxy-epochs", 30, &iv))) return rc;
     p->epochs = (int)iv;
     if ((rc = args_int(a, "--proxy-hidden", 256, &iv))) return rc;
     p->hidden = iv;
@@ -212,7 +212,19 @@ int cmd_prune(int argc, char **argv) {
         int graph = d.adj.rowptr != NULL && d.adj.nnz > 0;
         if (!target.model[0]) snprintf(target.model, sizeof target.model, "%s", graph ? "gcn" : "mlp");
         t0 = inca_now();
-        if ((rc = prune_eval_run(&d, &target, pool, npool, r.sel, r.nsel, (int)runs, cfg.seed, !args_has(a, "--no-full"), &ev))) goto done;
+        /* --eval-sets: comma-separated coreset,random,full (default all; --no-full drops full) */
+        const char *es = args_str(a, "--eval-sets", "coreset,random,full");
+        unsigned sets = 0;
+        for (const char *q = es; *q;) {
+            size_t l = strcspn(q, ",");
+            if (l == 7 && strncmp(q, "coreset", 7) == 0) sets |= PRUNE_EVAL_CORESET;
+            else if (l == 6 && strncmp(q, "random", 6) == 0) sets |= PRUNE_EVAL_RANDOM;
+            else if (l == 4 && strncmp(q, "full", 4) == 0) sets |= PRUNE_EVAL_FULL;
+            else { rc = inca_fail(INCA_EINVAL, "--eval-sets: expected a list of coreset, random, full, got '%s'", es); goto done; }
+            q += l + (q[l] == ',');
+        }
+        if (args_has(a, "--no-full")) sets &= ~(unsigned)PRUNE_EVAL_FULL;
+        if ((rc = prune_eval_run(&d, &target, pool, npool, r.sel, r.nsel, (int)runs, cfg.seed, sets, &ev))) goto done;
         sec[PRUNE_ST_EVAL] = inca_now() - t0;
     }
 

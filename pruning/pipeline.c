@@ -29,7 +29,7 @@ void prune_config_default(prune_config_t *c) {
     c->proxy.model[0] = '\0';   /* chosen from the dataset */
     snprintf(c->proxy.method, sizeof c->proxy.method, "full");
     c->proxy.hidden = 256;
-    c->proxy.epochs = 100;
+    c->proxy.epochs = 30;
     c->proxy.lr = 0.01;
     c->proxy.dropout = 0.2;
     c->proxy.weight_decay = 5e-4;
@@ -514,21 +514,28 @@ static void mean_std(const double *v, int n, double *mean, double *sd) {
     *sd = n ? sqrt(s2 / n) : 0;
 }
 
-/* Test accuracy of one target run (model seed `seed`) trained on ids[0..nids). */
+/* Test accuracy of one target run (model seed `seed`) trained on ids[0..nids). Feature
+ * datasets are first compacted to the training rows plus the valid and test rows (the pruned
+ * dataset), so the per-epoch evaluation does not run over the unused part of the pool. */
 static int eval_one(const dataset_t *d, train_config_t *tc, const int64_t *ids, int64_t nids, uint64_t seed,
                     const char *what, double *acc) {
     train_result_t tr = {0};
+    dataset_t cd;
+    dataset_init(&cd);
     tc->runs = 1;
     tc->seed = seed;
-    int rc = train_run(d, tc, ids, nids, &tr);
+    int graph = d->adj.rowptr != NULL && d->adj.nnz > 0;
+    int rc = graph ? INCA_OK : prune_make_pruned(d, ids, nids, &cd);
+    if (!rc) rc = graph ? train_run(d, tc, ids, nids, &tr) : train_run(&cd, tc, NULL, 0, &tr);
     if (rc) inca_fail_ctx(rc, "training the target on %s: ", what);
     *acc = tr.test_acc;
     train_result_free(&tr);
+    dataset_free(&cd);
     return rc;
 }
 
 int prune_eval_run(const dataset_t *d, const train_config_t *target, const int64_t *pool, int64_t npool,
-                   const int64_t *sel, int64_t nsel, int runs, uint64_t seed, int with_full, prune_eval_t *e) {
+                   const int64_t *sel, int64_t nsel, int runs, uint64_t seed, unsigned sets, prune_eval_t *e) {
     memset(e, 0, sizeof *e);
     if (runs < 1) return inca_fail(INCA_EINVAL, "--runs: expected >= 1, got %d", runs);
     if (nsel < 1) return inca_fail(INCA_EINVAL, "eval: the coreset is empty");
@@ -541,19 +548,21 @@ int prune_eval_run(const dataset_t *d, const train_config_t *target, const int64
     tc.out_logits = NULL;
     for (int i = 0; i < runs; i++) {
         uint64_t si = seed + (uint64_t)i;
-        if ((rc = eval_one(d, &tc, sel, nsel, si, "the coreset", &acc[i]))) goto done;
-        /* a fresh random subset of the same size per run */
-        int64_t got = 0;
-        if ((rc = select_random(npool, nsel, rng_hash64(si, 0x7a4d0, 0), rnd, &got))) goto done;
-        for (int64_t t = 0; t < got; t++) rnd[t] = pool[rnd[t]];
-        qsort(rnd, (size_t)got, sizeof *rnd, i64_cmp);
-        if ((rc = eval_one(d, &tc, rnd, got, si, "a random subset", &acc[runs + i]))) goto done;
-        if (with_full && (rc = eval_one(d, &tc, pool, npool, si, "the full pool", &acc[2 * runs + i]))) goto done;
+        if ((sets & PRUNE_EVAL_CORESET) && (rc = eval_one(d, &tc, sel, nsel, si, "the coreset", &acc[i]))) goto done;
+        if (sets & PRUNE_EVAL_RANDOM) {   /* a fresh random subset of the same size per run */
+            int64_t got = 0;
+            if ((rc = select_random(npool, nsel, rng_hash64(si, 0x7a4d0, 0), rnd, &got))) goto done;
+            for (int64_t t = 0; t < got; t++) rnd[t] = pool[rnd[t]];
+            qsort(rnd, (size_t)got, sizeof *rnd, i64_cmp);
+            if ((rc = eval_one(d, &tc, rnd, got, si, "a random subset", &acc[runs + i]))) goto done;
+        }
+        if ((sets & PRUNE_EVAL_FULL) && (rc = eval_one(d, &tc, pool, npool, si, "the full pool", &acc[2 * runs + i]))) goto done;
     }
-    mean_std(acc, runs, &e->coreset_acc, &e->coreset_std);
-    mean_std(acc + runs, runs, &e->random_acc, &e->random_std);
-    if (with_full) mean_std(acc + 2 * runs, runs, &e->full_acc, &e->full_std);
-    else e->full_acc = e->full_std = NAN;
+    double *mean[3] = {&e->coreset_acc, &e->random_acc, &e->full_acc}, *sd[3] = {&e->coreset_std, &e->random_std, &e->full_std};
+    for (int k = 0; k < 3; k++) {
+        if (sets & (1u << k)) mean_std(acc + k * runs, runs, mean[k], sd[k]);
+        else *mean[k] = *sd[k] = NAN;
+    }
     e->runs = runs;
 done:
     inca_free(rnd);

@@ -53,7 +53,7 @@ typedef struct prune_config {
 } prune_config_t;
 
 /* Defaults above; proxy: mlp (gcn for graph datasets is chosen in prune_run when
- * proxy.model is ""), 2 layers, hidden 256, 100 epochs, lr 0.01, dropout 0.2, wd 5e-4. */
+ * proxy.model is ""), 2 layers, hidden 256, 30 epochs, lr 0.01, dropout 0.2, wd 5e-4. */
 void prune_config_default(prune_config_t *c);
 int prune_ssl_parse(const char *name, prune_ssl_t *out);   /* "labelprop" | "selftrain" */
 
@@ -110,12 +110,15 @@ double prune_pseudo_acc(const int32_t *y_true, const int32_t *y_vis, const prune
 /* Evaluation with the TRUE labels of d: the target model (target->model, ->epochs, ...;
  * runs and seed are set here) trained on the coreset (seeds seed .. seed+runs-1), on a random
  * subset of the pool of the same size (run i: a subset drawn with a seed derived from seed+i,
- * model seed seed+i) and, when with_full, on the whole pool. Accuracies are test accuracies at
+ * model seed seed+i) and on the whole pool, each only when its PRUNE_EVAL_* bit is in `sets`
+ * (the others come back NaN). Random subsets depend only on (pool, size, seed), so runs that
+ * leave PRUNE_EVAL_RANDOM out can be compared with another run's random figures. Accuracies are test accuracies at
  * the best validation epoch (last epoch without a valid split), means and population stds. */
+enum { PRUNE_EVAL_CORESET = 1, PRUNE_EVAL_RANDOM = 2, PRUNE_EVAL_FULL = 4 };
 typedef struct prune_eval {
     double coreset_acc, coreset_std, random_acc, random_std, full_acc, full_std;
     int runs;
 } prune_eval_t;
 int prune_eval_run(const dataset_t *d, const train_config_t *target, const int64_t *pool, int64_t npool,
-                   const int64_t *sel, int64_t nsel, int runs, uint64_t seed, int with_full, prune_eval_t *e);
+                   const int64_t *sel, int64_t nsel, int runs, uint64_t seed, unsigned sets, prune_eval_t *e);
 #endif
