@@ -77,10 +77,13 @@ static double gather_once(const float *x, int64_t f, const int32_t *ids, int64_t
         const int64_t b = m * t / T, e = m * (t + 1) / T;
         float *restrict acc = acc_all + (int64_t)t * ldacc;
         for (int64_t k = 0; k < f; k++) acc[k] = 0.0f;
+        /* the same software prefetch as kern_spmm (about 4 KiB ahead, 4..32 rows), so the
+         * bound is the best gather we know how to write, not a straw man */
+        const int64_t pd = 1024 / f < 4 ? 4 : 1024 / f > 32 ? 32 : 1024 / f;
         for (int64_t j = b; j < e; j++) {
-            if (j + 8 < e) {
-                const char *p = (const char *)(x + (int64_t)ids[j + 8] * f);
-                for (int64_t o = 0; o < f * (int64_t)sizeof(float); o += 64) __builtin_prefetch(p + o, 0, 0);
+            if (j + pd < e) {
+                const char *p = (const char *)(x + (int64_t)ids[j + pd] * f);
+                for (int64_t o = 0; o < f * (int64_t)sizeof(float); o += 64) __builtin_prefetch(p + o, 0, 3);
             }
             const float *restrict xr = x + (int64_t)ids[j] * f;
             for (int64_t k = 0; k < f; k++) acc[k] += xr[k];

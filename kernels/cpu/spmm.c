@@ -11,8 +11,12 @@
 
 /* Floats accumulated on the stack per row; wider F is processed in tiles of this width. */
 #define SPMM_TILE 512
-/* Nonzeros ahead at which the gathered X row is prefetched. */
-#define SPMM_PREFETCH 8
+/* How far ahead the gathered X row is prefetched: about 4 KiB of rows, between 4 and 32
+ * nonzeros (tuned with `inca bench spmm` on R-MAT: 32 at F = 16, 16 at F = 64). */
+static inline int64_t spmm_prefetch_distance(int64_t w) {
+    int64_t d = 1024 / (w > 0 ? w : 1);
+    return d < 4 ? 4 : d > 32 ? 32 : d;
+}
 
 /* First row r in [0, n] with rowptr[r] + r >= target (rowptr[r] + r is strictly increasing). */
 static int64_t spmm_row_search(const int64_t *rowptr, int64_t n, int64_t target) {
@@ -25,21 +29,28 @@ static int64_t spmm_row_search(const int64_t *rowptr, int64_t n, int64_t target)
     return lo;
 }
 
+/* Prefetch locality hint: 3 keeps the lines in every cache level (hub rows are reused). */
+#ifndef SPMM_PREFETCH_LOCALITY
+#define SPMM_PREFETCH_LOCALITY 3
+#endif
+
 /* Prefetch the first cache lines of row `c` of X (width w floats starting at column f0). */
 static inline void spmm_prefetch_row(const float *x, int64_t ldx, int32_t c, int64_t f0, int64_t w) {
     const char *p = (const char *)(x + (int64_t)c * ldx + f0);
     int64_t bytes = w * (int64_t)sizeof(float);
-    for (int64_t o = 0; o < bytes; o += 64) __builtin_prefetch(p + o, 0, 0);
+    for (int64_t o = 0; o < bytes; o += 64) __builtin_prefetch(p + o, 0, SPMM_PREFETCH_LOCALITY);
 }
 
-/* acc[0..W) = Σ_j v_j X[col_j, f0..f0+W) for the nonzeros [b, e), W a compile-time width. */
+/* acc[0..W) = Σ_j v_j X[col_j, f0..f0+W) for the nonzeros [b, e), W a compile-time width;
+ * columns f0.. of the row spmm_prefetch_distance(W) nonzeros ahead (below pe) are prefetched. */
 #define SPMM_DEFINE_FIXED(W)                                                                     \
     static inline void spmm_row_fixed_##W(const int32_t *restrict col, const float *restrict val, \
-                                          int64_t b, int64_t e, const float *restrict x,         \
+                                          int64_t b, int64_t e, int64_t pe, const float *restrict x, \
                                           int64_t ldx, int64_t f0, float *restrict acc) {        \
+        const int64_t pd = spmm_prefetch_distance(W);                                            \
         for (int k = 0; k < W; k++) acc[k] = 0.0f;                                               \
         for (int64_t j = b; j < e; j++) {                                                        \
-            if (j + SPMM_PREFETCH < e) spmm_prefetch_row(x, ldx, col[j + SPMM_PREFETCH], f0, W); \
+            if (j + pd < pe) spmm_prefetch_row(x, ldx, col[j + pd], f0, W);                      \
             const float *restrict xr = x + (int64_t)col[j] * ldx + f0;                           \
             const float v = val ? val[j] : 1.0f;                                                 \
             for (int k = 0; k < W; k++) acc[k] += v * xr[k];                                     \
@@ -51,11 +62,12 @@ SPMM_DEFINE_FIXED(64)
 
 /* Same for a run-time width w <= SPMM_TILE. */
 static inline void spmm_row_any(const int32_t *restrict col, const float *restrict val, int64_t b,
-                                int64_t e, const float *restrict x, int64_t ldx, int64_t f0,
+                                int64_t e, int64_t pe, const float *restrict x, int64_t ldx, int64_t f0,
                                 int64_t w, float *restrict acc) {
+    const int64_t pd = spmm_prefetch_distance(w);
     for (int64_t k = 0; k < w; k++) acc[k] = 0.0f;
     for (int64_t j = b; j < e; j++) {
-        if (j + SPMM_PREFETCH < e) spmm_prefetch_row(x, ldx, col[j + SPMM_PREFETCH], f0, w);
+        if (j + pd < pe) spmm_prefetch_row(x, ldx, col[j + pd], f0, w);
         const float *restrict xr = x + (int64_t)col[j] * ldx + f0;
         const float v = val ? val[j] : 1.0f;
         for (int64_t k = 0; k < w; k++) acc[k] += v * xr[k];
@@ -67,15 +79,18 @@ static void spmm_rows(const csr_t *a, const float *restrict x, int64_t f, float 
                       float *restrict y, int64_t r0, int64_t r1) {
     float acc[SPMM_TILE] __attribute__((aligned(64)));
     const int64_t *rowptr = a->rowptr;
+    /* prefetch runs ahead across row ends, up to the end of this thread's nonzeros (with F
+     * tiles, the next row's first tile is what gets prefetched near a row end) */
+    const int64_t pe = rowptr[r1];
     for (int64_t r = r0; r < r1; r++) {
         const int64_t b = rowptr[r], e = rowptr[r + 1];
         float *restrict yr = y + r * f;
         for (int64_t f0 = 0; f0 < f; f0 += SPMM_TILE) {
             const int64_t w = f - f0 < SPMM_TILE ? f - f0 : SPMM_TILE;
-            if (w == 16) spmm_row_fixed_16(a->col, a->val, b, e, x, f, f0, acc);
-            else if (w == 32) spmm_row_fixed_32(a->col, a->val, b, e, x, f, f0, acc);
-            else if (w == 64) spmm_row_fixed_64(a->col, a->val, b, e, x, f, f0, acc);
-            else spmm_row_any(a->col, a->val, b, e, x, f, f0, w, acc);
+            if (w == 16) spmm_row_fixed_16(a->col, a->val, b, e, pe, x, f, f0, acc);
+            else if (w == 32) spmm_row_fixed_32(a->col, a->val, b, e, pe, x, f, f0, acc);
+            else if (w == 64) spmm_row_fixed_64(a->col, a->val, b, e, pe, x, f, f0, acc);
+            else spmm_row_any(a->col, a->val, b, e, pe, x, f, f0, w, acc);
             float *restrict yt = yr + f0;
             if (beta == 0.0f) {
                 if (alpha == 1.0f) for (int64_t k = 0; k < w; k++) yt[k] = acc[k];
