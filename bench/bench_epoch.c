@@ -56,6 +56,9 @@ static int run_one(const dataset_t *d, train_config_t *c, const partition_t *p, 
         json_int(j, "refreshes", st.refreshes);
         json_num(j, "init_time_s", st.init_s);
         json_num(j, "eval_time_s", st.eval_s_total);
+        json_num(j, "agg_fwd_s", st.agg_fwd_s);
+        json_num(j, "agg_bwd_s", st.agg_bwd_s);
+        json_num(j, "intra_batch_edge_fraction", st.intra_fraction);
         json_num(j, "loader_wait_s", st.wait_s);
         json_num(j, "loader_build_s", st.build_s);
         json_num(j, "test_acc", r.test_acc);

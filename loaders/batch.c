@@ -151,6 +151,9 @@ static int batch_build(batch_loader_t *l, int64_t idx) {
         for (int64_t v = s; v < e; v++) { b->nodes[nb] = v; l->local[v] = (int32_t)nb; nb++; }
     }
     b->n_b = nb;
+    b->nnz_rows = 0;
+    for (int64_t r = 0; r < b->nranges; r++)
+        b->nnz_rows += src->a->rowptr[b->range_start[r] + b->range_len[r]] - src->a->rowptr[b->range_start[r]];
     /* features and labels: a view for one range, else a copy */
     if (src->x && src->f > 0) {
         if (b->nranges == 1) b->x = src->x + b->range_start[0] * src->f;

@@ -51,6 +51,7 @@ typedef struct batch {
     const float *x;          /* n_b x f (view or copy); NULL when the source has no x */
     const int32_t *y;        /* n_b labels (view or copy); NULL when the source has none */
     csr_t a_bb;              /* n_b x n_b */
+    int64_t nnz_rows;        /* nonzeros of Â in the rows of B (a_bb.nnz of them stay inside) */
     csr_t a_bbt;             /* transpose of a_bb when the source is not symmetric, else empty */
     int64_t n_halo;
     int64_t *halo;           /* n_halo global ids, ascending, none in B */

@@ -59,23 +59,39 @@ static void row_put(hist_t *h, int64_t r, const float *in) {
 }
 
 void hist_pull(const hist_t *h, const int64_t *ids, int64_t m, float *out) {
-#pragma omp parallel for schedule(static) if (m * h->f > 65536)
+#pragma omp parallel for schedule(static) if (m * h->f >= HIST_PAR_MIN)
     for (int64_t i = 0; i < m; i++) row_get(h, ids[i], out + i * h->f);
 }
 
 void hist_pull_range(const hist_t *h, int64_t start, int64_t m, float *out) {
-#pragma omp parallel for schedule(static) if (m * h->f > 65536)
+#pragma omp parallel for schedule(static) if (m * h->f >= HIST_PAR_MIN)
     for (int64_t i = 0; i < m; i++) row_get(h, start + i, out + i * h->f);
 }
 
 void hist_push_range(hist_t *h, int64_t start, int64_t m, const float *in) {
-#pragma omp parallel for schedule(static) if (m * h->f > 65536)
+#pragma omp parallel for schedule(static) if (m * h->f >= HIST_PAR_MIN)
     for (int64_t i = 0; i < m; i++) row_put(h, start + i, in + i * h->f);
 }
 
 void hist_push(hist_t *h, const int64_t *ids, int64_t m, const float *in) {
-#pragma omp parallel for schedule(static) if (m * h->f > 65536)
+#pragma omp parallel for schedule(static) if (m * h->f >= HIST_PAR_MIN)
     for (int64_t i = 0; i < m; i++) row_put(h, ids[i], in + i * h->f);
+}
+
+void hist_sub(const hist_t *h, const int64_t *ids, int64_t m, const float *in, float *out) {
+    const int64_t f = h->f;
+#pragma omp parallel for schedule(static) if (m * f >= HIST_PAR_MIN)
+    for (int64_t i = 0; i < m; i++) {
+        const float *a = in + i * f;
+        float *o = out + i * f;
+        if (h->dtype == HIST_F32) {
+            const float *s = (const float *)h->data + ids[i] * f;
+            for (int64_t j = 0; j < f; j++) o[j] = a[j] - s[j];
+        } else {
+            const uint16_t *s = (const uint16_t *)h->data + ids[i] * f;
+            for (int64_t j = 0; j < f; j++) o[j] = a[j] - hist_bf16_to_f32(s[j]);
+        }
+    }
 }
 
 void hist_copy(hist_t *dst, const hist_t *src) {

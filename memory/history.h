@@ -2,7 +2,8 @@
  * snapshots S^l and push buffers P^l), stored as fp32 or bf16 (round to nearest even), in a
  * mem_arena. Rows are addressed by node id (in the partition's contiguous numbering).
  * Pull converts to fp32; push converts from fp32. Not thread-safe for concurrent writes to the
- * same rows; pull/push of row ranges are parallel over rows inside.
+ * same rows; pull/push are parallel over rows (one OpenMP region per call, and only for
+ * tables slices of at least HIST_PAR_MIN elements: small copies are not worth a fork/join).
  * Tested in test_memory.c (fp32 exact round trip, bf16 rounding against hand-computed bits). */
 #ifndef INCA_HISTORY_H
 #define INCA_HISTORY_H
@@ -10,6 +11,7 @@
 #include "memory/arena.h"
 
 typedef enum { HIST_F32 = 0, HIST_BF16 = 1 } hist_dtype_t;
+#define HIST_PAR_MIN ((int64_t)1 << 21)
 
 typedef struct hist {
     int64_t n, f;
@@ -33,6 +35,8 @@ void hist_pull_range(const hist_t *h, int64_t start, int64_t m, float *out);
 void hist_push_range(hist_t *h, int64_t start, int64_t m, const float *in);
 /* Scatter in (m x f) to rows ids[0..m). */
 void hist_push(hist_t *h, const int64_t *ids, int64_t m, const float *in);
+/* out[i,:] = in[i,:] - row ids[i] (m x f): IncAgg's residual Δ = H_B − S_B in one pass. */
+void hist_sub(const hist_t *h, const int64_t *ids, int64_t m, const float *in, float *out);
 /* dst <- src (same shape and dtype), e.g. the IncAgg snapshot S <- P. */
 void hist_copy(hist_t *dst, const hist_t *src);
 

@@ -3,6 +3,7 @@
 #include "nn/train_mb.h"
 #include "core/alloc.h"
 #include "core/status.h"
+#include "core/util.h"
 #include "kernels/kernels.h"
 #include <stdio.h>
 #include <string.h>
@@ -22,6 +23,8 @@ struct mb_ctx {
     float *sbuf;      /* nb_max x maxdim: S_B, then Δ */
     float *hbuf;      /* halo_max x max(maxdim, in_dim): pulled halo rows (GAS) */
     float *rbuf0, *rbuf1;   /* n x maxdim fp32 refresh scratch (bf16 tables only) */
+    double fwd_s, bwd_s;    /* time spent in the batch operator */
+    int64_t nnz_bb, nnz_rows;   /* Σ nnz(Â_BB) and Σ nnz(Â rows of B) over forward calls */
 };
 
 int mb_method_parse(const char *s, int *method) {
@@ -145,23 +148,6 @@ int mb_ctx_create(int method, const model_config_t *mc, int64_t n, const float *
     return INCA_OK;
 }
 
-/* rows of B from table h into out (nb x f), range by range */
-static void pull_batch(const hist_t *h, const batch_t *b, float *out) {
-    int64_t off = 0;
-    for (int64_t r = 0; r < b->nranges; r++) {
-        hist_pull_range(h, b->range_start[r], b->range_len[r], out + off * h->f);
-        off += b->range_len[r];
-    }
-}
-
-static void push_batch(hist_t *h, const batch_t *b, const float *in) {
-    int64_t off = 0;
-    for (int64_t r = 0; r < b->nranges; r++) {
-        hist_push_range(h, b->range_start[r], b->range_len[r], in + off * h->f);
-        off += b->range_len[r];
-    }
-}
-
 static int check_call(const mb_ctx_t *c, int site, int64_t n, int64_t f) {
     if (!c->b) return inca_fail(INCA_ERR, "mini-batch operator called without a batch");
     if (site < 0 || site >= c->nsites || f != c->dim[site] || n != c->b->n_b)
@@ -171,8 +157,7 @@ static int check_call(const mb_ctx_t *c, int site, int64_t n, int64_t f) {
     return INCA_OK;
 }
 
-static int op_forward(void *ctx, int site, int64_t n, int64_t f, const float *in_raw, const float *in, float *out) {
-    mb_ctx_t *c = ctx;
+static int op_forward_impl(mb_ctx_t *c, int site, int64_t n, int64_t f, const float *in_raw, const float *in, float *out) {
     int rc = check_call(c, site, n, f);
     if (rc != INCA_OK) return rc;
     const batch_t *b = c->b;
@@ -187,21 +172,33 @@ static int op_forward(void *ctx, int site, int64_t n, int64_t f, const float *in
             } else hist_pull(&c->H[site], b->halo, b->n_halo, c->hbuf);
             if ((rc = kern_spmm(&b->a_bh, c->hbuf, f, 1.f, 1.f, out)) != INCA_OK) return rc;
         }
-        if (!fixed) push_batch(&c->H[site], b, in_raw);
+        if (!fixed) hist_push(&c->H[site], b->nodes, n, in_raw);
         return INCA_OK;
     }
     /* IncAgg: out = M_B + Â_BB (in − S_B) */
-    pull_batch(&c->M[site], b, out);
-    int64_t len = n * f;
+    hist_pull(&c->M[site], b->nodes, n, out);
     if (fixed) {
         if (in == in_raw) return INCA_OK;   /* no dropout: Δ = 0, no SpMM at all */
+        const int64_t len = n * f;
+#pragma omp parallel for schedule(static) if (len >= HIST_PAR_MIN)
         for (int64_t i = 0; i < len; i++) c->sbuf[i] = in[i] - in_raw[i];
     } else {
-        pull_batch(&c->S[site], b, c->sbuf);
-        for (int64_t i = 0; i < len; i++) c->sbuf[i] = in[i] - c->sbuf[i];
-        push_batch(&c->P[site], b, in_raw);
+        hist_sub(&c->S[site], b->nodes, n, in, c->sbuf);
+        hist_push(&c->P[site], b->nodes, n, in_raw);
     }
     return kern_spmm(&b->a_bb, c->sbuf, f, 1.f, 1.f, out);
+}
+
+static int op_forward(void *ctx, int site, int64_t n, int64_t f, const float *in_raw, const float *in, float *out) {
+    mb_ctx_t *c = ctx;
+    double t0 = inca_now();
+    int rc = op_forward_impl(c, site, n, f, in_raw, in, out);
+    c->fwd_s += inca_now() - t0;
+    if (c->b) {
+        c->nnz_bb += c->b->a_bb.nnz;
+        c->nnz_rows += c->b->nnz_rows;
+    }
+    return rc;
 }
 
 static int op_backward(void *ctx, int site, int64_t n, int64_t f, const float *dout, float *din) {
@@ -209,7 +206,16 @@ static int op_backward(void *ctx, int site, int64_t n, int64_t f, const float *d
     int rc = check_call(c, site, n, f);
     if (rc != INCA_OK) return rc;
     const batch_t *b = c->b;
-    return kern_spmm_t(&b->a_bb, b->a_bbt.rowptr ? &b->a_bbt : NULL, dout, f, 1.f, 0.f, din);
+    double t0 = inca_now();
+    rc = kern_spmm_t(&b->a_bb, b->a_bbt.rowptr ? &b->a_bbt : NULL, dout, f, 1.f, 0.f, din);
+    c->bwd_s += inca_now() - t0;
+    return rc;
+}
+
+void mb_ctx_times(const mb_ctx_t *c, double *fwd_s, double *bwd_s, double *intra_fraction) {
+    *fwd_s = c->fwd_s;
+    *bwd_s = c->bwd_s;
+    *intra_fraction = c->nnz_rows > 0 ? (double)c->nnz_bb / (double)c->nnz_rows : 0;
 }
 
 void mb_ctx_op(mb_ctx_t *c, nn_agg_t *op) {

@@ -224,6 +224,7 @@ int mb_train(const dataset_t *d, const train_config_t *c, const int64_t *train_i
     st->table_bytes = (int64_t)mem_arena_bytes(mb_ctx_arena(ctx));
     st->loader_bytes = batch_loader_bytes(ld);
     st->steps_per_epoch = spe;
+    mb_ctx_times(ctx, &st->agg_fwd_s, &st->agg_bwd_s, &st->intra_fraction);
     tables_json(mb_ctx_arena(ctx), st->tables, sizeof st->tables);
 done:
     batch_loader_free(&ld);

@@ -60,6 +60,9 @@ int mb_ctx_num_sites(const mb_ctx_t *c);
  * snapshot, 'P' push buffer. */
 hist_t *mb_ctx_table(mb_ctx_t *c, char which, int site);
 const mem_arena_t *mb_ctx_arena(const mb_ctx_t *c);
+/* Seconds spent in the batch operator's forward / backward, and Σ nnz(Â_BB) / Σ nnz(Â rows of
+ * B) over the forward calls (the share of a batch's edges that stay inside it). */
+void mb_ctx_times(const mb_ctx_t *c, double *fwd_s, double *bwd_s, double *intra_fraction);
 
 /* Options beyond train_config_t and figures beyond train_result_t (for `inca bench epoch`). */
 typedef struct mb_opts {
@@ -72,6 +75,7 @@ void mb_opts_default(mb_opts_t *o);
 typedef struct mb_stats {
     double step_s_total, refresh_s_total, eval_s_total, wait_s, build_s;
     double init_s;            /* IncAgg's one-off initial snapshot pass (not in refresh_s_total) */
+    double agg_fwd_s, agg_bwd_s, intra_fraction;   /* see mb_ctx_times */
     int64_t steps, refreshes, evals, fused;
     int64_t table_bytes;      /* all history tables and operator scratch (arena) */
     int64_t loader_bytes;

@@ -91,6 +91,10 @@ static void check_batch(fixture_t *t, const batch_t *b, int halo, int sym, int *
         ck_assert_mem_eq(b->x + i * t->f, t->x + v * t->f, sizeof(float) * (size_t)t->f);
         ck_assert_int_eq(b->y[i], t->y[v]);
     }
+    int64_t rows_nnz = 0;
+    for (int64_t i = 0; i < nb; i++)
+        for (int64_t v = 0; v < n; v++) rows_nnz += t->dense[b->nodes[i] * n + v] != 0.f;
+    ck_assert_int_eq(b->nnz_rows, rows_nnz);
     /* Â_BB = induced submatrix, entry by entry */
     ck_assert_int_eq(b->a_bb.n_rows, nb);
     for (int64_t i = 0; i < nb; i++) {

@@ -101,6 +101,15 @@ START_TEST(tables) {
     ck_assert(out[0] == -1 && out[2] == -3);
     hist_pull_range(&c32, 3, 1, out);
     ck_assert(out[0] == -4 && out[2] == -6);
+    /* residual in - rows: fp32 exact, bf16 against the rounded stored values */
+    float res[6], a6[6] = {1, 2, 3, 4, 5, 6};
+    int64_t two[2] = {12, 49};
+    hist_sub(&h32, two, 2, a6, res);
+    ck_assert(res[0] == 1 - in[6] && res[2] == 3 - in[8]);
+    ck_assert(res[3] == 4 - (-1.f) && res[5] == 6 - (-3.f));
+    hist_sub(&h16, two, 2, a6, res);
+    ck_assert(res[1] == 2 - hist_bf16_to_f32(hist_f32_to_bf16(in[7])));
+    ck_assert(res[4] == 5.f);   /* row 49 of h16 was never written */
     hist_dtype_t t;
     ck_assert_int_eq(hist_dtype_parse("bf16", &t), INCA_OK);
     ck_assert_int_eq(t, HIST_BF16);
