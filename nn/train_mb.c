@@ -247,6 +247,19 @@ done:
     return rc;
 }
 
+/* The partitioning of the last train_minibatch call, reused by the next runs of `--runs N`
+ * on the same graph (METIS on a large graph takes minutes). Not thread-safe: one trainer at a
+ * time, as train_run runs them. */
+static struct { uint64_t hash; int64_t n, nnz, k; int method; partition_t p; } g_part_cache;
+
+/* FNV-1a over the adjacency structure: identifies the graph the cached partition belongs to. */
+static uint64_t graph_hash(const csr_t *a) {
+    uint64_t h = 1469598103934665603ull;
+    for (int64_t i = 0; i <= a->n_rows; i++) h = (h ^ (uint64_t)a->rowptr[i]) * 1099511628211ull;
+    for (int64_t e = 0; e < a->nnz; e++) h = (h ^ (uint64_t)(uint32_t)a->col[e]) * 1099511628211ull;
+    return h;
+}
+
 int train_minibatch(const dataset_t *d, const train_config_t *c, const int64_t *train_idx,
                     int64_t n_train, int run, train_result_t *r) {
     int method;
@@ -258,11 +271,25 @@ int train_minibatch(const dataset_t *d, const train_config_t *c, const int64_t *
     int pm = strncmp(c->partition, "random", 6) == 0 ? PART_RANDOM : PART_METIS;
     int64_t k = c->parts > 0 ? c->parts : 40;
     if (k > d->n) k = d->n;
-    partition_t p;
-    if ((rc = partition_compute(&d->adj, k, pm, 0, &p)) != INCA_OK) return inca_fail_ctx(rc, "--parts %lld", (long long)k);
+    uint64_t h = graph_hash(&d->adj);
+    if (!(g_part_cache.hash == h && g_part_cache.n == d->n && g_part_cache.nnz == d->adj.nnz &&
+          g_part_cache.k == k && g_part_cache.method == pm && g_part_cache.p.perm)) {
+        partition_free(&g_part_cache.p);
+        if ((rc = partition_compute(&d->adj, k, pm, 0, &g_part_cache.p)) != INCA_OK)
+            return inca_fail_ctx(rc, "--parts %lld", (long long)k);
+        g_part_cache.hash = h;
+        g_part_cache.n = d->n;
+        g_part_cache.nnz = d->adj.nnz;
+        g_part_cache.k = k;
+        g_part_cache.method = pm;
+    }
     mb_opts_t o;
     mb_opts_default(&o);
-    rc = mb_train(d, c, train_idx, n_train, run, &p, &o, r, NULL);
-    partition_free(&p);
+    mb_stats_t st;
+    rc = mb_train(d, c, train_idx, n_train, run, &g_part_cache.p, &o, r, &st);
+    if (rc == INCA_OK && run == 0)
+        fprintf(stderr, "%s: partition %s (edge cut %lld), %lld steps/epoch, memory tables %lld bytes %s, loader wait %.3f s of %.3f s of steps\n",
+                c->method, g_part_cache.p.man.name, (long long)g_part_cache.p.man.edge_cut, (long long)st.steps_per_epoch,
+                (long long)st.table_bytes, st.tables, st.wait_s, st.step_s_total);
     return rc;
 }
