@@ -67,6 +67,10 @@ static int config_from_args(const args_t *a, train_config_t *c) {
     c->runs = (int)v;
     if ((rc = flag_int(a, "--patience", 0, 0, INT32_MAX, &v))) return rc;
     c->patience = (int)v;
+    const char *sel = args_str(a, "--select", "acc");
+    if (strcmp(sel, "acc") != 0 && strcmp(sel, "loss") != 0)
+        return inca_fail(INCA_EINVAL, "--select: expected acc|loss, got '%s'", sel);
+    c->select_loss = strcmp(sel, "loss") == 0;
     c->metrics_path = args_str(a, "--metrics", NULL);
     c->device = args_str(a, "--device", "cpu");
     if ((rc = flag_int(a, "--parts", 40, 1, INT32_MAX, &v))) return rc;
@@ -90,7 +94,7 @@ int cmd_train(int argc, char **argv) {
         "--wd-conv", "--wd-first-layer!", "--adamw!", "--feature-norm", "--alpha", "--theta", "--K",
         "--batchnorm!", "--residual!", "--dense-input!", "--parts", "--batch-parts", "--refresh", "--history-dtype",
         "--partition", "--threads", "--device", "--seed", "--metrics", "--runs", "--json!",
-        "--train-indices", "--split", "--patience", NULL};
+        "--train-indices", "--split", "--patience", "--select", NULL};
     args_t *a = NULL;
     dataset_t d;
     train_config_t c;

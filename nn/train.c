@@ -130,10 +130,13 @@ void train_best_init(train_best_t *b) {
     b->val_loss = INFINITY;
     b->test_acc = 0;
     b->since = 0;
+    b->by_loss = 0;
 }
 
 int train_best_update(train_best_t *b, int epoch, double val_acc, double val_loss, double test_acc) {
-    const int better = b->epoch < 0 || val_acc > b->val_acc || (val_acc == b->val_acc && val_loss < b->val_loss);
+    const int better = b->epoch < 0 ||
+                       (b->by_loss ? val_loss < b->val_loss || (val_loss == b->val_loss && val_acc > b->val_acc)
+                                   : val_acc > b->val_acc || (val_acc == b->val_acc && val_loss < b->val_loss));
     if (better) {
         b->epoch = epoch;
         b->val_acc = val_acc;
@@ -232,6 +235,7 @@ int train_full(const dataset_t *d, const train_config_t *c, const int64_t *train
 
     train_best_t best;
     train_best_init(&best);
+    best.by_loss = c->select_loss;
     double t_step = 0, t_eval = 0, t_epoch = 0, loss = 0;
     int ep;
     for (ep = 0; ep < c->epochs; ep++) {

@@ -8,8 +8,9 @@
  * CAVEATS FIRST
  * - Accuracies are fractions in [0,1]. Nodes with y < 0 are ignored in loss and accuracy.
  * - Test accuracy is reported at the best validation epoch: highest validation accuracy, ties
- *   broken by lower validation loss, then by the earlier epoch. Without a validation split the
- *   last epoch counts as best.
+ *   broken by lower validation loss, then by the earlier epoch (select_loss = 1: lowest
+ *   validation loss, as GCNII's reference code selects). Without a validation split the last
+ *   epoch counts as best. Patience counts epochs since that best.
  * - Per epoch the full-batch trainer runs: training forward (dropout), loss on the train rows,
  *   backward, optimiser step, then one eval-mode forward on all nodes for valid/test.
  * - To train on other labels (pseudo-labels), pass a shallow copy of the dataset whose y points
@@ -46,6 +47,7 @@ typedef struct train_config {
     int threads;               /* 0: leave inca_threads() as it is */
     int runs;                  /* >= 1 */
     int patience;              /* stop after this many epochs without a new best (0: never) */
+    int select_loss;           /* 1: best epoch = lowest validation loss (default 0: accuracy) */
     double alpha, theta;       /* gcnii / appnp (0.1, 0.5) */
     int K;                     /* appnp (10) */
     int batchnorm, residual;
@@ -121,6 +123,7 @@ double train_param_wd(const train_config_t *c, const nn_param_t *p);
 /* Best-epoch tracker: feed it every epoch's (val_acc, val_loss, test_acc). */
 typedef struct train_best {
     int epoch; double val_acc, val_loss, test_acc; int since;   /* epochs since the best */
+    int by_loss;                                                /* select by loss (set after init) */
 } train_best_t;
 void train_best_init(train_best_t *b);
 /* Returns 1 when this epoch is the new best. */

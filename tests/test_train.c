@@ -303,6 +303,13 @@ START_TEST(test_helpers) {
     ck_assert_int_eq(b.epoch, 2);
     ck_assert(b.test_acc == 0.6);
     ck_assert_int_eq(b.since, 1);
+    train_best_init(&b);
+    b.by_loss = 1;   /* lowest loss wins, ties to higher accuracy */
+    ck_assert(train_best_update(&b, 0, 0.5, 1.0, 0.4));
+    ck_assert(train_best_update(&b, 1, 0.4, 0.8, 0.9));
+    ck_assert(!train_best_update(&b, 2, 0.9, 0.85, 0.1));
+    ck_assert(train_best_update(&b, 3, 0.45, 0.8, 0.7));
+    ck_assert_int_eq(b.epoch, 3);
 }
 END_TEST
 
