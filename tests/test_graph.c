@@ -41,6 +41,57 @@ START_TEST(test_from_edges_directed_loops) {
 }
 END_TEST
 
+START_TEST(test_long_rows_sorted) {
+    /* rows far longer than the insertion-sort cut-off, with many duplicates and sorted,
+     * reversed and constant runs: checked against a counting reference */
+    const int n = 5000, m = 60000;
+    int64_t *s = malloc(sizeof(int64_t) * m), *d = malloc(sizeof(int64_t) * m);
+    static unsigned char seen[3][5000];
+    memset(seen, 0, sizeof seen);
+    srand(11);
+    for (int e = 0; e < m; e++) {
+        s[e] = e % 3;
+        if (e % 3 == 0) d[e] = rand() % n;          /* random */
+        else if (e % 3 == 1) d[e] = n - 1 - (e / 3) % n;   /* reversed */
+        else d[e] = 7;                               /* constant */
+        seen[s[e]][d[e]] = 1;
+    }
+    csr_t g;
+    ck_assert_int_eq(csr_from_edges(&g, n, s, d, m, 0), INCA_OK);
+    for (int r = 0; r < 3; r++) {
+        int64_t expect = 0;
+        for (int v = 0; v < n; v++) expect += seen[r][v];
+        ck_assert_int_eq(g.rowptr[r + 1] - g.rowptr[r], expect);
+        for (int64_t k = g.rowptr[r]; k < g.rowptr[r + 1]; k++) {
+            ck_assert(seen[r][g.col[k]]);
+            if (k > g.rowptr[r]) ck_assert_int_lt(g.col[k - 1], g.col[k]);
+        }
+    }
+    /* permuting keeps long rows sorted and maps every entry (packed-key sort path) */
+    int64_t *perm = malloc(sizeof(int64_t) * n);
+    for (int v = 0; v < n; v++) perm[v] = (int64_t)((v * 7919LL + 13) % n);   /* 7919 prime, coprime with 5000 */
+    csr_t pg;
+    ck_assert_int_eq(csr_permute(&g, perm, &pg), INCA_OK);
+    ck_assert_int_eq(pg.nnz, g.nnz);
+    for (int r = 0; r < 3; r++) {
+        int64_t u = perm[r];
+        ck_assert_int_eq(pg.rowptr[u + 1] - pg.rowptr[u], g.rowptr[r + 1] - g.rowptr[r]);
+        for (int64_t k = pg.rowptr[u] + 1; k < pg.rowptr[u + 1]; k++) ck_assert_int_lt(pg.col[k - 1], pg.col[k]);
+        for (int64_t k = g.rowptr[r]; k < g.rowptr[r + 1]; k++) {
+            int32_t want = (int32_t)perm[g.col[k]];
+            int found = 0;
+            for (int64_t q = pg.rowptr[u]; q < pg.rowptr[u + 1]; q++) found |= pg.col[q] == want;
+            ck_assert(found);
+        }
+    }
+    csr_free(&pg);
+    free(perm);
+    csr_free(&g);
+    free(s);
+    free(d);
+}
+END_TEST
+
 START_TEST(test_gcn_norm) {
     csr_t g, a;
     ck_assert_int_eq(csr_from_edges(&g, 3, S, D, 5, CSR_SYMMETRIZE | CSR_DROP_SELF_LOOPS), INCA_OK);
@@ -151,6 +202,7 @@ int main(void) {
     TCase *tc = tcase_create("csr");
     tcase_add_test(tc, test_from_edges_sym);
     tcase_add_test(tc, test_from_edges_directed_loops);
+    tcase_add_test(tc, test_long_rows_sorted);
     tcase_add_test(tc, test_gcn_norm);
     tcase_add_test(tc, test_transpose_permute);
     tcase_add_test(tc, test_failure_injection);
