@@ -225,6 +225,9 @@ int train_full(const dataset_t *d, const train_config_t *c, const int64_t *train
         if (rc == 1 && model_set_sparse_input(m, &xs) != INCA_OK) {
             inca_err_clear();   /* this first layer needs dense input: stay dense */
             csr_free(&xs);
+        } else if (rc == 1) {   /* the dense copy is no longer read */
+            INCA_FREE(xw);
+            x = NULL;
         }
         rc = INCA_OK;
     }
