@@ -89,6 +89,9 @@ int mb_train(const dataset_t *d, const train_config_t *c, const int64_t *train_i
     model_config_t mc;
     if ((rc = train_model_config(d, c, c->seed, &mc)) != INCA_OK) return rc;
     if (mc.kind == NN_MLP) return inca_fail(INCA_EINVAL, "--model mlp has no aggregation: use --method full");
+    /* the operators here are affine (IncAgg adds a baseline; GAS adds halo rows of x): site 0
+     * must see x itself, so no transform-first layers */
+    mc.transform_first = 0;
     const int32_t C = (int32_t)mc.out_dim;
 
     /* renumber everything by the partition */
