@@ -540,6 +540,15 @@ START_TEST(test_sites_and_errors) {
     float x[20 * FIN] = {0};
     ck_assert_int_eq(model_forward(m, 10, x, NULL, 0, 1, 0, &l), INCA_EINVAL);   /* gcn needs an operator */
     ck_assert_int_eq(model_forward(m, 11, x, NULL, 0, 1, 0, &l), INCA_EINVAL);   /* more rows than n_max */
+    nn_agg_full_t full;
+    nn_agg_t agg;
+    fixture_t fx;
+    fixture_make(&fx, 3);
+    nn_agg_full_init(&agg, &full, &fx.gcn, NULL);
+    ck_assert_int_eq(model_forward(m, NODES - 1, NULL, &agg, 0, 1, 0, &l), INCA_EINVAL);   /* no input */
+    ck_assert_int_eq(model_forward(m, NODES - 1, x, &agg, 0, 1, 0, &l), INCA_EINVAL);   /* operator has NODES rows */
+    ck_assert_ptr_nonnull(strstr(inca_errmsg(), "rows"));
+    fixture_free(&fx);
     model_free(&m);
     ck_assert_ptr_null(m);
     model_free(&m);   /* NULL-safe */
