@@ -333,7 +333,7 @@ int train_run(const dataset_t *d, const train_config_t *c, const int64_t *train_
     if (c->runs < 1) return inca_fail(INCA_EINVAL, "--runs: expected >= 1, got %d", c->runs);
     if (c->device && strcmp(c->device, "cpu") != 0) {
         if (strcmp(c->device, "cuda") != 0) return inca_fail(INCA_EINVAL, "--device: expected cpu|cuda, got '%s'", c->device);
-        if (!kern_backend_get("cuda")) return inca_fail_ctx(INCA_EINVAL, "--device cuda: ");
+        if (!kern_backend_get("cuda")) return inca_fail_ctx(INCA_EINVAL, "--device cuda");
         return inca_fail(INCA_EINVAL, "--device cuda: the trainers run on the CPU backend only in this build");
     }
     const int64_t *tidx = train_idx_override ? train_idx_override : d->split[SPLIT_TRAIN];
@@ -358,7 +358,7 @@ int train_run(const dataset_t *d, const train_config_t *c, const int64_t *train_
     for (int i = 0; i < c->runs; i++) {
         cc.seed = c->seed + (uint64_t)i;
         if ((rc = fn(d, &cc, tidx, ntr, i, &one))) {
-            if (c->runs > 1) inca_fail_ctx(rc, "run %d (seed %llu): ", i, (unsigned long long)cc.seed);
+            if (c->runs > 1) inca_fail_ctx(rc, "run %d (seed %llu)", i, (unsigned long long)cc.seed);
             goto fail;
         }
         r->run_test_acc[i] = one.test_acc;
