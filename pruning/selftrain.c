@@ -63,7 +63,7 @@ int selftrain_run(const dataset_t *dv, const int64_t *pool, int64_t npool, const
     nn_agg_full_t full;
     nn_agg_t agg, *aggp = NULL;
     x = o->graph ? dv->x : inca_malloc((size_t)n * (size_t)f * sizeof *x);
-    xv = inca_malloc((size_t)n * (size_t)f * sizeof *xv);
+    xv = inca_malloc((size_t)n * (size_t)f * sizeof *xv);   /* noisy view buffer */
     pmax = inca_malloc((size_t)npool * sizeof *pmax);
     arg = inca_malloc((size_t)npool * sizeof *arg);
     dl = inca_malloc((size_t)n * (size_t)c * sizeof *dl);
@@ -131,8 +131,9 @@ int selftrain_run(const dataset_t *dv, const int64_t *pool, int64_t npool, const
             if (pmax[t] >= thr) { yu[rows[t]] = arg[t]; n_mask++; }
         }
         /* strong view, training mode (dropout) */
-        add_noise(n * f, x, (float)o->noise_strong, o->seed, 2 * (uint64_t)ep + 1, xv);
-        if ((rc = model_forward(m, n, xv, aggp, 1, o->seed, (uint64_t)ep, &logits))) goto done;
+        const float *xs = x;
+        if (o->noise_strong > 0) { add_noise(n * f, x, (float)o->noise_strong, o->seed, 2 * (uint64_t)ep + 1, xv); xs = xv; }
+        if ((rc = model_forward(m, n, xs, aggp, 1, o->seed, (uint64_t)ep, &logits))) goto done;
         double ls = kern_softmax_xent(n, c, logits, ys, rows, npool, logp, dl);
         double lu = kern_softmax_xent(n, c, logits, yu, rows, npool, NULL, du);
         if (!isfinite(ls) || !isfinite(lu)) { rc = inca_fail(INCA_ERR, "selftrain: loss is not finite at epoch %d", ep); goto done; }
