@@ -11,7 +11,10 @@
 
 /* ---- sparse ---- */
 /* Y[a->n_rows x f] = alpha * A X + beta * Y, X is a->n_cols x f (entries of A are a->val, or 1
- * when val is NULL). Rows are split across threads by nonzero count (degree-aware). */
+ * when val is NULL). Rows are split across threads by nonzero count (degree-aware); each row is
+ * summed in column order by one thread, so the bits do not depend on the thread count. With
+ * beta == 0, Y is not read (it may hold garbage). INCA_EINVAL on a malformed call (f <= 0,
+ * NULL arrays). */
 int kern_spmm(const csr_t *a, const float *x, int64_t f, float alpha, float beta, float *y);
 /* Y[a->n_cols x f] = alpha * Aᵀ X + beta * Y using `at`, the precomputed csr_transpose of A
  * (pass NULL when A is known symmetric in pattern and values, e.g. GCN's Â). */
@@ -54,6 +57,8 @@ typedef struct kern_backend {
     void (*gemm)(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                  const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
 } kern_backend_t;
-/* "cpu" always; "cuda" when built with CUDA and a device is present (else NULL + message). */
+/* "cpu" always (also for name NULL); "cuda" when built with CUDA and a device is present (else
+ * NULL + message). A CUDA build (INCA_HAS_CUDA) must define, in kernels/cuda/,
+ * `const kern_backend_t *kern_cuda_backend(void)` returning NULL + message without a device. */
 const kern_backend_t *kern_backend_get(const char *name);
 #endif
