@@ -19,7 +19,10 @@
 #include <string.h>
 
 #define BENCH_MAX_F 16
-#define BENCH_COPY_FLOATS ((int64_t)64 << 20)   /* 256 MiB per copy buffer: 8x a 32 MiB L3 */
+/* Copy buffers: the size of the largest X (n x max F), clamped to 64..256 MiB each, so the copy
+ * always streams from memory (2x a 32 MiB L3 at least) without wasting memory on small runs. */
+#define BENCH_COPY_MIN ((int64_t)16 << 20)
+#define BENCH_COPY_MAX ((int64_t)64 << 20)
 
 static const char *const spmm_bytes_formula =
     "nnz*(4 col + 4 val + 4F gathered X row) + n_rows*(8F Y write incl. write-allocate + 8 rowptr)";
@@ -43,11 +46,11 @@ static void fill_floats(float *x, int64_t n, uint64_t seed) {
     for (int64_t i = 0; i < n; i++) x[i] = rng_hash_uniform(seed, 3, (uint64_t)i) * 2.0f - 1.0f;
 }
 
-/* One threaded STREAM-style copy of BENCH_COPY_FLOATS floats; returns the seconds. */
-static double copy_once(const float *restrict src, float *restrict dst) {
+/* One threaded STREAM-style copy of n floats; returns the seconds. */
+static double copy_once(const float *restrict src, float *restrict dst, int64_t n) {
     double t0 = inca_now();
 #pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < BENCH_COPY_FLOATS; i++) dst[i] = src[i];
+    for (int64_t i = 0; i < n; i++) dst[i] = src[i];
     return inca_now() - t0;
 }
 
@@ -86,7 +89,7 @@ typedef struct line {
 /* Per repetition, in turn: copy, random gather, pattern gather, SpMM, so that all four see the
  * same machine load (machines here are shared); one JSON line on stdout. */
 static int bench_one(const char *ordering, const csr_t *a, int64_t f, int reps, const int32_t *ids,
-                     const float *csrc, float *cdst, uint64_t seed, line_t *out) {
+                     const float *csrc, float *cdst, int64_t ncopy, uint64_t seed, line_t *out) {
     int rc = INCA_OK;
     const int T = inca_threads();
     const int64_t ldacc = (f + 15) / 16 * 16;
@@ -100,7 +103,7 @@ static int bench_one(const char *ordering, const csr_t *a, int64_t f, int reps, 
     fill_floats(y, a->n_rows * f, seed + 1);
     double sink = 0.0;
     for (int r = 0; r <= reps; r++) {   /* r == 0 is a warm-up */
-        double tc = copy_once(csrc, cdst);
+        double tc = copy_once(csrc, cdst, ncopy);
         double tg = gather_once(x, f, ids, a->nnz, acc, ldacc);
         sink += acc[0];
         double tp = gather_once(x, f, a->col, a->nnz, acc, ldacc);
@@ -116,7 +119,7 @@ static int bench_one(const char *ordering, const csr_t *a, int64_t f, int reps, 
             tm[3 * reps + r - 1] = ts;
         }
     }
-    const double copy_bytes = 2.0 * (double)BENCH_COPY_FLOATS * sizeof(float);
+    const double copy_bytes = 2.0 * (double)ncopy * sizeof(float);
     const double spmm_bytes = (double)a->nnz * (8.0 + 4.0 * (double)f) + (double)a->n_rows * (8.0 * (double)f + 8.0);
     const double gather_bytes = (double)a->nnz * (4.0 * (double)f + 4.0);
     const double c_med = median(tm, reps);
@@ -237,11 +240,15 @@ int bench_spmm(int argc, char **argv) {
     const double gen_s = inca_now() - t0;
     dataset_free(&ds);
 
-    csrc = inca_malloc_aligned((size_t)BENCH_COPY_FLOATS * sizeof(float));
-    cdst = inca_malloc_aligned((size_t)BENCH_COPY_FLOATS * sizeof(float));
+    int64_t fmax = 0;
+    for (int i = 0; i < nf; i++) fmax = fs[i] > fmax ? fs[i] : fmax;
+    const int64_t ncopy = a.n_cols * fmax < BENCH_COPY_MIN ? BENCH_COPY_MIN
+                          : a.n_cols * fmax > BENCH_COPY_MAX ? BENCH_COPY_MAX : a.n_cols * fmax;
+    csrc = inca_malloc_aligned((size_t)ncopy * sizeof(float));
+    cdst = inca_malloc_aligned((size_t)ncopy * sizeof(float));
     if (!csrc || !cdst) { rc = INCA_ENOMEM; goto done; }
-    fill_floats(csrc, BENCH_COPY_FLOATS, 1);
-    fill_floats(cdst, BENCH_COPY_FLOATS, 2);
+    fill_floats(csrc, ncopy, 1);
+    fill_floats(cdst, ncopy, 2);
 
     /* uniform random row ids for the gather bound, as many as nonzeros */
     ids = inca_malloc((size_t)a.nnz * sizeof(int32_t));
@@ -251,7 +258,7 @@ int bench_spmm(int argc, char **argv) {
 
     line_t lr[BENCH_MAX_F], lm[BENCH_MAX_F];
     for (int i = 0; i < nf; i++)
-        if ((rc = bench_one("random", &a, fs[i], (int)reps, ids, csrc, cdst, (uint64_t)seed, &lr[i]))) goto done;
+        if ((rc = bench_one("random", &a, fs[i], (int)reps, ids, csrc, cdst, ncopy, (uint64_t)seed, &lr[i]))) goto done;
 
     double part_s = 0.0;
     if (do_metis) {
@@ -260,7 +267,7 @@ int bench_spmm(int argc, char **argv) {
         if ((rc = csr_permute(&a, part.perm, &am))) goto done;
         part_s = inca_now() - t0;
         for (int i = 0; i < nf; i++)
-            if ((rc = bench_one("metis", &am, fs[i], (int)reps, ids, csrc, cdst, (uint64_t)seed, &lm[i]))) goto done;
+            if ((rc = bench_one("metis", &am, fs[i], (int)reps, ids, csrc, cdst, ncopy, (uint64_t)seed, &lm[i]))) goto done;
     }
 
     /* summary arrays, one entry per F */
@@ -301,6 +308,7 @@ int bench_spmm(int argc, char **argv) {
     json_num(j, "gen_s", gen_s);
     json_num(j, "partition_s", part_s);
     json_str(j, "copy_bytes", copy_bytes_formula);
+    json_int(j, "copy_buffer_mib", ncopy * (int64_t)sizeof(float) >> 20);
     json_str(j, "spmm_bytes", spmm_bytes_formula);
     json_str(j, "gather_bytes", gather_bytes_formula);
     char buf[512];
