@@ -115,9 +115,12 @@ int mb_ctx_create(int method, const model_config_t *mc, int64_t n, const float *
     if (rc == INCA_OK && method == MB_INCAGG) {
         c->sbuf = mem_arena_alloc(c->arena, sizeof(float) * (size_t)(nb_max ? nb_max : 1) * (size_t)c->maxdim, "scratch_delta");
         if (!c->sbuf) rc = INCA_ENOMEM;
-        if (rc == INCA_OK && dtype == HIST_BF16) {
-            c->rbuf0 = mem_arena_alloc(c->arena, sizeof(float) * (size_t)n * (size_t)c->maxdim, "scratch_refresh0");
-            c->rbuf1 = mem_arena_alloc(c->arena, sizeof(float) * (size_t)n * (size_t)c->maxdim, "scratch_refresh1");
+        int64_t hdim = 0;   /* widest history site: refreshes decode S and encode M through fp32 */
+        for (int s = 0; s < ns; s++)
+            if (!mb_ctx_fixed_site(c, s) && c->dim[s] > hdim) hdim = c->dim[s];
+        if (rc == INCA_OK && dtype == HIST_BF16 && hdim > 0) {
+            c->rbuf0 = mem_arena_alloc(c->arena, sizeof(float) * (size_t)n * (size_t)hdim, "scratch_refresh0");
+            c->rbuf1 = mem_arena_alloc(c->arena, sizeof(float) * (size_t)n * (size_t)hdim, "scratch_refresh1");
             if (!c->rbuf0 || !c->rbuf1) rc = INCA_ENOMEM;
         }
     }
