@@ -401,6 +401,41 @@ START_TEST(mb_train_learns_and_is_deterministic) {
 }
 END_TEST
 
+/* Every allocation of a mini-batch run may fail: the run then reports INCA_ENOMEM and frees
+ * everything it took (leaks are caught under ASan). */
+START_TEST(mb_train_alloc_failures) {
+    dataset_t d;
+    toy_dataset(&d, 120);
+    partition_t p;
+    ck_assert_int_eq(partition_compute(&d.adj, 6, PART_METIS, 0, &p), INCA_OK);
+    const char *methods[3] = {"cluster", "gas", "incagg"};
+    for (int k = 0; k < 3; k++) {
+        train_config_t c;
+        train_config_default(&c);
+        snprintf(c.method, sizeof c.method, "%s", methods[k]);
+        snprintf(c.model, sizeof c.model, "gcn");
+        snprintf(c.history_dtype, sizeof c.history_dtype, "%s", k == 2 ? "bf16" : "fp32");
+        c.epochs = 2;
+        c.batch_parts = 2;
+        mb_opts_t o;
+        mb_opts_default(&o);
+        int ok = 0;
+        for (long i = 1; i < 400 && !ok; i++) {
+            train_result_t r;
+            inca_alloc_fail_after(i);
+            int rc = mb_train(&d, &c, d.split[0], d.split_n[0], 0, &p, &o, &r, NULL);
+            inca_alloc_fail_after(0);
+            if (rc == INCA_OK) ok = 1;
+            else ck_assert_msg(rc == INCA_ENOMEM, "%s: allocation %ld failing gave %d (%s)", methods[k], i, rc, inca_errmsg());
+            train_result_free(&r);
+        }
+        ck_assert_msg(ok, "%s: never succeeded", methods[k]);
+    }
+    partition_free(&p);
+    dataset_free(&d);
+}
+END_TEST
+
 START_TEST(cli_train_and_benches) {
     char *dir = tu_mkdtemp(), args[1024], *out = NULL, *err = NULL;
     snprintf(args, sizeof args, "gen --kind csbm --nodes 1500 --avg-degree 10 --features 16 --classes 3 --seed 2 --out '%s/g'", dir);
@@ -455,6 +490,7 @@ int main(void) {
     TCase *e = tcase_create("trainer");
     tcase_set_timeout(e, 600);
     tcase_add_test(e, mb_train_learns_and_is_deterministic);
+    tcase_add_test(e, mb_train_alloc_failures);
     tcase_add_test(e, cli_train_and_benches);
     suite_add_tcase(s, e);
     return tu_run_suite(s);
