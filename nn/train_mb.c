@@ -208,7 +208,7 @@ int mb_train(const dataset_t *d, const train_config_t *c, const int64_t *train_i
             if (rc != INCA_OK) goto done;
             double dt = inca_now() - t0;
             if (fused_pending) { st->refresh_s_total += dt; st->refresh_cpu_s += cpu_now() - c0; st->refreshes++; st->fused++; }
-            else { st->eval_s_total += dt; st->evals++; }
+            else { st->eval_s_total += dt; st->eval_cpu_s += cpu_now() - c0; st->evals++; }
             fused_pending = 0;
             double vloss = 0, tloss = 0, trloss = 0;
             double vacc = train_eval_split(logits, n, C, yp, va, d->split_n[SPLIT_VALID], logp, &vloss);

@@ -76,7 +76,7 @@ typedef struct mb_stats {
     double step_s_total, refresh_s_total, eval_s_total, wait_s, build_s;
     double init_s;            /* IncAgg's one-off initial snapshot pass (not in refresh_s_total) */
     double agg_fwd_s, agg_bwd_s, intra_fraction;   /* see mb_ctx_times */
-    double step_cpu_s, refresh_cpu_s;   /* process CPU seconds (all threads) in steps / refreshes */
+    double step_cpu_s, refresh_cpu_s, eval_cpu_s;   /* process CPU seconds (all threads) */
     int64_t steps, refreshes, evals, fused;
     int64_t table_bytes;      /* all history tables and operator scratch (arena) */
     int64_t loader_bytes;
