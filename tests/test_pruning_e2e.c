@@ -3,7 +3,8 @@
  * (labelled pick, pseudo-label quality, dynamics, selection) and the `inca prune` CLI: the
  * hidden-label test (two stores that differ only in the labels outside the labelled subset give
  * bit-identical pseudo-labels, dynamics and selections), stored-dynamics reuse and its key
- * check, the pruned store's contents, --eval --json keys, and usage errors (exit 2). */
+ * check, the pruned store's contents, --eval --json keys, usage errors (exit 2), and a smoke run
+ * of `inca bench pruning`. */
 #include "testutil.h"
 #include "core/alloc.h"
 #include "core/rng.h"
@@ -398,6 +399,35 @@ START_TEST(cli_usage_errors) {
 }
 END_TEST
 
+/* bench pruning runs the whole pipeline and prints one line per stage and a summary. */
+START_TEST(bench_smoke) {
+    char *dir = tu_mkdtemp();
+    char *sa = path_in(dir, "a"), *pr = path_in(dir, "pruned");
+    dataset_t d;
+    make_blobs(&d, 6);
+    ck_assert_int_eq(dataset_save(&d, sa, 0), 0);
+    dataset_free(&d);
+    char *out = NULL, *err = NULL;
+    int rc = run_inca("bench pruning %s --knn 5 --proxy-epochs 3 --proxy-hidden 8 --keep 0.2 --threads 2 --out %s%s", sa, pr, "",
+                      &out, &err);
+    ck_assert_msg(rc == 0, "bench failed (%d): %s", rc, err);
+    const char *stages[] = {"\"stage\":\"load\"", "\"stage\":\"knn\"", "\"stage\":\"spread\"", "\"stage\":\"proxy\"",
+                            "\"stage\":\"select\"", "\"stage\":\"write\""};
+    for (int k = 0; k < 6; k++) ck_assert_msg(strstr(out, stages[k]) != NULL, "missing %s in %s", stages[k], out);
+    const char *js = tu_last_line(out);
+    ck_assert_int_eq((int)tu_json_num(js, "kept"), 120);
+    ck_assert(tu_json_num(js, "knn_gflops") > 0 && tu_json_num(js, "gemm_gflops") > 0);
+    dataset_t p;
+    ck_assert_int_eq(dataset_load(pr, &p), 0);
+    ck_assert_int_eq(p.split_n[SPLIT_TRAIN], 120);
+    dataset_free(&p);
+    free(out); free(err);
+    free(sa); free(pr);
+    tu_rmrf(dir);
+    free(dir);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("pruning_e2e");
     TCase *t = tcase_create("e2e");
@@ -409,6 +439,7 @@ int main(void) {
     tcase_add_test(t, cli_outputs_reuse_and_eval);
     tcase_add_test(t, cli_graph_dataset);
     tcase_add_test(t, cli_usage_errors);
+    tcase_add_test(t, bench_smoke);
     suite_add_tcase(s, t);
     return tu_run_suite(s);
 }
