@@ -2,19 +2,12 @@
 #include "core/rng.h"
 #include <math.h>
 
-static uint64_t splitmix64(uint64_t x) {
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
+#define splitmix64 rng_splitmix64
 
 uint64_t rng_hash64(uint64_t seed, uint64_t stream, uint64_t index) {
     /* Three rounds of splitmix over a mixed key: independent enough for dropout masks and
      * generators, and a pure function of its arguments. */
-    uint64_t h = splitmix64(seed ^ 0x5851f42d4c957f2dull);
-    h = splitmix64(h ^ stream);
-    return splitmix64(h ^ index);
+    return rng_hash_at(rng_hash_key(seed, stream), index);
 }
 
 float rng_hash_uniform(uint64_t seed, uint64_t stream, uint64_t index) {

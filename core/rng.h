@@ -7,6 +7,23 @@
 #include <stdint.h>
 
 uint64_t rng_hash64(uint64_t seed, uint64_t stream, uint64_t index);
+
+/* The same hash split in two so hot loops mix (seed, stream) once:
+ * rng_hash64(seed, stream, i) == rng_hash_at(rng_hash_key(seed, stream), i). */
+static inline uint64_t rng_splitmix64(uint64_t x) {
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+static inline uint64_t rng_hash_key(uint64_t seed, uint64_t stream) {
+    return rng_splitmix64(rng_splitmix64(seed ^ 0x5851f42d4c957f2dull) ^ stream);
+}
+static inline uint64_t rng_hash_at(uint64_t key, uint64_t index) { return rng_splitmix64(key ^ index); }
+/* Uniform float in [0,1) from a key, 24 bits, equal to rng_hash_uniform(seed, stream, index). */
+static inline float rng_hash_at_uniform(uint64_t key, uint64_t index) {
+    return (float)(rng_hash_at(key, index) >> 40) * (1.0f / 16777216.0f);
+}
 /* Uniform in [0,1) with 24 random bits (float) or 53 (double). */
 float rng_hash_uniform(uint64_t seed, uint64_t stream, uint64_t index);
 double rng_hash_uniform_d(uint64_t seed, uint64_t stream, uint64_t index);

@@ -47,6 +47,10 @@ START_TEST(test_rng) {
     ck_assert_uint_eq(rng_hash64(1, 2, 3), rng_hash64(1, 2, 3));
     ck_assert_uint_ne(rng_hash64(1, 2, 3), rng_hash64(1, 2, 4));
     ck_assert_uint_ne(rng_hash64(1, 2, 3), rng_hash64(2, 2, 3));
+    for (uint64_t i = 0; i < 100; i++) {   /* the split form is the same function */
+        ck_assert_uint_eq(rng_hash_at(rng_hash_key(9, 4), i), rng_hash64(9, 4, i));
+        ck_assert(rng_hash_at_uniform(rng_hash_key(9, 4), i) == rng_hash_uniform(9, 4, i));
+    }
     /* uniform moments: mean 1/2, variance 1/12 */
     double s = 0, s2 = 0;
     const int n = 200000;

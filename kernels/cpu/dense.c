@@ -78,9 +78,10 @@ void kern_dropout(int64_t n, float p, uint64_t seed, uint64_t stream, const floa
         return;
     }
     const float scale = 1.0f / (1.0f - p);
+    const uint64_t key = rng_hash_key(seed, stream);   /* mixed once, not per element */
 #pragma omp parallel for schedule(static) if (n >= KERN_PAR_MIN)
     for (int64_t i = 0; i < n; i++) {
-        const int keep = rng_hash_uniform(seed, stream, (uint64_t)i) >= p;
+        const int keep = rng_hash_at_uniform(key, (uint64_t)i) >= p;
         y[i] = keep ? x[i] * scale : 0.0f;
         if (mask) mask[i] = (uint8_t)keep;
     }
