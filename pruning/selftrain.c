@@ -9,6 +9,7 @@
 #include "kernels/kernels.h"
 #include "nn/model.h"
 #include "nn/optim.h"
+#include "nn/train.h"
 #include <math.h>
 #include <string.h>
 
@@ -59,7 +60,7 @@ int selftrain_run(const dataset_t *dv, const int64_t *pool, int64_t npool, const
     int64_t *rows = NULL, *cnt = NULL;
     model_t *m = NULL;
     optim_t *opt = NULL;
-    csr_t a = {0}, at = {0};
+    csr_t a = {0}, at = {0}, xcsr = {0};
     nn_agg_full_t full;
     nn_agg_t agg, *aggp = NULL;
     x = o->graph ? dv->x : inca_malloc((size_t)n * (size_t)f * sizeof *x);
@@ -93,7 +94,17 @@ int selftrain_run(const dataset_t *dv, const int64_t *pool, int64_t npool, const
     mc.layers = o->layers;
     mc.dropout = (float)o->dropout;
     mc.seed = o->seed;
+    mc.transform_first = 1;   /* the full-graph operator is linear */
     if ((rc = model_create(&mc, n, &m))) goto done;
+    /* without feature noise, sparse (bag-of-words) features go in as a CSR, as the trainer does */
+    int sparse = 0;
+    if (o->noise_weak <= 0 && o->noise_strong <= 0) {
+        if ((rc = train_features_csr(n, f, x, 0.25, &xcsr)) < 0) goto done;
+        sparse = rc == 1 && model_set_sparse_input(m, &xcsr) == INCA_OK;
+        if (!sparse) { inca_err_clear(); csr_free(&xcsr); }
+        rc = INCA_OK;
+    }
+    const float *xin = sparse ? NULL : x;
     if (o->graph) {
         if ((rc = nn_adj_build(&dv->adj, NN_NORM_GCN, &a, &at))) goto done;
         nn_agg_full_init(&agg, &full, &a, NULL);
@@ -109,7 +120,7 @@ int selftrain_run(const dataset_t *dv, const int64_t *pool, int64_t npool, const
     const float *logits = NULL;
     for (int ep = 0; ep < o->epochs; ep++) {
         /* weak view, eval mode */
-        const float *xw = x;
+        const float *xw = xin;
         if (o->noise_weak > 0) { add_noise(n * f, x, (float)o->noise_weak, o->seed, 2 * (uint64_t)ep, xv); xw = xv; }
         if ((rc = model_forward(m, n, xw, aggp, 0, o->seed, (uint64_t)ep, &logits))) goto done;
         soft_max_arg(logits, c, rows, npool, pmax, arg);
@@ -131,7 +142,7 @@ int selftrain_run(const dataset_t *dv, const int64_t *pool, int64_t npool, const
             if (pmax[t] >= thr) { yu[rows[t]] = arg[t]; n_mask++; }
         }
         /* strong view, training mode (dropout) */
-        const float *xs = x;
+        const float *xs = xin;
         if (o->noise_strong > 0) { add_noise(n * f, x, (float)o->noise_strong, o->seed, 2 * (uint64_t)ep + 1, xv); xs = xv; }
         if ((rc = model_forward(m, n, xs, aggp, 1, o->seed, (uint64_t)ep, &logits))) goto done;
         double ls = kern_softmax_xent(n, c, logits, ys, rows, npool, logp, dl);
@@ -143,7 +154,7 @@ int selftrain_run(const dataset_t *dv, const int64_t *pool, int64_t npool, const
         if ((rc = model_backward(m, dl, aggp))) goto done;
         optim_step(opt);
     }
-    if ((rc = model_forward(m, n, x, aggp, 0, o->seed, (uint64_t)o->epochs, &logits))) goto done;
+    if ((rc = model_forward(m, n, xin, aggp, 0, o->seed, (uint64_t)o->epochs, &logits))) goto done;
     soft_max_arg(logits, c, rows, npool, pmax, arg);
     for (int64_t t = 0; t < npool; t++) {
         int32_t v = dv->y[pool[t]];
@@ -167,5 +178,6 @@ done:
     optim_free(&opt);
     csr_free(&a);
     csr_free(&at);
+    csr_free(&xcsr);
     return rc;
 }
