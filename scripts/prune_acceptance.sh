@@ -23,6 +23,7 @@ T="--model mlp --hidden 64 --epochs 60 --dropout 0.2 --runs 5 --json"
 R="$P --reuse-dynamics $T --eval"
 "$B" prune "$W/fmnist" $R --select ccs --keep 0.1 --mis-ratio 0.3 --eval-sets coreset,random
 "$B" prune "$W/fmnist" $R --select ccs --keep 0.1 --mis-ratio 0.3 --balance --eval-sets coreset
+"$B" prune "$W/fmnist" $R --select ccs --keep 0.1 --mis-ratio 0.1 --balance --eval-sets coreset
 "$B" prune "$W/fmnist" $R --select double-end --keep 0.1 --mis-ratio 0.3 --eval-sets coreset
 "$B" prune "$W/fmnist" $R --select topk --keep 0.1 --eval-sets coreset
 "$B" prune "$W/fmnist" $R --select ccs --keep 0.3 --mis-ratio 0.1 --balance --eval-sets coreset,random
@@ -37,3 +38,13 @@ G="--split random:0.6,0.2,0.2 --labeled 0.01 --seed 0 --proxy-hidden 16 --proxy-
 "$B" prune "$W/facebook" $G --reuse-dynamics --select ccs --keep 0.3 --mis-ratio 0.1 --eval-sets coreset,random
 "$B" prune "$W/facebook" $G --reuse-dynamics --select double-end --keep 0.1 --mis-ratio 0.3 --eval-sets coreset
 "$B" prune "$W/facebook" $G --reuse-dynamics --select double-end --keep 0.3 --mis-ratio 0.1 --eval-sets coreset
+"$B" prune "$W/facebook" $G --reuse-dynamics --select ccs --keep 0.1 --mis-ratio 0.1 --eval-sets coreset
+"$B" prune "$W/facebook" $G --reuse-dynamics --select ccs --keep 0.1 --mis-ratio 0.3 --balance --eval-sets coreset
+# self-training pseudo-labels (GCN FixMatch/FlexMatch, dropout views only) instead of spreading
+S="--ssl selftrain --noise 0 --ssl-epochs 100 --dyn-tag st"
+"$B" prune "$W/facebook" $G $S --select ccs --keep 0.1 --mis-ratio 0.3 --eval-sets coreset
+"$B" prune "$W/facebook" $G $S --reuse-dynamics --select ccs --keep 0.1 --mis-ratio 0.1 --eval-sets coreset
+"$B" prune "$W/facebook" $G $S --reuse-dynamics --select ccs --keep 0.1 --mis-ratio 0.1 --balance --eval-sets coreset
+"$B" prune "$W/facebook" $G $S --reuse-dynamics --select double-end --keep 0.1 --mis-ratio 0.1 --eval-sets coreset
+"$B" prune "$W/facebook" $G $S --reuse-dynamics --score el2n --select ccs --keep 0.1 --mis-ratio 0.1 --eval-sets coreset
+"$B" prune "$W/facebook" $G $S --reuse-dynamics --select ccs --keep 0.3 --mis-ratio 0.1 --eval-sets coreset
