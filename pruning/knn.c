@@ -111,16 +111,22 @@ int knn_exact(const float *x, int64_t n, int64_t f, int k, knn_metric_t metric, 
                 }
             }
             if (c0 == r0) continue;
+            /* the same distances offered to the column rows: each thread owns chunks of 64
+             * columns and walks the block row by row, so reads stay contiguous */
+            int64_t nch = (cb + 63) / 64;
 #pragma omp parallel for schedule(static) num_threads(inca_threads())
-            for (int64_t c = 0; c < cb; c++) {   /* the same distances offered to the column rows */
-                int64_t j = c0 + c;
-                float *rd = hd + j * k;
-                int32_t *ri = nbr + j * k;
+            for (int64_t ch = 0; ch < nch; ch++) {
+                int64_t ca = ch * 64, ce = ca + 64 < cb ? ca + 64 : cb;
                 for (int64_t r = 0; r < rb; r++) {
-                    float d = buf[r * cb + c];
+                    const float *b = buf + r * cb;
                     int32_t i = (int32_t)(r0 + r);
-                    if (hlen[j] == k && !knn_less(d, i, rd[0], ri[0])) continue;
-                    heap_push(rd, ri, &hlen[j], k, d, i);
+                    for (int64_t c = ca; c < ce; c++) {
+                        int64_t j = c0 + c;
+                        float *rd = hd + j * k;
+                        int32_t *ri = nbr + j * k;
+                        if (hlen[j] == k && !knn_less(b[c], i, rd[0], ri[0])) continue;
+                        heap_push(rd, ri, &hlen[j], k, b[c], i);
+                    }
                 }
             }
         }
