@@ -24,6 +24,8 @@ R="$P --reuse-dynamics $T --eval"
 "$B" prune "$W/fmnist" $R --select ccs --keep 0.1 --mis-ratio 0.3 --eval-sets coreset,random
 "$B" prune "$W/fmnist" $R --select ccs --keep 0.1 --mis-ratio 0.3 --balance --eval-sets coreset
 "$B" prune "$W/fmnist" $R --select ccs --keep 0.1 --mis-ratio 0.1 --balance --eval-sets coreset
+"$B" prune "$W/fmnist" $R --select ccs --keep 0.1 --mis-ratio 0 --balance --eval-sets coreset
+"$B" prune "$W/fmnist" $R --select ccs --keep 0.3 --mis-ratio 0 --balance --eval-sets coreset
 "$B" prune "$W/fmnist" $R --select double-end --keep 0.1 --mis-ratio 0.3 --eval-sets coreset
 "$B" prune "$W/fmnist" $R --select topk --keep 0.1 --eval-sets coreset
 "$B" prune "$W/fmnist" $R --select ccs --keep 0.3 --mis-ratio 0.1 --balance --eval-sets coreset,random
@@ -48,3 +50,6 @@ S="--ssl selftrain --noise 0 --ssl-epochs 100 --dyn-tag st"
 "$B" prune "$W/facebook" $G $S --reuse-dynamics --select double-end --keep 0.1 --mis-ratio 0.1 --eval-sets coreset
 "$B" prune "$W/facebook" $G $S --reuse-dynamics --score el2n --select ccs --keep 0.1 --mis-ratio 0.1 --eval-sets coreset
 "$B" prune "$W/facebook" $G $S --reuse-dynamics --select ccs --keep 0.3 --mis-ratio 0.1 --eval-sets coreset
+# self-training on Fashion-MNIST (pseudo-label accuracy and time only)
+"$B" prune "$W/fmnist" --labeled 0.01 --ssl selftrain --ssl-epochs 30 --noise 0.2 --proxy-epochs 30 --seed 0 --threads 2 \
+  --dyn-tag st --select ccs --keep 0.1 --mis-ratio 0.3 --balance --json
