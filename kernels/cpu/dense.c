@@ -6,6 +6,7 @@
 #include "core/rng.h"
 #include "core/util.h"
 #include <cblas.h>
+#include <math.h>
 #include <string.h>
 
 /* Below this many elements the loops run on one thread (thread start-up would dominate). */
@@ -66,6 +67,24 @@ void kern_relu_grad(int64_t n, const float *restrict y, const float *restrict dy
     for (int64_t i = 0; i < n; i++) dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
 }
 
+/* x * scale when keep (0 or 1), else +0.0f, without a branch: the product's bits are masked
+ * (a kept/dropped branch is a coin flip the CPU mispredicts half the time). */
+static inline float masked_scale(float x, float scale, uint32_t keep) {
+    const float v = x * scale;
+    uint32_t b;
+    memcpy(&b, &v, sizeof b);
+    b &= 0u - keep;
+    float r;
+    memcpy(&r, &b, sizeof r);
+    return r;
+}
+
+/* 1 iff rng_hash_at_uniform(key, i) >= p, with thr = ceil(p * 2^24): u * 2^-24 >= p with
+ * u = hash >> 40 < 2^24 (both sides exact in float) <=> u >= ceil(p * 2^24). */
+static inline uint32_t dropout_keep(uint64_t key, uint64_t thr, int64_t i) {
+    return (uint32_t)((rng_hash_at(key, (uint64_t)i) >> 40) >= thr);
+}
+
 void kern_dropout(int64_t n, float p, uint64_t seed, uint64_t stream, const float *x, float *y, uint8_t *mask) {
     if (p <= 0.0f) {
         if (y != x) memmove(y, x, (size_t)n * sizeof(float));
@@ -79,11 +98,20 @@ void kern_dropout(int64_t n, float p, uint64_t seed, uint64_t stream, const floa
     }
     const float scale = 1.0f / (1.0f - p);
     const uint64_t key = rng_hash_key(seed, stream);   /* mixed once, not per element */
+    /* branch-free (dropout_keep, masked_scale); a dropped element is +0.0f as before */
+    const uint64_t thr = (uint64_t)ceilf(p * 16777216.0f);
+    if (mask) {
 #pragma omp parallel for schedule(static) if (n >= KERN_PAR_MIN)
-    for (int64_t i = 0; i < n; i++) {
-        const int keep = rng_hash_at_uniform(key, (uint64_t)i) >= p;
-        y[i] = keep ? x[i] * scale : 0.0f;
-        if (mask) mask[i] = (uint8_t)keep;
+        for (int64_t i = 0; i < n; i++) {
+            const uint32_t keep = dropout_keep(key, thr, i);
+            y[i] = masked_scale(x[i], scale, keep);
+            mask[i] = (uint8_t)keep;
+        }
+    } else {
+#pragma omp parallel for schedule(static) if (n >= KERN_PAR_MIN)
+        for (int64_t i = 0; i < n; i++) {
+            y[i] = masked_scale(x[i], scale, dropout_keep(key, thr, i));
+        }
     }
 }
 
@@ -98,5 +126,5 @@ void kern_dropout_grad(int64_t n, float p, const uint8_t *mask, const float *dy,
     }
     const float scale = 1.0f / (1.0f - p);
 #pragma omp parallel for schedule(static) if (n >= KERN_PAR_MIN)
-    for (int64_t i = 0; i < n; i++) dx[i] = mask[i] ? dy[i] * scale : 0.0f;
+    for (int64_t i = 0; i < n; i++) dx[i] = masked_scale(dy[i], scale, (uint32_t)(mask[i] != 0));
 }
