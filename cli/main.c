@@ -3,6 +3,7 @@
  * Exercised by the end-to-end tests (test_e2e_*.c). */
 #include "cli/commands.h"
 #include "core/status.h"
+#include "core/util.h"
 #include <stdio.h>
 #include <string.h>
 
@@ -33,6 +34,7 @@ int main(int argc, char **argv) {
             return 0;
         }
         inca_err_clear();
+        inca_threads();   /* one OpenMP pool, BLAS single-threaded inside it (core/util.c) */
         int rc = cmds[i].fn(argc - 1, argv + 1);
         if (rc != INCA_OK) {
             const char *m = inca_errmsg();

@@ -28,7 +28,9 @@ void inca_set_threads(int t) {
     }
     g_threads = t;
     omp_set_num_threads(t);
-    openblas_set_num_threads(t);
+    /* BLAS calls run single-threaded inside inca's own OpenMP blocks (kern_gemm): one thread
+     * pool instead of two pools spin-waiting against each other. */
+    openblas_set_num_threads(1);
 }
 
 int inca_threads(void) {

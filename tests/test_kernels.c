@@ -87,6 +87,8 @@ static float *rand_floats(int64_t n, uint64_t seed) {
     return x;
 }
 
+static float rand_floats_at(uint64_t seed, int64_t i) { return rng_hash_uniform(seed, 7, (uint64_t)i) * 2.0f - 1.0f; }
+
 /* |got - ref| <= atol + rtol * scale for every element; prints the first miss. */
 static void expect_close(const char *what, int64_t n, const float *got, const double *ref,
                          const double *scale, double atol, double rtol) {
@@ -225,31 +227,42 @@ START_TEST(spmm_threads_bit_identical) {
 END_TEST
 
 START_TEST(gemm_matches_reference) {
-    const int64_t m = 13, n = 9, k = 17;
-    for (int ta = 0; ta <= 1; ta++)
-        for (int tb = 0; tb <= 1; tb++) {
-            /* row-major storage with padded leading dimensions */
-            const int64_t lda = (ta ? m : k) + 3, ldb = (tb ? k : n) + 2, ldc = n + 5;
-            float *a = rand_floats((ta ? k : m) * lda, 31), *b = rand_floats((tb ? n : k) * ldb, 32);
-            float *c = rand_floats(m * ldc, 33);
-            double ref[13 * 9];
-            for (int64_t i = 0; i < m; i++)
-                for (int64_t j = 0; j < n; j++) {
-                    double s = 0.0;
-                    for (int64_t p = 0; p < k; p++) {
-                        double av = ta ? a[p * lda + i] : a[i * lda + p];
-                        double bv = tb ? b[j * ldb + p] : b[p * ldb + j];
-                        s += av * bv;
-                    }
-                    ref[i * n + j] = 0.5 * s - 2.0 * c[i * ldc + j];
+    /* small shapes take the single-sgemm path; the large ones are cut into per-thread row
+     * blocks (500 x 64) or column blocks (16 x 600) when run with 2 threads */
+    static const int64_t shapes[][3] = {{13, 9, 17}, {500, 64, 200}, {16, 600, 500}};
+    for (int si = 0; si < 3; si++)
+        for (int th = 1; th <= 2; th++)
+            for (int ta = 0; ta <= 1; ta++)
+                for (int tb = 0; tb <= 1; tb++) {
+                    const int64_t m = shapes[si][0], n = shapes[si][1], k = shapes[si][2];
+                    inca_set_threads(th);
+                    /* row-major storage with padded leading dimensions */
+                    const int64_t lda = (ta ? m : k) + 3, ldb = (tb ? k : n) + 2, ldc = n + 5;
+                    float *a = rand_floats((ta ? k : m) * lda, 31), *b = rand_floats((tb ? n : k) * ldb, 32);
+                    float *c = rand_floats(m * ldc, 33);
+                    double *ref = malloc((size_t)(m * n) * sizeof(double));
+                    float *got = malloc((size_t)(m * n) * sizeof(float));
+                    for (int64_t i = 0; i < m; i++)
+                        for (int64_t j = 0; j < n; j++) {
+                            double s = 0.0;
+                            for (int64_t p = 0; p < k; p++) {
+                                double av = ta ? a[p * lda + i] : a[i * lda + p];
+                                double bv = tb ? b[j * ldb + p] : b[p * ldb + j];
+                                s += av * bv;
+                            }
+                            ref[i * n + j] = 0.5 * s - 2.0 * c[i * ldc + j];
+                        }
+                    kern_gemm(ta, tb, m, n, k, 0.5f, a, lda, b, ldb, -2.0f, c, ldc);
+                    for (int64_t i = 0; i < m; i++)
+                        for (int64_t j = 0; j < n; j++) got[i * n + j] = c[i * ldc + j];
+                    /* padding columns of C are untouched */
+                    for (int64_t i = 0; i < m; i++)
+                        ck_assert_msg(c[i * ldc + n] == rand_floats_at(33, i * ldc + n), "gemm wrote past n");
+                    expect_close(ta ? (tb ? "gemm TT" : "gemm TN") : (tb ? "gemm NT" : "gemm NN"), m * n, got, ref, NULL,
+                                 1e-5, 1e-4);
+                    free(a); free(b); free(c); free(ref); free(got);
                 }
-            kern_gemm(ta, tb, m, n, k, 0.5f, a, lda, b, ldb, -2.0f, c, ldc);
-            float got[13 * 9];
-            for (int64_t i = 0; i < m; i++)
-                for (int64_t j = 0; j < n; j++) got[i * n + j] = c[i * ldc + j];
-            expect_close(ta ? (tb ? "gemm TT" : "gemm TN") : (tb ? "gemm NT" : "gemm NN"), m * n, got, ref, NULL, 1e-5, 1e-5);
-            free(a); free(b); free(c);
-        }
+    inca_set_threads(0);
 }
 END_TEST
 

@@ -7,6 +7,7 @@
 #include "core/util.h"
 #include <cblas.h>
 #include <math.h>
+#include <omp.h>
 #include <string.h>
 
 /* Below this many elements the loops run on one thread (thread start-up would dominate). */
@@ -20,8 +21,37 @@ void kern_gemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float 
             for (int64_t j = 0; j < n; j++) c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
         return;
     }
-    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
-                (blasint)m, (blasint)n, (blasint)k, alpha, a, (blasint)lda, b, (blasint)ldb, beta, c, (blasint)ldc);
+    const CBLAS_TRANSPOSE ta = trans_a ? CblasTrans : CblasNoTrans, tb = trans_b ? CblasTrans : CblasNoTrans;
+    /* OpenBLAS runs single-threaded (inca_set_threads): its own pthread pool and OpenMP's
+     * spin-waiting against each other made small GEMMs several times slower on 2 cores. The
+     * parallelism comes from OpenMP here instead: C is cut into one block of rows (or of
+     * columns, when C is wide and short) per thread, each an independent sgemm. Blocks depend
+     * only on the thread count, so results are deterministic for a fixed count. */
+    inca_threads();   /* first use: pins OpenBLAS to one thread */
+    const int T = omp_get_max_threads();
+    const double flops = 2.0 * (double)m * (double)n * (double)k;
+    if (T <= 1 || flops < 4e6 || omp_in_parallel()) {
+        cblas_sgemm(CblasRowMajor, ta, tb, (blasint)m, (blasint)n, (blasint)k, alpha, a, (blasint)lda, b,
+                    (blasint)ldb, beta, c, (blasint)ldc);
+        return;
+    }
+    const int by_rows = m >= n || m >= 8 * (int64_t)T;
+#pragma omp parallel for schedule(static) num_threads(T)
+    for (int t = 0; t < T; t++) {
+        if (by_rows) {
+            int64_t r0 = m * t / T, r1 = m * (t + 1) / T;
+            if (r1 <= r0) continue;
+            const float *ab = trans_a ? a + r0 : a + r0 * lda;   /* op(A) rows r0..r1 */
+            cblas_sgemm(CblasRowMajor, ta, tb, (blasint)(r1 - r0), (blasint)n, (blasint)k, alpha, ab, (blasint)lda,
+                        b, (blasint)ldb, beta, c + r0 * ldc, (blasint)ldc);
+        } else {
+            int64_t c0 = n * t / T, c1 = n * (t + 1) / T;
+            if (c1 <= c0) continue;
+            const float *bb = trans_b ? b + c0 * ldb : b + c0;   /* op(B) columns c0..c1 */
+            cblas_sgemm(CblasRowMajor, ta, tb, (blasint)m, (blasint)(c1 - c0), (blasint)k, alpha, a, (blasint)lda,
+                        bb, (blasint)ldb, beta, c + c0, (blasint)ldc);
+        }
+    }
 }
 
 void kern_axpby(int64_t n, float alpha, const float *restrict x, float beta, float *restrict y) {
