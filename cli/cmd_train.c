@@ -108,6 +108,7 @@ int cmd_train(int argc, char **argv) {
     if (args_npos(a) != 1) { rc = inca_fail(INCA_EINVAL, "expected exactly one STORE argument"); goto done; }
     if ((rc = config_from_args(a, &c))) goto done;
     if ((rc = dataset_load(args_pos(a, 0), &d))) goto done;
+    c.store_path = args_pos(a, 0);
     const char *split = args_str(a, "--split", NULL);
     if (split && strncmp(split, "random:", 7) == 0) {
         double fr[3];

@@ -64,6 +64,9 @@ typedef struct train_config {
     int refresh;               /* incagg: refresh every R steps (0: once per epoch) */
     char history_dtype[8];     /* fp32 | bf16 */
     char partition[64];        /* stored partitioning name ("" = default) */
+    const char *store_path;    /* the store the dataset came from (borrowed; may be NULL): the
+                                  mini-batch trainers load "metis-K-s0" from it when stored
+                                  (inca partition), else compute it and store it there */
     /* hooks (pruning) */
     train_epoch_cb on_epoch;   /* may be NULL */
     void *on_epoch_ctx;

@@ -291,8 +291,17 @@ int train_minibatch(const dataset_t *d, const train_config_t *c, const int64_t *
     if (!(g_part_cache.hash == h && g_part_cache.n == d->n && g_part_cache.nnz == d->adj.nnz &&
           g_part_cache.k == k && g_part_cache.method == pm && g_part_cache.p.perm)) {
         partition_free(&g_part_cache.p);
-        if ((rc = partition_compute(&d->adj, k, pm, 0, &g_part_cache.p)) != INCA_OK)
-            return inca_fail_ctx(rc, "--parts %lld", (long long)k);
+        store_t *s = NULL;
+        /* reuse (or keep) the partitioning in the store, as `inca partition` does; a store
+         * that cannot be opened for writing (read-only copy) falls back to computing it */
+        if (c->store_path && store_open(c->store_path, STORE_RDWR, &s) == INCA_OK) {
+            rc = partition_get(s, &d->adj, k, pm, 0, &g_part_cache.p, NULL);
+            store_close(&s);
+        } else {
+            inca_err_clear();
+            rc = partition_compute(&d->adj, k, pm, 0, &g_part_cache.p);
+        }
+        if (rc != INCA_OK) return inca_fail_ctx(rc, "--parts %lld", (long long)k);
         g_part_cache.hash = h;
         g_part_cache.n = d->n;
         g_part_cache.nnz = d->adj.nnz;

@@ -119,12 +119,50 @@ START_TEST(test_cli_features) {
 }
 END_TEST
 
+/* The README's main job in miniature: `inca partition` stores METIS parts, IncAgg training
+ * reuses them (same name, no recomputation) and reaches the Kipf & Welling accuracy; a
+ * partitioning that training needs but that is not stored yet is stored by training. */
+START_TEST(test_incagg_stored_partition) {
+    ingest();
+    char args[4096], *out = NULL, *err = NULL;
+    snprintf(args, sizeof args, "partition '%s' --parts 40 --method metis --seed 0", store);
+    ck_assert_int_eq(tu_inca(args, NULL, &out), 0);   /* the summary line goes to stderr */
+    ck_assert_ptr_nonnull(strstr(out, "metis-40-s0"));
+    free(out);
+    int rc = train("--model gcn --method incagg --parts 40 --batch-parts 10 --layers 2 --hidden 16 --dropout 0.5 "
+                   "--lr 0.01 --weight-decay 5e-4 --wd-first-layer --feature-norm row --epochs 200 --runs 3 "
+                   "--seed 0 --threads 1 --json", &out, &err);
+    ck_assert_msg(rc == 0, "incagg failed (%d): %s", rc, err ? err : "");
+    ck_assert_msg(strstr(err, "metis-40-s0") != NULL, "stderr does not name the stored partitioning: %s", err);
+    const char *j = tu_last_line(out);
+    fprintf(stderr, "cora incagg 3 seeds: %s\n", j);
+    ck_assert_ptr_nonnull(strstr(j, "\"method\":\"incagg\""));
+    ck_assert_msg(tu_json_num(j, "test_acc") >= 0.79, "incagg mean test accuracy %.4f < 0.79", tu_json_num(j, "test_acc"));
+    ck_assert(tu_json_num(j, "refresh_time_s") >= 0 && tu_json_num(j, "step_time_s") > 0);
+    free(out);
+    free(err);
+    /* 20 parts are not stored yet: training computes them and leaves them in the store */
+    ck_assert_int_eq(train("--model gcn --method gas --parts 20 --batch-parts 5 --epochs 2 --threads 1", NULL, NULL), 0);
+    snprintf(args, sizeof args, "info '%s' --json", store);
+    ck_assert_int_eq(tu_inca(args, &out, NULL), 0);
+    ck_assert_msg(strstr(out, "\"metis-20-s0\"") && strstr(out, "\"metis-40-s0\""), "partitions not listed: %s", out);
+    free(out);
+    snprintf(args, sizeof args, "partition '%s' --parts 20", store);
+    ck_assert_int_eq(tu_inca(args, NULL, &out), 0);
+    ck_assert_ptr_nonnull(strstr(out, "reused"));
+    free(out);
+    tu_rmrf(dir);
+    free(dir);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("e2e_train");
     TCase *t = tcase_create("cora");
     tcase_set_timeout(t, 900);
     tcase_add_test(t, test_gcn_cora_accuracy);
     tcase_add_test(t, test_cli_features);
+    tcase_add_test(t, test_incagg_stored_partition);
     suite_add_tcase(s, t);
     return tu_run_suite(s);
 }
