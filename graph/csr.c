@@ -242,7 +242,7 @@ int csr_transpose(const csr_t *a, csr_t *out) {
     return INCA_OK;
 }
 
-static int has_entry(const csr_t *a, int64_t i, int32_t j) {
+int csr_has_entry(const csr_t *a, int64_t i, int32_t j) {
     int64_t lo = a->rowptr[i], hi = a->rowptr[i + 1];
     while (lo < hi) {
         int64_t mid = lo + (hi - lo) / 2;
@@ -258,7 +258,7 @@ int csr_is_symmetric(const csr_t *a) {
 #pragma omp parallel for schedule(dynamic, 4096) reduction(&& : ok)
     for (int64_t i = 0; i < a->n_rows; i++)
         for (int64_t k = a->rowptr[i]; k < a->rowptr[i + 1]; k++)
-            ok = ok && has_entry(a, a->col[k], (int32_t)i);
+            ok = ok && csr_has_entry(a, a->col[k], (int32_t)i);
     return ok;
 }
 

@@ -33,6 +33,8 @@ int csr_gcn_norm(const csr_t *a, csr_t *out);
 int csr_mean_norm(const csr_t *a, csr_t *out);
 /* out = aᵀ (values carried). */
 int csr_transpose(const csr_t *a, csr_t *out);
+/* 1 when row i stores column j (binary search; columns are sorted within a row). */
+int csr_has_entry(const csr_t *a, int64_t i, int32_t j);
 /* 1 when the pattern is symmetric. */
 int csr_is_symmetric(const csr_t *a);
 /* Relabel nodes: new id of old node v is perm[v]. Rows and columns move together; columns

@@ -11,22 +11,12 @@
 
 static int is_comment(const char *line) { return *textio_skip_blank(line) == '%'; }
 
-static int row_has(const csr_t *a, int64_t r, int32_t c) {
-    int64_t lo = a->rowptr[r], hi = a->rowptr[r + 1];
-    while (lo < hi) {
-        int64_t mid = lo + (hi - lo) / 2;
-        if (a->col[mid] < c) lo = mid + 1;
-        else hi = mid;
-    }
-    return lo < a->rowptr[r + 1] && a->col[lo] == c;
-}
-
 /* First u -> v without v -> u, reported with both vertex lines. */
 static int metis_check_symmetric(const char *path, const csr_t *a, const int64_t *vline) {
     if (csr_is_symmetric(a)) return INCA_OK;
     for (int64_t u = 0; u < a->n_rows; u++)
         for (int64_t k = a->rowptr[u]; k < a->rowptr[u + 1]; k++)
-            if (!row_has(a, a->col[k], (int32_t)u))
+            if (!csr_has_entry(a, a->col[k], (int32_t)u))
                 return inca_fail(INCA_EINVAL, "%s:%lld: vertex %lld lists neighbour %lld, but vertex %lld (line %lld) "
                                  "does not list %lld: expected a symmetric graph (or pass --symmetrize)", path,
                                  (long long)vline[u], (long long)u + 1, (long long)a->col[k] + 1,
