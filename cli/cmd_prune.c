@@ -17,9 +17,9 @@
 
 static const char *const prune_flags[] = {
     "--labeled", "--labeled-per-class", "--labeled-indices", "--ssl", "--score", "--select", "--keep",
-    "--mis-ratio", "--strata", "--topk", "--balance!", "--knn", "--alpha", "--iters", "--metric", "--graph",
+    "--mis-ratio", "--strata", "--topk", "--balance!", "--cmn!", "--knn", "--alpha", "--iters", "--metric", "--graph",
     "--proxy-model", "--proxy-epochs", "--proxy-hidden", "--proxy-lr", "--proxy-dropout", "--proxy-layers",
-    "--el2n-epochs", "--seed", "--split", "--threads", "--out", "--indices", "--overwrite!", "--eval!", "--runs",
+    "--el2n-epochs", "--batch-size", "--proxy-batch-size", "--seed", "--split", "--threads", "--out", "--indices", "--overwrite!", "--eval!", "--runs",
     "--json!", "--model", "--epochs", "--hidden", "--layers", "--lr", "--dropout", "--weight-decay", "--feature-norm",
     "--no-full!", "--reuse-dynamics!", "--dyn-tag", "--no-save-dynamics!", "--tau", "--noise", "--ssl-epochs",
     "--lambda-u", "--eval-sets", NULL};
@@ -56,7 +56,8 @@ static int parse_config(const args_t *a, prune_config_t *cfg, train_config_t *ta
     cfg->sel.balance = args_has(a, "--balance");
     if ((rc = args_int(a, "--knn", 10, &iv))) return rc;
     cfg->knn_k = (int)iv;
-    if ((rc = args_double(a, "--alpha", 0.99, &cfg->alpha))) return rc;
+    if ((rc = args_double(a, "--alpha", 0.9, &cfg->alpha))) return rc;
+    cfg->cmn = args_has(a, "--cmn");
     if ((rc = args_int(a, "--iters", 50, &iv))) return rc;
     cfg->iters = (int)iv;
     const char *g = args_str(a, "--graph", "auto");
@@ -84,6 +85,9 @@ static int parse_config(const args_t *a, prune_config_t *cfg, train_config_t *ta
     p->layers = (int)iv;
     if ((rc = args_double(a, "--proxy-lr", 0.01, &p->lr))) return rc;
     if ((rc = args_double(a, "--proxy-dropout", 0.2, &p->dropout))) return rc;
+    if ((rc = args_int(a, "--proxy-batch-size", 0, &iv))) return rc;
+    if (iv < 0) return inca_fail(INCA_EINVAL, "--proxy-batch-size: expected >= 0, got %lld", (long long)iv);
+    p->batch_size = iv;
     if ((rc = args_double(a, "--weight-decay", 5e-4, &dv))) return rc;
     p->weight_decay = dv;
     int fn = TRAIN_FEATNORM_NONE;
@@ -101,6 +105,9 @@ static int parse_config(const args_t *a, prune_config_t *cfg, train_config_t *ta
     target->layers = (int)iv;
     if ((rc = args_double(a, "--lr", 0.01, &target->lr))) return rc;
     if ((rc = args_double(a, "--dropout", 0.5, &target->dropout))) return rc;
+    if ((rc = args_int(a, "--batch-size", 0, &iv))) return rc;
+    if (iv < 0) return inca_fail(INCA_EINVAL, "--batch-size: expected >= 0, got %lld", (long long)iv);
+    target->batch_size = iv;
     target->weight_decay = dv;
     target->feature_norm = fn;
     return INCA_OK;

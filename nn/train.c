@@ -7,6 +7,7 @@
 #include "kernels/kernels.h"
 #include "core/alloc.h"
 #include "core/status.h"
+#include "core/rng.h"
 #include "core/util.h"
 #include <math.h>
 #include <stdio.h>
@@ -190,12 +191,81 @@ fail:
     return rc;
 }
 
+/* Mini-batch SGD for models without a graph: the gathered rows of one batch and a shuffled
+ * copy of the training ids. */
+typedef struct mlp_batch {
+    int64_t bs, f;
+    int64_t *order;   /* n_train training ids, reshuffled each epoch */
+    int64_t *rows;    /* 0..bs-1: the loss rows of a batch */
+    float *xb;        /* bs x f */
+    int32_t *yb;      /* bs */
+} mlp_batch_t;
+
+static int mlp_batch_init(mlp_batch_t *b, int64_t bs, int64_t f, const int64_t *train_idx, int64_t n_train) {
+    b->bs = bs;
+    b->f = f;
+    b->order = inca_malloc((size_t)n_train * sizeof *b->order);
+    b->rows = inca_malloc((size_t)bs * sizeof *b->rows);
+    b->xb = inca_malloc((size_t)(bs * f) * sizeof *b->xb);
+    b->yb = inca_malloc((size_t)bs * sizeof *b->yb);
+    if (!b->order || !b->rows || !b->xb || !b->yb) return INCA_ENOMEM;
+    memcpy(b->order, train_idx, (size_t)n_train * sizeof *b->order);
+    for (int64_t i = 0; i < bs; i++) b->rows[i] = i;
+    return INCA_OK;
+}
+
+static void mlp_batch_free(mlp_batch_t *b) {
+    inca_free(b->order);
+    inca_free(b->rows);
+    inca_free(b->xb);
+    inca_free(b->yb);
+    memset(b, 0, sizeof *b);
+}
+
+/* One epoch of mini-batch steps over the training rows in a fresh seeded order (the order of
+ * epoch ep depends on the seed and ep only, so runs are reproducible). The last batch may be
+ * smaller. *loss and *acc: means over the epoch's training rows. Dropout masks are drawn per
+ * step (step number = ep * steps_per_epoch + s). */
+static int train_mlp_epoch(model_t *m, optim_t *o, const train_config_t *c, const float *x, int64_t f, int64_t cc,
+                           const int32_t *y, const int64_t *train_idx, int64_t n_train, int ep, mlp_batch_t *b,
+                           float *dlog, double *loss, double *acc) {
+    rng_t r;
+    int rc;
+    memcpy(b->order, train_idx, (size_t)n_train * sizeof *b->order);   /* the order is a function of ep alone */
+    rng_seed(&r, rng_hash64(c->seed, 0x6d6c7062, (uint64_t)ep));
+    rng_shuffle_i64(&r, b->order, n_train);
+    const int64_t steps = (n_train + b->bs - 1) / b->bs;
+    double lsum = 0, asum = 0;
+    for (int64_t s = 0; s < steps; s++) {
+        const int64_t lo = s * b->bs, nb = (lo + b->bs <= n_train ? b->bs : n_train - lo);
+        for (int64_t i = 0; i < nb; i++) {
+            const int64_t v = b->order[lo + i];
+            memcpy(b->xb + i * f, x + v * f, (size_t)f * sizeof *x);
+            b->yb[i] = y[v];
+        }
+        const float *logits;
+        if ((rc = model_forward(m, nb, b->xb, NULL, 1, c->seed, (uint64_t)ep * (uint64_t)steps + (uint64_t)s, &logits)))
+            return rc;
+        const double l = kern_softmax_xent(nb, cc, logits, b->yb, b->rows, nb, NULL, dlog);
+        if (!isfinite(l)) return inca_fail(INCA_ERR, "epoch %d step %lld: training loss is not finite (%g); lower --lr?",
+                                           ep, (long long)s, l);
+        lsum += l * (double)nb;
+        asum += kern_accuracy(cc, logits, b->yb, b->rows, nb) * (double)nb;
+        if ((rc = model_backward(m, dlog, NULL))) return rc;
+        optim_step(o);
+    }
+    *loss = lsum / (double)n_train;
+    *acc = asum / (double)n_train;
+    return INCA_OK;
+}
+
 int train_full(const dataset_t *d, const train_config_t *c, const int64_t *train_idx, int64_t n_train, int run,
                train_result_t *r) {
     model_config_t mc;
     csr_t a = {0}, at = {0}, xs = {0};
     model_t *m = NULL;
     optim_t *o = NULL;
+    mlp_batch_t mb = {0};
     float *xw = NULL, *dlog = NULL, *logp = NULL;
     const float *x = d->x;
     int rc;
@@ -219,8 +289,12 @@ int train_full(const dataset_t *d, const train_config_t *c, const int64_t *train
         train_features_prepare(c->feature_norm, n, d->f, d->x, xw);
         x = xw;
     }
+    if (c->batch_size < 0) return inca_fail(INCA_EINVAL, "--batch-size: expected >= 0, got %lld", (long long)c->batch_size);
+    if (c->batch_size > 0 && norm != NN_NORM_NONE)
+        return inca_fail(INCA_EINVAL, "--batch-size: mini-batches of rows need a model without a graph (mlp), got %s",
+                         c->model);
     if ((rc = model_create(&mc, n, &m))) goto done;
-    if (!c->dense_input) {   /* bag-of-words features: first layer by SpMM */
+    if (!c->dense_input && c->batch_size == 0) {   /* bag-of-words features: first layer by SpMM */
         if ((rc = train_features_csr(n, d->f, x, 0.25, &xs)) < 0) goto done;
         if (rc == 1 && model_set_sparse_input(m, &xs) != INCA_OK) {
             inca_err_clear();   /* this first layer needs dense input: stay dense */
@@ -232,6 +306,8 @@ int train_full(const dataset_t *d, const train_config_t *c, const int64_t *train
         rc = INCA_OK;
     }
     if ((rc = optim_from_model(c, m, &o))) goto done;
+    if (c->batch_size > 0 && (rc = mlp_batch_init(&mb, c->batch_size < n_train ? c->batch_size : n_train, d->f, train_idx, n_train)))
+        goto done;
     dlog = inca_malloc((size_t)(n * cc) * sizeof(float));
     logp = inca_malloc((size_t)(n * cc) * sizeof(float));
     if (!dlog || !logp) { rc = INCA_ENOMEM; goto done; }
@@ -244,15 +320,21 @@ int train_full(const dataset_t *d, const train_config_t *c, const int64_t *train
     for (ep = 0; ep < c->epochs; ep++) {
         const double t0 = inca_now();
         const float *logits;
-        if ((rc = model_forward(m, n, x, norm ? &agg : NULL, 1, c->seed, (uint64_t)ep, &logits))) goto done;
-        loss = kern_softmax_xent(n, cc, logits, d->y, train_idx, n_train, NULL, dlog);
-        if (!isfinite(loss)) {
-            rc = inca_fail(INCA_ERR, "epoch %d: training loss is not finite (%g); lower --lr?", ep, loss);
-            goto done;
+        double train_acc = 0;
+        if (c->batch_size > 0) {
+            if ((rc = train_mlp_epoch(m, o, c, x, d->f, cc, d->y, train_idx, n_train, ep, &mb, dlog, &loss, &train_acc)))
+                goto done;
+        } else {
+            if ((rc = model_forward(m, n, x, norm ? &agg : NULL, 1, c->seed, (uint64_t)ep, &logits))) goto done;
+            loss = kern_softmax_xent(n, cc, logits, d->y, train_idx, n_train, NULL, dlog);
+            if (!isfinite(loss)) {
+                rc = inca_fail(INCA_ERR, "epoch %d: training loss is not finite (%g); lower --lr?", ep, loss);
+                goto done;
+            }
+            train_acc = kern_accuracy(cc, logits, d->y, train_idx, n_train);
+            if ((rc = model_backward(m, dlog, norm ? &agg : NULL))) goto done;
+            optim_step(o);
         }
-        const double train_acc = kern_accuracy(cc, logits, d->y, train_idx, n_train);
-        if ((rc = model_backward(m, dlog, norm ? &agg : NULL))) goto done;
-        optim_step(o);
         const double t1 = inca_now();
         if ((rc = model_forward(m, n, x, norm ? &agg : NULL, 0, c->seed, (uint64_t)ep, &logits))) goto done;
         double vloss = 0, tloss = 0;
@@ -295,6 +377,7 @@ done:
     inca_free(dlog);
     inca_free(logp);
     inca_free(xw);
+    mlp_batch_free(&mb);
     optim_free(&o);
     model_free(&m);
     csr_free(&a);

@@ -51,6 +51,9 @@ typedef struct train_config {
     double alpha, theta;       /* gcnii / appnp (0.1, 0.5) */
     int K;                     /* appnp (10) */
     int batchnorm, residual;
+    int64_t batch_size;        /* mlp with method full: > 0 = mini-batch SGD, this many training
+                                  rows per optimiser step (reshuffled every epoch); 0: one
+                                  full-batch step per epoch (default). Graph models reject it. */
     int dense_input;           /* 1: never use the sparse-input path (default 0: features with
                                   <= 25% nonzeros go in as a CSR, see model_set_sparse_input) */
     const char *metrics_path;  /* JSON Lines per epoch (borrowed; NULL: none) */

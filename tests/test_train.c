@@ -129,6 +129,57 @@ START_TEST(test_deterministic) {
 }
 END_TEST
 
+/* Mini-batch SGD for the MLP (batch_size > 0): one batch holding every training row is the
+ * full-batch step (dropout off: the masks are drawn per batch row); smaller batches take more
+ * steps per epoch and fit the training rows better in the same epochs; the shuffle is seeded
+ * (bit-identical reruns); graph models refuse row batches. */
+START_TEST(test_minibatch_mlp) {
+    dataset_t d;
+    make_csbm(&d, 600, 1.0 / 3, 1.5, 21);
+    const size_t bytes = (size_t)(d.n * d.c) * sizeof(float);
+    train_config_t c = cfg_small("mlp");
+    c.epochs = 10;
+    c.dropout = 0;
+    train_result_t rf, rb;
+    float *full = run_logits(&d, c, 1, NULL, 0, &rf);
+    c.batch_size = 100000;   /* >= n_train: one step per epoch */
+    float *one = run_logits(&d, c, 1, NULL, 0, &rb);
+    double worst = 0;
+    for (int64_t i = 0; i < d.n * d.c; i++) worst = fmax(worst, fabs((double)full[i] - (double)one[i]));
+    ck_assert_msg(worst < 1e-4, "one batch of every row differs from full-batch by %g", worst);
+    ck_assert(rf.test_acc == rb.test_acc);
+    train_result_free(&rb);
+    /* batches of 8 training rows: ~8 steps per epoch, a lower final training loss */
+    c.batch_size = 8;
+    c.dropout = 0.2;
+    float *a = run_logits(&d, c, 2, NULL, 0, &rb);
+    ck_assert_msg(rb.train_loss < rf.train_loss, "mini-batch loss %g not below full-batch %g", rb.train_loss,
+                  rf.train_loss);
+    ck_assert(rb.test_acc > 0.5);   /* chance is 1/3 */
+    train_result_t r2;
+    float *b = run_logits(&d, c, 2, NULL, 0, &r2);
+    ck_assert_msg(memcmp(a, b, bytes) == 0, "mini-batch reruns differ");
+    c.seed++;
+    train_result_t r3;
+    float *e = run_logits(&d, c, 2, NULL, 0, &r3);
+    ck_assert_msg(memcmp(a, e, bytes) != 0, "another seed gave the same logits");
+    train_result_free(&rf);
+    train_result_free(&rb);
+    train_result_free(&r2);
+    train_result_free(&r3);
+    free(full);
+    free(one);
+    free(a);
+    free(b);
+    free(e);
+    c = cfg_small("gcn");
+    c.batch_size = 8;
+    ck_assert_int_eq(train_run(&d, &c, NULL, 0, &rb), INCA_EINVAL);
+    ck_assert_ptr_nonnull(strstr(inca_errmsg(), "--batch-size"));
+    dataset_free(&d);
+}
+END_TEST
+
 START_TEST(test_runs_statistics) {
     dataset_t d;
     make_csbm(&d, 500, 0.8, 1.0, 8);
@@ -350,6 +401,7 @@ int main(void) {
     tcase_set_timeout(t, 600);
     tcase_add_test(t, test_models_learn);
     tcase_add_test(t, test_deterministic);
+    tcase_add_test(t, test_minibatch_mlp);
     tcase_add_test(t, test_runs_statistics);
     tcase_add_test(t, test_override_and_unlabelled);
     tcase_add_test(t, test_metrics_hooks_patience);
