@@ -21,7 +21,8 @@
 
 static const char *const bench_flags[] = {"--labeled", "--keep", "--knn", "--metric", "--proxy-epochs", "--proxy-hidden",
                                           "--ssl", "--score", "--select", "--mis-ratio", "--seed", "--threads",
-                                          "--split", "--out", NULL};
+                                          "--split", "--out", "--feature-norm", "--proxy-batch-size", "--proxy-lr",
+                                          "--alpha", "--cmn!", "--balance!", NULL};
 
 /* GFLOP/s of C[b x b] = A[b x f] Bᵀ, best of 3. */
 static double gemm_gflops(int64_t b, int64_t f) {
@@ -74,6 +75,14 @@ int bench_pruning(int argc, char **argv) {
     if ((rc = prune_ssl_parse(args_str(a, "--ssl", "labelprop"), &cfg.ssl))) goto done;
     if ((rc = score_parse(args_str(a, "--score", "aum"), &cfg.score))) goto done;
     if ((rc = select_parse(args_str(a, "--select", "ccs"), &cfg.sel.kind))) goto done;
+    if ((rc = args_int(a, "--proxy-batch-size", 0, &iv))) goto done;
+    if (iv < 0) { rc = inca_fail(INCA_EINVAL, "--proxy-batch-size: expected >= 0, got %lld", (long long)iv); goto done; }
+    cfg.proxy.batch_size = iv;
+    if ((rc = args_double(a, "--proxy-lr", cfg.proxy.lr, &cfg.proxy.lr))) goto done;
+    if ((rc = args_double(a, "--alpha", cfg.alpha, &cfg.alpha))) goto done;
+    if ((rc = train_featnorm_parse(args_str(a, "--feature-norm", "none"), &cfg.proxy.feature_norm))) goto done;
+    cfg.cmn = args_has(a, "--cmn");
+    cfg.sel.balance = args_has(a, "--balance");
     if ((rc = args_int(a, "--seed", 0, &iv))) goto done;
     cfg.seed = cfg.sel.seed = (uint64_t)iv;
     if ((rc = args_int(a, "--threads", 0, &iv))) goto done;

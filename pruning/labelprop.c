@@ -70,3 +70,43 @@ done:
     inca_free(dinv);
     return rc;
 }
+
+int labelprop_class_mass(const float *f, int64_t n, int32_t c, const int32_t *y, int32_t *label, float *conf) {
+    double *mass = inca_calloc((size_t)c, sizeof *mass), *scale = inca_calloc((size_t)c, sizeof *scale);
+    int64_t *cnt = inca_calloc((size_t)c, sizeof *cnt);
+    if (!mass || !scale || !cnt) {
+        inca_free(mass);
+        inca_free(scale);
+        inca_free(cnt);
+        return INCA_ENOMEM;
+    }
+    int64_t nlab = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (y[i] >= 0) { cnt[y[i]]++; nlab++; continue; }
+        for (int32_t k = 0; k < c; k++) mass[k] += f[i * c + k] > 0 ? f[i * c + k] : 0;
+    }
+    for (int32_t k = 0; k < c; k++)
+        scale[k] = mass[k] > 0 ? ((double)(cnt[k] + 1) / (double)(nlab + c)) / mass[k] : 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        const float *r = f + i * c;
+        int32_t best = 0;
+        double sum = 0, bv = -1;
+        for (int32_t k = 0; k < c; k++) {
+            const double v = r[k] > 0 ? r[k] * scale[k] : 0;
+            sum += v;
+            if (v > bv) { bv = v; best = k; }
+        }
+        const int reached = sum > 0;
+        if (y[i] >= 0) {
+            if (label) label[i] = y[i];
+            if (conf) conf[i] = reached ? (float)(r[y[i]] > 0 ? r[y[i]] * scale[y[i]] / sum : 0) : 1.0f;
+            continue;
+        }
+        if (label) label[i] = reached ? best : -1;
+        if (conf) conf[i] = reached ? (float)(bv / sum) : 0.0f;
+    }
+    inca_free(mass);
+    inca_free(scale);
+    inca_free(cnt);
+    return INCA_OK;
+}

@@ -14,4 +14,11 @@
  * f_out (n x c) receives F. Deterministic for a fixed thread count. */
 int labelprop_spread(const csr_t *w, const int32_t *y, int32_t c, double alpha, int iters,
                      int32_t *label, float *conf, float *f_out);
+
+/* Class mass normalisation (Zhu, Ghahramani & Lafferty 2003): spreading favours the classes
+ * whose seeds sit in dense, high-degree regions. Rescale column k of f (n x c, as filled by
+ * labelprop_spread) so that the total mass over the rows without a label matches the class
+ * prior q_k of the labelled rows (Laplace-smoothed: (n_k + 1) / (n_lab + c)), then recompute
+ * label and conf exactly as labelprop_spread defines them. Rows with a label keep it. */
+int labelprop_class_mass(const float *f, int64_t n, int32_t c, const int32_t *y, int32_t *label, float *conf);
 #endif

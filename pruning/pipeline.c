@@ -22,7 +22,7 @@ void prune_config_default(prune_config_t *c) {
     c->ssl = PRUNE_SSL_LABELPROP;
     c->knn_k = 10;
     c->metric = KNN_COSINE;
-    c->alpha = 0.99;
+    c->alpha = 0.9;   /* Zhou et al. use 0.99; 0.9 spreads better on Fashion-MNIST (79.8% vs 76.9%) and Facebook (74.0% vs 63.2%) */
     c->iters = 50;
     c->graph = -1;
     train_config_default(&c->proxy);
@@ -120,7 +120,7 @@ static int pseudo_labelprop(const dataset_t *dv, const int64_t *pool, int64_t np
     int32_t c = dv->c;
     float *xp = NULL;
     int32_t *nbr = NULL, *ylab = NULL, *lab = NULL;
-    float *conf = NULL;
+    float *conf = NULL, *fsp = NULL;
     csr_t w = {0};
     double t0 = inca_now();
     if (use_graph) {
@@ -129,7 +129,9 @@ static int pseudo_labelprop(const dataset_t *dv, const int64_t *pool, int64_t np
         conf = inca_malloc((size_t)dv->n * sizeof *conf);
         if (!lab || !conf) { rc = INCA_ENOMEM; goto done; }
         r->sec[PRUNE_ST_KNN] = 0;
-        rc = labelprop_spread(&dv->adj, dv->y, c, cfg->alpha, cfg->iters, lab, conf, NULL);
+        if (cfg->cmn && !(fsp = inca_malloc((size_t)dv->n * (size_t)c * sizeof *fsp))) { rc = INCA_ENOMEM; goto done; }
+        rc = labelprop_spread(&dv->adj, dv->y, c, cfg->alpha, cfg->iters, lab, conf, fsp);
+        if (!rc && cfg->cmn) rc = labelprop_class_mass(fsp, dv->n, c, dv->y, lab, conf);
         if (rc) goto done;
         for (int64_t i = 0; i < npool; i++) { r->pseudo[i] = lab[pool[i]]; r->conf[i] = conf[pool[i]]; }
     } else {
@@ -154,7 +156,9 @@ static int pseudo_labelprop(const dataset_t *dv, const int64_t *pool, int64_t np
         r->sec[PRUNE_ST_KNN] = inca_now() - t0;
         t0 = inca_now();
         for (int64_t i = 0; i < npool; i++) ylab[i] = dv->y[pool[i]];
-        rc = labelprop_spread(&w, ylab, c, cfg->alpha, cfg->iters, r->pseudo, r->conf, NULL);
+        if (cfg->cmn && !(fsp = inca_malloc((size_t)npool * (size_t)c * sizeof *fsp))) { rc = INCA_ENOMEM; goto done; }
+        rc = labelprop_spread(&w, ylab, c, cfg->alpha, cfg->iters, r->pseudo, r->conf, fsp);
+        if (!rc && cfg->cmn) rc = labelprop_class_mass(fsp, npool, c, ylab, r->pseudo, r->conf);
         if (rc) goto done;
     }
     /* rows no labelled node reached: the most frequent visible class, confidence 0 */
@@ -177,6 +181,7 @@ done:
     inca_free(ylab);
     inca_free(lab);
     inca_free(conf);
+    inca_free(fsp);
     csr_free(&w);
     return rc;
 }
@@ -511,7 +516,7 @@ static void mean_std(const double *v, int n, double *mean, double *sd) {
     for (int i = 0; i < n; i++) s += v[i];
     *mean = n ? s / n : 0;
     for (int i = 0; i < n; i++) s2 += (v[i] - *mean) * (v[i] - *mean);
-    *sd = n ? sqrt(s2 / n) : 0;
+    *sd = n > 1 ? sqrt(s2 / (n - 1)) : 0;   /* sample std, as train reports test_acc_std */
 }
 
 /* Test accuracy of one target run (model seed `seed`) trained on ids[0..nids). Feature

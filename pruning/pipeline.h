@@ -38,8 +38,9 @@ typedef struct prune_config {
     /* label spreading */
     int knn_k;              /* 10 */
     knn_metric_t metric;    /* cosine */
-    double alpha;           /* 0.99 */
+    double alpha;           /* 0.9 */
     int iters;              /* 50 */
+    int cmn;                /* 1: class mass normalisation of the spread scores (labelprop_class_mass) */
     int graph;              /* -1 auto (graph datasets spread over their graph), 0 kNN, 1 graph */
     /* selftrain: tau, lambda_u, noise, epochs (model width/lr/dropout/wd follow `proxy`) */
     selftrain_opts_t st;

@@ -196,6 +196,25 @@ START_TEST(labelprop_closed_form) {
 }
 END_TEST
 
+/* Class mass normalisation by hand: y = [0, -1, -1], F = [(1,0), (0.4,0.5), (0,2)]. Unlabelled
+ * mass (0.4, 2.5); prior (1+1)/(1+2) = 2/3 and 1/3; scales 5/3 and 2/15. Row 1 becomes
+ * (2/3, 1/15): class 0 (plain argmax says 1) with confidence (2/3)/(11/15) = 10/11; row 2
+ * (0, 4/15): class 1, confidence 1; the labelled row keeps its label. */
+START_TEST(labelprop_class_mass_hand) {
+    const float f[6] = {1, 0, 0.4f, 0.5f, 0, 2};
+    const int32_t y[3] = {0, -1, -1};
+    int32_t lab[3];
+    float conf[3];
+    ck_assert_int_eq(labelprop_class_mass(f, 3, 2, y, lab, conf), INCA_OK);
+    ck_assert_int_eq(lab[0], 0);
+    ck_assert_int_eq(lab[1], 0);
+    ck_assert_int_eq(lab[2], 1);
+    ck_assert_float_eq_tol(conf[0], 1.0f, 1e-6f);
+    ck_assert_float_eq_tol(conf[1], 10.0f / 11.0f, 1e-6f);
+    ck_assert_float_eq_tol(conf[2], 1.0f, 1e-6f);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("pruning_knn");
     TCase *t = tcase_create("knn");
@@ -204,6 +223,7 @@ int main(void) {
     tcase_add_test(t, knn_brute_blocks);
     tcase_add_test(t, knn_hand_points);
     tcase_add_test(t, labelprop_closed_form);
+    tcase_add_test(t, labelprop_class_mass_hand);
     suite_add_tcase(s, t);
     return tu_run_suite(s);
 }
