@@ -1,8 +1,10 @@
 /* NUMA-aware arena with byte accounting (see arena.h). Tested in test_memory.c. */
+#define _DEFAULT_SOURCE   /* madvise */
 #include "memory/arena.h"
 #include "core/alloc.h"
 #include "core/status.h"
 #include <numa.h>
+#include <sys/mman.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -53,6 +55,9 @@ void *mem_arena_alloc(mem_arena_t *a, size_t bytes, const char *label) {
     memset(b, 0, sizeof *b);
     if (a->numa_nodes > 1) {
         b->p = numa_alloc_interleaved(bytes);   /* mmap'd: zeroed pages */
+#ifdef MADV_HUGEPAGE
+        if (b->p && bytes >= ((size_t)8 << 20)) (void)madvise(b->p, bytes, MADV_HUGEPAGE);   /* as inca_malloc_aligned */
+#endif
         b->numa = 1;
         if (!b->p) { inca_fail(INCA_ENOMEM, "numa_alloc_interleaved(%zu) failed for %s", bytes, label ? label : "?"); return NULL; }
     } else {

@@ -121,7 +121,7 @@ static void spmm_ref(const csr_t *a, const float *x, int64_t f, double alpha, do
 }
 
 START_TEST(spmm_matches_reference) {
-    static const int64_t fs[] = {1, 7, 16, 32, 64, 100, 700};
+    static const int64_t fs[] = {1, 7, 16, 32, 64, 100, 256, 700};
     static const float ab[][2] = {{1.0f, 0.0f}, {0.5f, 0.0f}, {-1.5f, 2.0f}};
     for (int with_val = 0; with_val <= 1; with_val++)
         for (size_t fi = 0; fi < sizeof fs / sizeof fs[0]; fi++)

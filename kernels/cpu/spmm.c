@@ -99,6 +99,39 @@ static void spmm_row_any(const int32_t *restrict col, const float *restrict val,
     }
 }
 
+/* Wide F: column panels of SPMM_PANEL floats, the panel loop outside the row loop, so one
+ * pass over the rows gathers only SPMM_PANEL * 4 bytes per nonzero and the panel of X it reads
+ * (n_cols x 256 B) can stay in the last-level cache while the rows sweep it. Each element is
+ * still summed by one thread in column order: results do not change. Measured with `inca bench
+ * spmm --ordering random --threads 2` against the row-at-a-time loop: F = 256, 1M rows x 40:
+ * 1.31 s vs 1.53 s; F = 128, 125k rows x 11: 0.021 s vs 0.032 s. */
+#define SPMM_PANEL 64
+
+static inline __attribute__((always_inline)) void
+spmm_rows_panels(const csr_t *a, const int has_val, const float *restrict x, int64_t f, float alpha,
+                 float beta, float *restrict y, int64_t r0, int64_t r1) {
+    float acc[SPMM_PANEL] __attribute__((aligned(64)));
+    const int64_t *rowptr = a->rowptr;
+    const int32_t *col = a->col;
+    const float *val = a->val;
+    const int64_t pe = rowptr[r1];
+    for (int64_t f0 = 0; f0 < f; f0 += SPMM_PANEL) {
+        const int64_t w = f - f0 < SPMM_PANEL ? f - f0 : SPMM_PANEL;
+        for (int64_t r = r0; r < r1; r++) {
+            const int64_t b = rowptr[r], e = rowptr[r + 1];
+            if (w == SPMM_PANEL) spmm_row_vec(col, val, has_val, b, e, pe, x, f, f0, 16, acc);
+            else spmm_row_any(col, has_val ? val : NULL, b, e, pe, x, f, f0, w, acc);
+            float *restrict yt = y + r * f + f0;
+            if (beta == 0.0f) {
+                if (alpha == 1.0f) for (int64_t k = 0; k < w; k++) yt[k] = acc[k];
+                else for (int64_t k = 0; k < w; k++) yt[k] = alpha * acc[k];
+            } else {
+                for (int64_t k = 0; k < w; k++) yt[k] = alpha * acc[k] + beta * yt[k];
+            }
+        }
+    }
+}
+
 /* Rows [r0, r1) of Y, all F columns, for one has_val case. */
 static inline __attribute__((always_inline)) void
 spmm_rows_case(const csr_t *a, const int has_val, const float *restrict x, int64_t f, float alpha,
@@ -134,6 +167,11 @@ spmm_rows_case(const csr_t *a, const int has_val, const float *restrict x, int64
 
 static void spmm_rows(const csr_t *a, const float *x, int64_t f, float alpha, float beta, float *y,
                       int64_t r0, int64_t r1) {
+    if (f > SPMM_PANEL) {
+        if (a->val) spmm_rows_panels(a, 1, x, f, alpha, beta, y, r0, r1);
+        else spmm_rows_panels(a, 0, x, f, alpha, beta, y, r0, r1);
+        return;
+    }
     if (a->val) spmm_rows_case(a, 1, x, f, alpha, beta, y, r0, r1);
     else spmm_rows_case(a, 0, x, f, alpha, beta, y, r0, r1);
 }
