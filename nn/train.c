@@ -278,6 +278,10 @@ int train_full(const dataset_t *d, const train_config_t *c, const int64_t *train
     if (c->epochs < 1) return inca_fail(INCA_EINVAL, "--epochs: expected >= 1, got %d", c->epochs);
     if (n_train < 1 || !train_idx) return inca_fail(INCA_EINVAL, "no training nodes (empty train split)");
     const int norm = nn_kind_norm(mc.kind);
+    if (c->batch_size < 0) return inca_fail(INCA_EINVAL, "--batch-size: expected >= 0, got %lld", (long long)c->batch_size);
+    if (c->batch_size > 0 && norm != NN_NORM_NONE)   /* checked before anything is allocated */
+        return inca_fail(INCA_EINVAL, "--batch-size: mini-batches of rows need a model without a graph (mlp), got %s",
+                         c->model);
     nn_agg_full_t full;
     nn_agg_t agg;
     if (norm != NN_NORM_NONE) {
@@ -289,10 +293,6 @@ int train_full(const dataset_t *d, const train_config_t *c, const int64_t *train
         train_features_prepare(c->feature_norm, n, d->f, d->x, xw);
         x = xw;
     }
-    if (c->batch_size < 0) return inca_fail(INCA_EINVAL, "--batch-size: expected >= 0, got %lld", (long long)c->batch_size);
-    if (c->batch_size > 0 && norm != NN_NORM_NONE)
-        return inca_fail(INCA_EINVAL, "--batch-size: mini-batches of rows need a model without a graph (mlp), got %s",
-                         c->model);
     if ((rc = model_create(&mc, n, &m))) goto done;
     if (!c->dense_input && c->batch_size == 0) {   /* bag-of-words features: first layer by SpMM */
         if ((rc = train_features_csr(n, d->f, x, 0.25, &xs)) < 0) goto done;
