@@ -191,8 +191,8 @@ fail:
     return rc;
 }
 
-/* Mini-batch SGD for models without a graph: the gathered rows of one batch and a shuffled
- * copy of the training ids. */
+/* Mini-batch SGD for models without a graph: the gathered rows of one batch and the training
+ * ids in this epoch's order (refilled and reshuffled by every train_mlp_epoch). */
 typedef struct mlp_batch {
     int64_t bs, f;
     int64_t *order;   /* n_train training ids, reshuffled each epoch */
@@ -201,7 +201,7 @@ typedef struct mlp_batch {
     int32_t *yb;      /* bs */
 } mlp_batch_t;
 
-static int mlp_batch_init(mlp_batch_t *b, int64_t bs, int64_t f, const int64_t *train_idx, int64_t n_train) {
+static int mlp_batch_init(mlp_batch_t *b, int64_t bs, int64_t f, int64_t n_train) {
     b->bs = bs;
     b->f = f;
     b->order = inca_malloc((size_t)n_train * sizeof *b->order);
@@ -209,7 +209,6 @@ static int mlp_batch_init(mlp_batch_t *b, int64_t bs, int64_t f, const int64_t *
     b->xb = inca_malloc((size_t)(bs * f) * sizeof *b->xb);
     b->yb = inca_malloc((size_t)bs * sizeof *b->yb);
     if (!b->order || !b->rows || !b->xb || !b->yb) return INCA_ENOMEM;
-    memcpy(b->order, train_idx, (size_t)n_train * sizeof *b->order);
     for (int64_t i = 0; i < bs; i++) b->rows[i] = i;
     return INCA_OK;
 }
@@ -306,7 +305,7 @@ int train_full(const dataset_t *d, const train_config_t *c, const int64_t *train
         rc = INCA_OK;
     }
     if ((rc = optim_from_model(c, m, &o))) goto done;
-    if (c->batch_size > 0 && (rc = mlp_batch_init(&mb, c->batch_size < n_train ? c->batch_size : n_train, d->f, train_idx, n_train)))
+    if (c->batch_size > 0 && (rc = mlp_batch_init(&mb, c->batch_size < n_train ? c->batch_size : n_train, d->f, n_train)))
         goto done;
     dlog = inca_malloc((size_t)(n * cc) * sizeof(float));
     logp = inca_malloc((size_t)(n * cc) * sizeof(float));

@@ -10,8 +10,8 @@
 #include <stddef.h>
 #include <string.h>
 
-/* Floats accumulated on the stack per row; wider F is processed in tiles of this width. */
-#define SPMM_TILE 512
+/* Floats accumulated on the stack per row; wider F is processed in panels of this width. */
+#define SPMM_PANEL 64
 /* How far ahead the gathered X row is prefetched: about 4 KiB of rows, between 4 and 32
  * nonzeros (tuned with `inca bench spmm` on R-MAT: 32 at F = 16, 16 at F = 64). */
 static inline int64_t spmm_prefetch_distance(int64_t w) {
@@ -81,7 +81,7 @@ spmm_row_vec(const int32_t *restrict col, const float *restrict val, const int h
     for (int i = 0; i < nv; i++) memcpy(acc + 4 * i, &s[i], sizeof s[i]);
 }
 
-/* The same for any width w <= SPMM_TILE, accumulating in memory (acc stays in L1). */
+/* The same for any width w <= SPMM_PANEL, accumulating in memory (acc stays in L1). */
 static void spmm_row_any(const int32_t *restrict col, const float *restrict val, int64_t b,
                          int64_t e, int64_t pe, const float *restrict x, int64_t ldx, int64_t f0,
                          int64_t w, float *restrict acc) {
@@ -99,17 +99,28 @@ static void spmm_row_any(const int32_t *restrict col, const float *restrict val,
     }
 }
 
-/* Wide F: column panels of SPMM_PANEL floats, the panel loop outside the row loop, so one
- * pass over the rows gathers only SPMM_PANEL * 4 bytes per nonzero and the panel of X it reads
- * (n_cols x 256 B) can stay in the last-level cache while the rows sweep it. Each element is
- * still summed by one thread in column order: results do not change. Measured with `inca bench
- * spmm --ordering random --threads 2` against the row-at-a-time loop: F = 256, 1M rows x 40:
- * 1.31 s vs 1.53 s; F = 128, 125k rows x 11: 0.021 s vs 0.032 s. */
-#define SPMM_PANEL 64
+/* Y[r, f0 .. f0+w) = alpha acc + beta Y[r, f0 .. f0+w). With beta = 0, Y is not read: garbage
+ * (even NaN) in Y does not leak. */
+static inline void spmm_store(float *restrict yt, const float *restrict acc, int64_t w, float alpha, float beta) {
+    if (beta == 0.0f) {
+        if (alpha == 1.0f) for (int64_t k = 0; k < w; k++) yt[k] = acc[k];
+        else for (int64_t k = 0; k < w; k++) yt[k] = alpha * acc[k];
+    } else {
+        for (int64_t k = 0; k < w; k++) yt[k] = alpha * acc[k] + beta * yt[k];
+    }
+}
 
+/* Rows [r0, r1) of Y, all F columns, for one has_val case, in column panels of SPMM_PANEL
+ * floats with the panel loop outside the row loop: for wide F one pass over the rows gathers
+ * only 256 bytes per nonzero, and the panel of X it reads can stay in the last-level cache while
+ * the rows sweep it. Each element is still summed by one thread in column order, so results do
+ * not depend on the panelling. Measured with `inca bench spmm --ordering random --threads 2`
+ * against whole rows at a time: F = 256, 1M rows x 40: 1.31 s vs 1.53 s; F = 128, 125k rows x
+ * 11: 0.021 s vs 0.032 s. Prefetch runs ahead across row ends, up to the end of this thread's
+ * nonzeros. */
 static inline __attribute__((always_inline)) void
-spmm_rows_panels(const csr_t *a, const int has_val, const float *restrict x, int64_t f, float alpha,
-                 float beta, float *restrict y, int64_t r0, int64_t r1) {
+spmm_rows_case(const csr_t *a, const int has_val, const float *restrict x, int64_t f, float alpha,
+               float beta, float *restrict y, int64_t r0, int64_t r1) {
     float acc[SPMM_PANEL] __attribute__((aligned(64)));
     const int64_t *rowptr = a->rowptr;
     const int32_t *col = a->col;
@@ -119,59 +130,19 @@ spmm_rows_panels(const csr_t *a, const int has_val, const float *restrict x, int
         const int64_t w = f - f0 < SPMM_PANEL ? f - f0 : SPMM_PANEL;
         for (int64_t r = r0; r < r1; r++) {
             const int64_t b = rowptr[r], e = rowptr[r + 1];
-            if (w == SPMM_PANEL) spmm_row_vec(col, val, has_val, b, e, pe, x, f, f0, 16, acc);
-            else spmm_row_any(col, has_val ? val : NULL, b, e, pe, x, f, f0, w, acc);
-            float *restrict yt = y + r * f + f0;
-            if (beta == 0.0f) {
-                if (alpha == 1.0f) for (int64_t k = 0; k < w; k++) yt[k] = acc[k];
-                else for (int64_t k = 0; k < w; k++) yt[k] = alpha * acc[k];
-            } else {
-                for (int64_t k = 0; k < w; k++) yt[k] = alpha * acc[k] + beta * yt[k];
-            }
-        }
-    }
-}
-
-/* Rows [r0, r1) of Y, all F columns, for one has_val case. */
-static inline __attribute__((always_inline)) void
-spmm_rows_case(const csr_t *a, const int has_val, const float *restrict x, int64_t f, float alpha,
-               float beta, float *restrict y, int64_t r0, int64_t r1) {
-    float acc[SPMM_TILE] __attribute__((aligned(64)));
-    const int64_t *rowptr = a->rowptr;
-    const int32_t *col = a->col;
-    const float *val = a->val;
-    /* prefetch runs ahead across row ends, up to the end of this thread's nonzeros (with F
-     * tiles, the next row's first tile is what gets prefetched near a row end) */
-    const int64_t pe = rowptr[r1];
-    for (int64_t r = r0; r < r1; r++) {
-        const int64_t b = rowptr[r], e = rowptr[r + 1];
-        float *restrict yr = y + r * f;
-        for (int64_t f0 = 0; f0 < f; f0 += SPMM_TILE) {
-            const int64_t w = f - f0 < SPMM_TILE ? f - f0 : SPMM_TILE;
             switch (w) {
             case 16: spmm_row_vec(col, val, has_val, b, e, pe, x, f, f0, 4, acc); break;
             case 32: spmm_row_vec(col, val, has_val, b, e, pe, x, f, f0, 8, acc); break;
             case 64: spmm_row_vec(col, val, has_val, b, e, pe, x, f, f0, 16, acc); break;
-            default: spmm_row_any(col, val, b, e, pe, x, f, f0, w, acc); break;
+            default: spmm_row_any(col, has_val ? val : NULL, b, e, pe, x, f, f0, w, acc); break;
             }
-            float *restrict yt = yr + f0;
-            if (beta == 0.0f) {   /* Y is not read: garbage (even NaN) in Y does not leak */
-                if (alpha == 1.0f) for (int64_t k = 0; k < w; k++) yt[k] = acc[k];
-                else for (int64_t k = 0; k < w; k++) yt[k] = alpha * acc[k];
-            } else {
-                for (int64_t k = 0; k < w; k++) yt[k] = alpha * acc[k] + beta * yt[k];
-            }
+            spmm_store(y + r * f + f0, acc, w, alpha, beta);
         }
     }
 }
 
 static void spmm_rows(const csr_t *a, const float *x, int64_t f, float alpha, float beta, float *y,
                       int64_t r0, int64_t r1) {
-    if (f > SPMM_PANEL) {
-        if (a->val) spmm_rows_panels(a, 1, x, f, alpha, beta, y, r0, r1);
-        else spmm_rows_panels(a, 0, x, f, alpha, beta, y, r0, r1);
-        return;
-    }
     if (a->val) spmm_rows_case(a, 1, x, f, alpha, beta, y, r0, r1);
     else spmm_rows_case(a, 0, x, f, alpha, beta, y, r0, r1);
 }
