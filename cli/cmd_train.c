@@ -59,6 +59,8 @@ static int config_from_args(const args_t *a, train_config_t *c) {
     c->batchnorm = args_has(a, "--batchnorm");
     c->residual = args_has(a, "--residual");
     c->dense_input = args_has(a, "--dense-input");
+    c->checkpoint_dir = args_str(a, "--checkpoint", NULL);
+    c->resume = args_has(a, "--resume");
     if ((rc = flag_int(a, "--batch-size", 0, 0, INT64_MAX, &v))) return rc;
     c->batch_size = v;
     if ((rc = flag_int(a, "--seed", 0, 0, INT64_MAX, &v))) return rc;
@@ -94,7 +96,7 @@ int cmd_train(int argc, char **argv) {
     static const char *const known[] = {
         "--model", "--method", "--layers", "--hidden", "--epochs", "--lr", "--dropout", "--weight-decay",
         "--wd-conv", "--wd-first-layer!", "--adamw!", "--feature-norm", "--alpha", "--theta", "--K",
-        "--batchnorm!", "--residual!", "--dense-input!", "--batch-size", "--parts", "--batch-parts", "--refresh", "--history-dtype",
+        "--batchnorm!", "--residual!", "--dense-input!", "--batch-size", "--checkpoint", "--resume!", "--parts", "--batch-parts", "--refresh", "--history-dtype",
         "--partition", "--threads", "--device", "--seed", "--metrics", "--runs", "--json!",
         "--train-indices", "--split", "--patience", "--select", NULL};
     args_t *a = NULL;

@@ -4,6 +4,7 @@
  * errors) and tests/test_e2e_train.c (the CLI on the bundled Cora). */
 #include "nn/train.h"
 #include "nn/optim.h"
+#include "nn/checkpoint.h"
 #include "kernels/kernels.h"
 #include "core/alloc.h"
 #include "core/status.h"
@@ -315,8 +316,22 @@ int train_full(const dataset_t *d, const train_config_t *c, const int64_t *train
     train_best_init(&best);
     best.by_loss = c->select_loss;
     double t_step = 0, t_eval = 0, t_epoch = 0, loss = 0;
-    int ep;
-    for (ep = 0; ep < c->epochs; ep++) {
+    int ep, ep0 = 0, finished = 0;
+    ckpt_state_t cs;
+    if (c->checkpoint_dir && c->resume) {
+        if ((rc = ckpt_load(c->checkpoint_dir, run, c, d, m, o, &cs)) < 0) goto done;
+        if (rc == INCA_OK) {   /* continue after the last completed epoch (a larger --epochs extends the run) */
+            best = cs.best;
+            loss = cs.train_loss;
+            t_step = cs.t_step;
+            t_eval = cs.t_eval;
+            t_epoch = cs.t_epoch;
+            ep0 = cs.epoch + 1;
+            finished = cs.finished;
+        }
+        rc = INCA_OK;
+    }
+    for (ep = ep0; ep < c->epochs && !finished; ep++) {
         const double t0 = inca_now();
         const float *logits;
         double train_acc = 0;
@@ -356,7 +371,13 @@ int train_full(const dataset_t *d, const train_config_t *c, const int64_t *train
         if (c->progress)
             fprintf(stderr, "\r[run %d] epoch %d/%d  loss %.4f  val %.4f  test %.4f  best %d ", run + 1, ep + 1,
                     c->epochs, loss, vacc, tacc, best.epoch + 1);
-        if (c->patience > 0 && best.since >= c->patience) { ep++; break; }
+        const int stop = c->patience > 0 && best.since >= c->patience;
+        if (c->checkpoint_dir) {
+            cs = (ckpt_state_t){.epoch = ep, .finished = stop, .best = best, .train_loss = loss,
+                                .t_step = t_step, .t_eval = t_eval, .t_epoch = t_epoch};
+            if ((rc = ckpt_save(c->checkpoint_dir, run, c, d, m, o, &cs))) goto done;
+        }
+        if (stop) { ep++; break; }
     }
     if (c->progress) fprintf(stderr, "\n");
     r->test_acc = best.test_acc;
@@ -364,9 +385,9 @@ int train_full(const dataset_t *d, const train_config_t *c, const int64_t *train
     r->best_epoch = best.epoch;
     r->epochs = ep;
     r->train_loss = loss;
-    r->epoch_time_s = t_epoch / ep;
-    r->step_time_s = t_step / ep;
-    r->eval_time_s = t_eval / ep;
+    r->epoch_time_s = ep > 0 ? t_epoch / ep : 0;
+    r->step_time_s = ep > 0 ? t_step / ep : 0;
+    r->eval_time_s = ep > 0 ? t_eval / ep : 0;
     r->refresh_time_s = 0;
     r->runs = 1;
     rc = INCA_OK;
@@ -412,6 +433,10 @@ int train_run(const dataset_t *d, const train_config_t *c, const int64_t *train_
         fn = train_minibatch;
     else return inca_fail(INCA_EINVAL, "--method: expected full|cluster|gas|incagg, got '%s'", c->method);
     if ((rc = model_kind_parse(c->model, &kind))) return rc;
+    if (c->checkpoint_dir && fn != train_full)
+        return inca_fail(INCA_EINVAL, "--checkpoint: supported with --method full; %s keeps history tables that are not checkpointed",
+                         c->method);
+    if (c->resume && !c->checkpoint_dir) return inca_fail(INCA_EINVAL, "--resume: needs --checkpoint DIR");
     if (c->runs < 1) return inca_fail(INCA_EINVAL, "--runs: expected >= 1, got %d", c->runs);
     if (c->device && strcmp(c->device, "cpu") != 0) {
         if (strcmp(c->device, "cuda") != 0) return inca_fail(INCA_EINVAL, "--device: expected cpu|cuda, got '%s'", c->device);

@@ -70,6 +70,9 @@ typedef struct train_config {
     const char *store_path;    /* the store the dataset came from (borrowed; may be NULL): the
                                   mini-batch trainers load "metis-K-s0" from it when stored
                                   (inca partition), else compute it and store it there */
+    /* checkpoints (nn/checkpoint.h; method full) */
+    const char *checkpoint_dir;  /* borrowed; NULL: none. DIR/run-<i>.ckpt after every epoch */
+    int resume;                  /* 1: continue each run from its checkpoint when there is one */
     /* hooks (pruning) */
     train_epoch_cb on_epoch;   /* may be NULL */
     void *on_epoch_ctx;

@@ -5,6 +5,7 @@
  * functions (feature normalisation, weight-decay policy, best-epoch rule) and the errors. */
 #include "testutil.h"
 #include "nn/train.h"
+#include "nn/checkpoint.h"
 #include "graph/gen.h"
 #include "kernels/kernels.h"
 #include "core/alloc.h"
@@ -14,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static void make_csbm(dataset_t *d, int64_t n, double homophily, double mean_scale, uint64_t seed) {
     gen_opts_t o;
@@ -176,6 +178,103 @@ START_TEST(test_minibatch_mlp) {
     c.batch_size = 8;
     ck_assert_int_eq(train_run(&d, &c, NULL, 0, &rb), INCA_EINVAL);
     ck_assert_ptr_nonnull(strstr(inca_errmsg(), "--batch-size"));
+    dataset_free(&d);
+}
+END_TEST
+
+/* Checkpoints: 6 epochs, then a resumed run to 12, equals 12 epochs straight (the logits after
+ * the last epoch, the loss, the best epoch; no validation split, so the last epoch is the best
+ * and out_logits holds the final model); a larger --epochs extends a run; a run stopped by
+ * patience resumes as finished; another configuration or a truncated file is refused with the
+ * path; mini-batch methods and --resume without --checkpoint are refused. */
+START_TEST(test_checkpoint_resume) {
+    dataset_t d;
+    make_csbm(&d, 500, 0.8, 1.0, 31);
+    dataset_t e = d;
+    e.split_n[SPLIT_VALID] = 0;
+    const size_t bytes = (size_t)(e.n * e.c) * sizeof(float);
+    char *dir = tu_mkdtemp(), a[600], b[600], path[700];
+    ck_assert_ptr_nonnull(dir);
+    snprintf(a, sizeof a, "%s/a", dir);
+    snprintf(b, sizeof b, "%s/b", dir);
+    train_config_t c = cfg_small("gcn");
+    c.layers = 3;
+    c.batchnorm = 1;   /* running statistics are state too */
+    c.epochs = 12;
+    c.checkpoint_dir = a;
+    train_result_t r1, r2;
+    float *full = run_logits(&e, c, 2, NULL, 0, &r1);
+    snprintf(path, sizeof path, "%s/run-0.ckpt", a);
+    ck_assert(tu_exists(path));
+    c.checkpoint_dir = b;
+    c.epochs = 6;
+    train_result_t rh;
+    float *half = run_logits(&e, c, 2, NULL, 0, &rh);
+    ck_assert_int_eq(rh.epochs, 6);
+    c.epochs = 12;
+    c.resume = 1;
+    float *res = run_logits(&e, c, 2, NULL, 0, &r2);
+    ck_assert_msg(memcmp(full, res, bytes) == 0, "resumed run differs from the uninterrupted one");
+    ck_assert(r1.train_loss == r2.train_loss && r1.test_acc == r2.test_acc);
+    ck_assert_int_eq(r1.best_epoch, r2.best_epoch);
+    ck_assert_int_eq(r2.epochs, 12);
+    ck_assert(memcmp(full, half, bytes) != 0);   /* the comparison can fail */
+    /* resuming a run that already reached --epochs trains nothing and reports the same */
+    train_result_t r3;
+    float *again = run_logits(&e, c, 2, NULL, 0, &r3);
+    ck_assert(r3.test_acc == r2.test_acc && r3.train_loss == r2.train_loss);
+    ck_assert_int_eq(r3.epochs, 12);
+    /* patience: stopped early, resumed as finished even with more epochs */
+    train_config_t p = cfg_small("gcn");
+    snprintf(path, sizeof path, "%s/p", dir);
+    p.checkpoint_dir = path;
+    p.epochs = 200;
+    p.patience = 3;
+    p.lr = 0.05;
+    train_result_t rp1, rp2;
+    ck_assert_int_eq(train_run(&d, &p, NULL, 0, &rp1), INCA_OK);
+    ck_assert_int_lt(rp1.epochs, 200);
+    p.resume = 1;
+    ck_assert_int_eq(train_run(&d, &p, NULL, 0, &rp2), INCA_OK);
+    ck_assert_int_eq(rp2.epochs, rp1.epochs);
+    ck_assert(rp2.test_acc == rp1.test_acc && rp2.best_epoch == rp1.best_epoch);
+    /* another configuration */
+    train_config_t o = c;
+    o.hidden = 32;
+    train_result_t rx;
+    ck_assert_int_eq(train_run(&e, &o, NULL, 0, &rx), INCA_EINVAL);
+    ck_assert_ptr_nonnull(strstr(inca_errmsg(), "--hidden"));
+    ck_assert_ptr_nonnull(strstr(inca_errmsg(), "run-0.ckpt"));
+    o = c;
+    snprintf(o.model, sizeof o.model, "sage");
+    ck_assert_int_eq(train_run(&e, &o, NULL, 0, &rx), INCA_EINVAL);
+    ck_assert_ptr_nonnull(strstr(inca_errmsg(), "model"));
+    /* a truncated checkpoint */
+    snprintf(path, sizeof path, "%s/run-0.ckpt", b);
+    ck_assert_int_eq(truncate(path, 600), 0);
+    ck_assert_int_eq(train_run(&e, &c, NULL, 0, &rx), INCA_EINVAL);
+    ck_assert_ptr_nonnull(strstr(inca_errmsg(), "truncated"));
+    /* unsupported */
+    o = c;
+    snprintf(o.method, sizeof o.method, "incagg");
+    ck_assert_int_eq(train_run(&e, &o, NULL, 0, &rx), INCA_EINVAL);
+    ck_assert_ptr_nonnull(strstr(inca_errmsg(), "--checkpoint"));
+    o = c;
+    o.checkpoint_dir = NULL;
+    ck_assert_int_eq(train_run(&e, &o, NULL, 0, &rx), INCA_EINVAL);
+    ck_assert_ptr_nonnull(strstr(inca_errmsg(), "--resume"));
+    train_result_free(&r1);
+    train_result_free(&r2);
+    train_result_free(&rh);
+    train_result_free(&r3);
+    train_result_free(&rp1);
+    train_result_free(&rp2);
+    free(full);
+    free(half);
+    free(res);
+    free(again);
+    tu_rmrf(dir);
+    free(dir);
     dataset_free(&d);
 }
 END_TEST
@@ -402,6 +501,7 @@ int main(void) {
     tcase_add_test(t, test_models_learn);
     tcase_add_test(t, test_deterministic);
     tcase_add_test(t, test_minibatch_mlp);
+    tcase_add_test(t, test_checkpoint_resume);
     tcase_add_test(t, test_runs_statistics);
     tcase_add_test(t, test_override_and_unlabelled);
     tcase_add_test(t, test_metrics_hooks_patience);

@@ -1,0 +1,188 @@
+/* Training checkpoints: one binary file per run, written atomically; see checkpoint.h. */
+#include "nn/checkpoint.h"
+#include "core/status.h"
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define CKPT_MAGIC "INCACKP1"
+
+/* Fixed-size header; every field the resumed run must agree on, then the resumable state. */
+typedef struct ckpt_header {
+    char magic[8];
+    int32_t finished, epoch;
+    char model[16], method[16];
+    int64_t n, f, c, hidden;
+    int32_t layers, run;
+    uint64_t seed;
+    int32_t nparams, nbuffers;
+    int32_t best_epoch, best_since;
+    double best_val_acc, best_val_loss, best_test_acc;
+    double train_loss, t_step, t_eval, t_epoch;
+    int64_t opt_steps;
+} ckpt_header_t;
+
+static int ckpt_path(const char *dir, int run, const char *suffix, char *buf, size_t cap) {
+    int k = snprintf(buf, cap, "%s/run-%d.ckpt%s", dir, run, suffix);
+    if (k < 0 || (size_t)k >= cap) return inca_fail(INCA_EINVAL, "--checkpoint: path '%s' is too long", dir);
+    return INCA_OK;
+}
+
+/* What the run's configuration says the header must hold. */
+static void header_expect(const train_config_t *c, const dataset_t *d, model_t *m, int run, ckpt_header_t *h) {
+    memset(h, 0, sizeof *h);
+    memcpy(h->magic, CKPT_MAGIC, sizeof h->magic);
+    snprintf(h->model, sizeof h->model, "%s", c->model);
+    snprintf(h->method, sizeof h->method, "%s", c->method);
+    h->n = d->n;
+    h->f = d->f;
+    h->c = d->c;
+    h->hidden = c->hidden;
+    h->layers = c->layers;
+    h->run = run;
+    h->seed = c->seed;
+    h->nparams = model_nparams(m);
+    h->nbuffers = model_nbuffers(m);
+}
+
+static int put(FILE *fp, const void *p, size_t bytes) { return fwrite(p, 1, bytes, fp) == bytes ? 0 : -1; }
+
+int ckpt_save(const char *dir, int run, const train_config_t *c, const dataset_t *d, model_t *m, optim_t *o,
+              const ckpt_state_t *st) {
+    char path[4096], tmp[4096];
+    int rc;
+    if ((rc = ckpt_path(dir, run, "", path, sizeof path)) || (rc = ckpt_path(dir, run, ".tmp", tmp, sizeof tmp))) return rc;
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+        return inca_fail(INCA_EIO, "--checkpoint: cannot create directory %s: %s", dir, strerror(errno));
+    ckpt_header_t h;
+    header_expect(c, d, m, run, &h);
+    h.finished = st->finished;
+    h.epoch = st->epoch;
+    h.best_epoch = st->best.epoch;
+    h.best_since = st->best.since;
+    h.best_val_acc = st->best.val_acc;
+    h.best_val_loss = st->best.val_loss;
+    h.best_test_acc = st->best.test_acc;
+    h.train_loss = st->train_loss;
+    h.t_step = st->t_step;
+    h.t_eval = st->t_eval;
+    h.t_epoch = st->t_epoch;
+    h.opt_steps = optim_steps(o);
+    FILE *fp = fopen(tmp, "wb");
+    if (!fp) return inca_fail(INCA_EIO, "%s: cannot create: %s", tmp, strerror(errno));
+    int bad = put(fp, &h, sizeof h);
+    for (int i = 0; i < h.nparams && !bad; i++) {
+        nn_param_t *p = model_param(m, i);
+        float *mo = NULL, *vo = NULL;
+        int64_t n = 0;
+        if (optim_param_state(o, i, &mo, &vo, &n) != INCA_OK || n != p->n) {
+            fclose(fp);
+            remove(tmp);
+            return inca_fail(INCA_ERR, "checkpoint: optimiser state of parameter %s does not match the model", p->name);
+        }
+        bad = put(fp, &p->n, sizeof p->n) || put(fp, p->w, sizeof(float) * (size_t)n) ||
+              put(fp, mo, sizeof(float) * (size_t)n) || put(fp, vo, sizeof(float) * (size_t)n);
+    }
+    for (int i = 0; i < h.nbuffers && !bad; i++) {
+        int64_t n = 0;
+        const float *b = model_buffer(m, i, &n);
+        bad = put(fp, &n, sizeof n) || put(fp, b, sizeof(float) * (size_t)n);
+    }
+    if (!bad) bad = fflush(fp) != 0 || fsync(fileno(fp)) != 0;
+    if (fclose(fp) != 0) bad = 1;
+    if (bad) {
+        int e = errno;
+        remove(tmp);
+        return inca_fail(INCA_EIO, "%s: write failed: %s", tmp, strerror(e));
+    }
+    if (rename(tmp, path) != 0) {
+        int e = errno;
+        remove(tmp);
+        return inca_fail(INCA_EIO, "%s: cannot rename to %s: %s", tmp, path, strerror(e));
+    }
+    return INCA_OK;
+}
+
+static int get(FILE *fp, void *p, size_t bytes) { return fread(p, 1, bytes, fp) == bytes ? 0 : -1; }
+
+int ckpt_load(const char *dir, int run, const train_config_t *c, const dataset_t *d, model_t *m, optim_t *o,
+              ckpt_state_t *st) {
+    char path[4096];
+    int rc;
+    if ((rc = ckpt_path(dir, run, "", path, sizeof path))) return rc;
+    FILE *fp = fopen(path, "rb");
+    if (!fp) {
+        if (errno == ENOENT) return CKPT_NONE;
+        return inca_fail(INCA_EIO, "%s: cannot open: %s", path, strerror(errno));
+    }
+    ckpt_header_t h, want;
+    header_expect(c, d, m, run, &want);
+    rc = INCA_OK;
+    if (get(fp, &h, sizeof h) || memcmp(h.magic, CKPT_MAGIC, sizeof h.magic) != 0) {
+        rc = inca_fail(INCA_EINVAL, "%s: not an inca checkpoint (or truncated header)", path);
+        goto done;
+    }
+    h.model[sizeof h.model - 1] = h.method[sizeof h.method - 1] = '\0';
+    /* the first field that differs names itself */
+    if (strcmp(h.model, want.model) != 0)
+        rc = inca_fail(INCA_EINVAL, "%s: checkpoint of model '%s', this run trains '%s'", path, h.model, want.model);
+    else if (strcmp(h.method, want.method) != 0)
+        rc = inca_fail(INCA_EINVAL, "%s: checkpoint of method '%s', this run uses '%s'", path, h.method, want.method);
+    else if (h.n != want.n || h.f != want.f || h.c != want.c)
+        rc = inca_fail(INCA_EINVAL, "%s: checkpoint of a dataset with %lld nodes, %lld features, %lld classes; this one has %lld, %lld, %lld",
+                       path, (long long)h.n, (long long)h.f, (long long)h.c, (long long)want.n, (long long)want.f, (long long)want.c);
+    else if (h.hidden != want.hidden || h.layers != want.layers)
+        rc = inca_fail(INCA_EINVAL, "%s: checkpoint of --layers %d --hidden %lld, this run has --layers %d --hidden %lld", path,
+                       h.layers, (long long)h.hidden, want.layers, (long long)want.hidden);
+    else if (h.seed != want.seed || h.run != want.run)
+        rc = inca_fail(INCA_EINVAL, "%s: checkpoint of seed %llu, this run has seed %llu", path, (unsigned long long)h.seed,
+                       (unsigned long long)want.seed);
+    else if (h.nparams != want.nparams || h.nbuffers != want.nbuffers)
+        rc = inca_fail(INCA_EINVAL, "%s: checkpoint has %d parameters and %d buffers, the model %d and %d", path, h.nparams,
+                       h.nbuffers, want.nparams, want.nbuffers);
+    if (rc) goto done;
+    for (int i = 0; i < h.nparams && !rc; i++) {
+        nn_param_t *p = model_param(m, i);
+        float *mo = NULL, *vo = NULL;
+        int64_t n = 0, fn = -1;
+        if (optim_param_state(o, i, &mo, &vo, &n) != INCA_OK || n != p->n) {
+            rc = inca_fail(INCA_ERR, "checkpoint: optimiser state of parameter %s does not match the model", p->name);
+            break;
+        }
+        if (get(fp, &fn, sizeof fn) || fn != p->n) {
+            rc = inca_fail(INCA_EINVAL, "%s: parameter %s has %lld elements in the checkpoint, %lld in the model (or the file is truncated)",
+                           path, p->name, (long long)fn, (long long)p->n);
+            break;
+        }
+        if (get(fp, p->w, sizeof(float) * (size_t)n) || get(fp, mo, sizeof(float) * (size_t)n) ||
+            get(fp, vo, sizeof(float) * (size_t)n))
+            rc = inca_fail(INCA_EINVAL, "%s: truncated in parameter %s", path, p->name);
+    }
+    for (int i = 0; i < h.nbuffers && !rc; i++) {
+        int64_t n = 0, fn = -1;
+        float *b = model_buffer(m, i, &n);
+        if (get(fp, &fn, sizeof fn) || fn != n || get(fp, b, sizeof(float) * (size_t)n))
+            rc = inca_fail(INCA_EINVAL, "%s: truncated or mismatched in BatchNorm buffer %d", path, i);
+    }
+    if (!rc && fgetc(fp) != EOF) rc = inca_fail(INCA_EINVAL, "%s: trailing bytes after the last buffer", path);
+    if (rc) goto done;
+    optim_set_steps(o, h.opt_steps);
+    st->finished = h.finished;
+    st->epoch = h.epoch;
+    train_best_init(&st->best);
+    st->best.epoch = h.best_epoch;
+    st->best.since = h.best_since;
+    st->best.val_acc = h.best_val_acc;
+    st->best.val_loss = h.best_val_loss;
+    st->best.test_acc = h.best_test_acc;
+    st->best.by_loss = c->select_loss;
+    st->train_loss = h.train_loss;
+    st->t_step = h.t_step;
+    st->t_eval = h.t_eval;
+    st->t_epoch = h.t_epoch;
+done:
+    fclose(fp);
+    return rc;
+}

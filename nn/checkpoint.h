@@ -1,0 +1,46 @@
+/* Training checkpoints (`inca train --checkpoint DIR [--resume]`): after every epoch the
+ * full-batch trainer writes DIR/run-<i>.ckpt with everything the next epoch depends on, so a run
+ * resumed from it continues bit-identically (same seed and threads) to one never interrupted.
+ * Tested in tests/test_train.c (interrupted vs uninterrupted, finished runs, mismatches,
+ * truncated files, unsupported methods).
+ *
+ * CAVEATS FIRST
+ * - Kept: parameters, Adam's moments and step count, BatchNorm running statistics, the last
+ *   completed epoch, the best-epoch tracker, the last training loss, the accumulated timings.
+ *   Dropout masks are counter-based (seed, epoch), so they need no state. Not kept: the
+ *   out_logits / on_epoch hooks of epochs run by an earlier process.
+ * - The file is written to run-<i>.ckpt.tmp, flushed, fsync'ed and renamed over the old one: a
+ *   crash leaves the previous checkpoint or the new one, never half of one.
+ * - Native byte order and float layout: a checkpoint moves between machines of the same
+ *   architecture only. A checkpoint whose model, method, sizes, seed or parameter shapes differ
+ *   from the run's is refused (INCA_EINVAL naming the file and the field); --epochs, --lr and
+ *   --patience may change between the runs.
+ * - Mini-batch methods keep history tables (GB on large graphs) that are not checkpointed:
+ *   --checkpoint with cluster, gas or incagg is refused with INCA_EINVAL. */
+#ifndef INCA_NN_CHECKPOINT_H
+#define INCA_NN_CHECKPOINT_H
+#include "loaders/dataset.h"
+#include "nn/model.h"
+#include "nn/optim.h"
+#include "nn/train.h"
+
+enum { CKPT_NONE = 1 };   /* ckpt_load: no checkpoint for this run (not an error) */
+
+typedef struct ckpt_state {
+    int epoch;                        /* last completed epoch, 0-based */
+    int finished;                     /* 1: stopped by --patience; the result is final. (A run
+                                         that reached --epochs resumes with a larger --epochs.) */
+    train_best_t best;
+    double train_loss;
+    double t_step, t_eval, t_epoch;   /* seconds accumulated over epochs 0..epoch */
+} ckpt_state_t;
+
+/* Write DIR/run-<run>.ckpt (DIR is created when missing; its parent must exist). */
+int ckpt_save(const char *dir, int run, const train_config_t *c, const dataset_t *d, model_t *m, optim_t *o,
+              const ckpt_state_t *st);
+/* Restore m, o and *st from DIR/run-<run>.ckpt. CKPT_NONE when the file does not exist;
+ * INCA_EINVAL for a checkpoint of another configuration or a damaged file; INCA_EIO when it
+ * cannot be read. m and o may be partly overwritten on error. */
+int ckpt_load(const char *dir, int run, const train_config_t *c, const dataset_t *d, model_t *m, optim_t *o,
+              ckpt_state_t *st);
+#endif
