@@ -261,6 +261,7 @@ int batch_loader_create(const batch_source_t *src, const batch_opts_t *o, batch_
             return inca_fail(INCA_EINVAL, "batch loader: part bounds decrease at part %lld", (long long)p);
     if (o->batch_parts < 1) return inca_fail(INCA_EINVAL, "--batch-parts: expected at least 1, got %lld", (long long)o->batch_parts);
     if (src->n >= INT32_MAX) return inca_fail(INCA_EINVAL, "batch loader: %lld nodes exceed 32-bit local ids", (long long)src->n);
+    if (o->first_epoch < 0) return inca_fail(INCA_EINVAL, "batch loader: first epoch %lld < 0", (long long)o->first_epoch);
     int rc = INCA_OK;
     batch_loader_t *l = inca_calloc(1, sizeof *l);
     int64_t *tmp = NULL;
@@ -269,6 +270,7 @@ int batch_loader_create(const batch_source_t *src, const batch_opts_t *o, batch_
     l->o = *o;
     if (l->o.batch_parts > src->k) l->o.batch_parts = src->k;
     l->spe = (src->k + l->o.batch_parts - 1) / l->o.batch_parts;
+    l->produced = l->handed = l->released = o->first_epoch * l->spe;
     l->order_epoch = -1;
     if (pthread_mutex_init(&l->mu, NULL) != 0) { inca_free(l); return inca_fail(INCA_ERR, "pthread_mutex_init failed"); }
     if (pthread_cond_init(&l->cv, NULL) != 0) { pthread_mutex_destroy(&l->mu); inca_free(l); return inca_fail(INCA_ERR, "pthread_cond_init failed"); }

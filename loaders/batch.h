@@ -39,6 +39,8 @@ typedef struct batch_opts {
     uint64_t seed;
     int halo;                /* build halo ids and Â_{B,halo} */
     int prefetch;            /* 1: background thread */
+    int64_t first_epoch;     /* the first batch is step 0 of this epoch (resuming; default 0):
+                                the batches of epoch e depend on (seed, e) only */
 } batch_opts_t;
 
 typedef struct batch {

@@ -50,7 +50,7 @@ static void header_expect(const train_config_t *c, const dataset_t *d, model_t *
 static int put(FILE *fp, const void *p, size_t bytes) { return fwrite(p, 1, bytes, fp) == bytes ? 0 : -1; }
 
 int ckpt_save(const char *dir, int run, const train_config_t *c, const dataset_t *d, model_t *m, optim_t *o,
-              const ckpt_state_t *st) {
+              const ckpt_state_t *st, const ckpt_blob_t *blobs, int nblobs) {
     char path[4096], tmp[4096];
     int rc;
     if ((rc = ckpt_path(dir, run, "", path, sizeof path)) || (rc = ckpt_path(dir, run, ".tmp", tmp, sizeof tmp))) return rc;
@@ -90,6 +90,10 @@ int ckpt_save(const char *dir, int run, const train_config_t *c, const dataset_t
         const float *b = model_buffer(m, i, &n);
         bad = put(fp, &n, sizeof n) || put(fp, b, sizeof(float) * (size_t)n);
     }
+    int32_t nb = nblobs;
+    if (!bad) bad = put(fp, &nb, sizeof nb);
+    for (int i = 0; i < nblobs && !bad; i++)
+        bad = put(fp, &blobs[i].bytes, sizeof blobs[i].bytes) || put(fp, blobs[i].p, (size_t)blobs[i].bytes);
     if (!bad) bad = fflush(fp) != 0 || fsync(fileno(fp)) != 0;
     if (fclose(fp) != 0) bad = 1;
     if (bad) {
@@ -108,7 +112,7 @@ int ckpt_save(const char *dir, int run, const train_config_t *c, const dataset_t
 static int get(FILE *fp, void *p, size_t bytes) { return fread(p, 1, bytes, fp) == bytes ? 0 : -1; }
 
 int ckpt_load(const char *dir, int run, const train_config_t *c, const dataset_t *d, model_t *m, optim_t *o,
-              ckpt_state_t *st) {
+              ckpt_state_t *st, const ckpt_blob_t *blobs, int nblobs) {
     char path[4096];
     int rc;
     if ((rc = ckpt_path(dir, run, "", path, sizeof path))) return rc;
@@ -166,7 +170,16 @@ int ckpt_load(const char *dir, int run, const train_config_t *c, const dataset_t
         if (get(fp, &fn, sizeof fn) || fn != n || get(fp, b, sizeof(float) * (size_t)n))
             rc = inca_fail(INCA_EINVAL, "%s: truncated or mismatched in BatchNorm buffer %d", path, i);
     }
-    if (!rc && fgetc(fp) != EOF) rc = inca_fail(INCA_EINVAL, "%s: trailing bytes after the last buffer", path);
+    int32_t nb = -1;
+    if (!rc && (get(fp, &nb, sizeof nb) || nb != nblobs))
+        rc = inca_fail(INCA_EINVAL, "%s: %d history tables in the checkpoint, this run has %d (or the file is truncated)", path, nb, nblobs);
+    for (int i = 0; i < nblobs && !rc; i++) {
+        int64_t bytes = -1;
+        if (get(fp, &bytes, sizeof bytes) || bytes != blobs[i].bytes || get(fp, blobs[i].p, (size_t)bytes))
+            rc = inca_fail(INCA_EINVAL, "%s: history table %d: %lld bytes in the checkpoint, %lld in this run (or the file is truncated)",
+                           path, i, (long long)bytes, (long long)blobs[i].bytes);
+    }
+    if (!rc && fgetc(fp) != EOF) rc = inca_fail(INCA_EINVAL, "%s: trailing bytes after the last table", path);
     if (rc) goto done;
     optim_set_steps(o, h.opt_steps);
     st->finished = h.finished;

@@ -1,5 +1,5 @@
-/* Training checkpoints (`inca train --checkpoint DIR [--resume]`): after every epoch the
- * full-batch trainer writes DIR/run-<i>.ckpt with everything the next epoch depends on, so a run
+/* Training checkpoints (`inca train --checkpoint DIR [--resume]`): after every epoch each
+ * trainer (full, cluster, gas, incagg) writes DIR/run-<i>.ckpt with everything the next epoch depends on, so a run
  * resumed from it continues bit-identically (same seed and threads) to one never interrupted.
  * Tested in tests/test_train.c (interrupted vs uninterrupted, finished runs, mismatches,
  * truncated files, unsupported methods).
@@ -15,8 +15,9 @@
  *   architecture only. A checkpoint whose model, method, sizes, seed or parameter shapes differ
  *   from the run's is refused (INCA_EINVAL naming the file and the field); --epochs, --lr and
  *   --patience may change between the runs.
- * - Mini-batch methods keep history tables (GB on large graphs) that are not checkpointed:
- *   --checkpoint with cluster, gas or incagg is refused with INCA_EINVAL. */
+ * - Mini-batch methods add their history tables (GAS: H; IncAgg: M, S, P), so a checkpoint of
+ *   a large graph is as large as the tables (the JSON's table_bytes); the batches of epoch e
+ *   depend on (seed, e) only, so the loader restarts at the next epoch. */
 #ifndef INCA_NN_CHECKPOINT_H
 #define INCA_NN_CHECKPOINT_H
 #include "loaders/dataset.h"
@@ -35,12 +36,16 @@ typedef struct ckpt_state {
     double t_step, t_eval, t_epoch;   /* seconds accumulated over epochs 0..epoch */
 } ckpt_state_t;
 
+/* Extra state of a trainer saved after the model (the mini-batch history tables): raw bytes,
+ * restored in place; count and sizes must match on load. */
+typedef struct ckpt_blob { void *p; int64_t bytes; } ckpt_blob_t;
+
 /* Write DIR/run-<run>.ckpt (DIR is created when missing; its parent must exist). */
 int ckpt_save(const char *dir, int run, const train_config_t *c, const dataset_t *d, model_t *m, optim_t *o,
-              const ckpt_state_t *st);
+              const ckpt_state_t *st, const ckpt_blob_t *blobs, int nblobs);
 /* Restore m, o and *st from DIR/run-<run>.ckpt. CKPT_NONE when the file does not exist;
  * INCA_EINVAL for a checkpoint of another configuration or a damaged file; INCA_EIO when it
  * cannot be read. m and o may be partly overwritten on error. */
 int ckpt_load(const char *dir, int run, const train_config_t *c, const dataset_t *d, model_t *m, optim_t *o,
-              ckpt_state_t *st);
+              ckpt_state_t *st, const ckpt_blob_t *blobs, int nblobs);
 #endif

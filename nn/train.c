@@ -319,7 +319,7 @@ int train_full(const dataset_t *d, const train_config_t *c, const int64_t *train
     int ep, ep0 = 0, finished = 0;
     ckpt_state_t cs;
     if (c->checkpoint_dir && c->resume) {
-        if ((rc = ckpt_load(c->checkpoint_dir, run, c, d, m, o, &cs)) < 0) goto done;
+        if ((rc = ckpt_load(c->checkpoint_dir, run, c, d, m, o, &cs, NULL, 0)) < 0) goto done;
         if (rc == INCA_OK) {   /* continue after the last completed epoch (a larger --epochs extends the run) */
             best = cs.best;
             loss = cs.train_loss;
@@ -375,7 +375,7 @@ int train_full(const dataset_t *d, const train_config_t *c, const int64_t *train
         if (c->checkpoint_dir) {
             cs = (ckpt_state_t){.epoch = ep, .finished = stop, .best = best, .train_loss = loss,
                                 .t_step = t_step, .t_eval = t_eval, .t_epoch = t_epoch};
-            if ((rc = ckpt_save(c->checkpoint_dir, run, c, d, m, o, &cs))) goto done;
+            if ((rc = ckpt_save(c->checkpoint_dir, run, c, d, m, o, &cs, NULL, 0))) goto done;
         }
         if (stop) { ep++; break; }
     }
@@ -433,9 +433,6 @@ int train_run(const dataset_t *d, const train_config_t *c, const int64_t *train_
         fn = train_minibatch;
     else return inca_fail(INCA_EINVAL, "--method: expected full|cluster|gas|incagg, got '%s'", c->method);
     if ((rc = model_kind_parse(c->model, &kind))) return rc;
-    if (c->checkpoint_dir && fn != train_full)
-        return inca_fail(INCA_EINVAL, "--checkpoint: supported with --method full; %s keeps history tables that are not checkpointed",
-                         c->method);
     if (c->resume && !c->checkpoint_dir) return inca_fail(INCA_EINVAL, "--resume: needs --checkpoint DIR");
     if (c->runs < 1) return inca_fail(INCA_EINVAL, "--runs: expected >= 1, got %d", c->runs);
     if (c->device && strcmp(c->device, "cpu") != 0) {

@@ -9,6 +9,7 @@
 #include "core/util.h"
 #include "kernels/kernels.h"
 #include "nn/optim.h"
+#include "nn/checkpoint.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,6 +89,8 @@ int mb_train(const dataset_t *d, const train_config_t *c, const int64_t *train_i
     optim_t *opt = NULL;
     batch_loader_t *ld = NULL;
     mb_ctx_t *ctx = NULL;
+    ckpt_blob_t *blobs = NULL;
+    int nblobs = 0;
     FILE *mf = NULL;
     const int64_t n = d->n, f = d->f;
     if ((rc = mb_method_parse(c->method, &method)) != INCA_OK) return rc;
@@ -155,15 +158,43 @@ int mb_train(const dataset_t *d, const train_config_t *c, const int64_t *train_i
     train_best_init(&best);
     double epoch_s = 0;
     int64_t gstep = 0;
-    int epochs_run = 0, fused_pending = 0;
+    int epochs_run = 0, fused_pending = 0, ep0 = 0, finished = 0;
 
-    /* IncAgg starts from exact snapshots of the initial model (one fused pass) */
-    if (method == MB_INCAGG) {
+    /* checkpoints: the model, the optimiser and every history table (nn/checkpoint.h) */
+    if (c->checkpoint_dir) {
+        const int ns = mb_ctx_num_sites(ctx);
+        if (!(blobs = inca_malloc(sizeof *blobs * (size_t)(4 * ns + 1)))) { rc = INCA_ENOMEM; goto done; }
+        for (int t = 0; t < 4; t++)
+            for (int s = 0; s < ns; s++) {
+                hist_t *h = mb_ctx_table(ctx, "HMSP"[t], s);
+                if (h) blobs[nblobs++] = (ckpt_blob_t){.p = h->data, .bytes = hist_bytes(h)};
+            }
+    }
+    if (c->checkpoint_dir && c->resume) {
+        ckpt_state_t cs;
+        if ((rc = ckpt_load(c->checkpoint_dir, run, c, d, m, opt, &cs, blobs, nblobs)) < 0) goto done;
+        if (rc == INCA_OK) {   /* continue after the last completed epoch, batches included */
+            best = cs.best;
+            r->train_loss = cs.train_loss;
+            epoch_s = cs.t_epoch;
+            ep0 = epochs_run = cs.epoch + 1;
+            finished = cs.finished;
+            gstep = (int64_t)ep0 * spe;
+            batch_loader_free(&ld);
+            bo.first_epoch = ep0;
+            if ((rc = batch_loader_create(&src, &bo, &ld)) != INCA_OK) goto done;
+        }
+        rc = INCA_OK;
+    }
+
+    /* IncAgg starts from exact snapshots of the initial model (one fused pass); a resumed run
+     * has its tables from the checkpoint */
+    if (method == MB_INCAGG && ep0 == 0) {
         double t0 = inca_now();
         if ((rc = model_forward(m, n, xp, &op_fused, 0, c->seed, 0, &logits)) != INCA_OK) goto done;
         st->init_s = inca_now() - t0;
     }
-    for (int ep = 0; ep < c->epochs; ep++) {
+    for (int ep = ep0; ep < c->epochs && !finished; ep++) {
         double te0 = inca_now(), loss_sum = 0;
         int64_t loss_n = 0;
         int eval_due = o->eval_every_epoch || ep == c->epochs - 1;
@@ -222,7 +253,13 @@ int mb_train(const dataset_t *d, const train_config_t *c, const int64_t *train_i
             }
             epoch_s += inca_now() - te0;
             train_metrics_line(mf, run, ep, train_loss, tracc, vloss, vacc, tacc, inca_now() - te0);
-            if (c->patience > 0 && best.since >= c->patience) break;
+            const int stop = c->patience > 0 && best.since >= c->patience;
+            if (c->checkpoint_dir) {   /* after the evaluation: no refresh is pending here */
+                ckpt_state_t cs = {.epoch = ep, .finished = stop, .best = best, .train_loss = train_loss,
+                                   .t_step = st->step_s_total, .t_eval = st->eval_s_total, .t_epoch = epoch_s};
+                if ((rc = ckpt_save(c->checkpoint_dir, run, c, d, m, opt, &cs, blobs, nblobs)) != INCA_OK) goto done;
+            }
+            if (stop) break;
         } else epoch_s += inca_now() - te0;
     }
     r->test_acc = best.test_acc;
@@ -243,6 +280,7 @@ int mb_train(const dataset_t *d, const train_config_t *c, const int64_t *train_i
     mb_ctx_times(ctx, &st->agg_fwd_s, &st->agg_bwd_s, &st->intra_fraction);
     tables_json(mb_ctx_arena(ctx), st->tables, sizeof st->tables);
 done:
+    inca_free(blobs);
     batch_loader_free(&ld);
     mb_ctx_free(&ctx);
     optim_free(&opt);

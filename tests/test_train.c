@@ -186,7 +186,7 @@ END_TEST
  * the last epoch, the loss, the best epoch; no validation split, so the last epoch is the best
  * and out_logits holds the final model); a larger --epochs extends a run; a run stopped by
  * patience resumes as finished; another configuration or a truncated file is refused with the
- * path; mini-batch methods and --resume without --checkpoint are refused. */
+ * path; cluster, GAS and IncAgg resume exactly too; --resume without --checkpoint is refused. */
 START_TEST(test_checkpoint_resume) {
     dataset_t d;
     make_csbm(&d, 500, 0.8, 1.0, 31);
@@ -254,11 +254,38 @@ START_TEST(test_checkpoint_resume) {
     ck_assert_int_eq(truncate(path, 600), 0);
     ck_assert_int_eq(train_run(&e, &c, NULL, 0, &rx), INCA_EINVAL);
     ck_assert_ptr_nonnull(strstr(inca_errmsg(), "truncated"));
-    /* unsupported */
-    o = c;
-    snprintf(o.method, sizeof o.method, "incagg");
-    ck_assert_int_eq(train_run(&e, &o, NULL, 0, &rx), INCA_EINVAL);
-    ck_assert_ptr_nonnull(strstr(inca_errmsg(), "--checkpoint"));
+    /* mini-batch methods: the history tables and the batch sequence resume too; the exact
+     * training loss of the last epoch is the witness (the validation split stays, so the best
+     * epoch can lie in either half) */
+    const char *mb[3] = {"cluster", "gas", "incagg"};
+    for (int k = 0; k < 3; k++) {
+        train_config_t q = cfg_small("gcn");
+        snprintf(q.method, sizeof q.method, "%s", mb[k]);
+        q.parts = 8;
+        q.batch_parts = 2;
+        q.refresh = 3;   /* incagg: a refresh inside the epoch as well as at its end */
+        q.epochs = 10;
+        q.threads = 2;
+        char qa[700], qb[700];
+        snprintf(qa, sizeof qa, "%s/%s-a", dir, mb[k]);
+        snprintf(qb, sizeof qb, "%s/%s-b", dir, mb[k]);
+        train_result_t m1, m2, mh;
+        q.checkpoint_dir = qa;
+        ck_assert_msg(train_run(&d, &q, NULL, 0, &m1) == INCA_OK, "%s: %s", mb[k], inca_errmsg());
+        q.checkpoint_dir = qb;
+        q.epochs = 5;
+        ck_assert_int_eq(train_run(&d, &q, NULL, 0, &mh), INCA_OK);
+        q.epochs = 10;
+        q.resume = 1;
+        ck_assert_int_eq(train_run(&d, &q, NULL, 0, &m2), INCA_OK);
+        ck_assert_msg(m1.train_loss == m2.train_loss, "%s: resumed loss %.9g vs %.9g", mb[k], m2.train_loss, m1.train_loss);
+        ck_assert_msg(mh.train_loss != m1.train_loss, "%s: the halfway loss equals the final one", mb[k]);
+        ck_assert(m1.test_acc == m2.test_acc && m1.best_epoch == m2.best_epoch);
+        ck_assert_int_eq(m2.epochs, 10);
+        train_result_free(&m1);
+        train_result_free(&m2);
+        train_result_free(&mh);
+    }
     o = c;
     o.checkpoint_dir = NULL;
     ck_assert_int_eq(train_run(&e, &o, NULL, 0, &rx), INCA_EINVAL);
