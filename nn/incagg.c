@@ -12,6 +12,7 @@
 
 struct mb_ctx {
     int method, kind, nsites;
+    int single;       /* incagg single_buffer mode: pushes go to S, no P tables */
     int64_t n, in_dim, nb_max, halo_max, maxdim;
     const float *x;
     const csr_t *a;
@@ -70,7 +71,7 @@ static int refresh_site(mb_ctx_t *c, int s) {
 }
 
 int mb_ctx_create(int method, const model_config_t *mc, int64_t n, const float *x, const csr_t *a,
-                  int64_t nb_max, int64_t halo_max, hist_dtype_t dtype, mb_ctx_t **out) {
+                  int64_t nb_max, int64_t halo_max, hist_dtype_t dtype, int single_buffer, mb_ctx_t **out) {
     *out = NULL;
     int ns = model_num_sites(mc);
     if (ns < 0 || ns > MB_MAX_SITES) return inca_fail(INCA_EINVAL, "mini-batch training supports at most %d aggregation sites, model has %d", MB_MAX_SITES, ns);
@@ -80,6 +81,7 @@ int mb_ctx_create(int method, const model_config_t *mc, int64_t n, const float *
     int rc = mem_arena_create(&c->arena);
     if (rc != INCA_OK) { inca_free(c); return rc; }
     c->method = method;
+    c->single = method == MB_INCAGG && single_buffer;
     c->kind = mc->kind;
     c->nsites = ns;
     c->n = n;
@@ -108,7 +110,7 @@ int mb_ctx_create(int method, const model_config_t *mc, int64_t n, const float *
                 snprintf(label, sizeof label, "S%d", s);
                 rc = hist_init(&c->S[s], c->arena, n, f, dtype, label);
                 snprintf(label, sizeof label, "P%d", s);
-                if (rc == INCA_OK) rc = hist_init(&c->P[s], c->arena, n, f, dtype, label);
+                if (rc == INCA_OK && !c->single) rc = hist_init(&c->P[s], c->arena, n, f, dtype, label);
             }
         }
     }
@@ -187,7 +189,7 @@ static int op_forward_impl(mb_ctx_t *c, int site, int64_t n, int64_t f, const fl
         for (int64_t i = 0; i < len; i++) c->sbuf[i] = in[i] - in_raw[i];
     } else {
         hist_sub(&c->S[site], b->nodes, n, in, c->sbuf);
-        hist_push(&c->P[site], b->nodes, n, in_raw);
+        hist_push(c->single ? &c->S[site] : &c->P[site], b->nodes, n, in_raw);   /* after the read of S_B */
     }
     return kern_spmm(&b->a_bb, c->sbuf, f, 1.f, 1.f, out);
 }
@@ -231,7 +233,7 @@ int mb_ctx_refresh(mb_ctx_t *c) {
     if (c->method != MB_INCAGG) return INCA_OK;
     for (int s = 0; s < c->nsites; s++) {
         if (mb_ctx_fixed_site(c, s)) continue;
-        hist_copy(&c->S[s], &c->P[s]);
+        if (!c->single) hist_copy(&c->S[s], &c->P[s]);
         int rc = refresh_site(c, s);
         if (rc != INCA_OK) return rc;
     }
@@ -250,7 +252,7 @@ static int refresh_forward(void *ctx, int site, int64_t n, int64_t f, const floa
     int rc = kern_spmm(c->a, in, f, 1.f, 0.f, out);
     if (rc != INCA_OK || c->method != MB_INCAGG) return rc;
     hist_push_range(&c->S[site], 0, n, in_raw);
-    hist_push_range(&c->P[site], 0, n, in_raw);
+    if (!c->single) hist_push_range(&c->P[site], 0, n, in_raw);
     hist_push_range(&c->M[site], 0, n, out);
     return INCA_OK;
 }

@@ -26,6 +26,7 @@ static double cpu_now(void) {
 void mb_opts_default(mb_opts_t *o) {
     o->eval_every_epoch = 1;
     o->prefetch = 1;
+    o->single_buffer = 1;
 }
 
 static int cmp_i64(const void *a, const void *b) {
@@ -138,7 +139,9 @@ int mb_train(const dataset_t *d, const train_config_t *c, const int64_t *train_i
     if ((rc = optim_build(c, m, &opt)) != INCA_OK) goto done;
     hist_dtype_t hd = HIST_F32;
     if ((rc = hist_dtype_parse(c->history_dtype[0] ? c->history_dtype : "fp32", &hd)) != INCA_OK) goto done;
-    if ((rc = mb_ctx_create(method, &mc, n, xp, &a, nb_max, halo_max, hd, &ctx)) != INCA_OK) goto done;
+    const int64_t R = c->refresh > 0 ? c->refresh : spe;
+    if ((rc = mb_ctx_create(method, &mc, n, xp, &a, nb_max, halo_max, hd, o->single_buffer && R == spe, &ctx)) != INCA_OK)
+        goto done;
     dlogits = inca_malloc(sizeof *dlogits * (size_t)(nb_max ? nb_max : 1) * (size_t)C);
     lidx = inca_malloc(sizeof *lidx * (size_t)(nb_max ? nb_max : 1));
     if (!dlogits || !lidx) { rc = INCA_ENOMEM; goto done; }
@@ -152,7 +155,6 @@ int mb_train(const dataset_t *d, const train_config_t *c, const int64_t *train_i
     mb_ctx_op(ctx, &op_batch);
     mb_ctx_refresh_op(ctx, &op_fused);
     nn_agg_full_init(&op_full, &full, &a, atp);
-    const int64_t R = c->refresh > 0 ? c->refresh : spe;
     const float *logits = NULL;
     train_best_t best;
     train_best_init(&best);

@@ -42,14 +42,19 @@ const char *mb_method_name(int method);
 typedef struct mb_ctx mb_ctx_t;
 
 /* x: n x mc->in_dim model input (borrowed), a: normalised Â (n x n, borrowed), nb_max and
- * halo_max: the largest batch and halo the loader can produce. Tables go to one arena. */
+ * halo_max: the largest batch and halo the loader can produce. Tables go to one arena.
+ * single_buffer (incagg): the caller refreshes exactly at every epoch end and each node is in
+ * exactly one batch per epoch. Then S_B is read (for Δ) only by B's own step before the next
+ * refresh, so the step pushes in_raw straight into S_B after taking Δ: no P tables (one table
+ * per history site less) and no S <- P copy at a refresh. Same numbers as the P scheme. */
 int mb_ctx_create(int method, const model_config_t *mc, int64_t n, const float *x, const csr_t *a,
-                  int64_t nb_max, int64_t halo_max, hist_dtype_t dtype, mb_ctx_t **out);
+                  int64_t nb_max, int64_t halo_max, hist_dtype_t dtype, int single_buffer, mb_ctx_t **out);
 void mb_ctx_free(mb_ctx_t **c);
 /* The batch operator of the ctx's method; it aggregates over the batch last set. */
 void mb_ctx_op(mb_ctx_t *c, nn_agg_t *op);
 void mb_ctx_set_batch(mb_ctx_t *c, const batch_t *b);
-/* IncAgg: S <- P, M <- Â S at every history site. No-op for other methods. */
+/* IncAgg: S <- P (not in single_buffer mode: S is already current), M <- Â S at every history
+ * site. No-op for other methods. */
 int mb_ctx_refresh(mb_ctx_t *c);
 /* IncAgg: the fused eval + refresh full-graph operator (see above). */
 void mb_ctx_refresh_op(mb_ctx_t *c, nn_agg_t *op);
@@ -69,6 +74,8 @@ typedef struct mb_opts {
     int eval_every_epoch;     /* 1 (inca train): evaluate each epoch, report the best-valid
                                  epoch; 0: evaluate once after the last epoch */
     int prefetch;             /* loader thread (1) */
+    int single_buffer;        /* 1 (default): IncAgg drops its P tables when the refresh period
+                                 is one epoch (mb_ctx_create); 0: always the P scheme (tests) */
 } mb_opts_t;
 void mb_opts_default(mb_opts_t *o);
 

@@ -94,7 +94,7 @@ static mb_ctx_t *fx_ctx(fx_t *t, int method, batch_loader_t *l, hist_dtype_t dt)
     int64_t nb, nh;
     batch_loader_limits(l, &nb, &nh);
     mb_ctx_t *c = NULL;
-    ck_assert_int_eq(mb_ctx_create(method, &t->mc, t->n, t->x, &t->a, nb, nh, dt, &c), INCA_OK);
+    ck_assert_int_eq(mb_ctx_create(method, &t->mc, t->n, t->x, &t->a, nb, nh, dt, 0, &c), INCA_OK);
     return c;
 }
 
@@ -401,6 +401,49 @@ START_TEST(mb_train_learns_and_is_deterministic) {
 }
 END_TEST
 
+/* IncAgg refreshed once per epoch without P tables (single_buffer: pushes go to S after Δ is
+ * taken) gives the numbers of the P scheme bit for bit, with the refresh fused into the
+ * evaluation or run on its own, fp32 and bf16, and holds one table less per history site. */
+START_TEST(mb_incagg_single_buffer_equals_p_scheme) {
+    dataset_t d;
+    toy_dataset(&d, 600);
+    partition_t p;
+    ck_assert_int_eq(partition_compute(&d.adj, 12, PART_METIS, 0, &p), INCA_OK);
+    for (int dt = 0; dt < 2; dt++)
+        for (int fused = 0; fused < 2; fused++) {
+            train_config_t c;
+            train_config_default(&c);
+            snprintf(c.method, sizeof c.method, "incagg");
+            snprintf(c.model, sizeof c.model, "gcn");
+            snprintf(c.history_dtype, sizeof c.history_dtype, "%s", dt ? "bf16" : "fp32");
+            c.layers = 3;
+            c.hidden = 16;
+            c.epochs = 12;
+            c.batch_parts = 3;
+            c.refresh = 0;   /* once per epoch */
+            mb_opts_t o;
+            mb_opts_default(&o);
+            o.eval_every_epoch = fused;
+            train_result_t r1, r2;
+            mb_stats_t s1, s2;
+            o.single_buffer = 1;
+            ck_assert_int_eq(mb_train(&d, &c, d.split[0], d.split_n[0], 0, &p, &o, &r1, &s1), INCA_OK);
+            o.single_buffer = 0;
+            ck_assert_int_eq(mb_train(&d, &c, d.split[0], d.split_n[0], 0, &p, &o, &r2, &s2), INCA_OK);
+            ck_assert_msg(r1.train_loss == r2.train_loss && r1.test_acc == r2.test_acc,
+                          "dtype %d fused %d: single %.9g / %.4f vs P %.9g / %.4f", dt, fused, r1.train_loss, r1.test_acc,
+                          r2.train_loss, r2.test_acc);
+            ck_assert_int_eq(s1.refreshes, s2.refreshes);
+            ck_assert_int_eq(s1.refreshes, 12);
+            ck_assert_int_eq(s2.table_bytes - s1.table_bytes, 2 * 600 * 16 * (dt ? 2 : 4));   /* P1, P2 */
+            train_result_free(&r1);
+            train_result_free(&r2);
+        }
+    partition_free(&p);
+    dataset_free(&d);
+}
+END_TEST
+
 /* Every allocation of a mini-batch run may fail: the run then reports INCA_ENOMEM and frees
  * everything it took (leaks are caught under ASan). */
 START_TEST(mb_train_alloc_failures) {
@@ -490,6 +533,7 @@ int main(void) {
     TCase *e = tcase_create("trainer");
     tcase_set_timeout(e, 600);
     tcase_add_test(e, mb_train_learns_and_is_deterministic);
+    tcase_add_test(e, mb_incagg_single_buffer_equals_p_scheme);
     tcase_add_test(e, mb_train_alloc_failures);
     tcase_add_test(e, cli_train_and_benches);
     suite_add_tcase(s, e);
