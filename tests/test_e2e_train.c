@@ -156,6 +156,41 @@ START_TEST(test_incagg_stored_partition) {
 }
 END_TEST
 
+/* --checkpoint / --resume through the CLI: IncAgg for 30 epochs straight and 15 + 15 resumed
+ * print the same result line (accuracies, best epoch, loss); --resume without --checkpoint and
+ * a checkpoint of another --hidden exit 2 naming the flag. */
+START_TEST(test_checkpoint_cli) {
+    ingest();
+    char flags[2048], *o1 = NULL, *o2 = NULL, *err = NULL;
+    const char *base = "--model gcn --method incagg --parts 40 --batch-parts 10 --feature-norm row --seed 3 --threads 2 --json";
+    snprintf(flags, sizeof flags, "%s --epochs 30 --checkpoint '%s/ck1'", base, dir);
+    ck_assert_int_eq(train(flags, &o1, NULL), 0);
+    snprintf(flags, sizeof flags, "%s --epochs 15 --checkpoint '%s/ck2'", base, dir);
+    ck_assert_int_eq(train(flags, NULL, NULL), 0);
+    snprintf(flags, sizeof flags, "%s --epochs 30 --checkpoint '%s/ck2' --resume", base, dir);
+    ck_assert_int_eq(train(flags, &o2, NULL), 0);
+    const char *keys[] = {"test_acc", "val_acc", "best_epoch", "epochs"};
+    char j1[4096];
+    snprintf(j1, sizeof j1, "%s", tu_last_line(o1));
+    const char *j2 = tu_last_line(o2);
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        ck_assert_msg(tu_json_num(j1, keys[i]) == tu_json_num(j2, keys[i]), "%s differs: %s vs %s", keys[i], j1, j2);
+    ck_assert_int_eq((int)tu_json_num(j2, "epochs"), 30);
+    snprintf(flags, sizeof flags, "%s --epochs 30 --resume", base);
+    ck_assert_int_eq(train(flags, NULL, &err), 2);
+    ck_assert_ptr_nonnull(strstr(err, "--resume"));
+    free(err);
+    snprintf(flags, sizeof flags, "%s --hidden 32 --epochs 30 --checkpoint '%s/ck2' --resume", base, dir);
+    ck_assert_int_eq(train(flags, NULL, &err), 2);
+    ck_assert_ptr_nonnull(strstr(err, "--hidden"));
+    free(err);
+    free(o1);
+    free(o2);
+    tu_rmrf(dir);
+    free(dir);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("e2e_train");
     TCase *t = tcase_create("cora");
@@ -163,6 +198,7 @@ int main(void) {
     tcase_add_test(t, test_gcn_cora_accuracy);
     tcase_add_test(t, test_cli_features);
     tcase_add_test(t, test_incagg_stored_partition);
+    tcase_add_test(t, test_checkpoint_cli);
     suite_add_tcase(s, t);
     return tu_run_suite(s);
 }
