@@ -223,6 +223,11 @@ void mb_ctx_times(const mb_ctx_t *c, double *fwd_s, double *bwd_s, double *intra
     *intra_fraction = c->nnz_rows > 0 ? (double)c->nnz_bb / (double)c->nnz_rows : 0;
 }
 
+void mb_ctx_reset_times(mb_ctx_t *c) {
+    c->fwd_s = c->bwd_s = 0;
+    c->nnz_bb = c->nnz_rows = 0;
+}
+
 void mb_ctx_op(mb_ctx_t *c, nn_agg_t *op) {
     op->forward = op_forward;
     op->backward = op_backward;

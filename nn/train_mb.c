@@ -197,6 +197,13 @@ int mb_train(const dataset_t *d, const train_config_t *c, const int64_t *train_i
         st->init_s = inca_now() - t0;
     }
     for (int ep = ep0; ep < c->epochs && !finished; ep++) {
+        if (ep == o->warmup_epochs && ep > 0) {   /* the warm-up epochs leave the figures */
+            st->step_s_total = st->refresh_s_total = st->eval_s_total = 0;
+            st->step_cpu_s = st->refresh_cpu_s = st->eval_cpu_s = 0;
+            st->steps = st->refreshes = st->evals = st->fused = 0;
+            epoch_s = 0;
+            mb_ctx_reset_times(ctx);
+        }
         double te0 = inca_now(), loss_sum = 0;
         int64_t loss_n = 0;
         int eval_due = o->eval_every_epoch || ep == c->epochs - 1;
@@ -269,7 +276,8 @@ int mb_train(const dataset_t *d, const train_config_t *c, const int64_t *train_i
     r->best_epoch = best.epoch;
     r->epochs = epochs_run;
     r->runs = 1;
-    r->epoch_time_s = epochs_run ? epoch_s / epochs_run : 0;
+    st->timed_epochs = epochs_run > o->warmup_epochs ? epochs_run - o->warmup_epochs : epochs_run;
+    r->epoch_time_s = st->timed_epochs ? epoch_s / (double)st->timed_epochs : 0;
     r->step_time_s = st->steps ? st->step_s_total / (double)st->steps : 0;
     r->refresh_time_s = st->refreshes ? st->refresh_s_total / (double)st->refreshes : 0;
     r->eval_time_s = st->evals ? st->eval_s_total / (double)st->evals : 0;

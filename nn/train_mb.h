@@ -68,6 +68,7 @@ const mem_arena_t *mb_ctx_arena(const mb_ctx_t *c);
 /* Seconds spent in the batch operator's forward / backward, and Σ nnz(Â_BB) / Σ nnz(Â rows of
  * B) over the forward calls (the share of a batch's edges that stay inside it). */
 void mb_ctx_times(const mb_ctx_t *c, double *fwd_s, double *bwd_s, double *intra_fraction);
+void mb_ctx_reset_times(mb_ctx_t *c);
 
 /* Options beyond train_config_t and figures beyond train_result_t (for `inca bench epoch`). */
 typedef struct mb_opts {
@@ -76,6 +77,9 @@ typedef struct mb_opts {
     int prefetch;             /* loader thread (1) */
     int single_buffer;        /* 1 (default): IncAgg drops its P tables when the refresh period
                                  is one epoch (mb_ctx_create); 0: always the P scheme (tests) */
+    int warmup_epochs;        /* the first this many epochs are left out of every time and
+                                 count in mb_stats_t (benchmarks: first-touch page faults of
+                                 workspaces and tables land in epoch 0); default 0 */
 } mb_opts_t;
 void mb_opts_default(mb_opts_t *o);
 
@@ -88,6 +92,7 @@ typedef struct mb_stats {
     int64_t table_bytes;      /* all history tables and operator scratch (arena) */
     int64_t loader_bytes;
     int64_t steps_per_epoch;
+    int64_t timed_epochs;     /* epochs in the times above (epochs run - warmup_epochs) */
     char tables[1024];        /* JSON object {"label": bytes, ...} */
 } mb_stats_t;
 

@@ -439,6 +439,24 @@ START_TEST(mb_incagg_single_buffer_equals_p_scheme) {
             train_result_free(&r1);
             train_result_free(&r2);
         }
+    /* warm-up epochs leave the counts and times: 5 epochs, 2 of warm-up -> 3 timed */
+    train_config_t c;
+    train_config_default(&c);
+    snprintf(c.method, sizeof c.method, "incagg");
+    c.hidden = 16;
+    c.epochs = 5;
+    c.batch_parts = 3;
+    mb_opts_t o;
+    mb_opts_default(&o);
+    o.warmup_epochs = 2;
+    train_result_t r;
+    mb_stats_t st;
+    ck_assert_int_eq(mb_train(&d, &c, d.split[0], d.split_n[0], 0, &p, &o, &r, &st), INCA_OK);
+    ck_assert_int_eq(st.timed_epochs, 3);
+    ck_assert_int_eq(st.steps, 3 * st.steps_per_epoch);
+    ck_assert_int_eq(st.refreshes, 3);
+    ck_assert_int_eq(r.epochs, 5);
+    train_result_free(&r);
     partition_free(&p);
     dataset_free(&d);
 }
