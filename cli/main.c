@@ -12,14 +12,51 @@ static const struct { const char *name; int (*fn)(int, char **); const char *hel
     {"gen", cmd_gen, "gen --kind rmat|csbm --nodes N --avg-degree D ... --out STORE"},
     {"info", cmd_info, "info STORE [--json]"},
     {"partition", cmd_partition, "partition STORE --parts K [--method metis|random] [--seed S]"},
-    {"train", cmd_train, "train STORE --model M --method full|cluster|gas|incagg ..."},
-    {"prune", cmd_prune, "prune STORE --labeled F --ssl ... --select ... --keep F ..."},
-    {"bench", cmd_bench, "bench spmm|loader|epoch|pruning ..."},
+    {"train", cmd_train,
+     "train STORE --model M --method full|cluster|gas|incagg [flags]\n"
+     "  (defaults in brackets)\n"
+     "  model     --model gcn|sage|gcnii|appnp|mlp [gcn] --layers L [2] --hidden H [16]\n"
+     "            --dropout P [0.5] --batchnorm --residual --alpha A [0.1] --theta T [0.5] --K K [10]\n"
+     "  optimiser --epochs E [200] --lr LR [0.01] --weight-decay W [5e-4] --wd-first-layer\n"
+     "            --wd-conv W --adamw --patience N [0: off] --select acc|loss [acc]\n"
+     "  data      --feature-norm none|row|standard [none] --split NAME|random:TR,VA,TE\n"
+     "            --train-indices FILE(.npy|text) --dense-input --batch-size N (mlp) [0: full batch]\n"
+     "  method    --method full|cluster|gas|incagg [full] --parts K [40] --batch-parts B [10]\n"
+     "            --refresh R (incagg, steps) [0: once per epoch] --history-dtype fp32|bf16 [fp32]\n"
+     "  run       --runs N [1] --seed S [0] --threads T [all cores] --device cpu|cuda [cpu]\n"
+     "            --metrics FILE.jsonl --json --checkpoint DIR --resume"},
+    {"prune", cmd_prune,
+     "prune STORE --labeled F --ssl S --score S --select S --keep F [flags]\n"
+     "  (defaults in brackets)\n"
+     "  labels    --labeled FRACTION | --labeled-per-class K | --labeled-indices FILE\n"
+     "            --split NAME|random:TR,VA,TE --seed S [0]\n"
+     "  pseudo    --ssl labelprop|selftrain [labelprop] --graph auto|knn|graph [auto] --knn K [10]\n"
+     "            --metric cosine|euclidean [cosine] --alpha A [0.9] --iters N [50] --cmn\n"
+     "            --tau T [0.95] --noise S [0.2] --lambda-u L [1] --ssl-epochs E [100]\n"
+     "  proxy     --proxy-model M --proxy-epochs E [30] --proxy-hidden H [256] --proxy-layers L [2]\n"
+     "            --proxy-lr LR [0.01] --proxy-dropout P [0.2] --proxy-batch-size N [0]\n"
+     "            --feature-norm none|row|standard --weight-decay W [5e-4]\n"
+     "  score     --score aum|forgetting|el2n|cartography [aum] --el2n-epochs N [10]\n"
+     "            --reuse-dynamics --dyn-tag T --no-save-dynamics\n"
+     "  select    --select ccs|double-end|topk|random [ccs] --keep F [0.1] --mis-ratio R [0]\n"
+     "            --strata N [50] --topk hard|easy [hard] --balance\n"
+     "  output    --indices FILE[.npy] --out PRUNED_STORE --overwrite --json\n"
+     "  eval      --eval --runs N [1] --eval-sets coreset,random,full --model M [mlp or gcn]\n"
+     "            --epochs E [200] --hidden H [256] --layers L [2] --lr LR [0.01] --dropout P [0.5]\n"
+     "            --batch-size N [0] --no-full"},
+    {"bench", cmd_bench,
+     "bench spmm|gen|loader|epoch|pruning STORE? [flags]\n"
+     "  epoch     STORE --methods cluster,gas,incagg [gas,incagg] --refresh-epochs 1,2,4 [1]\n"
+     "            --warmup-epochs W [0] --eval-each-epoch + the train model/method flags --json"},
 };
 
+/* The overview prints the first line of each command's help; `inca CMD --help` all of it. */
 static void usage(FILE *f) {
-    fprintf(f, "usage: inca <command> [args]\ncommands:\n");
-    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) fprintf(f, "  inca %s\n", cmds[i].help);
+    fprintf(f, "usage: inca <command> [args]   (inca <command> --help for its flags)\ncommands:\n");
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        const char *h = cmds[i].help, *nl = strchr(h, '\n');
+        fprintf(f, "  inca %.*s\n", (int)(nl ? nl - h : (long)strlen(h)), h);
+    }
 }
 
 int main(int argc, char **argv) {

@@ -191,6 +191,25 @@ START_TEST(test_checkpoint_cli) {
 }
 END_TEST
 
+/* Help: `inca` alone exits 2 with the command list; `inca CMD --help` exits 0 and lists the
+ * flags, defaults included. */
+START_TEST(test_help) {
+    char *out = NULL, *err = NULL;
+    ck_assert_int_eq(tu_inca("", NULL, &err), 2);
+    ck_assert_ptr_nonnull(strstr(err, "inca train"));
+    free(err);
+    ck_assert_int_eq(tu_inca("train --help", &out, NULL), 0);
+    const char *want[] = {"--checkpoint", "--resume", "--batch-size", "--history-dtype", "--refresh", "[200]"};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        ck_assert_msg(strstr(out, want[i]) != NULL, "train --help lacks %s", want[i]);
+    free(out);
+    ck_assert_int_eq(tu_inca("prune --help", &out, NULL), 0);
+    ck_assert_ptr_nonnull(strstr(out, "--proxy-batch-size"));
+    ck_assert_ptr_nonnull(strstr(out, "--alpha A [0.9]"));
+    free(out);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("e2e_train");
     TCase *t = tcase_create("cora");
@@ -199,6 +218,7 @@ int main(void) {
     tcase_add_test(t, test_cli_features);
     tcase_add_test(t, test_incagg_stored_partition);
     tcase_add_test(t, test_checkpoint_cli);
+    tcase_add_test(t, test_help);
     suite_add_tcase(s, t);
     return tu_run_suite(s);
 }
