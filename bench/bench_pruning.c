@@ -6,6 +6,7 @@
  * Not a test; speed is never asserted (correctness: test_pruning_*.c). */
 #include "bench/bench.h"
 #include "cli/args.h"
+#include "cli/prune_args.h"
 #include "cli/json.h"
 #include "core/alloc.h"
 #include "core/status.h"
@@ -18,11 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-static const char *const bench_flags[] = {"--labeled", "--keep", "--knn", "--metric", "--proxy-epochs", "--proxy-hidden",
-                                          "--ssl", "--score", "--select", "--mis-ratio", "--seed", "--threads",
-                                          "--split", "--out", "--feature-norm", "--proxy-batch-size", "--proxy-lr",
-                                          "--alpha", "--cmn!", "--balance!", NULL};
 
 /* GFLOP/s of C[b x b] = A[b x f] Bᵀ, best of 3. */
 static double gemm_gflops(int64_t b, int64_t f) {
@@ -55,36 +51,14 @@ int bench_pruning(int argc, char **argv) {
     char *tmp = NULL;
     double sec[PRUNE_ST_COUNT] = {0}, t_all = inca_now(), t0;
     prune_config_t cfg;
-    prune_config_default(&cfg);
-    int rc = args_parse(argc, argv, bench_flags, &a);
+    train_config_t target;   /* parsed with the prune flags; the bench does not evaluate */
+    int rc = args_parse(argc, argv, cmd_prune_flags, &a);
     if (rc) goto done;
     if (args_npos(a) != 1) { rc = inca_fail(INCA_EINVAL, "bench pruning: expected one STORE argument"); goto done; }
     const char *path = args_pos(a, 0);
     double frac;
     if ((rc = args_double(a, "--labeled", 0.01, &frac))) goto done;
-    if ((rc = args_double(a, "--keep", 0.1, &cfg.sel.keep))) goto done;
-    if ((rc = args_double(a, "--mis-ratio", 0.0, &cfg.sel.mis_ratio))) goto done;
-    if ((rc = args_int(a, "--knn", 10, &iv))) goto done;
-    cfg.knn_k = (int)iv;
-    if ((rc = knn_metric_parse(args_str(a, "--metric", "cosine"), &cfg.metric))) goto done;
-    if ((rc = args_int(a, "--proxy-epochs", 30, &iv))) goto done;
-    cfg.proxy.epochs = (int)iv;
-    cfg.st.epochs = (int)iv;
-    if ((rc = args_int(a, "--proxy-hidden", 256, &iv))) goto done;
-    cfg.proxy.hidden = iv;
-    if ((rc = prune_ssl_parse(args_str(a, "--ssl", "labelprop"), &cfg.ssl))) goto done;
-    if ((rc = score_parse(args_str(a, "--score", "aum"), &cfg.score))) goto done;
-    if ((rc = select_parse(args_str(a, "--select", "ccs"), &cfg.sel.kind))) goto done;
-    if ((rc = args_int(a, "--proxy-batch-size", 0, &iv))) goto done;
-    if (iv < 0) { rc = inca_fail(INCA_EINVAL, "--proxy-batch-size: expected >= 0, got %lld", (long long)iv); goto done; }
-    cfg.proxy.batch_size = iv;
-    if ((rc = args_double(a, "--proxy-lr", cfg.proxy.lr, &cfg.proxy.lr))) goto done;
-    if ((rc = args_double(a, "--alpha", cfg.alpha, &cfg.alpha))) goto done;
-    if ((rc = train_featnorm_parse(args_str(a, "--feature-norm", "none"), &cfg.proxy.feature_norm))) goto done;
-    cfg.cmn = args_has(a, "--cmn");
-    cfg.sel.balance = args_has(a, "--balance");
-    if ((rc = args_int(a, "--seed", 0, &iv))) goto done;
-    cfg.seed = cfg.sel.seed = (uint64_t)iv;
+    if ((rc = cmd_prune_config(a, &cfg, &target))) goto done;
     if ((rc = args_int(a, "--threads", 0, &iv))) goto done;
     if (iv > 0) inca_set_threads((int)iv);
 

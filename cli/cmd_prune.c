@@ -4,6 +4,7 @@
  * Tested end to end in test_pruning_e2e.c. */
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/prune_args.h"
 #include "cli/json.h"
 #include "core/alloc.h"
 #include "core/status.h"
@@ -15,7 +16,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char *const prune_flags[] = {
+const char *const cmd_prune_flags[] = {
     "--labeled", "--labeled-per-class", "--labeled-indices", "--ssl", "--score", "--select", "--keep",
     "--mis-ratio", "--strata", "--topk", "--balance!", "--cmn!", "--knn", "--alpha", "--iters", "--metric", "--graph",
     "--proxy-model", "--proxy-epochs", "--proxy-hidden", "--proxy-lr", "--proxy-dropout", "--proxy-layers",
@@ -37,7 +38,7 @@ static void indices_paths(const char *p, char *txt, char *npy, size_t len) {
     }
 }
 
-static int parse_config(const args_t *a, prune_config_t *cfg, train_config_t *target) {
+int cmd_prune_config(const args_t *a, prune_config_t *cfg, train_config_t *target) {
     int64_t iv;
     double dv;
     int rc;
@@ -129,11 +130,11 @@ int cmd_prune(int argc, char **argv) {
     prune_eval_t ev;
     memset(&ev, 0, sizeof ev);
     int do_eval = 0;
-    int rc = args_parse(argc, argv, prune_flags, &a);
+    int rc = args_parse(argc, argv, cmd_prune_flags, &a);
     if (rc) goto done;
     if (args_npos(a) != 1) { rc = inca_fail(INCA_EINVAL, "prune: expected one STORE argument, got %d", args_npos(a)); goto done; }
     const char *path = args_pos(a, 0);
-    if ((rc = parse_config(a, &cfg, &target))) goto done;
+    if ((rc = cmd_prune_config(a, &cfg, &target))) goto done;
     if ((rc = args_int(a, "--threads", 0, &iv))) goto done;
     if (iv > 0) inca_set_threads((int)iv);
     const char *out_path = args_str(a, "--out", NULL), *ind_path = args_str(a, "--indices", NULL);

@@ -264,8 +264,9 @@ int mb_train(const dataset_t *d, const train_config_t *c, const int64_t *train_i
             train_metrics_line(mf, run, ep, train_loss, tracc, vloss, vacc, tacc, inca_now() - te0);
             const int stop = c->patience > 0 && best.since >= c->patience;
             if (c->checkpoint_dir) {   /* after the evaluation: no refresh is pending here */
-                ckpt_state_t cs = {.epoch = ep, .finished = stop, .best = best, .train_loss = train_loss,
-                                   .t_step = st->step_s_total, .t_eval = st->eval_s_total, .t_epoch = epoch_s};
+                /* only the epoch time carries over a resume: the step / refresh / eval means are
+                 * this process's (mb_stats_t counts its own steps) */
+                ckpt_state_t cs = {.epoch = ep, .finished = stop, .best = best, .train_loss = train_loss, .t_epoch = epoch_s};
                 if ((rc = ckpt_save(c->checkpoint_dir, run, c, d, m, opt, &cs, blobs, nblobs)) != INCA_OK) goto done;
             }
             if (stop) break;
