@@ -37,6 +37,10 @@ void args_free(args_t **a) {
     INCA_FREE(*a);
 }
 
+/* The command whose --help the unknown-flag message points to (NULL: argv[0] itself). */
+static const char *help_cmd;
+void args_set_help_command(const char *cmd) { help_cmd = cmd; }
+
 int args_parse(int argc, char **argv, const char *const *known, args_t **out) {
     *out = NULL;
     args_t *a = inca_calloc(1, sizeof *a);
@@ -57,7 +61,8 @@ int args_parse(int argc, char **argv, const char *const *known, args_t **out) {
         int is_bool = 0;
         if (!spec_find(known, s, len, &is_bool)) {
             args_free(&a);
-            return inca_fail(INCA_EINVAL, "%s: unknown flag '%.*s' (see 'inca %s --help')", cmd, (int)len, s, cmd);
+            return inca_fail(INCA_EINVAL, "%s: unknown flag '%.*s' (see 'inca %s --help')", cmd, (int)len, s,
+                             help_cmd ? help_cmd : cmd);
         }
         char *name = inca_malloc(len + 1);
         if (!name) { args_free(&a); return INCA_ENOMEM; }

@@ -10,6 +10,9 @@ typedef struct args args_t;
 /* known: NULL-terminated list of flag specs, "--name" for flags taking a value and
  * "--name!" for boolean flags. argv[0] is the command name. */
 int args_parse(int argc, char **argv, const char *const *known, args_t **out);
+/* Name the command whose --help the unknown-flag error points to (e.g. "bench" for its
+ * benchmarks, whose argv[0] is the benchmark name); NULL restores argv[0]. */
+void args_set_help_command(const char *cmd);
 void args_free(args_t **a);
 int args_npos(const args_t *a);
 const char *args_pos(const args_t *a, int i);

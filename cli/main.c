@@ -66,10 +66,12 @@ int main(int argc, char **argv) {
     }
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
         if (strcmp(argv[1], cmds[i].name) != 0) continue;
-        if (argc >= 3 && (strcmp(argv[2], "--help") == 0 || strcmp(argv[2], "-h") == 0)) {
-            printf("usage: inca %s\n", cmds[i].help);
-            return 0;
-        }
+        /* --help anywhere (also after a benchmark's name: inca bench epoch --help) */
+        for (int j = 2; j < argc; j++)
+            if (strcmp(argv[j], "--help") == 0 || strcmp(argv[j], "-h") == 0) {
+                printf("usage: inca %s\n", cmds[i].help);
+                return 0;
+            }
         inca_err_clear();
         inca_threads();   /* one OpenMP pool, BLAS single-threaded inside it (core/util.c) */
         int rc = cmds[i].fn(argc - 1, argv + 1);

@@ -207,6 +207,14 @@ START_TEST(test_help) {
     ck_assert_ptr_nonnull(strstr(out, "--proxy-batch-size"));
     ck_assert_ptr_nonnull(strstr(out, "--alpha A [0.9]"));
     free(out);
+    /* a benchmark's flags are inca bench's: --help after its name prints them, and an unknown
+     * flag points there */
+    ck_assert_int_eq(tu_inca("bench epoch --help", &out, NULL), 0);
+    ck_assert_ptr_nonnull(strstr(out, "--warmup-epochs"));
+    free(out);
+    ck_assert_int_eq(tu_inca("bench epoch --no-such-flag", NULL, &err), 2);
+    ck_assert_ptr_nonnull(strstr(err, "'--no-such-flag' (see 'inca bench --help')"));
+    free(err);
 }
 END_TEST
 
