@@ -517,6 +517,14 @@ START_TEST(cli_train_and_benches) {
     ck_assert(tu_json_num(j, "speedup_r2") > 0);
     ck_assert(!isnan(tu_json_num(j, "acc_gap_r1")));
     ck_assert(tu_json_num(j, "gas_test_acc") > 0.5 && tu_json_num(j, "incagg_test_acc") > 0.5);
+    /* the step split: aggregation + dense = step time; IncAgg's epoch is its dense part plus
+     * aggregation and refreshes, so the ceiling is at least the measured speedup */
+    ck_assert(tu_json_num(j, "gas_agg_time_s") > 0 && tu_json_num(j, "incagg_agg_time_s") > 0);
+    ck_assert_double_eq_tol(tu_json_num(j, "gas_agg_time_s") + tu_json_num(j, "gas_dense_time_s"),
+                            tu_json_num(j, "gas_step_time_s"), 1e-6);
+    ck_assert_double_eq_tol(tu_json_num(j, "incagg_agg_time_s") + tu_json_num(j, "incagg_dense_time_s"),
+                            tu_json_num(j, "incagg_step_time_s"), 1e-6);
+    ck_assert(tu_json_num(j, "speedup_ceiling") >= tu_json_num(j, "speedup"));
     free(out);
     free(err);
     snprintf(args, sizeof args, "bench loader '%s/g' --method gas --parts 12 --batch-parts 3 --epochs 2 --json", dir);
