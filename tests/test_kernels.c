@@ -157,27 +157,6 @@ START_TEST(spmm_matches_reference) {
 }
 END_TEST
 
-/* X with 120k rows: at F > 32 its 64-float panel (31 MB) overflows a 32 MiB last-level cache
- * and the 32-float one fits, so the kernel sweeps 32-column panels there (spmm_panel_width);
- * whatever the panel, the product must match the reference. */
-START_TEST(spmm_wide_x_matches_reference) {
-    const int64_t f = 100;
-    for (int with_val = 0; with_val <= 1; with_val++) {
-        csr_t a = make_csr(200, 120000, 8, with_val, 71 + with_val);
-        float *x = rand_floats(a.n_cols * f, 73);
-        float *y = rand_floats(a.n_rows * f, 75);
-        double *ref = malloc((size_t)(a.n_rows * f) * sizeof(double));
-        double *scale = malloc((size_t)(a.n_rows * f) * sizeof(double));
-        ck_assert(ref && scale);
-        spmm_ref(&a, x, f, -1.5, 2.0, y, ref, scale);
-        ck_assert_int_eq(kern_spmm(&a, x, f, -1.5f, 2.0f, y), INCA_OK);
-        expect_close("spmm wide X", a.n_rows * f, y, ref, scale, 1e-6, 1e-5);
-        free(x); free(y); free(ref); free(scale);
-        free_csr(&a);
-    }
-}
-END_TEST
-
 /* A naive Aᵀ X written without any transpose, to check kern_spmm_t with at = NULL on a
  * symmetric matrix (pattern and values). */
 START_TEST(spmm_t_symmetric_without_transpose) {
@@ -508,7 +487,6 @@ int main(void) {
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, spmm_matches_reference);
     tcase_add_test(tc, spmm_t_symmetric_without_transpose);
-    tcase_add_test(tc, spmm_wide_x_matches_reference);
     tcase_add_test(tc, spmm_threads_bit_identical);
     tcase_add_test(tc, gemm_matches_reference);
     tcase_add_test(tc, elementwise_match_reference);

@@ -9,44 +9,9 @@
 #include <omp.h>
 #include <stddef.h>
 #include <string.h>
-#include <pthread.h>
-#include <stdio.h>
 
-/* Floats accumulated on the stack per row; wider F is processed in panels of at most this
- * width (see spmm_panel_width). */
+/* Floats accumulated on the stack per row; wider F is processed in panels of this width. */
 #define SPMM_PANEL 64
-
-/* Last-level cache bytes as Linux reports cpu0's L3 (sysconf's figure can be the whole host's
- * inside a VM: 384 MiB here against 32 MiB); 32 MiB when unknown. Read once. */
-static int64_t g_llc_bytes;
-static pthread_once_t g_llc_once = PTHREAD_ONCE_INIT;
-static void spmm_llc_read(void) {
-    g_llc_bytes = (int64_t)32 << 20;
-    FILE *fp = fopen("/sys/devices/system/cpu/cpu0/cache/index3/size", "r");
-    if (!fp) return;
-    long long v = 0;
-    char unit = 0;
-    if (fscanf(fp, "%lld%c", &v, &unit) >= 1 && v > 0)
-        g_llc_bytes = unit == 'K' ? v << 10 : unit == 'M' ? v << 20 : unit == 'G' ? v << 30 : v;
-    fclose(fp);
-}
-static int64_t spmm_llc_bytes(void) {
-    pthread_once(&g_llc_once, spmm_llc_read);
-    return g_llc_bytes;
-}
-
-/* Panel width for F > 32: 64 floats, or 32 when that makes the panel of X that one sweep over
- * the rows gathers from (n_cols x width floats) fit in 3/4 of the last-level cache and 64 does
- * not. When neither fits, fewer sweeps win. Measured with `inca bench spmm --features 256
- * --threads 2` (32 MiB L3): 125k rows x 11 (an IncAgg batch's Â_BB) 0.045 s at 32 vs 0.053 at 64
- * (METIS order), 0.050 vs 0.058 (random); 1M rows x 40, random: 1.30-1.65 s at 32 vs 1.01-1.14
- * at 64. Panels only regroup columns, so results are the same bits at any width. */
-static int64_t spmm_panel_width(int64_t n_cols, int64_t f) {
-    const int64_t budget = spmm_llc_bytes() / 4 * 3;
-    if (f > 32 && n_cols * 64 * (int64_t)sizeof(float) > budget && n_cols * 32 * (int64_t)sizeof(float) <= budget)
-        return 32;
-    return SPMM_PANEL;
-}
 /* How far ahead the gathered X row is prefetched: about 4 KiB of rows, between 4 and 32
  * nonzeros (tuned with `inca bench spmm` on R-MAT: 32 at F = 16, 16 at F = 64). */
 static inline int64_t spmm_prefetch_distance(int64_t w) {
@@ -154,15 +119,15 @@ static inline void spmm_store(float *restrict yt, const float *restrict acc, int
  * 11: 0.021 s vs 0.032 s. Prefetch runs ahead across row ends, up to the end of this thread's
  * nonzeros. */
 static inline __attribute__((always_inline)) void
-spmm_rows_case(const csr_t *a, const int has_val, const float *restrict x, int64_t f, int64_t pw,
-               float alpha, float beta, float *restrict y, int64_t r0, int64_t r1) {
+spmm_rows_case(const csr_t *a, const int has_val, const float *restrict x, int64_t f, float alpha,
+               float beta, float *restrict y, int64_t r0, int64_t r1) {
     float acc[SPMM_PANEL] __attribute__((aligned(64)));
     const int64_t *rowptr = a->rowptr;
     const int32_t *col = a->col;
     const float *val = a->val;
     const int64_t pe = rowptr[r1];
-    for (int64_t f0 = 0; f0 < f; f0 += pw) {
-        const int64_t w = f - f0 < pw ? f - f0 : pw;
+    for (int64_t f0 = 0; f0 < f; f0 += SPMM_PANEL) {
+        const int64_t w = f - f0 < SPMM_PANEL ? f - f0 : SPMM_PANEL;
         for (int64_t r = r0; r < r1; r++) {
             const int64_t b = rowptr[r], e = rowptr[r + 1];
             switch (w) {
@@ -176,10 +141,10 @@ spmm_rows_case(const csr_t *a, const int has_val, const float *restrict x, int64
     }
 }
 
-static void spmm_rows(const csr_t *a, const float *x, int64_t f, int64_t pw, float alpha, float beta,
-                      float *y, int64_t r0, int64_t r1) {
-    if (a->val) spmm_rows_case(a, 1, x, f, pw, alpha, beta, y, r0, r1);
-    else spmm_rows_case(a, 0, x, f, pw, alpha, beta, y, r0, r1);
+static void spmm_rows(const csr_t *a, const float *x, int64_t f, float alpha, float beta, float *y,
+                      int64_t r0, int64_t r1) {
+    if (a->val) spmm_rows_case(a, 1, x, f, alpha, beta, y, r0, r1);
+    else spmm_rows_case(a, 0, x, f, alpha, beta, y, r0, r1);
 }
 
 int kern_spmm(const csr_t *a, const float *x, int64_t f, float alpha, float beta, float *y) {
@@ -198,9 +163,8 @@ int kern_spmm(const csr_t *a, const float *x, int64_t f, float alpha, float beta
     int64_t work = total * f;
     int64_t max_nt = work / 65536 + 1;
     if (nt > max_nt) nt = (int)max_nt;
-    const int64_t pw = spmm_panel_width(a->n_cols, f);
     if (nt <= 1) {
-        spmm_rows(a, x, f, pw, alpha, beta, y, 0, n);
+        spmm_rows(a, x, f, alpha, beta, y, 0, n);
         return INCA_OK;
     }
 #pragma omp parallel num_threads(nt)
@@ -209,7 +173,7 @@ int kern_spmm(const csr_t *a, const float *x, int64_t f, float alpha, float beta
         int64_t r0 = spmm_row_search(a->rowptr, n, (int64_t)((__int128)total * t / T));
         int64_t r1 = spmm_row_search(a->rowptr, n, (int64_t)((__int128)total * (t + 1) / T));
         if (t == T - 1) r1 = n;
-        spmm_rows(a, x, f, pw, alpha, beta, y, r0, r1);
+        spmm_rows(a, x, f, alpha, beta, y, r0, r1);
     }
     return INCA_OK;
 }
