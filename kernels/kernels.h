@@ -16,6 +16,11 @@
  * beta == 0, Y is not read (it may hold garbage). INCA_EINVAL on a malformed call (f <= 0,
  * NULL arrays). */
 int kern_spmm(const csr_t *a, const float *x, int64_t f, float alpha, float beta, float *y);
+/* Y[r, :] = B[ids[r], :] + (A X)[r, :]: the product added to rows gathered from a base matrix B
+ * (n_base x f), in one pass. The same bits as copying the rows into Y and calling kern_spmm
+ * with alpha = beta = 1 (IncAgg's M_B + Â_BB Δ without writing and re-reading Y). */
+int kern_spmm_base(const csr_t *a, const float *x, int64_t f, const float *base, int64_t n_base,
+                   const int64_t *ids, float *y);
 /* Y[a->n_cols x f] = alpha * Aᵀ X + beta * Y using `at`, the precomputed csr_transpose of A
  * (pass NULL when A is known symmetric in pattern and values, e.g. GCN's Â). */
 int kern_spmm_t(const csr_t *a, const csr_t *at, const float *x, int64_t f, float alpha, float beta, float *y);

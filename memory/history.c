@@ -94,6 +94,28 @@ void hist_sub(const hist_t *h, const int64_t *ids, int64_t m, const float *in, f
     }
 }
 
+void hist_sub_push(hist_t *h, const int64_t *ids, int64_t m, const float *in, float *out, const float *push) {
+    const int64_t f = h->f;
+#pragma omp parallel for schedule(static) if (m * f >= HIST_PAR_MIN)
+    for (int64_t i = 0; i < m; i++) {
+        const float *a = in + i * f, *p = push + i * f;
+        float *o = out + i * f;
+        if (h->dtype == HIST_F32) {
+            float *s = (float *)h->data + ids[i] * f;
+            for (int64_t j = 0; j < f; j++) {
+                o[j] = a[j] - s[j];
+                s[j] = p[j];
+            }
+        } else {
+            uint16_t *s = (uint16_t *)h->data + ids[i] * f;
+            for (int64_t j = 0; j < f; j++) {
+                o[j] = a[j] - hist_bf16_to_f32(s[j]);
+                s[j] = hist_f32_to_bf16(p[j]);
+            }
+        }
+    }
+}
+
 void hist_copy(hist_t *dst, const hist_t *src) {
     memcpy(dst->data, src->data, (size_t)hist_bytes(src));
 }

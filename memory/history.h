@@ -37,6 +37,10 @@ void hist_push_range(hist_t *h, int64_t start, int64_t m, const float *in);
 void hist_push(hist_t *h, const int64_t *ids, int64_t m, const float *in);
 /* out[i,:] = in[i,:] - row ids[i] (m x f): IncAgg's residual Δ = H_B − S_B in one pass. */
 void hist_sub(const hist_t *h, const int64_t *ids, int64_t m, const float *in, float *out);
+/* out[i,:] = in[i,:] - row ids[i], then row ids[i] <- push[i,:], row by row in one pass (the
+ * rows stay in cache between the read and the write): hist_sub followed by hist_push on the
+ * same table, for distinct ids. IncAgg's single-buffer step. */
+void hist_sub_push(hist_t *h, const int64_t *ids, int64_t m, const float *in, float *out, const float *push);
 /* dst <- src (same shape and dtype), e.g. the IncAgg snapshot S <- P. */
 void hist_copy(hist_t *dst, const hist_t *src);
 

@@ -181,16 +181,24 @@ static int op_forward_impl(mb_ctx_t *c, int site, int64_t n, int64_t f, const fl
         return INCA_OK;
     }
     /* IncAgg: out = M_B + Â_BB (in − S_B) */
-    hist_pull(&c->M[site], b->nodes, n, out);
     if (fixed) {
-        if (in == in_raw) return INCA_OK;   /* no dropout: Δ = 0, no SpMM at all */
+        if (in == in_raw) {   /* no dropout: Δ = 0, no SpMM at all */
+            hist_pull(&c->M[site], b->nodes, n, out);
+            return INCA_OK;
+        }
         const int64_t len = n * f;
 #pragma omp parallel for schedule(static) if (len >= HIST_PAR_MIN)
         for (int64_t i = 0; i < len; i++) c->sbuf[i] = in[i] - in_raw[i];
+    } else if (c->single) {
+        hist_sub_push(&c->S[site], b->nodes, n, in, c->sbuf, in_raw);   /* S_B read, then overwritten */
     } else {
         hist_sub(&c->S[site], b->nodes, n, in, c->sbuf);
-        hist_push(c->single ? &c->S[site] : &c->P[site], b->nodes, n, in_raw);   /* after the read of S_B */
+        hist_push(&c->P[site], b->nodes, n, in_raw);
     }
+    /* fp32 baselines are added row by row inside the SpMM (same bits as pull + beta = 1) */
+    if (c->M[site].dtype == HIST_F32)
+        return kern_spmm_base(&b->a_bb, c->sbuf, f, hist_f32(&c->M[site]), c->n, b->nodes, out);
+    hist_pull(&c->M[site], b->nodes, n, out);
     return kern_spmm(&b->a_bb, c->sbuf, f, 1.f, 1.f, out);
 }
 

@@ -157,6 +157,38 @@ START_TEST(spmm_matches_reference) {
 }
 END_TEST
 
+/* kern_spmm_base adds gathered base rows: against the double reference, and bit for bit equal
+ * to copying the rows into Y and calling kern_spmm with alpha = beta = 1 (what IncAgg did). */
+START_TEST(spmm_base_matches_pull_then_spmm) {
+    static const int64_t fs[] = {1, 16, 64, 100, 256};
+    for (int with_val = 0; with_val <= 1; with_val++)
+        for (size_t fi = 0; fi < sizeof fs / sizeof fs[0]; fi++) {
+            const int64_t f = fs[fi], nbase = 90;
+            csr_t a = make_csr(61, 45, 6, with_val, 31 + fi + 100 * with_val);
+            float *x = rand_floats(a.n_cols * f, 33 + fi), *base = rand_floats(nbase * f, 35 + fi);
+            float *y1 = malloc(sizeof(float) * (size_t)(a.n_rows * f)), *y2 = malloc(sizeof(float) * (size_t)(a.n_rows * f));
+            double *ref = malloc(sizeof(double) * (size_t)(a.n_rows * f)), *scale = malloc(sizeof(double) * (size_t)(a.n_rows * f));
+            int64_t *ids = malloc(sizeof(int64_t) * (size_t)a.n_rows);
+            ck_assert(y1 && y2 && ref && scale && ids);
+            for (int64_t r = 0; r < a.n_rows; r++) {
+                ids[r] = (r * 37 + 11) % nbase;
+                memcpy(y2 + r * f, base + ids[r] * f, sizeof(float) * (size_t)f);
+            }
+            spmm_ref(&a, x, f, 1.0, 1.0, y2, ref, scale);
+            for (int64_t i = 0; i < a.n_rows * f; i++) y1[i] = NAN;   /* Y is written, not read */
+            ck_assert_int_eq(kern_spmm_base(&a, x, f, base, nbase, ids, y1), INCA_OK);
+            ck_assert_int_eq(kern_spmm(&a, x, f, 1.0f, 1.0f, y2), INCA_OK);
+            expect_close("spmm_base", a.n_rows * f, y1, ref, scale, 1e-6, 1e-5);
+            ck_assert_mem_eq(y1, y2, sizeof(float) * (size_t)(a.n_rows * f));
+            ids[a.n_rows - 1] = nbase;   /* out of range: refused, naming the row */
+            ck_assert_int_eq(kern_spmm_base(&a, x, f, base, nbase, ids, y1), INCA_EINVAL);
+            ck_assert_ptr_nonnull(strstr(inca_errmsg(), "base row 90"));
+            free(x); free(base); free(y1); free(y2); free(ref); free(scale); free(ids);
+            free_csr(&a);
+        }
+}
+END_TEST
+
 /* A naive Aᵀ X written without any transpose, to check kern_spmm_t with at = NULL on a
  * symmetric matrix (pattern and values). */
 START_TEST(spmm_t_symmetric_without_transpose) {
@@ -487,6 +519,7 @@ int main(void) {
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, spmm_matches_reference);
     tcase_add_test(tc, spmm_t_symmetric_without_transpose);
+    tcase_add_test(tc, spmm_base_matches_pull_then_spmm);
     tcase_add_test(tc, spmm_threads_bit_identical);
     tcase_add_test(tc, gemm_matches_reference);
     tcase_add_test(tc, elementwise_match_reference);

@@ -110,6 +110,16 @@ START_TEST(tables) {
     hist_sub(&h16, two, 2, a6, res);
     ck_assert(res[1] == 2 - hist_bf16_to_f32(hist_f32_to_bf16(in[7])));
     ck_assert(res[4] == 5.f);   /* row 49 of h16 was never written */
+    /* fused residual + push: the residual against the old rows, then the rows hold push */
+    float pv[6] = {0.5f, 0.25f, 0.125f, -7, -8, 1.0f / 3.0f};
+    hist_sub_push(&h32, two, 2, a6, res, pv);
+    ck_assert(res[0] == 1 - in[6] && res[2] == 3 - in[8] && res[3] == 4 - (-1.f));
+    hist_pull(&h32, two, 2, out);
+    ck_assert_mem_eq(out, pv, sizeof pv);
+    hist_sub_push(&h16, two, 2, a6, res, pv);
+    ck_assert(res[1] == 2 - hist_bf16_to_f32(hist_f32_to_bf16(in[7])) && res[4] == 5.f);
+    hist_pull(&h16, two, 2, out);
+    ck_assert(out[0] == 0.5f && out[3] == -7 && out[5] == hist_bf16_to_f32(hist_f32_to_bf16(1.0f / 3.0f)));
     hist_dtype_t t;
     ck_assert_int_eq(hist_dtype_parse("bf16", &t), INCA_OK);
     ck_assert_int_eq(t, HIST_BF16);

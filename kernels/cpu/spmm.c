@@ -120,7 +120,8 @@ static inline void spmm_store(float *restrict yt, const float *restrict acc, int
  * nonzeros. */
 static inline __attribute__((always_inline)) void
 spmm_rows_case(const csr_t *a, const int has_val, const float *restrict x, int64_t f, float alpha,
-               float beta, float *restrict y, int64_t r0, int64_t r1) {
+               float beta, const float *restrict base, const int64_t *restrict ids, float *restrict y,
+               int64_t r0, int64_t r1) {
     float acc[SPMM_PANEL] __attribute__((aligned(64)));
     const int64_t *rowptr = a->rowptr;
     const int32_t *col = a->col;
@@ -136,26 +137,37 @@ spmm_rows_case(const csr_t *a, const int has_val, const float *restrict x, int64
             case 64: spmm_row_vec(col, val, has_val, b, e, pe, x, f, f0, 16, acc); break;
             default: spmm_row_any(col, has_val ? val : NULL, b, e, pe, x, f, f0, w, acc); break;
             }
-            spmm_store(y + r * f + f0, acc, w, alpha, beta);
+            if (base) {   /* acc + B row: the bits of 1 * acc + 1 * (copied row) */
+                const float *restrict br = base + ids[r] * f + f0;
+                float *restrict yt = y + r * f + f0;
+                for (int64_t k = 0; k < w; k++) yt[k] = acc[k] + br[k];
+            } else {
+                spmm_store(y + r * f + f0, acc, w, alpha, beta);
+            }
         }
     }
 }
 
-static void spmm_rows(const csr_t *a, const float *x, int64_t f, float alpha, float beta, float *y,
-                      int64_t r0, int64_t r1) {
-    if (a->val) spmm_rows_case(a, 1, x, f, alpha, beta, y, r0, r1);
-    else spmm_rows_case(a, 0, x, f, alpha, beta, y, r0, r1);
+static void spmm_rows(const csr_t *a, const float *x, int64_t f, float alpha, float beta, const float *base,
+                      const int64_t *ids, float *y, int64_t r0, int64_t r1) {
+    if (a->val) spmm_rows_case(a, 1, x, f, alpha, beta, base, ids, y, r0, r1);
+    else spmm_rows_case(a, 0, x, f, alpha, beta, base, ids, y, r0, r1);
 }
 
-int kern_spmm(const csr_t *a, const float *x, int64_t f, float alpha, float beta, float *y) {
+static int spmm_check(const csr_t *a, const float *x, int64_t f, const float *y) {
     if (!a || !a->rowptr || (a->nnz > 0 && !a->col))
         return inca_fail(INCA_EINVAL, "kern_spmm: expected a CSR with rowptr and col arrays");
     if (a->n_rows < 0 || a->n_cols < 0 || f <= 0)
         return inca_fail(INCA_EINVAL, "kern_spmm: expected n_rows, n_cols >= 0 and f > 0, got %lld x %lld, f = %lld",
                          (long long)a->n_rows, (long long)a->n_cols, (long long)f);
-    if (a->n_rows == 0) return INCA_OK;
-    if (!y || (a->n_cols > 0 && !x))
+    if (a->n_rows > 0 && (!y || (a->n_cols > 0 && !x)))
         return inca_fail(INCA_EINVAL, "kern_spmm: X and Y must not be NULL");
+    return INCA_OK;
+}
+
+/* Rows split across threads by (nonzeros + rows); base/ids NULL for the alpha/beta form. */
+static void spmm_run(const csr_t *a, const float *x, int64_t f, float alpha, float beta, const float *base,
+                     const int64_t *ids, float *y) {
     const int64_t n = a->n_rows;
     const int64_t total = a->rowptr[n] + n;
     int nt = inca_threads();
@@ -164,8 +176,8 @@ int kern_spmm(const csr_t *a, const float *x, int64_t f, float alpha, float beta
     int64_t max_nt = work / 65536 + 1;
     if (nt > max_nt) nt = (int)max_nt;
     if (nt <= 1) {
-        spmm_rows(a, x, f, alpha, beta, y, 0, n);
-        return INCA_OK;
+        spmm_rows(a, x, f, alpha, beta, base, ids, y, 0, n);
+        return;
     }
 #pragma omp parallel num_threads(nt)
     {
@@ -173,8 +185,27 @@ int kern_spmm(const csr_t *a, const float *x, int64_t f, float alpha, float beta
         int64_t r0 = spmm_row_search(a->rowptr, n, (int64_t)((__int128)total * t / T));
         int64_t r1 = spmm_row_search(a->rowptr, n, (int64_t)((__int128)total * (t + 1) / T));
         if (t == T - 1) r1 = n;
-        spmm_rows(a, x, f, alpha, beta, y, r0, r1);
+        spmm_rows(a, x, f, alpha, beta, base, ids, y, r0, r1);
     }
+}
+
+int kern_spmm(const csr_t *a, const float *x, int64_t f, float alpha, float beta, float *y) {
+    int rc = spmm_check(a, x, f, y);
+    if (rc != INCA_OK || a->n_rows == 0) return rc;
+    spmm_run(a, x, f, alpha, beta, NULL, NULL, y);
+    return INCA_OK;
+}
+
+int kern_spmm_base(const csr_t *a, const float *x, int64_t f, const float *base, int64_t n_base,
+                   const int64_t *ids, float *y) {
+    int rc = spmm_check(a, x, f, y);
+    if (rc != INCA_OK || a->n_rows == 0) return rc;
+    if (!base || !ids) return inca_fail(INCA_EINVAL, "kern_spmm_base: base rows and their ids must not be NULL");
+    for (int64_t r = 0; r < a->n_rows; r++)
+        if (ids[r] < 0 || ids[r] >= n_base)
+            return inca_fail(INCA_EINVAL, "kern_spmm_base: row %lld takes base row %lld, expected 0..%lld",
+                             (long long)r, (long long)ids[r], (long long)n_base - 1);
+    spmm_run(a, x, f, 1.0f, 1.0f, base, ids, y);
     return INCA_OK;
 }
 
