@@ -244,6 +244,9 @@ int mb_train(const dataset_t *d, const train_config_t *c, const int64_t *train_i
         r->train_loss = train_loss;
         if (eval_due) {
             double t0 = inca_now(), c0 = cpu_now();
+            /* the full-graph SpMM is linear: narrowing layers aggregate after W; IncAgg's refresh
+             * must see (and store) each layer's input itself */
+            model_set_eval_transform_first(m, !fused_pending);
             rc = model_forward(m, n, xp, fused_pending ? &op_fused : &op_full, 0, c->seed, (uint64_t)gstep, &logits);
             if (rc != INCA_OK) goto done;
             double dt = inca_now() - t0;

@@ -463,6 +463,20 @@ static void float_vs_double_x(const model_config_t *cfg, int sparse) {
                           model_kind_name(cfg->kind), pf->name, sqrt(num / (den + 1e-300)));
         }
     }
+    /* eval-mode transform-first (the full-graph operator is linear): narrowing gcn/sage layers
+     * aggregate in W, and the logits still match the double's aggregate-first ones */
+    model_set_eval_transform_first(mf, 1);
+    {
+        const double *ld;
+        const float *lf;
+        ck_assert_int_eq(model_forward_d(md, NODES, fx.xd, &aggd, 0, SEED, STEP, &ld), INCA_OK);
+        ck_assert_int_eq(model_forward(mf, NODES, fx.xf, &aggf, 0, SEED, STEP, &lf), INCA_OK);
+        double mx = 0;
+        for (int i = 0; i < NODES * CLS; i++) mx = fmax(mx, fabs(ld[i]));
+        for (int i = 0; i < NODES * CLS; i++)
+            ck_assert_msg(fabs(lf[i] - ld[i]) <= 1e-4 * mx, "%s eval transform-first logits[%d] float %g double %g",
+                          model_kind_name(cfg->kind), i, lf[i], ld[i]);
+    }
     model_free_d(&md);
     model_free(&mf);
     fixture_free(&fx);
