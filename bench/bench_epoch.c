@@ -50,8 +50,8 @@ static int run_one(const dataset_t *d, train_config_t *c, const partition_t *p, 
     out->refresh_s = st.refresh_s_total / E;
     /* with --eval-each-epoch both methods evaluate every epoch and that time counts (IncAgg's
      * refreshes then ride on the evaluation pass when due together) */
-    out->epoch_s = out->step_s + out->refresh_s + (eval_each ? st.eval_s_total / E : 0);
     out->eval_s = eval_each ? st.eval_s_total / E : 0;
+    out->epoch_s = out->step_s + out->refresh_s + out->eval_s;
     out->agg_s = (st.agg_fwd_s + st.agg_bwd_s) / E;
     out->dense_s = out->step_s - out->agg_s;
     out->epoch_cpu_s = (st.step_cpu_s + st.refresh_cpu_s + (eval_each ? st.eval_cpu_s : 0)) / E;
