@@ -64,7 +64,11 @@ static int run_one(const dataset_t *d, train_config_t *c, const partition_t *p, 
         json_t *j = NULL;
         if ((rc = json_new(&j)) != INCA_OK) return rc;
         json_str(j, "method", method);
-        if (strcmp(method, "incagg") == 0) json_int(j, "refresh_epochs", refresh_epochs);
+        if (strcmp(method, "incagg") == 0) {
+            json_int(j, "refresh_epochs", refresh_epochs);
+            json_str(j, "refresh_source", agg_source_name(c->refresh_source));
+        }
+        if (strcmp(method, "cluster") == 0) json_str(j, "cluster_norm", c->cluster_global_norm ? "global" : "batch");
         json_int(j, "epochs", r.epochs);
         json_int(j, "timed_epochs", st.timed_epochs);
         json_int(j, "steps_per_epoch", st.steps_per_epoch);
@@ -91,6 +95,7 @@ static int run_one(const dataset_t *d, train_config_t *c, const partition_t *p, 
         json_num(j, "val_acc", r.val_acc);
         json_num(j, "train_loss", r.train_loss);
         json_int(j, "table_bytes", st.table_bytes);
+        json_int(j, "scratch_bytes", st.scratch_bytes);
         json_raw(j, "tables", st.tables);
         json_num(j, "peak_rss_mb", r.peak_rss_mb);
         rc = json_write(j, stdout);
@@ -158,6 +163,7 @@ int bench_epoch(int argc, char **argv) {
         json_int(j, "edge_cut", p.man.edge_cut);
         json_int(j, "threads", inca_threads());
         json_bool(j, "eval_each_epoch", ev);
+        json_str(j, "refresh_source", agg_source_name(c.refresh_source));
         if (want_cl) { json_num(j, "cluster_epoch_time_s", cluster.epoch_s); json_num(j, "cluster_test_acc", cluster.acc); }
         if (want_gas) {
             json_num(j, "gas_epoch_time_s", gas.epoch_s);

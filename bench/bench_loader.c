@@ -24,7 +24,7 @@ int bench_loader(int argc, char **argv) {
     if (args_npos(a) != 1) { rc = inca_fail(INCA_EINVAL, "expected one STORE argument"); goto done; }
     if ((rc = bench_mb_config(a, &c)) != INCA_OK) goto done;
     snprintf(c.method, sizeof c.method, "%s", args_str(a, "--method", "gas"));
-    if ((rc = mb_method_parse(c.method, &method)) != INCA_OK) goto done;
+    if ((rc = agg_method_parse(c.method, &method)) != INCA_OK) goto done;
     if ((rc = bench_mb_load(args_pos(a, 0), &c, &d, &p, &reused)) != INCA_OK) goto done;
     mb_stats_t st[2];
     train_result_t r[2];

@@ -30,7 +30,22 @@ static int flag_int(const args_t *a, const char *name, int64_t def, int64_t lo, 
     return INCA_OK;
 }
 
-static int config_from_args(const args_t *a, train_config_t *c) {
+/* Status lines on stderr: progress lines overwrite each other, and only on a terminal. */
+typedef struct log_state { int tty, open; } log_state_t;
+
+static void train_log_stderr(void *ctx, int level, const char *line) {
+    log_state_t *s = ctx;
+    if (level == TRAIN_LOG_PROGRESS) {
+        if (!s->tty) return;
+        fprintf(stderr, "\r%s ", line);
+        s->open = 1;
+        return;
+    }
+    fprintf(stderr, "%s%s\n", s->open ? "\n" : "", line);
+    s->open = 0;
+}
+
+static int config_from_args(const args_t *a, train_config_t *c, log_state_t *ls) {
     int rc;
     int64_t v;
     train_config_default(c);
@@ -88,7 +103,9 @@ static int config_from_args(const args_t *a, train_config_t *c) {
         return inca_fail(INCA_EINVAL, "--history-dtype: expected fp32|bf16, got '%s'", hd);
     snprintf(c->history_dtype, sizeof c->history_dtype, "%s", hd);
     if ((rc = copy_name(c->partition, sizeof c->partition, "--partition", args_str(a, "--partition", "")))) return rc;
-    c->progress = isatty(STDERR_FILENO);
+    if ((rc = train_mb_flags_parse(args_str(a, "--refresh-source", NULL), args_str(a, "--cluster-norm", NULL), c))) return rc;
+    c->log = train_log_stderr;
+    c->log_ctx = ls;
     return INCA_OK;
 }
 
@@ -96,7 +113,7 @@ int cmd_train(int argc, char **argv) {
     static const char *const known[] = {
         "--model", "--method", "--layers", "--hidden", "--epochs", "--lr", "--dropout", "--weight-decay",
         "--wd-conv", "--wd-first-layer!", "--adamw!", "--feature-norm", "--alpha", "--theta", "--K",
-        "--batchnorm!", "--residual!", "--dense-input!", "--batch-size", "--checkpoint", "--resume!", "--parts", "--batch-parts", "--refresh", "--history-dtype",
+        "--batchnorm!", "--residual!", "--dense-input!", "--batch-size", "--checkpoint", "--resume!", "--parts", "--batch-parts", "--refresh", "--history-dtype", "--refresh-source", "--cluster-norm",
         "--partition", "--threads", "--device", "--seed", "--metrics", "--runs", "--json!",
         "--train-indices", "--split", "--patience", "--select", NULL};
     args_t *a = NULL;
@@ -110,7 +127,8 @@ int cmd_train(int argc, char **argv) {
     int rc = args_parse(argc, argv, known, &a);
     if (rc) return rc;
     if (args_npos(a) != 1) { rc = inca_fail(INCA_EINVAL, "expected exactly one STORE argument"); goto done; }
-    if ((rc = config_from_args(a, &c))) goto done;
+    log_state_t ls = {.tty = isatty(STDERR_FILENO)};
+    if ((rc = config_from_args(a, &c, &ls))) goto done;
     if ((rc = dataset_load(args_pos(a, 0), &d))) goto done;
     c.store_path = args_pos(a, 0);
     const char *split = args_str(a, "--split", NULL);
@@ -125,7 +143,9 @@ int cmd_train(int argc, char **argv) {
     }
     const char *ti = args_str(a, "--train-indices", NULL);
     if (ti && (rc = npy_read_indices(ti, &ids, &nids))) goto done;
-    if ((rc = train_run(&d, &c, ids, nids, &r))) goto done;
+    rc = train_run(&d, &c, ids, nids, &r);
+    if (ls.open) fputc('\n', stderr);   /* end the progress line */
+    if (rc) goto done;
     if (args_has(a, "--json")) {
         if ((rc = json_new(&j))) goto done;
         json_num(j, "test_acc", r.test_acc);
@@ -140,6 +160,12 @@ int cmd_train(int argc, char **argv) {
         json_num(j, "eval_time_s", r.eval_time_s);
         json_num(j, "peak_rss_mb", r.peak_rss_mb);
         json_str(j, "method", c.method);
+        if (strcmp(c.method, "incagg") == 0) json_str(j, "refresh_source", agg_source_name(c.refresh_source));
+        if (strcmp(c.method, "cluster") == 0) json_str(j, "cluster_norm", c.cluster_global_norm ? "global" : "batch");
+        if (strcmp(c.method, "full") != 0) {
+            json_int(j, "table_bytes", r.table_bytes);
+            json_int(j, "scratch_bytes", r.scratch_bytes);
+        }
         json_str(j, "model", c.model);
         json_int(j, "runs", r.runs);
         json_int(j, "seed", (int64_t)c.seed);

@@ -23,6 +23,7 @@ static const struct { const char *name; int (*fn)(int, char **); const char *hel
      "            --train-indices FILE(.npy|text) --dense-input --batch-size N (mlp) [0: full batch]\n"
      "  method    --method full|cluster|gas|incagg [full] --parts K [40] --batch-parts B [10]\n"
      "            --refresh R (incagg, steps) [0: once per epoch] --history-dtype fp32|bf16 [fp32]\n"
+     "            --refresh-source push|recompute (incagg) [recompute] --cluster-norm batch|global [batch]\n"
      "  run       --runs N [1] --seed S [0] --threads T [all cores] --device cpu|cuda [cpu]\n"
      "            --metrics FILE.jsonl --json --checkpoint DIR --resume"},
     {"prune", cmd_prune,

@@ -223,6 +223,12 @@ int csr_mean_norm(const csr_t *a, csr_t *out) {
     return INCA_OK;
 }
 
+csr_t csr_row_view(const csr_t *a, int64_t r0, int64_t r1) {
+    csr_t v = {.n_rows = r1 - r0, .n_cols = a->n_cols, .nnz = a->rowptr[r1] - a->rowptr[r0],
+               .rowptr = a->rowptr + r0, .col = a->col, .val = a->val, .owned = 0};
+    return v;
+}
+
 int csr_transpose(const csr_t *a, csr_t *out) {
     int rc = csr_alloc(out, a->n_cols, a->n_rows, a->nnz, a->val != NULL);
     if (rc) return rc;

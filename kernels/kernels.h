@@ -21,6 +21,10 @@ int kern_spmm(const csr_t *a, const float *x, int64_t f, float alpha, float beta
  * with alpha = beta = 1 (IncAgg's M_B + Â_BB Δ without writing and re-reading Y). */
 int kern_spmm_base(const csr_t *a, const float *x, int64_t f, const float *base, int64_t n_base,
                    const int64_t *ids, float *y);
+/* Y[a->n_rows x f] = A X with X (a->n_cols x f) stored as bf16 (memory/history.h's encoding):
+ * the same bits as kern_spmm on the fp32-decoded X, without decoding it. `a` may be a row view
+ * (csr_row_view), as for every kernel here. IncAgg's push refresh of bf16 tables. */
+int kern_spmm_bf16(const csr_t *a, const uint16_t *x, int64_t f, float *y);
 /* Y[a->n_cols x f] = alpha * Aᵀ X + beta * Y using `at`, the precomputed csr_transpose of A
  * (pass NULL when A is known symmetric in pattern and values, e.g. GCN's Â). */
 int kern_spmm_t(const csr_t *a, const csr_t *at, const float *x, int64_t f, float alpha, float beta, float *y);

@@ -7,6 +7,7 @@
 #include "core/rng.h"
 #include "core/status.h"
 #include "core/util.h"
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -123,6 +124,18 @@ static void epoch_order(batch_loader_t *l, int64_t epoch) {
     l->order_epoch = epoch;
 }
 
+/* Â_BB's values renormalised on the batch subgraph (batch.h, BATCH_RENORM_*); rows with no
+ * entry stay empty. Computed in double, rounded once. */
+static void batch_renorm(csr_t *a, int renorm) {
+    for (int64_t i = 0; i < a->n_rows; i++) {
+        const int64_t di = a->rowptr[i + 1] - a->rowptr[i];
+        for (int64_t e = a->rowptr[i]; e < a->rowptr[i + 1]; e++) {
+            const int64_t j = a->col[e], dj = a->rowptr[j + 1] - a->rowptr[j];
+            a->val[e] = (float)(renorm == BATCH_RENORM_MEAN ? 1.0 / (double)di : 1.0 / sqrt((double)di * (double)dj));
+        }
+    }
+}
+
 /* Build global batch number `idx` into slot idx % 2. Runs on one thread at a time. */
 static int batch_build(batch_loader_t *l, int64_t idx) {
     double t0 = inca_now();
@@ -224,6 +237,7 @@ static int batch_build(batch_loader_t *l, int64_t idx) {
         b->a_bh.n_cols = nh;
         b->a_bh.nnz = zh;
     }
+    if (l->o.renorm != BATCH_RENORM_NONE) batch_renorm(&b->a_bb, l->o.renorm);
     if (!src->a_symmetric) transpose_into(&b->a_bb, &b->a_bbt, l->tcount);
     for (int64_t i = 0; i < nb; i++) l->local[b->nodes[i]] = -1;
     l->build_s += inca_now() - t0;
@@ -260,6 +274,10 @@ int batch_loader_create(const batch_source_t *src, const batch_opts_t *o, batch_
         if (src->bounds[p + 1] < src->bounds[p])
             return inca_fail(INCA_EINVAL, "batch loader: part bounds decrease at part %lld", (long long)p);
     if (o->batch_parts < 1) return inca_fail(INCA_EINVAL, "--batch-parts: expected at least 1, got %lld", (long long)o->batch_parts);
+    if (o->renorm < BATCH_RENORM_NONE || o->renorm > BATCH_RENORM_MEAN)
+        return inca_fail(INCA_EINVAL, "batch loader: unknown renormalisation %d", o->renorm);
+    if (o->renorm != BATCH_RENORM_NONE && !src->a->val)
+        return inca_fail(INCA_EINVAL, "batch loader: renormalising Â_BB needs an adjacency with values");
     if (src->n >= INT32_MAX) return inca_fail(INCA_EINVAL, "batch loader: %lld nodes exceed 32-bit local ids", (long long)src->n);
     if (o->first_epoch < 0) return inca_fail(INCA_EINVAL, "batch loader: first epoch %lld < 0", (long long)o->first_epoch);
     int rc = INCA_OK;

@@ -34,11 +34,19 @@ typedef struct batch_source {
     int64_t k;
 } batch_source_t;
 
+/* Values of Â_BB: the global Â restricted to B (NONE), or the batch subgraph renormalised on
+ * itself as Cluster-GCN publishes it (and PyG's ClusterGCN + GCNConv / SAGEConv compute), from
+ * d_i = the number of stored entries of row i inside B: GCN Â_BB[i,j] = 1/sqrt(d_i d_j) (Â's
+ * pattern holds the self-loops, so d_i counts one), MEAN Â_BB[i,j] = 1/d_i. Needs an Â with
+ * values. */
+enum { BATCH_RENORM_NONE = 0, BATCH_RENORM_GCN = 1, BATCH_RENORM_MEAN = 2 };
+
 typedef struct batch_opts {
     int64_t batch_parts;     /* b >= 1 (clamped to k) */
     uint64_t seed;
     int halo;                /* build halo ids and Â_{B,halo} */
     int prefetch;            /* 1: background thread */
+    int renorm;              /* BATCH_RENORM_* (default NONE) */
     int64_t first_epoch;     /* the first batch is step 0 of this epoch (resuming; default 0):
                                 the batches of epoch e depend on (seed, e) only */
 } batch_opts_t;

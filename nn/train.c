@@ -5,12 +5,15 @@
 #include "nn/train.h"
 #include "nn/optim.h"
 #include "nn/checkpoint.h"
+#include "nn/train_mb.h"
+#include "loaders/store.h"
 #include "kernels/kernels.h"
 #include "core/alloc.h"
 #include "core/status.h"
 #include "core/rng.h"
 #include "core/util.h"
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -34,6 +37,7 @@ void train_config_default(train_config_t *c) {
     c->parts = 40;
     c->batch_parts = 10;
     snprintf(c->history_dtype, sizeof c->history_dtype, "fp32");
+    c->refresh_source = TRAIN_REFRESH_SOURCE_DEFAULT;
 }
 
 void train_result_free(train_result_t *r) {
@@ -165,8 +169,38 @@ void train_metrics_line(FILE *f, int run, int epoch, double train_loss, double t
             run, epoch, train_loss, train_acc, val_loss, val_acc, test_acc, epoch_time_s);
 }
 
-/* Register every parameter with the optimiser, one group per distinct weight decay. */
-static int optim_from_model(const train_config_t *c, model_t *m, optim_t **out) {
+void train_log(const train_config_t *c, int level, const char *fmt, ...) {
+    if (!c->log) return;
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    c->log(c->log_ctx, level, line);
+}
+
+int train_epoch_end(const train_config_t *c, const train_epoch_eval_t *e, const float *logits, int64_t n, int32_t nc,
+                    train_best_t *best) {
+    int is_best = 1;
+    if (e->n_valid > 0) is_best = train_best_update(best, e->epoch, e->val_acc, e->val_loss, e->test_acc);
+    else {   /* no validation split: the last epoch counts */
+        best->epoch = e->epoch;
+        best->val_acc = 0;
+        best->val_loss = 0;
+        best->test_acc = e->test_acc;
+        best->since = 0;
+    }
+    if (logits && is_best && c->out_logits) memcpy(c->out_logits, logits, (size_t)(n * nc) * sizeof(float));
+    int rc = logits && c->on_epoch ? c->on_epoch(c->on_epoch_ctx, e->run, e->epoch, logits, n, nc) : 0;
+    if (rc) return rc;
+    train_metrics_line(c->metrics_fp, e->run, e->epoch, e->train_loss, e->train_acc, e->val_loss, e->val_acc, e->test_acc,
+                       e->epoch_s);
+    train_log(c, TRAIN_LOG_PROGRESS, "[run %d] epoch %d/%d  loss %.4f  val %.4f  test %.4f  best %d", e->run + 1,
+              e->epoch + 1, c->epochs, e->train_loss, e->val_acc, e->test_acc, best->epoch + 1);
+    return 0;
+}
+
+int train_optim_build(const train_config_t *c, model_t *m, optim_t **out) {
     optim_t *o = NULL;
     double wds[16];
     int gids[16], ng = 0, rc;
@@ -305,7 +339,7 @@ int train_full(const dataset_t *d, const train_config_t *c, const int64_t *train
         }
         rc = INCA_OK;
     }
-    if ((rc = optim_from_model(c, m, &o))) goto done;
+    if ((rc = train_optim_build(c, m, &o))) goto done;
     if (c->batch_size > 0 && (rc = mlp_batch_init(&mb, c->batch_size < n_train ? c->batch_size : n_train, d->f, n_train)))
         goto done;
     dlog = inca_malloc((size_t)(n * cc) * sizeof(float));
@@ -351,26 +385,15 @@ int train_full(const dataset_t *d, const train_config_t *c, const int64_t *train
         }
         const double t1 = inca_now();
         if ((rc = model_forward(m, n, x, norm ? &agg : NULL, 0, c->seed, (uint64_t)ep, &logits))) goto done;
-        double vloss = 0, tloss = 0;
-        const double vacc = train_eval_split(logits, n, (int32_t)cc, d->y, vidx, nv, logp, &vloss);
-        const double tacc = train_eval_split(logits, n, (int32_t)cc, d->y, tidx, nt, logp, &tloss);
-        int is_best;
-        if (nv > 0) {
-            is_best = train_best_update(&best, ep, vacc, vloss, tacc);
-        } else {   /* no validation split: the last epoch counts */
-            best.epoch = ep; best.val_acc = 0; best.val_loss = 0; best.test_acc = tacc; best.since = 0;
-            is_best = 1;
-        }
-        if (is_best && c->out_logits) memcpy(c->out_logits, logits, (size_t)(n * cc) * sizeof(float));
-        if (c->on_epoch && (rc = c->on_epoch(c->on_epoch_ctx, run, ep, logits, n, (int32_t)cc))) goto done;
+        train_epoch_eval_t e = {.run = run, .epoch = ep, .train_loss = loss, .train_acc = train_acc, .n_valid = nv};
+        e.val_acc = train_eval_split(logits, n, (int32_t)cc, d->y, vidx, nv, logp, &e.val_loss);
+        e.test_acc = train_eval_split(logits, n, (int32_t)cc, d->y, tidx, nt, logp, &(double){0});
         const double t2 = inca_now();
+        e.epoch_s = t2 - t0;
         t_step += t1 - t0;
         t_eval += t2 - t1;
         t_epoch += t2 - t0;
-        train_metrics_line(c->metrics_fp, run, ep, loss, train_acc, vloss, vacc, tacc, t2 - t0);
-        if (c->progress)
-            fprintf(stderr, "\r[run %d] epoch %d/%d  loss %.4f  val %.4f  test %.4f  best %d ", run + 1, ep + 1,
-                    c->epochs, loss, vacc, tacc, best.epoch + 1);
+        if ((rc = train_epoch_end(c, &e, logits, n, (int32_t)cc, &best))) goto done;
         const int stop = c->patience > 0 && best.since >= c->patience;
         if (c->checkpoint_dir) {
             cs = (ckpt_state_t){.epoch = ep, .finished = stop, .best = best, .train_loss = loss,
@@ -379,7 +402,6 @@ int train_full(const dataset_t *d, const train_config_t *c, const int64_t *train
         }
         if (stop) { ep++; break; }
     }
-    if (c->progress) fprintf(stderr, "\n");
     r->test_acc = best.test_acc;
     r->val_acc = best.val_acc;
     r->best_epoch = best.epoch;
@@ -392,7 +414,6 @@ int train_full(const dataset_t *d, const train_config_t *c, const int64_t *train
     r->runs = 1;
     rc = INCA_OK;
 done:
-    if (c->progress && rc) fprintf(stderr, "\n");
     r->peak_rss_mb = inca_peak_rss_mb();
     inca_free(dlog);
     inca_free(logp);
@@ -419,18 +440,66 @@ static double std_of(const double *v, int n) {
     return sqrt(s / (n - 1));
 }
 
+int train_mb_flags_parse(const char *refresh_source, const char *cluster_norm, train_config_t *c) {
+    int rc;
+    if (refresh_source && (rc = agg_source_parse(refresh_source, &c->refresh_source))) return rc;
+    if (cluster_norm) {
+        if (strcmp(cluster_norm, "batch") == 0) c->cluster_global_norm = 0;
+        else if (strcmp(cluster_norm, "global") == 0) c->cluster_global_norm = 1;
+        else return inca_fail(INCA_EINVAL, "--cluster-norm: expected batch or global, got '%s'", cluster_norm);
+    }
+    return INCA_OK;
+}
+
+int train_partition(const dataset_t *d, const train_config_t *c, partition_t *p) {
+    /* METIS with seed 0, fixed across runs as in GAS; c->partition = "random..." selects the
+     * random fallback */
+    const int pm = strncmp(c->partition, "random", 6) == 0 ? PART_RANDOM : PART_METIS;
+    int64_t k = c->parts > 0 ? c->parts : 40;
+    if (k > d->n) k = d->n;
+    store_t *s = NULL;
+    int rc;
+    /* reuse (or keep) the partitioning in the store, as `inca partition` does; a store that
+     * cannot be opened for writing (a read-only copy) falls back to computing it */
+    if (c->store_path && store_open(c->store_path, STORE_RDWR, &s) == INCA_OK) {
+        rc = partition_get(s, &d->adj, k, pm, 0, p, NULL);
+        store_close(&s);
+    } else {
+        inca_err_clear();
+        rc = partition_compute(&d->adj, k, pm, 0, p);
+    }
+    return rc == INCA_OK ? rc : inca_fail_ctx(rc, "--parts %lld", (long long)k);
+}
+
+/* One run of c->method: full-batch, or a mini-batch method on the partitioning p. */
+static int train_one(const dataset_t *d, const train_config_t *c, const int64_t *tidx, int64_t ntr, int run,
+                     const partition_t *p, train_result_t *one) {
+    if (!p) return train_full(d, c, tidx, ntr, run, one);
+    mb_opts_t o;
+    mb_opts_default(&o);
+    mb_stats_t st;
+    int rc = mb_train(d, c, tidx, ntr, run, p, &o, one, &st);
+    if (rc == INCA_OK && run == 0)
+        train_log(c, TRAIN_LOG_INFO, "%s: partition %s (edge cut %lld), %lld steps/epoch, history tables %lld bytes "
+                  "+ scratch %lld, loader wait %.3f s of %.3f s of steps", c->method, p->man.name,
+                  (long long)p->man.edge_cut, (long long)st.steps_per_epoch, (long long)st.table_bytes,
+                  (long long)st.scratch_bytes, st.wait_s, st.step_s_total);
+    return rc;
+}
+
 int train_run(const dataset_t *d, const train_config_t *c, const int64_t *train_idx_override, int64_t n_override,
               train_result_t *r) {
-    int rc = INCA_OK, kind;
-    int (*fn)(const dataset_t *, const train_config_t *, const int64_t *, int64_t, int, train_result_t *);
+    int rc = INCA_OK, kind, mb;
     train_config_t cc = *c;
     train_result_t one;
+    partition_t part;
     FILE *mf = NULL;
     memset(r, 0, sizeof *r);
     memset(&one, 0, sizeof one);
-    if (strcmp(c->method, "full") == 0) fn = train_full;
+    memset(&part, 0, sizeof part);
+    if (strcmp(c->method, "full") == 0) mb = 0;
     else if (strcmp(c->method, "cluster") == 0 || strcmp(c->method, "gas") == 0 || strcmp(c->method, "incagg") == 0)
-        fn = train_minibatch;
+        mb = 1;
     else return inca_fail(INCA_EINVAL, "--method: expected full|cluster|gas|incagg, got '%s'", c->method);
     if ((rc = model_kind_parse(c->model, &kind))) return rc;
     if (c->resume && !c->checkpoint_dir) return inca_fail(INCA_EINVAL, "--resume: needs --checkpoint DIR");
@@ -440,6 +509,7 @@ int train_run(const dataset_t *d, const train_config_t *c, const int64_t *train_
         if (!kern_backend_get("cuda")) return inca_fail_ctx(INCA_EINVAL, "--device cuda");
         return inca_fail(INCA_EINVAL, "--device cuda: the trainers run on the CPU backend only in this build");
     }
+    if (mb && !d->adj.rowptr) return inca_fail(INCA_EINVAL, "--method %s needs a graph; this dataset has none", c->method);
     const int64_t *tidx = train_idx_override ? train_idx_override : d->split[SPLIT_TRAIN];
     const int64_t ntr = train_idx_override ? n_override : d->split_n[SPLIT_TRAIN];
     for (int64_t i = 0; i < ntr; i++)
@@ -451,6 +521,7 @@ int train_run(const dataset_t *d, const train_config_t *c, const int64_t *train_
     r->run_val_acc = inca_calloc((size_t)c->runs, sizeof(double));
     r->run_best_epoch = inca_calloc((size_t)c->runs, sizeof(int));
     if (!r->run_test_acc || !r->run_val_acc || !r->run_best_epoch) { rc = INCA_ENOMEM; goto fail; }
+    if (mb && (rc = train_partition(d, c, &part))) goto fail;   /* one partitioning for every run */
     if (c->metrics_path && !c->metrics_fp) {
         if (!(mf = fopen(c->metrics_path, "w"))) {
             rc = inca_fail(INCA_EIO, "--metrics %s: cannot open for writing", c->metrics_path);
@@ -461,7 +532,7 @@ int train_run(const dataset_t *d, const train_config_t *c, const int64_t *train_
     double te = 0, ts = 0, tr = 0, tv = 0;
     for (int i = 0; i < c->runs; i++) {
         cc.seed = c->seed + (uint64_t)i;
-        if ((rc = fn(d, &cc, tidx, ntr, i, &one))) {
+        if ((rc = train_one(d, &cc, tidx, ntr, i, mb ? &part : NULL, &one))) {
             if (c->runs > 1) inca_fail_ctx(rc, "run %d (seed %llu)", i, (unsigned long long)cc.seed);
             goto fail;
         }
@@ -475,8 +546,11 @@ int train_run(const dataset_t *d, const train_config_t *c, const int64_t *train_
         r->best_epoch = one.best_epoch;
         r->epochs = one.epochs;
         r->train_loss = one.train_loss;
+        r->table_bytes = one.table_bytes;
+        r->scratch_bytes = one.scratch_bytes;
         train_result_free(&one);
     }
+    partition_free(&part);
     r->runs = c->runs;
     r->test_acc = mean_of(r->run_test_acc, c->runs);
     r->val_acc = mean_of(r->run_val_acc, c->runs);
@@ -490,6 +564,7 @@ int train_run(const dataset_t *d, const train_config_t *c, const int64_t *train_
     if (mf && fclose(mf) != 0) { mf = NULL; rc = inca_fail(INCA_EIO, "--metrics %s: write failed", c->metrics_path); goto fail; }
     return INCA_OK;
 fail:
+    partition_free(&part);
     if (mf) fclose(mf);
     train_result_free(r);
     return rc;

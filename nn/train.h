@@ -20,15 +20,25 @@
 #define INCA_NN_TRAIN_H
 #include <stdint.h>
 #include <stdio.h>
+#include "graph/partition.h"
 #include "loaders/dataset.h"
+#include "memory/agg.h"
 #include "nn/model.h"
+#include "nn/optim.h"
 
 enum { TRAIN_FEATNORM_NONE = 0, TRAIN_FEATNORM_ROW = 1, TRAIN_FEATNORM_STANDARD = 2 };
+/* IncAgg's default refresh source (memory/agg.h), chosen from the measurements in README.md. */
+#define TRAIN_REFRESH_SOURCE_DEFAULT AGG_SRC_RECOMPUTE
 
 /* Called after every epoch's evaluation with the eval-mode logits of all d->n nodes (n x c,
  * valid during the call only). Return non-zero to stop with that status. For pruning
  * (training dynamics). */
 typedef int (*train_epoch_cb)(void *ctx, int run, int epoch, const float *logits, int64_t n, int32_t c);
+/* Status lines for a person (the library never prints): TRAIN_LOG_PROGRESS lines replace each
+ * other (a progress bar on a terminal), TRAIN_LOG_INFO lines stay. `line` has no newline and is
+ * valid during the call only. */
+enum { TRAIN_LOG_INFO = 0, TRAIN_LOG_PROGRESS = 1 };
+typedef void (*train_log_cb)(void *ctx, int level, const char *line);
 
 typedef struct train_config {
     char model[16];            /* gcn | sage | gcnii | appnp | mlp */
@@ -59,12 +69,17 @@ typedef struct train_config {
     const char *metrics_path;  /* JSON Lines per epoch (borrowed; NULL: none) */
     FILE *metrics_fp;          /* set by train_run (opened from metrics_path); trainers write
                                   train_metrics_line here when non-NULL */
-    int progress;              /* 1: a progress line on stderr */
+    train_log_cb log;          /* status and progress lines (NULL: none) */
+    void *log_ctx;
     const char *device;        /* "cpu" (default) | "cuda" */
     /* mini-batch methods (issue 4) */
     int parts;                 /* METIS parts (default 40) */
     int batch_parts;           /* parts per batch (default 10) */
     int refresh;               /* incagg: refresh every R steps (0: once per epoch) */
+    int refresh_source;        /* incagg: AGG_SRC_PUSH | AGG_SRC_RECOMPUTE (memory/agg.h;
+                                  default TRAIN_REFRESH_SOURCE_DEFAULT) */
+    int cluster_global_norm;   /* cluster: 0 (default) Â_BB renormalised on the batch subgraph
+                                  (Cluster-GCN as published); 1 the global Â restricted to B */
     char history_dtype[8];     /* fp32 | bf16 */
     char partition[64];        /* stored partitioning name ("" = default) */
     const char *store_path;    /* the store the dataset came from (borrowed; may be NULL): the
@@ -92,6 +107,8 @@ typedef struct train_result {
     double refresh_time_s;               /* mean time per refresh (incagg; 0 otherwise) */
     double eval_time_s;                  /* mean time per evaluation */
     double peak_rss_mb;
+    int64_t table_bytes;                 /* mini-batch: the operator's history tables (last run) */
+    int64_t scratch_bytes;               /* mini-batch: the operator's scratch buffers (last run) */
     int runs;
     double *run_test_acc, *run_val_acc;  /* runs entries each, owned (train_result_free) */
     int *run_best_epoch;
@@ -106,10 +123,13 @@ void train_result_free(train_result_t *r);   /* frees the per-run arrays, zeroes
 int train_run(const dataset_t *d, const train_config_t *c, const int64_t *train_idx_override,
               int64_t n_override, train_result_t *r);
 
-/* One run of a mini-batch method (cluster, gas, incagg) with seed c->seed: implemented in
- * nn/train_mb.c (owned by issue 4). r receives the single-run figures (runs = 1, arrays NULL). */
-int train_minibatch(const dataset_t *d, const train_config_t *c, const int64_t *train_idx,
-                    int64_t n_train, int run, train_result_t *r);
+/* --refresh-source push|recompute and --cluster-norm batch|global into c (NULL: keep c's
+ * value); INCA_EINVAL naming the flag otherwise. */
+int train_mb_flags_parse(const char *refresh_source, const char *cluster_norm, train_config_t *c);
+/* The partitioning a mini-batch method trains on: "metis-K-s0" (or random) from the store at
+ * c->store_path when stored there (inca partition), else computed and stored there (computed
+ * only, when the store cannot be opened for writing). Owned by the caller (partition_free). */
+int train_partition(const dataset_t *d, const train_config_t *c, partition_t *p);
 /* One full-batch run, the same contract. */
 int train_full(const dataset_t *d, const train_config_t *c, const int64_t *train_idx,
                int64_t n_train, int run, train_result_t *r);
@@ -137,6 +157,24 @@ typedef struct train_best {
 void train_best_init(train_best_t *b);
 /* Returns 1 when this epoch is the new best. */
 int train_best_update(train_best_t *b, int epoch, double val_acc, double val_loss, double test_acc);
+
+/* The optimiser of c (Adam or AdamW) over every parameter of m, one group per distinct weight
+ * decay (train_param_wd). */
+int train_optim_build(const train_config_t *c, model_t *m, optim_t **out);
+
+/* The end of an epoch that every trainer shares, after its evaluation: best-epoch update (the
+ * last epoch counts when there is no validation split), out_logits at the best epoch, the
+ * on_epoch hook, the metrics line and the progress line. logits are in the dataset's node
+ * order (n x c). Returns the hook's status (0 to go on). */
+typedef struct train_epoch_eval {
+    int run, epoch;
+    double train_loss, train_acc, val_loss, val_acc, test_acc, epoch_s;
+    int64_t n_valid;
+} train_epoch_eval_t;
+int train_epoch_end(const train_config_t *c, const train_epoch_eval_t *e, const float *logits, int64_t n,
+                    int32_t nc, train_best_t *best);
+/* Send one formatted line to c->log (nothing without one). */
+void train_log(const train_config_t *c, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* Mean loss and accuracy of `logits` (n x c) over idx; loss in *loss, accuracy returned.
  * Scratch logp must hold n*c floats. */

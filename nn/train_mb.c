@@ -1,15 +1,18 @@
-/* Mini-batch trainers (cluster, gas, incagg) behind train_minibatch (nn/train.h) and mb_train
- * (nn/train_mb.h): renumber the dataset by the partition once, build Â, run the prefetching
- * loader, one optimiser step per batch with the method's aggregation operator, IncAgg refreshes
- * every R steps (fused with the evaluation when both are due), layer-wise full inference for
- * evaluation. Tested in test_incagg.c (equivalences, determinism, Cora end to end). */
+/* Mini-batch trainers (cluster, gas, incagg; see train_mb.h), in named phases: mb_data_prepare
+ * (renumber the dataset by the partition, build Â), mb_run_setup (loader, model, optimiser,
+ * operator, buffers, checkpoint blobs), mb_run_resume, mb_step (one optimiser step on a batch),
+ * mb_refresh (IncAgg, from the configured source), mb_epoch_eval (evaluation and the end of
+ * epoch shared with the full-batch trainer, checkpoint) and mb_run_figures.
+ * Tested in test_incagg.c (equivalences, determinism, accuracy against full-batch, Cora). */
 #include "nn/train_mb.h"
 #include "core/alloc.h"
 #include "core/status.h"
 #include "core/util.h"
 #include "kernels/kernels.h"
-#include "nn/optim.h"
+#include "loaders/batch.h"
 #include "nn/checkpoint.h"
+#include "nn/optim.h"
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,9 +27,22 @@ static double cpu_now(void) {
 }
 
 void mb_opts_default(mb_opts_t *o) {
+    memset(o, 0, sizeof *o);
     o->eval_every_epoch = 1;
     o->prefetch = 1;
     o->single_buffer = 1;
+}
+
+int mb_model_sites(const model_config_t *mc, int64_t *dims, uint8_t *fixed) {
+    const int ns = model_num_sites(mc);
+    if (ns < 0 || ns > AGG_MAX_SITES)
+        return inca_fail(INCA_EINVAL, "mini-batch training supports at most %d aggregation sites, model has %d", AGG_MAX_SITES, ns);
+    for (int s = 0; s < ns; s++) {
+        dims[s] = model_site_dim(mc, s);
+        /* gcn/sage site 0 aggregates x itself (transform_first is off for these operators) */
+        fixed[s] = s == 0 && (mc->kind == NN_GCN || mc->kind == NN_SAGE);
+    }
+    return ns;
 }
 
 static int cmp_i64(const void *a, const void *b) {
@@ -43,29 +59,6 @@ static int64_t *map_ids(const int64_t *ids, int64_t m, const int64_t *perm) {
     return o;
 }
 
-static int optim_build(const train_config_t *c, model_t *m, optim_t **out) {
-    int rc = optim_new(c->adamw ? OPTIM_ADAMW : OPTIM_ADAM, c->lr, 0.9, 0.999, 1e-8, out);
-    if (rc != INCA_OK) return rc;
-    double wds[16];
-    int gid[16], ng = 0;
-    for (int i = 0; i < model_nparams(m) && rc == INCA_OK; i++) {
-        nn_param_t *p = model_param(m, i);
-        double wd = train_param_wd(c, p);
-        int g = -1;
-        for (int k = 0; k < ng; k++)
-            if (wds[k] == wd) g = gid[k];
-        if (g < 0) {
-            if (ng == 16) { rc = inca_fail(INCA_EINVAL, "too many weight-decay groups"); break; }
-            if ((rc = optim_add_group(*out, wd, &g)) != INCA_OK) break;
-            wds[ng] = wd;
-            gid[ng++] = g;
-        }
-        rc = optim_add_param(*out, g, p->w, p->g, p->n);
-    }
-    if (rc != INCA_OK) optim_free(out);
-    return rc;
-}
-
 static void tables_json(const mem_arena_t *a, char *buf, size_t len) {
     size_t o = 0;
     o += (size_t)snprintf(buf + o, len - o, "{");
@@ -74,299 +67,350 @@ static void tables_json(const mem_arena_t *a, char *buf, size_t len) {
     if (o < len) snprintf(buf + o, len - o, "}");
 }
 
-int mb_train(const dataset_t *d, const train_config_t *c, const int64_t *train_idx, int64_t n_train,
-             int run, const partition_t *p, const mb_opts_t *o, train_result_t *r, mb_stats_t *st) {
-    int rc = INCA_OK, method = 0;
-    memset(r, 0, sizeof *r);
-    mb_stats_t stl;
-    if (!st) st = &stl;
-    memset(st, 0, sizeof *st);
-    csr_t adjp = {0}, a = {0}, at = {0};
-    float *xp = NULL, *logp = NULL, *dlogits = NULL, *lorig = NULL;
-    int32_t *yp = NULL;
-    int64_t *tr = NULL, *va = NULL, *te = NULL, *lidx = NULL;
-    uint8_t *in_train = NULL;
-    model_t *m = NULL;
-    optim_t *opt = NULL;
-    batch_loader_t *ld = NULL;
-    mb_ctx_t *ctx = NULL;
-    ckpt_blob_t *blobs = NULL;
-    int nblobs = 0;
-    FILE *mf = NULL;
+/* The dataset renumbered by the partition (node v becomes perm[v]: parts are id ranges). */
+typedef struct mb_data {
+    int64_t n, f;
+    float *x;
+    int32_t *y;
+    int64_t *tr, *va, *te;
+    int64_t ntr, nva, nte;
+    uint8_t *in_train;
+    csr_t a, at;              /* Â and, when it is not symmetric (mean), Âᵀ */
+} mb_data_t;
+
+static void mb_data_free(mb_data_t *D) {
+    inca_free(D->x);
+    inca_free(D->y);
+    inca_free(D->tr);
+    inca_free(D->va);
+    inca_free(D->te);
+    inca_free(D->in_train);
+    csr_free(&D->a);
+    csr_free(&D->at);
+    memset(D, 0, sizeof *D);
+}
+
+static int mb_data_prepare(const dataset_t *d, const train_config_t *c, const partition_t *p, const int64_t *train_idx,
+                           int64_t n_train, int norm, mb_data_t *D) {
     const int64_t n = d->n, f = d->f;
-    if ((rc = mb_method_parse(c->method, &method)) != INCA_OK) return rc;
+    csr_t adjp = {0};
+    memset(D, 0, sizeof *D);
+    D->n = n;
+    D->f = f;
+    D->ntr = n_train;
+    D->nva = d->split_n[SPLIT_VALID];
+    D->nte = d->split_n[SPLIT_TEST];
+    int rc = csr_permute(&d->adj, p->perm, &adjp);
+    if (rc != INCA_OK) return rc;
+    D->x = inca_malloc(sizeof *D->x * (size_t)(n * f > 0 ? n * f : 1));
+    D->y = inca_malloc(sizeof *D->y * (size_t)(n ? n : 1));
+    D->in_train = inca_calloc((size_t)(n ? n : 1), 1);
+    D->tr = map_ids(train_idx, n_train, p->perm);
+    D->va = map_ids(d->split[SPLIT_VALID], D->nva, p->perm);
+    D->te = map_ids(d->split[SPLIT_TEST], D->nte, p->perm);
+    if (!D->x || !D->y || !D->in_train || !D->tr || !D->va || !D->te) { rc = INCA_ENOMEM; goto done; }
+    for (int64_t v = 0; v < n; v++) {
+        memcpy(D->x + p->perm[v] * f, d->x + v * f, sizeof(float) * (size_t)f);
+        D->y[p->perm[v]] = d->y[v];
+    }
+    train_features_prepare(c->feature_norm, n, f, D->x, D->x);
+    for (int64_t i = 0; i < n_train; i++) D->in_train[D->tr[i]] = 1;
+    rc = nn_adj_build(&adjp, norm, &D->a, &D->at);
+done:
+    csr_free(&adjp);
+    if (rc != INCA_OK) mb_data_free(D);
+    return rc;
+}
+
+/* Everything one run owns. */
+typedef struct mb_run {
+    const train_config_t *c;
+    const mb_opts_t *o;
+    const partition_t *p;
+    int run, method;
+    int32_t C;
+    mb_data_t D;
+    model_config_t mc;
+    batch_source_t src;
+    batch_opts_t bo;
+    batch_loader_t *ld;
+    model_t *m;
+    optim_t *opt;
+    agg_t *agg;
+    nn_agg_t op_batch, op_full, op_refresh;
+    nn_agg_full_t full;
+    float *logp, *dlogits, *lorig;
+    int64_t *lidx;
+    ckpt_blob_t *blobs;
+    int nblobs;
+    int64_t spe, R, gstep;
+    train_best_t best;
+    double epoch_s, train_loss;
+    int ep0, epochs_run, finished, fused_pending;
+} mb_run_t;
+
+static void mb_run_free(mb_run_t *R) {
+    inca_free(R->blobs);
+    batch_loader_free(&R->ld);
+    agg_free(&R->agg);
+    optim_free(&R->opt);
+    model_free(&R->m);
+    mb_data_free(&R->D);
+    inca_free(R->logp);
+    inca_free(R->dlogits);
+    inca_free(R->lidx);
+    inca_free(R->lorig);
+}
+
+static int mb_run_setup(mb_run_t *R, const dataset_t *d, const int64_t *train_idx, int64_t n_train) {
+    const train_config_t *c = R->c;
+    int rc;
+    if ((rc = agg_method_parse(c->method, &R->method)) != INCA_OK) return rc;
     if (!d->adj.rowptr) return inca_fail(INCA_EINVAL, "--method %s needs a graph; this dataset has none", c->method);
     if (!d->y) return inca_fail(INCA_EINVAL, "--method %s needs labels; this dataset has none", c->method);
-    if (!p || p->n != n) return inca_fail(INCA_EINVAL, "partitioning covers %lld nodes, dataset has %lld", (long long)(p ? p->n : -1), (long long)n);
+    if (!R->p || R->p->n != d->n)
+        return inca_fail(INCA_EINVAL, "partitioning covers %lld nodes, dataset has %lld", (long long)(R->p ? R->p->n : -1), (long long)d->n);
     if (n_train <= 0) return inca_fail(INCA_EINVAL, "no training nodes");
-    model_config_t mc;
-    if ((rc = train_model_config(d, c, c->seed, &mc)) != INCA_OK) return rc;
-    if (mc.kind == NN_MLP) return inca_fail(INCA_EINVAL, "--model mlp has no aggregation: use --method full");
-    /* the operators here are affine (IncAgg adds a baseline; GAS adds halo rows of x): site 0
-     * must see x itself, so no transform-first layers */
-    mc.transform_first = 0;
-    const int32_t C = (int32_t)mc.out_dim;
+    if ((rc = train_model_config(d, c, c->seed, &R->mc)) != INCA_OK) return rc;
+    if (R->mc.kind == NN_MLP) return inca_fail(INCA_EINVAL, "--model mlp has no aggregation: use --method full");
+    /* the operators are affine (IncAgg adds a baseline; GAS adds halo rows of x): site 0 must see
+     * x itself, so no transform-first layers in training */
+    R->mc.transform_first = 0;
+    R->C = (int32_t)R->mc.out_dim;
+    const int norm = nn_kind_norm(R->mc.kind);
+    if ((rc = mb_data_prepare(d, c, R->p, train_idx, n_train, norm, &R->D)) != INCA_OK) return rc;
+    const int64_t n = R->D.n;
+    const csr_t *atp = R->D.at.rowptr ? &R->D.at : NULL;
 
-    /* renumber everything by the partition */
-    if ((rc = csr_permute(&d->adj, p->perm, &adjp)) != INCA_OK) goto done;
-    xp = inca_malloc(sizeof *xp * (size_t)(n * f > 0 ? n * f : 1));
-    yp = inca_malloc(sizeof *yp * (size_t)n);
-    in_train = inca_calloc((size_t)n, 1);
-    tr = map_ids(train_idx, n_train, p->perm);
-    va = map_ids(d->split[SPLIT_VALID], d->split_n[SPLIT_VALID], p->perm);
-    te = map_ids(d->split[SPLIT_TEST], d->split_n[SPLIT_TEST], p->perm);
-    logp = inca_malloc(sizeof *logp * (size_t)n * (size_t)C);
-    if (!xp || !yp || !in_train || !tr || !va || !te || !logp) { rc = INCA_ENOMEM; goto done; }
-    for (int64_t v = 0; v < n; v++) {
-        memcpy(xp + p->perm[v] * f, d->x + v * f, sizeof(float) * (size_t)f);
-        yp[p->perm[v]] = d->y[v];
-    }
-    train_features_prepare(c->feature_norm, n, f, xp, xp);
-    for (int64_t i = 0; i < n_train; i++) in_train[tr[i]] = 1;
-    if ((rc = nn_adj_build(&adjp, nn_kind_norm(mc.kind), &a, &at)) != INCA_OK) goto done;
-    csr_free(&adjp);
-    const csr_t *atp = at.rowptr ? &at : NULL;
+    /* loader */
+    R->src = (batch_source_t){.n = n, .f = R->D.f, .x = R->D.x, .y = R->D.y, .a = &R->D.a, .a_symmetric = atp == NULL,
+                              .bounds = R->p->bounds, .k = R->p->k};
+    R->bo = (batch_opts_t){.batch_parts = c->batch_parts, .seed = c->seed, .halo = R->method == AGG_GAS, .prefetch = R->o->prefetch};
+    if (R->method == AGG_CLUSTER && !c->cluster_global_norm)
+        R->bo.renorm = norm == NN_NORM_MEAN ? BATCH_RENORM_MEAN : BATCH_RENORM_GCN;
+    if ((rc = batch_loader_create(&R->src, &R->bo, &R->ld)) != INCA_OK) return rc;
+    int64_t nb_max = 0, halo_max = 0;
+    R->spe = batch_loader_steps_per_epoch(R->ld);
+    batch_loader_limits(R->ld, &nb_max, &halo_max);
+    R->R = c->refresh > 0 ? c->refresh : R->spe;
 
-    /* loader, model, optimiser, memory */
-    batch_source_t src = {.n = n, .f = f, .x = xp, .y = yp, .a = &a, .a_symmetric = atp == NULL,
-                          .bounds = p->bounds, .k = p->k};
-    batch_opts_t bo = {.batch_parts = c->batch_parts, .seed = c->seed, .halo = method == MB_GAS,
-                       .prefetch = o->prefetch};
-    if ((rc = batch_loader_create(&src, &bo, &ld)) != INCA_OK) goto done;
-    int64_t nb_max = 0, halo_max = 0, spe = batch_loader_steps_per_epoch(ld);
-    batch_loader_limits(ld, &nb_max, &halo_max);
-    if ((rc = model_create(&mc, n, &m)) != INCA_OK) goto done;
-    if ((rc = optim_build(c, m, &opt)) != INCA_OK) goto done;
+    /* model, optimiser, operator */
+    if ((rc = model_create(&R->mc, n, &R->m)) != INCA_OK) return rc;
+    if ((rc = train_optim_build(c, R->m, &R->opt)) != INCA_OK) return rc;
     hist_dtype_t hd = HIST_F32;
-    if ((rc = hist_dtype_parse(c->history_dtype[0] ? c->history_dtype : "fp32", &hd)) != INCA_OK) goto done;
-    const int64_t R = c->refresh > 0 ? c->refresh : spe;
-    if ((rc = mb_ctx_create(method, &mc, n, xp, &a, nb_max, halo_max, hd, o->single_buffer && R == spe, &ctx)) != INCA_OK)
-        goto done;
-    dlogits = inca_malloc(sizeof *dlogits * (size_t)(nb_max ? nb_max : 1) * (size_t)C);
-    lidx = inca_malloc(sizeof *lidx * (size_t)(nb_max ? nb_max : 1));
-    if (!dlogits || !lidx) { rc = INCA_ENOMEM; goto done; }
-    if (c->on_epoch || c->out_logits) {
-        lorig = inca_malloc(sizeof *lorig * (size_t)n * (size_t)C);
-        if (!lorig) { rc = INCA_ENOMEM; goto done; }
-    }
-    mf = c->metrics_fp;   /* opened by train_run from --metrics; NULL: no metrics lines */
-    nn_agg_t op_batch, op_full, op_fused;
-    nn_agg_full_t full;
-    mb_ctx_op(ctx, &op_batch);
-    mb_ctx_refresh_op(ctx, &op_fused);
-    nn_agg_full_init(&op_full, &full, &a, atp);
-    const float *logits = NULL;
-    train_best_t best;
-    train_best_init(&best);
-    double epoch_s = 0;
-    int64_t gstep = 0;
-    int epochs_run = 0, fused_pending = 0, ep0 = 0, finished = 0;
+    if ((rc = hist_dtype_parse(c->history_dtype[0] ? c->history_dtype : "fp32", &hd)) != INCA_OK) return rc;
+    int64_t dims[AGG_MAX_SITES];
+    uint8_t fixed[AGG_MAX_SITES];
+    const int ns = mb_model_sites(&R->mc, dims, fixed);
+    if (ns < 0) return ns;
+    agg_config_t ac = {.method = R->method, .source = c->refresh_source, .dtype = hd,
+                       .single_buffer = R->o->single_buffer && R->R == R->spe, .nsites = ns, .dims = dims,
+                       .fixed = fixed, .n = n, .in_dim = R->mc.in_dim, .x = R->D.x, .a = &R->D.a,
+                       .nb_max = nb_max, .halo_max = halo_max};
+    if ((rc = agg_create(&ac, &R->agg)) != INCA_OK) return rc;
+    R->op_batch = (nn_agg_t){.forward = agg_forward, .backward = agg_backward, .ctx = R->agg};
+    R->op_refresh = (nn_agg_t){.forward = agg_refresh_forward, .backward = NULL, .ctx = R->agg};
+    nn_agg_full_init(&R->op_full, &R->full, &R->D.a, atp);
+
+    /* buffers, sized once */
+    R->logp = inca_malloc(sizeof *R->logp * (size_t)(n ? n : 1) * (size_t)R->C);
+    R->dlogits = inca_malloc(sizeof *R->dlogits * (size_t)(nb_max ? nb_max : 1) * (size_t)R->C);
+    R->lidx = inca_malloc(sizeof *R->lidx * (size_t)(nb_max ? nb_max : 1));
+    if (!R->logp || !R->dlogits || !R->lidx) return INCA_ENOMEM;
+    if ((c->on_epoch || c->out_logits) && !(R->lorig = inca_malloc(sizeof *R->lorig * (size_t)(n ? n : 1) * (size_t)R->C)))
+        return INCA_ENOMEM;
 
     /* checkpoints: the model, the optimiser and every history table (nn/checkpoint.h) */
     if (c->checkpoint_dir) {
-        const int ns = mb_ctx_num_sites(ctx);
-        if (!(blobs = inca_malloc(sizeof *blobs * (size_t)(4 * ns + 1)))) { rc = INCA_ENOMEM; goto done; }
+        if (!(R->blobs = inca_malloc(sizeof *R->blobs * (size_t)(4 * ns + 1)))) return INCA_ENOMEM;
         for (int t = 0; t < 4; t++)
             for (int s = 0; s < ns; s++) {
-                hist_t *h = mb_ctx_table(ctx, "HMSP"[t], s);
-                if (h) blobs[nblobs++] = (ckpt_blob_t){.p = h->data, .bytes = hist_bytes(h)};
+                hist_t *h = agg_table(R->agg, "HMSP"[t], s);
+                if (h) R->blobs[R->nblobs++] = (ckpt_blob_t){.p = h->data, .bytes = hist_bytes(h)};
             }
     }
-    if (c->checkpoint_dir && c->resume) {
-        ckpt_state_t cs;
-        if ((rc = ckpt_load(c->checkpoint_dir, run, c, d, m, opt, &cs, blobs, nblobs)) < 0) goto done;
-        if (rc == INCA_OK) {   /* continue after the last completed epoch, batches included */
-            best = cs.best;
-            r->train_loss = cs.train_loss;
-            epoch_s = cs.t_epoch;
-            ep0 = epochs_run = cs.epoch + 1;
-            finished = cs.finished;
-            gstep = (int64_t)ep0 * spe;
-            batch_loader_free(&ld);
-            bo.first_epoch = ep0;
-            if ((rc = batch_loader_create(&src, &bo, &ld)) != INCA_OK) goto done;
-        }
-        rc = INCA_OK;
-    }
+    train_best_init(&R->best);
+    R->best.by_loss = c->select_loss;
+    return INCA_OK;
+}
 
-    /* IncAgg starts from exact snapshots of the initial model (one fused pass); a resumed run
-     * has its tables from the checkpoint */
-    if (method == MB_INCAGG && ep0 == 0) {
-        double t0 = inca_now();
-        if ((rc = model_forward(m, n, xp, &op_fused, 0, c->seed, 0, &logits)) != INCA_OK) goto done;
-        st->init_s = inca_now() - t0;
+/* Continue after the last completed epoch of a checkpoint, batches included. */
+static int mb_run_resume(mb_run_t *R, const dataset_t *d) {
+    ckpt_state_t cs;
+    int rc = ckpt_load(R->c->checkpoint_dir, R->run, R->c, d, R->m, R->opt, &cs, R->blobs, R->nblobs);
+    if (rc < 0) return rc;
+    if (rc == CKPT_NONE) return INCA_OK;
+    R->best = cs.best;
+    R->train_loss = cs.train_loss;
+    R->epoch_s = cs.t_epoch;
+    R->ep0 = R->epochs_run = cs.epoch + 1;
+    R->finished = cs.finished;
+    R->gstep = (int64_t)R->ep0 * R->spe;
+    batch_loader_free(&R->ld);
+    R->bo.first_epoch = R->ep0;
+    return batch_loader_create(&R->src, &R->bo, &R->ld);
+}
+
+/* One optimiser step on the next batch; the loss is summed into *loss_sum. */
+static int mb_step(mb_run_t *R, int ep, int64_t s, double *loss_sum, int64_t *loss_n) {
+    const batch_t *b = NULL;
+    const float *logits = NULL;
+    int rc = batch_loader_next(R->ld, &b);
+    if (rc != INCA_OK) return rc;
+    agg_set_batch(R->agg, b);
+    int64_t nidx = 0;
+    for (int64_t i = 0; i < b->n_b; i++)
+        if (R->D.in_train[b->nodes[i]] && b->y[i] >= 0) R->lidx[nidx++] = i;
+    if ((rc = model_forward(R->m, b->n_b, b->x, &R->op_batch, 1, R->c->seed, (uint64_t)R->gstep, &logits)) != INCA_OK) return rc;
+    if (nidx == 0) return INCA_OK;   /* no training node in this batch: nothing to learn from */
+    const double loss = kern_softmax_xent(b->n_b, R->C, logits, b->y, R->lidx, nidx, R->logp, R->dlogits);
+    if (!isfinite(loss))
+        return inca_fail(INCA_ERR, "run %d, epoch %d, step %lld: training loss is not finite (%g); lower --lr?", R->run, ep,
+                         (long long)s, loss);
+    *loss_sum += loss;
+    (*loss_n)++;
+    if ((rc = model_backward(R->m, R->dlogits, &R->op_batch)) != INCA_OK) return rc;
+    optim_step(R->opt);
+    return INCA_OK;
+}
+
+/* An IncAgg refresh that is due now. The recompute source shares the pass with an evaluation
+ * due at this epoch end (fused_pending); otherwise it runs its own eval-mode pass. */
+static int mb_refresh(mb_run_t *R, mb_stats_t *st, int shares_eval) {
+    int rc;
+    if (agg_source(R->agg) == AGG_SRC_RECOMPUTE && shares_eval) {
+        R->fused_pending = 1;
+        return INCA_OK;
     }
-    for (int ep = ep0; ep < c->epochs && !finished; ep++) {
-        if (ep == o->warmup_epochs && ep > 0) {   /* the warm-up epochs leave the figures */
-            st->step_s_total = st->refresh_s_total = st->eval_s_total = 0;
-            st->step_cpu_s = st->refresh_cpu_s = st->eval_cpu_s = 0;
-            st->steps = st->refreshes = st->evals = st->fused = 0;
-            epoch_s = 0;
-            mb_ctx_reset_times(ctx);
-        }
-        double te0 = inca_now(), loss_sum = 0;
-        int64_t loss_n = 0;
-        int eval_due = o->eval_every_epoch || ep == c->epochs - 1;
-        for (int64_t s = 0; s < spe; s++) {
-            double ts0 = inca_now(), tc0 = cpu_now();
-            const batch_t *b = NULL;
-            if ((rc = batch_loader_next(ld, &b)) != INCA_OK) goto done;
-            mb_ctx_set_batch(ctx, b);
-            int64_t nidx = 0;
-            for (int64_t i = 0; i < b->n_b; i++)
-                if (in_train[b->nodes[i]] && b->y[i] >= 0) lidx[nidx++] = i;
-            if ((rc = model_forward(m, b->n_b, b->x, &op_batch, 1, c->seed, (uint64_t)gstep, &logits)) != INCA_OK) goto done;
-            if (nidx > 0) {
-                loss_sum += kern_softmax_xent(b->n_b, C, logits, b->y, lidx, nidx, logp, dlogits);
-                loss_n++;
-                if ((rc = model_backward(m, dlogits, &op_batch)) != INCA_OK) goto done;
-                optim_step(opt);
-            }
-            st->step_s_total += inca_now() - ts0;
-            st->step_cpu_s += cpu_now() - tc0;
-            st->steps++;
-            gstep++;
-            if (method == MB_INCAGG && gstep % R == 0) {
-                /* fused with the evaluation when both are due at this epoch end; with
-                 * evaluation only after the last epoch (benchmarks) a refresh stays a refresh */
-                if (s == spe - 1 && eval_due && o->eval_every_epoch) fused_pending = 1;
-                else {
-                    double t0 = inca_now(), c0 = cpu_now();
-                    if ((rc = mb_ctx_refresh(ctx)) != INCA_OK) goto done;
-                    st->refresh_s_total += inca_now() - t0;
-                    st->refresh_cpu_s += cpu_now() - c0;
-                    st->refreshes++;
-                }
-            }
-        }
-        epochs_run = ep + 1;
-        double train_loss = loss_n ? loss_sum / (double)loss_n : 0;
-        r->train_loss = train_loss;
-        if (eval_due) {
-            double t0 = inca_now(), c0 = cpu_now();
-            /* the full-graph SpMM is linear: narrowing layers aggregate after W; IncAgg's refresh
-             * must see (and store) each layer's input itself */
-            model_set_eval_transform_first(m, !fused_pending);
-            rc = model_forward(m, n, xp, fused_pending ? &op_fused : &op_full, 0, c->seed, (uint64_t)gstep, &logits);
-            if (rc != INCA_OK) goto done;
-            double dt = inca_now() - t0;
-            if (fused_pending) { st->refresh_s_total += dt; st->refresh_cpu_s += cpu_now() - c0; st->refreshes++; st->fused++; }
-            else { st->eval_s_total += dt; st->eval_cpu_s += cpu_now() - c0; st->evals++; }
-            fused_pending = 0;
-            double vloss = 0, tloss = 0, trloss = 0;
-            double vacc = train_eval_split(logits, n, C, yp, va, d->split_n[SPLIT_VALID], logp, &vloss);
-            double tacc = train_eval_split(logits, n, C, yp, te, d->split_n[SPLIT_TEST], logp, &tloss);
-            double tracc = train_eval_split(logits, n, C, yp, tr, n_train, logp, &trloss);
-            int is_best = train_best_update(&best, ep, vacc, vloss, tacc);
-            if (lorig) {
-                for (int64_t v = 0; v < n; v++) memcpy(lorig + v * C, logits + p->perm[v] * C, sizeof(float) * (size_t)C);
-                if (is_best && c->out_logits) memcpy(c->out_logits, lorig, sizeof(float) * (size_t)n * (size_t)C);
-                if (c->on_epoch && (rc = c->on_epoch(c->on_epoch_ctx, run, ep, lorig, n, C)) != 0) goto done;
-            }
-            epoch_s += inca_now() - te0;
-            train_metrics_line(mf, run, ep, train_loss, tracc, vloss, vacc, tacc, inca_now() - te0);
-            const int stop = c->patience > 0 && best.since >= c->patience;
-            if (c->checkpoint_dir) {   /* after the evaluation: no refresh is pending here */
-                /* only the epoch time carries over a resume: the step / refresh / eval means are
-                 * this process's (mb_stats_t counts its own steps) */
-                ckpt_state_t cs = {.epoch = ep, .finished = stop, .best = best, .train_loss = train_loss, .t_epoch = epoch_s};
-                if ((rc = ckpt_save(c->checkpoint_dir, run, c, d, m, opt, &cs, blobs, nblobs)) != INCA_OK) goto done;
-            }
-            if (stop) break;
-        } else epoch_s += inca_now() - te0;
+    double t0 = inca_now(), c0 = cpu_now();
+    if (agg_source(R->agg) == AGG_SRC_RECOMPUTE) {
+        const float *logits;
+        model_set_eval_transform_first(R->m, 0);   /* the refresh stores each layer's own input */
+        rc = model_forward(R->m, R->D.n, R->D.x, &R->op_refresh, 0, R->c->seed, (uint64_t)R->gstep, &logits);
+    } else {
+        rc = agg_refresh(R->agg);
     }
-    r->test_acc = best.test_acc;
-    r->val_acc = best.val_acc;
-    r->best_epoch = best.epoch;
-    r->epochs = epochs_run;
+    st->refresh_s_total += inca_now() - t0;
+    st->refresh_cpu_s += cpu_now() - c0;
+    st->refreshes++;
+    return rc;
+}
+
+/* Evaluation at the end of epoch ep, the end of epoch every trainer shares, the checkpoint. */
+static int mb_epoch_eval(mb_run_t *R, const dataset_t *d, mb_stats_t *st, int ep, double te0) {
+    const train_config_t *c = R->c;
+    const int64_t n = R->D.n;
+    const float *logits = NULL;
+    double t0 = inca_now(), c0 = cpu_now();
+    /* the full-graph SpMM is linear: narrowing layers aggregate after W; a refresh must see (and
+     * store) each layer's input itself */
+    model_set_eval_transform_first(R->m, !R->fused_pending);
+    int rc = model_forward(R->m, n, R->D.x, R->fused_pending ? &R->op_refresh : &R->op_full, 0, c->seed,
+                           (uint64_t)R->gstep, &logits);
+    if (rc != INCA_OK) return rc;
+    double dt = inca_now() - t0;
+    if (R->fused_pending) { st->refresh_s_total += dt; st->refresh_cpu_s += cpu_now() - c0; st->refreshes++; st->fused++; }
+    else { st->eval_s_total += dt; st->eval_cpu_s += cpu_now() - c0; st->evals++; }
+    R->fused_pending = 0;
+    train_epoch_eval_t e = {.run = R->run, .epoch = ep, .train_loss = R->train_loss, .n_valid = R->D.nva};
+    e.val_acc = train_eval_split(logits, n, R->C, R->D.y, R->D.va, R->D.nva, R->logp, &e.val_loss);
+    e.test_acc = train_eval_split(logits, n, R->C, R->D.y, R->D.te, R->D.nte, R->logp, &(double){0});
+    e.train_acc = train_eval_split(logits, n, R->C, R->D.y, R->D.tr, R->D.ntr, R->logp, &(double){0});
+    if (R->lorig)   /* the hooks see the dataset's own node order */
+        for (int64_t v = 0; v < n; v++) memcpy(R->lorig + v * R->C, logits + R->p->perm[v] * R->C, sizeof(float) * (size_t)R->C);
+    R->epoch_s += inca_now() - te0;
+    e.epoch_s = inca_now() - te0;
+    if ((rc = train_epoch_end(c, &e, R->lorig, n, R->C, &R->best)) != 0) return rc;
+    const int stop = c->patience > 0 && R->best.since >= c->patience;
+    if (c->checkpoint_dir) {   /* after the evaluation: no refresh is pending here */
+        /* only the epoch time carries over a resume: the step / refresh / eval means are this
+         * process's (mb_stats_t counts its own steps) */
+        ckpt_state_t cs = {.epoch = ep, .finished = stop, .best = R->best, .train_loss = R->train_loss, .t_epoch = R->epoch_s};
+        if ((rc = ckpt_save(c->checkpoint_dir, R->run, c, d, R->m, R->opt, &cs, R->blobs, R->nblobs)) != INCA_OK) return rc;
+    }
+    if (stop) R->finished = 1;
+    return INCA_OK;
+}
+
+static void mb_stats_reset_times(mb_run_t *R, mb_stats_t *st) {
+    st->step_s_total = st->refresh_s_total = st->eval_s_total = 0;
+    st->step_cpu_s = st->refresh_cpu_s = st->eval_cpu_s = 0;
+    st->steps = st->refreshes = st->evals = st->fused = 0;
+    R->epoch_s = 0;
+    agg_reset_times(R->agg);
+}
+
+static void mb_run_figures(mb_run_t *R, train_result_t *r, mb_stats_t *st) {
+    r->test_acc = R->best.test_acc;
+    r->val_acc = R->best.val_acc;
+    r->best_epoch = R->best.epoch;
+    r->epochs = R->epochs_run;
+    r->train_loss = R->train_loss;
     r->runs = 1;
-    st->timed_epochs = epochs_run > o->warmup_epochs ? epochs_run - o->warmup_epochs : epochs_run;
-    r->epoch_time_s = st->timed_epochs ? epoch_s / (double)st->timed_epochs : 0;
+    const int warm = R->o->warmup_epochs;
+    st->timed_epochs = R->epochs_run > warm ? R->epochs_run - warm : R->epochs_run;
+    r->epoch_time_s = st->timed_epochs ? R->epoch_s / (double)st->timed_epochs : 0;
     r->step_time_s = st->steps ? st->step_s_total / (double)st->steps : 0;
     r->refresh_time_s = st->refreshes ? st->refresh_s_total / (double)st->refreshes : 0;
     r->eval_time_s = st->evals ? st->eval_s_total / (double)st->evals : 0;
     r->peak_rss_mb = inca_peak_rss_mb();
-    st->wait_s = batch_loader_wait_s(ld);
-    st->build_s = batch_loader_build_s(ld);
-    st->table_bytes = (int64_t)mem_arena_bytes(mb_ctx_arena(ctx));
-    st->loader_bytes = batch_loader_bytes(ld);
-    st->steps_per_epoch = spe;
-    mb_ctx_times(ctx, &st->agg_fwd_s, &st->agg_bwd_s, &st->intra_fraction);
-    tables_json(mb_ctx_arena(ctx), st->tables, sizeof st->tables);
-done:
-    inca_free(blobs);
-    batch_loader_free(&ld);
-    mb_ctx_free(&ctx);
-    optim_free(&opt);
-    model_free(&m);
-    csr_free(&adjp);
-    csr_free(&a);
-    csr_free(&at);
-    inca_free(xp);
-    inca_free(yp);
-    inca_free(in_train);
-    inca_free(tr);
-    inca_free(va);
-    inca_free(te);
-    inca_free(logp);
-    inca_free(dlogits);
-    inca_free(lidx);
-    inca_free(lorig);
-    return rc;
+    st->wait_s = batch_loader_wait_s(R->ld);
+    st->build_s = batch_loader_build_s(R->ld);
+    st->table_bytes = r->table_bytes = agg_table_bytes(R->agg);
+    st->scratch_bytes = r->scratch_bytes = agg_scratch_bytes(R->agg);
+    st->loader_bytes = batch_loader_bytes(R->ld);
+    st->steps_per_epoch = R->spe;
+    agg_times(R->agg, &st->agg_fwd_s, &st->agg_bwd_s, &st->intra_fraction);
+    tables_json(agg_arena(R->agg), st->tables, sizeof st->tables);
 }
 
-/* The partitioning of the last train_minibatch call, reused by the next runs of `--runs N`
- * on the same graph (METIS on a large graph takes minutes). Not thread-safe: one trainer at a
- * time, as train_run runs them. */
-static struct { uint64_t hash; int64_t n, nnz, k; int method; partition_t p; } g_part_cache;
-
-/* FNV-1a over the adjacency structure: identifies the graph the cached partition belongs to. */
-static uint64_t graph_hash(const csr_t *a) {
-    uint64_t h = 1469598103934665603ull;
-    for (int64_t i = 0; i <= a->n_rows; i++) h = (h ^ (uint64_t)a->rowptr[i]) * 1099511628211ull;
-    for (int64_t e = 0; e < a->nnz; e++) h = (h ^ (uint64_t)(uint32_t)a->col[e]) * 1099511628211ull;
-    return h;
-}
-
-int train_minibatch(const dataset_t *d, const train_config_t *c, const int64_t *train_idx,
-                    int64_t n_train, int run, train_result_t *r) {
-    int method;
-    int rc = mb_method_parse(c->method, &method);
-    if (rc != INCA_OK) return rc;
-    if (!d->adj.rowptr) return inca_fail(INCA_EINVAL, "--method %s needs a graph; this dataset has none", c->method);
-    /* The partitioning is computed here (METIS, seed 0, fixed across runs as in GAS);
-     * c->partition = "random..." selects the random fallback. */
-    int pm = strncmp(c->partition, "random", 6) == 0 ? PART_RANDOM : PART_METIS;
-    int64_t k = c->parts > 0 ? c->parts : 40;
-    if (k > d->n) k = d->n;
-    uint64_t h = graph_hash(&d->adj);
-    if (!(g_part_cache.hash == h && g_part_cache.n == d->n && g_part_cache.nnz == d->adj.nnz &&
-          g_part_cache.k == k && g_part_cache.method == pm && g_part_cache.p.perm)) {
-        partition_free(&g_part_cache.p);
-        store_t *s = NULL;
-        /* reuse (or keep) the partitioning in the store, as `inca partition` does; a store
-         * that cannot be opened for writing (read-only copy) falls back to computing it */
-        if (c->store_path && store_open(c->store_path, STORE_RDWR, &s) == INCA_OK) {
-            rc = partition_get(s, &d->adj, k, pm, 0, &g_part_cache.p, NULL);
-            store_close(&s);
-        } else {
-            inca_err_clear();
-            rc = partition_compute(&d->adj, k, pm, 0, &g_part_cache.p);
-        }
-        if (rc != INCA_OK) return inca_fail_ctx(rc, "--parts %lld", (long long)k);
-        g_part_cache.hash = h;
-        g_part_cache.n = d->n;
-        g_part_cache.nnz = d->adj.nnz;
-        g_part_cache.k = k;
-        g_part_cache.method = pm;
+int mb_train(const dataset_t *d, const train_config_t *c, const int64_t *train_idx, int64_t n_train,
+             int run, const partition_t *p, const mb_opts_t *o, train_result_t *r, mb_stats_t *st) {
+    mb_stats_t stl;
+    mb_run_t R;
+    memset(r, 0, sizeof *r);
+    memset(&R, 0, sizeof R);
+    if (!st) st = &stl;
+    memset(st, 0, sizeof *st);
+    R.c = c;
+    R.o = o;
+    R.p = p;
+    R.run = run;
+    int rc = mb_run_setup(&R, d, train_idx, n_train);
+    if (rc == INCA_OK && c->checkpoint_dir && c->resume) rc = mb_run_resume(&R, d);
+    /* IncAgg starts from exact snapshots of the initial model (one eval-mode pass through the
+     * refresh operator, whichever the source); a resumed run has its tables from the checkpoint */
+    if (rc == INCA_OK && R.method == AGG_INCAGG && R.ep0 == 0) {
+        const float *logits;
+        double t0 = inca_now();
+        model_set_eval_transform_first(R.m, 0);
+        rc = model_forward(R.m, R.D.n, R.D.x, &R.op_refresh, 0, c->seed, 0, &logits);
+        st->init_s = inca_now() - t0;
     }
-    mb_opts_t o;
-    mb_opts_default(&o);
-    mb_stats_t st;
-    rc = mb_train(d, c, train_idx, n_train, run, &g_part_cache.p, &o, r, &st);
-    if (rc == INCA_OK && run == 0)
-        fprintf(stderr, "%s: partition %s (edge cut %lld), %lld steps/epoch, memory tables %lld bytes %s, loader wait %.3f s of %.3f s of steps\n",
-                c->method, g_part_cache.p.man.name, (long long)g_part_cache.p.man.edge_cut, (long long)st.steps_per_epoch,
-                (long long)st.table_bytes, st.tables, st.wait_s, st.step_s_total);
+    for (int ep = R.ep0; rc == INCA_OK && ep < c->epochs && !R.finished; ep++) {
+        if (ep == o->warmup_epochs && ep > 0) mb_stats_reset_times(&R, st);   /* warm-up epochs leave the figures */
+        const double te0 = inca_now();
+        double loss_sum = 0;
+        int64_t loss_n = 0;
+        const int eval_due = o->eval_every_epoch || ep == c->epochs - 1;
+        for (int64_t s = 0; rc == INCA_OK && s < R.spe; s++) {
+            double ts0 = inca_now(), tc0 = cpu_now();
+            rc = mb_step(&R, ep, s, &loss_sum, &loss_n);
+            st->step_s_total += inca_now() - ts0;
+            st->step_cpu_s += cpu_now() - tc0;
+            st->steps++;
+            R.gstep++;
+            /* with evaluation only after the last epoch (benchmarks) a refresh stays a refresh */
+            if (rc == INCA_OK && R.method == AGG_INCAGG && R.gstep % R.R == 0)
+                rc = mb_refresh(&R, st, s == R.spe - 1 && eval_due && o->eval_every_epoch);
+        }
+        if (rc != INCA_OK) break;
+        R.epochs_run = ep + 1;
+        R.train_loss = loss_n ? loss_sum / (double)loss_n : 0;
+        if (eval_due) rc = mb_epoch_eval(&R, d, st, ep, te0);
+        else R.epoch_s += inca_now() - te0;
+    }
+    if (rc == INCA_OK) mb_run_figures(&R, r, st);
+    mb_run_free(&R);
     return rc;
 }

@@ -6,9 +6,16 @@
  *  - with one batch holding every node, Cluster-GCN, GAS and IncAgg equal full-batch (logits
  *    and gradients), whatever the histories hold;
  *  - the layer-0 baseline M^0 equals ÂX (double reference; bf16 within bf16 rounding);
- *  - after a fused refresh pass (snapshots = exact eval embeddings) the batch operator gives
- *    exactly the full-graph eval logits on every batch;
- *  - mb_train is deterministic and learns a separable toy task with each method. */
+ *  - after a refresh pass (snapshots = exact eval embeddings) the batch operator gives exactly
+ *    the full-graph eval logits on every batch;
+ *  - between refreshes (R > 1), for both refresh sources, every site's output equals the
+ *    invariant Â_BB in + Â_{B,V∖B} S_{V∖B} and its gradient Â_BBᵀ dout, computed in double from
+ *    the global Â and a copy of S taken at the refresh (relative 1e-5), while S stays frozen;
+ *  - Cluster-GCN's batch Â_BB equals the induced subgraph normalised by graph/'s own
+ *    csr_gcn_norm / csr_mean_norm; a bf16 push refresh through row panels equals ÂS in double
+ *    within bf16 rounding, and bf16 tables take half the bytes;
+ *  - mb_train is deterministic, reaches full-batch accuracy on a learnable toy task (each
+ *    method, each source), and stops on a non-finite loss without writing a checkpoint. */
 #include "testutil.h"
 #include "core/alloc.h"
 #include "core/rng.h"
@@ -21,6 +28,8 @@
 #include "nn/model.h"
 #include "nn/train.h"
 #include "nn/train_mb.h"
+#include "memory/agg.h"
+#include <sys/stat.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,13 +99,25 @@ static batch_loader_t *fx_loader(fx_t *t, int64_t bp, int halo) {
     return l;
 }
 
-static mb_ctx_t *fx_ctx(fx_t *t, int method, batch_loader_t *l, hist_dtype_t dt) {
-    int64_t nb, nh;
+/* An operator for t's model over loader l's batches (P scheme for the push source). */
+static agg_t *fx_agg_src(fx_t *t, int method, int source, batch_loader_t *l, hist_dtype_t dt, int64_t panel_bytes) {
+    int64_t nb, nh, dims[AGG_MAX_SITES];
+    uint8_t fixed[AGG_MAX_SITES];
     batch_loader_limits(l, &nb, &nh);
-    mb_ctx_t *c = NULL;
-    ck_assert_int_eq(mb_ctx_create(method, &t->mc, t->n, t->x, &t->a, nb, nh, dt, 0, &c), INCA_OK);
+    int ns = mb_model_sites(&t->mc, dims, fixed);
+    ck_assert_int_ge(ns, 1);
+    agg_config_t ac = {.method = method, .source = source, .dtype = dt, .nsites = ns, .dims = dims, .fixed = fixed,
+                       .n = t->n, .in_dim = t->f, .x = t->x, .a = &t->a, .nb_max = nb, .halo_max = nh,
+                       .panel_bytes = panel_bytes};
+    agg_t *c = NULL;
+    ck_assert_int_eq(agg_create(&ac, &c), INCA_OK);
     return c;
 }
+static agg_t *fx_ctx(fx_t *t, int method, batch_loader_t *l, hist_dtype_t dt) {
+    return fx_agg_src(t, method, AGG_SRC_PUSH, l, dt, 0);
+}
+static nn_agg_t op_of(agg_t *g) { return (nn_agg_t){.forward = agg_forward, .backward = agg_backward, .ctx = g}; }
+static nn_agg_t refresh_op_of(agg_t *g) { return (nn_agg_t){.forward = agg_refresh_forward, .backward = NULL, .ctx = g}; }
 
 /* normwise relative error max|a-b| / max|b| */
 static double rel_err(const float *a, const float *b, int64_t n) {
@@ -132,12 +153,12 @@ static void sgd(model_t *m, float lr) {
 }
 
 /* the same random values into GAS histories and IncAgg push buffers, then S <- P, M <- ÂS */
-static void seed_histories(fx_t *t, mb_ctx_t *gas, mb_ctx_t *inc) {
+static void seed_histories(fx_t *t, agg_t *gas, agg_t *inc) {
     rng_t r;
     rng_seed(&r, 77);
-    for (int s = 0; s < mb_ctx_num_sites(inc); s++) {
-        hist_t *h = mb_ctx_table(gas, 'H', s), *p = mb_ctx_table(inc, 'P', s);
-        if (mb_ctx_fixed_site(inc, s)) { ck_assert_ptr_null(h); ck_assert_ptr_null(p); continue; }
+    for (int s = 0; s < agg_num_sites(inc); s++) {
+        hist_t *h = agg_table(gas, 'H', s), *p = agg_table(inc, 'P', s);
+        if (agg_fixed_site(inc, s)) { ck_assert_ptr_null(h); ck_assert_ptr_null(p); continue; }
         ck_assert_ptr_nonnull(h);
         ck_assert_ptr_nonnull(p);
         float *v = malloc(sizeof(float) * (size_t)(t->n * h->f));
@@ -146,27 +167,25 @@ static void seed_histories(fx_t *t, mb_ctx_t *gas, mb_ctx_t *inc) {
         hist_push_range(p, 0, t->n, v);
         free(v);
     }
-    ck_assert_int_eq(mb_ctx_refresh(inc), INCA_OK);
+    ck_assert_int_eq(agg_refresh(inc), INCA_OK);
 }
 
 static void gas_equals_incagg(int kind) {
     fx_t t;
     fx_make(&t, kind, 80, 8);
     batch_loader_t *l = fx_loader(&t, 3, 1);
-    mb_ctx_t *cg = fx_ctx(&t, MB_GAS, l, HIST_F32), *ci = fx_ctx(&t, MB_INCAGG, l, HIST_F32);
+    agg_t *cg = fx_ctx(&t, AGG_GAS, l, HIST_F32), *ci = fx_ctx(&t, AGG_INCAGG, l, HIST_F32);
     seed_histories(&t, cg, ci);
     model_t *mg = NULL, *mi = NULL;
     ck_assert_int_eq(model_create(&t.mc, t.n, &mg), INCA_OK);
     ck_assert_int_eq(model_create(&t.mc, t.n, &mi), INCA_OK);
-    nn_agg_t og, oi;
-    mb_ctx_op(cg, &og);
-    mb_ctx_op(ci, &oi);
+    nn_agg_t og = op_of(cg), oi = op_of(ci);
     float *dl = malloc(sizeof(float) * (size_t)(t.n * t.c));
     for (int step = 0; step < 7; step++) {
         const batch_t *b = NULL;
         ck_assert_int_eq(batch_loader_next(l, &b), INCA_OK);
-        mb_ctx_set_batch(cg, b);
-        mb_ctx_set_batch(ci, b);
+        agg_set_batch(cg, b);
+        agg_set_batch(ci, b);
         const float *lg = NULL, *li = NULL;
         ck_assert_int_eq(model_forward(mg, b->n_b, b->x, &og, 1, 9, (uint64_t)step, &lg), INCA_OK);
         ck_assert_int_eq(model_forward(mi, b->n_b, b->x, &oi, 1, 9, (uint64_t)step, &li), INCA_OK);
@@ -185,19 +204,19 @@ static void gas_equals_incagg(int kind) {
         }
         sgd(mg, 0.5f);
         sgd(mi, 0.5f);
-        ck_assert_int_eq(mb_ctx_refresh(ci), INCA_OK);   /* refresh after every step */
+        ck_assert_int_eq(agg_refresh(ci), INCA_OK);   /* refresh after every step */
     }
     /* GAS histories and IncAgg push buffers received the same rows */
-    for (int s = 0; s < mb_ctx_num_sites(ci); s++) {
-        if (mb_ctx_fixed_site(ci, s)) continue;
-        hist_t *h = mb_ctx_table(cg, 'H', s), *p = mb_ctx_table(ci, 'P', s);
+    for (int s = 0; s < agg_num_sites(ci); s++) {
+        if (agg_fixed_site(ci, s)) continue;
+        hist_t *h = agg_table(cg, 'H', s), *p = agg_table(ci, 'P', s);
         expect_close("history vs push buffer", hist_f32(p), hist_f32(h), t.n * h->f, 1e-5);
     }
     free(dl);
     model_free(&mg);
     model_free(&mi);
-    mb_ctx_free(&cg);
-    mb_ctx_free(&ci);
+    agg_free(&cg);
+    agg_free(&ci);
     batch_loader_free(&l);
     fx_free(&t);
 }
@@ -209,8 +228,8 @@ static void one_batch_equals_full(int kind) {
     fx_t t;
     fx_make(&t, kind, 70, 5);
     batch_loader_t *l = fx_loader(&t, 5, 1);
-    mb_ctx_t *cg = fx_ctx(&t, MB_GAS, l, HIST_F32), *ci = fx_ctx(&t, MB_INCAGG, l, HIST_F32),
-             *cc = fx_ctx(&t, MB_CLUSTER, l, HIST_F32);
+    agg_t *cg = fx_ctx(&t, AGG_GAS, l, HIST_F32), *ci = fx_ctx(&t, AGG_INCAGG, l, HIST_F32),
+             *cc = fx_ctx(&t, AGG_CLUSTER, l, HIST_F32);
     seed_histories(&t, cg, ci);   /* arbitrary histories: with one batch they must not matter */
     const batch_t *b = NULL;
     ck_assert_int_eq(batch_loader_next(l, &b), INCA_OK);
@@ -228,11 +247,10 @@ static void one_batch_equals_full(int kind) {
     ck_assert_int_eq(model_forward(mf, t.n, t.x, &ofull, 1, 5, 0, &lf), INCA_OK);
     loss_grad(lf, t.n, t.c, t.y, dl);
     ck_assert_int_eq(model_backward(mf, dl, &ofull), INCA_OK);
-    mb_ctx_t *ctxs[3] = {cc, cg, ci};
+    agg_t *ctxs[3] = {cc, cg, ci};
     for (int k = 0; k < 3; k++) {
-        nn_agg_t op;
-        mb_ctx_op(ctxs[k], &op);
-        mb_ctx_set_batch(ctxs[k], b);
+        nn_agg_t op = op_of(ctxs[k]);
+        agg_set_batch(ctxs[k], b);
         ck_assert_int_eq(model_forward(mm, b->n_b, b->x, &op, 1, 5, 0, &lm), INCA_OK);
         char what[64];
         snprintf(what, sizeof what, "%s method %d logits", model_kind_name(kind), k);
@@ -246,9 +264,9 @@ static void one_batch_equals_full(int kind) {
     free(dl);
     model_free(&mf);
     model_free(&mm);
-    mb_ctx_free(&cg);
-    mb_ctx_free(&ci);
-    mb_ctx_free(&cc);
+    agg_free(&cg);
+    agg_free(&ci);
+    agg_free(&cc);
     batch_loader_free(&l);
     fx_free(&t);
 }
@@ -261,10 +279,10 @@ START_TEST(layer0_baseline_is_ax) {
         fx_t t;
         fx_make(&t, dt ? NN_SAGE : NN_GCN, 60, 4);
         batch_loader_t *l = fx_loader(&t, 2, 0);
-        mb_ctx_t *ci = fx_ctx(&t, MB_INCAGG, l, dt ? HIST_BF16 : HIST_F32);
-        hist_t *m0 = mb_ctx_table(ci, 'M', 0);
+        agg_t *ci = fx_ctx(&t, AGG_INCAGG, l, dt ? HIST_BF16 : HIST_F32);
+        hist_t *m0 = agg_table(ci, 'M', 0);
         ck_assert_ptr_nonnull(m0);
-        ck_assert_ptr_null(mb_ctx_table(ci, 'S', 0));   /* S^0 = X is not stored */
+        ck_assert_ptr_null(agg_table(ci, 'S', 0));   /* S^0 = X is not stored */
         float *got = malloc(sizeof(float) * (size_t)(t.n * t.f));
         hist_pull_range(m0, 0, t.n, got);
         for (int64_t u = 0; u < t.n; u++)
@@ -277,7 +295,7 @@ START_TEST(layer0_baseline_is_ax) {
                               (long long)u, (long long)j, (double)got[u * t.f + j], want);
             }
         free(got);
-        mb_ctx_free(&ci);
+        agg_free(&ci);
         batch_loader_free(&l);
         fx_free(&t);
     }
@@ -288,14 +306,14 @@ static void exact_snapshots(int kind) {
     fx_t t;
     fx_make(&t, kind, 90, 9);
     batch_loader_t *l = fx_loader(&t, 2, 0);
-    mb_ctx_t *ci = fx_ctx(&t, MB_INCAGG, l, HIST_F32);
+    agg_t *ci = fx_ctx(&t, AGG_INCAGG, l, HIST_F32);
     model_t *m = NULL;
     ck_assert_int_eq(model_create(&t.mc, t.n, &m), INCA_OK);
     nn_agg_t ofused, ofull, ob;
     nn_agg_full_t full;
     nn_agg_full_init(&ofull, &full, &t.a, t.at.rowptr ? &t.at : NULL);
-    mb_ctx_refresh_op(ci, &ofused);
-    mb_ctx_op(ci, &ob);
+    ofused = refresh_op_of(ci);
+    ob = op_of(ci);
     const float *lg = NULL;
     float *want = malloc(sizeof(float) * (size_t)(t.n * t.c)), *fused = malloc(sizeof(float) * (size_t)(t.n * t.c));
     ck_assert_int_eq(model_forward(m, t.n, t.x, &ofull, 0, 1, 0, &lg), INCA_OK);
@@ -307,7 +325,7 @@ static void exact_snapshots(int kind) {
     for (int64_t s = 0; s < batch_loader_steps_per_epoch(l); s++) {
         const batch_t *b = NULL;
         ck_assert_int_eq(batch_loader_next(l, &b), INCA_OK);
-        mb_ctx_set_batch(ci, b);
+        agg_set_batch(ci, b);
         ck_assert_int_eq(model_forward(m, b->n_b, b->x, &ob, 0, 1, 0, &lg), INCA_OK);
         for (int64_t i = 0; i < b->n_b; i++) {
             char what[64];
@@ -318,12 +336,314 @@ static void exact_snapshots(int kind) {
     free(want);
     free(fused);
     model_free(&m);
-    mb_ctx_free(&ci);
+    agg_free(&ci);
     batch_loader_free(&l);
     fx_free(&t);
 }
 
 START_TEST(exact_snapshots_give_exact_aggregation) { exact_snapshots(kinds[_i]); }
+END_TEST
+
+
+/* ---- between refreshes: the invariant against an independent double-precision reference ---- */
+
+/* Wraps an IncAgg operator: every forward output is compared with Â_BB in + Â_{B,V∖B} S_{V∖B}
+ * and every backward with Â_BBᵀ dout, both summed in double over the rows of the global Â, with
+ * S = the copy taken at the last refresh (x at a site that reads x). */
+typedef struct chk {
+    agg_t *g;
+    const fx_t *t;
+    const batch_t *b;
+    float *snap[AGG_MAX_SITES];   /* n x dim copies of S (NULL at fixed sites) */
+    int32_t *local;               /* n: local id in the current batch, or -1 */
+    int64_t checked;
+} chk_t;
+
+static void chk_set_batch(chk_t *k, const batch_t *b) {
+    /* (the previous batch's slot may already hold the prefetched next batch) */
+    for (int64_t v = 0; v < k->t->n; v++) k->local[v] = -1;
+    k->b = b;
+    for (int64_t i = 0; i < b->n_b; i++) k->local[b->nodes[i]] = (int32_t)i;
+    agg_set_batch(k->g, b);
+}
+
+static void chk_snapshot(chk_t *k) {
+    for (int s = 0; s < agg_num_sites(k->g); s++) {
+        free(k->snap[s]);
+        k->snap[s] = NULL;
+        hist_t *h = agg_table(k->g, 'S', s);
+        if (agg_fixed_site(k->g, s)) { ck_assert_ptr_null(h); continue; }
+        ck_assert_ptr_nonnull(h);
+        k->snap[s] = malloc(sizeof(float) * (size_t)(h->n * h->f));
+        hist_pull_range(h, 0, h->n, k->snap[s]);
+    }
+}
+
+static void chk_compare(const char *what, int site, const float *got, const double *want, int64_t len) {
+    double md = 0, mw = 0;
+    for (int64_t i = 0; i < len; i++) {
+        if (fabs(got[i] - want[i]) > md) md = fabs(got[i] - want[i]);
+        if (fabs(want[i]) > mw) mw = fabs(want[i]);
+    }
+    ck_assert_msg(md <= 1e-5 * mw + 1e-7, "%s site %d: max error %.3g of max %.3g", what, site, md, mw);
+}
+
+static int chk_forward(void *ctx, int site, int64_t n, int64_t f, const float *in_raw, const float *in, float *out) {
+    chk_t *k = ctx;
+    int rc = agg_forward(k->g, site, n, f, in_raw, in, out);
+    if (rc != INCA_OK) return rc;
+    const csr_t *a = &k->t->a;
+    const float *S = agg_fixed_site(k->g, site) ? k->t->x : k->snap[site];
+    double *want = calloc((size_t)(n * f), sizeof *want);
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t u = k->b->nodes[i];
+        for (int64_t e = a->rowptr[u]; e < a->rowptr[u + 1]; e++) {
+            const int64_t v = a->col[e];
+            const int32_t lv = k->local[v];
+            const float *row = lv >= 0 ? in + lv * f : S + v * f;
+            for (int64_t j = 0; j < f; j++) want[i * f + j] += (double)a->val[e] * (double)row[j];
+        }
+    }
+    chk_compare("forward", site, out, want, n * f);
+    free(want);
+    k->checked++;
+    return INCA_OK;
+}
+
+static int chk_backward(void *ctx, int site, int64_t n, int64_t f, const float *dout, float *din) {
+    chk_t *k = ctx;
+    int rc = agg_backward(k->g, site, n, f, dout, din);
+    if (rc != INCA_OK) return rc;
+    const csr_t *a = &k->t->a;
+    double *want = calloc((size_t)(n * f), sizeof *want);
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t u = k->b->nodes[i];
+        for (int64_t e = a->rowptr[u]; e < a->rowptr[u + 1]; e++) {
+            const int32_t lv = k->local[a->col[e]];
+            if (lv < 0) continue;   /* out-of-batch rows are constants */
+            for (int64_t j = 0; j < f; j++) want[lv * f + j] += (double)a->val[e] * (double)dout[i * f + j];
+        }
+    }
+    chk_compare("backward", site, din, want, n * f);
+    free(want);
+    k->checked++;
+    return INCA_OK;
+}
+
+static void frozen_snapshots(int kind, int source) {
+    fx_t t;
+    fx_make(&t, kind, 90, 9);
+    batch_loader_t *l = fx_loader(&t, 2, 0);   /* 5 steps per epoch */
+    chk_t k = {.t = &t};
+    k.g = fx_agg_src(&t, AGG_INCAGG, source, l, HIST_F32, 0);
+    k.local = malloc(sizeof *k.local * (size_t)t.n);
+    for (int64_t v = 0; v < t.n; v++) k.local[v] = -1;
+    model_t *m = NULL;
+    ck_assert_int_eq(model_create(&t.mc, t.n, &m), INCA_OK);
+    nn_agg_t orf = refresh_op_of(k.g), ochk = {.forward = chk_forward, .backward = chk_backward, .ctx = &k};
+    const float *lg = NULL;
+    float *dl = malloc(sizeof(float) * (size_t)(t.n * t.c));
+    rng_t r;
+    rng_seed(&r, 5);
+    int64_t step = 0;
+    for (int round = 0; round < 2; round++) {
+        /* a refresh: the recompute source runs the eval-mode pass; push takes S <- P with P set
+         * to random rows (so S is far from the current embeddings and the check is not trivial) */
+        if (source == AGG_SRC_RECOMPUTE || round == 0)
+            ck_assert_int_eq(model_forward(m, t.n, t.x, &orf, 0, 1, 0, &lg), INCA_OK);
+        if (source == AGG_SRC_PUSH) {
+            for (int s = 0; s < agg_num_sites(k.g); s++) {
+                hist_t *p = agg_table(k.g, 'P', s);
+                if (agg_fixed_site(k.g, s)) { ck_assert_ptr_null(p); continue; }
+                ck_assert_ptr_nonnull(p);
+                if (round == 1) continue;   /* round 1: the rows the steps pushed */
+                float *v = malloc(sizeof(float) * (size_t)(t.n * p->f));
+                for (int64_t i = 0; i < t.n * p->f; i++) v[i] = (float)rng_normal(&r);
+                hist_push_range(p, 0, t.n, v);
+                free(v);
+            }
+            ck_assert_int_eq(agg_refresh(k.g), INCA_OK);
+            for (int s = 0; s < agg_num_sites(k.g); s++) {   /* S <- P */
+                hist_t *p = agg_table(k.g, 'P', s), *sn = agg_table(k.g, 'S', s);
+                if (p) ck_assert_mem_eq(sn->data, p->data, (size_t)hist_bytes(p));
+            }
+        } else {
+            for (int s = 0; s < agg_num_sites(k.g); s++) ck_assert_ptr_null(agg_table(k.g, 'P', s));
+            ck_assert_int_eq(agg_refresh(k.g), INCA_EINVAL);   /* recompute refreshes by a model pass */
+            inca_err_clear();
+        }
+        chk_snapshot(&k);
+        /* R = 8 steps (more than an epoch) without a refresh, with dropout and updates */
+        for (int s8 = 0; s8 < 8; s8++, step++) {
+            const batch_t *b = NULL;
+            ck_assert_int_eq(batch_loader_next(l, &b), INCA_OK);
+            chk_set_batch(&k, b);
+            ck_assert_int_eq(model_forward(m, b->n_b, b->x, &ochk, 1, 9, (uint64_t)step, &lg), INCA_OK);
+            loss_grad(lg, b->n_b, t.c, b->y, dl);
+            ck_assert_int_eq(model_backward(m, dl, &ochk), INCA_OK);
+            sgd(m, 0.3f);
+        }
+        /* S stayed frozen since the refresh */
+        for (int s = 0; s < agg_num_sites(k.g); s++) {
+            hist_t *sn = agg_table(k.g, 'S', s);
+            if (!sn) continue;
+            float *now = malloc(sizeof(float) * (size_t)(sn->n * sn->f));
+            hist_pull_range(sn, 0, sn->n, now);
+            ck_assert_mem_eq(now, k.snap[s], sizeof(float) * (size_t)(sn->n * sn->f));
+            free(now);
+        }
+    }
+    ck_assert_int_ge(k.checked, 16);
+    for (int s = 0; s < AGG_MAX_SITES; s++) free(k.snap[s]);
+    free(k.local);
+    free(dl);
+    model_free(&m);
+    agg_free(&k.g);
+    batch_loader_free(&l);
+    fx_free(&t);
+}
+
+START_TEST(incagg_frozen_snapshot_invariant) { frozen_snapshots(kinds[_i / 2], _i % 2 ? AGG_SRC_RECOMPUTE : AGG_SRC_PUSH); }
+END_TEST
+
+/* Cluster-GCN's Â_BB renormalised on the batch equals graph/'s own normalisation of the induced
+ * subgraph (GCN: self-loops added, symmetric; SAGE: row mean, with its transpose). */
+START_TEST(cluster_batch_renormalisation) {
+    for (int kk = 0; kk < 2; kk++) {
+        const int kind = kk ? NN_SAGE : NN_GCN;
+        fx_t t;
+        fx_make(&t, kind, 120, 8);
+        batch_source_t src = {.n = t.n, .f = t.f, .x = t.x, .y = t.y, .a = &t.a, .a_symmetric = t.at.rowptr == NULL,
+                              .bounds = t.p.bounds, .k = t.p.k};
+        batch_opts_t o = {.batch_parts = 3, .seed = 4, .prefetch = 0, .renorm = kk ? BATCH_RENORM_MEAN : BATCH_RENORM_GCN};
+        batch_loader_t *l = NULL;
+        ck_assert_int_eq(batch_loader_create(&src, &o, &l), INCA_OK);
+        int32_t *local = malloc(sizeof *local * (size_t)t.n);
+        for (int64_t v = 0; v < t.n; v++) local[v] = -1;
+        for (int64_t s = 0; s < batch_loader_steps_per_epoch(l); s++) {
+            const batch_t *b = NULL;
+            ck_assert_int_eq(batch_loader_next(l, &b), INCA_OK);
+            for (int64_t i = 0; i < b->n_b; i++) local[b->nodes[i]] = (int32_t)i;
+            int64_t m = 0, *es = malloc(sizeof *es * (size_t)(t.adj.nnz + 1)), *ed = malloc(sizeof *ed * (size_t)(t.adj.nnz + 1));
+            for (int64_t i = 0; i < b->n_b; i++)
+                for (int64_t e = t.adj.rowptr[b->nodes[i]]; e < t.adj.rowptr[b->nodes[i] + 1]; e++)
+                    if (local[t.adj.col[e]] >= 0) { es[m] = i; ed[m++] = local[t.adj.col[e]]; }
+            csr_t sub = {0}, want = {0}, wt = {0};
+            ck_assert_int_eq(csr_from_edges(&sub, b->n_b, es, ed, m, 0), INCA_OK);
+            ck_assert_int_eq(kk ? csr_mean_norm(&sub, &want) : csr_gcn_norm(&sub, &want), INCA_OK);
+            const csr_t *got = &b->a_bb;
+            ck_assert_int_eq(got->nnz, want.nnz);
+            ck_assert_mem_eq(got->rowptr, want.rowptr, sizeof(int64_t) * (size_t)(b->n_b + 1));
+            ck_assert_mem_eq(got->col, want.col, sizeof(int32_t) * (size_t)want.nnz);
+            for (int64_t e = 0; e < want.nnz; e++)
+                ck_assert_msg(fabs(got->val[e] - want.val[e]) <= 1e-6 * fabs(want.val[e]), "batch %lld entry %lld: %g vs %g",
+                              (long long)s, (long long)e, (double)got->val[e], (double)want.val[e]);
+            if (kk) {   /* backward uses the transpose of the renormalised batch */
+                ck_assert_int_eq(csr_transpose(&want, &wt), INCA_OK);
+                ck_assert_mem_eq(b->a_bbt.col, wt.col, sizeof(int32_t) * (size_t)wt.nnz);
+                for (int64_t e = 0; e < wt.nnz; e++) ck_assert(fabs(b->a_bbt.val[e] - wt.val[e]) <= 1e-6 * fabs(wt.val[e]));
+            }
+            for (int64_t i = 0; i < b->n_b; i++) local[b->nodes[i]] = -1;
+            csr_free(&sub);
+            csr_free(&want);
+            csr_free(&wt);
+            free(es);
+            free(ed);
+        }
+        free(local);
+        batch_loader_free(&l);
+        fx_free(&t);
+    }
+}
+END_TEST
+
+/* A bf16 push refresh goes through row panels (here 7 rows, so many panels and a partial last
+ * one) and gives M = Â S within bf16 rounding of each entry; tables take half the bytes of fp32. */
+START_TEST(bf16_refresh_in_panels) {
+    fx_t t;
+    fx_make(&t, NN_GCN, 300, 6);
+    batch_loader_t *l = fx_loader(&t, 2, 0);
+    agg_t *g16 = fx_agg_src(&t, AGG_INCAGG, AGG_SRC_PUSH, l, HIST_BF16, 7 * 4 * 8);
+    agg_t *g32 = fx_agg_src(&t, AGG_INCAGG, AGG_SRC_PUSH, l, HIST_F32, 0);
+    ck_assert_int_eq(2 * agg_table_bytes(g16), agg_table_bytes(g32));
+    rng_t r;
+    rng_seed(&r, 8);
+    for (int s = 0; s < agg_num_sites(g16); s++) {   /* random push buffers; M^0 = ÂX is there */
+        hist_t *p = agg_table(g16, 'P', s);
+        if (!p) continue;
+        float *v = malloc(sizeof(float) * (size_t)(t.n * p->f));
+        for (int64_t i = 0; i < t.n * p->f; i++) v[i] = (float)rng_normal(&r);
+        hist_push_range(p, 0, t.n, v);
+        free(v);
+    }
+    ck_assert_int_eq(agg_refresh(g16), INCA_OK);
+    for (int s = 0; s < agg_num_sites(g16); s++) {
+        hist_t *mm = agg_table(g16, 'M', s), *sn = agg_table(g16, 'S', s);
+        const int64_t f = mm->f;
+        float *S = malloc(sizeof(float) * (size_t)(t.n * f)), *M = malloc(sizeof(float) * (size_t)(t.n * f));
+        if (sn) hist_pull_range(sn, 0, t.n, S);
+        else memcpy(S, t.x, sizeof(float) * (size_t)(t.n * f));
+        hist_pull_range(mm, 0, t.n, M);
+        for (int64_t u = 0; u < t.n; u++)
+            for (int64_t j = 0; j < f; j++) {
+                double want = 0, mag = 0;
+                for (int64_t e = t.a.rowptr[u]; e < t.a.rowptr[u + 1]; e++) {
+                    want += (double)t.a.val[e] * S[t.a.col[e] * f + j];
+                    mag += fabs((double)t.a.val[e] * S[t.a.col[e] * f + j]);
+                }
+                ck_assert_msg(fabs(M[u * f + j] - want) <= fabs(want) / 256 + 1e-6 * mag + 1e-7,
+                              "site %d M[%lld,%lld] = %g, want %g", s, (long long)u, (long long)j, (double)M[u * f + j], want);
+            }
+        free(S);
+        free(M);
+    }
+    agg_free(&g16);
+    agg_free(&g32);
+    batch_loader_free(&l);
+    fx_free(&t);
+}
+END_TEST
+
+/* Memory of a whole run on a graph of 20000 nodes with the default panel: every table and
+ * scratch buffer lives in the operator's arena, allocated once, so its bytes are the run's; with
+ * bf16 they are at most 0.55 of fp32 (tables alone exactly half). */
+START_TEST(bf16_halves_operator_memory) {
+    const int64_t n = 20000, m = 5 * n;
+    int64_t *s = malloc(sizeof *s * (size_t)m), *d = malloc(sizeof *d * (size_t)m);
+    rng_t r;
+    rng_seed(&r, 3);
+    for (int64_t i = 0; i < m; i++) { s[i] = (int64_t)rng_below(&r, (uint64_t)n); d[i] = (int64_t)rng_below(&r, (uint64_t)n); }
+    csr_t g = {0}, a = {0}, at = {0};
+    ck_assert_int_eq(csr_from_edges(&g, n, s, d, m, CSR_SYMMETRIZE | CSR_DROP_SELF_LOOPS), INCA_OK);
+    ck_assert_int_eq(nn_adj_build(&g, NN_NORM_GCN, &a, &at), INCA_OK);
+    float *x = calloc((size_t)(n * 16), sizeof *x);
+    model_config_t mc;
+    model_config_default(&mc);
+    mc.in_dim = 16;
+    mc.out_dim = 4;
+    mc.hidden = 64;
+    mc.layers = 3;
+    int64_t dims[AGG_MAX_SITES], bytes[2];
+    uint8_t fixed[AGG_MAX_SITES];
+    int ns = mb_model_sites(&mc, dims, fixed);
+    for (int dt = 0; dt < 2; dt++) {
+        agg_config_t ac = {.method = AGG_INCAGG, .source = AGG_SRC_PUSH, .dtype = dt ? HIST_BF16 : HIST_F32, .nsites = ns,
+                           .dims = dims, .fixed = fixed, .n = n, .in_dim = 16, .x = x, .a = &a, .nb_max = n / 4};
+        agg_t *op = NULL;
+        ck_assert_int_eq(agg_create(&ac, &op), INCA_OK);
+        ck_assert_int_eq(agg_refresh(op), INCA_OK);   /* a refresh allocates nothing */
+        bytes[dt] = (int64_t)mem_arena_bytes(agg_arena(op));
+        ck_assert_int_eq(bytes[dt], agg_table_bytes(op) + agg_scratch_bytes(op));
+        agg_free(&op);
+    }
+    ck_assert_msg((double)bytes[1] <= 0.55 * (double)bytes[0], "bf16 %lld bytes vs fp32 %lld", (long long)bytes[1], (long long)bytes[0]);
+    free(x);
+    free(s);
+    free(d);
+    csr_free(&g);
+    csr_free(&a);
+    csr_free(&at);
+}
 END_TEST
 
 /* A learnable toy dataset: a homophilous random graph (80% of edges within a class), features
@@ -358,23 +678,32 @@ static void toy_dataset(dataset_t *d, int64_t n) {
     }
 }
 
+/* Each method (incagg with each refresh source, fp32 and bf16) is deterministic with and
+ * without the prefetch thread and reaches the accuracy of full-batch training of the same model
+ * on the same data within 4 points (full-batch after the same 30 epochs: GCN 96.7%, SAGE 86.7%;
+ * the mini-batch methods take 4 steps per epoch and land at 94-96%). */
 START_TEST(mb_train_learns_and_is_deterministic) {
     dataset_t d;
     toy_dataset(&d, 600);
     partition_t p;
     ck_assert_int_eq(partition_compute(&d.adj, 12, PART_METIS, 0, &p), INCA_OK);
-    const char *methods[3] = {"cluster", "gas", "incagg"};
-    for (int k = 0; k < 3; k++) {
-        for (int dt = 0; dt < (k == 2 ? 2 : 1); dt++) {
+    const char *methods[4] = {"cluster", "gas", "incagg", "incagg"};
+    for (int k = 0; k < 4; k++) {
+        for (int dt = 0; dt < (k >= 2 ? 2 : 1); dt++) {
             train_config_t c;
             train_config_default(&c);
             snprintf(c.method, sizeof c.method, "%s", methods[k]);
             snprintf(c.model, sizeof c.model, "%s", k == 1 ? "sage" : "gcn");
             snprintf(c.history_dtype, sizeof c.history_dtype, "%s", dt ? "bf16" : "fp32");
+            c.refresh_source = k == 3 ? AGG_SRC_PUSH : AGG_SRC_RECOMPUTE;
             c.epochs = 30;
             c.batch_parts = 3;
-            c.refresh = 2;   /* incagg: twice per epoch, once fused with the evaluation */
+            c.refresh = 2;   /* incagg: twice per epoch, the second at the evaluation */
             c.hidden = 16;
+            train_result_t rf;   /* full-batch reference, same model and data */
+            train_config_t cf = c;
+            snprintf(cf.method, sizeof cf.method, "full");
+            ck_assert_int_eq(train_full(&d, &cf, d.split[0], d.split_n[0], 0, &rf), INCA_OK);
             mb_opts_t o;
             mb_opts_default(&o);
             train_result_t r1, r2;
@@ -382,19 +711,56 @@ START_TEST(mb_train_learns_and_is_deterministic) {
             ck_assert_int_eq(mb_train(&d, &c, d.split[0], d.split_n[0], 0, &p, &o, &r1, &st), INCA_OK);
             o.prefetch = 0;
             ck_assert_int_eq(mb_train(&d, &c, d.split[0], d.split_n[0], 0, &p, &o, &r2, NULL), INCA_OK);
-            ck_assert_msg(r1.test_acc > 0.75, "%s: test acc %.3f", methods[k], r1.test_acc);
+            ck_assert_msg(r1.test_acc >= rf.test_acc - 0.04, "%s (%s, %s): test acc %.3f, full-batch %.3f", methods[k],
+                          agg_source_name(c.refresh_source), c.history_dtype, r1.test_acc, rf.test_acc);
             ck_assert(r1.test_acc == r2.test_acc && r1.train_loss == r2.train_loss && r1.best_epoch == r2.best_epoch);
             ck_assert_int_eq(st.steps, 30 * 4);
             ck_assert_int_eq(st.steps_per_epoch, 4);
-            if (k == 2) {
+            if (k >= 2) {   /* recompute: every second refresh rides on the evaluation */
                 ck_assert_int_eq(st.refreshes, 60);
-                ck_assert_int_eq(st.fused, 30);
-                ck_assert_int_eq(st.evals, 0);
+                ck_assert_int_eq(st.fused, k == 2 ? 30 : 0);
+                ck_assert_int_eq(st.evals, k == 2 ? 0 : 30);
                 ck_assert_int_gt(st.table_bytes, 0);
             } else ck_assert_int_eq(st.evals, 30);
+            train_result_free(&rf);
             train_result_free(&r1);
             train_result_free(&r2);
         }
+    }
+    partition_free(&p);
+    dataset_free(&d);
+}
+END_TEST
+
+/* A non-finite training loss (here an infinite feature of a training node) stops every method
+ * with INCA_ERR naming the run, epoch and step, before a checkpoint is written from that state. */
+START_TEST(mb_train_stops_on_nonfinite_loss) {
+    dataset_t d;
+    toy_dataset(&d, 120);
+    d.x[0] = INFINITY;   /* node 0 is a training node */
+    partition_t p;
+    ck_assert_int_eq(partition_compute(&d.adj, 6, PART_METIS, 0, &p), INCA_OK);
+    const char *methods[3] = {"cluster", "gas", "incagg"};
+    for (int k = 0; k < 3; k++) {
+        char *dir = tu_mkdtemp(), path[512];
+        train_config_t c;
+        train_config_default(&c);
+        snprintf(c.method, sizeof c.method, "%s", methods[k]);
+        c.epochs = 3;
+        c.batch_parts = 2;
+        c.checkpoint_dir = dir;
+        mb_opts_t o;
+        mb_opts_default(&o);
+        train_result_t r;
+        int rc = mb_train(&d, &c, d.split[0], d.split_n[0], 0, &p, &o, &r, NULL);
+        ck_assert_int_eq(rc, INCA_ERR);
+        ck_assert_msg(strstr(inca_errmsg(), "run 0, epoch 0, step") && strstr(inca_errmsg(), "not finite"), "%s: %s",
+                      methods[k], inca_errmsg());
+        snprintf(path, sizeof path, "%s/run-0.ckpt", dir);
+        ck_assert_msg(!tu_exists(path), "%s: a checkpoint was written", methods[k]);
+        inca_err_clear();
+        tu_rmrf(dir);
+        free(dir);
     }
     partition_free(&p);
     dataset_free(&d);
@@ -421,6 +787,7 @@ START_TEST(mb_incagg_single_buffer_equals_p_scheme) {
             c.epochs = 12;
             c.batch_parts = 3;
             c.refresh = 0;   /* once per epoch */
+            c.refresh_source = AGG_SRC_PUSH;   /* single buffering is the push source's */
             mb_opts_t o;
             mb_opts_default(&o);
             o.eval_every_epoch = fused;
@@ -443,6 +810,7 @@ START_TEST(mb_incagg_single_buffer_equals_p_scheme) {
     train_config_t c;
     train_config_default(&c);
     snprintf(c.method, sizeof c.method, "incagg");
+    c.refresh_source = AGG_SRC_PUSH;
     c.hidden = 16;
     c.epochs = 5;
     c.batch_parts = 3;
@@ -510,21 +878,22 @@ START_TEST(cli_train_and_benches) {
     ck_assert(tu_json_num(tu_last_line(out), "refresh_time_s") > 0);
     free(out);
     free(err);
-    snprintf(args, sizeof args, "bench epoch '%s/g' --methods gas,incagg --parts 12 --batch-parts 3 --epochs 4 --refresh-epochs 1,2 --json", dir);
+    snprintf(args, sizeof args, "bench epoch '%s/g' --methods gas,incagg --parts 12 --batch-parts 3 --epochs 4 "
+             "--refresh-epochs 1,2 --refresh-source push --json", dir);
     ck_assert_int_eq(tu_inca(args, &out, &err), 0);
-    const char *j = tu_last_line(out);
-    ck_assert(tu_json_num(j, "speedup") > 0);
-    ck_assert(tu_json_num(j, "speedup_r2") > 0);
-    ck_assert(!isnan(tu_json_num(j, "acc_gap_r1")));
+    /* one line per run (gas, incagg R = 1, incagg R = 2) and the summary: the refresh counts
+     * follow from 4 epochs and the periods, and each run names its refresh source */
+    const char *lines[4] = {NULL, NULL, NULL, NULL};
+    int nl = 0;
+    for (char *q = out; q && *q && nl < 4; q = strchr(q, '\n') ? strchr(q, '\n') + 1 : NULL)
+        if (*q == '{') lines[nl++] = q;
+    ck_assert_int_eq(nl, 4);
+    ck_assert_double_eq(tu_json_num(lines[0], "refreshes"), 0);
+    ck_assert_double_eq(tu_json_num(lines[1], "refreshes"), 4);
+    ck_assert_double_eq(tu_json_num(lines[2], "refreshes"), 2);
+    ck_assert_ptr_nonnull(strstr(lines[1], "\"refresh_source\":\"push\""));
+    const char *j = lines[3];
     ck_assert(tu_json_num(j, "gas_test_acc") > 0.5 && tu_json_num(j, "incagg_test_acc") > 0.5);
-    /* the step split: aggregation + dense = step time; IncAgg's epoch is its dense part plus
-     * aggregation and refreshes, so the ceiling is at least the measured speedup */
-    ck_assert(tu_json_num(j, "gas_agg_time_s") > 0 && tu_json_num(j, "incagg_agg_time_s") > 0);
-    ck_assert_double_eq_tol(tu_json_num(j, "gas_agg_time_s") + tu_json_num(j, "gas_dense_time_s"),
-                            tu_json_num(j, "gas_step_time_s"), 1e-6);
-    ck_assert_double_eq_tol(tu_json_num(j, "incagg_agg_time_s") + tu_json_num(j, "incagg_dense_time_s"),
-                            tu_json_num(j, "incagg_step_time_s"), 1e-6);
-    ck_assert(tu_json_num(j, "speedup_ceiling") >= tu_json_num(j, "speedup"));
     free(out);
     free(err);
     snprintf(args, sizeof args, "bench loader '%s/g' --method gas --parts 12 --batch-parts 3 --epochs 2 --json", dir);
@@ -555,12 +924,17 @@ int main(void) {
     tcase_add_loop_test(t, one_batch_equals_full_batch, 0, 4);
     tcase_add_test(t, layer0_baseline_is_ax);
     tcase_add_loop_test(t, exact_snapshots_give_exact_aggregation, 0, 4);
+    tcase_add_loop_test(t, incagg_frozen_snapshot_invariant, 0, 8);
+    tcase_add_test(t, cluster_batch_renormalisation);
+    tcase_add_test(t, bf16_refresh_in_panels);
+    tcase_add_test(t, bf16_halves_operator_memory);
     suite_add_tcase(s, t);
     TCase *e = tcase_create("trainer");
     tcase_set_timeout(e, 600);
     tcase_add_test(e, mb_train_learns_and_is_deterministic);
     tcase_add_test(e, mb_incagg_single_buffer_equals_p_scheme);
     tcase_add_test(e, mb_train_alloc_failures);
+    tcase_add_test(e, mb_train_stops_on_nonfinite_loss);
     tcase_add_test(e, cli_train_and_benches);
     suite_add_tcase(s, e);
     return tu_run_suite(s);

@@ -189,6 +189,49 @@ START_TEST(spmm_base_matches_pull_then_spmm) {
 }
 END_TEST
 
+/* kern_spmm_bf16 on bf16 X gives the bits of kern_spmm on the decoded X, for whole matrices and
+ * for row views (csr_row_view: rowptr not starting at 0), at 1 and 2 threads; and kern_spmm on
+ * a row view gives those rows of the whole product. */
+START_TEST(spmm_bf16_and_row_views) {
+    static const int64_t fs[] = {1, 16, 70, 256};
+    for (int with_val = 0; with_val <= 1; with_val++)
+        for (size_t fi = 0; fi < sizeof fs / sizeof fs[0]; fi++) {
+            const int64_t f = fs[fi];
+            csr_t a = make_csr(300, 210, 7, with_val, 51 + fi + 100 * with_val);
+            float *x = rand_floats(a.n_cols * f, 53 + fi);
+            uint16_t *xb = malloc(sizeof *xb * (size_t)(a.n_cols * f));
+            float *y = malloc(sizeof(float) * (size_t)(a.n_rows * f)), *yb = malloc(sizeof(float) * (size_t)(a.n_rows * f));
+            ck_assert(xb && y && yb);
+            for (int64_t i = 0; i < a.n_cols * f; i++) {   /* bf16 by truncation: any bits will do */
+                uint32_t u;
+                memcpy(&u, &x[i], 4);
+                xb[i] = (uint16_t)(u >> 16);
+                u &= 0xffff0000u;
+                memcpy(&x[i], &u, 4);
+            }
+            for (int t = 1; t <= 2; t++) {
+                inca_set_threads(t);
+                ck_assert_int_eq(kern_spmm(&a, x, f, 1.0f, 0.0f, y), INCA_OK);
+                ck_assert_int_eq(kern_spmm_bf16(&a, xb, f, yb), INCA_OK);
+                ck_assert_mem_eq(y, yb, sizeof(float) * (size_t)(a.n_rows * f));
+                const int64_t cuts[] = {0, 1, 77, 150, 299, 300};
+                for (size_t c = 0; c + 1 < sizeof cuts / sizeof cuts[0]; c++) {
+                    csr_t v = csr_row_view(&a, cuts[c], cuts[c + 1]);
+                    ck_assert_int_eq(v.n_rows, cuts[c + 1] - cuts[c]);
+                    if (v.n_rows == 0) continue;
+                    ck_assert_int_eq(kern_spmm(&v, x, f, 1.0f, 0.0f, yb), INCA_OK);
+                    ck_assert_mem_eq(yb, y + cuts[c] * f, sizeof(float) * (size_t)(v.n_rows * f));
+                    ck_assert_int_eq(kern_spmm_bf16(&v, xb, f, yb), INCA_OK);
+                    ck_assert_mem_eq(yb, y + cuts[c] * f, sizeof(float) * (size_t)(v.n_rows * f));
+                }
+            }
+            inca_set_threads(0);
+            free(x); free(xb); free(y); free(yb);
+            free_csr(&a);
+        }
+}
+END_TEST
+
 /* A naive Aᵀ X written without any transpose, to check kern_spmm_t with at = NULL on a
  * symmetric matrix (pattern and values). */
 START_TEST(spmm_t_symmetric_without_transpose) {
@@ -520,6 +563,7 @@ int main(void) {
     tcase_add_test(tc, spmm_matches_reference);
     tcase_add_test(tc, spmm_t_symmetric_without_transpose);
     tcase_add_test(tc, spmm_base_matches_pull_then_spmm);
+    tcase_add_test(tc, spmm_bf16_and_row_views);
     tcase_add_test(tc, spmm_threads_bit_identical);
     tcase_add_test(tc, gemm_matches_reference);
     tcase_add_test(tc, elementwise_match_reference);

@@ -19,12 +19,13 @@ static inline int64_t spmm_prefetch_distance(int64_t w) {
     return d < 4 ? 4 : d > 32 ? 32 : d;
 }
 
-/* First row r in [0, n] with rowptr[r] + r >= target (rowptr[r] + r is strictly increasing). */
+/* First row r in [0, n] with rowptr[r] - rowptr[0] + r >= target (strictly increasing in r;
+ * rowptr[0] is not 0 for a row view, csr_row_view). */
 static int64_t spmm_row_search(const int64_t *rowptr, int64_t n, int64_t target) {
     int64_t lo = 0, hi = n;
     while (lo < hi) {
         int64_t mid = lo + (hi - lo) / 2;
-        if (rowptr[mid] + mid < target) lo = mid + 1;
+        if (rowptr[mid] - rowptr[0] + mid < target) lo = mid + 1;
         else hi = mid;
     }
     return lo;
@@ -169,7 +170,7 @@ static int spmm_check(const csr_t *a, const float *x, int64_t f, const float *y)
 static void spmm_run(const csr_t *a, const float *x, int64_t f, float alpha, float beta, const float *base,
                      const int64_t *ids, float *y) {
     const int64_t n = a->n_rows;
-    const int64_t total = a->rowptr[n] + n;
+    const int64_t total = a->rowptr[n] - a->rowptr[0] + n;
     int nt = inca_threads();
     /* Do not spread a tiny product over threads: about 64K floats of work per thread. */
     int64_t work = total * f;
@@ -222,4 +223,45 @@ int kern_spmm_t(const csr_t *a, const csr_t *at, const float *x, int64_t f, floa
                          (long long)at->n_rows, (long long)at->n_cols, (long long)at->nnz,
                          (long long)a->n_cols, (long long)a->n_rows, (long long)a->nnz);
     return kern_spmm(at, x, f, alpha, beta, y);
+}
+
+/* bf16 input: X[j, k] = bits << 16 exactly, so each row sums the same floats in the same order
+ * as kern_spmm on the decoded X (the same bits), without an fp32 copy of X. Rows are dealt to
+ * threads in blocks of 64 (dynamic): one row is still summed by one thread. */
+static inline float spmm_bf16_f32(uint16_t b) {
+    uint32_t u = (uint32_t)b << 16;
+    float v;
+    memcpy(&v, &u, sizeof v);
+    return v;
+}
+
+int kern_spmm_bf16(const csr_t *a, const uint16_t *x, int64_t f, float *y) {
+    int rc = spmm_check(a, (const float *)(const void *)x, f, y);
+    if (rc != INCA_OK || a->n_rows == 0) return rc;
+    const int64_t n = a->n_rows;
+    const int64_t *rowptr = a->rowptr;
+    const int32_t *col = a->col;
+    const float *val = a->val;
+    int nt = inca_threads();
+    int64_t max_nt = (rowptr[n] - rowptr[0] + n) * f / 65536 + 1;
+    if (nt > max_nt) nt = (int)max_nt;
+#pragma omp parallel for schedule(dynamic, 64) num_threads(nt)
+    for (int64_t r = 0; r < n; r++) {
+        float acc[SPMM_PANEL];
+        for (int64_t f0 = 0; f0 < f; f0 += SPMM_PANEL) {
+            const int64_t w = f - f0 < SPMM_PANEL ? f - f0 : SPMM_PANEL;
+            for (int64_t k = 0; k < w; k++) acc[k] = 0.0f;
+            for (int64_t j = rowptr[r]; j < rowptr[r + 1]; j++) {
+                const uint16_t *xr = x + (int64_t)col[j] * f + f0;
+                if (val) {
+                    const float v = val[j];
+                    for (int64_t k = 0; k < w; k++) acc[k] += v * spmm_bf16_f32(xr[k]);
+                } else {
+                    for (int64_t k = 0; k < w; k++) acc[k] += spmm_bf16_f32(xr[k]);
+                }
+            }
+            memcpy(y + r * f + f0, acc, sizeof(float) * (size_t)w);
+        }
+    }
+    return INCA_OK;
 }

@@ -1,0 +1,119 @@
+/* The memory-enhanced aggregation operators of mini-batch training (ARCHITECTURE.md, "IncAgg,
+ * precisely"): Cluster-GCN, GAS and IncAgg, their history tables (one per aggregation site, in a
+ * NUMA-aware arena), the IncAgg baselines M = Â S and their refresh. The model (nn/) calls the
+ * operator once per aggregation site through agg_forward / agg_backward, whose signatures are
+ * those of nn_agg_t (nn/layer.h); this module knows nothing of models: the caller describes the
+ * sites (their widths, and which read the model input x).
+ *
+ *   cluster  Agg = Â_BB in                     (Â_BB as the loader built it: with
+ *                                               batch_opts.renorm the batch subgraph is
+ *                                               renormalised on itself, Cluster-GCN as
+ *                                               published; without, the global Â restricted)
+ *   gas      Agg = Â_BB in + Â_{B,halo} H_halo  H_halo = exact rows of x at a site reading x,
+ *                                               else the history (pulled, no gradient);
+ *                                               history rows of B <- in_raw (pushed)
+ *   incagg   Agg = M_B + Â_BB (in − S_B)        M = Â S, S the snapshot of the site's input at
+ *                                               the last refresh; at a site reading x, S = X (so
+ *                                               Δ = in − in_raw, zero without dropout) and
+ *                                               M^0 = ÂX is computed once at creation
+ *   backward of all three: din = Â_BBᵀ dout (histories, baselines and halo are constants).
+ *
+ * IncAgg refresh, and where its snapshot comes from (`--refresh-source`):
+ *   AGG_SRC_PUSH       every step pushes in_raw of its batch rows into the push buffer P;
+ *                      agg_refresh does S <- P, then M <- Â S (one no-grad SpMM per site). With
+ *                      single_buffer (refresh exactly once per epoch, every node in one batch per
+ *                      epoch) the step pushes into S itself after reading S_B for Δ: no P tables.
+ *   AGG_SRC_RECOMPUTE  no pushes and no P tables; the refresh is a layer-wise eval-mode forward
+ *                      pass of the model over the whole graph with the current weights, run with
+ *                      agg_refresh_forward as its operator: each site stores S = in, M = Â in
+ *                      (and returns Â in, so an evaluation due at the same time shares the pass).
+ *   Both sources start from agg_refresh_forward's exact snapshot of the initial model.
+ * Invariant between refreshes (S frozen): Agg = Â_BB in + Â_{B,V∖B} S_{V∖B}.
+ * With bf16 tables, M, S and P are rounded to bf16 when stored; the residual subtracts the stored
+ * S. A push refresh of bf16 tables reads S in bf16 and writes M in row panels through a bounded
+ * fp32 scratch (AGG_PANEL_BYTES), so bf16 halves the operator's memory.
+ *
+ * CAVEATS FIRST
+ * - x, a and every batch are borrowed: they must outlive the operator (batches: until the next
+ *   agg_set_batch). Tables and scratch are owned by the operator's arena.
+ * - Not thread-safe; one operator per training run.
+ * Tested in test_incagg.c (refresh after every step equals GAS; one batch of every node equals
+ * full-batch; M^0 = ÂX; R > 1 against a double-precision reference of the invariant for both
+ * sources; bf16 bytes) and test_memory.c (tables). */
+#ifndef INCA_MEMORY_AGG_H
+#define INCA_MEMORY_AGG_H
+#include <stdint.h>
+#include "graph/csr.h"
+#include "loaders/batch.h"
+#include "memory/arena.h"
+#include "memory/history.h"
+
+enum { AGG_CLUSTER = 0, AGG_GAS = 1, AGG_INCAGG = 2 };
+enum { AGG_SRC_PUSH = 0, AGG_SRC_RECOMPUTE = 1 };
+#define AGG_MAX_SITES 256
+/* The fp32 row panel a bf16 push refresh (and M^0 in bf16) goes through: n/16 rows, at least
+ * AGG_PANEL_MIN_ROWS and at most AGG_PANEL_BYTES (so at most 1/8 of a bf16 table on a graph of
+ * 16k nodes or more). */
+#define AGG_PANEL_BYTES ((int64_t)8 << 20)
+#define AGG_PANEL_MIN_ROWS 1024
+
+/* "cluster" | "gas" | "incagg" (INCA_EINVAL naming --method otherwise). */
+int agg_method_parse(const char *s, int *method);
+const char *agg_method_name(int method);
+/* "push" | "recompute" (INCA_EINVAL naming --refresh-source otherwise). */
+int agg_source_parse(const char *s, int *source);
+const char *agg_source_name(int source);
+
+typedef struct agg_config {
+    int method;              /* AGG_CLUSTER | AGG_GAS | AGG_INCAGG */
+    int source;              /* incagg: AGG_SRC_PUSH | AGG_SRC_RECOMPUTE */
+    int single_buffer;       /* incagg with push: see above (ignored for recompute) */
+    hist_dtype_t dtype;      /* history tables, baselines and snapshots */
+    int nsites;              /* aggregation sites, <= AGG_MAX_SITES */
+    const int64_t *dims;     /* nsites widths (copied) */
+    const uint8_t *fixed;    /* nsites flags, 1: the site's input is the model input x (copied) */
+    int64_t n, in_dim;
+    const float *x;          /* n x in_dim model input (borrowed) */
+    const csr_t *a;          /* Â, n x n (borrowed) */
+    int64_t nb_max, halo_max;   /* the largest batch and halo (batch_loader_limits) */
+    int64_t panel_bytes;     /* bf16: the row panel's size (0: the rule above; tests set it small) */
+} agg_config_t;
+
+typedef struct agg agg_t;
+
+/* Allocates every table and scratch buffer once (INCA_ENOMEM with the method named); computes
+ * M^0 = ÂX at the fixed sites of incagg. */
+int agg_create(const agg_config_t *cfg, agg_t **out);
+void agg_free(agg_t **g);   /* NULL-safe, sets *g = NULL */
+void agg_set_batch(agg_t *g, const batch_t *b);
+
+/* The batch operator (nn_agg_t signatures; ctx = the agg_t). forward: out[n x f] = Agg(in) over
+ * the batch last set (n = |B|); backward: din = Â_BBᵀ dout. */
+int agg_forward(void *ctx, int site, int64_t n, int64_t f, const float *in_raw, const float *in, float *out);
+int agg_backward(void *ctx, int site, int64_t n, int64_t f, const float *dout, float *din);
+/* The full-graph refresh operator (incagg; forward only, eval mode, n = all nodes): out = Â in,
+ * and at every history site S (and P where it exists) <- in, M <- out. At a fixed site it
+ * returns M^0. For other methods it is the plain full-graph operator. */
+int agg_refresh_forward(void *ctx, int site, int64_t n, int64_t f, const float *in_raw, const float *in, float *out);
+/* Push-source refresh: S <- P (unless single_buffer), M <- Â S at every history site. INCA_OK
+ * without doing anything for cluster and gas; INCA_EINVAL for the recompute source (its refresh
+ * is a model pass through agg_refresh_forward). */
+int agg_refresh(agg_t *g);
+
+int agg_method(const agg_t *g);
+int agg_source(const agg_t *g);
+int agg_num_sites(const agg_t *g);
+int agg_fixed_site(const agg_t *g, int site);
+/* Tables, NULL where the method or site has none: 'H' GAS history, 'M' baseline, 'S' snapshot,
+ * 'P' push buffer. */
+hist_t *agg_table(agg_t *g, char which, int site);
+const mem_arena_t *agg_arena(const agg_t *g);
+/* Bytes of the history tables alone (H, M, S, P) and of the operator's scratch buffers; their
+ * sum is the arena's bytes. */
+int64_t agg_table_bytes(const agg_t *g);
+int64_t agg_scratch_bytes(const agg_t *g);
+/* Seconds in the batch operator's forward / backward, and Σ nnz(Â_BB) / Σ nnz(Â rows of B) over
+ * the forward calls (the share of a batch's edges that stay inside it). */
+void agg_times(const agg_t *g, double *fwd_s, double *bwd_s, double *intra_fraction);
+void agg_reset_times(agg_t *g);
+#endif
