@@ -3,7 +3,7 @@
 #include "bench/bench_mb.h"
 #include "core/status.h"
 #include "core/util.h"
-#include "loaders/store.h"
+#include "loaders/partition_store.h"
 #include <stdio.h>
 #include <string.h>
 
@@ -55,7 +55,7 @@ int bench_mb_load(const char *path, const train_config_t *c, dataset_t *d, parti
     int rc = dataset_load(path, d);
     if (rc == INCA_OK && !d->adj.rowptr) rc = inca_fail(INCA_EINVAL, "%s has no graph", path);
     if (rc == INCA_OK) rc = store_open(path, STORE_RDWR, &s);
-    if (rc == INCA_OK) rc = partition_get(s, &d->adj, c->parts, PART_METIS, 0, p, reused);
+    if (rc == INCA_OK) rc = store_partition_get(s, &d->adj, c->parts, PART_METIS, 0, p, reused);
     store_close(&s);
     if (rc != INCA_OK) dataset_free(d);
     return rc;

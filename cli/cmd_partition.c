@@ -8,6 +8,7 @@
 #include "core/status.h"
 #include "core/util.h"
 #include "graph/partition.h"
+#include "loaders/partition_store.h"
 #include "loaders/store.h"
 #include <stdio.h>
 #include <string.h>
@@ -57,12 +58,12 @@ int cmd_partition(int argc, char **argv) {
     double t0 = inca_now();
     char name[64];
     partition_name(name, sizeof name, method, k, (uint64_t)seed);
-    rc = partition_load(s, name, &p);
+    rc = store_partition_load(s, name, &p);
     if (rc == INCA_OK) reused = 1;
     else if (rc == INCA_ENOTFOUND) {
         inca_err_clear();
         if ((rc = load_adj(s, &adj)) != INCA_OK) goto done;
-        rc = partition_get(s, &adj, k, method, (uint64_t)seed, &p, &reused);
+        rc = store_partition_get(s, &adj, k, method, (uint64_t)seed, &p, &reused);
     }
     if (rc != INCA_OK) goto done;
     double total = inca_now() - t0;

@@ -1,10 +1,6 @@
 /* Graph partitioning for mini-batch training: METIS k-way (wrapped once, here) or a seeded
- * random fallback, and the renumbering that makes every part a contiguous id range.
- * A partitioning lives in the store as two arrays and one manifest record, written in one
- * transaction:   "part/<name>/perm"   (i64, n: new id of old node v is perm[v])
- *                "part/<name>/bounds" (i64, K+1: part p holds new ids [bounds[p], bounds[p+1]))
- *                record "part:<name>" -> part_manifest_t
- * where <name> is "<method>-<K>-s<seed>", e.g. "metis-40-s0".
+ * random fallback, and the renumbering that makes every part a contiguous id range. This
+ * module computes; loaders/partition_store.h keeps a partitioning in a store.
  * Tested in test_partition.c (bijection, contiguity, edge cut recomputed independently,
  * METIS edge cut vs random, store round trip and reuse, bad inputs). */
 #ifndef INCA_PARTITION_H
@@ -12,7 +8,6 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "graph/csr.h"
-#include "loaders/store.h"
 
 #define PART_MAGIC 0x54524150u   /* "PART" little-endian */
 #define PART_VERSION 1u
@@ -61,16 +56,6 @@ int partition_from_parts(int64_t n, int64_t k, const int32_t *part, partition_t 
 
 /* Compute a partitioning (assign + renumber + edge cut + manifest) without touching a store. */
 int partition_compute(const csr_t *adj, int64_t k, int method, uint64_t seed, partition_t *out);
-
-/* Load the partitioning `name` from the store (INCA_ENOTFOUND when absent; INCA_EINVAL when the
- * manifest's magic/version/sizes do not match the arrays or the store's node count). */
-int partition_load(store_t *s, const char *name, partition_t *out);
-/* Write arrays + manifest in one store transaction (replacing a same-named one). */
-int partition_save(store_t *s, const partition_t *p);
-/* Load "<method>-<k>-s<seed>" when stored (*reused = 1), else compute it on `adj`, save it and
- * set *reused = 0. `reused` may be NULL. */
-int partition_get(store_t *s, const csr_t *adj, int64_t k, int method, uint64_t seed,
-                  partition_t *out, int *reused);
 
 void partition_free(partition_t *p);   /* frees owned arrays and zeroes; NULL-safe */
 #endif

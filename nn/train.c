@@ -6,7 +6,7 @@
 #include "nn/optim.h"
 #include "nn/checkpoint.h"
 #include "nn/train_mb.h"
-#include "loaders/store.h"
+#include "loaders/partition_store.h"
 #include "kernels/kernels.h"
 #include "core/alloc.h"
 #include "core/status.h"
@@ -462,7 +462,7 @@ int train_partition(const dataset_t *d, const train_config_t *c, partition_t *p)
     /* reuse (or keep) the partitioning in the store, as `inca partition` does; a store that
      * cannot be opened for writing (a read-only copy) falls back to computing it */
     if (c->store_path && store_open(c->store_path, STORE_RDWR, &s) == INCA_OK) {
-        rc = partition_get(s, &d->adj, k, pm, 0, p, NULL);
+        rc = store_partition_get(s, &d->adj, k, pm, 0, p, NULL);
         store_close(&s);
     } else {
         inca_err_clear();

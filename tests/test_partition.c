@@ -7,6 +7,7 @@
 #include "core/status.h"
 #include "graph/csr.h"
 #include "graph/partition.h"
+#include "loaders/partition_store.h"
 #include "loaders/dataset.h"
 #include "loaders/store.h"
 #include <math.h>
@@ -179,9 +180,9 @@ START_TEST(store_round_trip) {
     grid(&g, 12);
     partition_t a, b;
     int reused = -1;
-    ck_assert_int_eq(partition_get(s, &g, 6, PART_METIS, 0, &a, &reused), INCA_OK);
+    ck_assert_int_eq(store_partition_get(s, &g, 6, PART_METIS, 0, &a, &reused), INCA_OK);
     ck_assert_int_eq(reused, 0);
-    ck_assert_int_eq(partition_get(s, &g, 6, PART_METIS, 0, &b, &reused), INCA_OK);
+    ck_assert_int_eq(store_partition_get(s, &g, 6, PART_METIS, 0, &b, &reused), INCA_OK);
     ck_assert_int_eq(reused, 1);
     ck_assert_mem_eq(a.perm, b.perm, sizeof(int64_t) * 144);
     ck_assert_mem_eq(a.bounds, b.bounds, sizeof(int64_t) * 7);
@@ -189,7 +190,42 @@ START_TEST(store_round_trip) {
     ck_assert_int_eq(check_partition(&g, &b), b.man.edge_cut);
     partition_free(&a);
     partition_free(&b);
-    ck_assert_int_eq(partition_load(s, "metis-7-s0", &a), INCA_ENOTFOUND);
+    ck_assert_int_eq(store_partition_load(s, "metis-7-s0", &a), INCA_ENOTFOUND);
+    store_close(&s);
+    csr_free(&g);
+    tu_rmrf(dir);
+    free(dir);
+    free(path);
+}
+END_TEST
+
+/* A stored partitioning whose perm is not a permutation, or whose bounds decrease, is refused
+ * on load with the array and entry named (a damaged store must not index out of range later). */
+START_TEST(store_damaged_partition_refused) {
+    char *dir = tu_mkdtemp(), *path = make_store(dir, 12);
+    store_t *s = NULL;
+    ck_assert_int_eq(store_open(path, STORE_RDWR, &s), INCA_OK);
+    csr_t g = {0};
+    grid(&g, 12);
+    partition_t a;
+    ck_assert_int_eq(store_partition_get(s, &g, 6, PART_METIS, 0, &a, NULL), INCA_OK);
+    for (int damage = 0; damage < 3; damage++) {
+        partition_t bad = a, got;
+        int64_t perm[144], bounds[7];
+        memcpy(perm, a.perm, sizeof perm);
+        memcpy(bounds, a.bounds, sizeof bounds);
+        bad.perm = perm;
+        bad.bounds = bounds;
+        const char *want = NULL;
+        if (damage == 0) { perm[5] = perm[6]; want = "not a permutation"; }
+        else if (damage == 1) { perm[7] = 144; want = "outside [0, 144)"; }
+        else { int64_t t = bounds[2]; bounds[2] = bounds[3]; bounds[3] = t; want = "decreases"; }
+        ck_assert_int_eq(store_partition_save(s, &bad), INCA_OK);
+        ck_assert_int_eq(store_partition_load(s, a.man.name, &got), INCA_EINVAL);
+        ck_assert_msg(strstr(inca_errmsg(), want) != NULL, "damage %d: %s", damage, inca_errmsg());
+        inca_err_clear();
+    }
+    partition_free(&a);
     store_close(&s);
     csr_free(&g);
     tu_rmrf(dir);
@@ -239,6 +275,7 @@ int main(void) {
     tcase_add_test(t, one_part_and_bad_inputs);
     tcase_add_test(t, alloc_failures);
     tcase_add_test(t, store_round_trip);
+    tcase_add_test(t, store_damaged_partition_refused);
     tcase_add_test(t, cli_partition);
     suite_add_tcase(s, t);
     return tu_run_suite(s);

@@ -1,0 +1,103 @@
+/* Stored partitionings (see partition_store.h). Tested in test_partition.c. */
+#include "loaders/partition_store.h"
+#include "core/alloc.h"
+#include "core/status.h"
+#include <stdio.h>
+#include <string.h>
+
+/* A partitioning is believed only when perm is a bijection of [0, n) and the bounds run
+ * non-decreasing from 0 to n: a damaged array would otherwise index out of range later. */
+static int partition_check(const partition_t *p, const char *kperm, const char *kbounds) {
+    const int64_t n = p->n, k = p->k;
+    if (p->bounds[0] != 0 || p->bounds[k] != n)
+        return inca_fail(INCA_EINVAL, "array %s: bounds must run from 0 to %lld, got %lld .. %lld", kbounds, (long long)n,
+                         (long long)p->bounds[0], (long long)p->bounds[k]);
+    for (int64_t i = 0; i < k; i++)
+        if (p->bounds[i + 1] < p->bounds[i])
+            return inca_fail(INCA_EINVAL, "array %s: entry %lld decreases (%lld after %lld)", kbounds, (long long)(i + 1),
+                             (long long)p->bounds[i + 1], (long long)p->bounds[i]);
+    uint8_t *seen = inca_calloc((size_t)(n ? n : 1), 1);
+    if (!seen) return INCA_ENOMEM;
+    int rc = INCA_OK;
+    for (int64_t v = 0; v < n && rc == INCA_OK; v++) {
+        const int64_t w = p->perm[v];
+        if (w < 0 || w >= n) rc = inca_fail(INCA_EINVAL, "array %s: entry %lld = %lld is outside [0, %lld)", kperm, (long long)v, (long long)w, (long long)n);
+        else if (seen[w]++) rc = inca_fail(INCA_EINVAL, "array %s: entry %lld repeats new id %lld (not a permutation)", kperm, (long long)v, (long long)w);
+    }
+    inca_free(seen);
+    return rc;
+}
+
+static void array_names(const char *name, char *perm, char *bounds, size_t len) {
+    snprintf(perm, len, "part/%s/perm", name);
+    snprintf(bounds, len, "part/%s/bounds", name);
+}
+
+int store_partition_save(store_t *s, const partition_t *p) {
+    char kperm[128], kbounds[128], key[96];
+    array_names(p->man.name, kperm, kbounds, sizeof kperm);
+    snprintf(key, sizeof key, "part:%s", p->man.name);
+    store_wtx_t *w = NULL;
+    int rc = store_write_begin(s, &w);
+    if (rc == INCA_OK) rc = store_wtx_put_array(w, kperm, DT_I64, p->perm, p->n);
+    if (rc == INCA_OK) rc = store_wtx_put_array(w, kbounds, DT_I64, p->bounds, p->k + 1);
+    if (rc == INCA_OK) rc = store_wtx_put_record(w, key, &p->man, sizeof p->man);
+    if (rc == INCA_OK) return store_write_commit(&w);
+    store_write_abort(&w);
+    return inca_fail_ctx(rc, "while saving partitioning %s", p->man.name);
+}
+
+int store_partition_load(store_t *s, const char *name, partition_t *out) {
+    memset(out, 0, sizeof *out);
+    char kperm[128], kbounds[128], key[96];
+    array_names(name, kperm, kbounds, sizeof kperm);
+    snprintf(key, sizeof key, "part:%s", name);
+    const void *rec = NULL;
+    size_t len = 0;
+    int rc = store_record_get(s, key, &rec, &len);
+    if (rc != INCA_OK) return rc;
+    if (len != sizeof(part_manifest_t))
+        return inca_fail(INCA_EINVAL, "record %s: %zu bytes, expected %zu (written by another inca version? re-run inca partition)",
+                         key, len, sizeof(part_manifest_t));
+    memcpy(&out->man, rec, sizeof out->man);
+    if (out->man.magic != PART_MAGIC || out->man.version != PART_VERSION)
+        return inca_fail(INCA_EINVAL, "record %s: bad magic/version %08x/%u (expected %08x/%u)", key,
+                         out->man.magic, out->man.version, PART_MAGIC, PART_VERSION);
+    const store_meta_t *meta = store_meta(s);
+    int64_t n = out->man.nodes, k = out->man.parts, cnt = 0;
+    if (meta && meta->nodes != n)
+        return inca_fail(INCA_EINVAL, "partitioning %s covers %lld nodes but the store has %lld", name, (long long)n, (long long)meta->nodes);
+    void *perm = NULL, *bounds = NULL;
+    rc = store_array_load(s, kperm, DT_I64, &perm, &cnt);
+    if (rc == INCA_OK && cnt != n) rc = inca_fail(INCA_EINVAL, "array %s: %lld entries, expected %lld", kperm, (long long)cnt, (long long)n);
+    if (rc == INCA_OK) rc = store_array_load(s, kbounds, DT_I64, &bounds, &cnt);
+    if (rc == INCA_OK && cnt != k + 1) rc = inca_fail(INCA_EINVAL, "array %s: %lld entries, expected %lld", kbounds, (long long)cnt, (long long)(k + 1));
+    out->perm = perm;
+    out->bounds = bounds;
+    out->n = n;
+    out->k = k;
+    if (rc == INCA_OK) rc = partition_check(out, kperm, kbounds);
+    if (rc != INCA_OK) {
+        part_manifest_t keep = out->man;
+        partition_free(out);
+        out->man = keep;
+    }
+    return rc;
+}
+
+int store_partition_get(store_t *s, const csr_t *adj, int64_t k, int method, uint64_t seed, partition_t *out, int *reused) {
+    char name[64];
+    partition_name(name, sizeof name, method, k, seed);
+    if (reused) *reused = 0;
+    int rc = store_partition_load(s, name, out);
+    if (rc == INCA_OK) {
+        if (reused) *reused = 1;
+        return INCA_OK;
+    }
+    if (rc != INCA_ENOTFOUND) return rc;
+    inca_err_clear();
+    rc = partition_compute(adj, k, method, seed, out);
+    if (rc == INCA_OK) rc = store_partition_save(s, out);
+    if (rc != INCA_OK) partition_free(out);
+    return rc;
+}

@@ -1,0 +1,24 @@
+/* Partitionings kept in a store (graph/partition.h computes them). A partitioning lives in
+ * the store as two arrays and one manifest record, written in one transaction:
+ *     "part/<name>/perm"   (i64, n: new id of old node v is perm[v])
+ *     "part/<name>/bounds" (i64, K+1: part p holds new ids [bounds[p], bounds[p+1]))
+ *     record "part:<name>" -> part_manifest_t
+ * where <name> is "<method>-<K>-s<seed>", e.g. "metis-40-s0". A loaded partitioning is checked
+ * before it is used: perm a bijection of [0, n), bounds non-decreasing from 0 to n.
+ * Tested in test_partition.c (round trip, reuse, damaged arrays). */
+#ifndef INCA_PARTITION_STORE_H
+#define INCA_PARTITION_STORE_H
+#include "graph/partition.h"
+#include "loaders/store.h"
+
+/* Load the partitioning `name` (INCA_ENOTFOUND when absent; INCA_EINVAL naming the record or
+ * array when the manifest's magic/version/sizes do not match the arrays or the store's node
+ * count, or the arrays are not a partitioning). */
+int store_partition_load(store_t *s, const char *name, partition_t *out);
+/* Write arrays + manifest in one store transaction (replacing a same-named one). */
+int store_partition_save(store_t *s, const partition_t *p);
+/* Load "<method>-<k>-s<seed>" when stored (*reused = 1), else compute it on `adj`, save it and
+ * set *reused = 0. `reused` may be NULL. */
+int store_partition_get(store_t *s, const csr_t *adj, int64_t k, int method, uint64_t seed,
+                        partition_t *out, int *reused);
+#endif
