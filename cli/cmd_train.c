@@ -1,9 +1,9 @@
 /* inca train STORE --model M --method full|cluster|gas|incagg [...]: load the store, apply the
  * split / train-index overrides, run nn/train.h's train_run and print the result (one JSON
  * object with --json). Exercised end to end in tests/test_e2e_train.c and tests/test_train.c. */
-#include "cli/args.h"
+#include "core/args.h"
 #include "cli/commands.h"
-#include "cli/json.h"
+#include "core/json.h"
 #include "core/alloc.h"
 #include "core/status.h"
 #include "loaders/dataset.h"
@@ -145,16 +145,9 @@ int cmd_train(int argc, char **argv) {
         json_int(j, "seed", (int64_t)c.seed);
         json_int(j, "threads", c.threads);
         json_int(j, "train_nodes", ids ? nids : d.split_n[SPLIT_TRAIN]);
-        /* per-run test accuracies */
-        size_t cap = (size_t)r.runs * 24 + 4;
-        char *arr = inca_malloc(cap);
-        if (!arr) { rc = INCA_ENOMEM; goto done; }
-        size_t off = (size_t)snprintf(arr, cap, "[");
-        for (int i = 0; i < r.runs; i++)
-            off += (size_t)snprintf(arr + off, cap - off, "%s%.6g", i ? ", " : "", r.run_test_acc[i]);
-        snprintf(arr + off, cap - off, "]");
-        json_raw(j, "run_test_acc", arr);
-        inca_free(arr);
+        json_arr_begin(j, "run_test_acc");   /* per-run test accuracies */
+        for (int i = 0; i < r.runs; i++) json_num(j, NULL, r.run_test_acc[i]);
+        json_arr_end(j);
         rc = json_write(j, stdout);
     } else {
         printf("%s %s on %s: test %.4f", c.model, c.method, args_pos(a, 0), r.test_acc);

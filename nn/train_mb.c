@@ -66,12 +66,23 @@ static int optim_build(const train_config_t *c, model_t *m, optim_t **out) {
     return rc;
 }
 
-static void tables_json(const mem_arena_t *a, char *buf, size_t len) {
-    size_t o = 0;
-    o += (size_t)snprintf(buf + o, len - o, "{");
-    for (int i = 0; i < mem_arena_count(a) && o < len; i++)
-        o += (size_t)snprintf(buf + o, len - o, "%s\"%s\":%zu", i ? "," : "", mem_arena_label(a, i), mem_arena_block_bytes(a, i));
-    if (o < len) snprintf(buf + o, len - o, "}");
+void mb_stats_free(mb_stats_t *st) {
+    if (!st) return;
+    INCA_FREE(st->tables);
+    st->ntables = 0;
+}
+
+/* Copy the arena's block labels and sizes into st (the arena goes with the run). */
+static int tables_copy(const mem_arena_t *a, mb_stats_t *st) {
+    int n = mem_arena_count(a);
+    st->tables = inca_calloc(n > 0 ? (size_t)n : 1, sizeof *st->tables);
+    if (!st->tables) return INCA_ENOMEM;
+    for (int i = 0; i < n; i++) {
+        snprintf(st->tables[i].label, sizeof st->tables[i].label, "%s", mem_arena_label(a, i));
+        st->tables[i].bytes = (int64_t)mem_arena_block_bytes(a, i);
+    }
+    st->ntables = n;
+    return INCA_OK;
 }
 
 int mb_train(const dataset_t *d, const train_config_t *c, const int64_t *train_idx, int64_t n_train,
@@ -292,7 +303,7 @@ int mb_train(const dataset_t *d, const train_config_t *c, const int64_t *train_i
     st->loader_bytes = batch_loader_bytes(ld);
     st->steps_per_epoch = spe;
     mb_ctx_times(ctx, &st->agg_fwd_s, &st->agg_bwd_s, &st->intra_fraction);
-    tables_json(mb_ctx_arena(ctx), st->tables, sizeof st->tables);
+    if (st != &stl) rc = tables_copy(mb_ctx_arena(ctx), st);   /* stl: the caller wants no stats */
 done:
     inca_free(blobs);
     batch_loader_free(&ld);
@@ -365,8 +376,9 @@ int train_minibatch(const dataset_t *d, const train_config_t *c, const int64_t *
     mb_stats_t st;
     rc = mb_train(d, c, train_idx, n_train, run, &g_part_cache.p, &o, r, &st);
     if (rc == INCA_OK && run == 0)
-        fprintf(stderr, "%s: partition %s (edge cut %lld), %lld steps/epoch, memory tables %lld bytes %s, loader wait %.3f s of %.3f s of steps\n",
+        fprintf(stderr, "%s: partition %s (edge cut %lld), %lld steps/epoch, memory tables %lld bytes in %d blocks, loader wait %.3f s of %.3f s of steps\n",
                 c->method, g_part_cache.p.man.name, (long long)g_part_cache.p.man.edge_cut, (long long)st.steps_per_epoch,
-                (long long)st.table_bytes, st.tables, st.wait_s, st.step_s_total);
+                (long long)st.table_bytes, st.ntables, st.wait_s, st.step_s_total);
+    mb_stats_free(&st);
     return rc;
 }

@@ -392,6 +392,7 @@ START_TEST(mb_train_learns_and_is_deterministic) {
                 ck_assert_int_eq(st.evals, 0);
                 ck_assert_int_gt(st.table_bytes, 0);
             } else ck_assert_int_eq(st.evals, 30);
+            mb_stats_free(&st);
             train_result_free(&r1);
             train_result_free(&r2);
         }
@@ -436,6 +437,21 @@ START_TEST(mb_incagg_single_buffer_equals_p_scheme) {
             ck_assert_int_eq(s1.refreshes, s2.refreshes);
             ck_assert_int_eq(s1.refreshes, 12);
             ck_assert_int_eq(s2.table_bytes - s1.table_bytes, 2 * 600 * 16 * (dt ? 2 : 4));   /* P1, P2 */
+            /* the per-block report names them: P1 and P2 in the P scheme only, n x hidden each */
+            int64_t pb[2] = {0, 0}, sum[2] = {0, 0};
+            for (int s = 0; s < 2; s++) {
+                const mb_stats_t *x = s ? &s2 : &s1;
+                for (int i = 0; i < x->ntables; i++) {
+                    sum[s] += x->tables[i].bytes;
+                    if (x->tables[i].label[0] == 'P') pb[s] += x->tables[i].bytes;
+                }
+            }
+            ck_assert_int_eq(pb[0], 0);
+            ck_assert_int_eq(pb[1], 2 * 600 * 16 * (dt ? 2 : 4));
+            ck_assert_int_eq(sum[0], s1.table_bytes);
+            ck_assert_int_eq(sum[1], s2.table_bytes);
+            mb_stats_free(&s1);
+            mb_stats_free(&s2);
             train_result_free(&r1);
             train_result_free(&r2);
         }
@@ -456,6 +472,7 @@ START_TEST(mb_incagg_single_buffer_equals_p_scheme) {
     ck_assert_int_eq(st.steps, 3 * st.steps_per_epoch);
     ck_assert_int_eq(st.refreshes, 3);
     ck_assert_int_eq(r.epochs, 5);
+    mb_stats_free(&st);
     train_result_free(&r);
     partition_free(&p);
     dataset_free(&d);
