@@ -24,6 +24,7 @@ static double cpu_now(void) {
 }
 
 void mb_opts_default(mb_opts_t *o) {
+    memset(o, 0, sizeof *o);   /* warmup_epochs was left uninitialised: garbage epoch times */
     o->eval_every_epoch = 1;
     o->prefetch = 1;
     o->single_buffer = 1;
