@@ -62,6 +62,16 @@ int tu_sh(const char *cmd, char **out, char **err) {
 const char *tu_bin(void) { const char *b = getenv("INCA_BIN"); return b ? b : "./inca"; }
 const char *tu_src(void) { const char *b = getenv("INCA_SRC"); return b ? b : "."; }
 const char *tu_shared(void) { const char *b = getenv("INCA_SHARED"); return b ? b : "../shared"; }
+const char *tu_fmnist(void) {
+    const char *b = getenv("INCA_FMNIST");
+    return b && *b ? b : "/usr/share/datasets/fashion-mnist";
+}
+
+void tu_require_or_skip(const char *path) {
+    if (tu_exists(path)) return;
+    fprintf(stderr, "skip: %s absent\n", path);
+    exit(77);
+}
 
 int tu_inca(const char *args, char **out, char **err) {
     char *cmd = NULL;
@@ -96,6 +106,36 @@ double tu_json_num(const char *json, const char *key) {
     double v = strtod(p, &end);
     return end == p ? NAN : v;
 }
+
+cJSON *tu_json_parse(const char *text) {
+    cJSON *o = cJSON_Parse(text ? text : "");
+    ck_assert_msg(o != NULL, "not JSON (cJSON stopped at '%.40s'): %.300s", cJSON_GetErrorPtr() ? cJSON_GetErrorPtr() : "",
+                  text ? text : "(null)");
+    ck_assert_msg(cJSON_IsObject(o), "not a JSON object: %.300s", text);
+    return o;
+}
+
+cJSON *tu_json_last(const char *s) {
+    ck_assert_ptr_nonnull(s);
+    size_t n = strlen(s);
+    while (n > 0 && s[n - 1] == '\n') n--;
+    size_t b = n;
+    while (b > 0 && s[b - 1] != '\n') b--;
+    char *line = strndup(s + b, n - b);
+    ck_assert_ptr_nonnull(line);
+    cJSON *o = tu_json_parse(line);
+    free(line);
+    return o;
+}
+
+const cJSON *tu_json_get(const cJSON *obj, const char *key, int type) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    ck_assert_msg(v != NULL, "key '%s' missing", key);
+    ck_assert_msg((v->type & 0xff & type) != 0, "key '%s' has cJSON type %d, expected %d", key, v->type & 0xff, type);
+    return v;
+}
+
+double tu_json_dbl(const cJSON *obj, const char *key) { return tu_json_get(obj, key, cJSON_Number)->valuedouble; }
 
 int tu_run_suite(Suite *s) {
     SRunner *sr = srunner_create(s);
