@@ -52,27 +52,6 @@ static char *run_ok(double *wall_s, const char *fmt, ...) {
     return out;
 }
 
-/* Every line of a JSON Lines output parsed; returns how many (at most max) into v. */
-static int json_lines(const char *out, cJSON **v, int max) {
-    int n = 0;
-    for (const char *p = out; *p;) {
-        const char *e = strchr(p, '\n');
-        size_t len = e ? (size_t)(e - p) : strlen(p);
-        if (len > 0) {
-            ck_assert_msg(n < max, "more than %d lines: %s", max, out);
-            char *line = strndup(p, len);
-            v[n++] = tu_json_parse(line);
-            free(line);
-        }
-        p += len + (e != NULL);
-    }
-    return n;
-}
-
-static void free_lines(cJSON **v, int n) {
-    for (int i = 0; i < n; i++) cJSON_Delete(v[i]);
-}
-
 static const key_t_ info_keys[] = {{"nodes", NUM}, {"edges", NUM}, {"features", NUM}, {"classes", NUM},
                                    {"labeled", NUM}, {"splits", OBJ}, {"partitions", ARR}, {"store_bytes", NUM},
                                    {"source", STR}, {"format_version", NUM}, {NULL, 0}};
@@ -185,7 +164,7 @@ START_TEST(test_train) {
     snprintf(path, sizeof path, "cat '%s/m-%s.jsonl'", dir, m);
     ck_assert_int_eq(tu_sh(path, &text, NULL), 0);
     cJSON *lines[16];
-    int n = json_lines(text, lines, 16);
+    int n = tu_json_lines(text, lines, 16);
     ck_assert_int_eq(n, 8);
     for (int r = 0; r < 2; r++) {
         int best = -1;
@@ -203,7 +182,7 @@ START_TEST(test_train) {
                       tu_json_dbl(lines[r * 4 + best], "test_acc"), r ? a1 : a0);
         if (r == 1) ck_assert_int_eq((int)tu_json_dbl(o, "best_epoch"), best);   /* the last run's */
     }
-    free_lines(lines, n);
+    tu_json_free_lines(lines, n);
     free(text);
     cJSON_Delete(o);
     free(out);
@@ -243,7 +222,7 @@ END_TEST
 START_TEST(test_bench_spmm_gen) {
     char *out = run_ok(NULL, "bench spmm --nodes 2000 --avg-degree 8 --features 4,8 --reps 1 --parts 8 --json");
     cJSON *v[16];
-    int n = json_lines(out, v, 16);
+    int n = tu_json_lines(out, v, 16);
     ck_assert_int_ge(n, 2);
     for (int i = 0; i < n; i++) ck_assert_str_eq(tu_json_get(v[i], "bench", STR)->valuestring, "spmm");
     const cJSON *s = v[n - 1];
@@ -256,7 +235,7 @@ START_TEST(test_bench_spmm_gen) {
             arrays++;
         }
     ck_assert_int_gt(arrays, 0);
-    free_lines(v, n);
+    tu_json_free_lines(v, n);
     free(out);
     static const key_t_ keys[] = {{"bench", STR}, {"nodes", NUM}, {"edges", NUM}, {"features", NUM}, {"gen_s", NUM},
                                   {"write_s", NUM}, {"total_s", NUM}, {"peak_rss_mb", NUM}, {"store_bytes", NUM}, {NULL, 0}};
@@ -312,7 +291,7 @@ START_TEST(test_bench_epoch) {
     char *out = run_ok(NULL, "bench epoch '%s' --methods cluster,gas,incagg --parts 8 --batch-parts 2 --epochs 4 "
                              "--refresh-epochs 1,2 --hidden 8 --json", g);
     cJSON *v[8];
-    int n = json_lines(out, v, 8);
+    int n = tu_json_lines(out, v, 8);
     ck_assert_int_eq(n, 5);   /* cluster, gas, incagg R=1, incagg R=2, summary */
     check_epoch_run(v[0], "cluster", 4, 0);
     check_epoch_run(v[1], "gas", 4, 0);
@@ -324,7 +303,7 @@ START_TEST(test_bench_epoch) {
                                   {"speedup_r1", NUM}, {"speedup_r2", NUM}, {"acc_gap_r2", NUM}, {"speedup_ceiling", NUM},
                                   {NULL, 0}};
     has_keys(v[4], keys);
-    free_lines(v, n);
+    tu_json_free_lines(v, n);
     free(out);
 }
 END_TEST
@@ -334,14 +313,14 @@ END_TEST
 START_TEST(test_bench_epoch_gcnii_64) {
     char *out = run_ok(NULL, "bench epoch '%s' --model gcnii --layers 64 --parts 8 --batch-parts 4 --epochs 1 --hidden 8 --json", g);
     cJSON *v[4];
-    int n = json_lines(out, v, 4);
+    int n = tu_json_lines(out, v, 4);
     ck_assert_int_eq(n, 3);   /* gas, incagg, summary */
     check_epoch_run(v[0], "gas", 1, 0);
     check_epoch_run(v[1], "incagg", 1, 1);
     int tables = cJSON_GetArraySize(tu_json_get(v[1], "tables", OBJ));
     ck_assert_msg(tables >= 2 * 64, "incagg: %d tables for 64 layers", tables);   /* M and S per layer at least */
     ck_assert_int_eq((int)tu_json_dbl(v[2], "layers"), 64);
-    free_lines(v, n);
+    tu_json_free_lines(v, n);
     free(out);
 }
 END_TEST
@@ -349,7 +328,7 @@ END_TEST
 START_TEST(test_bench_pruning) {
     char *out = run_ok(NULL, "bench pruning '%s' --labeled 0.1 --proxy-epochs 3 --proxy-hidden 16 --keep 0.5", g);
     cJSON *v[16];
-    int n = json_lines(out, v, 16);
+    int n = tu_json_lines(out, v, 16);
     ck_assert_int_eq(n, 8 + 1);   /* load .. write, then the summary */
     double frac = 0;
     for (int i = 0; i < n - 1; i++) {
@@ -363,7 +342,7 @@ START_TEST(test_bench_pruning) {
                                   {"knn_gflops", NUM}, {"peak_rss_mb", NUM}, {NULL, 0}};
     has_keys(v[n - 1], keys);
     ck_assert_int_eq((long)tu_json_dbl(v[n - 1], "kept"), g_train / 2);
-    free_lines(v, n);
+    tu_json_free_lines(v, n);
     free(out);
 }
 END_TEST
