@@ -132,7 +132,8 @@ START_TEST(test_train) {
     static const key_t_ keys[] = {{"test_acc", NUM}, {"test_acc_std", NUM}, {"val_acc", NUM}, {"val_acc_std", NUM},
                                   {"best_epoch", NUM}, {"epochs", NUM}, {"epoch_time_s", NUM}, {"step_time_s", NUM},
                                   {"refresh_time_s", NUM}, {"eval_time_s", NUM}, {"peak_rss_mb", NUM}, {"method", STR},
-                                  {"model", STR}, {"runs", NUM}, {"seed", NUM}, {"run_test_acc", ARR}, {NULL, 0}};
+                                  {"model", STR}, {"device", STR}, {"runs", NUM}, {"seed", NUM}, {"run_test_acc", ARR},
+                                  {"config", OBJ}, {NULL, 0}};
     static const key_t_ mkeys[] = {{"run", NUM}, {"epoch", NUM}, {"train_loss", NUM}, {"train_acc", NUM}, {"val_loss", NUM},
                                    {"val_acc", NUM}, {"test_acc", NUM}, {"epoch_time_s", NUM}, {NULL, 0}};
     const char *m = methods[_i];
@@ -144,6 +145,15 @@ START_TEST(test_train) {
     ck_assert_str_eq(tu_json_get(o, "method", STR)->valuestring, m);
     ck_assert_int_eq((int)tu_json_dbl(o, "runs"), 2);
     ck_assert_int_eq((int)tu_json_dbl(o, "epochs"), 4);
+    /* the resolved flags: those given, and defaults for the rest */
+    const cJSON *cfg = tu_json_get(o, "config", OBJ);
+    ck_assert_str_eq(tu_json_get(cfg, "method", STR)->valuestring, m);
+    ck_assert_int_eq((int)tu_json_dbl(cfg, "hidden"), 8);
+    ck_assert_int_eq((int)tu_json_dbl(cfg, "batch-parts"), 2);
+    ck_assert_int_eq((int)tu_json_dbl(cfg, "layers"), 2);
+    ck_assert_double_eq(tu_json_dbl(cfg, "lr"), 0.01);
+    ck_assert_str_eq(tu_json_get(cfg, "history-dtype", STR)->valuestring, "fp32");
+    ck_assert_ptr_nonnull(strstr(tu_json_get(cfg, "metrics", STR)->valuestring, "/m-"));
     const cJSON *runs = tu_json_get(o, "run_test_acc", ARR);
     ck_assert_int_eq(cJSON_GetArraySize(runs), 2);
     double a0 = cJSON_GetArrayItem(runs, 0)->valuedouble, a1 = cJSON_GetArrayItem(runs, 1)->valuedouble;
