@@ -17,7 +17,7 @@
  * wall time on a shared machine; with --threads 1 it measures the work done. Speed is never asserted; a smoke test lives in test_incagg.c. */
 #include "bench/bench.h"
 #include "bench/bench_mb.h"
-#include "cli/json.h"
+#include "core/json.h"
 #include "core/status.h"
 #include "core/util.h"
 #include "nn/train_mb.h"
@@ -62,7 +62,7 @@ static int run_one(const dataset_t *d, train_config_t *c, const partition_t *p, 
             method, (long long)refresh_epochs, out->epoch_s, out->step_s, out->refresh_s, r.test_acc, st.wait_s);
     if (json) {
         json_t *j = NULL;
-        if ((rc = json_new(&j)) != INCA_OK) return rc;
+        if ((rc = json_new(&j)) != INCA_OK) { mb_stats_free(&st); return rc; }
         json_str(j, "method", method);
         if (strcmp(method, "incagg") == 0) {
             json_int(j, "refresh_epochs", refresh_epochs);
@@ -96,12 +96,14 @@ static int run_one(const dataset_t *d, train_config_t *c, const partition_t *p, 
         json_num(j, "train_loss", r.train_loss);
         json_int(j, "table_bytes", st.table_bytes);
         json_int(j, "scratch_bytes", st.scratch_bytes);
-        json_raw(j, "tables", st.tables);
+        json_obj_begin(j, "tables");   /* arena block label -> bytes (tables and scratch) */
+        for (int i = 0; i < st.ntables; i++) json_int(j, st.tables[i].label, st.tables[i].bytes);
+        json_obj_end(j);
         json_num(j, "peak_rss_mb", r.peak_rss_mb);
         rc = json_write(j, stdout);
         json_free(&j);
-        fflush(stdout);
     }
+    mb_stats_free(&st);
     return rc;
 }
 

@@ -5,8 +5,8 @@
  * measured in the same process to read the store write/read rates against. Not a test (speed is
  * never asserted); the generator's correctness is in tests/test_gen.c. */
 #include "bench/bench.h"
-#include "cli/args.h"
-#include "cli/json.h"
+#include "core/args.h"
+#include "core/json.h"
 #include "core/alloc.h"
 #include "core/status.h"
 #include "core/util.h"

@@ -5,7 +5,7 @@
  * saves). Speed is never asserted; a smoke test lives in test_incagg.c. */
 #include "bench/bench.h"
 #include "bench/bench_mb.h"
-#include "cli/json.h"
+#include "core/json.h"
 #include "core/status.h"
 #include "nn/train_mb.h"
 #include <stdio.h>
@@ -18,6 +18,7 @@ int bench_loader(int argc, char **argv) {
     partition_t p = {0};
     train_config_t c;
     json_t *j = NULL;
+    mb_stats_t st[2] = {0};   /* 0: prefetch thread, 1: synchronous */
     dataset_init(&d);
     int rc = args_parse(argc, argv, known, &a), reused = 0, method;
     if (rc != INCA_OK) return rc;
@@ -26,7 +27,6 @@ int bench_loader(int argc, char **argv) {
     snprintf(c.method, sizeof c.method, "%s", args_str(a, "--method", "gas"));
     if ((rc = agg_method_parse(c.method, &method)) != INCA_OK) goto done;
     if ((rc = bench_mb_load(args_pos(a, 0), &c, &d, &p, &reused)) != INCA_OK) goto done;
-    mb_stats_t st[2];
     train_result_t r[2];
     for (int mode = 0; mode < 2; mode++) {   /* 0: prefetch thread, 1: synchronous */
         mb_opts_t o;
@@ -57,6 +57,8 @@ int bench_loader(int argc, char **argv) {
         rc = json_write(j, stdout);
     }
 done:
+    mb_stats_free(&st[0]);
+    mb_stats_free(&st[1]);
     json_free(&j);
     partition_free(&p);
     dataset_free(&d);

@@ -3,7 +3,7 @@
  * stored) METIS partitioning. */
 #ifndef INCA_BENCH_MB_H
 #define INCA_BENCH_MB_H
-#include "cli/args.h"
+#include "core/args.h"
 #include "graph/partition.h"
 #include "loaders/dataset.h"
 #include "nn/train.h"

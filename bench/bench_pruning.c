@@ -5,9 +5,9 @@
  * process (the kNN is one n×n×f GEMM over the upper block triangle: ≈ n²·f flops).
  * Not a test; speed is never asserted (correctness: test_pruning_*.c). */
 #include "bench/bench.h"
-#include "cli/args.h"
-#include "cli/prune_args.h"
-#include "cli/json.h"
+#include "core/args.h"
+#include "pruning/prune_args.h"
+#include "core/json.h"
 #include "core/alloc.h"
 #include "core/status.h"
 #include "core/util.h"
@@ -52,13 +52,13 @@ int bench_pruning(int argc, char **argv) {
     double sec[PRUNE_ST_COUNT] = {0}, t_all = inca_now(), t0;
     prune_config_t cfg;
     train_config_t target;   /* parsed with the prune flags; the bench does not evaluate */
-    int rc = args_parse(argc, argv, cmd_prune_flags, &a);
+    int rc = args_parse(argc, argv, prune_flags, &a);
     if (rc) goto done;
     if (args_npos(a) != 1) { rc = inca_fail(INCA_EINVAL, "bench pruning: expected one STORE argument"); goto done; }
     const char *path = args_pos(a, 0);
     double frac;
     if ((rc = args_double(a, "--labeled", 0.01, &frac))) goto done;
-    if ((rc = cmd_prune_config(a, &cfg, &target))) goto done;
+    if ((rc = prune_config_from_args(a, &cfg, &target))) goto done;
     if ((rc = args_int(a, "--threads", 0, &iv))) goto done;
     if (iv > 0) inca_set_threads((int)iv);
 
@@ -103,9 +103,16 @@ int bench_pruning(int argc, char **argv) {
     sec[PRUNE_ST_WRITE] = inca_now() - t0;
     double total = inca_now() - t_all;
 
-    for (int s = 0; s < PRUNE_ST_EVAL; s++)
-        printf("{\"bench\":\"pruning\",\"stage\":\"%s\",\"seconds\":%.4f,\"fraction\":%.4f}\n", prune_stage_names[s],
-               sec[s], total > 0 ? sec[s] / total : 0);
+    for (int s = 0; s < PRUNE_ST_EVAL && rc == INCA_OK; s++) {
+        if ((rc = json_new(&j))) goto done;
+        json_str(j, "bench", "pruning");
+        json_str(j, "stage", prune_stage_names[s]);
+        json_num(j, "seconds", sec[s]);
+        json_num(j, "fraction", total > 0 ? sec[s] / total : 0);
+        rc = json_write(j, stdout);
+        json_free(&j);
+    }
+    if (rc) goto done;
     double knn_g = 0, gemm_g = 0;
     if (sec[PRUNE_ST_KNN] > 0) {
         knn_g = (double)npool * (double)npool * (double)d.f / sec[PRUNE_ST_KNN] / 1e9;

@@ -4,8 +4,8 @@
  * same width. Prints one JSON line per (ordering, F) and a summary line. Not a test: speed is
  * never asserted; the kernels' correctness is in test_kernels.c. */
 #include "bench/bench.h"
-#include "cli/args.h"
-#include "cli/json.h"
+#include "core/args.h"
+#include "core/json.h"
 #include "core/alloc.h"
 #include "core/rng.h"
 #include "core/status.h"
@@ -186,12 +186,6 @@ static int parse_features(const char *s, int64_t *fs, int *nf) {
     return INCA_OK;
 }
 
-static void json_array(char *buf, size_t len, const double *v, int n) {
-    size_t o = (size_t)snprintf(buf, len, "[");
-    for (int i = 0; i < n && o < len; i++) o += (size_t)snprintf(buf + o, len - o, "%s%.4g", i ? "," : "", v[i]);
-    if (o < len) snprintf(buf + o, len - o, "]");
-}
-
 int bench_spmm(int argc, char **argv) {
     static const char *const known[] = {"--nodes", "--avg-degree", "--features", "--threads", "--seed",
                                         "--reps", "--parts", "--ordering", "--json!", NULL};
@@ -311,11 +305,11 @@ int bench_spmm(int argc, char **argv) {
     json_int(j, "copy_buffer_mib", ncopy * (int64_t)sizeof(float) >> 20);
     json_str(j, "spmm_bytes", spmm_bytes_formula);
     json_str(j, "gather_bytes", gather_bytes_formula);
-    char buf[512];
     for (int k = 0; k < NK; k++) {
         if (!do_metis && metis_only[k]) continue;
-        json_array(buf, sizeof buf, v[k], nf);
-        json_raw(j, keys[k], buf);
+        json_arr_begin(j, keys[k]);
+        for (int i = 0; i < nf; i++) json_num(j, NULL, v[k][i]);
+        json_arr_end(j);
     }
     json_bool(j, "target_spmm_ge_70pct_gather", met);
     rc = json_write(j, stdout);

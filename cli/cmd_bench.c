@@ -1,6 +1,6 @@
 /* inca bench: dispatches to the benchmarks in bench/. */
 #include "bench/bench.h"
-#include "cli/args.h"
+#include "core/args.h"
 #include "cli/commands.h"
 #include "core/status.h"
 #include <string.h>

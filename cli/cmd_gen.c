@@ -2,9 +2,10 @@
  *   --homophily H --noise SIGMA --mean-scale K --split random:TR,VA,TE --threads T] --out STORE
  *   [--force] [--json]: generate a synthetic graph (graph/gen.h) and save it as a store.
  * Tested end to end in tests/test_gen.c (store contents, reopen, usage errors). */
-#include "cli/args.h"
+#include "core/args.h"
 #include "cli/commands.h"
-#include "cli/json.h"
+#include "cli/info.h"
+#include "core/json.h"
 #include "core/status.h"
 #include "core/util.h"
 #include "graph/gen.h"
@@ -81,9 +82,6 @@ int cmd_gen(int argc, char **argv) {
 
     double hom = gen_edge_homophily(&d.adj, d.y);
     if (args_has(a, "--json")) {
-        char splits[160];
-        snprintf(splits, sizeof splits, "{\"train\": %lld, \"valid\": %lld, \"test\": %lld}",
-                 (long long)d.split_n[0], (long long)d.split_n[1], (long long)d.split_n[2]);
         if ((rc = json_new(&j)) != INCA_OK) goto done;
         json_str(j, "kind", kind);
         json_str(j, "out", outp);
@@ -94,7 +92,7 @@ int cmd_gen(int argc, char **argv) {
         json_int(j, "features", d.f);
         json_int(j, "classes", d.c);
         json_int(j, "labeled", dataset_labeled(&d));
-        json_raw(j, "splits", splits);
+        info_splits_json(j, d.split_n);
         json_num(j, "homophily", hom);
         if (csbm) {
             double p_in, p_out;

@@ -2,10 +2,10 @@
  * [--self-loops] [--labels FILE] [--features FILE] [--force] [--json]`: parse with loaders/ingest,
  * save atomically with dataset_save. Progress goes to stderr only when it is a terminal.
  * Tested by tests/test_e2e_ingest.c (Cora, Facebook, Fashion-MNIST, tests/data/bad/). */
-#include "cli/args.h"
+#include "core/args.h"
 #include "cli/commands.h"
 #include "cli/info.h"
-#include "cli/json.h"
+#include "core/json.h"
 #include "core/status.h"
 #include "core/util.h"
 #include "loaders/dataset.h"

@@ -1,9 +1,9 @@
 /* inca partition STORE --parts K [--method metis|random] [--seed S] [--json]: compute (or reuse)
  * a partitioning and store it (graph/partition.h). Prints name, edge cut and time.
  * Exercised end to end in test_partition.c. */
-#include "cli/args.h"
+#include "core/args.h"
 #include "cli/commands.h"
-#include "cli/json.h"
+#include "core/json.h"
 #include "core/alloc.h"
 #include "core/status.h"
 #include "core/util.h"

@@ -2,28 +2,19 @@
  * parse flags, load the store, pick the labelled subset, run the pipeline on the visible labels
  * only, write indices / pruned store / dynamics, evaluate on request, print text and --json.
  * Tested end to end in test_pruning_e2e.c. */
-#include "cli/args.h"
+#include "core/args.h"
 #include "cli/commands.h"
-#include "cli/prune_args.h"
-#include "cli/json.h"
+#include "core/json.h"
 #include "core/alloc.h"
 #include "core/status.h"
 #include "core/util.h"
 #include "loaders/split.h"
 #include "pruning/npy.h"
 #include "pruning/pipeline.h"
+#include "pruning/prune_args.h"
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-
-const char *const cmd_prune_flags[] = {
-    "--labeled", "--labeled-per-class", "--labeled-indices", "--ssl", "--score", "--select", "--keep",
-    "--mis-ratio", "--strata", "--topk", "--balance!", "--cmn!", "--knn", "--alpha", "--iters", "--metric", "--graph",
-    "--proxy-model", "--proxy-epochs", "--proxy-hidden", "--proxy-lr", "--proxy-dropout", "--proxy-layers",
-    "--el2n-epochs", "--batch-size", "--proxy-batch-size", "--seed", "--split", "--threads", "--out", "--indices", "--overwrite!", "--eval!", "--runs",
-    "--json!", "--model", "--epochs", "--hidden", "--layers", "--lr", "--dropout", "--weight-decay", "--feature-norm",
-    "--no-full!", "--reuse-dynamics!", "--dyn-tag", "--no-save-dynamics!", "--tau", "--noise", "--ssl-epochs",
-    "--lambda-u", "--eval-sets", NULL};
 
 /* Output paths for --indices P: text at P and .npy at P.npy, or, when P ends in ".npy",
  * the .npy at P and the text at P with ".txt" in place of ".npy". */
@@ -36,82 +27,6 @@ static void indices_paths(const char *p, char *txt, char *npy, size_t len) {
         snprintf(txt, len, "%s", p);
         snprintf(npy, len, "%s.npy", p);
     }
-}
-
-int cmd_prune_config(const args_t *a, prune_config_t *cfg, train_config_t *target) {
-    int64_t iv;
-    double dv;
-    int rc;
-    prune_config_default(cfg);
-    if ((rc = prune_ssl_parse(args_str(a, "--ssl", "labelprop"), &cfg->ssl))) return rc;
-    if ((rc = score_parse(args_str(a, "--score", "aum"), &cfg->score))) return rc;
-    if ((rc = select_parse(args_str(a, "--select", "ccs"), &cfg->sel.kind))) return rc;
-    if ((rc = knn_metric_parse(args_str(a, "--metric", "cosine"), &cfg->metric))) return rc;
-    if ((rc = args_double(a, "--keep", 0.1, &cfg->sel.keep))) return rc;
-    if ((rc = args_double(a, "--mis-ratio", 0.0, &cfg->sel.mis_ratio))) return rc;
-    if ((rc = args_int(a, "--strata", 50, &iv))) return rc;
-    cfg->sel.strata = (int)iv;
-    const char *tk = args_str(a, "--topk", "hard");
-    if (strcmp(tk, "hard") != 0 && strcmp(tk, "easy") != 0) return inca_fail(INCA_EINVAL, "--topk: expected hard or easy, got '%s'", tk);
-    cfg->sel.hardest = strcmp(tk, "hard") == 0;
-    cfg->sel.balance = args_has(a, "--balance");
-    if ((rc = args_int(a, "--knn", 10, &iv))) return rc;
-    cfg->knn_k = (int)iv;
-    if ((rc = args_double(a, "--alpha", 0.9, &cfg->alpha))) return rc;
-    cfg->cmn = args_has(a, "--cmn");
-    if ((rc = args_int(a, "--iters", 50, &iv))) return rc;
-    cfg->iters = (int)iv;
-    const char *g = args_str(a, "--graph", "auto");
-    if (strcmp(g, "auto") == 0) cfg->graph = -1;
-    else if (strcmp(g, "knn") == 0) cfg->graph = 0;
-    else if (strcmp(g, "graph") == 0) cfg->graph = 1;
-    else return inca_fail(INCA_EINVAL, "--graph: expected auto, knn or graph, got '%s'", g);
-    if ((rc = args_int(a, "--seed", 0, &iv))) return rc;
-    cfg->seed = (uint64_t)iv;
-    cfg->sel.seed = (uint64_t)iv;
-    if ((rc = args_int(a, "--el2n-epochs", 10, &iv))) return rc;
-    cfg->el2n_epochs = (int)iv;
-    if ((rc = args_double(a, "--tau", 0.95, &cfg->st.tau))) return rc;
-    if ((rc = args_double(a, "--noise", 0.2, &cfg->st.noise_strong))) return rc;
-    if ((rc = args_double(a, "--lambda-u", 1.0, &cfg->st.lambda_u))) return rc;
-    if ((rc = args_int(a, "--ssl-epochs", 100, &iv))) return rc;
-    cfg->st.epochs = (int)iv;
-    train_config_t *p = &cfg->proxy;
-    snprintf(p->model, sizeof p->model, "%s", args_str(a, "--proxy-model", ""));
-    if ((rc = args_int(a, "--proxy-epochs", 30, &iv))) return rc;
-    p->epochs = (int)iv;
-    if ((rc = args_int(a, "--proxy-hidden", 256, &iv))) return rc;
-    p->hidden = iv;
-    if ((rc = args_int(a, "--proxy-layers", 2, &iv))) return rc;
-    p->layers = (int)iv;
-    if ((rc = args_double(a, "--proxy-lr", 0.01, &p->lr))) return rc;
-    if ((rc = args_double(a, "--proxy-dropout", 0.2, &p->dropout))) return rc;
-    if ((rc = args_int(a, "--proxy-batch-size", 0, &iv))) return rc;
-    if (iv < 0) return inca_fail(INCA_EINVAL, "--proxy-batch-size: expected >= 0, got %lld", (long long)iv);
-    p->batch_size = iv;
-    if ((rc = args_double(a, "--weight-decay", 5e-4, &dv))) return rc;
-    p->weight_decay = dv;
-    int fn = TRAIN_FEATNORM_NONE;
-    if (args_has(a, "--feature-norm") && (rc = train_featnorm_parse(args_str(a, "--feature-norm", "none"), &fn))) return rc;
-    p->feature_norm = fn;
-    /* target model for --eval */
-    train_config_default(target);
-    snprintf(target->model, sizeof target->model, "%s", args_str(a, "--model", ""));
-    snprintf(target->method, sizeof target->method, "full");
-    if ((rc = args_int(a, "--epochs", 200, &iv))) return rc;
-    target->epochs = (int)iv;
-    if ((rc = args_int(a, "--hidden", 256, &iv))) return rc;
-    target->hidden = iv;
-    if ((rc = args_int(a, "--layers", 2, &iv))) return rc;
-    target->layers = (int)iv;
-    if ((rc = args_double(a, "--lr", 0.01, &target->lr))) return rc;
-    if ((rc = args_double(a, "--dropout", 0.5, &target->dropout))) return rc;
-    if ((rc = args_int(a, "--batch-size", 0, &iv))) return rc;
-    if (iv < 0) return inca_fail(INCA_EINVAL, "--batch-size: expected >= 0, got %lld", (long long)iv);
-    target->batch_size = iv;
-    target->weight_decay = dv;
-    target->feature_norm = fn;
-    return INCA_OK;
 }
 
 int cmd_prune(int argc, char **argv) {
@@ -130,11 +45,11 @@ int cmd_prune(int argc, char **argv) {
     prune_eval_t ev;
     memset(&ev, 0, sizeof ev);
     int do_eval = 0;
-    int rc = args_parse(argc, argv, cmd_prune_flags, &a);
+    int rc = args_parse(argc, argv, prune_flags, &a);
     if (rc) goto done;
     if (args_npos(a) != 1) { rc = inca_fail(INCA_EINVAL, "prune: expected one STORE argument, got %d", args_npos(a)); goto done; }
     const char *path = args_pos(a, 0);
-    if ((rc = cmd_prune_config(a, &cfg, &target))) goto done;
+    if ((rc = prune_config_from_args(a, &cfg, &target))) goto done;
     if ((rc = args_int(a, "--threads", 0, &iv))) goto done;
     if (iv > 0) inca_set_threads((int)iv);
     const char *out_path = args_str(a, "--out", NULL), *ind_path = args_str(a, "--indices", NULL);
@@ -269,12 +184,10 @@ int cmd_prune(int argc, char **argv) {
             json_int(j, "runs", ev.runs);
             json_str(j, "model", target.model);
         }
-        char obj[1024];
-        int o = snprintf(obj, sizeof obj, "{");
-        for (int s = 0; s < PRUNE_ST_COUNT; s++)
-            o += snprintf(obj + o, sizeof obj - (size_t)o, "%s\"%s\": %.4f", s ? ", " : "", prune_stage_names[s], sec[s]);
-        snprintf(obj + o, sizeof obj - (size_t)o, ", \"total\": %.4f}", total);
-        json_raw(j, "seconds", obj);
+        json_obj_begin(j, "seconds");
+        for (int s = 0; s < PRUNE_ST_COUNT; s++) json_num(j, prune_stage_names[s], sec[s]);
+        json_num(j, "total", total);
+        json_obj_end(j);
         json_num(j, "peak_rss_mb", inca_peak_rss_mb());
         if ((rc = json_write(j, stdout))) goto done;
     }

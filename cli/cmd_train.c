@@ -1,9 +1,9 @@
 /* inca train STORE --model M --method full|cluster|gas|incagg [...]: load the store, apply the
  * split / train-index overrides, run nn/train.h's train_run and print the result (one JSON
  * object with --json). Exercised end to end in tests/test_e2e_train.c and tests/test_train.c. */
-#include "cli/args.h"
+#include "core/args.h"
 #include "cli/commands.h"
-#include "cli/json.h"
+#include "core/json.h"
 #include "core/alloc.h"
 #include "core/status.h"
 #include "loaders/dataset.h"
@@ -109,6 +109,50 @@ static int config_from_args(const args_t *a, train_config_t *c, log_state_t *ls)
     return INCA_OK;
 }
 
+/* "config": every resolved training flag (defaults included), keyed by the flag's name, so a
+ * result line says exactly what produced it. */
+static void config_json(json_t *j, const args_t *a, const train_config_t *c) {
+    static const char *const featnorm[] = {"none", "row", "standard"};
+    json_obj_begin(j, "config");
+    json_str(j, "store", args_pos(a, 0));
+    json_str(j, "model", c->model);
+    json_str(j, "method", c->method);
+    json_int(j, "layers", c->layers);
+    json_int(j, "hidden", c->hidden);
+    json_int(j, "epochs", c->epochs);
+    json_num(j, "lr", c->lr);
+    json_num(j, "dropout", c->dropout);
+    json_num(j, "weight-decay", c->weight_decay);
+    json_num(j, "wd-conv", c->wd_conv);
+    json_bool(j, "wd-first-layer", c->wd_first_layer_only);
+    json_bool(j, "adamw", c->adamw);
+    json_str(j, "feature-norm", c->feature_norm >= 0 && c->feature_norm < 3 ? featnorm[c->feature_norm] : "?");
+    json_num(j, "alpha", c->alpha);
+    json_num(j, "theta", c->theta);
+    json_int(j, "K", c->K);
+    json_bool(j, "batchnorm", c->batchnorm);
+    json_bool(j, "residual", c->residual);
+    json_bool(j, "dense-input", c->dense_input);
+    json_int(j, "batch-size", c->batch_size);
+    json_int(j, "seed", (int64_t)c->seed);
+    json_int(j, "threads", c->threads);
+    json_int(j, "runs", c->runs);
+    json_int(j, "patience", c->patience);
+    json_str(j, "select", c->select_loss ? "loss" : "acc");
+    json_str(j, "device", c->device);
+    json_int(j, "parts", c->parts);
+    json_int(j, "batch-parts", c->batch_parts);
+    json_int(j, "refresh", c->refresh);
+    json_str(j, "history-dtype", c->history_dtype);
+    json_str(j, "partition", c->partition);
+    json_str(j, "split", args_str(a, "--split", "stored"));
+    json_str(j, "train-indices", args_str(a, "--train-indices", NULL));
+    json_str(j, "metrics", c->metrics_path);
+    json_str(j, "checkpoint", c->checkpoint_dir);
+    json_bool(j, "resume", c->resume);
+    json_obj_end(j);
+}
+
 int cmd_train(int argc, char **argv) {
     static const char *const known[] = {
         "--model", "--method", "--layers", "--hidden", "--epochs", "--lr", "--dropout", "--weight-decay",
@@ -167,20 +211,15 @@ int cmd_train(int argc, char **argv) {
             json_int(j, "scratch_bytes", r.scratch_bytes);
         }
         json_str(j, "model", c.model);
+        json_str(j, "device", c.device);
         json_int(j, "runs", r.runs);
         json_int(j, "seed", (int64_t)c.seed);
         json_int(j, "threads", c.threads);
         json_int(j, "train_nodes", ids ? nids : d.split_n[SPLIT_TRAIN]);
-        /* per-run test accuracies */
-        size_t cap = (size_t)r.runs * 24 + 4;
-        char *arr = inca_malloc(cap);
-        if (!arr) { rc = INCA_ENOMEM; goto done; }
-        size_t off = (size_t)snprintf(arr, cap, "[");
-        for (int i = 0; i < r.runs; i++)
-            off += (size_t)snprintf(arr + off, cap - off, "%s%.6g", i ? ", " : "", r.run_test_acc[i]);
-        snprintf(arr + off, cap - off, "]");
-        json_raw(j, "run_test_acc", arr);
-        inca_free(arr);
+        json_arr_begin(j, "run_test_acc");   /* per-run test accuracies */
+        for (int i = 0; i < r.runs; i++) json_num(j, NULL, r.run_test_acc[i]);
+        json_arr_end(j);
+        config_json(j, a, &c);
         rc = json_write(j, stdout);
     } else {
         printf("%s %s on %s: test %.4f", c.model, c.method, args_pos(a, 0), r.test_acc);

@@ -9,6 +9,7 @@
 #include "loaders/partition_store.h"
 #include "kernels/kernels.h"
 #include "core/alloc.h"
+#include "core/json.h"
 #include "core/status.h"
 #include "core/rng.h"
 #include "core/util.h"
@@ -161,12 +162,23 @@ double train_eval_split(const float *logits, int64_t n, int32_t c, const int32_t
     return nidx > 0 ? kern_accuracy(c, logits, y, idx, nidx) : 0.0;
 }
 
-void train_metrics_line(FILE *f, int run, int epoch, double train_loss, double train_acc, double val_loss,
-                        double val_acc, double test_acc, double epoch_time_s) {
-    if (!f) return;
-    fprintf(f, "{\"run\": %d, \"epoch\": %d, \"train_loss\": %.9g, \"train_acc\": %.9g, \"val_loss\": %.9g, "
-               "\"val_acc\": %.9g, \"test_acc\": %.9g, \"epoch_time_s\": %.9g}\n",
-            run, epoch, train_loss, train_acc, val_loss, val_acc, test_acc, epoch_time_s);
+int train_metrics_line(FILE *f, int run, int epoch, double train_loss, double train_acc, double val_loss,
+                       double val_acc, double test_acc, double epoch_time_s) {
+    if (!f) return INCA_OK;
+    json_t *j = NULL;
+    int rc = json_new(&j);
+    if (rc != INCA_OK) return rc;
+    json_int(j, "run", run);
+    json_int(j, "epoch", epoch);
+    json_num(j, "train_loss", train_loss);
+    json_num(j, "train_acc", train_acc);
+    json_num(j, "val_loss", val_loss);
+    json_num(j, "val_acc", val_acc);
+    json_num(j, "test_acc", test_acc);
+    json_num(j, "epoch_time_s", epoch_time_s);
+    rc = json_write(j, f);
+    json_free(&j);
+    return rc;
 }
 
 void train_log(const train_config_t *c, int level, const char *fmt, ...) {
@@ -484,6 +496,7 @@ static int train_one(const dataset_t *d, const train_config_t *c, const int64_t 
                   "+ scratch %lld, loader wait %.3f s of %.3f s of steps", c->method, p->man.name,
                   (long long)p->man.edge_cut, (long long)st.steps_per_epoch, (long long)st.table_bytes,
                   (long long)st.scratch_bytes, st.wait_s, st.step_s_total);
+    mb_stats_free(&st);
     return rc;
 }
 

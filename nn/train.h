@@ -181,7 +181,7 @@ void train_log(const train_config_t *c, int level, const char *fmt, ...) __attri
 double train_eval_split(const float *logits, int64_t n, int32_t c, const int32_t *y,
                         const int64_t *idx, int64_t nidx, float *logp, double *loss);
 /* Write one JSON line {"run","epoch","train_loss","train_acc","val_loss","val_acc","test_acc",
- * "epoch_time_s"} to f (NULL: nothing). */
-void train_metrics_line(FILE *f, int run, int epoch, double train_loss, double train_acc,
-                        double val_loss, double val_acc, double test_acc, double epoch_time_s);
+ * "epoch_time_s"} to f (NULL: nothing) through core/json.h; INCA_ENOMEM / INCA_EIO. */
+int train_metrics_line(FILE *f, int run, int epoch, double train_loss, double train_acc,
+                       double val_loss, double val_acc, double test_acc, double epoch_time_s);
 #endif

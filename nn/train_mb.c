@@ -59,12 +59,23 @@ static int64_t *map_ids(const int64_t *ids, int64_t m, const int64_t *perm) {
     return o;
 }
 
-static void tables_json(const mem_arena_t *a, char *buf, size_t len) {
-    size_t o = 0;
-    o += (size_t)snprintf(buf + o, len - o, "{");
-    for (int i = 0; i < mem_arena_count(a) && o < len; i++)
-        o += (size_t)snprintf(buf + o, len - o, "%s\"%s\":%zu", i ? "," : "", mem_arena_label(a, i), mem_arena_block_bytes(a, i));
-    if (o < len) snprintf(buf + o, len - o, "}");
+void mb_stats_free(mb_stats_t *st) {
+    if (!st) return;
+    INCA_FREE(st->tables);
+    st->ntables = 0;
+}
+
+/* Copy the arena's block labels and sizes into st (the arena goes with the run). */
+static int tables_copy(const mem_arena_t *a, mb_stats_t *st) {
+    int n = mem_arena_count(a);
+    st->tables = inca_calloc(n > 0 ? (size_t)n : 1, sizeof *st->tables);
+    if (!st->tables) return INCA_ENOMEM;
+    for (int i = 0; i < n; i++) {
+        snprintf(st->tables[i].label, sizeof st->tables[i].label, "%s", mem_arena_label(a, i));
+        st->tables[i].bytes = (int64_t)mem_arena_block_bytes(a, i);
+    }
+    st->ntables = n;
+    return INCA_OK;
 }
 
 /* The dataset renumbered by the partition (node v becomes perm[v]: parts are id ranges). */
@@ -340,7 +351,7 @@ static void mb_stats_reset_times(mb_run_t *R, mb_stats_t *st) {
     agg_reset_times(R->agg);
 }
 
-static void mb_run_figures(mb_run_t *R, train_result_t *r, mb_stats_t *st) {
+static int mb_run_figures(mb_run_t *R, train_result_t *r, mb_stats_t *st) {
     r->test_acc = R->best.test_acc;
     r->val_acc = R->best.val_acc;
     r->best_epoch = R->best.epoch;
@@ -361,7 +372,7 @@ static void mb_run_figures(mb_run_t *R, train_result_t *r, mb_stats_t *st) {
     st->loader_bytes = batch_loader_bytes(R->ld);
     st->steps_per_epoch = R->spe;
     agg_times(R->agg, &st->agg_fwd_s, &st->agg_bwd_s, &st->intra_fraction);
-    tables_json(agg_arena(R->agg), st->tables, sizeof st->tables);
+    return tables_copy(agg_arena(R->agg), st);
 }
 
 int mb_train(const dataset_t *d, const train_config_t *c, const int64_t *train_idx, int64_t n_train,
@@ -410,7 +421,8 @@ int mb_train(const dataset_t *d, const train_config_t *c, const int64_t *train_i
         if (eval_due) rc = mb_epoch_eval(&R, d, st, ep, te0);
         else R.epoch_s += inca_now() - te0;
     }
-    if (rc == INCA_OK) mb_run_figures(&R, r, st);
+    if (rc == INCA_OK) rc = mb_run_figures(&R, r, st);
     mb_run_free(&R);
+    if (st == &stl) mb_stats_free(st);
     return rc;
 }

@@ -32,6 +32,9 @@ typedef struct mb_opts {
 } mb_opts_t;
 void mb_opts_default(mb_opts_t *o);
 
+/* One block of the memory arena: its label ("hist0", "M1", "scratch_halo", ...) and bytes. */
+typedef struct mb_table { char label[32]; int64_t bytes; } mb_table_t;
+
 typedef struct mb_stats {
     double step_s_total, refresh_s_total, eval_s_total, wait_s, build_s;
     double init_s;            /* IncAgg's one-off initial snapshot pass (not in refresh_s_total) */
@@ -43,8 +46,12 @@ typedef struct mb_stats {
     int64_t loader_bytes;
     int64_t steps_per_epoch;
     int64_t timed_epochs;     /* epochs in the times above (epochs run - warmup_epochs) */
-    char tables[1024];        /* JSON object {"label": bytes, ...} */
+    mb_table_t *tables;       /* the arena's blocks at the end of the run, in allocation order
+                                 (ntables of them; owned: mb_stats_free) */
+    int ntables;
 } mb_stats_t;
+/* Frees st->tables; NULL-safe, leaves st reusable. Call after every mb_train given an st. */
+void mb_stats_free(mb_stats_t *st);
 
 /* One run of a mini-batch method on d with the given partitioning (borrowed; p->n == d->n),
  * seed c->seed. Fills r (single-run figures, runs = 1) and st (may be NULL). */

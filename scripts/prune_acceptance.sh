@@ -9,7 +9,7 @@ set -euo pipefail
 B=${1:-build/inca}
 W=${2:-out/prune}
 mkdir -p "$W"
-FM=/usr/share/datasets/fashion-mnist
+FM=${INCA_FMNIST:-/usr/share/datasets/fashion-mnist}
 [ -d "$W/fmnist" ] || "$B" ingest --format idx "$FM" --out "$W/fmnist"
 [ -d "$W/facebook" ] || "$B" ingest --format ogb ../shared/datasets/facebook --out "$W/facebook"
 

@@ -1,11 +1,12 @@
 /* core/: status messages and exit codes, checked allocation with failure injection, the
  * counter-based hash and the sequential generator, CLI argument parsing and JSON output. */
-#include "cli/args.h"
-#include "cli/json.h"
+#include "core/args.h"
+#include "core/json.h"
 #include "core/alloc.h"
 #include "core/rng.h"
 #include "core/status.h"
 #include "testutil.h"
+#include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -128,12 +129,130 @@ START_TEST(test_json) {
     ck_assert_int_eq(json_new(&j), INCA_OK);
     json_int(j, "nodes", 2708);
     json_num(j, "acc", 0.815);
-    json_str(j, "name", "a\"b");
+    json_str(j, "name", "a\"b\\c\n\t\x01");
     json_num(j, "bad", NAN);
-    json_raw(j, "splits", "{\"train\":1}");
-    ck_assert_str_eq(json_close(j), "{\"nodes\":2708,\"acc\":0.815,\"name\":\"a\\\"b\",\"bad\":null,\"splits\":{\"train\":1}}");
-    ck_assert_double_eq_tol(tu_json_num(json_close(j), "acc"), 0.815, 1e-12);
+    json_num(j, "inf", -INFINITY);
+    json_obj_begin(j, "splits");
+    json_int(j, "train", 1);
+    json_arr_begin(j, "ids");
+    json_int(j, NULL, -3);
+    json_bool(j, NULL, 1);
+    json_str(j, NULL, NULL);
+    json_obj_begin(j, NULL);
+    json_obj_end(j);
+    json_arr_end(j);
+    json_obj_end(j);
+    json_arr_begin(j, "empty");
+    json_arr_end(j);
+    json_null(j, "none");
+    ck_assert_str_eq(json_close(j), "{\"nodes\":2708,\"acc\":0.815,\"name\":\"a\\\"b\\\\c\\n\\t\\u0001\",\"bad\":null,"
+                                    "\"inf\":null,\"splits\":{\"train\":1,\"ids\":[-3,true,null,{}]},\"empty\":[],\"none\":null}");
+    ck_assert_str_eq(json_close(j), json_close(j));   /* closing twice is harmless */
     json_free(&j);
+}
+END_TEST
+
+/* UTF-8 is kept, anything that is not UTF-8 (stray continuation, truncated sequence, overlong
+ * form, surrogate, past U+10FFFF) becomes U+FFFD, so the output is always valid JSON. */
+START_TEST(test_json_utf8) {
+    static const struct { const char *in, *out; } cases[] = {
+        {"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"},
+        {"a\x80z", "a\xef\xbf\xbdz"},
+        {"\xc3", "\xef\xbf\xbd"},
+        {"\xe2\x82z", "\xef\xbf\xbd\xef\xbf\xbdz"},
+        {"\xc0\xaf", "\xef\xbf\xbd\xef\xbf\xbd"},
+        {"\xed\xa0\x80", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"},
+        {"\xf4\x90\x80\x80", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"},
+        {"\xff", "\xef\xbf\xbd"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        json_t *j = NULL;
+        ck_assert_int_eq(json_new(&j), INCA_OK);
+        json_str(j, cases[i].in, cases[i].in);   /* keys are escaped the same way */
+        char want[128];
+        snprintf(want, sizeof want, "{\"%s\":\"%s\"}", cases[i].out, cases[i].out);
+        ck_assert_msg(strcmp(json_close(j), want) == 0, "case %zu: got %s", i, json_close(j));
+        json_free(&j);
+    }
+}
+END_TEST
+
+/* Numbers read back as the same double (cJSON's parser and strtod), in the shortest form. */
+START_TEST(test_json_numbers_round_trip) {
+    rng_t r;
+    rng_seed(&r, 5);
+    double v[1000];
+    int n = 0;
+    v[n++] = 0.1; v[n++] = 1.0 / 3; v[n++] = -0.0; v[n++] = 1e300; v[n++] = 5e-324; v[n++] = 2.2250738585072014e-308;
+    v[n++] = 9007199254740993.0; v[n++] = 123456789.125;
+    while (n < 1000) {
+        uint64_t bits = rng_next(&r);
+        memcpy(&v[n], &bits, sizeof bits);
+        if (isfinite(v[n])) n++;
+    }
+    json_t *j = NULL;
+    ck_assert_int_eq(json_new(&j), INCA_OK);
+    json_arr_begin(j, "v");
+    for (int i = 0; i < n; i++) json_num(j, NULL, v[i]);
+    json_arr_end(j);
+    json_int(j, "i64", INT64_MIN);
+    const char *text = json_close(j);
+    ck_assert_ptr_nonnull(strstr(text, "[0.1,0.3333333333333333,-0,1e+300,"));   /* shortest, not %.17g */
+    cJSON *doc = cJSON_Parse(text);
+    ck_assert_ptr_nonnull(doc);
+    cJSON *arr = cJSON_GetObjectItemCaseSensitive(doc, "v");
+    ck_assert_int_eq(cJSON_GetArraySize(arr), n);
+    int bad = 0;
+    for (int i = 0; i < n; i++) bad += cJSON_GetArrayItem(arr, i)->valuedouble != v[i];
+    ck_assert_int_eq(bad, 0);
+    ck_assert_ptr_nonnull(strstr(text, "\"i64\":-9223372036854775808}"));
+    cJSON_Delete(doc);
+    json_free(&j);
+}
+END_TEST
+
+/* A misuse or a failed allocation is reported once, by json_close / json_write, never as text. */
+START_TEST(test_json_misuse_and_enomem) {
+    static const int kinds = 6;
+    for (int k = 0; k < kinds; k++) {
+        json_t *j = NULL;
+        ck_assert_int_eq(json_new(&j), INCA_OK);
+        json_int(j, "a", 1);
+        if (k == 0) json_int(j, NULL, 2);                            /* no key in an object */
+        if (k == 1) { json_arr_begin(j, "x"); json_int(j, "k", 2); json_arr_end(j); }  /* key in an array */
+        if (k == 2) json_obj_end(j);                                 /* nothing to end */
+        if (k == 3) { json_arr_begin(j, "x"); json_obj_end(j); }     /* end of the wrong kind */
+        if (k == 4) json_obj_begin(j, "open");                       /* left open */
+        if (k == 5) for (int d = 0; d < 40; d++) json_arr_begin(j, d ? NULL : "deep");
+        ck_assert_ptr_null(json_close(j));
+        ck_assert_str_ne(inca_errmsg(), "");
+        FILE *f = tmpfile();
+        ck_assert_int_eq(json_write(j, f), INCA_ERR);
+        ck_assert_int_eq(ftell(f), 0);   /* nothing written */
+        fclose(f);
+        json_free(&j);
+    }
+    json_t *j = NULL;
+    ck_assert_int_eq(json_new(&j), INCA_OK);
+    ck_assert_ptr_nonnull(json_close(j));
+    json_int(j, "late", 1);   /* after the close */
+    ck_assert_ptr_null(json_close(j));
+    json_free(&j);
+    /* every allocation may fail: json_new reports it, or the text is refused at the end */
+    int ok = 0;
+    for (long i = 1; i < 20 && !ok; i++) {
+        inca_alloc_fail_after(i);
+        int rc = json_new(&j);
+        if (rc == INCA_OK) {
+            for (int r = 0; r < 200; r++) json_str(j, "key", "a value long enough to grow the buffer");
+            const char *t = json_close(j);
+            if (t) ok = 1;
+            else ck_assert_int_eq(json_write(j, stdout), INCA_ENOMEM);
+        } else ck_assert_int_eq(rc, INCA_ENOMEM);
+        inca_alloc_fail_after(0);
+        json_free(&j);
+    }
+    ck_assert(ok);
 }
 END_TEST
 
@@ -145,6 +264,9 @@ int main(void) {
     tcase_add_test(tc, test_rng);
     tcase_add_test(tc, test_args);
     tcase_add_test(tc, test_json);
+    tcase_add_test(tc, test_json_utf8);
+    tcase_add_test(tc, test_json_numbers_round_trip);
+    tcase_add_test(tc, test_json_misuse_and_enomem);
     suite_add_tcase(s, tc);
     return tu_run_suite(s);
 }

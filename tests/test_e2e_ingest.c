@@ -1,7 +1,7 @@
-/* End-to-end tests of `inca ingest`: the bundled Cora and the shared Facebook (OGB layout)
- * checked against the numbers in their READMEs, Fashion-MNIST (IDX) checked against a direct
- * read of the IDX bytes, and every entry of tests/data/bad/ failing with exit 2, one stderr
- * line naming the file and line, and nothing left behind. */
+/* End-to-end tests of `inca ingest`: the bundled Cora checked against the numbers in its
+ * README, and every entry of tests/data/bad/ failing with exit 2, one stderr line naming the
+ * file and line, and nothing left behind. The shared Facebook and Fashion-MNIST, which may be
+ * absent, have their own binaries (test_e2e_facebook.c, test_e2e_fmnist.c) that skip alone. */
 #include "testutil.h"
 #include "loaders/dataset.h"
 #include "graph/csr.h"
@@ -17,88 +17,18 @@ static char *tmp;
 static void setup(void) { tmp = tu_mkdtemp(); ck_assert_ptr_nonnull(tmp); }
 static void teardown(void) { tu_rmrf(tmp); free(tmp); tmp = NULL; }
 
-/* Ingest src with --json into tmp/store; returns the JSON line (static) after checking exit 0
- * and that nothing was printed on stderr (stderr is not a terminal here). */
-static const char *ingest_ok(const char *fmt, const char *src, char *store, size_t size) {
-    snprintf(store, size, "%s/store", tmp);
-    char *args = NULL, *out = NULL, *err = NULL;
-    ck_assert_int_ge(asprintf(&args, "ingest --format %s '%s' --out '%s' --json", fmt, src, store), 0);
-    int rc = tu_inca(args, &out, &err);
-    ck_assert_msg(rc == 0, "inca %s -> %d, stderr: %s", args, rc, err ? err : "");
-    ck_assert_msg(err && err[0] == '\0', "stderr should be empty when not a TTY: %s", err);
-    static char line[65536];
-    snprintf(line, sizeof line, "%s", tu_last_line(out));
-    free(args); free(out); free(err);
-    return line;
-}
-
-static const char *info_json(const char *store) {
-    char *args = NULL, *out = NULL;
-    ck_assert_int_ge(asprintf(&args, "info '%s' --json", store), 0);
-    ck_assert_int_eq(tu_inca(args, &out, NULL), 0);
-    static char line[65536];
-    snprintf(line, sizeof line, "%s", tu_last_line(out));
-    free(args); free(out);
-    return line;
-}
-
-/* "splits":{"train":a,"valid":b,"test":c} with or without spaces */
-static void check_splits(const char *json, long tr, long va, long te) {
-    const char *s = strstr(json, "\"splits\"");
-    ck_assert_ptr_nonnull(s);
-    ck_assert_double_eq(tu_json_num(s, "train"), (double)tr);
-    ck_assert_double_eq(tu_json_num(s, "valid"), (double)va);
-    ck_assert_double_eq(tu_json_num(s, "test"), (double)te);
-}
-
-static void check_counts(const char *json, long n, long e, long f, long c, long lab) {
-    ck_assert_double_eq(tu_json_num(json, "nodes"), (double)n);
-    ck_assert_double_eq(tu_json_num(json, "edges"), (double)e);
-    ck_assert_double_eq(tu_json_num(json, "features"), (double)f);
-    ck_assert_double_eq(tu_json_num(json, "classes"), (double)c);
-    ck_assert_double_eq(tu_json_num(json, "labeled"), (double)lab);
-}
-
-/* Loaded dataset facts: non-zero features, class counts, a symmetric graph without loops,
- * split ids sorted. */
-static void check_loaded(const char *store, long nnz_feat, const long *class_counts, int c) {
-    dataset_t d;
-    ck_assert_int_eq(dataset_load(store, &d), 0);
-    long nz = 0;
-    double sum = 0;
-    for (int64_t i = 0; i < d.n * d.f; i++) { nz += d.x[i] != 0.0f; sum += d.x[i]; }
-    ck_assert_int_eq(nz, nnz_feat);
-    ck_assert_double_eq(sum, (double)nnz_feat);   /* binary features */
-    /* (Check asserts cost a syscall each: count in loops, assert once) */
-    long cnt[16] = {0}, bad = 0;
-    for (int64_t i = 0; i < d.n; i++) {
-        if (d.y[i] >= 0 && d.y[i] < c) cnt[d.y[i]]++;
-        else bad++;
-    }
-    ck_assert_int_eq(bad, 0);
-    for (int k = 0; k < c; k++) ck_assert_int_eq(cnt[k], class_counts[k]);
-    ck_assert(csr_is_symmetric(&d.adj));
-    for (int64_t v = 0; v < d.n; v++)
-        for (int64_t k = d.adj.rowptr[v]; k < d.adj.rowptr[v + 1]; k++) bad += d.adj.col[k] == v;
-    ck_assert_int_eq(bad, 0);   /* no self-loops */
-    for (int s = 0; s < SPLIT_COUNT; s++)
-        for (int64_t i = 1; i < d.split_n[s]; i++) bad += d.split[s][i - 1] >= d.split[s][i];
-    ck_assert_int_eq(bad, 0);   /* splits sorted, no repeats */
-    dataset_free(&d);
-}
-
 START_TEST(test_cora) {
     char src[4096], store[4096];
     snprintf(src, sizeof src, "%s/data/cora", tu_src());
-    const char *j = ingest_ok("ogb", src, store, sizeof store);
-    check_counts(j, 2708, 10556, 1433, 7, 2708);
-    check_splits(j, 140, 500, 1000);
+    const char *j = tu_ingest_ok(tmp, "ogb", src, store, sizeof store);
+    tu_check_counts(j, 2708, 10556, 1433, 7, 2708);
+    tu_check_splits(j, 140, 500, 1000);
     ck_assert(tu_json_num(j, "seconds") >= 0);
-    j = info_json(store);
-    check_counts(j, 2708, 10556, 1433, 7, 2708);
-    check_splits(j, 140, 500, 1000);
+    j = tu_info_json(store);
+    tu_check_counts(j, 2708, 10556, 1433, 7, 2708);
+    tu_check_splits(j, 140, 500, 1000);
     static const long classes[7] = {351, 217, 418, 818, 426, 298, 180};
-    check_loaded(store, 49216, classes, 7);
+    tu_check_loaded(store, 49216, classes, 7);
     /* train split: 20 per class (README) */
     dataset_t d;
     ck_assert_int_eq(dataset_load(store, &d), 0);
@@ -112,7 +42,7 @@ END_TEST
 START_TEST(test_existing_store) {
     char src[4096], store[4096];
     snprintf(src, sizeof src, "%s/data/cora", tu_src());
-    ingest_ok("ogb", src, store, sizeof store);
+    tu_ingest_ok(tmp, "ogb", src, store, sizeof store);
     char *args = NULL, *err = NULL;
     ck_assert_int_ge(asprintf(&args, "ingest --format ogb '%s' --out '%s'", src, store), 0);
     ck_assert_int_eq(tu_inca(args, NULL, &err), 2);
@@ -127,64 +57,8 @@ START_TEST(test_existing_store) {
     ck_assert_int_ge(asprintf(&args, "ingest --format edgelist '%s' --out '%s' --force --symmetrize", el, store), 0);
     ck_assert_int_eq(tu_inca(args, NULL, NULL), 0);
     free(args);
-    const char *j = info_json(store);
-    check_counts(j, 3, 4, 0, 0, 0);
-}
-END_TEST
-
-START_TEST(test_facebook) {
-    char src[4096], store[4096];
-    snprintf(src, sizeof src, "%s/datasets/facebook", tu_shared());
-    if (!tu_exists(src)) { fprintf(stderr, "skip: %s absent\n", src); return; }
-    const char *j = ingest_ok("ogb", src, store, sizeof store);
-    check_counts(j, 22470, 341646, 4714, 4, 22470);
-    check_splits(j, 80, 120, 22270);
-    static const long classes[4] = {6495, 6880, 5768, 3327};
-    check_loaded(store, 314583, classes, 4);
-}
-END_TEST
-
-/* Bytes [off, off+n) of a gzipped file, read directly with zlib. */
-static void gz_bytes(const char *path, long off, unsigned char *buf, int n) {
-    gzFile g = gzopen(path, "rb");
-    ck_assert_ptr_nonnull(g);
-    ck_assert_int_eq(gzseek(g, off, SEEK_SET), off);
-    ck_assert_int_eq(gzread(g, buf, (unsigned)n), n);
-    gzclose(g);
-}
-
-START_TEST(test_fashion_mnist) {
-    const char *src = "/usr/share/datasets/fashion-mnist";
-    if (!tu_exists(src)) { fprintf(stderr, "skip: %s absent\n", src); return; }
-    char store[4096];
-    const char *j = ingest_ok("idx", src, store, sizeof store);
-    check_counts(j, 70000, 0, 784, 10, 70000);
-    check_splits(j, 60000, 0, 10000);
-    dataset_t d;
-    ck_assert_int_eq(dataset_load(store, &d), 0);
-    unsigned char px[2 * 784], lab[100];
-    char p[4096];
-    snprintf(p, sizeof p, "%s/train-images-idx3-ubyte.gz", src);
-    gz_bytes(p, 16, px, 2 * 784);                       /* first two training images */
-    long bad = 0;
-    for (int i = 0; i < 2 * 784; i++) bad += d.x[i] != (float)px[i] / 255.0f;
-    snprintf(p, sizeof p, "%s/t10k-images-idx3-ubyte.gz", src);
-    gz_bytes(p, 16, px, 784);                           /* first test image = example 60000 */
-    for (int i = 0; i < 784; i++) bad += d.x[60000L * 784 + i] != (float)px[i] / 255.0f;
-    snprintf(p, sizeof p, "%s/train-labels-idx1-ubyte.gz", src);
-    gz_bytes(p, 8, lab, 100);
-    for (int i = 0; i < 100; i++) bad += d.y[i] != lab[i];
-    snprintf(p, sizeof p, "%s/t10k-labels-idx1-ubyte.gz", src);
-    gz_bytes(p, 8, lab, 100);
-    for (int i = 0; i < 100; i++) bad += d.y[60000 + i] != lab[i];
-    ck_assert_int_eq(bad, 0);   /* pixels and labels equal the IDX bytes */
-    ck_assert_int_eq(d.split[SPLIT_TRAIN][59999], 59999);
-    ck_assert_int_eq(d.split[SPLIT_TEST][0], 60000);
-    float mx = 0;
-    for (int64_t i = 0; i < d.n * d.f; i++) { bad += !(d.x[i] >= 0.0f); if (d.x[i] > mx) mx = d.x[i]; }
-    ck_assert_int_eq(bad, 0);
-    ck_assert(mx == 1.0f);
-    dataset_free(&d);
+    const char *j = tu_info_json(store);
+    tu_check_counts(j, 3, 4, 0, 0, 0);
 }
 END_TEST
 
@@ -317,8 +191,6 @@ int main(void) {
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, test_cora);
     tcase_add_test(tc, test_existing_store);
-    tcase_add_test(tc, test_facebook);
-    tcase_add_test(tc, test_fashion_mnist);
     tcase_add_test(tc, test_bad_catalogue);
     tcase_add_test(tc, test_usage_errors);
     suite_add_tcase(s, tc);

@@ -723,6 +723,7 @@ START_TEST(mb_train_learns_and_is_deterministic) {
                 ck_assert_int_gt(st.table_bytes, 0);
             } else ck_assert_int_eq(st.evals, 30);
             train_result_free(&rf);
+            mb_stats_free(&st);
             train_result_free(&r1);
             train_result_free(&r2);
         }
@@ -803,6 +804,21 @@ START_TEST(mb_incagg_single_buffer_equals_p_scheme) {
             ck_assert_int_eq(s1.refreshes, s2.refreshes);
             ck_assert_int_eq(s1.refreshes, 12);
             ck_assert_int_eq(s2.table_bytes - s1.table_bytes, 2 * 600 * 16 * (dt ? 2 : 4));   /* P1, P2 */
+            /* the per-block report names them: P1 and P2 in the P scheme only, n x hidden each */
+            int64_t pb[2] = {0, 0}, sum[2] = {0, 0};
+            for (int s = 0; s < 2; s++) {
+                const mb_stats_t *x = s ? &s2 : &s1;
+                for (int i = 0; i < x->ntables; i++) {
+                    sum[s] += x->tables[i].bytes;
+                    if (x->tables[i].label[0] == 'P') pb[s] += x->tables[i].bytes;
+                }
+            }
+            ck_assert_int_eq(pb[0], 0);
+            ck_assert_int_eq(pb[1], 2 * 600 * 16 * (dt ? 2 : 4));
+            ck_assert_int_eq(sum[0], s1.table_bytes + s1.scratch_bytes);   /* the blocks: tables and scratch */
+            ck_assert_int_eq(sum[1], s2.table_bytes + s2.scratch_bytes);
+            mb_stats_free(&s1);
+            mb_stats_free(&s2);
             train_result_free(&r1);
             train_result_free(&r2);
         }
@@ -824,6 +840,7 @@ START_TEST(mb_incagg_single_buffer_equals_p_scheme) {
     ck_assert_int_eq(st.steps, 3 * st.steps_per_epoch);
     ck_assert_int_eq(st.refreshes, 3);
     ck_assert_int_eq(r.epochs, 5);
+    mb_stats_free(&st);
     train_result_free(&r);
     partition_free(&p);
     dataset_free(&d);
@@ -881,19 +898,29 @@ START_TEST(cli_train_and_benches) {
     snprintf(args, sizeof args, "bench epoch '%s/g' --methods gas,incagg --parts 12 --batch-parts 3 --epochs 4 "
              "--refresh-epochs 1,2 --refresh-source push --json", dir);
     ck_assert_int_eq(tu_inca(args, &out, &err), 0);
-    /* one line per run (gas, incagg R = 1, incagg R = 2) and the summary: the refresh counts
-     * follow from 4 epochs and the periods, and each run names its refresh source */
-    const char *lines[4] = {NULL, NULL, NULL, NULL};
-    int nl = 0;
-    for (char *q = out; q && *q && nl < 4; q = strchr(q, '\n') ? strchr(q, '\n') + 1 : NULL)
-        if (*q == '{') lines[nl++] = q;
-    ck_assert_int_eq(nl, 4);
-    ck_assert_double_eq(tu_json_num(lines[0], "refreshes"), 0);
-    ck_assert_double_eq(tu_json_num(lines[1], "refreshes"), 4);
-    ck_assert_double_eq(tu_json_num(lines[2], "refreshes"), 2);
-    ck_assert_ptr_nonnull(strstr(lines[1], "\"refresh_source\":\"push\""));
-    const char *j = lines[3];
+    const char *j = tu_last_line(out);
+    /* (counts, the per-run lines and the table report: test_e2e_json.c) the summary's ratios are
+     * those of the per-run lines: GAS over IncAgg with the first period, then with each */
+    cJSON *lines[4];
+    int nl = tu_json_lines(out, lines, 4);
+    ck_assert_int_eq(nl, 4);   /* gas, incagg R=1, incagg R=2, summary */
+    const double g_ep = tu_json_dbl(lines[0], "epoch_time_s");
+    ck_assert_double_eq_tol(tu_json_dbl(lines[3], "speedup"), g_ep / tu_json_dbl(lines[1], "epoch_time_s"), 1e-9);
+    ck_assert_double_eq_tol(tu_json_dbl(lines[3], "speedup_r2"), g_ep / tu_json_dbl(lines[2], "epoch_time_s"), 1e-9);
+    ck_assert_double_eq_tol(tu_json_dbl(lines[3], "acc_gap_r2"),
+                            tu_json_dbl(lines[0], "test_acc") - tu_json_dbl(lines[2], "test_acc"), 1e-12);
     ck_assert(tu_json_num(j, "gas_test_acc") > 0.5 && tu_json_num(j, "incagg_test_acc") > 0.5);
+    /* the refresh counts follow from 4 epochs and the periods; each run names its source */
+    ck_assert_double_eq(tu_json_dbl(lines[0], "refreshes"), 0);
+    ck_assert_double_eq(tu_json_dbl(lines[1], "refreshes"), 4);
+    ck_assert_double_eq(tu_json_dbl(lines[2], "refreshes"), 2);
+    ck_assert_str_eq(cJSON_GetObjectItem(lines[1], "refresh_source")->valuestring, "push");
+    /* the aggregation is timed inside the step, apart from it: a proper part of the step time */
+    for (int i = 0; i < 3; i++) {
+        const double agg = tu_json_dbl(lines[i], "agg_time_per_epoch_s"), step = tu_json_dbl(lines[i], "step_time_per_epoch_s");
+        ck_assert_msg(agg > 0 && agg < step, "line %d: aggregation %.3g s of a %.3g s step", i, agg, step);
+    }
+    tu_json_free_lines(lines, nl);
     free(out);
     free(err);
     snprintf(args, sizeof args, "bench loader '%s/g' --method gas --parts 12 --batch-parts 3 --epochs 2 --json", dir);

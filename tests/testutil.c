@@ -3,6 +3,8 @@
 #define _GNU_SOURCE
 #endif
 #include "testutil.h"
+#include "graph/csr.h"
+#include "loaders/dataset.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,6 +64,16 @@ int tu_sh(const char *cmd, char **out, char **err) {
 const char *tu_bin(void) { const char *b = getenv("INCA_BIN"); return b ? b : "./inca"; }
 const char *tu_src(void) { const char *b = getenv("INCA_SRC"); return b ? b : "."; }
 const char *tu_shared(void) { const char *b = getenv("INCA_SHARED"); return b ? b : "../shared"; }
+const char *tu_fmnist(void) {
+    const char *b = getenv("INCA_FMNIST");
+    return b && *b ? b : "/usr/share/datasets/fashion-mnist";
+}
+
+void tu_require_or_skip(const char *path) {
+    if (tu_exists(path)) return;
+    fprintf(stderr, "skip: %s absent\n", path);
+    exit(77);
+}
 
 int tu_inca(const char *args, char **out, char **err) {
     char *cmd = NULL;
@@ -95,6 +107,129 @@ double tu_json_num(const char *json, const char *key) {
     char *end;
     double v = strtod(p, &end);
     return end == p ? NAN : v;
+}
+
+cJSON *tu_json_parse(const char *text) {
+    cJSON *o = cJSON_Parse(text ? text : "");
+    ck_assert_msg(o != NULL, "not JSON (cJSON stopped at '%.40s'): %.300s", cJSON_GetErrorPtr() ? cJSON_GetErrorPtr() : "",
+                  text ? text : "(null)");
+    ck_assert_msg(cJSON_IsObject(o), "not a JSON object: %.300s", text);
+    return o;
+}
+
+cJSON *tu_json_last(const char *s) {
+    ck_assert_ptr_nonnull(s);
+    size_t n = strlen(s);
+    while (n > 0 && s[n - 1] == '\n') n--;
+    size_t b = n;
+    while (b > 0 && s[b - 1] != '\n') b--;
+    char *line = strndup(s + b, n - b);
+    ck_assert_ptr_nonnull(line);
+    cJSON *o = tu_json_parse(line);
+    free(line);
+    return o;
+}
+
+int tu_json_lines(const char *s, cJSON **v, int max) {
+    int n = 0;
+    for (const char *p = s ? s : ""; *p;) {
+        const char *e = strchr(p, '\n');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len > 0) {
+            ck_assert_msg(n < max, "more than %d lines: %.300s", max, s);
+            char *line = strndup(p, len);
+            ck_assert_ptr_nonnull(line);
+            v[n++] = tu_json_parse(line);
+            free(line);
+        }
+        p += len + (e != NULL);
+    }
+    return n;
+}
+
+void tu_json_free_lines(cJSON **v, int n) {
+    for (int i = 0; i < n; i++) cJSON_Delete(v[i]);
+}
+
+const cJSON *tu_json_get(const cJSON *obj, const char *key, int type) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    ck_assert_msg(v != NULL, "key '%s' missing", key);
+    ck_assert_msg((v->type & 0xff & type) != 0, "key '%s' has cJSON type %d, expected %d", key, v->type & 0xff, type);
+    return v;
+}
+
+double tu_json_dbl(const cJSON *obj, const char *key) { return tu_json_get(obj, key, cJSON_Number)->valuedouble; }
+
+/* ---- ingest end to end (test_e2e_ingest.c, test_e2e_facebook.c, test_e2e_fmnist.c) ---- */
+
+/* Ingest src with --json into dir/store; returns the JSON line (static) after checking exit 0
+ * and that nothing was printed on stderr (stderr is not a terminal here). */
+const char *tu_ingest_ok(const char *dir, const char *fmt, const char *src, char *store, size_t size) {
+    snprintf(store, size, "%s/store", dir);
+    char *args = NULL, *out = NULL, *err = NULL;
+    ck_assert_int_ge(asprintf(&args, "ingest --format %s '%s' --out '%s' --json", fmt, src, store), 0);
+    int rc = tu_inca(args, &out, &err);
+    ck_assert_msg(rc == 0, "inca %s -> %d, stderr: %s", args, rc, err ? err : "");
+    ck_assert_msg(err && err[0] == '\0', "stderr should be empty when not a TTY: %s", err);
+    static char line[65536];
+    snprintf(line, sizeof line, "%s", tu_last_line(out));
+    free(args); free(out); free(err);
+    return line;
+}
+
+const char *tu_info_json(const char *store) {
+    char *args = NULL, *out = NULL;
+    ck_assert_int_ge(asprintf(&args, "info '%s' --json", store), 0);
+    ck_assert_int_eq(tu_inca(args, &out, NULL), 0);
+    static char line[65536];
+    snprintf(line, sizeof line, "%s", tu_last_line(out));
+    free(args); free(out);
+    return line;
+}
+
+/* "splits":{"train":a,"valid":b,"test":c} with or without spaces */
+void tu_check_splits(const char *json, long tr, long va, long te) {
+    const char *s = strstr(json, "\"splits\"");
+    ck_assert_ptr_nonnull(s);
+    ck_assert_double_eq(tu_json_num(s, "train"), (double)tr);
+    ck_assert_double_eq(tu_json_num(s, "valid"), (double)va);
+    ck_assert_double_eq(tu_json_num(s, "test"), (double)te);
+}
+
+void tu_check_counts(const char *json, long n, long e, long f, long c, long lab) {
+    ck_assert_double_eq(tu_json_num(json, "nodes"), (double)n);
+    ck_assert_double_eq(tu_json_num(json, "edges"), (double)e);
+    ck_assert_double_eq(tu_json_num(json, "features"), (double)f);
+    ck_assert_double_eq(tu_json_num(json, "classes"), (double)c);
+    ck_assert_double_eq(tu_json_num(json, "labeled"), (double)lab);
+}
+
+/* Loaded dataset facts: non-zero features, class counts, a symmetric graph without loops,
+ * split ids sorted. */
+void tu_check_loaded(const char *store, long nnz_feat, const long *class_counts, int c) {
+    dataset_t d;
+    ck_assert_int_eq(dataset_load(store, &d), 0);
+    long nz = 0;
+    double sum = 0;
+    for (int64_t i = 0; i < d.n * d.f; i++) { nz += d.x[i] != 0.0f; sum += d.x[i]; }
+    ck_assert_int_eq(nz, nnz_feat);
+    ck_assert_double_eq(sum, (double)nnz_feat);   /* binary features */
+    /* (Check asserts cost a syscall each: count in loops, assert once) */
+    long cnt[16] = {0}, bad = 0;
+    for (int64_t i = 0; i < d.n; i++) {
+        if (d.y[i] >= 0 && d.y[i] < c) cnt[d.y[i]]++;
+        else bad++;
+    }
+    ck_assert_int_eq(bad, 0);
+    for (int k = 0; k < c; k++) ck_assert_int_eq(cnt[k], class_counts[k]);
+    ck_assert(csr_is_symmetric(&d.adj));
+    for (int64_t v = 0; v < d.n; v++)
+        for (int64_t k = d.adj.rowptr[v]; k < d.adj.rowptr[v + 1]; k++) bad += d.adj.col[k] == v;
+    ck_assert_int_eq(bad, 0);   /* no self-loops */
+    for (int s = 0; s < SPLIT_COUNT; s++)
+        for (int64_t i = 1; i < d.split_n[s]; i++) bad += d.split[s][i - 1] >= d.split[s][i];
+    ck_assert_int_eq(bad, 0);   /* splits sorted, no repeats */
+    dataset_free(&d);
 }
 
 int tu_run_suite(Suite *s) {

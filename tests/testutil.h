@@ -3,6 +3,7 @@
 #ifndef INCA_TESTUTIL_H
 #define INCA_TESTUTIL_H
 #include <check.h>
+#include <cjson/cJSON.h>
 
 /* A fresh directory under $TMPDIR (or /tmp), removed by tu_rmrf. Returns a static-lifetime
  * string owned by the caller (free()). */
@@ -17,10 +18,40 @@ int tu_sh(const char *cmd, char **out, char **err);
 const char *tu_bin(void);      /* $INCA_BIN */
 const char *tu_src(void);      /* $INCA_SRC: repository root */
 const char *tu_shared(void);   /* $INCA_SHARED: ../shared (may not exist) */
+/* $INCA_FMNIST: the Fashion-MNIST IDX files (default /usr/share/datasets/fashion-mnist, the
+ * Debian package dataset-fashion-mnist; may not exist). */
+const char *tu_fmnist(void);
+/* For a test binary whose data is absent: when path does not exist, say so on stderr and exit
+ * 77 (ctest shows the test as skipped). Call from main() before the suite runs. */
+void tu_require_or_skip(const char *path);
 /* Last line of s (without newline) in a static buffer. */
 const char *tu_last_line(const char *s);
 /* Extract a number for "key": from a JSON object text; NAN when absent. */
 double tu_json_num(const char *json, const char *key);
+/* JSON through cJSON, an independent parser: tu_json_parse asserts that text is one JSON object
+ * and returns it (cJSON_Delete it); tu_json_last does so for the last non-empty line of s (any
+ * length). tu_json_get asserts that key is present with the cJSON type (cJSON_Number,
+ * cJSON_String, cJSON_Object, cJSON_Array, cJSON_True|cJSON_False for a boolean). */
+cJSON *tu_json_parse(const char *text);
+cJSON *tu_json_last(const char *s);
+/* Every non-empty line of s parsed (JSON Lines), at most max (more: a failure); returns how
+ * many were stored in v; free them with tu_json_free_lines. */
+int tu_json_lines(const char *s, cJSON **v, int max);
+void tu_json_free_lines(cJSON **v, int n);
+const cJSON *tu_json_get(const cJSON *obj, const char *key, int type);
+/* The number at key (asserted present and a number). */
+double tu_json_dbl(const cJSON *obj, const char *key);
+/* Ingest end to end. tu_ingest_ok: `inca ingest --format fmt src --out dir/store --json` (store
+ * receives the path) must exit 0 with nothing on stderr; returns its JSON line (static buffer).
+ * tu_info_json: `inca info store --json`'s line (static). tu_check_counts / tu_check_splits
+ * compare nodes, edges, features, classes, labeled and the split sizes of such a line;
+ * tu_check_loaded loads the store and checks binary features (nnz_feat of them), the class
+ * counts, a symmetric loop-free graph and sorted splits. */
+const char *tu_ingest_ok(const char *dir, const char *fmt, const char *src, char *store, size_t size);
+const char *tu_info_json(const char *store);
+void tu_check_counts(const char *json, long n, long e, long f, long c, long lab);
+void tu_check_splits(const char *json, long tr, long va, long te);
+void tu_check_loaded(const char *store, long nnz_feat, const long *class_counts, int c);
 /* Run a suite with CK_NORMAL output; returns EXIT_SUCCESS / EXIT_FAILURE. */
 int tu_run_suite(Suite *s);
 #endif

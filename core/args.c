@@ -1,5 +1,5 @@
-/* Flag parsing for the `inca` commands; see args.h. */
-#include "cli/args.h"
+/* Flag parsing for the `inca` commands and benchmarks; see args.h. Tested in test_core.c. */
+#include "core/args.h"
 #include "core/alloc.h"
 #include "core/status.h"
 #include <errno.h>

@@ -1,6 +1,6 @@
-/* Command-line parsing shared by every `inca` command: `--key value`, `--key=value`, bare
- * `--flag`s and positionals. Each command lists the flags it knows; anything else is a usage
- * error naming the flag (exit 2). Tested in test_cli.c. */
+/* Command-line parsing shared by every `inca` command and benchmark (below cli/ and bench/):
+ * `--key value`, `--key=value`, bare `--flag`s and positionals. Each command lists the flags it
+ * knows; anything else is a usage error naming the flag (exit 2). Tested in test_core.c. */
 #ifndef INCA_ARGS_H
 #define INCA_ARGS_H
 #include <stdint.h>
