@@ -144,6 +144,8 @@ static void config_json(json_t *j, const args_t *a, const train_config_t *c) {
     json_int(j, "batch-parts", c->batch_parts);
     json_int(j, "refresh", c->refresh);
     json_str(j, "history-dtype", c->history_dtype);
+    json_str(j, "refresh-source", agg_source_name(c->refresh_source));
+    json_str(j, "cluster-norm", c->cluster_global_norm ? "global" : "batch");
     json_str(j, "partition", c->partition);
     json_str(j, "split", args_str(a, "--split", "stored"));
     json_str(j, "train-indices", args_str(a, "--train-indices", NULL));
@@ -220,6 +222,7 @@ int cmd_train(int argc, char **argv) {
         for (int i = 0; i < r.runs; i++) json_num(j, NULL, r.run_test_acc[i]);
         json_arr_end(j);
         config_json(j, a, &c);
+        json_str(j, "version", INCA_VERSION);
         rc = json_write(j, stdout);
     } else {
         printf("%s %s on %s: test %.4f", c.model, c.method, args_pos(a, 0), r.test_acc);

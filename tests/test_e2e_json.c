@@ -133,7 +133,7 @@ START_TEST(test_train) {
                                   {"best_epoch", NUM}, {"epochs", NUM}, {"epoch_time_s", NUM}, {"step_time_s", NUM},
                                   {"refresh_time_s", NUM}, {"eval_time_s", NUM}, {"peak_rss_mb", NUM}, {"method", STR},
                                   {"model", STR}, {"device", STR}, {"runs", NUM}, {"seed", NUM}, {"run_test_acc", ARR},
-                                  {"config", OBJ}, {NULL, 0}};
+                                  {"config", OBJ}, {"version", STR}, {NULL, 0}};
     static const key_t_ mkeys[] = {{"run", NUM}, {"epoch", NUM}, {"train_loss", NUM}, {"train_acc", NUM}, {"val_loss", NUM},
                                    {"val_acc", NUM}, {"test_acc", NUM}, {"epoch_time_s", NUM}, {NULL, 0}};
     const char *m = methods[_i];
