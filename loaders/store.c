@@ -6,6 +6,7 @@
 #include "core/alloc.h"
 #include "core/status.h"
 #include "core/util.h"
+#include "loaders/lmdb_check.h"
 #include <errno.h>
 #include <lmdb.h>
 #include <pthread.h>
@@ -137,6 +138,13 @@ static int env_open(const char *path, int create, int writable, store_t **out) {
     s->mapsize = INITIAL_MAP;
     mdb_env_set_mapsize(s->env, s->mapsize);
     unsigned flags = MDB_NOTLS | (writable ? MDB_NOSYNC : MDB_RDONLY);
+    if (!create) {   /* LMDB trusts its pages: check their structure before it maps them */
+        char dp[4200];
+        snprintf(dp, sizeof dp, "%s/data.mdb", path);
+        rc = lmdb_check_file(dp, -1);
+        if (rc == INCA_ENOTFOUND) rc = inca_fail(rc, "%s: no inca store here (missing data.mdb): create it with 'inca ingest' or 'inca gen'", path);
+        if (rc) { store_close(&s); return rc; }
+    }
     rc = mdb_env_open(s->env, path, flags, 0644);
     if (rc) {
         int e = rc == ENOENT ? inca_fail(INCA_ENOTFOUND, "%s: no inca store here (missing data.mdb): create it with 'inca ingest' or 'inca gen'", path)
