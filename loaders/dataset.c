@@ -179,8 +179,10 @@ int dataset_save(const dataset_t *d, const char *path, int overwrite) {
     inca_rmtree(tmp);
     rc = write_all(d, tmp);
     if (rc) {
+        /* LMDB aborted the transaction; the temporary directory goes, and `path` was never
+         * touched, so a full disk leaves no partial store (test_store_corrupt.c) */
         inca_rmtree(tmp);
-        return rc;
+        return inca_fail_ctx(rc, "%s: not written (nothing left behind%s)", path, inca_path_exists(path) ? ", the old store is intact" : "");
     }
     int had = inca_path_exists(path);
     if (had && rename(path, old) != 0) {

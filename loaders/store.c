@@ -62,6 +62,8 @@ static int lmdb_fail(const store_t *s, int rc, const char *what) {
                          p, what, mdb_strerror(rc));
     case ENOSPC: case EFBIG: case EDQUOT:
         return inca_fail(INCA_EIO, "%s: %s: %s (disk full or file-size limit)", p, what, strerror(rc));
+    case EIO:   /* LMDB 0.9 reports a short write (the disk filled mid-write) as EIO */
+        return inca_fail(INCA_EIO, "%s: %s: %s (a short write: disk full or file-size limit?)", p, what, strerror(rc));
     }
     return inca_fail(INCA_EIO, "%s: %s: %s", p, what, mdb_strerror(rc));
 }
