@@ -2,7 +2,8 @@
  * data.mdb (array chunks of rowptr, col, x, y and the splits, their checksums, descriptors, chunk
  * keys, the meta record) each make dataset_load return INCA_EINVAL and `inca verify` / `inca
  * train` exit 2 with one line naming the store; flips over every LMDB page header never crash
- * and either fail with exit 2 or leave the data intact; a v1 store is refused with a hint; an
+ * and either fail with exit 2 or leave the data intact; stores whose checksums hold but whose
+ * contents break the schema (bad ids, rowptr, labels, NaN, counts) name the first bad entry; a v1 store is refused with a hint; an
  * ingest under a file-size limit fails with exit 1 and leaves no partial store. */
 #include "testutil.h"
 #include "core/alloc.h"
@@ -12,6 +13,7 @@
 #include "loaders/store.h"
 #include <dirent.h>
 #include <fcntl.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -290,6 +292,86 @@ START_TEST(test_flipped_pages_never_crash) {
 }
 END_TEST
 
+/* A store whose checksums hold but whose contents break the schema (as a buggy writer would
+ * leave it): dataset_load names the array and the first bad position. */
+enum { MUT_COL, MUT_ROWPTR_DECREASE, MUT_ROWPTR_START, MUT_X_NAN, MUT_Y_HIGH, MUT_Y_LOW, MUT_SPLIT, MUT_LABELED,
+       MUT_SPLIT_LEN, MUT_Y_MISSING, MUT_COUNT };
+
+static void mutate_store(const dataset_t *d, int mut) {
+    store_t *s;
+    store_wtx_t *w;
+    ck_assert_int_eq(store_open(golden, STORE_RDWR, &s), INCA_OK);
+    ck_assert_int_eq(store_write_begin(s, &w), INCA_OK);
+    int64_t *rp = malloc(sizeof(int64_t) * (size_t)(d->n + 1));
+    int32_t *col = malloc(sizeof(int32_t) * (size_t)d->adj.nnz), *y = malloc(sizeof(int32_t) * (size_t)d->n);
+    float *x = malloc(sizeof(float) * (size_t)(d->n * d->f));
+    int64_t *te = malloc(sizeof(int64_t) * (size_t)d->split_n[2]);
+    memcpy(rp, d->adj.rowptr, sizeof(int64_t) * (size_t)(d->n + 1));
+    memcpy(col, d->adj.col, sizeof(int32_t) * (size_t)d->adj.nnz);
+    memcpy(y, d->y, sizeof(int32_t) * (size_t)d->n);
+    memcpy(x, d->x, sizeof(float) * (size_t)(d->n * d->f));
+    memcpy(te, d->split[2], sizeof(int64_t) * (size_t)d->split_n[2]);
+    switch (mut) {
+    case MUT_COL: col[1234] = 9999; break;
+    case MUT_ROWPTR_DECREASE: rp[300] = rp[299] - 1; break;
+    case MUT_ROWPTR_START: rp[0] = 1; break;
+    case MUT_X_NAN: x[8 * 77 + 5] = NAN; break;
+    case MUT_Y_HIGH: y[100] = 3; break;
+    case MUT_Y_LOW: y[101] = -2; break;
+    case MUT_SPLIT: te[7] = 600; break;
+    case MUT_LABELED: y[17] = 1; break;   /* node 17 was unlabelled */
+    }
+    if (mut == MUT_ROWPTR_DECREASE || mut == MUT_ROWPTR_START)
+        ck_assert_int_eq(store_wtx_put_array(w, "rowptr", DT_I64, rp, d->n + 1), INCA_OK);
+    if (mut == MUT_COL) ck_assert_int_eq(store_wtx_put_array(w, "col", DT_I32, col, d->adj.nnz), INCA_OK);
+    if (mut == MUT_X_NAN) ck_assert_int_eq(store_wtx_put_array(w, "x", DT_F32, x, d->n * d->f), INCA_OK);
+    if (mut == MUT_Y_HIGH || mut == MUT_Y_LOW || mut == MUT_LABELED)
+        ck_assert_int_eq(store_wtx_put_array(w, "y", DT_I32, y, d->n), INCA_OK);
+    if (mut == MUT_SPLIT) ck_assert_int_eq(store_wtx_put_array(w, "split/test", DT_I64, te, d->split_n[2]), INCA_OK);
+    if (mut == MUT_SPLIT_LEN)
+        ck_assert_int_eq(store_wtx_put_array(w, "split/test", DT_I64, te, d->split_n[2] - 1), INCA_OK);
+    if (mut == MUT_Y_MISSING) ck_assert_int_eq(store_wtx_del_array(w, "y"), INCA_OK);
+    ck_assert_int_eq(store_write_commit(&w), INCA_OK);
+    store_close(&s);
+    free(rp); free(col); free(y); free(x); free(te);
+}
+
+START_TEST(test_content_checks) {
+    dataset_t d, e;
+    make_dataset(&d);
+    ck_assert_int_ge(d.adj.nnz, 1235);
+    ck_assert_int_eq(d.y[17], -1);
+    char want[MUT_COUNT][160];
+    snprintf(want[MUT_COL], 160, "array 'col' entry 1234 = 9999 is outside [0, 600)");
+    snprintf(want[MUT_ROWPTR_DECREASE], 160, "array 'rowptr' entry 300 = %lld is below entry 299 = %lld",
+             (long long)d.adj.rowptr[299] - 1, (long long)d.adj.rowptr[299]);
+    snprintf(want[MUT_ROWPTR_START], 160, "array 'rowptr' entry 0 = 1, expected 0");
+    snprintf(want[MUT_X_NAN], 160, "array 'x' entry %d (row 77, column 5) = nan is not finite", 8 * 77 + 5);
+    snprintf(want[MUT_Y_HIGH], 160, "array 'y' entry 100 = 3 is outside [-1, 3)");
+    snprintf(want[MUT_Y_LOW], 160, "array 'y' entry 101 = -2 is outside [-1, 3)");
+    snprintf(want[MUT_SPLIT], 160, "array 'split/test' entry 7 = 600 is outside [0, 600)");
+    snprintf(want[MUT_LABELED], 160, "array 'y' has %lld labelled entries, the meta record says %lld",
+             (long long)dataset_labeled(&d) + 1, (long long)dataset_labeled(&d));
+    snprintf(want[MUT_SPLIT_LEN], 160, "array 'split/test' has %lld entries, the meta record says %lld",
+             (long long)d.split_n[2] - 1, (long long)d.split_n[2]);
+    snprintf(want[MUT_Y_MISSING], 160, "array 'y' is missing");
+    for (int mut = 0; mut < MUT_COUNT; mut++) {
+        tu_rmrf(golden);
+        ck_assert_int_eq(dataset_save(&d, golden, 0), INCA_OK);
+        mutate_store(&d, mut);
+        ck_assert_int_eq(dataset_load(golden, &e), INCA_EINVAL);
+        ck_assert_msg(strstr(inca_errmsg(), want[mut]) && strstr(inca_errmsg(), golden), "mutation %d: message '%s' lacks '%s'",
+                      mut, inca_errmsg(), want[mut]);
+        if (mut % 3 == 0) {
+            char args[4200];
+            snprintf(args, sizeof args, "verify '%s'", golden);
+            check_err(want[mut], args, 2, golden);
+        }
+    }
+    dataset_free(&d);
+}
+END_TEST
+
 START_TEST(test_old_version_refused) {
     /* A v1 meta record (no checksum trailer): its value is exactly sizeof(store_meta_t) bytes. */
     store_t *s;
@@ -399,6 +481,7 @@ int main(void) {
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, test_flipped_contents_fail);
     tcase_add_test(tc, test_flipped_pages_never_crash);
+    tcase_add_test(tc, test_content_checks);
     tcase_add_test(tc, test_old_version_refused);
     tcase_add_test(tc, test_disk_full_ingest);
     suite_add_tcase(s, tc);
