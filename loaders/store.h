@@ -17,6 +17,11 @@
  *   snapshot so the writer sees its own data) or store_refresh. Copy what must live longer.
  * - A store_t may be read from several threads at once (MDB_NOTLS, one shared read txn);
  *   writes (store_write_*) must come from one thread at a time.
+ * - Every read checks the CRC of each chunk it touches, in full (about 4 GB/s): read ranges, not
+ *   element by element across a 64 MiB chunk.
+ * - store_open first walks data.mdb's page structure (loaders/lmdb_check.h) so that a damaged
+ *   page is INCA_EINVAL rather than a crash inside LMDB; it assumes no other process is
+ *   committing to the store at that moment.
  * - Open LMDB environments only after a fork, never before (Check forks per test).
  * - A store on disk is valid only once its "meta" record exists; dataset_save writes it last
  *   in a temporary directory and renames, so an interrupted ingest leaves nothing that opens.
