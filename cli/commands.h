@@ -7,6 +7,7 @@
 int cmd_ingest(int argc, char **argv);
 int cmd_gen(int argc, char **argv);
 int cmd_info(int argc, char **argv);
+int cmd_verify(int argc, char **argv);
 int cmd_partition(int argc, char **argv);
 int cmd_train(int argc, char **argv);
 int cmd_prune(int argc, char **argv);

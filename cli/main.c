@@ -11,6 +11,8 @@ static const struct { const char *name; int (*fn)(int, char **); const char *hel
     {"ingest", cmd_ingest, "ingest --format ogb|edgelist|metis|idx|csv SRC --out STORE"},
     {"gen", cmd_gen, "gen --kind rmat|csbm --nodes N --avg-degree D ... --out STORE"},
     {"info", cmd_info, "info STORE [--json]"},
+    {"verify", cmd_verify,
+     "verify STORE [--json]   check every checksum and the dataset's contents (exit 2 names the first bad value)"},
     {"partition", cmd_partition, "partition STORE --parts K [--method metis|random] [--seed S]"},
     {"train", cmd_train,
      "train STORE --model M --method full|cluster|gas|incagg [flags]\n"

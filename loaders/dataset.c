@@ -1,9 +1,12 @@
-/* In-memory datasets and their atomic save/load through the store. Tested in test_store.c. */
+/* In-memory datasets and their atomic save/load through the store; a load checks contents
+ * (CSR structure, ids, labels, finite features, meta counts) before anything believes them.
+ * Tested in test_store.c and test_store_corrupt.c. */
 #include "loaders/dataset.h"
 #include "core/alloc.h"
 #include "core/status.h"
 #include "core/util.h"
 #include "loaders/store.h"
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -39,6 +42,92 @@ static int check_consistent(const dataset_t *d) {
             if (d->split[s][i] < 0 || d->split[s][i] >= d->n)
                 return inca_fail(INCA_EINVAL, "dataset: %s split holds id %lld outside [0, %lld)", dataset_split_names[s],
                                  (long long)d->split[s][i], (long long)d->n);
+    return INCA_OK;
+}
+
+/* ---- content checks: one pass per array, each returning the first bad position (n when all
+ * are good); OpenMP min-reductions keep "first" exact. Large arrays only are split across
+ * threads (the pool start-up costs more than a few thousand compares). ---- */
+#define CHECK_PAR_MIN 65536
+
+static int64_t first_outside_i64(const int64_t *a, int64_t n, int64_t lo, int64_t hi) {
+    int64_t first = n;
+#pragma omp parallel for reduction(min : first) schedule(static) if (n > CHECK_PAR_MIN)
+    for (int64_t i = 0; i < n; i++)
+        if ((a[i] < lo || a[i] >= hi) && i < first) first = i;
+    return first;
+}
+
+static int64_t first_outside_i32(const int32_t *a, int64_t n, int64_t lo, int64_t hi) {
+    int64_t first = n;
+#pragma omp parallel for reduction(min : first) schedule(static) if (n > CHECK_PAR_MIN)
+    for (int64_t i = 0; i < n; i++)
+        if ((a[i] < lo || a[i] >= hi) && i < first) first = i;
+    return first;
+}
+
+/* First i >= 1 with a[i] < a[i-1]. */
+static int64_t first_decrease_i64(const int64_t *a, int64_t n) {
+    int64_t first = n;
+#pragma omp parallel for reduction(min : first) schedule(static) if (n > CHECK_PAR_MIN)
+    for (int64_t i = 1; i < n; i++)
+        if (a[i] < a[i - 1] && i < first) first = i;
+    return first;
+}
+
+static int64_t first_nonfinite_f32(const float *a, int64_t n) {
+    int64_t first = n;
+#pragma omp parallel for reduction(min : first) schedule(static) if (n > CHECK_PAR_MIN)
+    for (int64_t i = 0; i < n; i++)
+        if (!isfinite(a[i]) && i < first) first = i;
+    return first;
+}
+
+static int bad_entry(const char *path, const char *arr, int64_t i, long long v, long long lo, long long hi) {
+    return inca_fail(INCA_EINVAL, "%s: array '%s' entry %lld = %lld is outside [%lld, %lld): the store is corrupt",
+                     path, arr, (long long)i, v, lo, hi);
+}
+
+/* Everything the store schema promises about a loaded dataset, against its meta record. */
+static int check_contents(const char *path, const store_meta_t *m, const dataset_t *d) {
+    int64_t n = d->n, i;
+    if (d->adj.rowptr) {
+        const int64_t *rp = d->adj.rowptr;
+        if (rp[0] != 0)
+            return inca_fail(INCA_EINVAL, "%s: array 'rowptr' entry 0 = %lld, expected 0: the store is corrupt", path,
+                             (long long)rp[0]);
+        if ((i = first_decrease_i64(rp, n + 1)) <= n)
+            return inca_fail(INCA_EINVAL, "%s: array 'rowptr' entry %lld = %lld is below entry %lld = %lld (not "
+                             "monotone): the store is corrupt", path, (long long)i, (long long)rp[i],
+                             (long long)i - 1, (long long)rp[i - 1]);
+        if (rp[n] != d->adj.nnz)
+            return inca_fail(INCA_EINVAL, "%s: array 'rowptr' entry %lld = %lld, expected %lld (the length of 'col'): "
+                             "the store is corrupt", path, (long long)n, (long long)rp[n], (long long)d->adj.nnz);
+        if ((i = first_outside_i32(d->adj.col, d->adj.nnz, 0, n)) < d->adj.nnz)
+            return bad_entry(path, "col", i, d->adj.col[i], 0, n);
+    }
+    if (d->x && (i = first_nonfinite_f32(d->x, n * d->f)) < n * d->f)
+        return inca_fail(INCA_EINVAL, "%s: array 'x' entry %lld (row %lld, column %lld) = %g is not finite: the store "
+                         "is corrupt", path, (long long)i, (long long)(i / d->f), (long long)(i % d->f), (double)d->x[i]);
+    if (!d->y && m->labeled > 0)
+        return inca_fail(INCA_EINVAL, "%s: the meta record says %lld nodes are labelled, but array 'y' is missing: the "
+                         "store is corrupt", path, (long long)m->labeled);
+    if (d->y) {
+        if ((i = first_outside_i32(d->y, n, -1, d->c)) < n) return bad_entry(path, "y", i, d->y[i], -1, d->c);
+        int64_t lab = dataset_labeled(d);
+        if (lab != m->labeled)
+            return inca_fail(INCA_EINVAL, "%s: array 'y' has %lld labelled entries, the meta record says %lld: the "
+                             "store is corrupt", path, (long long)lab, (long long)m->labeled);
+    }
+    for (int sp = 0; sp < SPLIT_COUNT; sp++) {
+        char name[64];
+        snprintf(name, sizeof name, "split/%s", dataset_split_names[sp]);
+        if (d->split_n[sp] != m->split_n[sp])
+            return inca_fail(INCA_EINVAL, "%s: array '%s' has %lld entries, the meta record says %lld: the store is "
+                             "corrupt", path, name, (long long)d->split_n[sp], (long long)m->split_n[sp]);
+        if ((i = first_outside_i64(d->split[sp], d->split_n[sp], 0, n)) < d->split_n[sp])
+            return bad_entry(path, name, i, d->split[sp][i], 0, n);
+    }
     return INCA_OK;
 }
 
@@ -90,8 +179,10 @@ int dataset_save(const dataset_t *d, const char *path, int overwrite) {
     inca_rmtree(tmp);
     rc = write_all(d, tmp);
     if (rc) {
+        /* LMDB aborted the transaction; the temporary directory goes, and `path` was never
+         * touched, so a full disk leaves no partial store (test_store_corrupt.c) */
         inca_rmtree(tmp);
-        return rc;
+        return inca_fail_ctx(rc, "%s: not written (nothing left behind%s)", path, inca_path_exists(path) ? ", the old store is intact" : "");
     }
     int had = inca_path_exists(path);
     if (had && rename(path, old) != 0) {
@@ -121,7 +212,7 @@ int dataset_load(const char *path, dataset_t *d) {
         int64_t nr = 0, nc = 0;
         rc = store_array_load(s, "rowptr", DT_I64, (void **)&d->adj.rowptr, &nr);
         if (!rc) rc = store_array_load(s, "col", DT_I32, (void **)&d->adj.col, &nc);
-        if (!rc && (nr != d->n + 1 || nc != m->edges || d->adj.rowptr[d->n] != nc))
+        if (!rc && (nr != d->n + 1 || nc != m->edges))
             rc = inca_fail(INCA_EINVAL, "%s: graph arrays disagree with meta (rowptr %lld, col %lld, edges %lld)", path,
                            (long long)nr, (long long)nc, (long long)m->edges);
         d->adj.n_rows = d->adj.n_cols = d->n;
@@ -144,6 +235,10 @@ int dataset_load(const char *path, dataset_t *d) {
         if (!store_has_array(s, name)) continue;
         rc = store_array_load(s, name, DT_I64, (void **)&d->split[sp], &d->split_n[sp]);
     }
+    if (!rc && m->feat_dtype != DT_F32 && d->f > 0)
+        rc = inca_fail(INCA_EINVAL, "%s: meta record says feature dtype %d, expected %d (float32): the store is corrupt",
+                       path, m->feat_dtype, DT_F32);
+    if (!rc) rc = check_contents(path, m, d);
     if (!rc) rc = check_consistent(d);
     store_close(&s);
     if (rc) dataset_free(d);

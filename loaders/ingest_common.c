@@ -9,6 +9,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <zlib.h>
 
 static const char *const format_names[] = {"ogb", "edgelist", "metis", "idx", "csv"};
 const char *const ingest_csv_exts[] = {".csv.gz", ".csv", NULL};
@@ -208,4 +209,31 @@ int ingest_each_line(const char *path, ingest_line_fn fn, void *ctx, int64_t *nl
 
 void ingest_progress(const ingest_opts_t *o, const char *stage, int64_t done, int64_t total) {
     if (o && o->progress) o->progress(o->progress_ctx, stage, done, total);
+}
+
+int ingest_file_capacity(const char *path, int64_t *bytes) {
+    struct stat st;
+    if (stat(path, &st) != 0) return inca_fail(INCA_ENOTFOUND, "%s: no such file", path);
+    unsigned char m[2] = {0, 0};
+    FILE *f = fopen(path, "rb");
+    if (!f) return inca_fail(INCA_EIO, "%s: cannot open", path);
+    size_t got = fread(m, 1, 2, f);
+    fclose(f);
+    int64_t size = (int64_t)st.st_size;
+    *bytes = got == 2 && m[0] == 0x1f && m[1] == 0x8b ? (size > INT64_MAX / 1032 ? INT64_MAX : size * 1032) : size;
+    return INCA_OK;
+}
+
+int ingest_check_declared(const char *where, const char *holder, int64_t rows, const char *what, int64_t row_bytes,
+                          int64_t header) {
+    int64_t cap = 0;
+    int rc = ingest_file_capacity(holder, &cap);
+    if (rc) return rc;
+    int64_t most = cap <= header ? 0 : (cap - header) / row_bytes;
+    if (rows <= most) return INCA_OK;
+    if (strncmp(where, holder, strlen(holder)) == 0)
+        return inca_fail(INCA_EINVAL, "%s: declares %lld %s, the file holds at most %lld", where, (long long)rows, what,
+                         (long long)most);
+    return inca_fail(INCA_EINVAL, "%s: declares %lld %s, %s holds at most %lld", where, (long long)rows, what, holder,
+                     (long long)most);
 }

@@ -60,6 +60,17 @@ int ingest_split_from_marks(dataset_t *d, int which, const unsigned char *mark);
  * lines read, so "line *nlines + 1" names the end of the file in messages. */
 typedef int (*ingest_line_fn)(void *ctx, const char *path, long long ln, char *line);
 int ingest_each_line(const char *path, ingest_line_fn fn, void *ctx, int64_t *nlines);
+/* Declared sizes are checked against what the input can hold before anything is allocated
+ * from them. *bytes: the most bytes `path` can deliver when read: its size, or for a gzip file
+ * (magic 1f 8b) 1032 times its size, deflate's maximum compression ratio (zlib FAQ: 1032:1);
+ * concatenated members are each bounded the same way, so the bound holds for the sum. */
+int ingest_file_capacity(const char *path, int64_t *bytes);
+/* INCA_EINVAL "<where>: declares N <what>, the file holds at most M" (or "<holder> holds at
+ * most M" when the rows live in another file than the declaration) unless
+ * header + rows * row_bytes fits in the capacity of `holder`; row_bytes is the fewest bytes one
+ * row can take (header -1: the last row may lack its newline). */
+int ingest_check_declared(const char *where, const char *holder, int64_t rows, const char *what, int64_t row_bytes,
+                          int64_t header);
 /* Progress callback helper (no-op when opts has none). */
 void ingest_progress(const ingest_opts_t *o, const char *stage, int64_t done, int64_t total);
 #endif

@@ -54,6 +54,13 @@ int ingest_metis(const char *path, const ingest_opts_t *o, dataset_t *out) {
     if (!textio_at_end(p) && !textio_parse_i64(&p, &fmt)) goto bad_header;
     if (!textio_at_end(p) && !textio_parse_i64(&p, &ncon)) goto bad_header;
     if (!textio_at_end(p)) goto bad_header;
+    /* before vline (n) and the edge list (2m) are allocated: a vertex line takes at least one
+     * byte ("\n"), an adjacency entry at least two ("1 ") */
+    char where[INGEST_PATH_MAX + 32];
+    snprintf(where, sizeof where, "%s:%lld", path, hline);
+    if (n > 0 && (rc = ingest_check_declared(where, path, n, "rows (vertex lines)", 1, 0))) goto fail;
+    if (m > 0 && (rc = ingest_check_declared(where, path, m > INT64_MAX / 2 ? INT64_MAX : 2 * m,
+                                             "adjacency entries (2m)", 2, 0))) goto fail;
     if (n <= 0 || n > INGEST_MAX_ID || m < 0 || m > INT64_MAX / 4) {
         rc = inca_fail(INCA_EINVAL, "%s:%lld: expected n in 1..%lld and m >= 0, got n=%lld m=%lld", path, hline,
                        (long long)INGEST_MAX_ID, (long long)n, (long long)m);

@@ -38,6 +38,19 @@ static int ogb_read_count(const char *raw, const char *base, int64_t *out) {
     return rc;
 }
 
+/* A count from <count_base> against the file whose lines it counts (when that file exists),
+ * before anything is allocated from it: each line takes at least row_bytes ("\n" for an empty
+ * label, "0\n" for a feature row, "0,1\n" for an edge); the last may lack its newline. */
+static int ogb_check_counts(const char *raw, int64_t count, const char *count_base, const char *base, int64_t row_bytes) {
+    char holder[INGEST_PATH_MAX], counts[INGEST_PATH_MAX], where[INGEST_PATH_MAX + 8];
+    int rc = ingest_find_file(holder, sizeof holder, raw, base, ingest_csv_exts);
+    if (rc == INCA_ENOTFOUND) { inca_err_clear(); return INCA_OK; }
+    if (rc) return rc;
+    if ((rc = ingest_find_file(counts, sizeof counts, raw, count_base, ingest_csv_exts))) return rc;
+    snprintf(where, sizeof where, "%s:1", counts);
+    return ingest_check_declared(where, holder, count, "rows", row_bytes, -1);
+}
+
 typedef struct edge_ctx {
     ingest_edges_t *e;
     int64_t n, m_decl;
@@ -227,6 +240,8 @@ int ingest_ogb(const char *dir, const ingest_opts_t *o, dataset_t *out) {
         return inca_fail(INCA_ENOTFOUND, "%s: expected an OGB dataset folder (raw/, split/)", dir);
     if ((rc = ingest_path_join(raw, sizeof raw, dir, "raw"))) goto fail;
     if ((rc = ogb_read_count(raw, "num-node-list", &n))) goto fail;
+    if ((rc = ogb_check_counts(raw, n, "num-node-list", "node-label", 1))) goto fail;
+    if ((rc = ogb_check_counts(raw, n, "num-node-list", "node-feat", 2))) goto fail;
     if (n <= 0 || n > INGEST_MAX_ID) {
         ingest_find_file(path, sizeof path, raw, "num-node-list", ingest_csv_exts);
         rc = inca_fail(INCA_EINVAL, "%s:1: expected a node count in 1..%lld, got %lld", path,
@@ -234,6 +249,7 @@ int ingest_ogb(const char *dir, const ingest_opts_t *o, dataset_t *out) {
         goto fail;
     }
     if ((rc = ogb_read_count(raw, "num-edge-list", &m))) goto fail;
+    if ((rc = ogb_check_counts(raw, m, "num-edge-list", "edge", 4))) goto fail;
     d.n = n;
     if ((rc = ogb_read_edges(raw, n, m, &e, o))) goto fail;
     if ((rc = ingest_build_graph(&d, n, &e, 1, o))) goto fail;

@@ -1,15 +1,19 @@
 /* The LMDB store (see store.h for the layout and the caveats). Every LMDB return code is
- * translated here; nothing else in inca calls LMDB for stores. Tested in test_store.c. */
+ * translated here; nothing else in inca calls LMDB for stores. Every value carries a CRC32
+ * trailer (zlib) over its key and bytes, checked on every read. Tested in test_store.c and
+ * test_store_corrupt.c (byte flips in data.mdb, disk full). */
 #include "loaders/store.h"
 #include "core/alloc.h"
 #include "core/status.h"
 #include "core/util.h"
+#include "loaders/lmdb_check.h"
 #include <errno.h>
 #include <lmdb.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <zlib.h>
 
 #define INITIAL_MAP (64ull << 20)
 
@@ -45,9 +49,47 @@ size_t store_dtype_size(store_dtype_t t) {
     return 0;
 }
 
+/* The one translation of LMDB codes: damaged pages are bad input (exit 2, with a hint), a
+ * full disk or file-size limit is a runtime failure (exit 1) named as such. */
 static int lmdb_fail(const store_t *s, int rc, const char *what) {
-    int code = rc == ENOENT || rc == MDB_NOTFOUND ? INCA_ENOTFOUND : INCA_EIO;
-    return inca_fail(code, "%s: %s: %s", s ? s->path : "store", what, mdb_strerror(rc));
+    const char *p = s ? s->path : "store";
+    switch (rc) {
+    case ENOENT: case MDB_NOTFOUND:
+        return inca_fail(INCA_ENOTFOUND, "%s: %s: %s", p, what, mdb_strerror(rc));
+    case MDB_CORRUPTED: case MDB_PAGE_NOTFOUND: case MDB_INVALID: case MDB_VERSION_MISMATCH:
+    case MDB_INCOMPATIBLE: case MDB_BAD_VALSIZE: case MDB_BAD_DBI: case MDB_BAD_TXN:
+        return inca_fail(INCA_EINVAL, "%s: %s: the store is corrupt (LMDB: %s): re-ingest it or restore a copy",
+                         p, what, mdb_strerror(rc));
+    case ENOSPC: case EFBIG: case EDQUOT:
+        return inca_fail(INCA_EIO, "%s: %s: %s (disk full or file-size limit)", p, what, strerror(rc));
+    case EIO:   /* LMDB 0.9 reports a short write (the disk filled mid-write) as EIO */
+        return inca_fail(INCA_EIO, "%s: %s: %s (a short write: disk full or file-size limit?)", p, what, strerror(rc));
+    }
+    return inca_fail(INCA_EIO, "%s: %s: %s", p, what, mdb_strerror(rc));
+}
+
+/* CRC32 of a key and its value bytes: the trailer every stored value carries (format v2). Keyed
+ * so that a chunk or record swapped with another fails too. */
+static uint32_t kv_crc(const void *k, size_t kl, const void *v, size_t vl) {
+    uLong c = crc32_z(0L, Z_NULL, 0);
+    c = crc32_z(c, k, kl);
+    return (uint32_t)crc32_z(c, v, vl);
+}
+
+/* Check the trailer of value v read under key k; *len gets the payload size. */
+static int value_check(const store_t *s, const char *what, const void *k, size_t kl, const MDB_val *v, size_t *len) {
+    if (v->mv_size < 4)
+        return inca_fail(INCA_EINVAL, "%s: %s is %zu bytes, too short for its checksum: the store is corrupt", s->path,
+                         what, v->mv_size);
+    size_t n = v->mv_size - 4;
+    const unsigned char *t = (const unsigned char *)v->mv_data + n;
+    uint32_t want = (uint32_t)t[0] | (uint32_t)t[1] << 8 | (uint32_t)t[2] << 16 | (uint32_t)t[3] << 24;
+    uint32_t got = kv_crc(k, kl, v->mv_data, n);
+    if (got != want)
+        return inca_fail(INCA_EINVAL, "%s: %s fails its checksum (crc32 %08x, stored %08x): the store is corrupt; "
+                         "re-ingest it or restore a copy", s->path, what, got, want);
+    *len = n;
+    return INCA_OK;
 }
 
 const char *store_path(const store_t *s) { return s->path; }
@@ -98,6 +140,13 @@ static int env_open(const char *path, int create, int writable, store_t **out) {
     s->mapsize = INITIAL_MAP;
     mdb_env_set_mapsize(s->env, s->mapsize);
     unsigned flags = MDB_NOTLS | (writable ? MDB_NOSYNC : MDB_RDONLY);
+    if (!create) {   /* LMDB trusts its pages: check their structure before it maps them */
+        char dp[4200];
+        snprintf(dp, sizeof dp, "%s/data.mdb", path);
+        rc = lmdb_check_file(dp, -1);
+        if (rc == INCA_ENOTFOUND) rc = inca_fail(rc, "%s: no inca store here (missing data.mdb): create it with 'inca ingest' or 'inca gen'", path);
+        if (rc) { store_close(&s); return rc; }
+    }
     rc = mdb_env_open(s->env, path, flags, 0644);
     if (rc) {
         int e = rc == ENOENT ? inca_fail(INCA_ENOTFOUND, "%s: no inca store here (missing data.mdb): create it with 'inca ingest' or 'inca gen'", path)
@@ -127,6 +176,8 @@ static int env_open(const char *path, int create, int writable, store_t **out) {
     return INCA_OK;
 }
 
+static int get_locked(store_t *s, MDB_dbi dbi, const void *k, size_t klen, MDB_val *v);
+
 static int meta_check(store_t *s, const void *p, size_t len) {
     store_meta_t m;
     if (len != sizeof m)
@@ -135,8 +186,12 @@ static int meta_check(store_t *s, const void *p, size_t len) {
     if (m.magic != STORE_MAGIC)
         return inca_fail(INCA_EINVAL, "%s: bad magic 0x%08x in meta (expected 0x%08x): not an inca store", s->path, m.magic, STORE_MAGIC);
     if (m.version != STORE_VERSION)
-        return inca_fail(INCA_EINVAL, "%s: store format version %u, this inca reads version %u: re-ingest the dataset", s->path, m.version, STORE_VERSION);
-    if (m.nodes < 0 || m.edges < 0 || m.features < 0 || m.classes < 0 || m.labeled < 0 || m.labeled > m.nodes)
+        return inca_fail(INCA_EINVAL, "%s: store format version %u%s, this inca reads version %u (checksummed): "
+                         "re-ingest the dataset (inca ingest ... --force, or inca gen)", s->path, m.version,
+                         m.version == 1 ? " (no checksums)" : "", STORE_VERSION);
+    if (m.nodes < 0 || m.edges < 0 || m.features < 0 || m.classes < 0 || m.labeled < 0 || m.labeled > m.nodes ||
+        m.split_n[0] < 0 || m.split_n[1] < 0 || m.split_n[2] < 0 || memchr(m.source, '\0', sizeof m.source) == NULL ||
+        (m.features > 0 && m.nodes > INT64_MAX / m.features / 8) || m.nodes > INT64_MAX / 16)
         return inca_fail(INCA_EINVAL, "%s: meta record has inconsistent counts (nodes %lld, edges %lld, labeled %lld)", s->path, (long long)m.nodes, (long long)m.edges, (long long)m.labeled);
     s->meta = m;
     s->has_meta = 1;
@@ -153,13 +208,17 @@ int store_open(const char *path, int mode, store_t **out) {
     store_t *s;
     int rc = env_open(path, 0, mode == STORE_RDWR, &s);
     if (rc) return rc;
-    const void *p;
-    size_t len;
-    rc = store_record_get(s, "meta", &p, &len);
+    MDB_val v;
+    rc = get_locked(s, s->dbi_meta, "meta", 4, &v);
     if (rc == INCA_ENOTFOUND)
         rc = inca_fail(INCA_EINVAL, "%s: store has no meta record (incomplete: an ingest was interrupted); run the ingest again", path);
-    else if (rc == INCA_OK)
-        rc = meta_check(s, p, len);
+    else if (rc == INCA_OK && v.mv_size == sizeof(store_meta_t))
+        rc = meta_check(s, v.mv_data, v.mv_size);   /* format v1 had no trailer: the version hint */
+    else if (rc == INCA_OK) {
+        size_t len;
+        rc = value_check(s, "the meta record", "meta", 4, &v, &len);
+        if (rc == INCA_OK) rc = meta_check(s, v.mv_data, len);
+    }
     if (rc) { store_close(&s); return rc; }
     *out = s;
     return INCA_OK;
@@ -224,8 +283,10 @@ int store_record_get(store_t *s, const char *key, const void **ptr, size_t *len)
     int rc = get_locked(s, s->dbi_meta, key, strlen(key), &v);
     if (rc == INCA_ENOTFOUND) return inca_fail(rc, "%s: no record '%s'", s->path, key);
     if (rc) return rc;
+    char what[600];
+    snprintf(what, sizeof what, "record '%.500s'", key);
+    if ((rc = value_check(s, what, key, strlen(key), &v, len))) return rc;
     *ptr = v.mv_data;
-    *len = v.mv_size;
     return INCA_OK;
 }
 
@@ -237,14 +298,20 @@ int store_array_info(store_t *s, const char *name, store_array_info_t *info) {
     if (rc == INCA_ENOTFOUND) return inca_fail(rc, "%s: no array '%s' in the store", s->path, name);
     if (rc) return rc;
     array_desc_t d;
-    if (v.mv_size != sizeof d) return inca_fail(INCA_EINVAL, "%s: descriptor of array '%s' is corrupt", s->path, name);
+    size_t len;
+    char what[600];
+    snprintf(what, sizeof what, "descriptor of array '%.500s'", name);
+    if ((rc = value_check(s, what, k, strlen(k), &v, &len))) return rc;
+    if (len != sizeof d) return inca_fail(INCA_EINVAL, "%s: descriptor of array '%s' is corrupt", s->path, name);
     memcpy(&d, v.mv_data, sizeof d);
+    size_t es = store_dtype_size((store_dtype_t)d.dtype);
+    if (memcmp(d.magic, "ARR1", 4) != 0 || es == 0 || d.count < 0 || d.chunk_elems <= 0 ||
+        d.count > INT64_MAX / (int64_t)es || d.chunk_elems > INT64_MAX / (int64_t)es)
+        return inca_fail(INCA_EINVAL, "%s: descriptor of array '%s' is corrupt", s->path, name);
     info->dtype = (store_dtype_t)d.dtype;
     info->count = d.count;
     info->chunk_elems = d.chunk_elems;
-    info->nchunks = d.chunk_elems > 0 ? (d.count + d.chunk_elems - 1) / d.chunk_elems : 0;
-    if (store_dtype_size(info->dtype) == 0 || d.count < 0 || d.chunk_elems <= 0)
-        return inca_fail(INCA_EINVAL, "%s: descriptor of array '%s' is corrupt", s->path, name);
+    info->nchunks = (d.count + d.chunk_elems - 1) / d.chunk_elems;
     return INCA_OK;
 }
 
@@ -269,8 +336,14 @@ static int chunk_get(store_t *s, const char *name, const store_array_info_t *inf
     int64_t expect = info->count - i * info->chunk_elems;
     if (expect > info->chunk_elems) expect = info->chunk_elems;
     size_t es = store_dtype_size(info->dtype);
-    if (v.mv_size != (size_t)expect * es)
-        return inca_fail(INCA_EINVAL, "%s: chunk %lld of array '%s' has %zu bytes, expected %zu", s->path, (long long)i, name, v.mv_size, (size_t)expect * es);
+    /* the size first: a damaged length must not make the checksum read past the value */
+    if (v.mv_size != (size_t)expect * es + 4)
+        return inca_fail(INCA_EINVAL, "%s: chunk %lld of array '%s' has %zu bytes, expected %zu: the store is corrupt",
+                         s->path, (long long)i, name, v.mv_size, (size_t)expect * es + 4);
+    char what[600];
+    size_t len;
+    snprintf(what, sizeof what, "chunk %lld of array '%s'", (long long)i, name);
+    if ((rc = value_check(s, what, k, kl, &v, &len))) return rc;
     *ptr = v.mv_data;
     *count = expect;
     return INCA_OK;
@@ -334,19 +407,86 @@ int store_record_each(store_t *s, const char *prefix,
     }
     if (rc == INCA_OK) {
         MDB_val k = {pl, (void *)prefix}, v;
-        int r = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+        int r = mdb_cursor_get(c, &k, &v, pl ? MDB_SET_RANGE : MDB_FIRST);   /* LMDB refuses empty keys */
         while (r == 0 && k.mv_size >= pl && memcmp(k.mv_data, prefix, pl) == 0) {
-            size_t kl = k.mv_size < sizeof keybuf - 1 ? k.mv_size : sizeof keybuf - 1;
+            size_t kl = k.mv_size < sizeof keybuf - 1 ? k.mv_size : sizeof keybuf - 1, len;
             memcpy(keybuf, k.mv_data, kl);
             keybuf[kl] = '\0';
-            int stop = fn(ctx, keybuf, v.mv_data, v.mv_size);
+            char what[1100];
+            snprintf(what, sizeof what, "record '%s'", keybuf);
+            if ((rc = value_check(s, what, k.mv_data, k.mv_size, &v, &len))) break;
+            int stop = fn(ctx, keybuf, v.mv_data, len);
             if (stop) break;
             r = mdb_cursor_get(c, &k, &v, MDB_NEXT);
         }
-        if (r && r != MDB_NOTFOUND) rc = lmdb_fail(s, r, "cursor failed");
+        if (rc == INCA_OK && r && r != MDB_NOTFOUND) rc = lmdb_fail(s, r, "cursor failed");
     }
     if (c) mdb_cursor_close(c);
     pthread_mutex_unlock(&s->mu);
+    return rc;
+}
+
+/* ---- verification ---- */
+
+typedef struct {
+    store_verify_stats_t *st;
+    char **names;
+    int n, cap, failed;
+} verify_ctx_t;
+
+static int verify_record(void *ctx, const char *key, const void *val, size_t len) {
+    (void)val;
+    verify_ctx_t *c = ctx;
+    c->st->records++;
+    c->st->bytes += (int64_t)len;
+    if (strncmp(key, "array:", 6) != 0) return 0;
+    if (c->n == c->cap) {
+        int nc = c->cap ? 2 * c->cap : 16;
+        char **nn = inca_realloc(c->names, (size_t)nc * sizeof *nn);
+        if (!nn) { c->failed = 1; return 1; }
+        c->names = nn;
+        c->cap = nc;
+    }
+    size_t l = strlen(key + 6);
+    char *nm = inca_malloc(l + 1);
+    if (!nm) { c->failed = 1; return 1; }
+    memcpy(nm, key + 6, l + 1);
+    c->names[c->n++] = nm;
+    return 0;
+}
+
+int store_verify(store_t *s, store_verify_stats_t *st) {
+    memset(st, 0, sizeof *st);
+    verify_ctx_t c = {st, NULL, 0, 0, 0};
+    int rc = store_record_each(s, "", verify_record, &c);   /* every record's checksum */
+    if (rc == INCA_OK && c.failed) rc = INCA_ENOMEM;
+    int64_t chunks = 0;
+    for (int a = 0; a < c.n && rc == INCA_OK; a++) {
+        store_array_info_t info;
+        if ((rc = store_array_info(s, c.names[a], &info))) break;
+        st->arrays++;
+        for (int64_t i = 0; i < info.nchunks && rc == INCA_OK; i++) {
+            const void *p;
+            int64_t cnt;
+            rc = chunk_get(s, c.names[a], &info, i, &p, &cnt);
+            if (rc == INCA_OK) st->bytes += cnt * (int64_t)store_dtype_size(info.dtype);
+        }
+        chunks += info.nchunks;
+    }
+    if (rc == INCA_OK) {   /* chunks no descriptor accounts for: stray or damaged keys */
+        MDB_stat ms;
+        pthread_mutex_lock(&s->mu);
+        rc = rtxn_ensure(s);
+        int r = rc == INCA_OK ? mdb_stat(s->rtxn, s->dbi_arrays, &ms) : 0;
+        pthread_mutex_unlock(&s->mu);
+        if (r) rc = lmdb_fail(s, r, "cannot read the arrays database");
+        else if (rc == INCA_OK && (int64_t)ms.ms_entries != chunks)
+            rc = inca_fail(INCA_EINVAL, "%s: the arrays database holds %lld chunks, the array descriptors account for "
+                           "%lld: the store is corrupt", s->path, (long long)ms.ms_entries, (long long)chunks);
+    }
+    st->chunks = chunks;
+    for (int a = 0; a < c.n; a++) inca_free(c.names[a]);
+    inca_free(c.names);
     return rc;
 }
 
@@ -422,6 +562,19 @@ void store_write_abort(store_wtx_t **wp) {
     INCA_FREE(*wp);
 }
 
+/* mdb_put of data + its CRC32 trailer; MDB_RESERVE lets the bytes be copied once, straight
+ * into the page, in the same transaction as everything else of the batch. */
+static int put_crc(MDB_txn *t, MDB_dbi dbi, const void *k, size_t kl, const void *data, size_t len) {
+    MDB_val key = {kl, (void *)k}, v = {len + 4, NULL};
+    int r = mdb_put(t, dbi, &key, &v, MDB_RESERVE);
+    if (r) return r;
+    if (len) memcpy(v.mv_data, data, len);
+    uint32_t c = kv_crc(k, kl, data, len);
+    unsigned char *tr = (unsigned char *)v.mv_data + len;
+    for (int b = 0; b < 4; b++) tr[b] = (unsigned char)(c >> (8 * b));
+    return 0;
+}
+
 /* Delete every chunk of `name` inside txn t. */
 static int del_chunks(MDB_txn *t, MDB_dbi dbi, const char *name) {
     unsigned char k[600];
@@ -459,23 +612,24 @@ static int apply(store_wtx_t *w, MDB_txn *t) {
             size_t es = store_dtype_size(op->dtype);
             int64_t ce = (int64_t)(g_chunk_bytes / es);
             if (ce < 1) ce = 1;
-            array_desc_t d = {{'A', 'R', 'R', '1'}, op->dtype, op->count, ce};
-            MDB_val dv = {sizeof d, &d};
-            r = mdb_put(t, s->dbi_meta, &key, &dv, 0);
+            array_desc_t d;
+            memset(&d, 0, sizeof d);   /* no uninitialised padding in a checksummed value */
+            memcpy(d.magic, "ARR1", 4);
+            d.dtype = op->dtype;
+            d.count = op->count;
+            d.chunk_elems = ce;
+            r = put_crc(t, s->dbi_meta, key.mv_data, key.mv_size, &d, sizeof d);
             for (int64_t ci = 0; !r && ci * ce < op->count; ci++) {
                 unsigned char ck[600];
                 size_t kl = chunk_key(ck, op->name, ci);
                 int64_t n = op->count - ci * ce < ce ? op->count - ci * ce : ce;
-                MDB_val k2 = {kl, ck}, v = {(size_t)n * es, (char *)op->data + (size_t)(ci * ce) * es};
-                r = mdb_put(t, s->dbi_arrays, &k2, &v, 0);
+                r = put_crc(t, s->dbi_arrays, ck, kl, (char *)op->data + (size_t)(ci * ce) * es, (size_t)n * es);
             }
             break;
         }
-        case OP_PUT_REC: {
-            MDB_val k = {strlen(op->name), op->name}, v = {(size_t)op->count, (void *)op->data};
-            r = mdb_put(t, s->dbi_meta, &k, &v, 0);
+        case OP_PUT_REC:
+            r = put_crc(t, s->dbi_meta, op->name, strlen(op->name), op->data, (size_t)op->count);
             break;
-        }
         case OP_DEL_REC: {
             MDB_val k = {strlen(op->name), op->name};
             r = mdb_del(t, s->dbi_meta, &k, NULL);
@@ -484,10 +638,8 @@ static int apply(store_wtx_t *w, MDB_txn *t) {
         }
         }
     }
-    if (!r && w->has_meta) {   /* meta last: a store is valid once this lands */
-        MDB_val k = {4, "meta"}, v = {sizeof w->meta, &w->meta};
-        r = mdb_put(t, s->dbi_meta, &k, &v, 0);
-    }
+    if (!r && w->has_meta)   /* meta last: a store is valid once this lands */
+        r = put_crc(t, s->dbi_meta, "meta", 4, &w->meta, sizeof w->meta);
     return r;
 }
 

@@ -6,6 +6,10 @@
  *   "arrays"  key <name> '\0' <8-byte big-endian chunk index> -> chunk bytes; keys sort in
  *             array order, so a cursor walks an array front to back.
  * Arrays are stored in chunks of at most STORE_CHUNK_BYTES.
+ * Format v2: every value (meta, descriptors, records, chunks) ends with a 4-byte little-endian
+ * CRC32 (zlib) of its key bytes followed by its payload, written in the same transaction and
+ * checked on every read (a failure is INCA_EINVAL naming the store and the value); readers see
+ * the payload only. A v1 store (no trailers) is refused with a hint to re-ingest.
  *
  * CAVEATS FIRST
  * - Views (store_array_chunk, store_record_get) point into the memory map and are valid only
@@ -13,6 +17,11 @@
  *   snapshot so the writer sees its own data) or store_refresh. Copy what must live longer.
  * - A store_t may be read from several threads at once (MDB_NOTLS, one shared read txn);
  *   writes (store_write_*) must come from one thread at a time.
+ * - Every read checks the CRC of each chunk it touches, in full (about 4 GB/s): read ranges, not
+ *   element by element across a 64 MiB chunk.
+ * - store_open first walks data.mdb's page structure (loaders/lmdb_check.h) so that a damaged
+ *   page is INCA_EINVAL rather than a crash inside LMDB; it assumes no other process is
+ *   committing to the store at that moment.
  * - Open LMDB environments only after a fork, never before (Check forks per test).
  * - A store on disk is valid only once its "meta" record exists; dataset_save writes it last
  *   in a temporary directory and renames, so an interrupted ingest leaves nothing that opens.
@@ -23,7 +32,7 @@
 #include <stdint.h>
 
 #define STORE_MAGIC 0x41434e49u        /* "INCA" little-endian */
-#define STORE_VERSION 1u
+#define STORE_VERSION 2u   /* 2: every value carries a CRC32 trailer over key and bytes */
 #define STORE_CHUNK_BYTES (64u << 20)   /* 64 MiB per chunk */
 
 typedef enum { DT_F32 = 1, DT_I32 = 2, DT_I64 = 3, DT_U8 = 4, DT_BF16 = 5, DT_F64 = 6 } store_dtype_t;
@@ -80,6 +89,12 @@ int store_record_get(store_t *s, const char *key, const void **ptr, size_t *len)
 /* Calls fn for every record key starting with prefix (in key order); fn returns 0 to go on. */
 int store_record_each(store_t *s, const char *prefix,
                       int (*fn)(void *ctx, const char *key, const void *val, size_t len), void *ctx);
+
+/* Read and check every record and every chunk of every array (checksums, sizes, descriptors)
+ * and that the chunks on disk are exactly those the descriptors describe. INCA_EINVAL names
+ * the first bad value. The counts and payload bytes read go to *st. */
+typedef struct store_verify_stats { int64_t arrays, chunks, records, bytes; } store_verify_stats_t;
+int store_verify(store_t *s, store_verify_stats_t *st);
 
 /* ---- writing: every put is deferred and applied in one LMDB write transaction at commit, so
  * a batch lands whole or not at all; on MDB_MAP_FULL the map is doubled and the transaction

@@ -133,8 +133,9 @@ static int npy_parse(const char *path, const unsigned char *b, size_t len, int64
         return inca_fail(INCA_EINVAL, "%s: .npy indices must be 1-D or (n, 1), got %d dims", path, nd);
     int64_t cnt = dims[0];
     off += hlen;
-    if ((size_t)cnt > (len - off) / (size_t)size)
-        return inca_fail(INCA_EINVAL, "%s: .npy data truncated (%" PRId64 " elements of %d bytes declared)", path, cnt, size);
+    if ((size_t)cnt > (len - off) / (size_t)size)   /* before allocating from the header */
+        return inca_fail(INCA_EINVAL, "%s: declares %" PRId64 " rows, the file holds at most %zu (.npy data of %d-byte "
+                         "elements truncated)", path, cnt, (len - off) / (size_t)size, size);
     int64_t *out = inca_malloc((size_t)(cnt ? cnt : 1) * sizeof *out);
     if (!out) return INCA_ENOMEM;
     for (int64_t i = 0; i < cnt; i++) {

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Writes tests/data/bad/: one malformed input per entry for `inca ingest`, named
-<format>-<what>[.ext] so the test can derive --format from the prefix. The expected error
+<format>-<what>[.ext] so the test can derive --format from the prefix (npy-*: index files,
+passed to `inca train --train-indices`). The expected error
 (file and line) of every entry is listed in tests/test_e2e_ingest.c; an entry without an
 expectation there fails the test. Re-run after editing: python3 tests/data/make_bad_catalogue.py
 Deterministic (gzip mtime 0, fixed random seed)."""
@@ -105,6 +106,8 @@ def main():
                               "split/public/valid.csv", "split/public/test.csv"),
         raw__num_node_list="100\n", raw__num_edge_list="4000\n")
     write(os.path.join(BAD, "ogb-truncated-gz/raw/edge.csv.gz"), data[: len(data) // 2], "wb")
+    ogb("huge-node-count", raw__num_node_list="2000000000\n")
+    ogb("huge-edge-count", raw__num_edge_list="1000000000000\n")
     # ---- edgelist ----
     write(os.path.join(BAD, "edgelist-nonnumber.txt"), "# src dst\n0 1\n1 x\n")
     write(os.path.join(BAD, "edgelist-negative-id.txt"), "% comment\n-4 2\n")
@@ -126,6 +129,8 @@ def main():
     write(os.path.join(BAD, "metis-missing-weight.graph"), "3 2 1\n2 5\n1 5 3\n2\n")
     write(os.path.join(BAD, "metis-nonnumber.graph"), "3 2\n2\n1 3x\n2\n")
     write(os.path.join(BAD, "metis-asymmetric.graph"), "% 2 lists 3, but 3 lists only 1\n3 2\n2\n1 3\n1\n% end\n")
+    write(os.path.join(BAD, "metis-huge-n.graph"), "1000000000000 1\n2\n1\n")
+    write(os.path.join(BAD, "metis-huge-m.graph"), "2 1000000000000\n2\n1\n")
     # ---- idx ----
     idx("bad-magic", tr_img=idx_bytes(0x804, (3, 2, 2), range(12)))
     idx("count-mismatch", tr_lab=idx_bytes(0x801, (4,), [0, 1, 2, 0]))
@@ -133,6 +138,18 @@ def main():
     idx("trailing-bytes", te_lab=idx_bytes(0x801, (2,), [1, 2, 3]))
     idx("size-mismatch", te_img=idx_bytes(0x803, (2, 3, 2), range(12)))
     idx("missing-test", skip=("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"))
+    te28 = idx_bytes(0x803, (2, 28, 28), [i % 256 for i in range(2 * 784)])
+    idx("huge-count", tr_img=idx_bytes(0x803, (0xFFFFFFFF, 28, 28), range(16)),
+        tr_lab=idx_bytes(0x801, (0xFFFFFFFF,), [0, 1, 2]), te_img=te28)
+    idx("huge-count-gz", skip=("train-images-idx3-ubyte",), tr_lab=idx_bytes(0x801, (0xFFFFFFFF,), [0, 1, 2]),
+        te_img=te28)
+    write(os.path.join(BAD, "idx-huge-count-gz/train-images-idx3-ubyte.gz"),
+          gzip.compress(idx_bytes(0x803, (0xFFFFFFFF, 28, 28), range(16)), compresslevel=9, mtime=0), "wb")
+    # ---- npy (index files: read by train --train-indices, prune --labeled-indices) ----
+    hdr = "{'descr': '<i8', 'fortran_order': False, 'shape': (1000000000000,), }"
+    hdr += " " * ((64 - (10 + len(hdr) + 1) % 64) % 64) + "\n"
+    write(os.path.join(BAD, "npy-huge-rows.npy"),
+          b"\x93NUMPY\x01\x00" + struct.pack("<H", len(hdr)) + hdr.encode() + struct.pack("<q", 7), "wb")
     # ---- csv ----
     csv("ragged", train="0,1,2\n1,3,4\n", test="0,1,2\n1,3\n")
     csv("nonnumber", train="0,1,2\n1,0.5,zz\n", test="0,1,2\n")
