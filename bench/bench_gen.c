@@ -11,6 +11,7 @@
 #include "core/status.h"
 #include "core/util.h"
 #include "graph/gen.h"
+#include "loaders/dataset.h"
 #include "loaders/store.h"
 #include <ftw.h>
 #include <stdio.h>

@@ -12,7 +12,7 @@
 #include "core/status.h"
 #include "core/util.h"
 #include "kernels/kernels.h"
-#include "loaders/split.h"
+#include "graph/split.h"
 #include "pruning/npy.h"
 #include "pruning/pipeline.h"
 #include <stdio.h>

@@ -9,7 +9,8 @@
 #include "core/status.h"
 #include "core/util.h"
 #include "graph/gen.h"
-#include "loaders/split.h"
+#include "loaders/dataset.h"
+#include "graph/split.h"
 #include <math.h>
 #include <stdio.h>
 #include <string.h>

@@ -8,7 +8,7 @@
 #include "core/alloc.h"
 #include "core/status.h"
 #include "core/util.h"
-#include "loaders/split.h"
+#include "graph/split.h"
 #include "pruning/npy.h"
 #include "pruning/pipeline.h"
 #include "pruning/prune_args.h"

@@ -7,7 +7,7 @@
 #include "core/alloc.h"
 #include "core/status.h"
 #include "loaders/dataset.h"
-#include "loaders/split.h"
+#include "graph/split.h"
 #include "nn/train.h"
 #include "pruning/npy.h"
 #include <stdio.h>

@@ -2,9 +2,9 @@
  * checksums and sizes (store_verify), then load the dataset with its content checks
  * (dataset_load). Exit 0 when everything holds, 2 naming the first bad value otherwise.
  * Tested in test_store_corrupt.c (byte flips in data.mdb) and test_store.c. */
-#include "cli/args.h"
+#include "core/args.h"
 #include "cli/commands.h"
-#include "cli/json.h"
+#include "core/json.h"
 #include "core/status.h"
 #include "core/util.h"
 #include "loaders/dataset.h"

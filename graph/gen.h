@@ -14,7 +14,7 @@
 #ifndef INCA_GEN_H
 #define INCA_GEN_H
 #include <stdint.h>
-#include "loaders/dataset.h"
+#include "graph/dataset.h"
 
 typedef struct gen_opts {
     int64_t nodes;        /* N, 1 <= N < 2^31 */

@@ -5,7 +5,7 @@
 #include "core/rng.h"
 #include "core/status.h"
 #include "core/util.h"
-#include "loaders/split.h"
+#include "graph/split.h"
 #include <math.h>
 #include <string.h>
 

@@ -1,30 +1,8 @@
-/* An in-memory dataset: graph (optional), features, labels and one split. Ingest and the
- * generators build one and save it as a store; trainers load one. Feature datasets (IDX, CSV)
- * have no graph: adj.rowptr == NULL and adj.nnz == 0.
- * Tested in test_store.c (save -> load round trip, failure injection). */
+/* Datasets in stores: saving an in-memory dataset (graph/dataset.h) as an LMDB store and loading
+ * one back, contents checked. Tested in test_store.c and test_store_corrupt.c. */
 #ifndef INCA_DATASET_H
 #define INCA_DATASET_H
-#include <stdint.h>
-#include "graph/csr.h"
-
-enum { SPLIT_TRAIN = 0, SPLIT_VALID = 1, SPLIT_TEST = 2, SPLIT_COUNT = 3 };
-extern const char *const dataset_split_names[SPLIT_COUNT]; /* "train","valid","test" */
-
-typedef struct dataset {
-    int64_t n;          /* nodes / examples */
-    int64_t f;          /* feature dimension (0 when there are no features) */
-    int32_t c;          /* classes (max valid label + 1, or as declared) */
-    csr_t adj;          /* symmetric adjacency without self-loops, unnormalised; or empty */
-    float *x;           /* n * f, row-major, owned */
-    int32_t *y;         /* n labels, -1 = unlabelled, owned (may be NULL) */
-    int64_t *split[SPLIT_COUNT];   /* sorted node ids, owned (may be NULL) */
-    int64_t split_n[SPLIT_COUNT];
-    char source[256];   /* provenance line stored in the meta ("ogb:/path/to/cora") */
-} dataset_t;
-
-void dataset_init(dataset_t *d);   /* zero everything */
-void dataset_free(dataset_t *d);   /* free owned arrays, then zero */
-int64_t dataset_labeled(const dataset_t *d);   /* nodes with y >= 0 */
+#include "graph/dataset.h"
 
 /* Write `d` as a new store at `path` atomically: everything goes to a temporary directory
  * beside it, meta is committed last, then it is renamed onto `path`. Fails with INCA_EINVAL

@@ -8,6 +8,7 @@
 #include "core/status.h"
 #include "core/util.h"
 #include "graph/gen.h"
+#include "loaders/dataset.h"
 #include "graph/gen_impl.h"
 #include <math.h>
 #include <stdio.h>

@@ -10,7 +10,7 @@
 #include "core/rng.h"
 #include "core/status.h"
 #include "loaders/dataset.h"
-#include "loaders/split.h"
+#include "graph/split.h"
 #include "loaders/store.h"
 #include "pruning/npy.h"
 #include "pruning/pipeline.h"

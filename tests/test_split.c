@@ -4,7 +4,8 @@
 #include "testutil.h"
 #include "core/alloc.h"
 #include "core/status.h"
-#include "loaders/split.h"
+#include "graph/split.h"
+#include "loaders/dataset.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

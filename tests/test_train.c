@@ -7,6 +7,7 @@
 #include "nn/train.h"
 #include "nn/checkpoint.h"
 #include "graph/gen.h"
+#include "loaders/dataset.h"
 #include "kernels/kernels.h"
 #include "core/alloc.h"
 #include "core/status.h"

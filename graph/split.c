@@ -1,7 +1,7 @@
 /* Random stratified splits and the "random:TR,VA,TE" spec parser; see split.h.
  * Tested in tests/test_split.c (sizes per class, disjointness, sortedness, determinism, parse
  * errors, failure injection). */
-#include "loaders/split.h"
+#include "graph/split.h"
 #include "core/alloc.h"
 #include "core/rng.h"
 #include "core/status.h"

@@ -4,7 +4,7 @@
 #ifndef INCA_SPLIT_H
 #define INCA_SPLIT_H
 #include <stdint.h>
-#include "loaders/dataset.h"
+#include "graph/dataset.h"
 
 /* Parse "random:TR,VA,TE" (three fractions in [0,1], sum in (0,1], e.g. "random:0.6,0.2,0.2")
  * into fr[0..2]. INCA_EINVAL naming the spec and what was expected otherwise; fr is untouched

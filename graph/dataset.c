@@ -1,0 +1,24 @@
+/* The in-memory dataset's lifetime (see dataset.h). */
+#include "graph/dataset.h"
+#include "core/alloc.h"
+#include <string.h>
+
+const char *const dataset_split_names[SPLIT_COUNT] = {"train", "valid", "test"};
+
+void dataset_init(dataset_t *d) { memset(d, 0, sizeof *d); }
+
+void dataset_free(dataset_t *d) {
+    if (!d) return;
+    csr_free(&d->adj);
+    inca_free(d->x);
+    inca_free(d->y);
+    for (int s = 0; s < SPLIT_COUNT; s++) inca_free(d->split[s]);
+    memset(d, 0, sizeof *d);
+}
+
+int64_t dataset_labeled(const dataset_t *d) {
+    int64_t k = 0;
+    if (d->y)
+        for (int64_t i = 0; i < d->n; i++) k += d->y[i] >= 0;
+    return k;
+}
