@@ -242,9 +242,11 @@ int store_array_info(store_t *s, const char *name, store_array_info_t *info) {
     info->dtype = (store_dtype_t)d.dtype;
     info->count = d.count;
     info->chunk_elems = d.chunk_elems;
-    info->nchunks = d.chunk_elems > 0 ? (d.count + d.chunk_elems - 1) / d.chunk_elems : 0;
-    if (store_dtype_size(info->dtype) == 0 || d.count < 0 || d.chunk_elems <= 0)
+    /* checked before any arithmetic: count * element size must fit a size_t and an int64 */
+    size_t es = store_dtype_size(info->dtype);
+    if (es == 0 || d.count < 0 || d.chunk_elems <= 0 || d.count > INT64_MAX / (int64_t)es)
         return inca_fail(INCA_EINVAL, "%s: descriptor of array '%s' is corrupt", s->path, name);
+    info->nchunks = d.count / d.chunk_elems + (d.count % d.chunk_elems != 0);
     return INCA_OK;
 }
 
@@ -312,7 +314,13 @@ int store_array_load(store_t *s, const char *name, store_dtype_t want, void **ou
     if (rc) return rc;
     if (info.dtype != want)
         return inca_fail(INCA_EINVAL, "%s: array '%s' has dtype %d, expected %d", s->path, name, info.dtype, want);
-    void *buf = inca_malloc((size_t)info.count * store_dtype_size(info.dtype));
+    /* every chunk lives in data.mdb: a descriptor claiming more is corrupt, not an allocation */
+    size_t bytes = (size_t)info.count * store_dtype_size(info.dtype);
+    int64_t disk = store_disk_bytes(s);
+    if (disk >= 0 && bytes > (size_t)disk)
+        return inca_fail(INCA_EINVAL, "%s: array '%s' declares %lld elements (%zu bytes), the store holds %lld bytes: the store is corrupt",
+                         s->path, name, (long long)info.count, bytes, (long long)disk);
+    void *buf = inca_malloc(bytes);
     if (!buf) return INCA_ENOMEM;
     rc = store_array_read(s, name, 0, info.count, buf);
     if (rc) { inca_free(buf); return rc; }
