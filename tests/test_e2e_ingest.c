@@ -212,6 +212,7 @@ static const struct { const char *entry, *needle, *needle2; } bad_expect[] = {
     {"metis-bad-count.graph", "metis-bad-count.graph:2:", "adjacency entries"},
     {"metis-bad-fmt.graph", "metis-bad-fmt.graph:1:", "fmt"},
     {"metis-bad-header.graph", "metis-bad-header.graph:1:", NULL},
+    {"metis-huge-n.graph", "metis-huge-n.graph:2:", "vertex lines"},   /* fuzz: allocated n first */
     {"metis-missing-weight.graph", "metis-missing-weight.graph:3:", "weight"},
     {"metis-nonnumber.graph", "metis-nonnumber.graph:3:", NULL},
     {"metis-out-of-range.graph", "metis-out-of-range.graph:3:", "out of range"},
@@ -250,7 +251,8 @@ START_TEST(test_bad_catalogue) {
     int k = 0;
     struct dirent *de;
     while ((de = readdir(dh)) && k < 256)
-        if (de->d_name[0] != '.') names[k++] = strdup(de->d_name);
+        /* store-* entries are records for a store, not ingest inputs: tests/test_fuzz_regress.c */
+        if (de->d_name[0] != '.' && strncmp(de->d_name, "store-", 6) != 0) names[k++] = strdup(de->d_name);
     closedir(dh);
     qsort(names, (size_t)k, sizeof names[0], cmp_str);
     ck_assert_int_ge(k, 20);
