@@ -10,14 +10,14 @@
 static const char *const names[] = {"edges.txt", "labels.txt", "features.txt"};
 
 /* A valid edge list naming node 10^8 is a graph of 10^8 nodes: building it takes time and memory
- * in proportion, by design, not by a bug. Inputs with a number in (2^20, INT32_MAX] are skipped
+ * in proportion, by design, not by a bug. Inputs with a number in (2^16, INT32_MAX] are skipped
  * so the fuzzer spends its time elsewhere; larger numbers (refused as out of range) still run. */
 static int names_huge_node(const uint8_t *p, size_t n) {
     for (size_t i = 0; i < n;) {
         if (p[i] < '0' || p[i] > '9') { i++; continue; }
         uint64_t v = 0;
         for (; i < n && p[i] >= '0' && p[i] <= '9'; i++) v = v > UINT32_MAX ? v : v * 10 + (p[i] - '0');
-        if (v > (1u << 20) && v <= INT32_MAX) return 1;
+        if (v > (1u << 16) && v <= INT32_MAX) return 1;
     }
     return 0;
 }
