@@ -136,7 +136,11 @@ static int meta_check(store_t *s, const void *p, size_t len) {
         return inca_fail(INCA_EINVAL, "%s: bad magic 0x%08x in meta (expected 0x%08x): not an inca store", s->path, m.magic, STORE_MAGIC);
     if (m.version != STORE_VERSION)
         return inca_fail(INCA_EINVAL, "%s: store format version %u, this inca reads version %u: re-ingest the dataset", s->path, m.version, STORE_VERSION);
-    if (m.nodes < 0 || m.edges < 0 || m.features < 0 || m.classes < 0 || m.labeled < 0 || m.labeled > m.nodes)
+    /* sizes whose arrays could not exist: (nodes + 1) i64 offsets, edges i32 columns, nodes x
+     * features floats must be byte counts an int64 holds (readers multiply them) */
+    int huge = m.nodes > INT64_MAX / 8 - 1 || m.edges > INT64_MAX / 4 ||
+               (m.features > 0 && m.nodes > INT64_MAX / 4 / m.features);
+    if (m.nodes < 0 || m.edges < 0 || m.features < 0 || m.classes < 0 || m.labeled < 0 || m.labeled > m.nodes || huge)
         return inca_fail(INCA_EINVAL, "%s: meta record has inconsistent counts (nodes %lld, edges %lld, labeled %lld)", s->path, (long long)m.nodes, (long long)m.edges, (long long)m.labeled);
     s->meta = m;
     s->has_meta = 1;

@@ -1,7 +1,8 @@
 /* Regressions for what the libFuzzer targets (tests/fuzz/) found outside the ingest formats: each
  * tests/data/bad/store-<what> file is one meta-database record ("key\0value", as fuzz_store_meta
  * writes it) that crashed or exhausted memory when inca read it. Written over a fresh Cora store,
- * `inca train` on that store must exit 2 with one stderr line naming the store and the array.
+ * `inca train` on that store must exit 2 with one stderr line naming the store and the array or
+ * record.
  * (Ingest-format regressions live in the ingest catalogue, tests/test_e2e_ingest.c.) */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -18,6 +19,7 @@
 static const struct { const char *entry, *needle; } expect[] = {
     {"store-desc-huge-count", "array 'x' declares"},
     {"store-desc-overflow", "descriptor of array 'x' is corrupt"},
+    {"store-meta-huge-nodes", "meta record has inconsistent counts"},
 };
 #define NEXPECT (sizeof expect / sizeof expect[0])
 
