@@ -6,8 +6,13 @@
 #include "core/status.h"
 #include "core/util.h"
 #include "loaders/store.h"
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -148,9 +153,34 @@ static int write_all(const dataset_t *d, const char *tmp) {
     return rc;
 }
 
+/* Remove <path>.tmp-<pid> folders of processes that no longer exist: what a save killed before
+ * its rename left behind (a whole store each). Folders of live processes are left alone. */
+static void remove_stale_tmp(const char *path) {
+    char dir[4096], pre[4096];
+    const char *slash = strrchr(path, '/');
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".");
+    if (slash == path) snprintf(dir, sizeof dir, "/");
+    snprintf(pre, sizeof pre, "%s.tmp-", slash ? slash + 1 : path);
+    size_t pl = strlen(pre);
+    DIR *dh = opendir(dir);
+    if (!dh) return;
+    struct dirent *e;
+    while ((e = readdir(dh))) {
+        char *end;
+        if (strncmp(e->d_name, pre, pl) != 0) continue;
+        long pid = strtol(e->d_name + pl, &end, 10);
+        if (*end || pid <= 0 || pid == (long)getpid() || kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
+        char stale[8192];
+        snprintf(stale, sizeof stale, "%s/%s", dir, e->d_name);
+        inca_rmtree(stale);
+    }
+    closedir(dh);
+}
+
 int dataset_save(const dataset_t *d, const char *path, int overwrite) {
     int rc = check_consistent(d);
     if (rc) return rc;
+    remove_stale_tmp(path);
     if (inca_path_exists(path) && !overwrite)
         return inca_fail(INCA_EINVAL, "%s: already exists (pass --force to replace it)", path);
     char tmp[4096], old[4096];
@@ -165,6 +195,12 @@ int dataset_save(const dataset_t *d, const char *path, int overwrite) {
         return inca_fail_ctx(rc, "%s: not written (nothing left behind%s)", path, inca_path_exists(path) ? ", the old store is intact" : "");
     }
     int had = inca_path_exists(path);
+    /* replacing a store: swap both names in one step, so `path` always names a complete store
+     * (the old or the new one); two renames are the fallback where the filesystem cannot swap */
+    if (had && renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_EXCHANGE) == 0) {
+        inca_rmtree(tmp);
+        return INCA_OK;
+    }
     if (had && rename(path, old) != 0) {
         inca_rmtree(tmp);
         return inca_fail(INCA_EIO, "%s: cannot move the old store aside", path);

@@ -110,10 +110,16 @@ static int idx_part(const char *dir, const char *prefix, dataset_t *d, int64_t *
     if ((rc = idx_find(dir, prefix, "labels", 1, lpath, sizeof lpath))) goto done;
     if ((rc = idx_open(&fi, ipath, 0x00000803u, 3, idims))) goto done;
     if ((rc = idx_open(&fl, lpath, 0x00000801u, 1, ldims))) goto done;
+    /* image sizes first: the declared-size check below multiplies them (fuzz_idx: overflow) */
+    if (idims[1] == 0 || idims[2] == 0 || idims[1] > 65535 || idims[2] > 65535) {
+        rc = inca_fail(INCA_EINVAL, "%s: byte offset 8: expected image sizes in 1..65535, got %ux%u", ipath, idims[1],
+                       idims[2]);
+        goto done;
+    }
     if (pass == 0) {   /* before the arrays are sized from the headers */
         char where[INGEST_PATH_MAX + 32];
         snprintf(where, sizeof where, "%s: byte offset 4", ipath);
-        int64_t pixels = (int64_t)(idims[1] ? idims[1] : 1) * (idims[2] ? idims[2] : 1);
+        int64_t pixels = (int64_t)idims[1] * idims[2];
         if ((rc = ingest_check_declared(where, ipath, idims[0], "rows (images)", pixels, 16))) goto done;
         snprintf(where, sizeof where, "%s: byte offset 4", lpath);
         if ((rc = ingest_check_declared(where, lpath, ldims[0], "rows (labels)", 1, 8))) goto done;
@@ -121,11 +127,6 @@ static int idx_part(const char *dir, const char *prefix, dataset_t *d, int64_t *
     if (idims[0] != ldims[0]) {
         rc = inca_fail(INCA_EINVAL, "%s: byte offset 4: expected %u labels (as many as images in %s), got %u",
                        lpath, idims[0], ipath, ldims[0]);
-        goto done;
-    }
-    if (idims[1] == 0 || idims[2] == 0 || idims[1] > 65535 || idims[2] > 65535) {
-        rc = inca_fail(INCA_EINVAL, "%s: byte offset 8: expected image sizes in 1..65535, got %ux%u", ipath, idims[1],
-                       idims[2]);
         goto done;
     }
     int64_t p = (int64_t)idims[1] * idims[2];

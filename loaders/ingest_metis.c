@@ -29,7 +29,8 @@ int ingest_metis(const char *path, const ingest_opts_t *o, dataset_t *out) {
     dataset_init(&d);
     dataset_init(out);
     ingest_edges_t e = {0};
-    int64_t *vline = NULL;   /* line of each vertex, for the symmetry message */
+    ingest_i64vec_t vline = {0};   /* line of each vertex, for the symmetry message; grown per line
+                                      read, so a header declaring 10^9 vertices allocates nothing */
     textio_t *t = NULL;
     int rc = textio_open(path, &t);
     if (rc) return rc;
@@ -79,8 +80,6 @@ int ingest_metis(const char *path, const ingest_opts_t *o, dataset_t *out) {
         goto fail;
     }
     if ((rc = ingest_edges_reserve(&e, 2 * m < (1 << 24) ? (2 * m > 0 ? 2 * m : 1) : (1 << 24)))) goto fail;
-    vline = inca_malloc((size_t)n * sizeof *vline);
-    if (!vline) { rc = INCA_ENOMEM; goto fail; }
     int64_t v = 0;
     int64_t entries = 0;
     for (;;) {
@@ -95,7 +94,7 @@ int ingest_metis(const char *path, const ingest_opts_t *o, dataset_t *out) {
                            path, ln, (long long)n, hline);
             goto fail;
         }
-        vline[v] = ln;
+        if ((rc = ingest_i64vec_push(&vline, ln))) goto fail;
         p = line;
         int64_t w;
         for (int64_t k = 0; k < has_size + ncon; k++)
@@ -140,8 +139,8 @@ int ingest_metis(const char *path, const ingest_opts_t *o, dataset_t *out) {
     d.n = n;
     if ((rc = ingest_build_graph(&d, n, &e, 0, o))) goto fail;
     ingest_edges_free(&e);
-    if (!(o->flags & INGEST_SYMMETRIZE) && (rc = metis_check_symmetric(path, &d.adj, vline))) goto fail;
-    inca_free(vline);
+    if (!(o->flags & INGEST_SYMMETRIZE) && (rc = metis_check_symmetric(path, &d.adj, vline.v))) goto fail;
+    ingest_i64vec_free(&vline);
     snprintf(d.source, sizeof d.source, "metis:%s", path);
     *out = d;
     return INCA_OK;
@@ -149,7 +148,7 @@ bad_header:
     rc = inca_fail(INCA_EINVAL, "%s:%lld: expected a header 'n m [fmt [ncon]]' of integers, got '%.40s'", path,
                    hline, line);
 fail:
-    inca_free(vline);
+    ingest_i64vec_free(&vline);
     textio_close(&t);
     ingest_edges_free(&e);
     dataset_free(&d);

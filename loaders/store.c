@@ -189,9 +189,12 @@ static int meta_check(store_t *s, const void *p, size_t len) {
         return inca_fail(INCA_EINVAL, "%s: store format version %u%s, this inca reads version %u (checksummed): "
                          "re-ingest the dataset (inca ingest ... --force, or inca gen)", s->path, m.version,
                          m.version == 1 ? " (no checksums)" : "", STORE_VERSION);
+    /* sizes whose arrays could not exist: (nodes + 1) i64 offsets, edges i32 columns, nodes x
+     * features floats must be byte counts an int64 holds (readers multiply them) */
+    int huge = m.nodes > INT64_MAX / 16 || m.edges > INT64_MAX / 4 ||
+               (m.features > 0 && m.nodes > INT64_MAX / 8 / m.features);
     if (m.nodes < 0 || m.edges < 0 || m.features < 0 || m.classes < 0 || m.labeled < 0 || m.labeled > m.nodes ||
-        m.split_n[0] < 0 || m.split_n[1] < 0 || m.split_n[2] < 0 || memchr(m.source, '\0', sizeof m.source) == NULL ||
-        (m.features > 0 && m.nodes > INT64_MAX / m.features / 8) || m.nodes > INT64_MAX / 16)
+        m.split_n[0] < 0 || m.split_n[1] < 0 || m.split_n[2] < 0 || memchr(m.source, '\0', sizeof m.source) == NULL || huge)
         return inca_fail(INCA_EINVAL, "%s: meta record has inconsistent counts (nodes %lld, edges %lld, labeled %lld)", s->path, (long long)m.nodes, (long long)m.edges, (long long)m.labeled);
     s->meta = m;
     s->has_meta = 1;
@@ -311,7 +314,7 @@ int store_array_info(store_t *s, const char *name, store_array_info_t *info) {
     info->dtype = (store_dtype_t)d.dtype;
     info->count = d.count;
     info->chunk_elems = d.chunk_elems;
-    info->nchunks = (d.count + d.chunk_elems - 1) / d.chunk_elems;
+    info->nchunks = d.count / d.chunk_elems + (d.count % d.chunk_elems != 0);   /* no overflow */
     return INCA_OK;
 }
 
@@ -385,7 +388,13 @@ int store_array_load(store_t *s, const char *name, store_dtype_t want, void **ou
     if (rc) return rc;
     if (info.dtype != want)
         return inca_fail(INCA_EINVAL, "%s: array '%s' has dtype %d, expected %d", s->path, name, info.dtype, want);
-    void *buf = inca_malloc((size_t)info.count * store_dtype_size(info.dtype));
+    /* every chunk lives in data.mdb: a descriptor claiming more is corrupt, not an allocation */
+    size_t bytes = (size_t)info.count * store_dtype_size(info.dtype);
+    int64_t disk = store_disk_bytes(s);
+    if (disk >= 0 && bytes > (size_t)disk)
+        return inca_fail(INCA_EINVAL, "%s: array '%s' declares %lld elements (%zu bytes), the store holds %lld bytes: the store is corrupt",
+                         s->path, name, (long long)info.count, bytes, (long long)disk);
+    void *buf = inca_malloc(bytes);
     if (!buf) return INCA_ENOMEM;
     rc = store_array_read(s, name, 0, info.count, buf);
     if (rc) { inca_free(buf); return rc; }

@@ -99,7 +99,7 @@ int ckpt_save(const char *dir, int run, const train_config_t *c, const dataset_t
     if (bad) {
         int e = errno;
         remove(tmp);
-        return inca_fail(INCA_EIO, "%s: write failed: %s", tmp, strerror(e));
+        return inca_fail(INCA_EIO, "%s: cannot write the checkpoint: %s (the previous one is unchanged)", path, strerror(e));
     }
     if (rename(tmp, path) != 0) {
         int e = errno;

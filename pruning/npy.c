@@ -10,8 +10,27 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char npy_magic[6] = {'\x93', 'N', 'U', 'M', 'P', 'Y'};
+
+/* Outputs go to <path>.tmp-<pid>, then are renamed over <path>: a reader, or a run killed half
+ * way (tests/test_kill.c), sees the previous file or the new one, never a part of one. */
+static FILE *out_open(const char *path, char *tmp, size_t cap) {
+    snprintf(tmp, cap, "%s.tmp-%ld", path, (long)getpid());
+    FILE *f = fopen(tmp, "wb");
+    if (!f) inca_fail(INCA_EIO, "%s: cannot create: %s", tmp, strerror(errno));
+    return f;
+}
+
+static int out_commit(FILE *f, int ok, const char *tmp, const char *path) {
+    if (fflush(f) != 0 || fsync(fileno(f)) != 0) ok = 0;
+    if (fclose(f) != 0) ok = 0;
+    if (ok && rename(tmp, path) == 0) return INCA_OK;
+    int e = errno;
+    remove(tmp);
+    return inca_fail(INCA_EIO, "%s: write failed: %s", path, strerror(e));
+}
 
 /* Header dict padded with spaces so that magic + version + len + dict ends on a multiple of 64,
  * terminated by '\n', exactly as numpy.lib.format.write_array_header_1_0 does. */
@@ -31,13 +50,12 @@ static int npy_write_raw(const char *path, const char *descr, const char *shape,
     pre[7] = 0;
     pre[8] = (unsigned char)(hlen & 0xff);
     pre[9] = (unsigned char)(hlen >> 8);
-    FILE *f = fopen(path, "wb");
-    if (!f) return inca_fail(INCA_EIO, "%s: cannot create: %s", path, strerror(errno));
+    char tmp[4200];
+    FILE *f = out_open(path, tmp, sizeof tmp);
+    if (!f) return INCA_EIO;
     int ok = fwrite(pre, 1, 10, f) == 10 && fwrite(dict, 1, hlen, f) == hlen &&
              (bytes == 0 || fwrite(data, 1, bytes, f) == bytes);
-    if (fclose(f) != 0) ok = 0;
-    if (!ok) return inca_fail(INCA_EIO, "%s: write failed: %s", path, strerror(errno));
-    return INCA_OK;
+    return out_commit(f, ok, tmp, path);
 }
 
 int npy_write_i64(const char *path, const int64_t *a, int64_t n) {
@@ -201,10 +219,10 @@ int npy_read_indices(const char *path, int64_t **ids, int64_t *n) {
 }
 
 int indices_write_text(const char *path, const int64_t *ids, int64_t n) {
-    FILE *f = fopen(path, "w");
-    if (!f) return inca_fail(INCA_EIO, "%s: cannot create: %s", path, strerror(errno));
+    char tmp[4200];
+    FILE *f = out_open(path, tmp, sizeof tmp);
+    if (!f) return INCA_EIO;
     int ok = 1;
     for (int64_t i = 0; i < n && ok; i++) ok = fprintf(f, "%" PRId64 "\n", ids[i]) > 0;
-    if (fclose(f) != 0) ok = 0;
-    return ok ? INCA_OK : inca_fail(INCA_EIO, "%s: write failed", path);
+    return out_commit(f, ok, tmp, path);
 }

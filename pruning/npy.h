@@ -5,7 +5,8 @@
 #define INCA_NPY_H
 #include <stdint.h>
 
-/* Write a 1-D int64 array ('<i8', shape (n,)) to `path` (created or truncated). */
+/* Writers replace `path` atomically (a temporary file renamed over it).
+ * Write a 1-D int64 array ('<i8', shape (n,)) to `path` (created or truncated). */
 int npy_write_i64(const char *path, const int64_t *a, int64_t n);
 /* Write a row-major float32 matrix ('<f4', shape (rows, cols); cols == 0 writes shape (rows,)). */
 int npy_write_f32(const char *path, const float *a, int64_t rows, int64_t cols);

@@ -79,8 +79,13 @@ def csv(name, **files):
 
 
 def main():
+    # store-* entries are fuzzer-found store records kept by hand (tests/test_fuzz_regress.c)
+    keep = {e: open(os.path.join(BAD, e), "rb").read() for e in os.listdir(BAD) if e.startswith("store-")} \
+        if os.path.isdir(BAD) else {}
     shutil.rmtree(BAD, ignore_errors=True)
     os.makedirs(BAD)
+    for e, data in keep.items():
+        write(os.path.join(BAD, e), data, "wb")
     # ---- ogb ----
     ogb("ragged-feat", raw__node_feat="0.5,1\n0,0.25\n1\n0,0\n")
     ogb("nonnumber-feat", raw__node_feat="0.5,1\n0,abc\n1,0\n0,0\n")
@@ -131,8 +136,11 @@ def main():
     write(os.path.join(BAD, "metis-asymmetric.graph"), "% 2 lists 3, but 3 lists only 1\n3 2\n2\n1 3\n1\n% end\n")
     write(os.path.join(BAD, "metis-huge-n.graph"), "1000000000000 1\n2\n1\n")
     write(os.path.join(BAD, "metis-huge-m.graph"), "2 1000000000000\n2\n1\n")
+    write(os.path.join(BAD, "metis-huge-n-fuzz.graph"), "1111222222 5 \n")   # found by fuzz_metis
     # ---- idx ----
     idx("bad-magic", tr_img=idx_bytes(0x804, (3, 2, 2), range(12)))
+    # found by fuzz_idx: 2^32-1 x 2^32-1 pixels overflowed the declared-size check
+    idx("huge-dims", tr_img=idx_bytes(0x803, (3, 0xFFFFFFFF, 0xFFFFFFFF), range(12)))
     idx("count-mismatch", tr_lab=idx_bytes(0x801, (4,), [0, 1, 2, 0]))
     idx("short-data", te_img=idx_bytes(0x803, (2, 2, 2), range(5)))
     idx("trailing-bytes", te_lab=idx_bytes(0x801, (2,), [1, 2, 3]))
