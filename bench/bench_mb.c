@@ -3,7 +3,6 @@
 #include "bench/bench_mb.h"
 #include "core/status.h"
 #include "core/util.h"
-#include "loaders/partition_store.h"
 #include <stdio.h>
 #include <string.h>
 
@@ -50,13 +49,12 @@ int bench_mb_config(const args_t *a, train_config_t *c) {
 }
 
 int bench_mb_load(const char *path, const train_config_t *c, dataset_t *d, partition_t *p, int *reused) {
-    store_t *s = NULL;
     dataset_init(d);
     int rc = dataset_load(path, d);
     if (rc == INCA_OK && !d->adj.rowptr) rc = inca_fail(INCA_EINVAL, "%s has no graph", path);
-    if (rc == INCA_OK) rc = store_open(path, STORE_RDWR, &s);
-    if (rc == INCA_OK) rc = store_partition_get(s, &d->adj, c->parts, PART_METIS, 0, p, reused);
-    store_close(&s);
+    train_config_t cs = *c;   /* the partitioning `inca train` would use, from (or into) this store */
+    cs.store_path = path;
+    if (rc == INCA_OK) rc = train_partition(d, &cs, p, reused);
     if (rc != INCA_OK) dataset_free(d);
     return rc;
 }

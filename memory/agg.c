@@ -11,7 +11,7 @@
 struct agg {
     int method, source, nsites;
     int single;          /* incagg push: pushes go to S, no P tables */
-    int64_t n, in_dim, nb_max, halo_max, maxdim;
+    int64_t n, in_dim, maxdim;   /* maxdim: the widest site */
     const float *x;
     const csr_t *a;
     const batch_t *b;
@@ -22,8 +22,8 @@ struct agg {
     hist_t H[AGG_MAX_SITES], M[AGG_MAX_SITES], S[AGG_MAX_SITES], P[AGG_MAX_SITES];
     float *sbuf;         /* nb_max x maxdim: Δ */
     float *hbuf;         /* halo_max x max(maxdim, in_dim): pulled halo rows (GAS) */
-    float *panel;        /* panel_rows x panel_w fp32 (bf16 M^0 and push refreshes) */
-    int64_t panel_rows, panel_w;
+    float *panel;        /* panel_rows x maxdim fp32 (bf16 M^0 and push refreshes) */
+    int64_t panel_rows;
     int64_t table_bytes, scratch_bytes;
     double fwd_s, bwd_s;
     int64_t nnz_bb, nnz_rows;
@@ -48,7 +48,6 @@ int agg_source_parse(const char *s, int *source) {
 
 const char *agg_source_name(int source) { return source == AGG_SRC_RECOMPUTE ? "recompute" : "push"; }
 
-int agg_method(const agg_t *g) { return g->method; }
 int agg_source(const agg_t *g) { return g->source; }
 int agg_num_sites(const agg_t *g) { return g->nsites; }
 int agg_fixed_site(const agg_t *g, int site) { return site >= 0 && site < g->nsites && g->fixed[site]; }
@@ -128,16 +127,12 @@ int agg_create(const agg_config_t *cfg, agg_t **out) {
     g->in_dim = cfg->in_dim;
     g->x = cfg->x;
     g->a = cfg->a;
-    g->nb_max = cfg->nb_max;
-    g->halo_max = cfg->halo_max;
     g->dtype = cfg->dtype;
     g->maxdim = 1;
-    int64_t wide = 0;   /* widest baseline site: the bf16 panel's width */
     for (int s = 0; s < ns; s++) {
         g->dim[s] = cfg->dims[s];
         g->fixed[s] = cfg->fixed[s] ? 1 : 0;
         if (g->dim[s] > g->maxdim) g->maxdim = g->dim[s];
-        if (g->dim[s] > wide) wide = g->dim[s];
     }
     for (int s = 0; s < ns && rc == INCA_OK; s++) {
         if (method == AGG_GAS && !g->fixed[s]) rc = table(g, &g->H[s], 'H', s);
@@ -149,9 +144,8 @@ int agg_create(const agg_config_t *cfg, agg_t **out) {
     }
     if (rc == INCA_OK && method == AGG_INCAGG) {
         if (!(g->sbuf = scratch(g, (cfg->nb_max ? cfg->nb_max : 1) * g->maxdim, "scratch_delta"))) rc = INCA_ENOMEM;
-        if (rc == INCA_OK && g->dtype == HIST_BF16 && wide > 0) {
-            g->panel_w = wide;
-            const int64_t row_bytes = (int64_t)sizeof(float) * wide;
+        if (rc == INCA_OK && g->dtype == HIST_BF16) {
+            const int64_t row_bytes = (int64_t)sizeof(float) * g->maxdim;
             if (cfg->panel_bytes > 0) g->panel_rows = cfg->panel_bytes / row_bytes;
             else {
                 g->panel_rows = g->n / 16 > AGG_PANEL_MIN_ROWS ? g->n / 16 : AGG_PANEL_MIN_ROWS;
@@ -159,7 +153,7 @@ int agg_create(const agg_config_t *cfg, agg_t **out) {
             }
             if (g->panel_rows < 1) g->panel_rows = 1;
             if (g->panel_rows > g->n) g->panel_rows = g->n > 0 ? g->n : 1;
-            if (!(g->panel = scratch(g, g->panel_rows * wide, "scratch_panel"))) rc = INCA_ENOMEM;
+            if (!(g->panel = scratch(g, g->panel_rows * g->maxdim, "scratch_panel"))) rc = INCA_ENOMEM;
         }
     }
     if (rc == INCA_OK && method == AGG_GAS) {

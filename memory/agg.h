@@ -100,7 +100,6 @@ int agg_refresh_forward(void *ctx, int site, int64_t n, int64_t f, const float *
  * is a model pass through agg_refresh_forward). */
 int agg_refresh(agg_t *g);
 
-int agg_method(const agg_t *g);
 int agg_source(const agg_t *g);
 int agg_num_sites(const agg_t *g);
 int agg_fixed_site(const agg_t *g, int site);

@@ -205,8 +205,9 @@ int train_epoch_end(const train_config_t *c, const train_epoch_eval_t *e, const 
     if (logits && is_best && c->out_logits) memcpy(c->out_logits, logits, (size_t)(n * nc) * sizeof(float));
     int rc = logits && c->on_epoch ? c->on_epoch(c->on_epoch_ctx, e->run, e->epoch, logits, n, nc) : 0;
     if (rc) return rc;
-    train_metrics_line(c->metrics_fp, e->run, e->epoch, e->train_loss, e->train_acc, e->val_loss, e->val_acc, e->test_acc,
-                       e->epoch_s);
+    if ((rc = train_metrics_line(c->metrics_fp, e->run, e->epoch, e->train_loss, e->train_acc, e->val_loss, e->val_acc,
+                                 e->test_acc, e->epoch_s)))
+        return inca_fail_ctx(rc, "--metrics %s", c->metrics_path ? c->metrics_path : "");
     train_log(c, TRAIN_LOG_PROGRESS, "[run %d] epoch %d/%d  loss %.4f  val %.4f  test %.4f  best %d", e->run + 1,
               e->epoch + 1, c->epochs, e->train_loss, e->val_acc, e->test_acc, best->epoch + 1);
     return 0;
@@ -463,7 +464,7 @@ int train_mb_flags_parse(const char *refresh_source, const char *cluster_norm, t
     return INCA_OK;
 }
 
-int train_partition(const dataset_t *d, const train_config_t *c, partition_t *p) {
+int train_partition(const dataset_t *d, const train_config_t *c, partition_t *p, int *reused) {
     /* METIS with seed 0, fixed across runs as in GAS; c->partition = "random..." selects the
      * random fallback */
     const int pm = strncmp(c->partition, "random", 6) == 0 ? PART_RANDOM : PART_METIS;
@@ -471,10 +472,11 @@ int train_partition(const dataset_t *d, const train_config_t *c, partition_t *p)
     if (k > d->n) k = d->n;
     store_t *s = NULL;
     int rc;
+    if (reused) *reused = 0;
     /* reuse (or keep) the partitioning in the store, as `inca partition` does; a store that
      * cannot be opened for writing (a read-only copy) falls back to computing it */
     if (c->store_path && store_open(c->store_path, STORE_RDWR, &s) == INCA_OK) {
-        rc = store_partition_get(s, &d->adj, k, pm, 0, p, NULL);
+        rc = store_partition_get(s, &d->adj, k, pm, 0, p, reused);
         store_close(&s);
     } else {
         inca_err_clear();
@@ -534,7 +536,7 @@ int train_run(const dataset_t *d, const train_config_t *c, const int64_t *train_
     r->run_val_acc = inca_calloc((size_t)c->runs, sizeof(double));
     r->run_best_epoch = inca_calloc((size_t)c->runs, sizeof(int));
     if (!r->run_test_acc || !r->run_val_acc || !r->run_best_epoch) { rc = INCA_ENOMEM; goto fail; }
-    if (mb && (rc = train_partition(d, c, &part))) goto fail;   /* one partitioning for every run */
+    if (mb && (rc = train_partition(d, c, &part, NULL))) goto fail;   /* one partitioning for every run */
     if (c->metrics_path && !c->metrics_fp) {
         if (!(mf = fopen(c->metrics_path, "w"))) {
             rc = inca_fail(INCA_EIO, "--metrics %s: cannot open for writing", c->metrics_path);

@@ -1,7 +1,7 @@
 /* Training: the configuration and result of `inca train`, the dispatcher over methods, the
  * full-batch trainer, and the helpers every trainer shares (feature preprocessing, weight-decay
  * policy, evaluation, best-epoch tracking, metrics lines). Mini-batch methods (cluster, gas,
- * incagg) live in nn/train_mb.c (issue 4) behind train_minibatch().
+ * incagg) live in nn/train_mb.c (mb_train), on the operators of memory/agg.h.
  * Tested in tests/test_train.c (trainer on small graphs, determinism, runs, overrides) and
  * tests/test_e2e_train.c (the CLI on the bundled Cora).
  *
@@ -128,8 +128,9 @@ int train_run(const dataset_t *d, const train_config_t *c, const int64_t *train_
 int train_mb_flags_parse(const char *refresh_source, const char *cluster_norm, train_config_t *c);
 /* The partitioning a mini-batch method trains on: "metis-K-s0" (or random) from the store at
  * c->store_path when stored there (inca partition), else computed and stored there (computed
- * only, when the store cannot be opened for writing). Owned by the caller (partition_free). */
-int train_partition(const dataset_t *d, const train_config_t *c, partition_t *p);
+ * only, when the store cannot be opened for writing). Owned by the caller (partition_free).
+ * *reused (may be NULL): 1 when it came from the store. */
+int train_partition(const dataset_t *d, const train_config_t *c, partition_t *p, int *reused);
 /* One full-batch run, the same contract. */
 int train_full(const dataset_t *d, const train_config_t *c, const int64_t *train_idx,
                int64_t n_train, int run, train_result_t *r);

@@ -329,8 +329,8 @@ static int mb_epoch_eval(mb_run_t *R, const dataset_t *d, mb_stats_t *st, int ep
     e.train_acc = train_eval_split(logits, n, R->C, R->D.y, R->D.tr, R->D.ntr, R->logp, &(double){0});
     if (R->lorig)   /* the hooks see the dataset's own node order */
         for (int64_t v = 0; v < n; v++) memcpy(R->lorig + v * R->C, logits + R->p->perm[v] * R->C, sizeof(float) * (size_t)R->C);
-    R->epoch_s += inca_now() - te0;
     e.epoch_s = inca_now() - te0;
+    R->epoch_s += e.epoch_s;
     if ((rc = train_epoch_end(c, &e, R->lorig, n, R->C, &R->best)) != 0) return rc;
     const int stop = c->patience > 0 && R->best.since >= c->patience;
     if (c->checkpoint_dir) {   /* after the evaluation: no refresh is pending here */
