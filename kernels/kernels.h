@@ -59,15 +59,54 @@ double kern_softmax_xent(int64_t rows, int64_t c, const float *logits, const int
  * counting only rows with y >= 0. Returns correct / counted (0 when none counted). */
 double kern_accuracy(int64_t c, const float *scores, const int32_t *y, const int64_t *idx, int64_t nidx);
 
-/* ---- backends ---- */
+/* ---- normalisation, optimiser, row tables ---- */
+/* BatchNorm constants (PyTorch's defaults). */
+#define KERN_BN_EPS 1e-5
+#define KERN_BN_MOMENTUM 0.1
+/* BatchNorm over n rows of width f (per column: sums in double, rows in ascending order).
+ * xhat holds the pre-activation z on entry and x̂ on return; y = gamma x̂ + beta. train:
+ * batch statistics, istd = 1/sqrt(var + eps), running mean/var (unbiased) updated with
+ * momentum KERN_BN_MOMENTUM; eval: the running statistics. */
+void kern_bn_forward(int64_t n, int64_t f, int train, float *xhat, const float *gamma, const float *beta,
+                     float *istd, float *rmean, float *rvar, float *y);
+/* dz from dy under training statistics; ggamma = Σ_i dy x̂, gbeta = Σ_i dy (overwrite). */
+void kern_bn_backward(int64_t n, int64_t f, const float *gamma, const float *xhat, const float *istd,
+                      const float *dy, float *dz, float *ggamma, float *gbeta);
+
+/* Adam / AdamW hyper-parameters of one step (nn/optim.h's formulas, computed in double per
+ * element): step_size = lr / (1 - beta1^t), sbc2 = sqrt(1 - beta2^t). */
+typedef struct kern_adam {
+    double lr, beta1, beta2, eps, weight_decay, step_size, sbc2;
+    int adamw;
+} kern_adam_t;
+void kern_adam(int64_t n, float *w, const float *g, float *m, float *v, const kern_adam_t *hp);
+
+/* Row tables (n x f) of fp32 or bf16 elements (bf16: round to nearest even, NaN stays a quiet
+ * NaN), rows addressed by int64 ids; parallel over rows for at least KERN_ROWS_PAR_MIN
+ * elements. memory/history.h is built on these. */
+typedef enum { KERN_F32 = 0, KERN_BF16 = 1 } kern_dtype_t;
+#define KERN_ROWS_PAR_MIN ((int64_t)1 << 21)
+uint16_t kern_f32_to_bf16(float x);
+float kern_bf16_to_f32(uint16_t b);
+/* out[i,:] = table[ids[i],:]; ids == NULL means ids[i] = start + i (a contiguous range). */
+void kern_rows_gather(kern_dtype_t dt, const void *table, int64_t f, const int64_t *ids, int64_t start,
+                      int64_t m, float *out);
+/* table[ids[i],:] = in[i,:] (ids == NULL: rows start + i). */
+void kern_rows_scatter(kern_dtype_t dt, void *table, int64_t f, const int64_t *ids, int64_t start,
+                       int64_t m, const float *in);
+/* out[i,:] = in[i,:] - table[ids[i],:]; then, when push != NULL, table[ids[i],:] = push[i,:],
+ * row by row (ids distinct). */
+void kern_rows_sub(kern_dtype_t dt, void *table, int64_t f, const int64_t *ids, int64_t m, const float *in,
+                   float *out, const float *push);
+/* out = a - b elementwise. */
+void kern_sub(int64_t n, const float *a, const float *b, float *out);
+
+/* ---- backends (superseded by kernels/backend.h; removed once every caller moved) ---- */
 typedef struct kern_backend {
     const char *name;   /* "cpu", "cuda" */
     int (*spmm)(const csr_t *a, const float *x, int64_t f, float alpha, float beta, float *y);
     void (*gemm)(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                  const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
 } kern_backend_t;
-/* "cpu" always (also for name NULL); "cuda" when built with CUDA and a device is present (else
- * NULL + message). A CUDA build (INCA_HAS_CUDA) must define, in kernels/cuda/,
- * `const kern_backend_t *kern_cuda_backend(void)` returning NULL + message without a device. */
 const kern_backend_t *kern_backend_get(const char *name);
 #endif

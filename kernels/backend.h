@@ -1,0 +1,220 @@
+/* The device-aware kernel table: a backend context that owns memory and ordering, and every op
+ * the models, trainers and the memory/ operator run, behind one table of function pointers. The
+ * CPU backend (kernels/backend_cpu.c) wraps the kernels of kernels/kernels.h; the CUDA backend
+ * (kernels/cuda/, built when the toolkit is found) implements the same table with cuSPARSE,
+ * cuBLAS and kernels of its own. Callers use the kc_* calls below, never a backend directly.
+ *
+ * CAVEATS FIRST
+ * - Every pointer handed to an op lives in the context's memory: allocated by kc_alloc with
+ *   KERN_MEM_DEVICE, or (CPU backend only) any host memory. Only kc_copy moves bytes between
+ *   the host and the device. The CPU backend's "device" IS the host: kc_alloc is calloc, copies
+ *   are memcpy, streams and events are no-ops.
+ * - Ops are asynchronous on a CUDA context (queued on the compute stream); their status says the
+ *   call was valid and queued. A failure inside a queued kernel surfaces at the next kc_sync or
+ *   blocking copy, as a one-line message naming the op that was queued (cuBLAS / cuSPARSE / CUDA
+ *   error text included). kc_status returns the first error seen (sticky).
+ * - Contracts differ by backend. CPU: bit-identical to kernels/kernels.h for a fixed thread
+ *   count (the same functions run). CUDA: each op within a relative 1e-5 (fp32, normalised
+ *   error ||y - y_cpu|| / ||y_cpu||) of the CPU backend, except reductions (loss, BatchNorm
+ *   statistics, bias gradients, spmm with ALG2), which agree to 1e-4; dropout masks, gathers,
+ *   scatters, bf16 encoding and accuracy counts are bit-identical. --deterministic (cuSPARSE
+ *   ALG3) makes repeated CUDA runs bit-identical to each other, not to the CPU.
+ * - Sparse matrices are kern_mat_t handles (kc_mat_*). SpMM always multiplies A as stored,
+ *   never transposed: a caller that needs Aᵀ keeps it as a matrix of its own (csr_transpose),
+ *   as torch_sparse does, because cuSPARSE's deterministic algorithm rejects transposed A.
+ *
+ * Tested in test_backend.c (the CPU table against kernels/kernels.h, the context and matrix
+ * lifecycles, the fallback of --device auto) and, on a GPU, test_backend_ops.c (every op, CUDA
+ * against CPU on random inputs; skipped, exit 77, without a device). */
+#ifndef INCA_KERNELS_BACKEND_H
+#define INCA_KERNELS_BACKEND_H
+#include <stddef.h>
+#include <stdint.h>
+#include "graph/csr.h"
+#include "kernels/kernels.h"
+
+typedef struct kern_ctx kern_ctx_t;
+typedef struct kern_mat kern_mat_t;
+
+typedef enum { KERN_DEV_CPU = 0, KERN_DEV_CUDA = 1 } kern_dev_t;
+/* Where kc_alloc puts memory: on the device, in pinned (page-locked) host memory the device
+ * reaches by DMA, or in ordinary host memory. On the CPU backend all three are host memory. */
+typedef enum { KERN_MEM_DEVICE = 0, KERN_MEM_PINNED = 1, KERN_MEM_HOST = 2 } kern_mem_t;
+typedef enum { KERN_H2D = 0, KERN_D2H = 1, KERN_D2D = 2 } kern_copy_t;
+/* Streams: ops run on KERN_STREAM_COMPUTE; copies may use KERN_STREAM_COPY to overlap. */
+enum { KERN_STREAM_COMPUTE = 0, KERN_STREAM_COPY = 1, KERN_NSTREAMS = 2 };
+#define KERN_NEVENTS 8
+typedef struct kern_ctx_opts {
+    const char *device;   /* "cpu", "cuda" or "auto" (NULL = "cpu") */
+    int device_index;     /* CUDA device ordinal (0) */
+    int deterministic;    /* CUDA: cuSPARSE SpMM ALG3 instead of ALG2 */
+    int tf32;             /* CUDA: cuBLAS GEMM with TF32 tensor cores (off: plain fp32) */
+} kern_ctx_opts_t;
+
+/* ---- context ---- */
+/* "cpu" always succeeds. "cuda": INCA_EINVAL with the CUDA error's text when this build has no
+ * CUDA or no device answers (any cudaGetDeviceCount failure counts as no device: on machines
+ * with the toolkit and no driver it returns "insufficient driver"). "auto": CUDA when it
+ * works, else CPU with the reason in kc_fallback. *out owned by the caller (kc_free). */
+int kc_create(const kern_ctx_opts_t *opts, kern_ctx_t **out);
+void kc_free(kern_ctx_t **ctx);            /* NULL-safe; frees every cached plan */
+kern_dev_t kc_device(const kern_ctx_t *ctx);
+const char *kc_name(const kern_ctx_t *ctx);        /* "cpu" | "cuda" */
+const char *kc_describe(const kern_ctx_t *ctx);    /* "cpu (2 threads)", "cuda:0 NVIDIA H200 (139.8 GiB)" */
+const char *kc_fallback(const kern_ctx_t *ctx);    /* why "auto" chose the CPU, or NULL */
+int kc_deterministic(const kern_ctx_t *ctx);
+int kc_tf32(const kern_ctx_t *ctx);
+int kc_status(const kern_ctx_t *ctx);              /* first error seen (INCA_OK if none) */
+
+/* ---- memory and ordering ---- */
+/* bytes of zeroed memory of kind `mem` (bytes 0 allocates 1). INCA_ENOMEM naming the size. */
+int kc_alloc(kern_ctx_t *ctx, kern_mem_t mem, size_t bytes, void **out);
+void kc_release(kern_ctx_t *ctx, kern_mem_t mem, void *p);   /* NULL-safe */
+/* Asynchronous on `stream` (CPU: immediate). A D2H copy into memory that is not pinned is
+ * synchronous on CUDA. */
+int kc_copy(kern_ctx_t *ctx, void *dst, const void *src, size_t bytes, kern_copy_t kind, int stream);
+int kc_zero(kern_ctx_t *ctx, void *dst, size_t bytes, int stream);
+int kc_event_record(kern_ctx_t *ctx, int event, int stream);
+int kc_stream_wait(kern_ctx_t *ctx, int stream, int event);   /* stream waits for the event */
+int kc_sync(kern_ctx_t *ctx);                                  /* every stream; returns kc_status */
+
+/* ---- sparse matrices ---- */
+/* A matrix with room for up to rows_max rows and nnz_max nonzeros and n_cols columns, empty
+ * until kc_mat_set. CPU: kc_mat_set keeps a view of the host csr_t (borrowed: it must outlive
+ * every later op on the matrix). CUDA: kc_mat_set uploads rowptr (as int32 when nnz < 2^31,
+ * else int64), col and val (all-ones when val is NULL) on `stream`, and drops the SpMM plans
+ * cached for the previous contents. */
+int kc_mat_create(kern_ctx_t *ctx, int64_t rows_max, int64_t n_cols, int64_t nnz_max, kern_mat_t **out);
+int kc_mat_set(kern_ctx_t *ctx, kern_mat_t *a, const csr_t *host, int stream);
+/* create + set for a matrix that never changes (Â, Âᵀ) */
+int kc_mat_upload(kern_ctx_t *ctx, const csr_t *host, kern_mat_t **out);
+void kc_mat_free(kern_ctx_t *ctx, kern_mat_t **a);
+int64_t kc_mat_rows(const kern_mat_t *a);
+int64_t kc_mat_nnz(const kern_mat_t *a);
+/* Rows [r0, r1) of a as a matrix of its own (a view: no copy; freed with kc_mat_free before a). */
+int kc_mat_rows_view(kern_ctx_t *ctx, const kern_mat_t *a, int64_t r0, int64_t r1, kern_mat_t **out);
+/* Device pointer to the nonzero values of a (for ops that write new values, e.g. dropout on
+ * a sparse input). */
+float *kc_mat_values(kern_mat_t *a);
+
+/* ---- the ops (all on KERN_STREAM_COMPUTE; f = number of columns of a row-major dense) ---- */
+/* Y = alpha A X + beta Y; vals (nnz floats) replaces A's values when non-NULL. */
+int kc_spmm(kern_ctx_t *ctx, kern_mat_t *a, const float *vals, const float *x, int64_t f, float alpha,
+            float beta, float *y);
+/* Y[r,:] = base[ids[r],:] + (A X)[r,:] (IncAgg's M_B + Â_BB Δ). */
+int kc_spmm_base(kern_ctx_t *ctx, kern_mat_t *a, const float *x, int64_t f, const float *base,
+                 const int64_t *ids, float *y);
+/* Y = A X with X stored as bf16. */
+int kc_spmm_bf16(kern_ctx_t *ctx, kern_mat_t *a, const uint16_t *x, int64_t f, float *y);
+/* C = alpha op(A) op(B) + beta C, row-major (kern_gemm's contract). */
+int kc_gemm(kern_ctx_t *ctx, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+            const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
+int kc_axpby(kern_ctx_t *ctx, int64_t n, float alpha, const float *x, float beta, float *y);
+int kc_sub(kern_ctx_t *ctx, int64_t n, const float *a, const float *b, float *out);   /* out = a - b */
+int kc_add_bias(kern_ctx_t *ctx, int64_t rows, int64_t f, const float *b, float *y);
+int kc_bias_grad(kern_ctx_t *ctx, int64_t rows, int64_t f, const float *dy, float *db);
+int kc_relu(kern_ctx_t *ctx, int64_t n, const float *x, float *y);
+int kc_relu_grad(kern_ctx_t *ctx, int64_t n, const float *y, const float *dy, float *dx);
+int kc_dropout(kern_ctx_t *ctx, int64_t n, float p, uint64_t seed, uint64_t stream, const float *x, float *y,
+               uint8_t *mask);
+int kc_dropout_grad(kern_ctx_t *ctx, int64_t n, float p, const uint8_t *mask, const float *dy, float *dx);
+/* BatchNorm over n rows of width f. xhat holds the pre-activation z on entry and x̂ on return;
+ * y = gamma x̂ + beta. train: batch statistics (double sums), istd = 1/sqrt(var + eps), running
+ * mean/var updated with momentum (unbiased variance); eval: running statistics. */
+int kc_bn_forward(kern_ctx_t *ctx, int64_t n, int64_t f, int train, float *xhat, const float *gamma,
+                  const float *beta, float *istd, float *rmean, float *rvar, float *y);
+/* dz from dy (training statistics); ggamma = Σ dy x̂, gbeta = Σ dy (overwrite). */
+int kc_bn_backward(kern_ctx_t *ctx, int64_t n, int64_t f, const float *gamma, const float *xhat,
+                   const float *istd, const float *dy, float *dz, float *ggamma, float *gbeta);
+/* kern_softmax_xent with the loss written to *loss (one double in context memory) instead of
+ * returned; logp / dlogits may be NULL. */
+int kc_softmax_xent(kern_ctx_t *ctx, int64_t rows, int64_t c, const float *logits, const int32_t *y,
+                    const int64_t *idx, int64_t nidx, float *logp, float *dlogits, double *loss);
+/* counts[0] += correct, counts[1] += counted (two int64 in context memory): kern_accuracy's
+ * rule, accumulated so an epoch's batches are read back once. */
+int kc_accuracy(kern_ctx_t *ctx, int64_t c, const float *scores, const int32_t *y, const int64_t *idx,
+                int64_t nidx, int64_t *counts);
+/* One Adam/AdamW step over n elements: w, m, v updated in place from g. */
+int kc_adam(kern_ctx_t *ctx, int64_t n, float *w, const float *g, float *m, float *v, const kern_adam_t *hp);
+/* Row tables of width f and element type dt (fp32 or bf16), rows addressed by ids. */
+/* out[i] = table[ids[i]] and table[ids[i]] = in[i]; ids == NULL means rows start + i. */
+int kc_gather_rows(kern_ctx_t *ctx, kern_dtype_t dt, const void *table, int64_t f, const int64_t *ids,
+                   int64_t start, int64_t m, float *out);
+int kc_scatter_rows(kern_ctx_t *ctx, kern_dtype_t dt, void *table, int64_t f, const int64_t *ids,
+                    int64_t start, int64_t m, const float *in);
+/* out[i] = in[i] - table[ids[i]]; then, when push != NULL, table[ids[i]] = push[i] (ids
+ * distinct): IncAgg's residual Δ = H_B − S_B and its single-buffer push. */
+int kc_sub_rows(kern_ctx_t *ctx, kern_dtype_t dt, void *table, int64_t f, const int64_t *ids, int64_t m,
+                const float *in, float *out, const float *push);
+/* n elements between fp32 and the table type (bf16: round to nearest even, NaN stays NaN). */
+int kc_encode(kern_ctx_t *ctx, kern_dtype_t dt, int64_t n, const float *in, void *out);
+int kc_decode(kern_ctx_t *ctx, kern_dtype_t dt, int64_t n, const void *in, float *out);
+
+/* ---- the table a backend fills (one per backend, static) ---- */
+typedef struct kern_ops {
+    const char *name;
+    void (*destroy)(kern_ctx_t *ctx);
+    int (*alloc)(kern_ctx_t *, kern_mem_t, size_t, void **);
+    void (*release)(kern_ctx_t *, kern_mem_t, void *);
+    int (*copy)(kern_ctx_t *, void *, const void *, size_t, kern_copy_t, int);
+    int (*zero)(kern_ctx_t *, void *, size_t, int);
+    int (*event_record)(kern_ctx_t *, int, int);
+    int (*stream_wait)(kern_ctx_t *, int, int);
+    int (*sync)(kern_ctx_t *);
+    int (*mat_set)(kern_ctx_t *, kern_mat_t *, const csr_t *, int);
+    void (*mat_drop)(kern_ctx_t *, kern_mat_t *);    /* free backend data (device arrays, plans) */
+    int (*spmm)(kern_ctx_t *, kern_mat_t *, const float *, const float *, int64_t, float, float, float *);
+    int (*spmm_base)(kern_ctx_t *, kern_mat_t *, const float *, int64_t, const float *, const int64_t *, float *);
+    int (*spmm_bf16)(kern_ctx_t *, kern_mat_t *, const uint16_t *, int64_t, float *);
+    int (*gemm)(kern_ctx_t *, int, int, int64_t, int64_t, int64_t, float, const float *, int64_t,
+                const float *, int64_t, float, float *, int64_t);
+    int (*axpby)(kern_ctx_t *, int64_t, float, const float *, float, float *);
+    int (*sub)(kern_ctx_t *, int64_t, const float *, const float *, float *);
+    int (*add_bias)(kern_ctx_t *, int64_t, int64_t, const float *, float *);
+    int (*bias_grad)(kern_ctx_t *, int64_t, int64_t, const float *, float *);
+    int (*relu)(kern_ctx_t *, int64_t, const float *, float *);
+    int (*relu_grad)(kern_ctx_t *, int64_t, const float *, const float *, float *);
+    int (*dropout)(kern_ctx_t *, int64_t, float, uint64_t, uint64_t, const float *, float *, uint8_t *);
+    int (*dropout_grad)(kern_ctx_t *, int64_t, float, const uint8_t *, const float *, float *);
+    int (*bn_forward)(kern_ctx_t *, int64_t, int64_t, int, float *, const float *, const float *, float *,
+                      float *, float *, float *);
+    int (*bn_backward)(kern_ctx_t *, int64_t, int64_t, const float *, const float *, const float *,
+                       const float *, float *, float *, float *);
+    int (*softmax_xent)(kern_ctx_t *, int64_t, int64_t, const float *, const int32_t *, const int64_t *,
+                        int64_t, float *, float *, double *);
+    int (*accuracy)(kern_ctx_t *, int64_t, const float *, const int32_t *, const int64_t *, int64_t, int64_t *);
+    int (*adam)(kern_ctx_t *, int64_t, float *, const float *, float *, float *, const kern_adam_t *);
+    int (*gather_rows)(kern_ctx_t *, kern_dtype_t, const void *, int64_t, const int64_t *, int64_t, int64_t, float *);
+    int (*scatter_rows)(kern_ctx_t *, kern_dtype_t, void *, int64_t, const int64_t *, int64_t, int64_t,
+                        const float *);
+    int (*sub_rows)(kern_ctx_t *, kern_dtype_t, void *, int64_t, const int64_t *, int64_t, const float *,
+                    float *, const float *);
+    int (*encode)(kern_ctx_t *, kern_dtype_t, int64_t, const float *, void *);
+    int (*decode)(kern_ctx_t *, kern_dtype_t, int64_t, const void *, float *);
+} kern_ops_t;
+
+/* What every context starts with (backends extend it: their struct's first member). */
+struct kern_ctx {
+    const kern_ops_t *ops;
+    kern_dev_t dev;
+    int deterministic, tf32;
+    int status;                 /* sticky first error */
+    char describe[96];
+    char fallback[200];
+};
+/* What every matrix starts with; backends keep their data behind `impl`. */
+struct kern_mat {
+    int64_t rows_max, n_cols, nnz_max;
+    int64_t rows, nnz;          /* current contents */
+    const csr_t *host;          /* CPU: the borrowed matrix (or view below) */
+    csr_t view;                 /* CPU: storage for kc_mat_rows_view */
+    const kern_mat_t *parent;   /* rows view: the matrix it views, else NULL */
+    int64_t r0;                 /* rows view: first row */
+    void *impl;                 /* backend data */
+};
+
+#ifdef INCA_HAS_CUDA
+/* kernels/cuda/: a CUDA context, or INCA_EINVAL + message (CUDA error text) without a device. */
+int kern_cuda_create(const kern_ctx_opts_t *opts, kern_ctx_t **out);
+#endif
+#endif
