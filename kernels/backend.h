@@ -52,11 +52,14 @@ typedef struct kern_ctx_opts {
 } kern_ctx_opts_t;
 
 /* ---- context ---- */
-/* "cpu" always succeeds. "cuda": INCA_EINVAL with the CUDA error's text when this build has no
- * CUDA or no device answers (any cudaGetDeviceCount failure counts as no device: on machines
+/* "cpu" always succeeds. "cuda": INCA_ERR (exit 1) with the CUDA error's text when this build
+ * has no CUDA or no device answers (any cudaGetDeviceCount failure counts as no device: on machines
  * with the toolkit and no driver it returns "insufficient driver"). "auto": CUDA when it
  * works, else CPU with the reason in kc_fallback. *out owned by the caller (kc_free). */
 int kc_create(const kern_ctx_opts_t *opts, kern_ctx_t **out);
+/* The process-wide CPU context (never freed; kc_free on it is a no-op): what the CPU-only
+ * entry points (model_create, ...) run on. */
+kern_ctx_t *kc_cpu(void);
 void kc_free(kern_ctx_t **ctx);            /* NULL-safe; frees every cached plan */
 kern_dev_t kc_device(const kern_ctx_t *ctx);
 const char *kc_name(const kern_ctx_t *ctx);        /* "cpu" | "cuda" */
@@ -93,17 +96,14 @@ int64_t kc_mat_rows(const kern_mat_t *a);
 int64_t kc_mat_nnz(const kern_mat_t *a);
 /* Rows [r0, r1) of a as a matrix of its own (a view: no copy; freed with kc_mat_free before a). */
 int kc_mat_rows_view(kern_ctx_t *ctx, const kern_mat_t *a, int64_t r0, int64_t r1, kern_mat_t **out);
-/* Device pointer to the nonzero values of a (for ops that write new values, e.g. dropout on
- * a sparse input). */
-float *kc_mat_values(kern_mat_t *a);
 
 /* ---- the ops (all on KERN_STREAM_COMPUTE; f = number of columns of a row-major dense) ---- */
 /* Y = alpha A X + beta Y; vals (nnz floats) replaces A's values when non-NULL. */
 int kc_spmm(kern_ctx_t *ctx, kern_mat_t *a, const float *vals, const float *x, int64_t f, float alpha,
             float beta, float *y);
-/* Y[r,:] = base[ids[r],:] + (A X)[r,:] (IncAgg's M_B + Â_BB Δ). */
+/* Y[r,:] = base[ids[r],:] + (A X)[r,:] (IncAgg's M_B + Â_BB Δ); base has n_base rows. */
 int kc_spmm_base(kern_ctx_t *ctx, kern_mat_t *a, const float *x, int64_t f, const float *base,
-                 const int64_t *ids, float *y);
+                 int64_t n_base, const int64_t *ids, float *y);
 /* Y = A X with X stored as bf16. */
 int kc_spmm_bf16(kern_ctx_t *ctx, kern_mat_t *a, const uint16_t *x, int64_t f, float *y);
 /* C = alpha op(A) op(B) + beta C, row-major (kern_gemm's contract). */
@@ -161,10 +161,13 @@ typedef struct kern_ops {
     int (*event_record)(kern_ctx_t *, int, int);
     int (*stream_wait)(kern_ctx_t *, int, int);
     int (*sync)(kern_ctx_t *);
+    /* upload `host` into a (capacity checked by the caller); with host == NULL, a is a rows
+     * view (a->parent, a->r0, a->rows set) to be built over the parent's device arrays */
     int (*mat_set)(kern_ctx_t *, kern_mat_t *, const csr_t *, int);
     void (*mat_drop)(kern_ctx_t *, kern_mat_t *);    /* free backend data (device arrays, plans) */
     int (*spmm)(kern_ctx_t *, kern_mat_t *, const float *, const float *, int64_t, float, float, float *);
-    int (*spmm_base)(kern_ctx_t *, kern_mat_t *, const float *, int64_t, const float *, const int64_t *, float *);
+    int (*spmm_base)(kern_ctx_t *, kern_mat_t *, const float *, int64_t, const float *, int64_t, const int64_t *,
+                     float *);
     int (*spmm_bf16)(kern_ctx_t *, kern_mat_t *, const uint16_t *, int64_t, float *);
     int (*gemm)(kern_ctx_t *, int, int, int64_t, int64_t, int64_t, float, const float *, int64_t,
                 const float *, int64_t, float, float *, int64_t);
