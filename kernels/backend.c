@@ -8,6 +8,7 @@
 #include <string.h>
 
 const kern_ops_t *kern_cpu_ops(void);   /* kernels/cpu/backend_cpu.c */
+int kern_emu_create(kern_ctx_t **out);  /* kernels/cpu/backend_emu.c */
 
 static kern_ctx_t cpu_shared;           /* kc_cpu(): immutable after first use */
 
@@ -26,6 +27,7 @@ kern_ctx_t *kc_cpu(void) {
 int kc_create(const kern_ctx_opts_t *opts, kern_ctx_t **out) {
     *out = NULL;
     const char *dev = opts && opts->device ? opts->device : "cpu";
+    if (strcmp(dev, "emu") == 0) return kern_emu_create(out);
     const int want_cuda = strcmp(dev, "cuda") == 0, want_auto = strcmp(dev, "auto") == 0;
     if (!want_cuda && !want_auto && strcmp(dev, "cpu") != 0)
         return inca_fail(INCA_EINVAL, "--device: expected cpu, cuda or auto, got '%s'", dev);

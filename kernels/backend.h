@@ -36,7 +36,11 @@
 typedef struct kern_ctx kern_ctx_t;
 typedef struct kern_mat kern_mat_t;
 
-typedef enum { KERN_DEV_CPU = 0, KERN_DEV_CUDA = 1 } kern_dev_t;
+/* KERN_DEV_EMU: an emulated device for testing device code paths without a GPU (device "emu",
+ * kernels/cpu/backend_emu.c): the CPU kernels, but KERN_MEM_DEVICE memory is mapped
+ * PROT_NONE except while an op runs (a host read or write of it is a segfault, as on a GPU)
+ * and every op refuses pointers that are not device memory. Slow; for tests. */
+typedef enum { KERN_DEV_CPU = 0, KERN_DEV_CUDA = 1, KERN_DEV_EMU = 2 } kern_dev_t;
 /* Where kc_alloc puts memory: on the device, in pinned (page-locked) host memory the device
  * reaches by DMA, or in ordinary host memory. On the CPU backend all three are host memory. */
 typedef enum { KERN_MEM_DEVICE = 0, KERN_MEM_PINNED = 1, KERN_MEM_HOST = 2 } kern_mem_t;
@@ -45,7 +49,7 @@ typedef enum { KERN_H2D = 0, KERN_D2H = 1, KERN_D2D = 2 } kern_copy_t;
 enum { KERN_STREAM_COMPUTE = 0, KERN_STREAM_COPY = 1, KERN_NSTREAMS = 2 };
 #define KERN_NEVENTS 8
 typedef struct kern_ctx_opts {
-    const char *device;   /* "cpu", "cuda" or "auto" (NULL = "cpu") */
+    const char *device;   /* "cpu", "cuda", "auto" (NULL = "cpu") or "emu" (tests) */
     int device_index;     /* CUDA device ordinal (0) */
     int deterministic;    /* CUDA: cuSPARSE SpMM ALG3 instead of ALG2 */
     int tf32;             /* CUDA: cuBLAS GEMM with TF32 tensor cores (off: plain fp32) */
@@ -215,6 +219,9 @@ struct kern_mat {
     int64_t r0;                 /* rows view: first row */
     void *impl;                 /* backend data */
 };
+
+/* emu contexts: allocations (device, pinned and host) not yet released (leak checks in tests). */
+int kern_emu_live_blocks(const kern_ctx_t *ctx);
 
 #ifdef INCA_HAS_CUDA
 /* kernels/cuda/: a CUDA context, or INCA_EINVAL + message (CUDA error text) without a device. */

@@ -6,6 +6,7 @@
  * CLI's --device handling end to end. */
 #include "kernels/backend.h"
 #include "nn/model.h"
+#include "nn/layer.h"
 #include "core/rng.h"
 #include "core/status.h"
 #include "tests/testutil.h"
@@ -13,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 static float *rnd(int64_t n, uint64_t seed) {
     rng_t r;
@@ -22,7 +25,7 @@ static float *rnd(int64_t n, uint64_t seed) {
     for (int64_t i = 0; i < n; i++) p[i] = (float)(2.0 * rng_uniform(&r) - 1.0);
     return p;
 }
-static float *dup(const float *a, int64_t n) {
+static float *fdup(const float *a, int64_t n) {
     float *p = malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
     ck_assert(p);
     memcpy(p, a, (size_t)n * sizeof(float));
@@ -123,8 +126,8 @@ END_TEST
 START_TEST(cpu_table_is_the_cpu_kernels) {
     kern_ctx_t *c = kc_cpu();
     const int64_t n = 37, f = 5, k = 6, N = n * f;
-    float *x = rnd(N, 2), *y0 = rnd(N, 3), *y1 = dup(y0, N), *w = rnd(f * k, 4), *b = rnd(f, 5);
-    float *o0 = rnd(n * k, 6), *o1 = dup(o0, n * k);
+    float *x = rnd(N, 2), *y0 = rnd(N, 3), *y1 = fdup(y0, N), *w = rnd(f * k, 4), *b = rnd(f, 5);
+    float *o0 = rnd(n * k, 6), *o1 = fdup(o0, n * k);
     /* gemm, axpby, sub, bias, relu */
     kern_gemm(0, 0, n, k, f, 0.5f, x, f, w, k, 0.25f, o0, k);
     ck_assert_int_eq(kc_gemm(c, 0, 0, n, k, f, 0.5f, x, f, w, k, 0.25f, o1, k), INCA_OK);
@@ -158,7 +161,7 @@ START_TEST(cpu_table_is_the_cpu_kernels) {
     kc_dropout_grad(c, N, 0.4f, m1, x, y1);
     SAME(y0, y1, N);
     /* BatchNorm forward (train and eval) and backward */
-    float *z0 = dup(x, N), *z1 = dup(x, N), *g = rnd(f, 7), *be = rnd(f, 8);
+    float *z0 = fdup(x, N), *z1 = fdup(x, N), *g = rnd(f, 7), *be = rnd(f, 8);
     float is0[5], is1[5], rm0[5] = {0}, rm1[5] = {0}, rv0[5] = {1, 1, 1, 1, 1}, rv1[5] = {1, 1, 1, 1, 1};
     kern_bn_forward(n, f, 1, z0, g, be, is0, rm0, rv0, y0);
     kc_bn_forward(c, n, f, 1, z1, g, be, is1, rm1, rv1, y1);
@@ -198,9 +201,9 @@ START_TEST(cpu_table_is_the_cpu_kernels) {
     ck_assert(counts[0] == cor + cor2 && counts[1] == cnt + cnt2 && cnt + cnt2 > 0);
     ck_assert(fabs((double)counts[0] / (double)counts[1] - kern_accuracy(f, x, lab, idx, 37)) < 1e-15);
     /* Adam */
-    float *w0 = rnd(N, 10), *w1 = dup(w0, N), *mm0 = rnd(N, 11), *mm1 = dup(mm0, N), *v0 = rnd(N, 12);
+    float *w0 = rnd(N, 10), *w1 = fdup(w0, N), *mm0 = rnd(N, 11), *mm1 = fdup(mm0, N), *v0 = rnd(N, 12);
     for (int64_t i = 0; i < N; i++) v0[i] = fabsf(v0[i]);
-    float *v1 = dup(v0, N);
+    float *v1 = fdup(v0, N);
     const kern_adam_t hp = {.lr = 0.01, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .weight_decay = 5e-4,
                             .step_size = 0.01 / (1 - 0.9), .sbc2 = sqrt(1 - 0.999), .adamw = 0};
     kern_adam(N, w0, x, mm0, v0, &hp);
@@ -218,7 +221,7 @@ START_TEST(row_tables_both_types) {
     kern_ctx_t *c = kc_cpu();
     const int64_t rows = 20, f = 6, m = 5;
     const int64_t ids[5] = {7, 0, 19, 3, 11};
-    float *in = rnd(m * f, 20), *push = rnd(m * f, 21), *o0 = rnd(m * f, 22), *o1 = dup(o0, m * f);
+    float *in = rnd(m * f, 20), *push = rnd(m * f, 21), *o0 = rnd(m * f, 22), *o1 = fdup(o0, m * f);
     for (int dt = KERN_F32; dt <= KERN_BF16; dt++) {
         const size_t es = dt == KERN_F32 ? 4 : 2;
         float *src = rnd(rows * f, 23);
@@ -263,7 +266,7 @@ START_TEST(matrices) {
     kern_ctx_t *c = kc_cpu();
     csr_t a = rnd_csr(23, 17, 30);
     const int64_t f = 4;
-    float *x = rnd(17 * f, 31), *y0 = rnd(23 * f, 32), *y1 = dup(y0, 23 * f);
+    float *x = rnd(17 * f, 31), *y0 = rnd(23 * f, 32), *y1 = fdup(y0, 23 * f);
     kern_mat_t *m = NULL, *small = NULL, *v = NULL;
     ck_assert_int_eq(kc_mat_upload(c, &a, &m), INCA_OK);
     ck_assert(kc_mat_rows(m) == 23 && kc_mat_nnz(m) == a.nnz);
@@ -361,6 +364,120 @@ START_TEST(model_on_context) {
 }
 END_TEST
 
+/* The emulated device enforces a device's rules: ops refuse host pointers, copies check their
+ * direction, and the host cannot touch device memory (a forked child that tries dies). */
+START_TEST(emu_device_rules) {
+    kern_ctx_t *c = NULL;
+    ck_assert_int_eq(kc_create(&(kern_ctx_opts_t){.device = "emu"}, &c), INCA_OK);
+    ck_assert(kc_device(c) == KERN_DEV_EMU && strcmp(kc_name(c), "emu") == 0);
+    float *d = NULL, *h = rnd(16, 50), back[16];
+    ck_assert_int_eq(kc_alloc(c, KERN_MEM_DEVICE, 16 * sizeof(float), (void **)&d), INCA_OK);
+    inca_err_clear();
+    ck_assert_int_eq(kc_relu(c, 16, h, d), INCA_EINVAL);   /* a host input */
+    ck_assert(strstr(inca_errmsg(), "relu") && strstr(inca_errmsg(), "not device memory"));
+    ck_assert_int_eq(kc_status(c), INCA_EINVAL);           /* sticky */
+    kc_free(&c);
+    ck_assert_int_eq(kc_create(&(kern_ctx_opts_t){.device = "emu"}, &c), INCA_OK);
+    ck_assert_int_eq(kc_alloc(c, KERN_MEM_DEVICE, 16 * sizeof(float), (void **)&d), INCA_OK);
+    ck_assert_int_eq(kc_copy(c, d, h, 16 * sizeof(float), KERN_D2H, 0), INCA_EINVAL);   /* wrong direction */
+    kc_free(&c);
+    ck_assert_int_eq(kc_create(&(kern_ctx_opts_t){.device = "emu"}, &c), INCA_OK);
+    ck_assert_int_eq(kc_alloc(c, KERN_MEM_DEVICE, 16 * sizeof(float), (void **)&d), INCA_OK);
+    ck_assert_int_eq(kc_copy(c, d, h, 16 * sizeof(float), KERN_H2D, 0), INCA_OK);
+    ck_assert_int_eq(kc_relu(c, 16, d, d), INCA_OK);
+    ck_assert_int_eq(kc_copy(c, back, d, sizeof back, KERN_D2H, 0), INCA_OK);
+    for (int i = 0; i < 16; i++) ck_assert(back[i] == (h[i] > 0 ? h[i] : 0.0f));
+    fflush(NULL);
+    const pid_t pid = fork();
+    if (pid == 0) {
+        volatile float v = d[3];   /* a host read of device memory */
+        (void)v;
+        _exit(0);
+    }
+    int st = 0;
+    ck_assert(waitpid(pid, &st, 0) == pid);
+    ck_assert_msg(!(WIFEXITED(st) && WEXITSTATUS(st) == 0), "the host read device memory");
+    kc_release(c, KERN_MEM_DEVICE, d);
+    ck_assert_int_eq(kern_emu_live_blocks(c), 0);
+    ck_assert_int_eq(kc_status(c), INCA_OK);
+    kc_free(&c);
+    free(h);
+}
+END_TEST
+
+/* Every model kind on the emulated device: the CPU's bits (logits and gradients copied back),
+ * sparse input included, and nothing left allocated after model_free. */
+START_TEST(model_on_emu_device) {
+    csr_t a = rnd_csr(24, 24, 60), xs = rnd_csr(24, 40, 61);
+    for (int kind = NN_MLP; kind < NN_KIND_COUNT; kind++)
+        for (int sparse = 0; sparse < 2; sparse++) {
+            model_config_t cfg;
+            model_config_default(&cfg);
+            cfg.kind = kind;
+            cfg.in_dim = 40;
+            cfg.out_dim = 3;
+            cfg.hidden = 8;
+            cfg.layers = 2;
+            cfg.K = 3;
+            cfg.batchnorm = kind != NN_GCNII && kind != NN_APPNP;
+            cfg.transform_first = sparse;
+            cfg.seed = 5;
+            kern_ctx_t *c = NULL;
+            ck_assert_int_eq(kc_create(&(kern_ctx_opts_t){.device = "emu"}, &c), INCA_OK);
+            model_t *m0 = NULL, *m1 = NULL;
+            ck_assert_int_eq(model_create(&cfg, 24, &m0), INCA_OK);
+            ck_assert_int_eq(model_create_on(&cfg, 24, c, &m1), INCA_OK);
+            kern_mat_t *am = NULL;
+            ck_assert_int_eq(kc_mat_upload(c, &a, &am), INCA_OK);
+            nn_agg_full_t f0;
+            nn_agg_t g0;
+            nn_agg_full_init(&g0, &f0, &a, NULL);
+            nn_agg_dev_t f1;
+            nn_agg_t g1;
+            nn_agg_dev_init(&g1, &f1, c, am, NULL);
+            float *x = rnd(24 * 40, 62), *dl = rnd(24 * 3, 63), *xd = NULL, *dld = NULL, lg[72], gb[8 * 40 * 2];
+            ck_assert_int_eq(kc_alloc(c, KERN_MEM_DEVICE, sizeof(float) * 24 * 40, (void **)&xd), INCA_OK);
+            ck_assert_int_eq(kc_alloc(c, KERN_MEM_DEVICE, sizeof(float) * 24 * 3, (void **)&dld), INCA_OK);
+            kc_copy(c, xd, x, sizeof(float) * 24 * 40, KERN_H2D, 0);
+            kc_copy(c, dld, dl, sizeof(float) * 24 * 3, KERN_H2D, 0);
+            int s0 = INCA_OK, s1 = INCA_OK;
+            if (sparse) {
+                s0 = model_set_sparse_input(m0, &xs);
+                s1 = model_set_sparse_input(m1, &xs);
+                ck_assert_int_eq(s0, s1);
+            }
+            const int use_sparse = sparse && s0 == INCA_OK;
+            inca_err_clear();
+            const float *l0, *l1;
+            ck_assert_int_eq(model_forward(m0, 24, use_sparse ? NULL : x, &g0, 1, 3, 1, &l0), INCA_OK);
+            ck_assert_int_eq(model_forward(m1, 24, use_sparse ? NULL : xd, &g1, 1, 3, 1, &l1), INCA_OK);
+            ck_assert_int_eq(kc_copy(c, lg, l1, sizeof lg, KERN_D2H, 0), INCA_OK);
+            SAME(l0, lg, 72);
+            ck_assert_int_eq(model_backward(m0, dl, &g0), INCA_OK);
+            ck_assert_int_eq(model_backward(m1, dld, &g1), INCA_OK);
+            for (int i = 0; i < model_nparams(m0); i++) {
+                const nn_param_t *p0 = model_param(m0, i), *p1 = model_param(m1, i);
+                ck_assert((size_t)p0->n <= sizeof gb / sizeof gb[0]);
+                ck_assert_int_eq(kc_copy(c, gb, p1->g, sizeof(float) * (size_t)p0->n, KERN_D2H, 0), INCA_OK);
+                ck_assert_msg(memcmp(p0->g, gb, sizeof(float) * (size_t)p0->n) == 0, "kind %d sparse %d: %s", kind,
+                              sparse, p0->name);
+            }
+            model_free(&m0);
+            model_free(&m1);
+            kc_mat_free(c, &am);
+            kc_release(c, KERN_MEM_DEVICE, xd);
+            kc_release(c, KERN_MEM_DEVICE, dld);
+            ck_assert_int_eq(kern_emu_live_blocks(c), 0);
+            ck_assert_int_eq(kc_status(c), INCA_OK);
+            kc_free(&c);
+            free(x);
+            free(dl);
+        }
+    free_csr(&a);
+    free_csr(&xs);
+}
+END_TEST
+
 /* --device through the CLI: auto trains on the CPU and says why on stderr; cuda without a
  * device exits 1 naming CUDA; an unknown device exits 2. */
 START_TEST(cli_device_flag) {
@@ -405,6 +522,8 @@ int main(void) {
     tcase_add_test(tc, row_tables_both_types);
     tcase_add_test(tc, matrices);
     tcase_add_test(tc, model_on_context);
+    tcase_add_test(tc, emu_device_rules);
+    tcase_add_test(tc, model_on_emu_device);
     tcase_add_test(tc, cli_device_flag);
     suite_add_tcase(s, tc);
     return tu_run_suite(s);
