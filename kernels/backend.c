@@ -96,6 +96,24 @@ int kc_stream_wait(kern_ctx_t *c, int stream, int ev) {
 }
 int kc_sync(kern_ctx_t *c) { return c->ops->sync(c); }
 
+int kc_mirror(kern_ctx_t *c, const void *host, size_t bytes, void **out) {
+    *out = NULL;
+    if (c->dev == KERN_DEV_CPU) {
+        *out = (void *)host;
+        return INCA_OK;
+    }
+    int rc = kc_alloc(c, KERN_MEM_DEVICE, bytes, out);
+    if (rc == INCA_OK && (rc = kc_copy(c, *out, host, bytes, KERN_H2D, KERN_STREAM_COMPUTE)) != INCA_OK) {
+        kc_release(c, KERN_MEM_DEVICE, *out);
+        *out = NULL;
+    }
+    return rc;
+}
+
+void kc_mirror_free(kern_ctx_t *c, const void *host, void *mirror) {
+    if (mirror && mirror != host) kc_release(c, KERN_MEM_DEVICE, mirror);
+}
+
 /* ---- matrices ---- */
 int kc_mat_create(kern_ctx_t *c, int64_t rows_max, int64_t n_cols, int64_t nnz_max, kern_mat_t **out) {
     (void)c;

@@ -85,6 +85,11 @@ int kc_event_record(kern_ctx_t *ctx, int event, int stream);
 int kc_stream_wait(kern_ctx_t *ctx, int stream, int event);   /* stream waits for the event */
 int kc_sync(kern_ctx_t *ctx);                                  /* every stream; returns kc_status */
 
+/* Host data the ops must read: on the CPU the host array itself (no copy), on a device a copy
+ * in device memory. Free with kc_mirror_free (releases only a copy). */
+int kc_mirror(kern_ctx_t *ctx, const void *host, size_t bytes, void **out);
+void kc_mirror_free(kern_ctx_t *ctx, const void *host, void *mirror);
+
 /* ---- sparse matrices ---- */
 /* A matrix with room for up to rows_max rows and nnz_max nonzeros and n_cols columns, empty
  * until kc_mat_set. CPU: kc_mat_set keeps a view of the host csr_t (borrowed: it must outlive

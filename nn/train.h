@@ -72,6 +72,8 @@ typedef struct train_config {
     train_log_cb log;          /* status and progress lines (NULL: none) */
     void *log_ctx;
     const char *device;        /* "cpu" (default) | "cuda" | "auto" (kernels/backend.h) */
+    struct kern_ctx *kc;       /* the context the trainers run on: set by train_run from device
+                                  (borrowed; NULL = the shared CPU context) */
     /* mini-batch methods (issue 4) */
     int parts;                 /* METIS parts (default 40) */
     int batch_parts;           /* parts per batch (default 10) */
@@ -132,10 +134,11 @@ int train_mb_flags_parse(const char *refresh_source, const char *cluster_norm, t
  * only, when the store cannot be opened for writing). Owned by the caller (partition_free).
  * *reused (may be NULL): 1 when it came from the store. */
 int train_partition(const dataset_t *d, const train_config_t *c, partition_t *p, int *reused);
-/* c->device resolved to the backend the trainers will use, its name into name[cap]: "cpu";
- * "auto" falls back to the CPU with a log line saying why; "cuda" without a usable device is
- * INCA_ERR with the CUDA error's text. */
-int train_device_resolve(const train_config_t *c, char *name, size_t cap);
+/* The kernel context of c->device (*kc owned by the caller, kc_free) and its backend's name into
+ * name[cap]: "auto" without a usable CUDA device falls back to the CPU with a log line saying
+ * why; "cuda" without one is INCA_ERR with the CUDA error's text. */
+struct kern_ctx;
+int train_device_open(const train_config_t *c, struct kern_ctx **kc, char *name, size_t cap);
 /* One full-batch run, the same contract. */
 int train_full(const dataset_t *d, const train_config_t *c, const int64_t *train_idx,
                int64_t n_train, int run, train_result_t *r);
