@@ -91,7 +91,7 @@ int kc_mirror(kern_ctx_t *ctx, const void *host, size_t bytes, void **out);
 void kc_mirror_free(kern_ctx_t *ctx, const void *host, void *mirror);
 
 /* ---- sparse matrices ---- */
-/* A matrix with room for up to rows_max rows and nnz_max nonzeros and n_cols columns, empty
+/* A matrix with room for up to rows_max rows, n_cols columns and nnz_max nonzeros, empty
  * until kc_mat_set. CPU: kc_mat_set keeps a view of the host csr_t (borrowed: it must outlive
  * every later op on the matrix). CUDA: kc_mat_set uploads rowptr (as int32 when nnz < 2^31,
  * else int64), col and val (all-ones when val is NULL) on `stream`, and drops the SpMM plans
@@ -217,7 +217,7 @@ struct kern_ctx {
 /* What every matrix starts with; backends keep their data behind `impl`. */
 struct kern_mat {
     int64_t rows_max, n_cols, nnz_max;
-    int64_t rows, nnz;          /* current contents */
+    int64_t rows, cols, nnz;    /* current contents (cols <= n_cols) */
     const csr_t *host;          /* CPU: the borrowed matrix (or view below) */
     csr_t view;                 /* CPU: storage for kc_mat_rows_view */
     const kern_mat_t *parent;   /* rows view: the matrix it views, else NULL */

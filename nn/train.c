@@ -157,12 +157,6 @@ int train_best_update(train_best_t *b, int epoch, double val_acc, double val_los
     return better;
 }
 
-double train_eval_split(const float *logits, int64_t n, int32_t c, const int32_t *y, const int64_t *idx,
-                        int64_t nidx, float *logp, double *loss) {
-    *loss = nidx > 0 ? kern_softmax_xent(n, c, logits, y, idx, nidx, logp, NULL) : 0.0;
-    return nidx > 0 ? kern_accuracy(c, logits, y, idx, nidx) : 0.0;
-}
-
 int train_metrics_line(FILE *f, int run, int epoch, double train_loss, double train_acc, double val_loss,
                        double val_acc, double test_acc, double epoch_time_s) {
     if (!f) return INCA_OK;
@@ -282,12 +276,6 @@ static void mlp_batch_free(kern_ctx_t *kc, mlp_batch_t *b) {
     memset(b, 0, sizeof *b);
 }
 
-/* Loss and accuracy accumulators in context memory, read back once per epoch. */
-typedef struct train_meter {
-    double loss[3];       /* train, valid, test */
-    int64_t count[3][2];  /* correct, counted */
-} train_meter_t;
-
 /* One epoch of mini-batch steps over the training rows in a fresh seeded order (the order of
  * epoch ep depends on the seed and ep only, so runs are reproducible). The last batch may be
  * smaller. *loss and *acc: means over the epoch's training rows. Dropout masks are drawn per
@@ -335,24 +323,25 @@ static int train_mlp_epoch(model_t *m, optim_t *o, const train_config_t *c, cons
     return INCA_OK;
 }
 
-/* Validation and test loss and accuracy of the eval logits, on the context; *e filled after one
- * read-back of the meter. */
-static int train_eval_dev(kern_ctx_t *kc, const float *logits, int64_t n, int64_t cc, const int32_t *y_d,
-                          const int64_t *vidx_d, int64_t nv, const int64_t *tidx_d, int64_t nt, float *logp,
-                          train_meter_t *meter_d, train_epoch_eval_t *e) {
+int train_eval_dev(kern_ctx_t *kc, const float *logits, int64_t n, int64_t cc, const int32_t *y_d,
+                   const int64_t *tr_d, int64_t ntr, const int64_t *vidx_d, int64_t nv, const int64_t *tidx_d,
+                   int64_t nt, float *logp, train_meter_t *meter_d, train_epoch_eval_t *e) {
     int rc;
     train_meter_t h;
-    if ((rc = kc_zero(kc, meter_d->count[1], 2 * sizeof meter_d->count[1], KERN_STREAM_COMPUTE))) return rc;
-    if (nv > 0 && ((rc = kc_softmax_xent(kc, n, cc, logits, y_d, vidx_d, nv, logp, NULL, &meter_d->loss[1])) ||
-                   (rc = kc_accuracy(kc, cc, logits, y_d, vidx_d, nv, meter_d->count[1]))))
-        return rc;
-    if (nt > 0 && ((rc = kc_softmax_xent(kc, n, cc, logits, y_d, tidx_d, nt, logp, NULL, &meter_d->loss[2])) ||
-                   (rc = kc_accuracy(kc, cc, logits, y_d, tidx_d, nt, meter_d->count[2]))))
-        return rc;
+    const int64_t *ids[3] = {tr_d, vidx_d, tidx_d};
+    const int64_t cnt[3] = {tr_d ? ntr : 0, nv, nt};
+    if ((rc = kc_zero(kc, meter_d, sizeof *meter_d, KERN_STREAM_COMPUTE))) return rc;
+    for (int k = 0; k < 3; k++)
+        if (cnt[k] > 0 && ((rc = kc_softmax_xent(kc, n, cc, logits, y_d, ids[k], cnt[k], logp, NULL, &meter_d->loss[k])) ||
+                           (rc = kc_accuracy(kc, cc, logits, y_d, ids[k], cnt[k], meter_d->count[k]))))
+            return rc;
     if ((rc = kc_copy(kc, &h, meter_d, sizeof h, KERN_D2H, KERN_STREAM_COMPUTE))) return rc;
+    double acc[3];
+    for (int k = 0; k < 3; k++) acc[k] = h.count[k][1] ? (double)h.count[k][0] / (double)h.count[k][1] : 0.0;
+    if (tr_d) e->train_acc = acc[0];
     e->val_loss = nv > 0 ? h.loss[1] : 0.0;
-    e->val_acc = h.count[1][1] ? (double)h.count[1][0] / (double)h.count[1][1] : 0.0;
-    e->test_acc = h.count[2][1] ? (double)h.count[2][0] / (double)h.count[2][1] : 0.0;
+    e->val_acc = acc[1];
+    e->test_acc = acc[2];
     return INCA_OK;
 }
 
@@ -474,7 +463,7 @@ int train_full(const dataset_t *d, const train_config_t *c, const int64_t *train
         const double t1 = inca_now();
         if ((rc = model_forward(m, n, xd, norm ? &agg : NULL, 0, c->seed, (uint64_t)ep, &logits))) goto done;
         train_epoch_eval_t e = {.run = run, .epoch = ep, .train_loss = loss, .train_acc = train_acc, .n_valid = nv};
-        if ((rc = train_eval_dev(kc, logits, n, cc, y_d, vidx_d, nv, tidx_d, nt, logp, meter_d, &e))) goto done;
+        if ((rc = train_eval_dev(kc, logits, n, cc, y_d, NULL, 0, vidx_d, nv, tidx_d, nt, logp, meter_d, &e))) goto done;
         const double t2 = inca_now();
         e.epoch_s = t2 - t0;
         t_step += t1 - t0;
@@ -628,11 +617,6 @@ int train_run(const dataset_t *d, const train_config_t *c, const int64_t *train_
     if (c->threads > 0) inca_set_threads(c->threads);
     if ((rc = train_device_open(c, &kc, r->device, sizeof r->device))) return rc;
     cc.kc = kc;
-    if (mb && kc_device(kc) != KERN_DEV_CPU) {
-        rc = inca_fail(INCA_EINVAL, "--method %s --device %s: the mini-batch trainers run on the CPU only so far "
-                       "(full-batch runs on every device)", c->method, c->device);
-        goto fail;
-    }
     r->run_test_acc = inca_calloc((size_t)c->runs, sizeof(double));
     r->run_val_acc = inca_calloc((size_t)c->runs, sizeof(double));
     r->run_best_epoch = inca_calloc((size_t)c->runs, sizeof(int));
