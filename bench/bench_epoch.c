@@ -20,6 +20,7 @@
 #include "core/json.h"
 #include "core/status.h"
 #include "core/util.h"
+#include "kernels/backend.h"
 #include "nn/train_mb.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -114,6 +115,8 @@ int bench_epoch(int argc, char **argv) {
     partition_t p = {0};
     train_config_t c;
     json_t *j = NULL;
+    kern_ctx_t *kc = NULL;
+    char devname[16] = "";
     dataset_init(&d);
     int rc = args_parse(argc, argv, known, &a);
     if (rc != INCA_OK) return rc;
@@ -141,6 +144,8 @@ int bench_epoch(int argc, char **argv) {
     int want_gas = strstr(methods, "gas") != NULL, want_inc = strstr(methods, "incagg") != NULL,
         want_cl = strstr(methods, "cluster") != NULL;
     if (!want_gas && !want_inc && !want_cl) { rc = inca_fail(INCA_EINVAL, "--methods: expected a list of cluster,gas,incagg, got '%s'", methods); goto done; }
+    if ((rc = train_device_open(&c, &kc, devname, sizeof devname)) != INCA_OK) goto done;
+    c.kc = kc;
     double t0 = inca_now();
     if ((rc = bench_mb_load(args_pos(a, 0), &c, &d, &p, &reused)) != INCA_OK) goto done;
     fprintf(stderr, "bench epoch: %lld nodes, %lld edges, partition %s (%s, edge cut %lld, %.2f s), loaded in %.2f s\n",
@@ -164,6 +169,7 @@ int bench_epoch(int argc, char **argv) {
         json_int(j, "batch_parts", c.batch_parts);
         json_int(j, "edge_cut", p.man.edge_cut);
         json_int(j, "threads", inca_threads());
+        json_str(j, "device", devname);
         json_bool(j, "eval_each_epoch", ev);
         json_str(j, "refresh_source", agg_source_name(c.refresh_source));
         if (want_cl) { json_num(j, "cluster_epoch_time_s", cluster.epoch_s); json_num(j, "cluster_test_acc", cluster.acc); }
@@ -204,6 +210,7 @@ int bench_epoch(int argc, char **argv) {
         rc = json_write(j, stdout);
     }
 done:
+    kc_free(&kc);
     json_free(&j);
     partition_free(&p);
     dataset_free(&d);

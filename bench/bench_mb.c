@@ -45,6 +45,9 @@ int bench_mb_config(const args_t *a, train_config_t *c) {
     if ((rc = flag_range(a, "--seed", 0, 0, INT64_MAX, &v))) return rc;
     c->seed = (uint64_t)v;
     c->runs = 1;
+    c->device = args_str(a, "--device", "cpu");
+    c->deterministic = args_has(a, "--deterministic");
+    c->tf32 = args_has(a, "--tf32");
     return INCA_OK;
 }
 

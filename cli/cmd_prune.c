@@ -183,6 +183,7 @@ int cmd_prune(int argc, char **argv) {
             json_num(j, "full_acc_std", ev.full_std);
             json_int(j, "runs", ev.runs);
             json_str(j, "model", target.model);
+            json_str(j, "device", target.device);
         }
         json_obj_begin(j, "seconds");
         for (int s = 0; s < PRUNE_ST_COUNT; s++) json_num(j, prune_stage_names[s], sec[s]);

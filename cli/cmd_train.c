@@ -92,6 +92,8 @@ static int config_from_args(const args_t *a, train_config_t *c, log_state_t *ls)
     c->select_loss = strcmp(sel, "loss") == 0;
     c->metrics_path = args_str(a, "--metrics", NULL);
     c->device = args_str(a, "--device", "cpu");
+    c->deterministic = args_has(a, "--deterministic");
+    c->tf32 = args_has(a, "--tf32");
     if ((rc = flag_int(a, "--parts", 40, 1, INT32_MAX, &v))) return rc;
     c->parts = (int)v;
     if ((rc = flag_int(a, "--batch-parts", 10, 1, INT32_MAX, &v))) return rc;
@@ -140,6 +142,8 @@ static void config_json(json_t *j, const args_t *a, const train_config_t *c) {
     json_int(j, "patience", c->patience);
     json_str(j, "select", c->select_loss ? "loss" : "acc");
     json_str(j, "device", c->device);
+    json_bool(j, "deterministic", c->deterministic);
+    json_bool(j, "tf32", c->tf32);
     json_int(j, "parts", c->parts);
     json_int(j, "batch-parts", c->batch_parts);
     json_int(j, "refresh", c->refresh);
@@ -160,7 +164,7 @@ int cmd_train(int argc, char **argv) {
         "--model", "--method", "--layers", "--hidden", "--epochs", "--lr", "--dropout", "--weight-decay",
         "--wd-conv", "--wd-first-layer!", "--adamw!", "--feature-norm", "--alpha", "--theta", "--K",
         "--batchnorm!", "--residual!", "--dense-input!", "--batch-size", "--checkpoint", "--resume!", "--parts", "--batch-parts", "--refresh", "--history-dtype", "--refresh-source", "--cluster-norm",
-        "--partition", "--threads", "--device", "--seed", "--metrics", "--runs", "--json!",
+        "--partition", "--threads", "--device", "--deterministic!", "--tf32!", "--seed", "--metrics", "--runs", "--json!",
         "--train-indices", "--split", "--patience", "--select", NULL};
     args_t *a = NULL;
     dataset_t d;

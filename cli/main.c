@@ -27,7 +27,8 @@ static const struct { const char *name; int (*fn)(int, char **); const char *hel
      "            --refresh R (incagg, steps) [0: once per epoch] --history-dtype fp32|bf16 [fp32]\n"
      "            --refresh-source push|recompute (incagg) [recompute] --cluster-norm batch|global [batch]\n"
      "  run       --runs N [1] --seed S [0] --threads T [all cores] --device cpu|cuda|auto [cpu]\n"
-     "            --metrics FILE.jsonl --json --checkpoint DIR --resume"},
+     "            --deterministic (cuda SpMM) --tf32 (cuda GEMM) --metrics FILE.jsonl --json\n"
+     "            --checkpoint DIR --resume"},
     {"prune", cmd_prune,
      "prune STORE --labeled F --ssl S --score S --select S --keep F [flags]\n"
      "  (defaults in brackets)\n"
@@ -46,7 +47,8 @@ static const struct { const char *name; int (*fn)(int, char **); const char *hel
      "  output    --indices FILE[.npy] --out PRUNED_STORE --overwrite --json\n"
      "  eval      --eval --runs N [1] --eval-sets coreset,random,full --model M [mlp or gcn]\n"
      "            --epochs E [200] --hidden H [256] --layers L [2] --lr LR [0.01] --dropout P [0.5]\n"
-     "            --batch-size N [0] --no-full"},
+     "            --batch-size N [0] --no-full\n"
+     "  device    --device cpu|cuda|auto [cpu] (proxy and target training) --deterministic --tf32"},
     {"bench", cmd_bench,
      "bench spmm|gen|loader|epoch|pruning STORE? [flags]\n"
      "  epoch     STORE --methods cluster,gas,incagg [gas,incagg] --refresh-epochs 1,2,4 [1]\n"

@@ -460,6 +460,7 @@ int train_full(const dataset_t *d, const train_config_t *c, const int64_t *train
             train_acc = h.count[0][1] ? (double)h.count[0][0] / (double)h.count[0][1] : 0.0;
             if ((rc = model_backward(m, dlog, norm ? &agg : NULL)) || (rc = optim_step(o))) goto done;
         }
+        if (kc_device(kc) != KERN_DEV_CPU && (rc = kc_sync(kc))) goto done;   /* the step's time is its execution */
         const double t1 = inca_now();
         if ((rc = model_forward(m, n, xd, norm ? &agg : NULL, 0, c->seed, (uint64_t)ep, &logits))) goto done;
         train_epoch_eval_t e = {.run = run, .epoch = ep, .train_loss = loss, .train_acc = train_acc, .n_valid = nv};
@@ -581,7 +582,7 @@ static int train_one(const dataset_t *d, const train_config_t *c, const int64_t 
 }
 
 int train_device_open(const train_config_t *c, kern_ctx_t **kc, char *name, size_t cap) {
-    kern_ctx_opts_t ko = {.device = c->device};
+    kern_ctx_opts_t ko = {.device = c->device, .deterministic = c->deterministic, .tf32 = c->tf32};
     int rc = kc_create(&ko, kc);
     if (rc != INCA_OK) return rc;
     if (kc_fallback(*kc)) train_log(c, TRAIN_LOG_INFO, "--device auto: %s; running on the CPU", kc_fallback(*kc));

@@ -72,6 +72,8 @@ typedef struct train_config {
     train_log_cb log;          /* status and progress lines (NULL: none) */
     void *log_ctx;
     const char *device;        /* "cpu" (default) | "cuda" | "auto" (kernels/backend.h) */
+    int deterministic;         /* cuda: bit-reproducible SpMM (cuSPARSE ALG3) */
+    int tf32;                  /* cuda: GEMMs on TF32 tensor cores (off: plain fp32) */
     struct kern_ctx *kc;       /* the context the trainers run on: set by train_run from device
                                   (borrowed; NULL = the shared CPU context) */
     /* mini-batch methods (issue 4) */

@@ -392,6 +392,8 @@ static int mb_refresh(mb_run_t *R, mb_stats_t *st, int shares_eval) {
         R->fused_pending = 1;
         return INCA_OK;
     }
+    /* on a device the queue is drained around the refresh so its time is its own */
+    if (R->dev && (rc = kc_sync(R->kc)) != INCA_OK) return rc;
     double t0 = inca_now(), c0 = cpu_now();
     if (agg_source(R->agg) == AGG_SRC_RECOMPUTE) {
         const float *logits;
@@ -400,6 +402,7 @@ static int mb_refresh(mb_run_t *R, mb_stats_t *st, int shares_eval) {
     } else {
         rc = agg_refresh(R->agg);
     }
+    if (rc == INCA_OK && R->dev) rc = kc_sync(R->kc);
     st->refresh_s_total += inca_now() - t0;
     st->refresh_cpu_s += cpu_now() - c0;
     st->refreshes++;
@@ -417,6 +420,7 @@ static int mb_epoch_eval(mb_run_t *R, const dataset_t *d, mb_stats_t *st, int ep
     model_set_eval_transform_first(R->m, !R->fused_pending);
     int rc = model_forward(R->m, n, R->x_d, R->fused_pending ? &R->op_refresh : &R->op_full, 0, c->seed,
                            (uint64_t)R->gstep, &logits);
+    if (rc == INCA_OK && R->dev) rc = kc_sync(R->kc);
     if (rc != INCA_OK) return rc;
     double dt = inca_now() - t0;
     if (R->fused_pending) { st->refresh_s_total += dt; st->refresh_cpu_s += cpu_now() - c0; st->refreshes++; st->fused++; }
@@ -510,9 +514,12 @@ int mb_train(const dataset_t *d, const train_config_t *c, const int64_t *train_i
         double loss_sum = 0;
         int64_t loss_n = 0;
         const int eval_due = o->eval_every_epoch || ep == c->epochs - 1;
+        /* steps are queued asynchronously on a device: each step's time is measured after a drain
+         * of the queue there (a step then costs its own execution, not its launch) */
         for (int64_t s = 0; rc == INCA_OK && s < R.spe; s++) {
             double ts0 = inca_now(), tc0 = cpu_now();
             rc = mb_step(&R, ep, s, &loss_sum, &loss_n);
+            if (rc == INCA_OK && R.dev) rc = kc_sync(R.kc);
             st->step_s_total += inca_now() - ts0;
             st->step_cpu_s += cpu_now() - tc0;
             st->steps++;

@@ -13,7 +13,7 @@ const char *const prune_flags[] = {
     "--el2n-epochs", "--batch-size", "--proxy-batch-size", "--seed", "--split", "--threads", "--out", "--indices", "--overwrite!", "--eval!", "--runs",
     "--json!", "--model", "--epochs", "--hidden", "--layers", "--lr", "--dropout", "--weight-decay", "--feature-norm",
     "--no-full!", "--reuse-dynamics!", "--dyn-tag", "--no-save-dynamics!", "--tau", "--noise", "--ssl-epochs",
-    "--lambda-u", "--eval-sets", NULL};
+    "--lambda-u", "--eval-sets", "--device", "--deterministic!", "--tf32!", NULL};
 
 int prune_config_from_args(const args_t *a, prune_config_t *cfg, train_config_t *target) {
     int64_t iv;
@@ -88,5 +88,13 @@ int prune_config_from_args(const args_t *a, prune_config_t *cfg, train_config_t 
     target->batch_size = iv;
     target->weight_decay = dv;
     target->feature_norm = fn;
+    /* proxy and target training run on the same device (label propagation and self-training
+     * stay on the CPU) */
+    const char *dev = args_str(a, "--device", "cpu");
+    if (strcmp(dev, "cpu") != 0 && strcmp(dev, "cuda") != 0 && strcmp(dev, "auto") != 0 && strcmp(dev, "emu") != 0)
+        return inca_fail(INCA_EINVAL, "--device: expected cpu, cuda or auto, got '%s'", dev);
+    p->device = target->device = dev;
+    p->deterministic = target->deterministic = args_has(a, "--deterministic");
+    p->tf32 = target->tf32 = args_has(a, "--tf32");
     return INCA_OK;
 }
