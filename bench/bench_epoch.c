@@ -170,6 +170,8 @@ int bench_epoch(int argc, char **argv) {
         json_int(j, "edge_cut", p.man.edge_cut);
         json_int(j, "threads", inca_threads());
         json_str(j, "device", devname);
+        json_str(j, "history_location", c.history_host && kc_device(kc) != KERN_DEV_CPU ? "host"
+                                        : kc_device(kc) != KERN_DEV_CPU ? "device" : "host");
         json_bool(j, "eval_each_epoch", ev);
         json_str(j, "refresh_source", agg_source_name(c.refresh_source));
         if (want_cl) { json_num(j, "cluster_epoch_time_s", cluster.epoch_s); json_num(j, "cluster_test_acc", cluster.acc); }

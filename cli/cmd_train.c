@@ -105,7 +105,8 @@ static int config_from_args(const args_t *a, train_config_t *c, log_state_t *ls)
         return inca_fail(INCA_EINVAL, "--history-dtype: expected fp32|bf16, got '%s'", hd);
     snprintf(c->history_dtype, sizeof c->history_dtype, "%s", hd);
     if ((rc = copy_name(c->partition, sizeof c->partition, "--partition", args_str(a, "--partition", "")))) return rc;
-    if ((rc = train_mb_flags_parse(args_str(a, "--refresh-source", NULL), args_str(a, "--cluster-norm", NULL), c))) return rc;
+    if ((rc = train_mb_flags_parse(args_str(a, "--refresh-source", NULL), args_str(a, "--cluster-norm", NULL),
+                                   args_str(a, "--history-location", NULL), c))) return rc;
     c->log = train_log_stderr;
     c->log_ctx = ls;
     return INCA_OK;
@@ -148,6 +149,7 @@ static void config_json(json_t *j, const args_t *a, const train_config_t *c) {
     json_int(j, "batch-parts", c->batch_parts);
     json_int(j, "refresh", c->refresh);
     json_str(j, "history-dtype", c->history_dtype);
+    json_str(j, "history-location", c->history_host ? "host" : "device");
     json_str(j, "refresh-source", agg_source_name(c->refresh_source));
     json_str(j, "cluster-norm", c->cluster_global_norm ? "global" : "batch");
     json_str(j, "partition", c->partition);
@@ -164,7 +166,7 @@ int cmd_train(int argc, char **argv) {
         "--model", "--method", "--layers", "--hidden", "--epochs", "--lr", "--dropout", "--weight-decay",
         "--wd-conv", "--wd-first-layer!", "--adamw!", "--feature-norm", "--alpha", "--theta", "--K",
         "--batchnorm!", "--residual!", "--dense-input!", "--batch-size", "--checkpoint", "--resume!", "--parts", "--batch-parts", "--refresh", "--history-dtype", "--refresh-source", "--cluster-norm",
-        "--partition", "--threads", "--device", "--deterministic!", "--tf32!", "--seed", "--metrics", "--runs", "--json!",
+        "--partition", "--threads", "--device", "--deterministic!", "--tf32!", "--history-location", "--seed", "--metrics", "--runs", "--json!",
         "--train-indices", "--split", "--patience", "--select", NULL};
     args_t *a = NULL;
     dataset_t d;
@@ -215,6 +217,7 @@ int cmd_train(int argc, char **argv) {
         if (strcmp(c.method, "full") != 0) {
             json_int(j, "table_bytes", r.table_bytes);
             json_int(j, "scratch_bytes", r.scratch_bytes);
+            json_str(j, "history_location", r.history_on_host ? "host" : "device");
         }
         json_str(j, "model", c.model);
         json_str(j, "device", r.device);

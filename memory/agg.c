@@ -10,10 +10,18 @@
 
 struct agg {
     kern_ctx_t *kc;
-    int dev;             /* tables and scratch in the context's device memory (not the arena) */
+    int dev;             /* the context is a device: scratch in its memory (not the arena) */
+    int host_tables;     /* on a device: the tables stay in host memory (--history-location host) */
+    int tdev;            /* the tables are in device memory (dev && !host_tables) */
+    kern_ctx_t *tk;      /* where table-to-table work runs: kc, or the CPU for host tables */
     kern_mat_t *a_m;     /* Â on the context */
-    int own_a;           /* a_m made here */
-    kern_mat_t **panels; /* row views of a_m for the bf16 panel refresh */
+    kern_mat_t *ta_m;    /* Â on tk (a_m, or a host view) */
+    int own_a, own_ta;   /* made here */
+    const float *x_t;    /* x on tk's side */
+    float *stage;        /* host tables: pinned staging, stage_rows x stage_w floats */
+    int64_t stage_rows, stage_w;
+    float *rows_d;       /* host tables: gathered table rows on the device, nb_max x maxdim */
+    kern_mat_t **panels; /* row views of ta_m for the bf16 panel refresh */
     int npanels;
     kern_mat_t *bb, *bbt, *bh;   /* the current batch's Â_BB, Â_BBᵀ, Â_{B,halo} */
     int has_bbt;                 /* Â_BB is not symmetric: backward multiplies bbt */
@@ -65,6 +73,7 @@ int agg_num_sites(const agg_t *g) { return g->nsites; }
 int agg_fixed_site(const agg_t *g, int site) { return site >= 0 && site < g->nsites && g->fixed[site]; }
 const mem_arena_t *agg_arena(const agg_t *g) { return g->arena; }
 int64_t agg_table_bytes(const agg_t *g) { return g->table_bytes; }
+int agg_tables_on_host(const agg_t *g) { return !g->tdev; }
 int64_t agg_scratch_bytes(const agg_t *g) { return g->scratch_bytes; }
 const int64_t *agg_batch_nodes(const agg_t *g) { return g->nodes; }
 
@@ -100,8 +109,10 @@ hist_t *agg_table(agg_t *g, char which, int site) {
 void agg_free(agg_t **pg) {
     if (!pg || !*pg) return;
     agg_t *g = *pg;
-    for (int i = 0; i < g->npanels; i++) kc_mat_free(g->kc, &g->panels[i]);
+    for (int i = 0; i < g->npanels; i++) kc_mat_free(g->tk, &g->panels[i]);
     inca_free(g->panels);
+    if (g->own_ta) kc_mat_free(g->tk, &g->ta_m);
+    kc_release(g->kc, KERN_MEM_PINNED, g->stage);
     kc_mat_free(g->kc, &g->bb);
     kc_mat_free(g->kc, &g->bbt);
     kc_mat_free(g->kc, &g->bh);
@@ -113,9 +124,9 @@ void agg_free(agg_t **pg) {
     *pg = NULL;
 }
 
-/* bytes for the operator: from the NUMA arena on the CPU, device memory otherwise (zeroed) */
-static void *take(agg_t *g, size_t bytes, const char *label) {
-    if (!g->dev) return mem_arena_alloc(g->arena, bytes, label);
+/* bytes for the operator: device memory (zeroed) when on_dev, else from the NUMA arena */
+static void *take(agg_t *g, size_t bytes, const char *label, int on_dev) {
+    if (!on_dev) return mem_arena_alloc(g->arena, bytes, label);
     if (g->ndev == g->capdev) {
         const int cap = g->capdev ? 2 * g->capdev : 16;
         void **nd = inca_realloc(g->devmem, (size_t)cap * sizeof *nd);
@@ -133,22 +144,61 @@ static int table(agg_t *g, hist_t *h, char which, int site) {
     char label[32];
     snprintf(label, sizeof label, "%s%d", which == 'H' ? "hist" : which == 'M' ? "M" : which == 'S' ? "S" : "P", site);
     int rc = INCA_OK;
-    if (!g->dev) rc = hist_init(h, g->arena, g->n, g->dim[site], g->dtype, label);
+    if (!g->tdev) rc = hist_init(h, g->arena, g->n, g->dim[site], g->dtype, label);
     else {
         *h = (hist_t){.n = g->n, .f = g->dim[site], .dtype = g->dtype};
-        if (!(h->data = take(g, (size_t)hist_bytes(h), label))) rc = INCA_ENOMEM;
+        if (!(h->data = take(g, (size_t)hist_bytes(h), label, 1))) rc = INCA_ENOMEM;
     }
     if (rc == INCA_OK) g->table_bytes += hist_bytes(h);
     return rc;
 }
 
-static void *scratch(agg_t *g, int64_t floats, const char *label) {
-    void *p = take(g, sizeof(float) * (size_t)(floats > 0 ? floats : 1), label);
+static void *scratch(agg_t *g, int64_t floats, const char *label, int on_dev) {
+    void *p = take(g, sizeof(float) * (size_t)(floats > 0 ? floats : 1), label, on_dev);
     if (p) g->scratch_bytes += (int64_t)sizeof(float) * (floats > 0 ? floats : 1);
     return p;
 }
 
 static kern_dtype_t kdt(const hist_t *h) { return h->dtype == HIST_BF16 ? KERN_BF16 : KERN_F32; }
+
+/* ---- table rows to and from the context's memory, wherever the tables are. Host tables on a
+ * device: the CPU gathers (scatters) rows through the pinned stage, one copy each way, and the
+ * stage is reused only after its copy completed. ids_d: ids in context memory (device tables),
+ * ids_h the same on the host; both NULL for the range start..start+m. ---- */
+static int t_gather(agg_t *g, const hist_t *t, const int64_t *ids_d, const int64_t *ids_h, int64_t start, int64_t m,
+                    float *out) {
+    if (!g->host_tables) return kc_gather_rows(g->kc, kdt(t), t->data, t->f, ids_d, start, m, out);
+    for (int64_t i0 = 0; i0 < m; i0 += g->stage_rows) {
+        const int64_t k = m - i0 < g->stage_rows ? m - i0 : g->stage_rows;
+        kern_rows_gather(kdt(t), t->data, t->f, ids_h ? ids_h + i0 : NULL, start + i0, k, g->stage);
+        int rc = kc_copy(g->kc, out + i0 * t->f, g->stage, sizeof(float) * (size_t)(k * t->f), KERN_H2D, KERN_STREAM_COMPUTE);
+        if (rc == INCA_OK) rc = kc_sync(g->kc);
+        if (rc != INCA_OK) return rc;
+    }
+    return INCA_OK;
+}
+
+static int t_scatter(agg_t *g, hist_t *t, const int64_t *ids_d, const int64_t *ids_h, int64_t start, int64_t m,
+                     const float *in) {
+    if (!g->host_tables) return kc_scatter_rows(g->kc, kdt(t), t->data, t->f, ids_d, start, m, in);
+    for (int64_t i0 = 0; i0 < m; i0 += g->stage_rows) {
+        const int64_t k = m - i0 < g->stage_rows ? m - i0 : g->stage_rows;
+        int rc = kc_copy(g->kc, g->stage, in + i0 * t->f, sizeof(float) * (size_t)(k * t->f), KERN_D2H, KERN_STREAM_COMPUTE);
+        if (rc == INCA_OK) rc = kc_sync(g->kc);
+        if (rc != INCA_OK) return rc;
+        kern_rows_scatter(kdt(t), t->data, t->f, ids_h ? ids_h + i0 : NULL, start + i0, k, g->stage);
+    }
+    return INCA_OK;
+}
+
+/* out = in - S_B, then S_B = push when push != NULL (the bits of kern_rows_sub either way) */
+static int t_sub(agg_t *g, hist_t *t, int64_t m, const float *in, float *out, const float *push) {
+    if (!g->host_tables) return kc_sub_rows(g->kc, kdt(t), t->data, t->f, g->nodes, m, in, out, push);
+    int rc = t_gather(g, t, NULL, g->b->nodes, 0, m, g->rows_d);
+    if (rc == INCA_OK) rc = kc_sub(g->kc, m * t->f, in, g->rows_d, out);
+    if (rc == INCA_OK && push) rc = t_scatter(g, t, NULL, g->b->nodes, 0, m, push);
+    return rc;
+}
 
 /* M[site] <- Â src, where src is fp32 x (at a fixed site) or the table S[site]. fp32 tables:
  * one SpMM straight into M. bf16: row panels of Â through the fp32 panel, encoded into M
@@ -157,12 +207,12 @@ static int baseline_compute(agg_t *g, int site, const float *src_f32, const hist
     const int64_t f = g->dim[site];
     hist_t *m = &g->M[site];
     if (m->dtype == HIST_F32)
-        return kc_spmm(g->kc, g->a_m, NULL, src_f32 ? src_f32 : hist_f32(src_table), f, 1.f, 0.f, hist_f32(m));
+        return kc_spmm(g->tk, g->ta_m, NULL, src_f32 ? src_f32 : hist_f32(src_table), f, 1.f, 0.f, hist_f32(m));
     for (int p = 0; p < g->npanels; p++) {
         const int64_t r0 = (int64_t)p * g->panel_rows, rows = kc_mat_rows(g->panels[p]);
-        int rc = src_f32 ? kc_spmm(g->kc, g->panels[p], NULL, src_f32, f, 1.f, 0.f, g->panel)
-                         : kc_spmm_bf16(g->kc, g->panels[p], (const uint16_t *)src_table->data, f, g->panel);
-        if (rc == INCA_OK) rc = kc_scatter_rows(g->kc, KERN_BF16, m->data, f, NULL, r0, rows, g->panel);
+        int rc = src_f32 ? kc_spmm(g->tk, g->panels[p], NULL, src_f32, f, 1.f, 0.f, g->panel)
+                         : kc_spmm_bf16(g->tk, g->panels[p], (const uint16_t *)src_table->data, f, g->panel);
+        if (rc == INCA_OK) rc = kc_scatter_rows(g->tk, KERN_BF16, m->data, f, NULL, r0, rows, g->panel);
         if (rc != INCA_OK) return rc;
     }
     return INCA_OK;
@@ -184,10 +234,20 @@ int agg_create(const agg_config_t *cfg, agg_t **out) {
     if (rc != INCA_OK) { inca_free(g); return rc; }
     g->kc = cfg->kc ? cfg->kc : kc_cpu();
     g->dev = kc_device(g->kc) != KERN_DEV_CPU;
+    g->host_tables = g->dev && cfg->host_tables;
+    g->tdev = g->dev && !g->host_tables;
+    g->tk = g->host_tables ? kc_cpu() : g->kc;
+    g->x_t = g->host_tables ? cfg->x_host : cfg->x;
+    if (g->host_tables && !cfg->x_host) rc = inca_fail(INCA_EINVAL, "aggregation operator: host tables need x on the host");
     g->a_m = cfg->a_m;
-    if (!g->a_m) {
+    if (rc == INCA_OK && !g->a_m) {
         g->own_a = 1;
         rc = kc_mat_upload(g->kc, cfg->a, &g->a_m);
+    }
+    g->ta_m = g->a_m;
+    if (rc == INCA_OK && g->host_tables) {
+        g->own_ta = 1;
+        rc = kc_mat_upload(g->tk, cfg->a, &g->ta_m);
     }
     /* the batch's matrices: views of the loader's on the CPU, uploads of this capacity off it */
     const int64_t nbm = cfg->nb_max > 0 ? cfg->nb_max : 1, nnzm = g->dev ? cfg->nnz_max : INT64_MAX / 4;
@@ -220,7 +280,7 @@ int agg_create(const agg_config_t *cfg, agg_t **out) {
         }
     }
     if (rc == INCA_OK && method == AGG_INCAGG) {
-        if (!(g->sbuf = scratch(g, (cfg->nb_max ? cfg->nb_max : 1) * g->maxdim, "scratch_delta"))) rc = INCA_ENOMEM;
+        if (!(g->sbuf = scratch(g, (cfg->nb_max ? cfg->nb_max : 1) * g->maxdim, "scratch_delta", g->dev))) rc = INCA_ENOMEM;
         if (rc == INCA_OK && g->dtype == HIST_BF16) {
             const int64_t row_bytes = (int64_t)sizeof(float) * g->maxdim;
             if (cfg->panel_bytes > 0) g->panel_rows = cfg->panel_bytes / row_bytes;
@@ -230,27 +290,35 @@ int agg_create(const agg_config_t *cfg, agg_t **out) {
             }
             if (g->panel_rows < 1) g->panel_rows = 1;
             if (g->panel_rows > g->n) g->panel_rows = g->n > 0 ? g->n : 1;
-            if (!(g->panel = scratch(g, g->panel_rows * g->maxdim, "scratch_panel"))) rc = INCA_ENOMEM;
+            if (!(g->panel = scratch(g, g->panel_rows * g->maxdim, "scratch_panel", g->tdev))) rc = INCA_ENOMEM;
             const int np = (int)((g->n + g->panel_rows - 1) / g->panel_rows);
             if (rc == INCA_OK && !(g->panels = inca_calloc((size_t)(np > 0 ? np : 1), sizeof *g->panels))) rc = INCA_ENOMEM;
             for (int p = 0; p < np && rc == INCA_OK; p++, g->npanels++) {
                 const int64_t r0 = (int64_t)p * g->panel_rows, r1 = r0 + g->panel_rows < g->n ? r0 + g->panel_rows : g->n;
-                rc = kc_mat_rows_view(g->kc, g->a_m, r0, r1, &g->panels[p]);
+                rc = kc_mat_rows_view(g->tk, g->ta_m, r0, r1, &g->panels[p]);
             }
         }
     }
     if (rc == INCA_OK && g->dev) {
-        g->nodes_d = take(g, sizeof(int64_t) * (size_t)nbm, "ids_batch");
-        g->halo_d = take(g, sizeof(int64_t) * (size_t)(cfg->halo_max > 0 ? cfg->halo_max : 1), "ids_halo");
+        g->nodes_d = take(g, sizeof(int64_t) * (size_t)nbm, "ids_batch", 1);
+        g->halo_d = take(g, sizeof(int64_t) * (size_t)(cfg->halo_max > 0 ? cfg->halo_max : 1), "ids_halo", 1);
         if (!g->nodes_d || !g->halo_d) rc = INCA_ENOMEM;
+    }
+    if (rc == INCA_OK && g->host_tables) {   /* the stage holds a batch's or a halo's rows */
+        g->stage_rows = nbm > cfg->halo_max ? nbm : cfg->halo_max;
+        g->stage_w = g->maxdim;
+        if (!(g->rows_d = scratch(g, nbm * g->maxdim, "scratch_rows", 1))) rc = INCA_ENOMEM;
+        else if ((rc = kc_alloc(g->kc, KERN_MEM_PINNED, sizeof(float) * (size_t)(g->stage_rows * g->stage_w),
+                                (void **)&g->stage)) == INCA_OK)
+            g->scratch_bytes += (int64_t)sizeof(float) * g->stage_rows * g->stage_w;
     }
     if (rc == INCA_OK && method == AGG_GAS) {
         int64_t w = g->maxdim > g->in_dim ? g->maxdim : g->in_dim;
-        if (!(g->hbuf = scratch(g, (cfg->halo_max ? cfg->halo_max : 1) * w, "scratch_halo"))) rc = INCA_ENOMEM;
+        if (!(g->hbuf = scratch(g, (cfg->halo_max ? cfg->halo_max : 1) * w, "scratch_halo", g->dev))) rc = INCA_ENOMEM;
     }
     /* M^0 = ÂX once at every site that reads x */
     for (int s = 0; s < ns && rc == INCA_OK && method == AGG_INCAGG; s++)
-        if (g->fixed[s]) rc = baseline_compute(g, s, g->x, NULL);
+        if (g->fixed[s]) rc = baseline_compute(g, s, g->x_t, NULL);
     if (rc != INCA_OK) {
         agg_free(&g);
         return inca_fail_ctx(rc, "while allocating %s memory", agg_method_name(method));
@@ -275,31 +343,34 @@ static int forward_gas(agg_t *g, int site, int64_t n, int64_t f, const float *in
     if (b->n_halo > 0) {
         /* exact x rows at a site reading x (its width is in_dim), else the history */
         rc = g->fixed[site] ? kc_gather_rows(g->kc, KERN_F32, g->x, g->in_dim, g->halo, 0, b->n_halo, g->hbuf)
-                            : kc_gather_rows(g->kc, kdt(&g->H[site]), g->H[site].data, f, g->halo, 0, b->n_halo, g->hbuf);
+                            : t_gather(g, &g->H[site], g->halo, b->halo, 0, b->n_halo, g->hbuf);
         if (rc != INCA_OK || (rc = kc_spmm(g->kc, g->bh, NULL, g->hbuf, f, 1.f, 1.f, out)) != INCA_OK) return rc;
     }
-    if (!g->fixed[site]) return kc_scatter_rows(g->kc, kdt(&g->H[site]), g->H[site].data, f, g->nodes, 0, n, in_raw);
+    if (!g->fixed[site]) return t_scatter(g, &g->H[site], g->nodes, b->nodes, 0, n, in_raw);
     return INCA_OK;
 }
 
 /* out = M_B + Â_BB (in − S_B); the push (source push) goes to P, or to S after reading it */
 static int forward_incagg(agg_t *g, int site, int64_t n, int64_t f, const float *in_raw, const float *in, float *out) {
     hist_t *M = &g->M[site], *S = &g->S[site], *P = &g->P[site];
+    const int64_t *ids_h = g->b->nodes;
     int rc;
     if (g->fixed[site]) {
         if (in == in_raw)   /* no dropout: Δ = 0, no SpMM at all */
-            return kc_gather_rows(g->kc, kdt(M), M->data, f, g->nodes, 0, n, out);
+            return t_gather(g, M, g->nodes, ids_h, 0, n, out);
         rc = kc_sub(g->kc, n * f, in, in_raw, g->sbuf);
     } else if (g->single) {   /* S_B read, then overwritten */
-        rc = kc_sub_rows(g->kc, kdt(S), S->data, f, g->nodes, n, in, g->sbuf, in_raw);
+        rc = t_sub(g, S, n, in, g->sbuf, in_raw);
     } else {
-        rc = kc_sub_rows(g->kc, kdt(S), S->data, f, g->nodes, n, in, g->sbuf, NULL);
-        if (rc == INCA_OK && P->data) rc = kc_scatter_rows(g->kc, kdt(P), P->data, f, g->nodes, 0, n, in_raw);
+        rc = t_sub(g, S, n, in, g->sbuf, NULL);
+        if (rc == INCA_OK && P->data) rc = t_scatter(g, P, g->nodes, ids_h, 0, n, in_raw);
     }
     if (rc != INCA_OK) return rc;
-    /* fp32 baselines are added row by row inside the SpMM (same bits as pull + beta = 1) */
-    if (M->dtype == HIST_F32) return kc_spmm_base(g->kc, g->bb, g->sbuf, f, hist_f32(M), g->n, g->nodes, out);
-    if ((rc = kc_gather_rows(g->kc, KERN_BF16, M->data, f, g->nodes, 0, n, out)) != INCA_OK) return rc;
+    /* fp32 baselines on the context are added row by row inside the SpMM (the same bits as
+     * gathering M_B and multiplying with beta = 1, what bf16 and host tables do) */
+    if (M->dtype == HIST_F32 && !g->host_tables)
+        return kc_spmm_base(g->kc, g->bb, g->sbuf, f, hist_f32(M), g->n, g->nodes, out);
+    if ((rc = t_gather(g, M, g->nodes, ids_h, 0, n, out)) != INCA_OK) return rc;
     return kc_spmm(g->kc, g->bb, NULL, g->sbuf, f, 1.f, 1.f, out);
 }
 
@@ -345,7 +416,7 @@ int agg_refresh(agg_t *g) {
     for (int s = 0; s < g->nsites; s++) {
         if (g->fixed[s]) continue;
         int rc = g->single ? INCA_OK
-                           : kc_copy(g->kc, g->S[s].data, g->P[s].data, (size_t)hist_bytes(&g->S[s]), KERN_D2D,
+                           : kc_copy(g->tk, g->S[s].data, g->P[s].data, (size_t)hist_bytes(&g->S[s]), KERN_D2D,
                                      KERN_STREAM_COMPUTE);
         if (rc == INCA_OK) rc = baseline_compute(g, s, NULL, &g->S[s]);
         if (rc != INCA_OK) return rc;
@@ -360,12 +431,11 @@ int agg_refresh_forward(void *ctx, int site, int64_t n, int64_t f, const float *
         return inca_fail(INCA_ERR, "refresh operator: site %d called with %lld x %lld, expected %lld x %lld",
                          site, (long long)n, (long long)f, (long long)g->n, (long long)(site >= 0 && site < g->nsites ? g->dim[site] : -1));
     if (g->method == AGG_INCAGG && g->fixed[site]) {   /* M^0 = ÂX is already there */
-        return kc_gather_rows(g->kc, kdt(&g->M[site]), g->M[site].data, f, NULL, 0, n, out);
+        return t_gather(g, &g->M[site], NULL, NULL, 0, n, out);
     }
     int rc = kc_spmm(g->kc, g->a_m, NULL, in, f, 1.f, 0.f, out);
     if (rc != INCA_OK || g->method != AGG_INCAGG) return rc;
-    if ((rc = kc_scatter_rows(g->kc, kdt(&g->S[site]), g->S[site].data, f, NULL, 0, n, in)) != INCA_OK) return rc;
-    if (g->P[site].data && (rc = kc_scatter_rows(g->kc, kdt(&g->P[site]), g->P[site].data, f, NULL, 0, n, in)) != INCA_OK)
-        return rc;
-    return kc_scatter_rows(g->kc, kdt(&g->M[site]), g->M[site].data, f, NULL, 0, n, out);
+    if ((rc = t_scatter(g, &g->S[site], NULL, NULL, 0, n, in)) != INCA_OK) return rc;
+    if (g->P[site].data && (rc = t_scatter(g, &g->P[site], NULL, NULL, 0, n, in)) != INCA_OK) return rc;
+    return t_scatter(g, &g->M[site], NULL, NULL, 0, n, out);
 }

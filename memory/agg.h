@@ -80,6 +80,10 @@ typedef struct agg_config {
     int64_t nb_max, halo_max;   /* the largest batch and halo (batch_loader_limits) */
     struct kern_ctx *kc;     /* where tables, scratch and every op live (NULL: the CPU) */
     struct kern_mat *a_m;    /* Â on kc (borrowed; NULL: the operator makes its own) */
+    int host_tables;         /* on a device context: keep the tables in host memory, rows moved
+                                through a pinned stage per batch (--history-location host);
+                                the push refresh and M^0 = ÂX then run on the CPU */
+    const float *x_host;     /* with host_tables: x on the host */
     int64_t nnz_max;         /* off the CPU: the most nonzeros of Â_BB / Â_BBᵀ / Â_{B,halo} of
                                 any batch (they are uploaded into matrices of this capacity) */
     int64_t panel_bytes;     /* bf16: the row panel's size (0: the rule above; tests set it small) */
@@ -118,6 +122,8 @@ int agg_fixed_site(const agg_t *g, int site);
  * 'P' push buffer. */
 hist_t *agg_table(agg_t *g, char which, int site);
 const mem_arena_t *agg_arena(const agg_t *g);
+/* 1 when the tables are in host memory (always on the CPU). */
+int agg_tables_on_host(const agg_t *g);
 /* Bytes of the history tables alone (H, M, S, P) and of the operator's scratch buffers; their
  * sum is the arena's bytes. */
 int64_t agg_table_bytes(const agg_t *g);

@@ -532,8 +532,14 @@ static double std_of(const double *v, int n) {
     return sqrt(s / (n - 1));
 }
 
-int train_mb_flags_parse(const char *refresh_source, const char *cluster_norm, train_config_t *c) {
+int train_mb_flags_parse(const char *refresh_source, const char *cluster_norm, const char *history_location,
+                         train_config_t *c) {
     int rc;
+    if (history_location) {
+        if (strcmp(history_location, "device") == 0) c->history_host = 0;
+        else if (strcmp(history_location, "host") == 0) c->history_host = 1;
+        else return inca_fail(INCA_EINVAL, "--history-location: expected device or host, got '%s'", history_location);
+    }
     if (refresh_source && (rc = agg_source_parse(refresh_source, &c->refresh_source))) return rc;
     if (cluster_norm) {
         if (strcmp(cluster_norm, "batch") == 0) c->cluster_global_norm = 0;
@@ -649,6 +655,7 @@ int train_run(const dataset_t *d, const train_config_t *c, const int64_t *train_
         r->train_loss = one.train_loss;
         r->table_bytes = one.table_bytes;
         r->scratch_bytes = one.scratch_bytes;
+        r->history_on_host = one.history_on_host;
         train_result_free(&one);
     }
     partition_free(&part);

@@ -85,6 +85,8 @@ typedef struct train_config {
     int cluster_global_norm;   /* cluster: 0 (default) Â_BB renormalised on the batch subgraph
                                   (Cluster-GCN as published); 1 the global Â restricted to B */
     char history_dtype[8];     /* fp32 | bf16 */
+    int history_host;          /* on a device: history tables in host memory (--history-location
+                                  host; default 0: device). Always host memory on the CPU */
     char partition[64];        /* stored partitioning name ("" = default) */
     const char *store_path;    /* the store the dataset came from (borrowed; may be NULL): the
                                   mini-batch trainers load "metis-K-s0" from it when stored
@@ -113,6 +115,7 @@ typedef struct train_result {
     double peak_rss_mb;
     int64_t table_bytes;                 /* mini-batch: the operator's history tables (last run) */
     int64_t scratch_bytes;               /* mini-batch: the operator's scratch buffers (last run) */
+    int history_on_host;                 /* mini-batch: the tables were in host memory */
     int runs;
     char device[16];                     /* the backend the runs used ("cpu"; auto resolved) */
     double *run_test_acc, *run_val_acc;  /* runs entries each, owned (train_result_free) */
@@ -128,9 +131,10 @@ void train_result_free(train_result_t *r);   /* frees the per-run arrays, zeroes
 int train_run(const dataset_t *d, const train_config_t *c, const int64_t *train_idx_override,
               int64_t n_override, train_result_t *r);
 
-/* --refresh-source push|recompute and --cluster-norm batch|global into c (NULL: keep c's
- * value); INCA_EINVAL naming the flag otherwise. */
-int train_mb_flags_parse(const char *refresh_source, const char *cluster_norm, train_config_t *c);
+/* --refresh-source push|recompute, --cluster-norm batch|global and --history-location
+ * device|host into c (NULL: keep c's value); INCA_EINVAL naming the flag otherwise. */
+int train_mb_flags_parse(const char *refresh_source, const char *cluster_norm, const char *history_location,
+                         train_config_t *c);
 /* The partitioning a mini-batch method trains on: "metis-K-s0" (or random) from the store at
  * c->store_path when stored there (inca partition), else computed and stored there (computed
  * only, when the store cannot be opened for writing). Owned by the caller (partition_free).

@@ -266,6 +266,7 @@ static int mb_run_setup(mb_run_t *R, const dataset_t *d, const int64_t *train_id
                        .single_buffer = R->o->single_buffer && R->R == R->spe, .nsites = ns, .dims = dims,
                        .fixed = fixed, .n = n, .in_dim = R->mc.in_dim, .x = R->x_d, .a = &R->D.a,
                        .nb_max = nb_max, .halo_max = halo_max, .kc = kc, .a_m = R->a_m,
+                       .host_tables = c->history_host, .x_host = R->D.x,
                        .nnz_max = batch_nnz_bound(&R->D.a, R->p->bounds, R->p->k, c->batch_parts)};
     if ((rc = agg_create(&ac, &R->agg)) != INCA_OK) return rc;
     R->op_batch = (nn_agg_t){.forward = agg_forward, .backward = agg_backward, .ctx = R->agg};
@@ -298,7 +299,7 @@ static int mb_run_setup(mb_run_t *R, const dataset_t *d, const int64_t *train_id
         for (int t = 0; t < 4; t++)
             for (int s = 0; s < ns; s++) {
                 hist_t *h = agg_table(R->agg, "HMSP"[t], s);
-                if (h) R->blobs[R->nblobs++] = (ckpt_blob_t){.p = h->data, .bytes = hist_bytes(h), .dev = R->dev};
+                if (h) R->blobs[R->nblobs++] = (ckpt_blob_t){.p = h->data, .bytes = hist_bytes(h), .dev = !agg_tables_on_host(R->agg)};
             }
     }
     train_best_init(&R->best);
@@ -479,6 +480,7 @@ static int mb_run_figures(mb_run_t *R, train_result_t *r, mb_stats_t *st) {
     st->build_s = batch_loader_build_s(R->ld);
     st->table_bytes = r->table_bytes = agg_table_bytes(R->agg);
     st->scratch_bytes = r->scratch_bytes = agg_scratch_bytes(R->agg);
+    r->history_on_host = agg_tables_on_host(R->agg);
     st->loader_bytes = batch_loader_bytes(R->ld);
     st->steps_per_epoch = R->spe;
     agg_times(R->agg, &st->agg_fwd_s, &st->agg_bwd_s, &st->intra_fraction);

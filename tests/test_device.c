@@ -127,6 +127,14 @@ START_TEST(mini_batch_every_method) {
         "--method gas --model sage --parts 8 --batch-parts 2 --epochs 2",
         "--method cluster --model sage --parts 8 --batch-parts 2 --epochs 2 --cluster-norm global",
         "--method incagg --model gcnii --layers 4 --hidden 32 --parts 8 --batch-parts 2 --epochs 2",
+        /* history tables in host memory: rows through the pinned stage, refreshes on the CPU */
+        "--method gas --parts 8 --batch-parts 2 --epochs 3 --history-location host",
+        "--method gas --model sage --parts 8 --batch-parts 2 --epochs 2 --history-location host --history-dtype bf16",
+        "--method incagg --parts 8 --batch-parts 2 --epochs 3 --history-location host",
+        "--method incagg --parts 8 --batch-parts 2 --epochs 3 --refresh-source push --history-location host",
+        "--method incagg --parts 8 --batch-parts 2 --epochs 3 --refresh-source push --refresh 2 --history-dtype bf16 "
+        "--history-location host",
+        "--method incagg --model gcnii --layers 3 --hidden 32 --parts 8 --batch-parts 2 --epochs 2 --history-location host",
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         cJSON *a = train(cases[i], "cpu"), *b = train(cases[i], "emu");
@@ -136,13 +144,19 @@ START_TEST(mini_batch_every_method) {
     }
     /* IncAgg resumed on emu from its own checkpoint (tables included) = straight on the CPU */
     char args[1024];
-    snprintf(args, sizeof args, "--method incagg --parts 8 --batch-parts 2 --epochs 2 --checkpoint '%s/ckm'", dir);
-    cJSON_Delete(train(args, "emu"));
-    snprintf(args, sizeof args, "--method incagg --parts 8 --batch-parts 2 --epochs 4 --checkpoint '%s/ckm' --resume", dir);
-    cJSON *b = train(args, "emu"), *a = train("--method incagg --parts 8 --batch-parts 2 --epochs 4", "cpu");
-    same_numbers(a, b, "incagg checkpoint + resume", 1);
-    cJSON_Delete(a);
-    cJSON_Delete(b);
+    for (int host = 0; host < 2; host++) {   /* tables on the device, then on the host */
+        const char *loc = host ? "--history-location host" : "";
+        snprintf(args, sizeof args, "--method incagg --parts 8 --batch-parts 2 --epochs 2 %s --checkpoint '%s/ckm%d'", loc,
+                 dir, host);
+        cJSON_Delete(train(args, "emu"));
+        snprintf(args, sizeof args, "--method incagg --parts 8 --batch-parts 2 --epochs 4 %s --checkpoint '%s/ckm%d' --resume",
+                 loc, dir, host);
+        cJSON *b = train(args, "emu"), *a = train("--method incagg --parts 8 --batch-parts 2 --epochs 4", "cpu");
+        same_numbers(a, b, "incagg checkpoint + resume", 1);
+        ck_assert_str_eq(tu_json_get(b, "history_location", cJSON_String)->valuestring, host ? "host" : "device");
+        cJSON_Delete(a);
+        cJSON_Delete(b);
+    }
 }
 END_TEST
 
