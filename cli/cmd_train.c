@@ -213,7 +213,7 @@ int cmd_train(int argc, char **argv) {
             json_int(j, "scratch_bytes", r.scratch_bytes);
         }
         json_str(j, "model", c.model);
-        json_str(j, "device", c.device);
+        json_str(j, "device", r.device);
         json_int(j, "runs", r.runs);
         json_int(j, "seed", (int64_t)c.seed);
         json_int(j, "threads", c.threads);

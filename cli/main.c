@@ -26,7 +26,7 @@ static const struct { const char *name; int (*fn)(int, char **); const char *hel
      "  method    --method full|cluster|gas|incagg [full] --parts K [40] --batch-parts B [10]\n"
      "            --refresh R (incagg, steps) [0: once per epoch] --history-dtype fp32|bf16 [fp32]\n"
      "            --refresh-source push|recompute (incagg) [recompute] --cluster-norm batch|global [batch]\n"
-     "  run       --runs N [1] --seed S [0] --threads T [all cores] --device cpu|cuda [cpu]\n"
+     "  run       --runs N [1] --seed S [0] --threads T [all cores] --device cpu|cuda|auto [cpu]\n"
      "            --metrics FILE.jsonl --json --checkpoint DIR --resume"},
     {"prune", cmd_prune,
      "prune STORE --labeled F --ssl S --score S --select S --keep F [flags]\n"

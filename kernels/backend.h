@@ -36,7 +36,11 @@
 typedef struct kern_ctx kern_ctx_t;
 typedef struct kern_mat kern_mat_t;
 
-typedef enum { KERN_DEV_CPU = 0, KERN_DEV_CUDA = 1 } kern_dev_t;
+/* KERN_DEV_EMU: an emulated device for testing device code paths without a GPU (device "emu",
+ * kernels/cpu/backend_emu.c): the CPU kernels, but KERN_MEM_DEVICE memory is mapped
+ * PROT_NONE except while an op runs (a host read or write of it is a segfault, as on a GPU)
+ * and every op refuses pointers that are not device memory. Slow; for tests. */
+typedef enum { KERN_DEV_CPU = 0, KERN_DEV_CUDA = 1, KERN_DEV_EMU = 2 } kern_dev_t;
 /* Where kc_alloc puts memory: on the device, in pinned (page-locked) host memory the device
  * reaches by DMA, or in ordinary host memory. On the CPU backend all three are host memory. */
 typedef enum { KERN_MEM_DEVICE = 0, KERN_MEM_PINNED = 1, KERN_MEM_HOST = 2 } kern_mem_t;
@@ -45,18 +49,21 @@ typedef enum { KERN_H2D = 0, KERN_D2H = 1, KERN_D2D = 2 } kern_copy_t;
 enum { KERN_STREAM_COMPUTE = 0, KERN_STREAM_COPY = 1, KERN_NSTREAMS = 2 };
 #define KERN_NEVENTS 8
 typedef struct kern_ctx_opts {
-    const char *device;   /* "cpu", "cuda" or "auto" (NULL = "cpu") */
+    const char *device;   /* "cpu", "cuda", "auto" (NULL = "cpu") or "emu" (tests) */
     int device_index;     /* CUDA device ordinal (0) */
     int deterministic;    /* CUDA: cuSPARSE SpMM ALG3 instead of ALG2 */
     int tf32;             /* CUDA: cuBLAS GEMM with TF32 tensor cores (off: plain fp32) */
 } kern_ctx_opts_t;
 
 /* ---- context ---- */
-/* "cpu" always succeeds. "cuda": INCA_EINVAL with the CUDA error's text when this build has no
- * CUDA or no device answers (any cudaGetDeviceCount failure counts as no device: on machines
+/* "cpu" always succeeds. "cuda": INCA_ERR (exit 1) with the CUDA error's text when this build
+ * has no CUDA or no device answers (any cudaGetDeviceCount failure counts as no device: on machines
  * with the toolkit and no driver it returns "insufficient driver"). "auto": CUDA when it
  * works, else CPU with the reason in kc_fallback. *out owned by the caller (kc_free). */
 int kc_create(const kern_ctx_opts_t *opts, kern_ctx_t **out);
+/* The process-wide CPU context (never freed; kc_free on it is a no-op): what the CPU-only
+ * entry points (model_create, ...) run on. */
+kern_ctx_t *kc_cpu(void);
 void kc_free(kern_ctx_t **ctx);            /* NULL-safe; frees every cached plan */
 kern_dev_t kc_device(const kern_ctx_t *ctx);
 const char *kc_name(const kern_ctx_t *ctx);        /* "cpu" | "cuda" */
@@ -93,17 +100,14 @@ int64_t kc_mat_rows(const kern_mat_t *a);
 int64_t kc_mat_nnz(const kern_mat_t *a);
 /* Rows [r0, r1) of a as a matrix of its own (a view: no copy; freed with kc_mat_free before a). */
 int kc_mat_rows_view(kern_ctx_t *ctx, const kern_mat_t *a, int64_t r0, int64_t r1, kern_mat_t **out);
-/* Device pointer to the nonzero values of a (for ops that write new values, e.g. dropout on
- * a sparse input). */
-float *kc_mat_values(kern_mat_t *a);
 
 /* ---- the ops (all on KERN_STREAM_COMPUTE; f = number of columns of a row-major dense) ---- */
 /* Y = alpha A X + beta Y; vals (nnz floats) replaces A's values when non-NULL. */
 int kc_spmm(kern_ctx_t *ctx, kern_mat_t *a, const float *vals, const float *x, int64_t f, float alpha,
             float beta, float *y);
-/* Y[r,:] = base[ids[r],:] + (A X)[r,:] (IncAgg's M_B + Â_BB Δ). */
+/* Y[r,:] = base[ids[r],:] + (A X)[r,:] (IncAgg's M_B + Â_BB Δ); base has n_base rows. */
 int kc_spmm_base(kern_ctx_t *ctx, kern_mat_t *a, const float *x, int64_t f, const float *base,
-                 const int64_t *ids, float *y);
+                 int64_t n_base, const int64_t *ids, float *y);
 /* Y = A X with X stored as bf16. */
 int kc_spmm_bf16(kern_ctx_t *ctx, kern_mat_t *a, const uint16_t *x, int64_t f, float *y);
 /* C = alpha op(A) op(B) + beta C, row-major (kern_gemm's contract). */
@@ -161,6 +165,8 @@ typedef struct kern_ops {
     int (*event_record)(kern_ctx_t *, int, int);
     int (*stream_wait)(kern_ctx_t *, int, int);
     int (*sync)(kern_ctx_t *);
+    /* upload `host` into a (capacity checked by the caller); with host == NULL, a is a rows
+     * view (a->parent, a->r0, a->rows set) to be built over the parent's device arrays */
     int (*mat_set)(kern_ctx_t *, kern_mat_t *, const csr_t *, int);
     void (*mat_drop)(kern_ctx_t *, kern_mat_t *);    /* free backend data (device arrays, plans) */
     /* optional (NULL: nothing to build): backend data of a rows view, called by
@@ -168,7 +174,8 @@ typedef struct kern_ops {
      * rebased to 0 on the device, columns and values shared with the parent) */
     int (*mat_view)(kern_ctx_t *, const kern_mat_t *, kern_mat_t *);
     int (*spmm)(kern_ctx_t *, kern_mat_t *, const float *, const float *, int64_t, float, float, float *);
-    int (*spmm_base)(kern_ctx_t *, kern_mat_t *, const float *, int64_t, const float *, const int64_t *, float *);
+    int (*spmm_base)(kern_ctx_t *, kern_mat_t *, const float *, int64_t, const float *, int64_t, const int64_t *,
+                     float *);
     int (*spmm_bf16)(kern_ctx_t *, kern_mat_t *, const uint16_t *, int64_t, float *);
     int (*gemm)(kern_ctx_t *, int, int, int64_t, int64_t, int64_t, float, const float *, int64_t,
                 const float *, int64_t, float, float *, int64_t);
@@ -216,6 +223,9 @@ struct kern_mat {
     int64_t r0;                 /* rows view: first row */
     void *impl;                 /* backend data */
 };
+
+/* emu contexts: allocations (device, pinned and host) not yet released (leak checks in tests). */
+int kern_emu_live_blocks(const kern_ctx_t *ctx);
 
 #ifdef INCA_HAS_CUDA
 /* kernels/cuda/: a CUDA context, or INCA_EINVAL + message (CUDA error text) without a device. */

@@ -1,6 +1,7 @@
 /* The compute kernels every model calls: one interface (this header), backends chosen at run
- * time. The CPU backend (kernels/cpu/) is threaded with OpenMP and uses CBLAS for GEMM; a CUDA
- * backend (kernels/cuda/) plugs into the same table when built. All matrices are row-major
+ * time through the table of kernels/backend.h. These are the CPU kernels (kernels/cpu/), threaded
+ * with OpenMP, CBLAS for GEMM; the CPU backend runs exactly these, a CUDA backend
+ * (kernels/cuda/) implements the same table when built. All matrices are row-major
  * float32; callers own every buffer and kernels allocate nothing per call (hot loops).
  * Determinism: for a fixed thread count every kernel returns bit-identical results (static row
  * partitions, no atomics on floats). Tested in test_kernels.c against naive double references. */
@@ -58,6 +59,9 @@ double kern_softmax_xent(int64_t rows, int64_t c, const float *logits, const int
 /* Accuracy as OGB's evaluator computes it over idx (argmax of scores, ties to the lowest class),
  * counting only rows with y >= 0. Returns correct / counted (0 when none counted). */
 double kern_accuracy(int64_t c, const float *scores, const int32_t *y, const int64_t *idx, int64_t nidx);
+/* The same rule as counts: rows predicted correctly and rows counted. */
+void kern_accuracy_counts(int64_t c, const float *scores, const int32_t *y, const int64_t *idx, int64_t nidx,
+                          int64_t *correct, int64_t *counted);
 
 /* ---- normalisation, optimiser, row tables ---- */
 /* BatchNorm constants (PyTorch's defaults). */
@@ -101,12 +105,4 @@ void kern_rows_sub(kern_dtype_t dt, void *table, int64_t f, const int64_t *ids, 
 /* out = a - b elementwise. */
 void kern_sub(int64_t n, const float *a, const float *b, float *out);
 
-/* ---- backends (superseded by kernels/backend.h; removed once every caller moved) ---- */
-typedef struct kern_backend {
-    const char *name;   /* "cpu", "cuda" */
-    int (*spmm)(const csr_t *a, const float *x, int64_t f, float alpha, float beta, float *y);
-    void (*gemm)(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha,
-                 const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
-} kern_backend_t;
-const kern_backend_t *kern_backend_get(const char *name);
 #endif

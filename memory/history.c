@@ -1,6 +1,7 @@
 /* fp32 / bf16 history tables (see history.h). Tested in test_memory.c. */
 #include "memory/history.h"
 #include "core/status.h"
+#include "kernels/kernels.h"
 #include <string.h>
 
 int hist_dtype_parse(const char *s, hist_dtype_t *out) {
@@ -25,95 +26,28 @@ int hist_init(hist_t *h, mem_arena_t *a, int64_t n, int64_t f, hist_dtype_t dtyp
 int64_t hist_bytes(const hist_t *h) { return h->n * h->f * (int64_t)esize(h->dtype); }
 float *hist_f32(const hist_t *h) { return h->dtype == HIST_F32 ? (float *)h->data : NULL; }
 
-uint16_t hist_f32_to_bf16(float x) {
-    uint32_t u;
-    memcpy(&u, &x, 4);
-    if ((u & 0x7f800000u) == 0x7f800000u && (u & 0x007fffffu)) return (uint16_t)((u >> 16) | 0x0040u); /* quiet NaN */
-    u += 0x7fffu + ((u >> 16) & 1u);
-    return (uint16_t)(u >> 16);
-}
-
-float hist_bf16_to_f32(uint16_t b) {
-    uint32_t u = (uint32_t)b << 16;
-    float x;
-    memcpy(&x, &u, 4);
-    return x;
-}
-
-static void row_get(const hist_t *h, int64_t r, float *out) {
-    if (h->dtype == HIST_F32) {
-        memcpy(out, (const float *)h->data + r * h->f, sizeof(float) * (size_t)h->f);
-    } else {
-        const uint16_t *s = (const uint16_t *)h->data + r * h->f;
-        for (int64_t j = 0; j < h->f; j++) out[j] = hist_bf16_to_f32(s[j]);
-    }
-}
-
-static void row_put(hist_t *h, int64_t r, const float *in) {
-    if (h->dtype == HIST_F32) {
-        memcpy((float *)h->data + r * h->f, in, sizeof(float) * (size_t)h->f);
-    } else {
-        uint16_t *d = (uint16_t *)h->data + r * h->f;
-        for (int64_t j = 0; j < h->f; j++) d[j] = hist_f32_to_bf16(in[j]);
-    }
-}
+/* The row loops live in kernels/cpu/rows.c (the kernel table's CPU backend runs the same ones). */
+uint16_t hist_f32_to_bf16(float x) { return kern_f32_to_bf16(x); }
+float hist_bf16_to_f32(uint16_t b) { return kern_bf16_to_f32(b); }
+static kern_dtype_t kdt(const hist_t *h) { return h->dtype == HIST_BF16 ? KERN_BF16 : KERN_F32; }
 
 void hist_pull(const hist_t *h, const int64_t *ids, int64_t m, float *out) {
-#pragma omp parallel for schedule(static) if (m * h->f >= HIST_PAR_MIN)
-    for (int64_t i = 0; i < m; i++) row_get(h, ids[i], out + i * h->f);
+    kern_rows_gather(kdt(h), h->data, h->f, ids, 0, m, out);
 }
-
 void hist_pull_range(const hist_t *h, int64_t start, int64_t m, float *out) {
-#pragma omp parallel for schedule(static) if (m * h->f >= HIST_PAR_MIN)
-    for (int64_t i = 0; i < m; i++) row_get(h, start + i, out + i * h->f);
+    kern_rows_gather(kdt(h), h->data, h->f, NULL, start, m, out);
 }
-
 void hist_push_range(hist_t *h, int64_t start, int64_t m, const float *in) {
-#pragma omp parallel for schedule(static) if (m * h->f >= HIST_PAR_MIN)
-    for (int64_t i = 0; i < m; i++) row_put(h, start + i, in + i * h->f);
+    kern_rows_scatter(kdt(h), h->data, h->f, NULL, start, m, in);
 }
-
 void hist_push(hist_t *h, const int64_t *ids, int64_t m, const float *in) {
-#pragma omp parallel for schedule(static) if (m * h->f >= HIST_PAR_MIN)
-    for (int64_t i = 0; i < m; i++) row_put(h, ids[i], in + i * h->f);
+    kern_rows_scatter(kdt(h), h->data, h->f, ids, 0, m, in);
 }
-
 void hist_sub(const hist_t *h, const int64_t *ids, int64_t m, const float *in, float *out) {
-    const int64_t f = h->f;
-#pragma omp parallel for schedule(static) if (m * f >= HIST_PAR_MIN)
-    for (int64_t i = 0; i < m; i++) {
-        const float *a = in + i * f;
-        float *o = out + i * f;
-        if (h->dtype == HIST_F32) {
-            const float *s = (const float *)h->data + ids[i] * f;
-            for (int64_t j = 0; j < f; j++) o[j] = a[j] - s[j];
-        } else {
-            const uint16_t *s = (const uint16_t *)h->data + ids[i] * f;
-            for (int64_t j = 0; j < f; j++) o[j] = a[j] - hist_bf16_to_f32(s[j]);
-        }
-    }
+    kern_rows_sub(kdt(h), h->data, h->f, ids, m, in, out, NULL);
 }
-
 void hist_sub_push(hist_t *h, const int64_t *ids, int64_t m, const float *in, float *out, const float *push) {
-    const int64_t f = h->f;
-#pragma omp parallel for schedule(static) if (m * f >= HIST_PAR_MIN)
-    for (int64_t i = 0; i < m; i++) {
-        const float *a = in + i * f, *p = push + i * f;
-        float *o = out + i * f;
-        if (h->dtype == HIST_F32) {
-            float *s = (float *)h->data + ids[i] * f;
-            for (int64_t j = 0; j < f; j++) {
-                o[j] = a[j] - s[j];
-                s[j] = p[j];
-            }
-        } else {
-            uint16_t *s = (uint16_t *)h->data + ids[i] * f;
-            for (int64_t j = 0; j < f; j++) {
-                o[j] = a[j] - hist_bf16_to_f32(s[j]);
-                s[j] = hist_f32_to_bf16(p[j]);
-            }
-        }
-    }
+    kern_rows_sub(kdt(h), h->data, h->f, ids, m, in, out, push);
 }
 
 void hist_copy(hist_t *dst, const hist_t *src) {

@@ -3,6 +3,7 @@
  * its backward against the transpose) and through the trainers. */
 #include "nn/layer.h"
 #include "kernels/kernels.h"
+#include "kernels/backend.h"
 #include "core/status.h"
 #include <string.h>
 
@@ -39,6 +40,29 @@ void nn_agg_full_init(nn_agg_t *op, nn_agg_full_t *full, const csr_t *a, const c
     op->forward = agg_full_forward;
     op->backward = agg_full_backward;
     op->ctx = full;
+}
+
+static int agg_dev_forward(void *ctx, int site, int64_t n, int64_t f, const float *in_raw, const float *in, float *out) {
+    nn_agg_dev_t *d = ctx;
+    (void)site; (void)in_raw;
+    if (n != kc_mat_rows(d->a)) return inca_fail(INCA_ERR, "device operator: %lld rows, Â has %lld", (long long)n,
+                                                 (long long)kc_mat_rows(d->a));
+    return kc_spmm(d->ctx, d->a, NULL, in, f, 1.0f, 0.0f, out);
+}
+
+static int agg_dev_backward(void *ctx, int site, int64_t n, int64_t f, const float *dout, float *din) {
+    nn_agg_dev_t *d = ctx;
+    (void)site; (void)n;
+    return kc_spmm(d->ctx, d->at ? d->at : d->a, NULL, dout, f, 1.0f, 0.0f, din);
+}
+
+void nn_agg_dev_init(nn_agg_t *op, nn_agg_dev_t *dev, struct kern_ctx *ctx, struct kern_mat *a, struct kern_mat *at) {
+    dev->ctx = ctx;
+    dev->a = a;
+    dev->at = at;
+    op->forward = agg_dev_forward;
+    op->backward = agg_dev_backward;
+    op->ctx = dev;
 }
 
 int nn_adj_build(const csr_t *adj, int norm, csr_t *a, csr_t *at) {

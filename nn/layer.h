@@ -95,6 +95,17 @@ typedef struct nn_agg_full {
 /* Fill `op` so that op->ctx = full (which must outlive op). */
 void nn_agg_full_init(nn_agg_t *op, nn_agg_full_t *full, const csr_t *a, const csr_t *at);
 
+/* The same operator on a kernel context (kernels/backend.h): Â and Âᵀ as matrices of ctx (Âᵀ
+ * NULL when Â is symmetric), every product by kc_spmm, so it runs wherever the model runs.
+ * All borrowed. */
+struct kern_ctx;
+struct kern_mat;
+typedef struct nn_agg_dev {
+    struct kern_ctx *ctx;
+    struct kern_mat *a, *at;
+} nn_agg_dev_t;
+void nn_agg_dev_init(nn_agg_t *op, nn_agg_dev_t *dev, struct kern_ctx *ctx, struct kern_mat *a, struct kern_mat *at);
+
 /* Build the normalised adjacency for `norm` from a symmetric unnormalised adjacency `adj`
  * (self-loops absent): NN_NORM_GCN -> csr_gcn_norm (at stays empty: Â is symmetric);
  * NN_NORM_MEAN -> csr_mean_norm and its transpose in `at`. Outputs are owned (csr_free). */

@@ -2,7 +2,7 @@
  * primitives) and the model configuration helpers. Tested in tests/test_nn.c (the same maths
  * in double against finite differences; this instance against the double one). */
 #include "nn/model.h"
-#include "kernels/kernels.h"
+#include "kernels/backend.h"
 #include "core/status.h"
 #include <string.h>
 
@@ -64,23 +64,36 @@ int64_t model_site_dim(const model_config_t *c, int site) {
     }
 }
 
-/* y = A x with A's pattern and the given values (a view; kern_spmm allocates nothing). */
-static int nn_spmm_v(const csr_t *a, const float *vals, const float *x, int64_t f, float *y) {
-    csr_t v = *a;
-    v.val = (float *)vals;
-    v.owned = 0;
-    return kern_spmm(&v, x, f, 1.0f, 0.0f, y);
+/* The float instance runs on a kernel context (kernels/backend.h): every primitive is a kc_*
+ * op on m->kc, memory comes from kc_alloc (device memory on a CUDA context). Statuses of
+ * void-shaped ops are sticky in the context and checked after each pass (NN_STATUS). */
+static void *nn_kc_alloc(kern_ctx_t *kc, size_t bytes) {
+    void *p = NULL;
+    return kc_alloc(kc, KERN_MEM_DEVICE, bytes, &p) == INCA_OK ? p : NULL;
 }
+static int nn_kc_mat_upload(kern_ctx_t *kc, const csr_t *a, kern_mat_t **out) { return kc_mat_upload(kc, a, out); }
 
 #define NN_REAL float
 #define NN_(x) x
-#define NN_SPMM_V nn_spmm_v
-#define NN_GEMM kern_gemm
-#define NN_AXPBY kern_axpby
-#define NN_ADD_BIAS kern_add_bias
-#define NN_BIAS_GRAD kern_bias_grad
-#define NN_RELU kern_relu
-#define NN_RELU_GRAD kern_relu_grad
-#define NN_DROPOUT kern_dropout
-#define NN_DROPOUT_GRAD kern_dropout_grad
+#define NN_ALLOC(m, bytes) nn_kc_alloc((m)->kc, (size_t)(bytes))
+#define NN_RELEASE(m, p) kc_release((m)->kc, KERN_MEM_DEVICE, (p))
+#define NN_UPLOAD(m, dst, src, bytes) kc_copy((m)->kc, (dst), (src), (size_t)(bytes), KERN_H2D, KERN_STREAM_COMPUTE)
+#define NN_ZERO(m, p, bytes) kc_zero((m)->kc, (p), (size_t)(bytes), KERN_STREAM_COMPUTE)
+#define NN_GATHER1(m, n, src, perm, dst) kc_gather_rows((m)->kc, KERN_F32, (src), 1, (perm), 0, (n), (dst))
+#define NN_MAT_T kern_mat_t *
+#define NN_MAT_UPLOAD(m, a, out) nn_kc_mat_upload((m)->kc, (a), (out))
+#define NN_MAT_FREE(m, pa) kc_mat_free((m)->kc, (pa))
+#define NN_STATUS(m) kc_status((m)->kc)
+#define NN_DEFAULT_CTX kc_cpu()
+#define NN_SPMM_V(a, vals, x, f, y) kc_spmm(m->kc, (a), (vals), (x), (f), 1.0f, 0.0f, (y))
+#define NN_GEMM(...) kc_gemm(m->kc, __VA_ARGS__)
+#define NN_AXPBY(...) kc_axpby(m->kc, __VA_ARGS__)
+#define NN_ADD_BIAS(...) kc_add_bias(m->kc, __VA_ARGS__)
+#define NN_BIAS_GRAD(...) kc_bias_grad(m->kc, __VA_ARGS__)
+#define NN_RELU(...) kc_relu(m->kc, __VA_ARGS__)
+#define NN_RELU_GRAD(...) kc_relu_grad(m->kc, __VA_ARGS__)
+#define NN_DROPOUT(...) kc_dropout(m->kc, __VA_ARGS__)
+#define NN_DROPOUT_GRAD(...) kc_dropout_grad(m->kc, __VA_ARGS__)
+#define NN_BN_FORWARD(...) kc_bn_forward(m->kc, __VA_ARGS__)
+#define NN_BN_BACKWARD(...) kc_bn_backward(m->kc, __VA_ARGS__)
 #include "nn/nn_impl.inc"

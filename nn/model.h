@@ -63,6 +63,11 @@ int64_t model_site_dim(const model_config_t *cfg, int site);
  * int model_create(const model_config_t *cfg, int64_t n_max, model_t **out);
  *   Parameters initialised from cfg->seed; workspace for up to n_max rows. *out owned by the
  *   caller (model_free). INCA_EINVAL for a bad cfg, INCA_ENOMEM when out of memory.
+ * int model_create_on(const model_config_t *cfg, int64_t n_max, kern_ctx_t *kc, model_t **out);
+ *   The same on the kernel context kc (kernels/backend.h; borrowed, must outlive the model):
+ *   parameters, gradients and workspace live in kc's memory and every op runs on kc, so on
+ *   a CUDA context every pointer the model hands out (logits, nn_param_t w/g, model_buffer)
+ *   is device memory and x / dlogits must be too. model_create = model_create_on(kc_cpu()).
  * void model_free(model_t **m);  NULL-safe, sets *m = NULL.
  *
  * int model_forward(model_t *m, int64_t n, const float *x, const nn_agg_t *agg, int train,

@@ -5,6 +5,7 @@
 #include "nn/optim.h"
 #include "core/alloc.h"
 #include "core/status.h"
+#include "kernels/kernels.h"
 #include <math.h>
 #include <string.h>
 
@@ -97,25 +98,13 @@ void optim_step(optim_t *o) {
     o->t++;
     const double b1 = o->beta1, b2 = o->beta2, eps = o->eps, lr = o->lr;
     const double bc1 = 1.0 - pow(b1, (double)o->t), bc2 = 1.0 - pow(b2, (double)o->t);
-    const double step = lr / bc1, sbc2 = sqrt(bc2);
+    const kern_adam_t base = {.lr = lr, .beta1 = b1, .beta2 = b2, .eps = eps, .step_size = lr / bc1,
+                              .sbc2 = sqrt(bc2), .adamw = o->kind == OPTIM_ADAMW};
     for (int i = 0; i < o->np; i++) {
         optim_param_t *p = &o->p[i];
-        const double wd = o->wd[p->group];
-        const int adamw = o->kind == OPTIM_ADAMW;
-        float *restrict w = p->w, *restrict m = p->m, *restrict v = p->v;
-        const float *restrict g = p->g;
-#pragma omp parallel for schedule(static) if (p->n >= 65536)
-        for (int64_t k = 0; k < p->n; k++) {
-            double wk = w[k], gk = g[k];
-            if (adamw) wk *= 1.0 - lr * wd;
-            else gk += wd * wk;
-            const double mk = b1 * (double)m[k] + (1.0 - b1) * gk;
-            const double vk = b2 * (double)v[k] + (1.0 - b2) * gk * gk;
-            m[k] = (float)mk;
-            v[k] = (float)vk;
-            wk -= step * mk / (sqrt(vk) / sbc2 + eps);
-            w[k] = (float)wk;
-        }
+        kern_adam_t hp = base;
+        hp.weight_decay = o->wd[p->group];
+        kern_adam(p->n, p->w, p->g, p->m, p->v, &hp);
     }
 }
 

@@ -8,6 +8,7 @@
 #include "nn/train_mb.h"
 #include "loaders/partition_store.h"
 #include "kernels/kernels.h"
+#include "kernels/backend.h"
 #include "core/alloc.h"
 #include "core/json.h"
 #include "core/status.h"
@@ -502,6 +503,30 @@ static int train_one(const dataset_t *d, const train_config_t *c, const int64_t 
     return rc;
 }
 
+int train_device_resolve(const train_config_t *c, char *name, size_t cap) {
+    kern_ctx_opts_t ko = {.device = c->device};
+    kern_ctx_t *kc = NULL;
+    int rc = kc_create(&ko, &kc);
+    if (rc != INCA_OK) return rc;
+    if (kc_fallback(kc)) train_log(c, TRAIN_LOG_INFO, "--device auto: %s; running on the CPU", kc_fallback(kc));
+    if (kc_device(kc) != KERN_DEV_CPU) {
+        /* the kernel table has a CUDA backend; the trainers' state does not live on it yet */
+        const int is_auto = strcmp(c->device, "auto") == 0;
+        char what[96];
+        snprintf(what, sizeof what, "%s", kc_describe(kc));
+        kc_free(&kc);
+        if (!is_auto)
+            return inca_fail(INCA_ERR, "--device cuda: %s found, but the trainers do not run on the CUDA backend yet "
+                             "(its kernels do: inca bench ops); use --device cpu or auto", what);
+        train_log(c, TRAIN_LOG_INFO, "--device auto: %s found, but the trainers do not run on CUDA yet; running on "
+                  "the CPU", what);
+        if ((rc = kc_create(&(kern_ctx_opts_t){.device = "cpu"}, &kc)) != INCA_OK) return rc;
+    }
+    snprintf(name, cap, "%s", kc_name(kc));
+    kc_free(&kc);
+    return INCA_OK;
+}
+
 int train_run(const dataset_t *d, const train_config_t *c, const int64_t *train_idx_override, int64_t n_override,
               train_result_t *r) {
     int rc = INCA_OK, kind, mb;
@@ -519,11 +544,7 @@ int train_run(const dataset_t *d, const train_config_t *c, const int64_t *train_
     if ((rc = model_kind_parse(c->model, &kind))) return rc;
     if (c->resume && !c->checkpoint_dir) return inca_fail(INCA_EINVAL, "--resume: needs --checkpoint DIR");
     if (c->runs < 1) return inca_fail(INCA_EINVAL, "--runs: expected >= 1, got %d", c->runs);
-    if (c->device && strcmp(c->device, "cpu") != 0) {
-        if (strcmp(c->device, "cuda") != 0) return inca_fail(INCA_EINVAL, "--device: expected cpu|cuda, got '%s'", c->device);
-        if (!kern_backend_get("cuda")) return inca_fail_ctx(INCA_EINVAL, "--device cuda");
-        return inca_fail(INCA_EINVAL, "--device cuda: the trainers run on the CPU backend only in this build");
-    }
+    if ((rc = train_device_resolve(c, r->device, sizeof r->device))) return rc;
     if (mb && !d->adj.rowptr) return inca_fail(INCA_EINVAL, "--method %s needs a graph; this dataset has none", c->method);
     const int64_t *tidx = train_idx_override ? train_idx_override : d->split[SPLIT_TRAIN];
     const int64_t ntr = train_idx_override ? n_override : d->split_n[SPLIT_TRAIN];

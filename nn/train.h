@@ -71,7 +71,7 @@ typedef struct train_config {
                                   train_metrics_line here when non-NULL */
     train_log_cb log;          /* status and progress lines (NULL: none) */
     void *log_ctx;
-    const char *device;        /* "cpu" (default) | "cuda" */
+    const char *device;        /* "cpu" (default) | "cuda" | "auto" (kernels/backend.h) */
     /* mini-batch methods (issue 4) */
     int parts;                 /* METIS parts (default 40) */
     int batch_parts;           /* parts per batch (default 10) */
@@ -110,6 +110,7 @@ typedef struct train_result {
     int64_t table_bytes;                 /* mini-batch: the operator's history tables (last run) */
     int64_t scratch_bytes;               /* mini-batch: the operator's scratch buffers (last run) */
     int runs;
+    char device[16];                     /* the backend the runs used ("cpu"; auto resolved) */
     double *run_test_acc, *run_val_acc;  /* runs entries each, owned (train_result_free) */
     int *run_best_epoch;
 } train_result_t;
@@ -131,6 +132,10 @@ int train_mb_flags_parse(const char *refresh_source, const char *cluster_norm, t
  * only, when the store cannot be opened for writing). Owned by the caller (partition_free).
  * *reused (may be NULL): 1 when it came from the store. */
 int train_partition(const dataset_t *d, const train_config_t *c, partition_t *p, int *reused);
+/* c->device resolved to the backend the trainers will use, its name into name[cap]: "cpu";
+ * "auto" falls back to the CPU with a log line saying why; "cuda" without a usable device is
+ * INCA_ERR with the CUDA error's text. */
+int train_device_resolve(const train_config_t *c, char *name, size_t cap);
 /* One full-batch run, the same contract. */
 int train_full(const dataset_t *d, const train_config_t *c, const int64_t *train_idx,
                int64_t n_train, int run, train_result_t *r);

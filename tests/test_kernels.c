@@ -516,19 +516,6 @@ START_TEST(accuracy_as_ogb) {
 }
 END_TEST
 
-START_TEST(backend_table) {
-    const kern_backend_t *b = kern_backend_get("cpu");
-    ck_assert(b && strcmp(b->name, "cpu") == 0 && b->spmm == kern_spmm && b->gemm == kern_gemm);
-    inca_err_clear();
-    ck_assert(kern_backend_get("tpu") == NULL);
-    ck_assert(strstr(inca_errmsg(), "tpu") != NULL);
-#ifndef INCA_HAS_CUDA
-    inca_err_clear();
-    ck_assert(kern_backend_get("cuda") == NULL);
-    ck_assert(strstr(inca_errmsg(), "CUDA") != NULL);
-#endif
-}
-END_TEST
 
 /* `inca bench spmm` on a tiny graph: runs, prints one JSON line per (ordering, F) plus a summary
  * whose counts are consistent (no speed asserted). */
@@ -572,7 +559,6 @@ int main(void) {
     tcase_add_test(tc, softmax_xent_reference_and_gradient);
     tcase_add_test(tc, softmax_xent_large_logits_stable);
     tcase_add_test(tc, accuracy_as_ogb);
-    tcase_add_test(tc, backend_table);
     tcase_add_test(tc, bench_spmm_smoke);
     suite_add_tcase(s, tc);
     return tu_run_suite(s);

@@ -67,7 +67,45 @@ static int d_spmm_v(const csr_t *a, const double *vals, const double *x, int64_t
     return INCA_OK;
 }
 
+/* BatchNorm in double: the reference the float kernels (kern_bn_*) are compared with through
+ * the float-vs-double model tests, and what the finite differences check. */
+static void d_bn_forward(int64_t n, int64_t f, int train, double *xh, const double *g, const double *b, double *istd,
+                         double *rmean, double *rvar, double *y) {
+    for (int64_t k = 0; k < f; k++) {
+        if (train) {
+            double s = 0, s2 = 0;
+            for (int64_t i = 0; i < n; i++) s += xh[i * f + k];
+            const double mu = s / (double)n;
+            for (int64_t i = 0; i < n; i++) s2 += (xh[i * f + k] - mu) * (xh[i * f + k] - mu);
+            istd[k] = 1.0 / sqrt(s2 / (double)n + KERN_BN_EPS);
+            for (int64_t i = 0; i < n; i++) xh[i * f + k] = (xh[i * f + k] - mu) * istd[k];
+            rmean[k] = (1 - KERN_BN_MOMENTUM) * rmean[k] + KERN_BN_MOMENTUM * mu;
+            rvar[k] = (1 - KERN_BN_MOMENTUM) * rvar[k] + KERN_BN_MOMENTUM * (n > 1 ? s2 / (double)(n - 1) : s2);
+        } else {
+            istd[k] = 1.0 / sqrt(rvar[k] + KERN_BN_EPS);
+            for (int64_t i = 0; i < n; i++) xh[i * f + k] = (xh[i * f + k] - rmean[k]) * istd[k];
+        }
+        for (int64_t i = 0; i < n; i++) y[i * f + k] = g[k] * xh[i * f + k] + b[k];
+    }
+}
+static void d_bn_backward(int64_t n, int64_t f, const double *g, const double *xh, const double *istd,
+                          const double *dy, double *dz, double *gg, double *gb) {
+    for (int64_t k = 0; k < f; k++) {
+        double sdy = 0, sdyx = 0;
+        for (int64_t i = 0; i < n; i++) {
+            sdy += dy[i * f + k];
+            sdyx += dy[i * f + k] * xh[i * f + k];
+        }
+        gg[k] = sdyx;
+        gb[k] = sdy;
+        for (int64_t i = 0; i < n; i++)
+            dz[i * f + k] = g[k] * istd[k] / (double)n * ((double)n * dy[i * f + k] - sdy - xh[i * f + k] * sdyx);
+    }
+}
+
 #define NN_REAL double
+#define NN_BN_FORWARD d_bn_forward
+#define NN_BN_BACKWARD d_bn_backward
 #define NN_SPMM_V d_spmm_v
 #define NN_(x) x##_d
 #define NN_GEMM d_gemm

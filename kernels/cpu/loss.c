@@ -55,7 +55,8 @@ double kern_softmax_xent(int64_t rows, int64_t c, const float *logits, const int
     return loss * inv;
 }
 
-double kern_accuracy(int64_t c, const float *scores, const int32_t *y, const int64_t *idx, int64_t nidx) {
+void kern_accuracy_counts(int64_t c, const float *scores, const int32_t *y, const int64_t *idx, int64_t nidx,
+                         int64_t *correct_out, int64_t *counted_out) {
     int64_t counted = 0, correct = 0;
     for (int64_t t = 0; t < nidx; t++) {
         const int64_t i = idx[t];
@@ -67,5 +68,12 @@ double kern_accuracy(int64_t c, const float *scores, const int32_t *y, const int
         counted++;
         correct += best == (int64_t)y[i];
     }
+    *correct_out = correct;
+    *counted_out = counted;
+}
+
+double kern_accuracy(int64_t c, const float *scores, const int32_t *y, const int64_t *idx, int64_t nidx) {
+    int64_t correct, counted;
+    kern_accuracy_counts(c, scores, y, idx, nidx, &correct, &counted);
     return counted ? (double)correct / (double)counted : 0.0;
 }
