@@ -169,10 +169,6 @@ typedef struct kern_ops {
      * view (a->parent, a->r0, a->rows set) to be built over the parent's device arrays */
     int (*mat_set)(kern_ctx_t *, kern_mat_t *, const csr_t *, int);
     void (*mat_drop)(kern_ctx_t *, kern_mat_t *);    /* free backend data (device arrays, plans) */
-    /* optional (NULL: nothing to build): backend data of a rows view, called by
-     * kc_mat_rows_view after it set view->parent, r0 and rows; sets view->nnz (CUDA: offsets
-     * rebased to 0 on the device, columns and values shared with the parent) */
-    int (*mat_view)(kern_ctx_t *, const kern_mat_t *, kern_mat_t *);
     int (*spmm)(kern_ctx_t *, kern_mat_t *, const float *, const float *, int64_t, float, float, float *);
     int (*spmm_base)(kern_ctx_t *, kern_mat_t *, const float *, int64_t, const float *, int64_t, const int64_t *,
                      float *);

@@ -218,6 +218,8 @@ static int kcu_descr(kcu_ctx_t *c, kern_mat_t *a, kcu_mat_t *m) {
                                                    kcu_itype(m), kcu_itype(m), CUSPARSE_INDEX_BASE_ZERO, CUDA_R_32F));
 }
 
+static int kcu_mat_view(kern_ctx_t *ctx, const kern_mat_t *parent, kern_mat_t *a);
+
 /* First call: device arrays for rows_max / nnz_max. Offsets and columns are int32 when
  * nnz_max < 2^31, else both int64: cuSPARSE's CSR takes the two types separately, but mixed
  * (64-bit offsets, 32-bit columns) is not a combination the SpMM documentation lists, so a
@@ -225,7 +227,8 @@ static int kcu_descr(kcu_ctx_t *c, kern_mat_t *a, kcu_mat_t *m) {
 static int kcu_mat_set(kern_ctx_t *ctx, kern_mat_t *a, const csr_t *h, int stream) {
     kcu_ctx_t *c = kcu(ctx);
     if (stream < 0 || stream >= KERN_NSTREAMS) return kcu_bad_stream(c, "mat_set", stream);
-    if (a->parent) return kcu_bad(c, "mat_set", "a rows view cannot be set (set the matrix it views)");
+    if (!h && a->parent) return kcu_mat_view(ctx, a->parent, a);   /* kc_mat_rows_view */
+    if (!h || a->parent) return kcu_bad(c, "mat_set", "a rows view cannot be set (set the matrix it views)");
     if (h->n_rows < 0 || h->n_rows > a->rows_max || h->n_cols != a->n_cols)
         return kcu_bad(c, "mat_set", "the matrix exceeds the room kc_mat_create was given (rows or columns)");
     /* a host rows view (csr_row_view) starts at rowptr[0] != 0: uploaded rebased */
@@ -278,12 +281,16 @@ static int kcu_mat_set(kern_ctx_t *ctx, kern_mat_t *a, const csr_t *h, int strea
     return kcu_descr(c, a, m);   /* drops the plans of the previous contents */
 }
 
-/* A rows view [r0, r0 + rows) of its parent: offsets rebased to 0 on the device (cuSPARSE's
- * CSR starts at rowptr[0] == 0), columns and values shared. Reflects the parent's contents at
- * the time it was built. Called by the mat_view op and, lazily, by the first op on a view. */
+/* A rows view [r0, r0 + rows) of its parent (kc_mat_rows_view calls mat_set with host NULL):
+ * offsets rebased to 0 on the device (cuSPARSE's CSR starts at rowptr[0] == 0), columns and
+ * values shared. Reflects the parent's contents at the time it was built. */
 static int kcu_mat_view(kern_ctx_t *ctx, const kern_mat_t *parent, kern_mat_t *a) {
     kcu_ctx_t *c = kcu(ctx);
     const kcu_mat_t *pm = parent->impl;
+    if (!pm && a->rows == 0) {   /* an empty view of a matrix never set: nothing to build */
+        a->nnz = 0;
+        return INCA_OK;
+    }
     if (!pm) return kcu_bad(c, "mat_view", "the viewed matrix was never set (kc_mat_set)");
     if (a->r0 < 0 || a->rows < 0 || a->r0 + a->rows > parent->rows)
         return kcu_bad(c, "mat_view", "rows outside the viewed matrix");
@@ -309,7 +316,7 @@ static int kcu_mat_view(kern_ctx_t *ctx, const kern_mat_t *parent, kern_mat_t *a
 }
 static int kcu_mat_ready(kcu_ctx_t *c, kern_mat_t *a, const char *op) {
     if (a->impl) return INCA_OK;
-    if (a->parent) return kcu_mat_view(&c->base, a->parent, a);
+    if (a->parent && a->rows == 0) return INCA_OK;
     return kcu_bad(c, op, "the matrix was never set (kc_mat_set)");
 }
 
@@ -394,11 +401,11 @@ static int kcu_spmm(kern_ctx_t *ctx, kern_mat_t *a, const float *vals, const flo
  * extra pass over Y (rows x f) next to SpMM's nnz x f reads, and the SpMM stays cuSPARSE's
  * (ALG2 / deterministic ALG3) instead of a second hand-balanced sparse kernel. */
 static int kcu_spmm_base(kern_ctx_t *ctx, kern_mat_t *a, const float *x, int64_t f, const float *base,
-                         const int64_t *ids, float *y) {
+                         int64_t n_base, const int64_t *ids, float *y) {
     kcu_ctx_t *c = kcu(ctx);
     int rc = kcu_mat_ready(c, a, "spmm_base");
     if (rc) return rc;
-    if (f <= 0 || !base || !ids) return kcu_bad(c, "spmm_base", "f <= 0 or a NULL base / ids");
+    if (f <= 0 || !base || !ids || n_base < 0) return kcu_bad(c, "spmm_base", "f <= 0 or a NULL base / ids");
     if ((rc = kcu_launched(c, "spmm_base", kcu_gather_rows(kcu_stream(c), KERN_F32, base, f, ids, 0, a->rows, y))))
         return rc;
     return kcu_spmm_run(c, a, NULL, x, f, 1.0f, 1.0f, y, "spmm_base");
@@ -601,7 +608,6 @@ static const kern_ops_t kcu_ops = {
     .sync = kcu_sync,
     .mat_set = kcu_mat_set,
     .mat_drop = kcu_mat_drop,
-    .mat_view = kcu_mat_view,
     .spmm = kcu_spmm,
     .spmm_base = kcu_spmm_base,
     .spmm_bf16 = kcu_spmm_bf16,
@@ -632,12 +638,12 @@ int kern_cuda_create(const kern_ctx_opts_t *opts, kern_ctx_t **out) {
     cudaError_t e = cudaGetDeviceCount(&n);
     if (e != cudaSuccess || n <= 0) {   /* "insufficient driver" on hosts with the toolkit only */
         (void)cudaGetLastError();
-        return inca_fail(INCA_EINVAL, "--device cuda: no usable CUDA device (%s)",
+        return inca_fail(INCA_EINVAL, "no usable CUDA device (%s)",   /* kc_create prefixes "--device cuda: " */
                          e != cudaSuccess ? cudaGetErrorString(e) : "no device found");
     }
     const int dev = opts ? opts->device_index : 0;
     if (dev < 0 || dev >= n)
-        return inca_fail(INCA_EINVAL, "--device cuda: device %d does not exist (%d found)", dev, n);
+        return inca_fail(INCA_EINVAL, "CUDA device %d does not exist (%d found)", dev, n);
     kcu_ctx_t *c = calloc(1, sizeof *c);
     if (!c) return inca_fail(INCA_ENOMEM, "cuda: context");
     c->base.ops = &kcu_ops;
