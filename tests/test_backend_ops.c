@@ -74,15 +74,8 @@ static void tb_check(kern_ctx_t *d, const tb_t *b, int64_t n, double tol, const 
             if (memcmp(&o[i], &e[i], sizeof(float)) != 0)
                 ck_abort_msg("%s: element %lld differs: %.9g vs %.9g (bits)", what, (long long)i, o[i], e[i]);
     } else {
-        double dd = 0, ss = 0, worst = 0;
         int64_t at = 0;
-        for (int64_t i = 0; i < n; i++) {
-            const double x = (double)o[i] - (double)e[i];
-            dd += x * x;
-            ss += (double)e[i] * e[i];
-            if (!(fabs(x) <= worst)) worst = fabs(x), at = i;
-        }
-        const double err = ss > 0 ? sqrt(dd / ss) : sqrt(dd);
+        const double err = tu_norm_err(o, e, n, &at);
         ck_assert_msg(err <= tol, "%s: normalised error %.3g > %.3g (worst at %lld: %.9g vs %.9g)", what, err, tol,
                       (long long)at, n ? o[at] : 0.0, n ? e[at] : 0.0);
     }
@@ -92,33 +85,6 @@ static void tb_check_bytes(kern_ctx_t *d, const tb_t *b, const char *what) {
     unsigned char *o = tb_get(d, b);
     ck_assert_msg(memcmp(o, b->h, b->bytes) == 0, "%s: bytes differ", what);
     free(o);
-}
-
-/* random CSR: about a third of the rows empty, a few heavy rows, sorted unique columns */
-static csr_t rnd_csr(int64_t rows, int64_t cols, uint64_t seed, int with_val) {
-    rng_t r;
-    rng_seed(&r, seed);
-    csr_t a = {.n_rows = rows, .n_cols = cols};
-    a.rowptr = calloc((size_t)rows + 1, sizeof(int64_t));
-    a.col = malloc((size_t)(rows * cols + 1) * sizeof(int32_t));
-    a.val = with_val ? malloc((size_t)(rows * cols + 1) * sizeof(float)) : NULL;
-    ck_assert(a.rowptr && a.col && (a.val || !with_val));
-    for (int64_t i = 0; i < rows; i++) {
-        const double u = rng_uniform(&r), p = u < 0.33 ? 0.0 : u > 0.97 ? 0.8 : 0.1;
-        for (int64_t j = 0; j < cols; j++)
-            if (rng_uniform(&r) < p) {
-                a.col[a.nnz] = (int32_t)j;
-                if (a.val) a.val[a.nnz] = (float)rng_uniform(&r);
-                a.nnz++;
-            }
-        a.rowptr[i + 1] = a.nnz;
-    }
-    return a;
-}
-static void free_csr(csr_t *a) {
-    free(a->rowptr);
-    free(a->col);
-    free(a->val);
 }
 
 START_TEST(memory_and_ordering) {
@@ -158,7 +124,7 @@ END_TEST
 static void spmm_case(kern_ctx_t *d, int64_t rows, int64_t cols, int64_t f, int with_val, uint64_t seed) {
     kern_ctx_t *c = kc_cpu();
     char what[96];
-    csr_t a = rnd_csr(rows, cols, seed, with_val);
+    csr_t a = tu_csr_random(rows, cols, seed, with_val);
     kern_mat_t *mc = NULL, *md = NULL;
     ck_assert_int_eq(kc_mat_upload(c, &a, &mc), INCA_OK);
     ck_assert_int_eq(kc_mat_upload(d, &a, &md), INCA_OK);
@@ -220,7 +186,7 @@ static void spmm_case(kern_ctx_t *d, int64_t rows, int64_t cols, int64_t f, int 
     kc_mat_free(d, &md);
     tb_free(d, &x), tb_free(d, &y), tb_free(d, &v), tb_free(d, &base), tb_free(d, &idb), tb_free(d, &xb);
     free(ids);
-    free_csr(&a);
+    csr_free(&a);
 }
 
 START_TEST(spmm_all_shapes) {
@@ -238,7 +204,7 @@ END_TEST
 START_TEST(spmm_deterministic_and_reset) {
     kern_ctx_t *d = dev_open(1, 0);
     ck_assert(kc_deterministic(d) || strcmp(dev_name(), "cuda") != 0);
-    csr_t a = rnd_csr(500, 400, 7, 1), b = rnd_csr(300, 400, 8, 1);
+    csr_t a = tu_csr_random(500, 400, 7, 1), b = tu_csr_random(300, 400, 8, 1);
     kern_mat_t *m = NULL;
     ck_assert_int_eq(kc_mat_create(d, 500, 400, a.nnz > b.nnz ? a.nnz : b.nnz, &m), INCA_OK);
     ck_assert_int_eq(kc_mat_set(d, m, &a, KERN_STREAM_COPY), INCA_OK);
@@ -266,8 +232,8 @@ START_TEST(spmm_deterministic_and_reset) {
     free(second);
     kc_mat_free(d, &m);
     tb_free(d, &x), tb_free(d, &y);
-    free_csr(&a);
-    free_csr(&b);
+    csr_free(&a);
+    csr_free(&b);
     kc_free(&d);
 }
 END_TEST

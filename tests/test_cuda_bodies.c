@@ -27,15 +27,8 @@ static void bits_eq(const void *a, const void *b, size_t bytes, const char *what
 }
 /* ||a - b|| / ||b|| <= tol (absolute when b is 0) */
 static void close_rel(const float *a, const float *b, int64_t n, double tol, const char *what) {
-    double d = 0, s = 0, worst = 0;
     int64_t at = 0;
-    for (int64_t i = 0; i < n; i++) {
-        const double e = (double)a[i] - (double)b[i];
-        d += e * e;
-        s += (double)b[i] * b[i];
-        if (fabs(e) > worst) worst = fabs(e), at = i;
-    }
-    const double err = s > 0 ? sqrt(d / s) : sqrt(d);
+    const double err = tu_norm_err(a, b, n, &at);
     ck_assert_msg(err <= tol, "%s: normalised error %.3g > %.3g (worst at %lld: %.9g vs %.9g)", what, err, tol,
                   (long long)at, n ? a[at] : 0.0, n ? b[at] : 0.0);
 }

@@ -80,10 +80,10 @@ static int kcu_launched(kcu_ctx_t *c, const char *op, cudaError_t e) {
     c->last_op = op;
     return kcu_check(c, op, e);
 }
+/* a refused call (bad arguments): nothing was queued, so the context is not marked failed */
 static int kcu_bad(kcu_ctx_t *c, const char *op, const char *what) {
-    int rc = inca_fail(INCA_EINVAL, "cuda %s: %s", op, what);
-    if (c->base.status == INCA_OK) c->base.status = rc;
-    return rc;
+    (void)c;
+    return inca_fail(INCA_EINVAL, "cuda %s: %s", op, what);
 }
 static cudaStream_t kcu_stream(kcu_ctx_t *c) { return c->st[KERN_STREAM_COMPUTE]; }
 
@@ -105,13 +105,16 @@ static int kcu_scratch(kcu_ctx_t *c, const char *op, size_t bytes, void **out) {
 
 /* ---- memory and ordering ---- */
 static int kcu_alloc(kern_ctx_t *ctx, kern_mem_t mem, size_t bytes, void **out) {
-    (void)ctx;
+    kcu_ctx_t *c = kcu(ctx);
     *out = NULL;
     if (bytes == 0) bytes = 1;
     cudaError_t e = cudaSuccess;
     if (mem == KERN_MEM_DEVICE) {
+        /* zeroed before returning: a plain cudaMemset runs on the legacy stream, which the
+         * non-blocking streams do not wait for (a copy queued next could be overwritten) */
         e = cudaMalloc(out, bytes);
-        if (e == cudaSuccess) e = cudaMemset(*out, 0, bytes);
+        if (e == cudaSuccess) e = cudaMemsetAsync(*out, 0, bytes, kcu_stream(c));
+        if (e == cudaSuccess) e = cudaStreamSynchronize(kcu_stream(c));
     } else if (mem == KERN_MEM_PINNED) {
         e = cudaMallocHost(out, bytes);
         if (e == cudaSuccess) memset(*out, 0, bytes);
@@ -563,20 +566,19 @@ static int kcu_sub_rows_op(kern_ctx_t *ctx, kern_dtype_t dt, void *t, int64_t f,
                            const float *in, float *out, const float *push) {
     return kcu_launched(kcu(ctx), "sub_rows", kcu_sub_rows(kcu_stream(kcu(ctx)), dt, t, f, ids, m, in, out, push));
 }
+/* fp32 "conversion": a device copy (nothing when in place) */
+static int kcu_copy_f32(kcu_ctx_t *c, const char *op, int64_t n, const void *in, void *out) {
+    if (n <= 0 || out == in) return INCA_OK;
+    return kcu_launched(c, op, cudaMemcpyAsync(out, in, (size_t)n * 4, cudaMemcpyDeviceToDevice, kcu_stream(c)));
+}
 static int kcu_encode_op(kern_ctx_t *ctx, kern_dtype_t dt, int64_t n, const float *in, void *out) {
     kcu_ctx_t *c = kcu(ctx);
-    if (dt == KERN_F32)
-        return n <= 0 || out == in ? INCA_OK
-                                   : kcu_launched(c, "encode", cudaMemcpyAsync(out, in, (size_t)n * 4, cudaMemcpyDeviceToDevice,
-                                                                               kcu_stream(c)));
+    if (dt == KERN_F32) return kcu_copy_f32(c, "encode", n, in, out);
     return kcu_launched(c, "encode", kcu_encode_bf16(kcu_stream(c), n, in, out));
 }
 static int kcu_decode_op(kern_ctx_t *ctx, kern_dtype_t dt, int64_t n, const void *in, float *out) {
     kcu_ctx_t *c = kcu(ctx);
-    if (dt == KERN_F32)
-        return n <= 0 || out == in ? INCA_OK
-                                   : kcu_launched(c, "decode", cudaMemcpyAsync(out, in, (size_t)n * 4, cudaMemcpyDeviceToDevice,
-                                                                               kcu_stream(c)));
+    if (dt == KERN_F32) return kcu_copy_f32(c, "decode", n, in, out);
     return kcu_launched(c, "decode", kcu_decode_bf16(kcu_stream(c), n, in, out));
 }
 
