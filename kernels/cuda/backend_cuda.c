@@ -305,7 +305,10 @@ static int kcu_mat_view(kern_ctx_t *ctx, const kern_mat_t *parent, kern_mat_t *a
     m->idx64 = pm->idx64;
     const int64_t r0 = a->r0, n = a->rows, off = pm->hrowptr[r0];
     m->hrowptr = malloc(((size_t)n + 1) * sizeof(int64_t));
-    if (!m->hrowptr) return inca_fail(INCA_ENOMEM, "cuda mat_view: host offsets of %" PRId64 " rows", n);
+    if (!m->hrowptr) {
+        kcu_mat_drop(ctx, a);
+        return inca_fail(INCA_ENOMEM, "cuda mat_view: host offsets of %" PRId64 " rows", n);
+    }
     for (int64_t i = 0; i <= n; i++) m->hrowptr[i] = pm->hrowptr[r0 + i] - off;
     a->nnz = m->hrowptr[n];
     m->col = (char *)pm->col + (size_t)off * (pm->idx64 ? 8 : 4);
@@ -313,9 +316,10 @@ static int kcu_mat_view(kern_ctx_t *ctx, const kern_mat_t *parent, kern_mat_t *a
     int rc;
     cudaStream_t s = kcu_stream(c);
     if ((rc = kcu_check(c, "mat_view", cudaMalloc(&m->rowptr, ((size_t)n + 1) * (m->idx64 ? 8 : 4)))) ||
-        (rc = kcu_launched(c, "mat_view", kcu_rowptr_rebase(s, m->idx64, pm->rowptr, r0, n, m->rowptr))))
-        return rc;
-    return kcu_descr(c, a, m);
+        (rc = kcu_launched(c, "mat_view", kcu_rowptr_rebase(s, m->idx64, pm->rowptr, r0, n, m->rowptr))) ||
+        (rc = kcu_descr(c, a, m)))
+        kcu_mat_drop(ctx, a);   /* kc_mat_rows_view frees a failed view without mat_drop */
+    return rc;
 }
 static int kcu_mat_ready(kcu_ctx_t *c, kern_mat_t *a, const char *op) {
     if (a->impl) return INCA_OK;
