@@ -34,8 +34,10 @@ typedef struct kcu_ctx {
 typedef struct kcu_plan {
     int64_t f;
     int beta0;                     /* plans differ for beta == 0 (Y overwritten) and beta != 0 */
+    int stale;                     /* the matrix was set since: descriptors and preprocess redone */
     cusparseDnMatDescr_t x, y;
-    void *buf;                     /* workspace, preprocessed for this matrix */
+    void *buf;                     /* workspace (ALG3: preprocessed for the current contents) */
+    size_t cap;                    /* its bytes: kept across kc_mat_set, grown only when short */
     uint64_t last_use;
 } kcu_plan_t;
 
@@ -212,8 +214,10 @@ static void kcu_mat_drop(kern_ctx_t *ctx, kern_mat_t *a) {
     a->impl = NULL;
 }
 static cusparseIndexType_t kcu_itype(const kcu_mat_t *m) { return m->idx64 ? CUSPARSE_INDEX_64I : CUSPARSE_INDEX_32I; }
+/* The sparse descriptor of the current contents (host-side only). The plans stay, marked
+ * stale: a batch matrix set every step reuses its workspaces and allocates nothing. */
 static int kcu_descr(kcu_ctx_t *c, kern_mat_t *a, kcu_mat_t *m) {
-    kcu_plans_drop(m);
+    for (int i = 0; i < m->nplans; i++) m->plans[i].stale = 1;
     if (m->descr) cusparseDestroySpMat(m->descr);
     m->descr = NULL;
     if (a->rows == 0 || a->nnz == 0) return INCA_OK;   /* the ops treat an empty A themselves */
@@ -327,34 +331,31 @@ static int kcu_mat_ready(kcu_ctx_t *c, kern_mat_t *a, const char *op) {
     return kcu_bad(c, op, "the matrix was never set (kc_mat_set)");
 }
 
-/* The plan for (f, beta kind): found, or built (descriptors, workspace, preprocess) and kept;
- * with KCU_NPLANS in use the least recently used one is rebuilt. */
+/* The plan for (f, beta kind): found, or (re)built: dense descriptors, workspace (grown only
+ * when the new contents need more) and, for ALG3, cusparseSpMM_preprocess (cuSPARSE: it helps
+ * ALG1/ALG3 and does nothing for ALG2). With KCU_NPLANS in use the least recently used one is
+ * rebuilt. */
 static int kcu_plan_get(kcu_ctx_t *c, kern_mat_t *a, kcu_mat_t *m, int64_t f, int beta0, const float *x, float *y,
                         cusparseSpMMAlg_t alg, kcu_plan_t **out) {
     m->clock++;
-    for (int i = 0; i < m->nplans; i++)
-        if (m->plans[i].f == f && m->plans[i].beta0 == beta0) {
-            m->plans[i].last_use = m->clock;
-            *out = &m->plans[i];
-            return INCA_OK;
-        }
-    kcu_plan_t *p;
-    if (m->nplans < KCU_NPLANS) {
+    kcu_plan_t *p = NULL;
+    for (int i = 0; i < m->nplans && !p; i++)
+        if (m->plans[i].f == f && m->plans[i].beta0 == beta0) p = &m->plans[i];
+    if (!p && m->nplans < KCU_NPLANS) {
         p = &m->plans[m->nplans++];
-    } else {
+        p->f = f, p->beta0 = beta0, p->stale = 1;
+    } else if (!p) {
         p = &m->plans[0];
         for (int i = 1; i < KCU_NPLANS; i++)
             if (m->plans[i].last_use < p->last_use) p = &m->plans[i];
-        int rc = kcu_check(c, "spmm", cudaStreamSynchronize(kcu_stream(c)));   /* its workspace may be in use */
-        if (rc) return rc;
-        if (p->x) cusparseDestroyDnMat(p->x);
-        if (p->y) cusparseDestroyDnMat(p->y);
-        if (p->buf) cudaFree(p->buf);
-        memset(p, 0, sizeof *p);
+        p->f = f, p->beta0 = beta0, p->stale = 1;   /* its workspace is reused or grown below */
     }
-    p->f = f;
-    p->beta0 = beta0;
     p->last_use = m->clock;
+    *out = p;
+    if (!p->stale) return INCA_OK;
+    if (p->x) cusparseDestroyDnMat(p->x);
+    if (p->y) cusparseDestroyDnMat(p->y);
+    p->x = p->y = NULL;
     const float alpha = 1.0f, beta = beta0 ? 0.0f : 1.0f;
     size_t bytes = 0;
     int rc;
@@ -362,16 +363,25 @@ static int kcu_plan_get(kcu_ctx_t *c, kern_mat_t *a, kcu_mat_t *m, int64_t f, in
         (rc = kcu_sp(c, "spmm", cusparseCreateDnMat(&p->y, a->rows, f, f, y, CUDA_R_32F, CUSPARSE_ORDER_ROW))) ||
         (rc = kcu_sp(c, "spmm", cusparseSpMM_bufferSize(c->sp, CUSPARSE_OPERATION_NON_TRANSPOSE,
                                                         CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, m->descr, p->x, &beta,
-                                                        p->y, CUDA_R_32F, alg, &bytes))) ||
-        (rc = kcu_check(c, "spmm", cudaMalloc(&p->buf, bytes ? bytes : 1))) ||
+                                                        p->y, CUDA_R_32F, alg, &bytes))))
+        goto fail;
+    if (bytes > p->cap || !p->buf) {   /* cudaFree waits for queued work that may still use it */
+        if (p->buf) cudaFree(p->buf);
+        p->buf = NULL;
+        p->cap = 0;
+        if ((rc = kcu_check(c, "spmm", cudaMalloc(&p->buf, bytes ? bytes : 1)))) goto fail;
+        p->cap = bytes ? bytes : 1;
+    }
+    if (alg == CUSPARSE_SPMM_CSR_ALG3 &&
         (rc = kcu_sp(c, "spmm", cusparseSpMM_preprocess(c->sp, CUSPARSE_OPERATION_NON_TRANSPOSE,
                                                         CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, m->descr, p->x, &beta,
-                                                        p->y, CUDA_R_32F, alg, p->buf)))) {
-        kcu_plans_drop(m);   /* nothing half-built stays cached */
-        return rc;
-    }
-    *out = p;
+                                                        p->y, CUDA_R_32F, alg, p->buf))))
+        goto fail;
+    p->stale = 0;
     return INCA_OK;
+fail:
+    kcu_plans_drop(m);   /* nothing half-built stays cached */
+    return rc;
 }
 
 /* Y = alpha A X + beta Y with A's values or `vals`. beta == 0: Y is zeroed first, so garbage
