@@ -96,6 +96,24 @@ int kc_stream_wait(kern_ctx_t *c, int stream, int ev) {
 }
 int kc_sync(kern_ctx_t *c) { return c->ops->sync(c); }
 
+int kc_mirror(kern_ctx_t *c, const void *host, size_t bytes, void **out) {
+    *out = NULL;
+    if (c->dev == KERN_DEV_CPU) {
+        *out = (void *)host;
+        return INCA_OK;
+    }
+    int rc = kc_alloc(c, KERN_MEM_DEVICE, bytes, out);
+    if (rc == INCA_OK && (rc = kc_copy(c, *out, host, bytes, KERN_H2D, KERN_STREAM_COMPUTE)) != INCA_OK) {
+        kc_release(c, KERN_MEM_DEVICE, *out);
+        *out = NULL;
+    }
+    return rc;
+}
+
+void kc_mirror_free(kern_ctx_t *c, const void *host, void *mirror) {
+    if (mirror && mirror != host) kc_release(c, KERN_MEM_DEVICE, mirror);
+}
+
 /* ---- matrices ---- */
 int kc_mat_create(kern_ctx_t *c, int64_t rows_max, int64_t n_cols, int64_t nnz_max, kern_mat_t **out) {
     (void)c;
@@ -114,13 +132,14 @@ int kc_mat_create(kern_ctx_t *c, int64_t rows_max, int64_t n_cols, int64_t nnz_m
 
 int kc_mat_set(kern_ctx_t *c, kern_mat_t *a, const csr_t *h, int stream) {
     if (a->parent) return inca_fail(INCA_EINVAL, "kc_mat_set: a rows view cannot be set");
-    if (h->n_rows > a->rows_max || h->nnz > a->nnz_max || h->n_cols != a->n_cols)
+    if (h->n_rows > a->rows_max || h->nnz > a->nnz_max || h->n_cols > a->n_cols)
         return inca_fail(INCA_EINVAL, "kc_mat_set: a %lld x %lld matrix with %lld nonzeros does not fit the handle "
                          "(%lld rows, %lld columns, %lld nonzeros)", (long long)h->n_rows, (long long)h->n_cols,
                          (long long)h->nnz, (long long)a->rows_max, (long long)a->n_cols, (long long)a->nnz_max);
     int rc = c->ops->mat_set(c, a, h, stream);
     if (rc != INCA_OK) return rc;
     a->rows = h->n_rows;
+    a->cols = h->n_cols;
     a->nnz = h->nnz;
     return INCA_OK;
 }
@@ -142,6 +161,7 @@ int kc_mat_rows_view(kern_ctx_t *c, const kern_mat_t *a, int64_t r0, int64_t r1,
     v->r0 = r0;
     v->rows = v->rows_max = r1 - r0;
     v->n_cols = a->n_cols;
+    v->cols = a->cols;
     if (c->dev == KERN_DEV_CPU) {
         v->view = csr_row_view(a->host, r0, r1);
         v->host = &v->view;

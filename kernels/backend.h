@@ -85,8 +85,13 @@ int kc_event_record(kern_ctx_t *ctx, int event, int stream);
 int kc_stream_wait(kern_ctx_t *ctx, int stream, int event);   /* stream waits for the event */
 int kc_sync(kern_ctx_t *ctx);                                  /* every stream; returns kc_status */
 
+/* Host data the ops must read: on the CPU the host array itself (no copy), on a device a copy
+ * in device memory. Free with kc_mirror_free (releases only a copy). */
+int kc_mirror(kern_ctx_t *ctx, const void *host, size_t bytes, void **out);
+void kc_mirror_free(kern_ctx_t *ctx, const void *host, void *mirror);
+
 /* ---- sparse matrices ---- */
-/* A matrix with room for up to rows_max rows and nnz_max nonzeros and n_cols columns, empty
+/* A matrix with room for up to rows_max rows, n_cols columns and nnz_max nonzeros, empty
  * until kc_mat_set. CPU: kc_mat_set keeps a view of the host csr_t (borrowed: it must outlive
  * every later op on the matrix). CUDA: kc_mat_set uploads rowptr (as int32 when nnz < 2^31,
  * else int64), col and val (all-ones when val is NULL) on `stream`, and drops the SpMM plans
@@ -212,7 +217,7 @@ struct kern_ctx {
 /* What every matrix starts with; backends keep their data behind `impl`. */
 struct kern_mat {
     int64_t rows_max, n_cols, nnz_max;
-    int64_t rows, nnz;          /* current contents */
+    int64_t rows, cols, nnz;    /* current contents (cols <= n_cols) */
     const csr_t *host;          /* CPU: the borrowed matrix (or view below) */
     csr_t view;                 /* CPU: storage for kc_mat_rows_view */
     const kern_mat_t *parent;   /* rows view: the matrix it views, else NULL */

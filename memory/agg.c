@@ -4,11 +4,23 @@
 #include "core/alloc.h"
 #include "core/status.h"
 #include "core/util.h"
-#include "kernels/kernels.h"
+#include "kernels/backend.h"
 #include <stdio.h>
 #include <string.h>
 
 struct agg {
+    kern_ctx_t *kc;
+    int dev;             /* tables and scratch in the context's device memory (not the arena) */
+    kern_mat_t *a_m;     /* Â on the context */
+    int own_a;           /* a_m made here */
+    kern_mat_t **panels; /* row views of a_m for the bf16 panel refresh */
+    int npanels;
+    kern_mat_t *bb, *bbt, *bh;   /* the current batch's Â_BB, Â_BBᵀ, Â_{B,halo} */
+    int has_bbt;                 /* Â_BB is not symmetric: backward multiplies bbt */
+    const int64_t *nodes, *halo; /* its ids, in context memory */
+    int64_t *nodes_d, *halo_d;   /* upload buffers (device) */
+    void **devmem;       /* device allocations, freed with the operator */
+    int ndev, capdev;
     int method, source, nsites;
     int single;          /* incagg push: pushes go to S, no P tables */
     int64_t n, in_dim, maxdim;   /* maxdim: the widest site */
@@ -54,7 +66,29 @@ int agg_fixed_site(const agg_t *g, int site) { return site >= 0 && site < g->nsi
 const mem_arena_t *agg_arena(const agg_t *g) { return g->arena; }
 int64_t agg_table_bytes(const agg_t *g) { return g->table_bytes; }
 int64_t agg_scratch_bytes(const agg_t *g) { return g->scratch_bytes; }
-void agg_set_batch(agg_t *g, const batch_t *b) { g->b = b; }
+const int64_t *agg_batch_nodes(const agg_t *g) { return g->nodes; }
+
+int agg_set_batch(agg_t *g, const batch_t *b) {
+    int rc;
+    g->b = NULL;
+    g->has_bbt = b->a_bbt.rowptr != NULL;
+    if ((rc = kc_mat_set(g->kc, g->bb, &b->a_bb, KERN_STREAM_COMPUTE)) != INCA_OK ||
+        (g->has_bbt && (rc = kc_mat_set(g->kc, g->bbt, &b->a_bbt, KERN_STREAM_COMPUTE)) != INCA_OK) ||
+        (g->bh && b->n_halo > 0 && (rc = kc_mat_set(g->kc, g->bh, &b->a_bh, KERN_STREAM_COMPUTE)) != INCA_OK))
+        return inca_fail_ctx(rc, "batch %lld", (long long)b->index);
+    if (!g->dev) {
+        g->nodes = b->nodes;
+        g->halo = b->halo;
+    } else {   /* the matrices' capacity checks bound n_b and n_halo too */
+        if ((rc = kc_copy(g->kc, g->nodes_d, b->nodes, sizeof(int64_t) * (size_t)b->n_b, KERN_H2D, KERN_STREAM_COMPUTE)) ||
+            (rc = kc_copy(g->kc, g->halo_d, b->halo, sizeof(int64_t) * (size_t)b->n_halo, KERN_H2D, KERN_STREAM_COMPUTE)))
+            return rc;
+        g->nodes = g->nodes_d;
+        g->halo = g->halo_d;
+    }
+    g->b = b;
+    return INCA_OK;
+}
 
 hist_t *agg_table(agg_t *g, char which, int site) {
     if (site < 0 || site >= g->nsites) return NULL;
@@ -65,24 +99,56 @@ hist_t *agg_table(agg_t *g, char which, int site) {
 
 void agg_free(agg_t **pg) {
     if (!pg || !*pg) return;
-    mem_arena_destroy(&(*pg)->arena);
-    inca_free(*pg);
+    agg_t *g = *pg;
+    for (int i = 0; i < g->npanels; i++) kc_mat_free(g->kc, &g->panels[i]);
+    inca_free(g->panels);
+    kc_mat_free(g->kc, &g->bb);
+    kc_mat_free(g->kc, &g->bbt);
+    kc_mat_free(g->kc, &g->bh);
+    if (g->own_a) kc_mat_free(g->kc, &g->a_m);
+    for (int i = 0; i < g->ndev; i++) kc_release(g->kc, KERN_MEM_DEVICE, g->devmem[i]);
+    inca_free(g->devmem);
+    mem_arena_destroy(&g->arena);
+    inca_free(g);
     *pg = NULL;
+}
+
+/* bytes for the operator: from the NUMA arena on the CPU, device memory otherwise (zeroed) */
+static void *take(agg_t *g, size_t bytes, const char *label) {
+    if (!g->dev) return mem_arena_alloc(g->arena, bytes, label);
+    if (g->ndev == g->capdev) {
+        const int cap = g->capdev ? 2 * g->capdev : 16;
+        void **nd = inca_realloc(g->devmem, (size_t)cap * sizeof *nd);
+        if (!nd) return NULL;
+        g->devmem = nd;
+        g->capdev = cap;
+    }
+    void *p = NULL;
+    if (kc_alloc(g->kc, KERN_MEM_DEVICE, bytes ? bytes : 1, &p) != INCA_OK) return NULL;
+    g->devmem[g->ndev++] = p;
+    return p;
 }
 
 static int table(agg_t *g, hist_t *h, char which, int site) {
     char label[32];
     snprintf(label, sizeof label, "%s%d", which == 'H' ? "hist" : which == 'M' ? "M" : which == 'S' ? "S" : "P", site);
-    int rc = hist_init(h, g->arena, g->n, g->dim[site], g->dtype, label);
+    int rc = INCA_OK;
+    if (!g->dev) rc = hist_init(h, g->arena, g->n, g->dim[site], g->dtype, label);
+    else {
+        *h = (hist_t){.n = g->n, .f = g->dim[site], .dtype = g->dtype};
+        if (!(h->data = take(g, (size_t)hist_bytes(h), label))) rc = INCA_ENOMEM;
+    }
     if (rc == INCA_OK) g->table_bytes += hist_bytes(h);
     return rc;
 }
 
 static void *scratch(agg_t *g, int64_t floats, const char *label) {
-    void *p = mem_arena_alloc(g->arena, sizeof(float) * (size_t)(floats > 0 ? floats : 1), label);
+    void *p = take(g, sizeof(float) * (size_t)(floats > 0 ? floats : 1), label);
     if (p) g->scratch_bytes += (int64_t)sizeof(float) * (floats > 0 ? floats : 1);
     return p;
 }
+
+static kern_dtype_t kdt(const hist_t *h) { return h->dtype == HIST_BF16 ? KERN_BF16 : KERN_F32; }
 
 /* M[site] <- Â src, where src is fp32 x (at a fixed site) or the table S[site]. fp32 tables:
  * one SpMM straight into M. bf16: row panels of Â through the fp32 panel, encoded into M
@@ -90,17 +156,14 @@ static void *scratch(agg_t *g, int64_t floats, const char *label) {
 static int baseline_compute(agg_t *g, int site, const float *src_f32, const hist_t *src_table) {
     const int64_t f = g->dim[site];
     hist_t *m = &g->M[site];
-    if (m->dtype == HIST_F32) {
-        if (src_f32) return kern_spmm(g->a, src_f32, f, 1.f, 0.f, hist_f32(m));
-        return kern_spmm(g->a, hist_f32(src_table), f, 1.f, 0.f, hist_f32(m));
-    }
-    for (int64_t r0 = 0; r0 < g->n; r0 += g->panel_rows) {
-        const int64_t r1 = r0 + g->panel_rows < g->n ? r0 + g->panel_rows : g->n;
-        csr_t v = csr_row_view(g->a, r0, r1);
-        int rc = src_f32 ? kern_spmm(&v, src_f32, f, 1.f, 0.f, g->panel)
-                         : kern_spmm_bf16(&v, (const uint16_t *)src_table->data, f, g->panel);
+    if (m->dtype == HIST_F32)
+        return kc_spmm(g->kc, g->a_m, NULL, src_f32 ? src_f32 : hist_f32(src_table), f, 1.f, 0.f, hist_f32(m));
+    for (int p = 0; p < g->npanels; p++) {
+        const int64_t r0 = (int64_t)p * g->panel_rows, rows = kc_mat_rows(g->panels[p]);
+        int rc = src_f32 ? kc_spmm(g->kc, g->panels[p], NULL, src_f32, f, 1.f, 0.f, g->panel)
+                         : kc_spmm_bf16(g->kc, g->panels[p], (const uint16_t *)src_table->data, f, g->panel);
+        if (rc == INCA_OK) rc = kc_scatter_rows(g->kc, KERN_BF16, m->data, f, NULL, r0, rows, g->panel);
         if (rc != INCA_OK) return rc;
-        hist_push_range(m, r0, r1 - r0, g->panel);
     }
     return INCA_OK;
 }
@@ -119,6 +182,20 @@ int agg_create(const agg_config_t *cfg, agg_t **out) {
     if (!g) return INCA_ENOMEM;
     int rc = mem_arena_create(&g->arena);
     if (rc != INCA_OK) { inca_free(g); return rc; }
+    g->kc = cfg->kc ? cfg->kc : kc_cpu();
+    g->dev = kc_device(g->kc) != KERN_DEV_CPU;
+    g->a_m = cfg->a_m;
+    if (!g->a_m) {
+        g->own_a = 1;
+        rc = kc_mat_upload(g->kc, cfg->a, &g->a_m);
+    }
+    /* the batch's matrices: views of the loader's on the CPU, uploads of this capacity off it */
+    const int64_t nbm = cfg->nb_max > 0 ? cfg->nb_max : 1, nnzm = g->dev ? cfg->nnz_max : INT64_MAX / 4;
+    const int64_t cols = nbm > cfg->halo_max ? nbm : cfg->halo_max;
+    if (rc == INCA_OK) rc = kc_mat_create(g->kc, nbm, cols, nnzm, &g->bb);
+    if (rc == INCA_OK) rc = kc_mat_create(g->kc, nbm, cols, nnzm, &g->bbt);
+    if (rc == INCA_OK && method == AGG_GAS) rc = kc_mat_create(g->kc, nbm, cols, nnzm, &g->bh);
+    if (rc != INCA_OK) { agg_free(&g); return rc; }
     g->method = method;
     g->source = cfg->source;
     g->single = method == AGG_INCAGG && cfg->source == AGG_SRC_PUSH && cfg->single_buffer;
@@ -154,7 +231,18 @@ int agg_create(const agg_config_t *cfg, agg_t **out) {
             if (g->panel_rows < 1) g->panel_rows = 1;
             if (g->panel_rows > g->n) g->panel_rows = g->n > 0 ? g->n : 1;
             if (!(g->panel = scratch(g, g->panel_rows * g->maxdim, "scratch_panel"))) rc = INCA_ENOMEM;
+            const int np = (int)((g->n + g->panel_rows - 1) / g->panel_rows);
+            if (rc == INCA_OK && !(g->panels = inca_calloc((size_t)(np > 0 ? np : 1), sizeof *g->panels))) rc = INCA_ENOMEM;
+            for (int p = 0; p < np && rc == INCA_OK; p++, g->npanels++) {
+                const int64_t r0 = (int64_t)p * g->panel_rows, r1 = r0 + g->panel_rows < g->n ? r0 + g->panel_rows : g->n;
+                rc = kc_mat_rows_view(g->kc, g->a_m, r0, r1, &g->panels[p]);
+            }
         }
+    }
+    if (rc == INCA_OK && g->dev) {
+        g->nodes_d = take(g, sizeof(int64_t) * (size_t)nbm, "ids_batch");
+        g->halo_d = take(g, sizeof(int64_t) * (size_t)(cfg->halo_max > 0 ? cfg->halo_max : 1), "ids_halo");
+        if (!g->nodes_d || !g->halo_d) rc = INCA_ENOMEM;
     }
     if (rc == INCA_OK && method == AGG_GAS) {
         int64_t w = g->maxdim > g->in_dim ? g->maxdim : g->in_dim;
@@ -182,41 +270,37 @@ static int check_call(const agg_t *g, int site, int64_t n, int64_t f) {
 
 static int forward_gas(agg_t *g, int site, int64_t n, int64_t f, const float *in_raw, const float *in, float *out) {
     const batch_t *b = g->b;
-    int rc = kern_spmm(&b->a_bb, in, f, 1.f, 0.f, out);
+    int rc = kc_spmm(g->kc, g->bb, NULL, in, f, 1.f, 0.f, out);
     if (rc != INCA_OK) return rc;
     if (b->n_halo > 0) {
-        if (g->fixed[site]) {
-            for (int64_t h = 0; h < b->n_halo; h++)
-                memcpy(g->hbuf + h * f, g->x + b->halo[h] * g->in_dim, sizeof(float) * (size_t)f);
-        } else hist_pull(&g->H[site], b->halo, b->n_halo, g->hbuf);
-        if ((rc = kern_spmm(&b->a_bh, g->hbuf, f, 1.f, 1.f, out)) != INCA_OK) return rc;
+        /* exact x rows at a site reading x (its width is in_dim), else the history */
+        rc = g->fixed[site] ? kc_gather_rows(g->kc, KERN_F32, g->x, g->in_dim, g->halo, 0, b->n_halo, g->hbuf)
+                            : kc_gather_rows(g->kc, kdt(&g->H[site]), g->H[site].data, f, g->halo, 0, b->n_halo, g->hbuf);
+        if (rc != INCA_OK || (rc = kc_spmm(g->kc, g->bh, NULL, g->hbuf, f, 1.f, 1.f, out)) != INCA_OK) return rc;
     }
-    if (!g->fixed[site]) hist_push(&g->H[site], b->nodes, n, in_raw);
+    if (!g->fixed[site]) return kc_scatter_rows(g->kc, kdt(&g->H[site]), g->H[site].data, f, g->nodes, 0, n, in_raw);
     return INCA_OK;
 }
 
 /* out = M_B + Â_BB (in − S_B); the push (source push) goes to P, or to S after reading it */
 static int forward_incagg(agg_t *g, int site, int64_t n, int64_t f, const float *in_raw, const float *in, float *out) {
-    const batch_t *b = g->b;
+    hist_t *M = &g->M[site], *S = &g->S[site], *P = &g->P[site];
+    int rc;
     if (g->fixed[site]) {
-        if (in == in_raw) {   /* no dropout: Δ = 0, no SpMM at all */
-            hist_pull(&g->M[site], b->nodes, n, out);
-            return INCA_OK;
-        }
-        const int64_t len = n * f;
-#pragma omp parallel for schedule(static) if (len >= HIST_PAR_MIN)
-        for (int64_t i = 0; i < len; i++) g->sbuf[i] = in[i] - in_raw[i];
-    } else if (g->single) {
-        hist_sub_push(&g->S[site], b->nodes, n, in, g->sbuf, in_raw);   /* S_B read, then overwritten */
+        if (in == in_raw)   /* no dropout: Δ = 0, no SpMM at all */
+            return kc_gather_rows(g->kc, kdt(M), M->data, f, g->nodes, 0, n, out);
+        rc = kc_sub(g->kc, n * f, in, in_raw, g->sbuf);
+    } else if (g->single) {   /* S_B read, then overwritten */
+        rc = kc_sub_rows(g->kc, kdt(S), S->data, f, g->nodes, n, in, g->sbuf, in_raw);
     } else {
-        hist_sub(&g->S[site], b->nodes, n, in, g->sbuf);
-        if (g->P[site].data) hist_push(&g->P[site], b->nodes, n, in_raw);
+        rc = kc_sub_rows(g->kc, kdt(S), S->data, f, g->nodes, n, in, g->sbuf, NULL);
+        if (rc == INCA_OK && P->data) rc = kc_scatter_rows(g->kc, kdt(P), P->data, f, g->nodes, 0, n, in_raw);
     }
+    if (rc != INCA_OK) return rc;
     /* fp32 baselines are added row by row inside the SpMM (same bits as pull + beta = 1) */
-    if (g->M[site].dtype == HIST_F32)
-        return kern_spmm_base(&b->a_bb, g->sbuf, f, hist_f32(&g->M[site]), g->n, b->nodes, out);
-    hist_pull(&g->M[site], b->nodes, n, out);
-    return kern_spmm(&b->a_bb, g->sbuf, f, 1.f, 1.f, out);
+    if (M->dtype == HIST_F32) return kc_spmm_base(g->kc, g->bb, g->sbuf, f, hist_f32(M), g->n, g->nodes, out);
+    if ((rc = kc_gather_rows(g->kc, KERN_BF16, M->data, f, g->nodes, 0, n, out)) != INCA_OK) return rc;
+    return kc_spmm(g->kc, g->bb, NULL, g->sbuf, f, 1.f, 1.f, out);
 }
 
 int agg_forward(void *ctx, int site, int64_t n, int64_t f, const float *in_raw, const float *in, float *out) {
@@ -224,7 +308,7 @@ int agg_forward(void *ctx, int site, int64_t n, int64_t f, const float *in_raw, 
     int rc = check_call(g, site, n, f);
     if (rc != INCA_OK) return rc;
     double t0 = inca_now();
-    if (g->method == AGG_CLUSTER) rc = kern_spmm(&g->b->a_bb, in, f, 1.f, 0.f, out);
+    if (g->method == AGG_CLUSTER) rc = kc_spmm(g->kc, g->bb, NULL, in, f, 1.f, 0.f, out);
     else if (g->method == AGG_GAS) rc = forward_gas(g, site, n, f, in_raw, in, out);
     else rc = forward_incagg(g, site, n, f, in_raw, in, out);
     g->fwd_s += inca_now() - t0;
@@ -237,9 +321,8 @@ int agg_backward(void *ctx, int site, int64_t n, int64_t f, const float *dout, f
     agg_t *g = ctx;
     int rc = check_call(g, site, n, f);
     if (rc != INCA_OK) return rc;
-    const batch_t *b = g->b;
     double t0 = inca_now();
-    rc = kern_spmm_t(&b->a_bb, b->a_bbt.rowptr ? &b->a_bbt : NULL, dout, f, 1.f, 0.f, din);
+    rc = kc_spmm(g->kc, g->has_bbt ? g->bbt : g->bb, NULL, dout, f, 1.f, 0.f, din);
     g->bwd_s += inca_now() - t0;
     return rc;
 }
@@ -261,8 +344,10 @@ int agg_refresh(agg_t *g) {
         return inca_fail(INCA_EINVAL, "agg_refresh: the recompute source refreshes through a model pass (agg_refresh_forward)");
     for (int s = 0; s < g->nsites; s++) {
         if (g->fixed[s]) continue;
-        if (!g->single) hist_copy(&g->S[s], &g->P[s]);
-        int rc = baseline_compute(g, s, NULL, &g->S[s]);
+        int rc = g->single ? INCA_OK
+                           : kc_copy(g->kc, g->S[s].data, g->P[s].data, (size_t)hist_bytes(&g->S[s]), KERN_D2D,
+                                     KERN_STREAM_COMPUTE);
+        if (rc == INCA_OK) rc = baseline_compute(g, s, NULL, &g->S[s]);
         if (rc != INCA_OK) return rc;
     }
     return INCA_OK;
@@ -275,13 +360,12 @@ int agg_refresh_forward(void *ctx, int site, int64_t n, int64_t f, const float *
         return inca_fail(INCA_ERR, "refresh operator: site %d called with %lld x %lld, expected %lld x %lld",
                          site, (long long)n, (long long)f, (long long)g->n, (long long)(site >= 0 && site < g->nsites ? g->dim[site] : -1));
     if (g->method == AGG_INCAGG && g->fixed[site]) {   /* M^0 = ÂX is already there */
-        hist_pull_range(&g->M[site], 0, n, out);
-        return INCA_OK;
+        return kc_gather_rows(g->kc, kdt(&g->M[site]), g->M[site].data, f, NULL, 0, n, out);
     }
-    int rc = kern_spmm(g->a, in, f, 1.f, 0.f, out);
+    int rc = kc_spmm(g->kc, g->a_m, NULL, in, f, 1.f, 0.f, out);
     if (rc != INCA_OK || g->method != AGG_INCAGG) return rc;
-    hist_push_range(&g->S[site], 0, n, in);
-    if (g->P[site].data) hist_push_range(&g->P[site], 0, n, in);
-    hist_push_range(&g->M[site], 0, n, out);
-    return INCA_OK;
+    if ((rc = kc_scatter_rows(g->kc, kdt(&g->S[site]), g->S[site].data, f, NULL, 0, n, in)) != INCA_OK) return rc;
+    if (g->P[site].data && (rc = kc_scatter_rows(g->kc, kdt(&g->P[site]), g->P[site].data, f, NULL, 0, n, in)) != INCA_OK)
+        return rc;
+    return kc_scatter_rows(g->kc, kdt(&g->M[site]), g->M[site].data, f, NULL, 0, n, out);
 }

@@ -35,7 +35,9 @@
  *
  * CAVEATS FIRST
  * - x, a and every batch are borrowed: they must outlive the operator (batches: until the next
- *   agg_set_batch). Tables and scratch are owned by the operator's arena.
+ *   agg_set_batch). Tables and scratch are owned by the operator: in its NUMA arena on the CPU,
+ *   in the context's device memory otherwise (kern_ctx, kernels/backend.h; every op of the
+ *   operator runs through the context's table).
  * - Not thread-safe; one operator per training run.
  * Tested in test_incagg.c (refresh after every step equals GAS; one batch of every node equals
  * full-batch; M^0 = ÂX; R > 1 against a double-precision reference of the invariant for both
@@ -73,9 +75,13 @@ typedef struct agg_config {
     const int64_t *dims;     /* nsites widths (copied) */
     const uint8_t *fixed;    /* nsites flags, 1: the site's input is the model input x (copied) */
     int64_t n, in_dim;
-    const float *x;          /* n x in_dim model input (borrowed) */
-    const csr_t *a;          /* Â, n x n (borrowed) */
+    const float *x;          /* n x in_dim model input (borrowed; the context's memory) */
+    const csr_t *a;          /* Â, n x n (borrowed, host) */
     int64_t nb_max, halo_max;   /* the largest batch and halo (batch_loader_limits) */
+    struct kern_ctx *kc;     /* where tables, scratch and every op live (NULL: the CPU) */
+    struct kern_mat *a_m;    /* Â on kc (borrowed; NULL: the operator makes its own) */
+    int64_t nnz_max;         /* off the CPU: the most nonzeros of Â_BB / Â_BBᵀ / Â_{B,halo} of
+                                any batch (they are uploaded into matrices of this capacity) */
     int64_t panel_bytes;     /* bf16: the row panel's size (0: the rule above; tests set it small) */
 } agg_config_t;
 
@@ -85,7 +91,12 @@ typedef struct agg agg_t;
  * M^0 = ÂX at the fixed sites of incagg. */
 int agg_create(const agg_config_t *cfg, agg_t **out);
 void agg_free(agg_t **g);   /* NULL-safe, sets *g = NULL */
-void agg_set_batch(agg_t *g, const batch_t *b);
+/* The batch the next forward/backward calls run on (borrowed until the next call). Off the CPU
+ * its matrices and ids are uploaded (into buffers sized at creation): INCA_EINVAL when they
+ * exceed nnz_max / nb_max / halo_max. */
+int agg_set_batch(agg_t *g, const batch_t *b);
+/* The current batch's node ids in the context's memory (the batch's own array on the CPU). */
+const int64_t *agg_batch_nodes(const agg_t *g);
 
 /* The batch operator (nn_agg_t signatures; ctx = the agg_t). forward: out[n x f] = Agg(in) over
  * the batch last set (n = |B|); backward: din = Â_BBᵀ dout. */

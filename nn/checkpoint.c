@@ -1,6 +1,8 @@
 /* Training checkpoints: one binary file per run, written atomically; see checkpoint.h. */
 #include "nn/checkpoint.h"
+#include "core/alloc.h"
 #include "core/status.h"
+#include "kernels/backend.h"
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -48,10 +50,31 @@ static void header_expect(const train_config_t *c, const dataset_t *d, model_t *
 }
 
 static int put(FILE *fp, const void *p, size_t bytes) { return fwrite(p, 1, bytes, fp) == bytes ? 0 : -1; }
+static int get(FILE *fp, void *p, size_t bytes) { return fread(p, 1, bytes, fp) == bytes ? 0 : -1; }
+
+/* Model memory (kc's) to and from the file: directly on the CPU, through a host bounce buffer
+ * of at most 4 MiB from a device. */
+#define CKPT_BOUNCE ((size_t)4 << 20)
+static int xfer(FILE *fp, kern_ctx_t *kc, void *p, size_t bytes, int save) {
+    if (kc_device(kc) == KERN_DEV_CPU) return save ? put(fp, p, bytes) : get(fp, p, bytes);
+    char *buf = inca_malloc(bytes < CKPT_BOUNCE ? (bytes ? bytes : 1) : CKPT_BOUNCE);
+    if (!buf) return -1;
+    int bad = 0;
+    for (size_t off = 0; off < bytes && !bad; off += CKPT_BOUNCE) {
+        const size_t k = bytes - off < CKPT_BOUNCE ? bytes - off : CKPT_BOUNCE;
+        if (save) bad = kc_copy(kc, buf, (char *)p + off, k, KERN_D2H, KERN_STREAM_COMPUTE) != INCA_OK || put(fp, buf, k);
+        else bad = get(fp, buf, k) || kc_copy(kc, (char *)p + off, buf, k, KERN_H2D, KERN_STREAM_COMPUTE) != INCA_OK;
+    }
+    inca_free(buf);
+    return bad ? -1 : 0;
+}
+static int put_m(FILE *fp, kern_ctx_t *kc, const void *p, size_t bytes) { return xfer(fp, kc, (void *)p, bytes, 1); }
+static int get_m(FILE *fp, kern_ctx_t *kc, void *p, size_t bytes) { return xfer(fp, kc, p, bytes, 0); }
 
 int ckpt_save(const char *dir, int run, const train_config_t *c, const dataset_t *d, model_t *m, optim_t *o,
               const ckpt_state_t *st, const ckpt_blob_t *blobs, int nblobs) {
     char path[4096], tmp[4096];
+    kern_ctx_t *kc = model_ctx(m);
     int rc;
     if ((rc = ckpt_path(dir, run, "", path, sizeof path)) || (rc = ckpt_path(dir, run, ".tmp", tmp, sizeof tmp))) return rc;
     if (mkdir(dir, 0777) != 0 && errno != EEXIST)
@@ -82,18 +105,19 @@ int ckpt_save(const char *dir, int run, const train_config_t *c, const dataset_t
             remove(tmp);
             return inca_fail(INCA_ERR, "checkpoint: optimiser state of parameter %s does not match the model", p->name);
         }
-        bad = put(fp, &p->n, sizeof p->n) || put(fp, p->w, sizeof(float) * (size_t)n) ||
-              put(fp, mo, sizeof(float) * (size_t)n) || put(fp, vo, sizeof(float) * (size_t)n);
+        bad = put(fp, &p->n, sizeof p->n) || put_m(fp, kc, p->w, sizeof(float) * (size_t)n) ||
+              put_m(fp, kc, mo, sizeof(float) * (size_t)n) || put_m(fp, kc, vo, sizeof(float) * (size_t)n);
     }
     for (int i = 0; i < h.nbuffers && !bad; i++) {
         int64_t n = 0;
         const float *b = model_buffer(m, i, &n);
-        bad = put(fp, &n, sizeof n) || put(fp, b, sizeof(float) * (size_t)n);
+        bad = put(fp, &n, sizeof n) || put_m(fp, kc, b, sizeof(float) * (size_t)n);
     }
     int32_t nb = nblobs;
     if (!bad) bad = put(fp, &nb, sizeof nb);
     for (int i = 0; i < nblobs && !bad; i++)
-        bad = put(fp, &blobs[i].bytes, sizeof blobs[i].bytes) || put(fp, blobs[i].p, (size_t)blobs[i].bytes);
+        bad = put(fp, &blobs[i].bytes, sizeof blobs[i].bytes) ||
+              (blobs[i].dev ? put_m(fp, kc, blobs[i].p, (size_t)blobs[i].bytes) : put(fp, blobs[i].p, (size_t)blobs[i].bytes));
     if (!bad) bad = fflush(fp) != 0 || fsync(fileno(fp)) != 0;
     if (fclose(fp) != 0) bad = 1;
     if (bad) {
@@ -109,11 +133,10 @@ int ckpt_save(const char *dir, int run, const train_config_t *c, const dataset_t
     return INCA_OK;
 }
 
-static int get(FILE *fp, void *p, size_t bytes) { return fread(p, 1, bytes, fp) == bytes ? 0 : -1; }
-
 int ckpt_load(const char *dir, int run, const train_config_t *c, const dataset_t *d, model_t *m, optim_t *o,
               ckpt_state_t *st, const ckpt_blob_t *blobs, int nblobs) {
     char path[4096];
+    kern_ctx_t *kc = model_ctx(m);
     int rc;
     if ((rc = ckpt_path(dir, run, "", path, sizeof path))) return rc;
     FILE *fp = fopen(path, "rb");
@@ -160,14 +183,14 @@ int ckpt_load(const char *dir, int run, const train_config_t *c, const dataset_t
                            path, p->name, (long long)fn, (long long)p->n);
             break;
         }
-        if (get(fp, p->w, sizeof(float) * (size_t)n) || get(fp, mo, sizeof(float) * (size_t)n) ||
-            get(fp, vo, sizeof(float) * (size_t)n))
+        if (get_m(fp, kc, p->w, sizeof(float) * (size_t)n) || get_m(fp, kc, mo, sizeof(float) * (size_t)n) ||
+            get_m(fp, kc, vo, sizeof(float) * (size_t)n))
             rc = inca_fail(INCA_EINVAL, "%s: truncated in parameter %s", path, p->name);
     }
     for (int i = 0; i < h.nbuffers && !rc; i++) {
         int64_t n = 0, fn = -1;
         float *b = model_buffer(m, i, &n);
-        if (get(fp, &fn, sizeof fn) || fn != n || get(fp, b, sizeof(float) * (size_t)n))
+        if (get(fp, &fn, sizeof fn) || fn != n || get_m(fp, kc, b, sizeof(float) * (size_t)n))
             rc = inca_fail(INCA_EINVAL, "%s: truncated or mismatched in BatchNorm buffer %d", path, i);
     }
     int32_t nb = -1;
@@ -175,7 +198,8 @@ int ckpt_load(const char *dir, int run, const train_config_t *c, const dataset_t
         rc = inca_fail(INCA_EINVAL, "%s: %d history tables in the checkpoint, this run has %d (or the file is truncated)", path, nb, nblobs);
     for (int i = 0; i < nblobs && !rc; i++) {
         int64_t bytes = -1;
-        if (get(fp, &bytes, sizeof bytes) || bytes != blobs[i].bytes || get(fp, blobs[i].p, (size_t)bytes))
+        if (get(fp, &bytes, sizeof bytes) || bytes != blobs[i].bytes ||
+            (blobs[i].dev ? get_m(fp, kc, blobs[i].p, (size_t)bytes) : get(fp, blobs[i].p, (size_t)bytes)))
             rc = inca_fail(INCA_EINVAL, "%s: history table %d: %lld bytes in the checkpoint, %lld in this run (or the file is truncated)",
                            path, i, (long long)bytes, (long long)blobs[i].bytes);
     }

@@ -38,7 +38,11 @@ typedef struct ckpt_state {
 
 /* Extra state of a trainer saved after the model (the mini-batch history tables): raw bytes,
  * restored in place; count and sizes must match on load. */
-typedef struct ckpt_blob { void *p; int64_t bytes; } ckpt_blob_t;
+typedef struct ckpt_blob {
+    void *p;
+    int64_t bytes;
+    int dev;    /* 1: p is in the model's context memory (device), 0: host memory */
+} ckpt_blob_t;
 
 /* Write DIR/run-<run>.ckpt (DIR is created when missing; its parent must exist). */
 int ckpt_save(const char *dir, int run, const train_config_t *c, const dataset_t *d, model_t *m, optim_t *o,

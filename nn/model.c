@@ -97,3 +97,5 @@ static int nn_kc_mat_upload(kern_ctx_t *kc, const csr_t *a, kern_mat_t **out) { 
 #define NN_BN_FORWARD(...) kc_bn_forward(m->kc, __VA_ARGS__)
 #define NN_BN_BACKWARD(...) kc_bn_backward(m->kc, __VA_ARGS__)
 #include "nn/nn_impl.inc"
+
+kern_ctx_t *model_ctx(const model_t *m) { return m->kc; }

@@ -24,6 +24,9 @@
 
 #define NN_STREAMS_PER_STEP 1024u
 
+struct kern_ctx;
+struct kern_ctx *model_ctx(const model_t *m);   /* float instance only */
+
 struct model_config {
     int kind;           /* NN_MLP, NN_GCN, NN_SAGE, NN_GCNII, NN_APPNP */
     int64_t in_dim;     /* input feature width */
@@ -69,6 +72,7 @@ int64_t model_site_dim(const model_config_t *cfg, int site);
  *   a CUDA context every pointer the model hands out (logits, nn_param_t w/g, model_buffer)
  *   is device memory and x / dlogits must be too. model_create = model_create_on(kc_cpu()).
  * void model_free(model_t **m);  NULL-safe, sets *m = NULL.
+ * kern_ctx_t *model_ctx(const model_t *m);  the context it runs on.
  *
  * int model_forward(model_t *m, int64_t n, const float *x, const nn_agg_t *agg, int train,
  *                   uint64_t seed, uint64_t step, const float **logits);

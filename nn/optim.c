@@ -5,7 +5,7 @@
 #include "nn/optim.h"
 #include "core/alloc.h"
 #include "core/status.h"
-#include "kernels/kernels.h"
+#include "kernels/backend.h"
 #include <math.h>
 #include <string.h>
 
@@ -17,6 +17,7 @@ typedef struct optim_param {
 
 struct optim {
     optim_kind_t kind;
+    kern_ctx_t *kc;        /* where parameters and moments live (borrowed) */
     double lr, beta1, beta2, eps;
     int64_t t;
     double *wd;            /* per group */
@@ -26,6 +27,10 @@ struct optim {
 };
 
 int optim_new(optim_kind_t kind, double lr, double beta1, double beta2, double eps, optim_t **out) {
+    return optim_new_on(kind, lr, beta1, beta2, eps, kc_cpu(), out);
+}
+
+int optim_new_on(optim_kind_t kind, double lr, double beta1, double beta2, double eps, kern_ctx_t *kc, optim_t **out) {
     *out = NULL;
     if (kind != OPTIM_ADAM && kind != OPTIM_ADAMW)
         return inca_fail(INCA_EINVAL, "optim_new: unknown optimiser kind %d", (int)kind);
@@ -35,6 +40,7 @@ int optim_new(optim_kind_t kind, double lr, double beta1, double beta2, double e
     optim_t *o = inca_calloc(1, sizeof *o);
     if (!o) return INCA_ENOMEM;
     o->kind = kind;
+    o->kc = kc;
     o->lr = lr;
     o->beta1 = beta1;
     o->beta2 = beta2;
@@ -46,8 +52,8 @@ int optim_new(optim_kind_t kind, double lr, double beta1, double beta2, double e
 void optim_free(optim_t **o) {
     if (!o || !*o) return;
     for (int i = 0; i < (*o)->np; i++) {
-        inca_free((*o)->p[i].m);
-        inca_free((*o)->p[i].v);
+        kc_release((*o)->kc, KERN_MEM_DEVICE, (*o)->p[i].m);
+        kc_release((*o)->kc, KERN_MEM_DEVICE, (*o)->p[i].v);
     }
     inca_free((*o)->p);
     inca_free((*o)->wd);
@@ -83,18 +89,17 @@ int optim_add_param(optim_t *o, int group, float *w, float *g, int64_t n) {
         o->p = p;
         o->cap_p = cap;
     }
-    float *m = inca_calloc((size_t)n, sizeof(float));
-    float *v = inca_calloc((size_t)n, sizeof(float));
-    if (!m || !v) {
-        inca_free(m);
-        inca_free(v);
+    float *m = NULL, *v = NULL;   /* zeroed by kc_alloc */
+    if (kc_alloc(o->kc, KERN_MEM_DEVICE, (size_t)n * sizeof(float), (void **)&m) != INCA_OK ||
+        kc_alloc(o->kc, KERN_MEM_DEVICE, (size_t)n * sizeof(float), (void **)&v) != INCA_OK) {
+        kc_release(o->kc, KERN_MEM_DEVICE, m);
         return INCA_ENOMEM;
     }
     o->p[o->np++] = (optim_param_t){.w = w, .g = g, .m = m, .v = v, .n = n, .group = group};
     return INCA_OK;
 }
 
-void optim_step(optim_t *o) {
+int optim_step(optim_t *o) {
     o->t++;
     const double b1 = o->beta1, b2 = o->beta2, eps = o->eps, lr = o->lr;
     const double bc1 = 1.0 - pow(b1, (double)o->t), bc2 = 1.0 - pow(b2, (double)o->t);
@@ -104,12 +109,14 @@ void optim_step(optim_t *o) {
         optim_param_t *p = &o->p[i];
         kern_adam_t hp = base;
         hp.weight_decay = o->wd[p->group];
-        kern_adam(p->n, p->w, p->g, p->m, p->v, &hp);
+        int rc = kc_adam(o->kc, p->n, p->w, p->g, p->m, p->v, &hp);
+        if (rc != INCA_OK) return rc;
     }
+    return INCA_OK;
 }
 
 void optim_zero_grad(optim_t *o) {
-    for (int i = 0; i < o->np; i++) memset(o->p[i].g, 0, (size_t)o->p[i].n * sizeof(float));
+    for (int i = 0; i < o->np; i++) kc_zero(o->kc, o->p[i].g, (size_t)o->p[i].n * sizeof(float), KERN_STREAM_COMPUTE);
 }
 
 void optim_set_lr(optim_t *o, double lr) { o->lr = lr; }

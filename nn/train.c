@@ -157,12 +157,6 @@ int train_best_update(train_best_t *b, int epoch, double val_acc, double val_los
     return better;
 }
 
-double train_eval_split(const float *logits, int64_t n, int32_t c, const int32_t *y, const int64_t *idx,
-                        int64_t nidx, float *logp, double *loss) {
-    *loss = nidx > 0 ? kern_softmax_xent(n, c, logits, y, idx, nidx, logp, NULL) : 0.0;
-    return nidx > 0 ? kern_accuracy(c, logits, y, idx, nidx) : 0.0;
-}
-
 int train_metrics_line(FILE *f, int run, int epoch, double train_loss, double train_acc, double val_loss,
                        double val_acc, double test_acc, double epoch_time_s) {
     if (!f) return INCA_OK;
@@ -218,7 +212,7 @@ int train_optim_build(const train_config_t *c, model_t *m, optim_t **out) {
     optim_t *o = NULL;
     double wds[16];
     int gids[16], ng = 0, rc;
-    if ((rc = optim_new(c->adamw ? OPTIM_ADAMW : OPTIM_ADAM, c->lr, 0.9, 0.999, 1e-8, &o))) return rc;
+    if ((rc = optim_new_on(c->adamw ? OPTIM_ADAMW : OPTIM_ADAM, c->lr, 0.9, 0.999, 1e-8, model_ctx(m), &o))) return rc;
     for (int i = 0; i < model_nparams(m); i++) {
         nn_param_t *p = model_param(m, i);
         const double wd = train_param_wd(c, p);
@@ -240,70 +234,114 @@ fail:
     return rc;
 }
 
-/* Mini-batch SGD for models without a graph: the gathered rows of one batch and the training
- * ids in this epoch's order (refilled and reshuffled by every train_mlp_epoch). */
+/* Mini-batch SGD for models without a graph: the training ids in this epoch's order (host,
+ * reshuffled by every train_mlp_epoch, then uploaded), and the gathered rows and labels of one
+ * batch in the context's memory. */
 typedef struct mlp_batch {
     int64_t bs, f;
-    int64_t *order;   /* n_train training ids, reshuffled each epoch */
-    int64_t *rows;    /* 0..bs-1: the loss rows of a batch */
-    float *xb;        /* bs x f */
-    int32_t *yb;      /* bs */
+    int64_t *order;   /* n_train training ids, reshuffled each epoch (host) */
+    int64_t *order_d; /* the same on the context */
+    int64_t *rows;    /* 0..bs-1: the loss rows of a batch (context) */
+    float *xb;        /* bs x f (context) */
+    int32_t *yb;      /* bs (host staging) */
+    int32_t *yb_d;    /* bs (context) */
 } mlp_batch_t;
 
-static int mlp_batch_init(mlp_batch_t *b, int64_t bs, int64_t f, int64_t n_train) {
+static int mlp_batch_init(kern_ctx_t *kc, mlp_batch_t *b, int64_t bs, int64_t f, int64_t n_train) {
     b->bs = bs;
     b->f = f;
+    int64_t *rows = inca_malloc((size_t)bs * sizeof *rows);
     b->order = inca_malloc((size_t)n_train * sizeof *b->order);
-    b->rows = inca_malloc((size_t)bs * sizeof *b->rows);
-    b->xb = inca_malloc((size_t)(bs * f) * sizeof *b->xb);
     b->yb = inca_malloc((size_t)bs * sizeof *b->yb);
-    if (!b->order || !b->rows || !b->xb || !b->yb) return INCA_ENOMEM;
-    for (int64_t i = 0; i < bs; i++) b->rows[i] = i;
-    return INCA_OK;
+    int rc = !rows || !b->order || !b->yb ? INCA_ENOMEM : INCA_OK;
+    if (!rc) rc = kc_alloc(kc, KERN_MEM_DEVICE, (size_t)n_train * sizeof(int64_t), (void **)&b->order_d);
+    if (!rc) rc = kc_alloc(kc, KERN_MEM_DEVICE, (size_t)bs * sizeof(int64_t), (void **)&b->rows);
+    if (!rc) rc = kc_alloc(kc, KERN_MEM_DEVICE, (size_t)(bs * f) * sizeof(float), (void **)&b->xb);
+    if (!rc) rc = kc_alloc(kc, KERN_MEM_DEVICE, (size_t)bs * sizeof(int32_t), (void **)&b->yb_d);
+    if (!rc) {
+        for (int64_t i = 0; i < bs; i++) rows[i] = i;
+        rc = kc_copy(kc, b->rows, rows, (size_t)bs * sizeof *rows, KERN_H2D, KERN_STREAM_COMPUTE);
+    }
+    inca_free(rows);
+    return rc;
 }
 
-static void mlp_batch_free(mlp_batch_t *b) {
+static void mlp_batch_free(kern_ctx_t *kc, mlp_batch_t *b) {
     inca_free(b->order);
-    inca_free(b->rows);
-    inca_free(b->xb);
     inca_free(b->yb);
+    kc_release(kc, KERN_MEM_DEVICE, b->order_d);
+    kc_release(kc, KERN_MEM_DEVICE, b->rows);
+    kc_release(kc, KERN_MEM_DEVICE, b->xb);
+    kc_release(kc, KERN_MEM_DEVICE, b->yb_d);
     memset(b, 0, sizeof *b);
 }
 
 /* One epoch of mini-batch steps over the training rows in a fresh seeded order (the order of
  * epoch ep depends on the seed and ep only, so runs are reproducible). The last batch may be
  * smaller. *loss and *acc: means over the epoch's training rows. Dropout masks are drawn per
- * step (step number = ep * steps_per_epoch + s). */
+ * step (step number = ep * steps_per_epoch + s). x (n x f) in context memory. */
 static int train_mlp_epoch(model_t *m, optim_t *o, const train_config_t *c, const float *x, int64_t f, int64_t cc,
                            const int32_t *y, const int64_t *train_idx, int64_t n_train, int ep, mlp_batch_t *b,
-                           float *dlog, double *loss, double *acc) {
+                           float *dlog, train_meter_t *meter_d, double *loss, double *acc) {
+    kern_ctx_t *kc = model_ctx(m);
     rng_t r;
     int rc;
     memcpy(b->order, train_idx, (size_t)n_train * sizeof *b->order);   /* the order is a function of ep alone */
     rng_seed(&r, rng_hash64(c->seed, 0x6d6c7062, (uint64_t)ep));
     rng_shuffle_i64(&r, b->order, n_train);
+    if ((rc = kc_copy(kc, b->order_d, b->order, (size_t)n_train * sizeof *b->order, KERN_H2D, KERN_STREAM_COMPUTE)))
+        return rc;
     const int64_t steps = (n_train + b->bs - 1) / b->bs;
-    double lsum = 0, asum = 0;
+    double lsum = 0;
+    int64_t correct = 0;
+    train_meter_t h;
+    if ((rc = kc_zero(kc, meter_d->count[0], sizeof meter_d->count[0], KERN_STREAM_COMPUTE))) return rc;
     for (int64_t s = 0; s < steps; s++) {
         const int64_t lo = s * b->bs, nb = (lo + b->bs <= n_train ? b->bs : n_train - lo);
-        for (int64_t i = 0; i < nb; i++) {
-            const int64_t v = b->order[lo + i];
-            memcpy(b->xb + i * f, x + v * f, (size_t)f * sizeof *x);
-            b->yb[i] = y[v];
-        }
+        for (int64_t i = 0; i < nb; i++) b->yb[i] = y[b->order[lo + i]];
+        if ((rc = kc_gather_rows(kc, KERN_F32, x, f, b->order_d + lo, 0, nb, b->xb)) ||
+            (rc = kc_copy(kc, b->yb_d, b->yb, (size_t)nb * sizeof *b->yb, KERN_H2D, KERN_STREAM_COMPUTE)))
+            return rc;
         const float *logits;
         if ((rc = model_forward(m, nb, b->xb, NULL, 1, c->seed, (uint64_t)ep * (uint64_t)steps + (uint64_t)s, &logits)))
             return rc;
-        const double l = kern_softmax_xent(nb, cc, logits, b->yb, b->rows, nb, NULL, dlog);
+        /* the step's loss is read back: the sum over steps is in host double, as before */
+        if ((rc = kc_softmax_xent(kc, nb, cc, logits, b->yb_d, b->rows, nb, NULL, dlog, &meter_d->loss[0])) ||
+            (rc = kc_accuracy(kc, cc, logits, b->yb_d, b->rows, nb, meter_d->count[0])) ||
+            (rc = kc_copy(kc, &h.loss[0], &meter_d->loss[0], sizeof h.loss[0], KERN_D2H, KERN_STREAM_COMPUTE)))
+            return rc;
+        const double l = h.loss[0];
         if (!isfinite(l)) return inca_fail(INCA_ERR, "epoch %d step %lld: training loss is not finite (%g); lower --lr?",
                                            ep, (long long)s, l);
         lsum += l * (double)nb;
-        asum += kern_accuracy(cc, logits, b->yb, b->rows, nb) * (double)nb;
-        if ((rc = model_backward(m, dlog, NULL))) return rc;
-        optim_step(o);
+        if ((rc = model_backward(m, dlog, NULL)) || (rc = optim_step(o))) return rc;
     }
+    if ((rc = kc_copy(kc, h.count[0], meter_d->count[0], sizeof h.count[0], KERN_D2H, KERN_STREAM_COMPUTE))) return rc;
+    correct = h.count[0][0];
     *loss = lsum / (double)n_train;
-    *acc = asum / (double)n_train;
+    *acc = h.count[0][1] ? (double)correct / (double)n_train : 0.0;
+    return INCA_OK;
+}
+
+int train_eval_dev(kern_ctx_t *kc, const float *logits, int64_t n, int64_t cc, const int32_t *y_d,
+                   const int64_t *tr_d, int64_t ntr, const int64_t *vidx_d, int64_t nv, const int64_t *tidx_d,
+                   int64_t nt, float *logp, train_meter_t *meter_d, train_epoch_eval_t *e) {
+    int rc;
+    train_meter_t h;
+    const int64_t *ids[3] = {tr_d, vidx_d, tidx_d};
+    const int64_t cnt[3] = {tr_d ? ntr : 0, nv, nt};
+    if ((rc = kc_zero(kc, meter_d, sizeof *meter_d, KERN_STREAM_COMPUTE))) return rc;
+    for (int k = 0; k < 3; k++)
+        if (cnt[k] > 0 && ((rc = kc_softmax_xent(kc, n, cc, logits, y_d, ids[k], cnt[k], logp, NULL, &meter_d->loss[k])) ||
+                           (rc = kc_accuracy(kc, cc, logits, y_d, ids[k], cnt[k], meter_d->count[k]))))
+            return rc;
+    if ((rc = kc_copy(kc, &h, meter_d, sizeof h, KERN_D2H, KERN_STREAM_COMPUTE))) return rc;
+    double acc[3];
+    for (int k = 0; k < 3; k++) acc[k] = h.count[k][1] ? (double)h.count[k][0] / (double)h.count[k][1] : 0.0;
+    if (tr_d) e->train_acc = acc[0];
+    e->val_loss = nv > 0 ? h.loss[1] : 0.0;
+    e->val_acc = acc[1];
+    e->test_acc = acc[2];
     return INCA_OK;
 }
 
@@ -314,7 +352,12 @@ int train_full(const dataset_t *d, const train_config_t *c, const int64_t *train
     model_t *m = NULL;
     optim_t *o = NULL;
     mlp_batch_t mb = {0};
-    float *xw = NULL, *dlog = NULL, *logp = NULL;
+    kern_ctx_t *kc = c->kc ? c->kc : kc_cpu();
+    kern_mat_t *am = NULL, *atm = NULL;
+    float *xw = NULL, *dlog = NULL, *logp = NULL, *xd = NULL, *lhost = NULL;
+    int32_t *y_d = NULL;
+    int64_t *trn_d = NULL, *vidx_d = NULL, *tidx_d = NULL;
+    train_meter_t *meter_d = NULL;
     const float *x = d->x;
     int rc;
     const int64_t n = d->n, cc = d->c;
@@ -330,18 +373,19 @@ int train_full(const dataset_t *d, const train_config_t *c, const int64_t *train
     if (c->batch_size > 0 && norm != NN_NORM_NONE)   /* checked before anything is allocated */
         return inca_fail(INCA_EINVAL, "--batch-size: mini-batches of rows need a model without a graph (mlp), got %s",
                          c->model);
-    nn_agg_full_t full;
+    nn_agg_dev_t full;
     nn_agg_t agg;
     if (norm != NN_NORM_NONE) {
         if ((rc = nn_adj_build(&d->adj, norm, &a, &at))) goto done;
-        nn_agg_full_init(&agg, &full, &a, at.rowptr ? &at : NULL);
+        if ((rc = kc_mat_upload(kc, &a, &am)) || (at.rowptr && (rc = kc_mat_upload(kc, &at, &atm)))) goto done;
+        nn_agg_dev_init(&agg, &full, kc, am, atm);
     }
     if (c->feature_norm != TRAIN_FEATNORM_NONE) {
         if (!(xw = inca_malloc((size_t)(n * d->f) * sizeof(float)))) { rc = INCA_ENOMEM; goto done; }
         train_features_prepare(c->feature_norm, n, d->f, d->x, xw);
         x = xw;
     }
-    if ((rc = model_create(&mc, n, &m))) goto done;
+    if ((rc = model_create_on(&mc, n, kc, &m))) goto done;
     if (!c->dense_input && c->batch_size == 0) {   /* bag-of-words features: first layer by SpMM */
         if ((rc = train_features_csr(n, d->f, x, 0.25, &xs)) < 0) goto done;
         if (rc == 1 && model_set_sparse_input(m, &xs) != INCA_OK) {
@@ -353,12 +397,25 @@ int train_full(const dataset_t *d, const train_config_t *c, const int64_t *train
         }
         rc = INCA_OK;
     }
-    if ((rc = train_optim_build(c, m, &o))) goto done;
-    if (c->batch_size > 0 && (rc = mlp_batch_init(&mb, c->batch_size < n_train ? c->batch_size : n_train, d->f, n_train)))
+    /* what the ops read, on the context (the host arrays themselves on the CPU) */
+    if ((x && (rc = kc_mirror(kc, x, (size_t)(n * d->f) * sizeof(float), (void **)&xd))) ||
+        (rc = kc_mirror(kc, d->y, (size_t)n * sizeof(int32_t), (void **)&y_d)) ||
+        (rc = kc_mirror(kc, train_idx, (size_t)n_train * sizeof(int64_t), (void **)&trn_d)) ||
+        (nv > 0 && (rc = kc_mirror(kc, vidx, (size_t)nv * sizeof(int64_t), (void **)&vidx_d))) ||
+        (nt > 0 && (rc = kc_mirror(kc, tidx, (size_t)nt * sizeof(int64_t), (void **)&tidx_d))) ||
+        (rc = kc_alloc(kc, KERN_MEM_DEVICE, sizeof *meter_d, (void **)&meter_d)) ||
+        (rc = kc_alloc(kc, KERN_MEM_DEVICE, (size_t)(n * cc) * sizeof(float), (void **)&dlog)) ||
+        (rc = kc_alloc(kc, KERN_MEM_DEVICE, (size_t)(n * cc) * sizeof(float), (void **)&logp)))
         goto done;
-    dlog = inca_malloc((size_t)(n * cc) * sizeof(float));
-    logp = inca_malloc((size_t)(n * cc) * sizeof(float));
-    if (!dlog || !logp) { rc = INCA_ENOMEM; goto done; }
+    if ((rc = train_optim_build(c, m, &o))) goto done;
+    if (c->batch_size > 0 &&
+        (rc = mlp_batch_init(kc, &mb, c->batch_size < n_train ? c->batch_size : n_train, d->f, n_train)))
+        goto done;
+    /* logits on the host for the hooks (pruning's on_epoch, out_logits); on the CPU they are
+     * the model's own */
+    const int want_logits = c->on_epoch || c->out_logits;
+    if (want_logits && kc_device(kc) != KERN_DEV_CPU &&
+        !(lhost = inca_malloc((size_t)(n * cc) * sizeof(float)))) { rc = INCA_ENOMEM; goto done; }
 
     train_best_t best;
     train_best_init(&best);
@@ -384,30 +441,41 @@ int train_full(const dataset_t *d, const train_config_t *c, const int64_t *train
         const float *logits;
         double train_acc = 0;
         if (c->batch_size > 0) {
-            if ((rc = train_mlp_epoch(m, o, c, x, d->f, cc, d->y, train_idx, n_train, ep, &mb, dlog, &loss, &train_acc)))
+            if ((rc = train_mlp_epoch(m, o, c, xd, d->f, cc, d->y, train_idx, n_train, ep, &mb, dlog, meter_d, &loss,
+                                      &train_acc)))
                 goto done;
         } else {
-            if ((rc = model_forward(m, n, x, norm ? &agg : NULL, 1, c->seed, (uint64_t)ep, &logits))) goto done;
-            loss = kern_softmax_xent(n, cc, logits, d->y, train_idx, n_train, NULL, dlog);
+            train_meter_t h;
+            if ((rc = model_forward(m, n, xd, norm ? &agg : NULL, 1, c->seed, (uint64_t)ep, &logits)) ||
+                (rc = kc_zero(kc, meter_d->count[0], sizeof meter_d->count[0], KERN_STREAM_COMPUTE)) ||
+                (rc = kc_softmax_xent(kc, n, cc, logits, y_d, trn_d, n_train, NULL, dlog, &meter_d->loss[0])) ||
+                (rc = kc_accuracy(kc, cc, logits, y_d, trn_d, n_train, meter_d->count[0])) ||
+                (rc = kc_copy(kc, &h, meter_d, sizeof h, KERN_D2H, KERN_STREAM_COMPUTE)))
+                goto done;
+            loss = h.loss[0];
             if (!isfinite(loss)) {
                 rc = inca_fail(INCA_ERR, "epoch %d: training loss is not finite (%g); lower --lr?", ep, loss);
                 goto done;
             }
-            train_acc = kern_accuracy(cc, logits, d->y, train_idx, n_train);
-            if ((rc = model_backward(m, dlog, norm ? &agg : NULL))) goto done;
-            optim_step(o);
+            train_acc = h.count[0][1] ? (double)h.count[0][0] / (double)h.count[0][1] : 0.0;
+            if ((rc = model_backward(m, dlog, norm ? &agg : NULL)) || (rc = optim_step(o))) goto done;
         }
         const double t1 = inca_now();
-        if ((rc = model_forward(m, n, x, norm ? &agg : NULL, 0, c->seed, (uint64_t)ep, &logits))) goto done;
+        if ((rc = model_forward(m, n, xd, norm ? &agg : NULL, 0, c->seed, (uint64_t)ep, &logits))) goto done;
         train_epoch_eval_t e = {.run = run, .epoch = ep, .train_loss = loss, .train_acc = train_acc, .n_valid = nv};
-        e.val_acc = train_eval_split(logits, n, (int32_t)cc, d->y, vidx, nv, logp, &e.val_loss);
-        e.test_acc = train_eval_split(logits, n, (int32_t)cc, d->y, tidx, nt, logp, &(double){0});
+        if ((rc = train_eval_dev(kc, logits, n, cc, y_d, NULL, 0, vidx_d, nv, tidx_d, nt, logp, meter_d, &e))) goto done;
         const double t2 = inca_now();
         e.epoch_s = t2 - t0;
         t_step += t1 - t0;
         t_eval += t2 - t1;
         t_epoch += t2 - t0;
-        if ((rc = train_epoch_end(c, &e, logits, n, (int32_t)cc, &best))) goto done;
+        const float *lh = logits;
+        if (want_logits && lhost) {
+            if ((rc = kc_copy(kc, lhost, logits, (size_t)(n * cc) * sizeof(float), KERN_D2H, KERN_STREAM_COMPUTE)))
+                goto done;
+            lh = lhost;
+        }
+        if ((rc = train_epoch_end(c, &e, lh, n, (int32_t)cc, &best))) goto done;
         const int stop = c->patience > 0 && best.since >= c->patience;
         if (c->checkpoint_dir) {
             cs = (ckpt_state_t){.epoch = ep, .finished = stop, .best = best, .train_loss = loss,
@@ -429,12 +497,21 @@ int train_full(const dataset_t *d, const train_config_t *c, const int64_t *train
     rc = INCA_OK;
 done:
     r->peak_rss_mb = inca_peak_rss_mb();
-    inca_free(dlog);
-    inca_free(logp);
+    kc_release(kc, KERN_MEM_DEVICE, dlog);
+    kc_release(kc, KERN_MEM_DEVICE, logp);
+    kc_release(kc, KERN_MEM_DEVICE, meter_d);
+    kc_mirror_free(kc, x, xd);
+    kc_mirror_free(kc, d->y, y_d);
+    kc_mirror_free(kc, train_idx, trn_d);
+    kc_mirror_free(kc, vidx, vidx_d);
+    kc_mirror_free(kc, tidx, tidx_d);
+    inca_free(lhost);
     inca_free(xw);
-    mlp_batch_free(&mb);
+    mlp_batch_free(kc, &mb);
     optim_free(&o);
     model_free(&m);
+    kc_mat_free(kc, &am);
+    kc_mat_free(kc, &atm);
     csr_free(&a);
     csr_free(&at);
     csr_free(&xs);
@@ -503,27 +580,12 @@ static int train_one(const dataset_t *d, const train_config_t *c, const int64_t 
     return rc;
 }
 
-int train_device_resolve(const train_config_t *c, char *name, size_t cap) {
+int train_device_open(const train_config_t *c, kern_ctx_t **kc, char *name, size_t cap) {
     kern_ctx_opts_t ko = {.device = c->device};
-    kern_ctx_t *kc = NULL;
-    int rc = kc_create(&ko, &kc);
+    int rc = kc_create(&ko, kc);
     if (rc != INCA_OK) return rc;
-    if (kc_fallback(kc)) train_log(c, TRAIN_LOG_INFO, "--device auto: %s; running on the CPU", kc_fallback(kc));
-    if (kc_device(kc) != KERN_DEV_CPU) {
-        /* the kernel table has a CUDA backend; the trainers' state does not live on it yet */
-        const int is_auto = strcmp(c->device, "auto") == 0;
-        char what[96];
-        snprintf(what, sizeof what, "%s", kc_describe(kc));
-        kc_free(&kc);
-        if (!is_auto)
-            return inca_fail(INCA_ERR, "--device cuda: %s found, but the trainers do not run on the CUDA backend yet "
-                             "(its kernels do: inca bench ops); use --device cpu or auto", what);
-        train_log(c, TRAIN_LOG_INFO, "--device auto: %s found, but the trainers do not run on CUDA yet; running on "
-                  "the CPU", what);
-        if ((rc = kc_create(&(kern_ctx_opts_t){.device = "cpu"}, &kc)) != INCA_OK) return rc;
-    }
-    snprintf(name, cap, "%s", kc_name(kc));
-    kc_free(&kc);
+    if (kc_fallback(*kc)) train_log(c, TRAIN_LOG_INFO, "--device auto: %s; running on the CPU", kc_fallback(*kc));
+    snprintf(name, cap, "%s", kc_name(*kc));
     return INCA_OK;
 }
 
@@ -544,7 +606,7 @@ int train_run(const dataset_t *d, const train_config_t *c, const int64_t *train_
     if ((rc = model_kind_parse(c->model, &kind))) return rc;
     if (c->resume && !c->checkpoint_dir) return inca_fail(INCA_EINVAL, "--resume: needs --checkpoint DIR");
     if (c->runs < 1) return inca_fail(INCA_EINVAL, "--runs: expected >= 1, got %d", c->runs);
-    if ((rc = train_device_resolve(c, r->device, sizeof r->device))) return rc;
+    kern_ctx_t *kc = NULL;
     if (mb && !d->adj.rowptr) return inca_fail(INCA_EINVAL, "--method %s needs a graph; this dataset has none", c->method);
     const int64_t *tidx = train_idx_override ? train_idx_override : d->split[SPLIT_TRAIN];
     const int64_t ntr = train_idx_override ? n_override : d->split_n[SPLIT_TRAIN];
@@ -553,6 +615,8 @@ int train_run(const dataset_t *d, const train_config_t *c, const int64_t *train_
             return inca_fail(INCA_EINVAL, "train index %lld (entry %lld) is outside [0, %lld)", (long long)tidx[i],
                              (long long)i, (long long)d->n);
     if (c->threads > 0) inca_set_threads(c->threads);
+    if ((rc = train_device_open(c, &kc, r->device, sizeof r->device))) return rc;
+    cc.kc = kc;
     r->run_test_acc = inca_calloc((size_t)c->runs, sizeof(double));
     r->run_val_acc = inca_calloc((size_t)c->runs, sizeof(double));
     r->run_best_epoch = inca_calloc((size_t)c->runs, sizeof(int));
@@ -598,8 +662,10 @@ int train_run(const dataset_t *d, const train_config_t *c, const int64_t *train_
     r->eval_time_s = tv / c->runs;
     r->peak_rss_mb = inca_peak_rss_mb();
     if (mf && fclose(mf) != 0) { mf = NULL; rc = inca_fail(INCA_EIO, "--metrics %s: write failed", c->metrics_path); goto fail; }
+    kc_free(&kc);
     return INCA_OK;
 fail:
+    kc_free(&kc);
     partition_free(&part);
     if (mf) fclose(mf);
     train_result_free(r);

@@ -72,6 +72,8 @@ typedef struct train_config {
     train_log_cb log;          /* status and progress lines (NULL: none) */
     void *log_ctx;
     const char *device;        /* "cpu" (default) | "cuda" | "auto" (kernels/backend.h) */
+    struct kern_ctx *kc;       /* the context the trainers run on: set by train_run from device
+                                  (borrowed; NULL = the shared CPU context) */
     /* mini-batch methods (issue 4) */
     int parts;                 /* METIS parts (default 40) */
     int batch_parts;           /* parts per batch (default 10) */
@@ -132,10 +134,11 @@ int train_mb_flags_parse(const char *refresh_source, const char *cluster_norm, t
  * only, when the store cannot be opened for writing). Owned by the caller (partition_free).
  * *reused (may be NULL): 1 when it came from the store. */
 int train_partition(const dataset_t *d, const train_config_t *c, partition_t *p, int *reused);
-/* c->device resolved to the backend the trainers will use, its name into name[cap]: "cpu";
- * "auto" falls back to the CPU with a log line saying why; "cuda" without a usable device is
- * INCA_ERR with the CUDA error's text. */
-int train_device_resolve(const train_config_t *c, char *name, size_t cap);
+/* The kernel context of c->device (*kc owned by the caller, kc_free) and its backend's name into
+ * name[cap]: "auto" without a usable CUDA device falls back to the CPU with a log line saying
+ * why; "cuda" without one is INCA_ERR with the CUDA error's text. */
+struct kern_ctx;
+int train_device_open(const train_config_t *c, struct kern_ctx **kc, char *name, size_t cap);
 /* One full-batch run, the same contract. */
 int train_full(const dataset_t *d, const train_config_t *c, const int64_t *train_idx,
                int64_t n_train, int run, train_result_t *r);
@@ -182,10 +185,18 @@ int train_epoch_end(const train_config_t *c, const train_epoch_eval_t *e, const 
 /* Send one formatted line to c->log (nothing without one). */
 void train_log(const train_config_t *c, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
-/* Mean loss and accuracy of `logits` (n x c) over idx; loss in *loss, accuracy returned.
- * Scratch logp must hold n*c floats. */
-double train_eval_split(const float *logits, int64_t n, int32_t c, const int32_t *y,
-                        const int64_t *idx, int64_t nidx, float *logp, double *loss);
+/* Loss and accuracy accumulators in context memory: the ops write them, the trainer reads them
+ * back once per epoch (slots: train, valid, test). */
+typedef struct train_meter {
+    double loss[3];
+    int64_t count[3][2];  /* correct, counted */
+} train_meter_t;
+/* Loss and accuracy of the eval `logits` (n x cc, context memory) over the train (optional:
+ * tr_d NULL), validation and test ids (context memory), with one read-back: e->train_acc (when
+ * tr_d), val_loss, val_acc, test_acc. logp: n x cc scratch on the context. */
+int train_eval_dev(struct kern_ctx *kc, const float *logits, int64_t n, int64_t cc, const int32_t *y_d,
+                   const int64_t *tr_d, int64_t ntr, const int64_t *vidx_d, int64_t nv, const int64_t *tidx_d,
+                   int64_t nt, float *logp, train_meter_t *meter_d, train_epoch_eval_t *e);
 /* Write one JSON line {"run","epoch","train_loss","train_acc","val_loss","val_acc","test_acc",
  * "epoch_time_s"} to f (NULL: nothing) through core/json.h; INCA_ENOMEM / INCA_EIO. */
 int train_metrics_line(FILE *f, int run, int epoch, double train_loss, double train_acc,

@@ -8,7 +8,7 @@
 #include "core/alloc.h"
 #include "core/status.h"
 #include "core/util.h"
-#include "kernels/kernels.h"
+#include "kernels/backend.h"
 #include "loaders/batch.h"
 #include "nn/checkpoint.h"
 #include "nn/optim.h"
@@ -149,8 +149,21 @@ typedef struct mb_run {
     optim_t *opt;
     agg_t *agg;
     nn_agg_t op_batch, op_full, op_refresh;
-    nn_agg_full_t full;
-    float *logp, *dlogits, *lorig;
+    nn_agg_dev_t full;
+    kern_ctx_t *kc;
+    int dev;                    /* kc is not the CPU: inputs are uploaded, losses read per epoch */
+    kern_mat_t *a_m, *at_m;     /* Â, Âᵀ on the context */
+    float *x_d;                 /* the renumbered features on the context (D.x itself on the CPU) */
+    int32_t *y_d;
+    int64_t *tr_d, *va_d, *te_d;
+    float *xb_d;                /* a batch's rows of x (device) */
+    int32_t *yb_d;              /* a batch's labels (device) */
+    int64_t *lidx_d;            /* a batch's loss rows (device) */
+    double *losses_d;           /* spe: each step's loss, read back at the epoch's end */
+    train_meter_t *meter_d;
+    float *logp, *dlogits, *lorig, *lhost;
+    double *losses_h;           /* spe (host) */
+    uint8_t *step_has_loss;     /* spe: the step had training rows */
     int64_t *lidx;
     ckpt_blob_t *blobs;
     int nblobs;
@@ -161,16 +174,41 @@ typedef struct mb_run {
 } mb_run_t;
 
 static void mb_run_free(mb_run_t *R) {
+    kern_ctx_t *kc = R->kc;
     inca_free(R->blobs);
     batch_loader_free(&R->ld);
     agg_free(&R->agg);
     optim_free(&R->opt);
     model_free(&R->m);
+    if (kc) {
+        kc_mat_free(kc, &R->a_m);
+        kc_mat_free(kc, &R->at_m);
+        kc_mirror_free(kc, R->D.x, R->x_d);
+        kc_mirror_free(kc, R->D.y, R->y_d);
+        kc_mirror_free(kc, R->D.tr, R->tr_d);
+        kc_mirror_free(kc, R->D.va, R->va_d);
+        kc_mirror_free(kc, R->D.te, R->te_d);
+        void *dm[] = {R->xb_d, R->yb_d, R->lidx_d, R->losses_d, R->meter_d, R->logp, R->dlogits};
+        for (size_t i = 0; i < sizeof dm / sizeof dm[0]; i++) kc_release(kc, KERN_MEM_DEVICE, dm[i]);
+    }
     mb_data_free(&R->D);
-    inca_free(R->logp);
-    inca_free(R->dlogits);
     inca_free(R->lidx);
     inca_free(R->lorig);
+    inca_free(R->lhost);
+    inca_free(R->losses_h);
+    inca_free(R->step_has_loss);
+}
+
+/* The most nonzeros any batch of b parts can hold in its rows of Â: the b fullest parts. */
+static int64_t batch_nnz_bound(const csr_t *a, const int64_t *bounds, int64_t k, int64_t b) {
+    int64_t *nz = inca_malloc(sizeof *nz * (size_t)(k > 0 ? k : 1));
+    if (!nz) return a->nnz;
+    for (int64_t i = 0; i < k; i++) nz[i] = a->rowptr[bounds[i + 1]] - a->rowptr[bounds[i]];
+    qsort(nz, (size_t)k, sizeof *nz, cmp_i64);
+    int64_t sum = 0;
+    for (int64_t i = 0; i < b && i < k; i++) sum += nz[k - 1 - i];
+    inca_free(nz);
+    return sum;
 }
 
 static int mb_run_setup(mb_run_t *R, const dataset_t *d, const int64_t *train_idx, int64_t n_train) {
@@ -192,6 +230,16 @@ static int mb_run_setup(mb_run_t *R, const dataset_t *d, const int64_t *train_id
     if ((rc = mb_data_prepare(d, c, R->p, train_idx, n_train, norm, &R->D)) != INCA_OK) return rc;
     const int64_t n = R->D.n;
     const csr_t *atp = R->D.at.rowptr ? &R->D.at : NULL;
+    R->kc = c->kc ? c->kc : kc_cpu();
+    R->dev = kc_device(R->kc) != KERN_DEV_CPU;
+    kern_ctx_t *kc = R->kc;
+    if ((rc = kc_mat_upload(kc, &R->D.a, &R->a_m)) || (atp && (rc = kc_mat_upload(kc, atp, &R->at_m))) ||
+        (rc = kc_mirror(kc, R->D.x, sizeof(float) * (size_t)(n * R->D.f), (void **)&R->x_d)) ||
+        (rc = kc_mirror(kc, R->D.y, sizeof(int32_t) * (size_t)n, (void **)&R->y_d)) ||
+        (rc = kc_mirror(kc, R->D.tr, sizeof(int64_t) * (size_t)R->D.ntr, (void **)&R->tr_d)) ||
+        (rc = kc_mirror(kc, R->D.va, sizeof(int64_t) * (size_t)R->D.nva, (void **)&R->va_d)) ||
+        (rc = kc_mirror(kc, R->D.te, sizeof(int64_t) * (size_t)R->D.nte, (void **)&R->te_d)))
+        return rc;
 
     /* loader */
     R->src = (batch_source_t){.n = n, .f = R->D.f, .x = R->D.x, .y = R->D.y, .a = &R->D.a, .a_symmetric = atp == NULL,
@@ -206,7 +254,7 @@ static int mb_run_setup(mb_run_t *R, const dataset_t *d, const int64_t *train_id
     R->R = c->refresh > 0 ? c->refresh : R->spe;
 
     /* model, optimiser, operator */
-    if ((rc = model_create(&R->mc, n, &R->m)) != INCA_OK) return rc;
+    if ((rc = model_create_on(&R->mc, n, kc, &R->m)) != INCA_OK) return rc;
     if ((rc = train_optim_build(c, R->m, &R->opt)) != INCA_OK) return rc;
     hist_dtype_t hd = HIST_F32;
     if ((rc = hist_dtype_parse(c->history_dtype[0] ? c->history_dtype : "fp32", &hd)) != INCA_OK) return rc;
@@ -216,19 +264,32 @@ static int mb_run_setup(mb_run_t *R, const dataset_t *d, const int64_t *train_id
     if (ns < 0) return ns;
     agg_config_t ac = {.method = R->method, .source = c->refresh_source, .dtype = hd,
                        .single_buffer = R->o->single_buffer && R->R == R->spe, .nsites = ns, .dims = dims,
-                       .fixed = fixed, .n = n, .in_dim = R->mc.in_dim, .x = R->D.x, .a = &R->D.a,
-                       .nb_max = nb_max, .halo_max = halo_max};
+                       .fixed = fixed, .n = n, .in_dim = R->mc.in_dim, .x = R->x_d, .a = &R->D.a,
+                       .nb_max = nb_max, .halo_max = halo_max, .kc = kc, .a_m = R->a_m,
+                       .nnz_max = batch_nnz_bound(&R->D.a, R->p->bounds, R->p->k, c->batch_parts)};
     if ((rc = agg_create(&ac, &R->agg)) != INCA_OK) return rc;
     R->op_batch = (nn_agg_t){.forward = agg_forward, .backward = agg_backward, .ctx = R->agg};
     R->op_refresh = (nn_agg_t){.forward = agg_refresh_forward, .backward = NULL, .ctx = R->agg};
-    nn_agg_full_init(&R->op_full, &R->full, &R->D.a, atp);
+    nn_agg_dev_init(&R->op_full, &R->full, kc, R->a_m, R->at_m);
 
     /* buffers, sized once */
-    R->logp = inca_malloc(sizeof *R->logp * (size_t)(n ? n : 1) * (size_t)R->C);
-    R->dlogits = inca_malloc(sizeof *R->dlogits * (size_t)(nb_max ? nb_max : 1) * (size_t)R->C);
-    R->lidx = inca_malloc(sizeof *R->lidx * (size_t)(nb_max ? nb_max : 1));
-    if (!R->logp || !R->dlogits || !R->lidx) return INCA_ENOMEM;
+    const int64_t nbm = nb_max ? nb_max : 1;
+    if ((rc = kc_alloc(kc, KERN_MEM_DEVICE, sizeof(float) * (size_t)(n ? n : 1) * (size_t)R->C, (void **)&R->logp)) ||
+        (rc = kc_alloc(kc, KERN_MEM_DEVICE, sizeof(float) * (size_t)nbm * (size_t)R->C, (void **)&R->dlogits)) ||
+        (rc = kc_alloc(kc, KERN_MEM_DEVICE, sizeof(double) * (size_t)(R->spe ? R->spe : 1), (void **)&R->losses_d)) ||
+        (rc = kc_alloc(kc, KERN_MEM_DEVICE, sizeof *R->meter_d, (void **)&R->meter_d)))
+        return rc;
+    if (R->dev && ((rc = kc_alloc(kc, KERN_MEM_DEVICE, sizeof(float) * (size_t)(nbm * R->D.f), (void **)&R->xb_d)) ||
+                   (rc = kc_alloc(kc, KERN_MEM_DEVICE, sizeof(int32_t) * (size_t)nbm, (void **)&R->yb_d)) ||
+                   (rc = kc_alloc(kc, KERN_MEM_DEVICE, sizeof(int64_t) * (size_t)nbm, (void **)&R->lidx_d))))
+        return rc;
+    if (!(R->lidx = inca_malloc(sizeof *R->lidx * (size_t)nbm)) ||
+        !(R->losses_h = inca_malloc(sizeof *R->losses_h * (size_t)(R->spe ? R->spe : 1))) ||
+        !(R->step_has_loss = inca_calloc((size_t)(R->spe ? R->spe : 1), 1)))
+        return INCA_ENOMEM;
     if ((c->on_epoch || c->out_logits) && !(R->lorig = inca_malloc(sizeof *R->lorig * (size_t)(n ? n : 1) * (size_t)R->C)))
+        return INCA_ENOMEM;
+    if (R->lorig && R->dev && !(R->lhost = inca_malloc(sizeof *R->lhost * (size_t)(n ? n : 1) * (size_t)R->C)))
         return INCA_ENOMEM;
 
     /* checkpoints: the model, the optimiser and every history table (nn/checkpoint.h) */
@@ -237,7 +298,7 @@ static int mb_run_setup(mb_run_t *R, const dataset_t *d, const int64_t *train_id
         for (int t = 0; t < 4; t++)
             for (int s = 0; s < ns; s++) {
                 hist_t *h = agg_table(R->agg, "HMSP"[t], s);
-                if (h) R->blobs[R->nblobs++] = (ckpt_blob_t){.p = h->data, .bytes = hist_bytes(h)};
+                if (h) R->blobs[R->nblobs++] = (ckpt_blob_t){.p = h->data, .bytes = hist_bytes(h), .dev = R->dev};
             }
     }
     train_best_init(&R->best);
@@ -262,26 +323,64 @@ static int mb_run_resume(mb_run_t *R, const dataset_t *d) {
     return batch_loader_create(&R->src, &R->bo, &R->ld);
 }
 
-/* One optimiser step on the next batch; the loss is summed into *loss_sum. */
+/* One optimiser step on the next batch. Its loss goes to losses_d[s]; on the CPU it is read (and
+ * checked) at once and summed into *loss_sum, off it mb_epoch_losses reads the epoch's at the
+ * end. *loss_n counts the steps that had a loss. */
 static int mb_step(mb_run_t *R, int ep, int64_t s, double *loss_sum, int64_t *loss_n) {
+    kern_ctx_t *kc = R->kc;
     const batch_t *b = NULL;
     const float *logits = NULL;
     int rc = batch_loader_next(R->ld, &b);
-    if (rc != INCA_OK) return rc;
-    agg_set_batch(R->agg, b);
+    if (rc != INCA_OK || (rc = agg_set_batch(R->agg, b)) != INCA_OK) return rc;
     int64_t nidx = 0;
     for (int64_t i = 0; i < b->n_b; i++)
         if (R->D.in_train[b->nodes[i]] && b->y[i] >= 0) R->lidx[nidx++] = i;
-    if ((rc = model_forward(R->m, b->n_b, b->x, &R->op_batch, 1, R->c->seed, (uint64_t)R->gstep, &logits)) != INCA_OK) return rc;
-    if (nidx == 0) return INCA_OK;   /* no training node in this batch: nothing to learn from */
-    const double loss = kern_softmax_xent(b->n_b, R->C, logits, b->y, R->lidx, nidx, R->logp, R->dlogits);
-    if (!isfinite(loss))
-        return inca_fail(INCA_ERR, "run %d, epoch %d, step %lld: training loss is not finite (%g); lower --lr?", R->run, ep,
-                         (long long)s, loss);
-    *loss_sum += loss;
-    (*loss_n)++;
+    const float *xb = b->x;
+    const int32_t *yb = b->y;
+    const int64_t *lidx = R->lidx;
+    if (R->dev) {   /* the batch's rows of x are gathered on the device from its own copy */
+        if ((rc = kc_gather_rows(kc, KERN_F32, R->x_d, R->D.f, agg_batch_nodes(R->agg), 0, b->n_b, R->xb_d)) ||
+            (rc = kc_copy(kc, R->yb_d, b->y, sizeof(int32_t) * (size_t)b->n_b, KERN_H2D, KERN_STREAM_COMPUTE)) ||
+            (rc = kc_copy(kc, R->lidx_d, R->lidx, sizeof(int64_t) * (size_t)nidx, KERN_H2D, KERN_STREAM_COMPUTE)))
+            return rc;
+        xb = R->xb_d;
+        yb = R->yb_d;
+        lidx = R->lidx_d;
+    }
+    if ((rc = model_forward(R->m, b->n_b, xb, &R->op_batch, 1, R->c->seed, (uint64_t)R->gstep, &logits)) != INCA_OK) return rc;
+    if (nidx == 0) {   /* no training node in this batch: nothing to learn from */
+        R->step_has_loss[s] = 0;
+        return INCA_OK;
+    }
+    if ((rc = kc_softmax_xent(kc, b->n_b, R->C, logits, yb, lidx, nidx, R->logp, R->dlogits, &R->losses_d[s])) != INCA_OK)
+        return rc;
+    R->step_has_loss[s] = 1;
+    if (!R->dev) {
+        const double loss = R->losses_d[s];
+        if (!isfinite(loss))
+            return inca_fail(INCA_ERR, "run %d, epoch %d, step %lld: training loss is not finite (%g); lower --lr?", R->run,
+                             ep, (long long)s, loss);
+        *loss_sum += loss;
+        (*loss_n)++;
+    }
     if ((rc = model_backward(R->m, R->dlogits, &R->op_batch)) != INCA_OK) return rc;
-    optim_step(R->opt);
+    return optim_step(R->opt);
+}
+
+/* Off the CPU: the epoch's step losses, read back once, checked and summed in step order (the
+ * CPU's sum). A non-finite one names its step; the epoch is not evaluated or checkpointed. */
+static int mb_epoch_losses(mb_run_t *R, int ep, double *loss_sum, int64_t *loss_n) {
+    if (!R->dev) return INCA_OK;
+    int rc = kc_copy(R->kc, R->losses_h, R->losses_d, sizeof(double) * (size_t)R->spe, KERN_D2H, KERN_STREAM_COMPUTE);
+    if (rc != INCA_OK) return rc;
+    for (int64_t s = 0; s < R->spe; s++) {
+        if (!R->step_has_loss[s]) continue;
+        if (!isfinite(R->losses_h[s]))
+            return inca_fail(INCA_ERR, "run %d, epoch %d, step %lld: training loss is not finite (%g); lower --lr?", R->run,
+                             ep, (long long)s, R->losses_h[s]);
+        *loss_sum += R->losses_h[s];
+        (*loss_n)++;
+    }
     return INCA_OK;
 }
 
@@ -297,7 +396,7 @@ static int mb_refresh(mb_run_t *R, mb_stats_t *st, int shares_eval) {
     if (agg_source(R->agg) == AGG_SRC_RECOMPUTE) {
         const float *logits;
         model_set_eval_transform_first(R->m, 0);   /* the refresh stores each layer's own input */
-        rc = model_forward(R->m, R->D.n, R->D.x, &R->op_refresh, 0, R->c->seed, (uint64_t)R->gstep, &logits);
+        rc = model_forward(R->m, R->D.n, R->x_d, &R->op_refresh, 0, R->c->seed, (uint64_t)R->gstep, &logits);
     } else {
         rc = agg_refresh(R->agg);
     }
@@ -316,7 +415,7 @@ static int mb_epoch_eval(mb_run_t *R, const dataset_t *d, mb_stats_t *st, int ep
     /* the full-graph SpMM is linear: narrowing layers aggregate after W; a refresh must see (and
      * store) each layer's input itself */
     model_set_eval_transform_first(R->m, !R->fused_pending);
-    int rc = model_forward(R->m, n, R->D.x, R->fused_pending ? &R->op_refresh : &R->op_full, 0, c->seed,
+    int rc = model_forward(R->m, n, R->x_d, R->fused_pending ? &R->op_refresh : &R->op_full, 0, c->seed,
                            (uint64_t)R->gstep, &logits);
     if (rc != INCA_OK) return rc;
     double dt = inca_now() - t0;
@@ -324,11 +423,18 @@ static int mb_epoch_eval(mb_run_t *R, const dataset_t *d, mb_stats_t *st, int ep
     else { st->eval_s_total += dt; st->eval_cpu_s += cpu_now() - c0; st->evals++; }
     R->fused_pending = 0;
     train_epoch_eval_t e = {.run = R->run, .epoch = ep, .train_loss = R->train_loss, .n_valid = R->D.nva};
-    e.val_acc = train_eval_split(logits, n, R->C, R->D.y, R->D.va, R->D.nva, R->logp, &e.val_loss);
-    e.test_acc = train_eval_split(logits, n, R->C, R->D.y, R->D.te, R->D.nte, R->logp, &(double){0});
-    e.train_acc = train_eval_split(logits, n, R->C, R->D.y, R->D.tr, R->D.ntr, R->logp, &(double){0});
-    if (R->lorig)   /* the hooks see the dataset's own node order */
-        for (int64_t v = 0; v < n; v++) memcpy(R->lorig + v * R->C, logits + R->p->perm[v] * R->C, sizeof(float) * (size_t)R->C);
+    if ((rc = train_eval_dev(R->kc, logits, n, R->C, R->y_d, R->tr_d, R->D.ntr, R->va_d, R->D.nva, R->te_d, R->D.nte,
+                             R->logp, R->meter_d, &e)) != INCA_OK)
+        return rc;
+    if (R->lorig) {   /* the hooks see the dataset's own node order */
+        const float *lh = logits;
+        if (R->lhost) {
+            if ((rc = kc_copy(R->kc, R->lhost, logits, sizeof(float) * (size_t)(n * R->C), KERN_D2H, KERN_STREAM_COMPUTE)))
+                return rc;
+            lh = R->lhost;
+        }
+        for (int64_t v = 0; v < n; v++) memcpy(R->lorig + v * R->C, lh + R->p->perm[v] * R->C, sizeof(float) * (size_t)R->C);
+    }
     e.epoch_s = inca_now() - te0;
     R->epoch_s += e.epoch_s;
     if ((rc = train_epoch_end(c, &e, R->lorig, n, R->C, &R->best)) != 0) return rc;
@@ -395,7 +501,7 @@ int mb_train(const dataset_t *d, const train_config_t *c, const int64_t *train_i
         const float *logits;
         double t0 = inca_now();
         model_set_eval_transform_first(R.m, 0);
-        rc = model_forward(R.m, R.D.n, R.D.x, &R.op_refresh, 0, c->seed, 0, &logits);
+        rc = model_forward(R.m, R.D.n, R.x_d, &R.op_refresh, 0, c->seed, 0, &logits);
         st->init_s = inca_now() - t0;
     }
     for (int ep = R.ep0; rc == INCA_OK && ep < c->epochs && !R.finished; ep++) {
@@ -415,6 +521,7 @@ int mb_train(const dataset_t *d, const train_config_t *c, const int64_t *train_i
             if (rc == INCA_OK && R.method == AGG_INCAGG && R.gstep % R.R == 0)
                 rc = mb_refresh(&R, st, s == R.spe - 1 && eval_due && o->eval_every_epoch);
         }
+        if (rc == INCA_OK) rc = mb_epoch_losses(&R, ep, &loss_sum, &loss_n);
         if (rc != INCA_OK) break;
         R.epochs_run = ep + 1;
         R.train_loss = loss_n ? loss_sum / (double)loss_n : 0;

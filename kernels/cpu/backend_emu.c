@@ -177,7 +177,6 @@ static int e_mat_set(kern_ctx_t *c, kern_mat_t *a, const csr_t *h, int stream) {
             a->host = &m->d;
             return INCA_OK;
         }
-        m->d.n_cols = a->n_cols;
         if ((rc = kc_alloc(c, KERN_MEM_DEVICE, (size_t)(a->rows_max + 1) * sizeof(int64_t), (void **)&m->d.rowptr)) ||
             (rc = kc_alloc(c, KERN_MEM_DEVICE, (size_t)a->nnz_max * sizeof(int32_t), (void **)&m->d.col)) ||
             (rc = kc_alloc(c, KERN_MEM_DEVICE, (size_t)a->nnz_max * sizeof(float), (void **)&m->val))) {
@@ -186,6 +185,7 @@ static int e_mat_set(kern_ctx_t *c, kern_mat_t *a, const csr_t *h, int stream) {
         }
     }
     m->d.n_rows = h->n_rows;
+    m->d.n_cols = h->n_cols;
     m->d.nnz = h->nnz;
     m->d.val = h->val ? m->val : NULL;   /* the CPU kernels read NULL values as ones */
     a->host = &m->d;

@@ -1,0 +1,159 @@
+/* The trainers' device paths on the emulated device (--device emu: the CPU kernels behind a
+ * device's memory rules, kernels/cpu/backend_emu.c): every backbone full-batch, row-batched
+ * mlp, every mini-batch method, checkpoint and resume must give the CPU
+ * backend's numbers bit for bit (the same kernels run; only where memory lives and how it
+ * moves differs), so any host access of device memory or missing upload shows up here, on a
+ * machine without a GPU. */
+#include "tests/testutil.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char *dir;
+
+static void setup(void) {
+    dir = tu_mkdtemp();
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "ingest --format ogb '%s/data/cora' --out '%s/cora'", tu_src(), dir);
+    ck_assert_int_eq(tu_inca(cmd, NULL, NULL), 0);
+}
+static void teardown(void) {
+    tu_rmrf(dir);
+    free(dir);
+}
+
+/* `inca train <store> <args> --device <dev> --json --metrics FILE`: the result line; the
+ * per-epoch lines stay in dir/metrics-<dev>.jsonl */
+static cJSON *train(const char *args, const char *dev) {
+    char cmd[2048], *out = NULL, *err = NULL;
+    snprintf(cmd, sizeof cmd, "train '%s/cora' %s --device %s --json --metrics '%s/metrics-%s.jsonl'", dir, args, dev,
+             dir, dev);
+    const int rc = tu_inca(cmd, &out, &err);
+    ck_assert_msg(rc == 0, "%s: exit %d: %s", cmd, rc, err ? err : "");
+    cJSON *j = tu_json_last(out);
+    free(out);
+    free(err);
+    return j;
+}
+
+static char *slurp(const char *path) {
+    FILE *f = fopen(path, "rb");
+    ck_assert_msg(f != NULL, "%s", path);
+    char *buf = calloc(1, 1 << 20);
+    ck_assert(buf);
+    fread(buf, 1, (1 << 20) - 1, f);
+    fclose(f);
+    return buf;
+}
+
+/* The result lines and every epoch's metrics (losses and accuracies) equal, bit for bit. */
+static void same_numbers(cJSON *a, cJSON *b, const char *what, int resumed) {
+    static const char *const keys[] = {"test_acc", "val_acc", "best_epoch", "epochs"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        const double x = tu_json_get(a, keys[i], cJSON_Number)->valuedouble;
+        const double y = tu_json_get(b, keys[i], cJSON_Number)->valuedouble;
+        ck_assert_msg(x == y, "%s: %s %.17g on cpu, %.17g on emu", what, keys[i], x, y);
+    }
+    ck_assert_str_eq(tu_json_get(b, "device", cJSON_String)->valuestring, "emu");
+    char pa[1024], pb[1024];
+    snprintf(pa, sizeof pa, "%s/metrics-cpu.jsonl", dir);
+    snprintf(pb, sizeof pb, "%s/metrics-emu.jsonl", dir);
+    char *ta = slurp(pa), *tb = slurp(pb);
+    cJSON *la[512], *lb[512];
+    const int na = tu_json_lines(ta, la, 512), nb = tu_json_lines(tb, lb, 512);
+    /* a resumed run writes only the epochs it ran: the last ones */
+    ck_assert_msg((resumed ? nb < na : na == nb) && nb > 0, "%s: %d metric lines on cpu, %d on emu", what, na, nb);
+    static const char *const mk[] = {"train_loss", "train_acc", "val_loss", "val_acc", "test_acc"};
+    for (int l = 0; l < nb; l++)
+        for (size_t i = 0; i < sizeof mk / sizeof mk[0]; i++) {
+            const double x = tu_json_get(la[na - nb + l], mk[i], cJSON_Number)->valuedouble;
+            const double y = tu_json_get(lb[l], mk[i], cJSON_Number)->valuedouble;
+            ck_assert_msg(x == y, "%s: line %d %s %.17g on cpu, %.17g on emu", what, l, mk[i], x, y);
+        }
+    tu_json_free_lines(la, na);
+    tu_json_free_lines(lb, nb);
+    free(ta);
+    free(tb);
+}
+
+START_TEST(full_batch_every_backbone) {
+    static const char *const cases[] = {
+        "--model gcn --epochs 6 --feature-norm row",
+        "--model sage --epochs 4 --dense-input",
+        "--model gcnii --layers 4 --hidden 32 --epochs 3",
+        "--model appnp --epochs 3",
+        "--model gcn --layers 3 --batchnorm --residual --epochs 4",
+        "--model mlp --epochs 4",
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        cJSON *a = train(cases[i], "cpu"), *b = train(cases[i], "emu");
+        same_numbers(a, b, cases[i], 0);
+        const double acc = tu_json_get(a, "test_acc", cJSON_Number)->valuedouble;
+        ck_assert_msg(acc > 0.2, "%s: test accuracy %g: the run did not train", cases[i], acc);
+        cJSON_Delete(a);
+        cJSON_Delete(b);
+    }
+}
+END_TEST
+
+START_TEST(row_batches_and_checkpoints) {
+    cJSON *a = train("--model mlp --batch-size 128 --epochs 3", "cpu"), *b = train("--model mlp --batch-size 128 --epochs 3", "emu");
+    same_numbers(a, b, "mlp --batch-size 128", 0);
+    cJSON_Delete(a);
+    cJSON_Delete(b);
+    /* 2 epochs with checkpoints on emu, then resumed to 5 on emu = 5 straight on the CPU */
+    char args[1024];
+    snprintf(args, sizeof args, "--model gcn --batchnorm --layers 3 --epochs 2 --checkpoint '%s/ck'", dir);
+    cJSON_Delete(train(args, "emu"));
+    snprintf(args, sizeof args, "--model gcn --batchnorm --layers 3 --epochs 5 --checkpoint '%s/ck' --resume", dir);
+    b = train(args, "emu");
+    a = train("--model gcn --batchnorm --layers 3 --epochs 5", "cpu");
+    same_numbers(a, b, "checkpoint + resume", 1);
+    cJSON_Delete(a);
+    cJSON_Delete(b);
+}
+END_TEST
+
+/* Cluster-GCN, GAS and IncAgg (both refresh sources, fp32 and bf16 tables, a refresh period
+ * inside the epoch), GraphSAGE (Â_BB not symmetric: its transpose is uploaded) and GCNII. */
+START_TEST(mini_batch_every_method) {
+    static const char *const cases[] = {
+        "--method cluster --parts 8 --batch-parts 2 --epochs 3",
+        "--method gas --parts 8 --batch-parts 2 --epochs 3",
+        "--method incagg --parts 8 --batch-parts 2 --epochs 3",
+        "--method incagg --parts 8 --batch-parts 2 --epochs 3 --refresh-source push",
+        "--method incagg --parts 8 --batch-parts 2 --epochs 3 --refresh-source push --refresh 2 --history-dtype bf16",
+        "--method incagg --parts 8 --batch-parts 3 --epochs 3 --history-dtype bf16",
+        "--method gas --model sage --parts 8 --batch-parts 2 --epochs 2",
+        "--method cluster --model sage --parts 8 --batch-parts 2 --epochs 2 --cluster-norm global",
+        "--method incagg --model gcnii --layers 4 --hidden 32 --parts 8 --batch-parts 2 --epochs 2",
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        cJSON *a = train(cases[i], "cpu"), *b = train(cases[i], "emu");
+        same_numbers(a, b, cases[i], 0);
+        cJSON_Delete(a);
+        cJSON_Delete(b);
+    }
+    /* IncAgg resumed on emu from its own checkpoint (tables included) = straight on the CPU */
+    char args[1024];
+    snprintf(args, sizeof args, "--method incagg --parts 8 --batch-parts 2 --epochs 2 --checkpoint '%s/ckm'", dir);
+    cJSON_Delete(train(args, "emu"));
+    snprintf(args, sizeof args, "--method incagg --parts 8 --batch-parts 2 --epochs 4 --checkpoint '%s/ckm' --resume", dir);
+    cJSON *b = train(args, "emu"), *a = train("--method incagg --parts 8 --batch-parts 2 --epochs 4", "cpu");
+    same_numbers(a, b, "incagg checkpoint + resume", 1);
+    cJSON_Delete(a);
+    cJSON_Delete(b);
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("device");
+    TCase *tc = tcase_create("emu");
+    tcase_set_timeout(tc, 600);
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, full_batch_every_backbone);
+    tcase_add_test(tc, row_batches_and_checkpoints);
+    tcase_add_test(tc, mini_batch_every_method);
+    suite_add_tcase(s, tc);
+    return tu_run_suite(s);
+}
