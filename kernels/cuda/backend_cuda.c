@@ -221,7 +221,7 @@ static int kcu_descr(kcu_ctx_t *c, kern_mat_t *a, kcu_mat_t *m) {
     if (m->descr) cusparseDestroySpMat(m->descr);
     m->descr = NULL;
     if (a->rows == 0 || a->nnz == 0) return INCA_OK;   /* the ops treat an empty A themselves */
-    return kcu_sp(c, "mat_set", cusparseCreateCsr(&m->descr, a->rows, a->n_cols, a->nnz, m->rowptr, m->col, m->val,
+    return kcu_sp(c, "mat_set", cusparseCreateCsr(&m->descr, a->rows, a->cols, a->nnz, m->rowptr, m->col, m->val,
                                                    kcu_itype(m), kcu_itype(m), CUSPARSE_INDEX_BASE_ZERO, CUDA_R_32F));
 }
 
@@ -236,7 +236,7 @@ static int kcu_mat_set(kern_ctx_t *ctx, kern_mat_t *a, const csr_t *h, int strea
     if (stream < 0 || stream >= KERN_NSTREAMS) return kcu_bad_stream(c, "mat_set", stream);
     if (!h && a->parent) return kcu_mat_view(ctx, a->parent, a);   /* kc_mat_rows_view */
     if (!h || a->parent) return kcu_bad(c, "mat_set", "a rows view cannot be set (set the matrix it views)");
-    if (h->n_rows < 0 || h->n_rows > a->rows_max || h->n_cols != a->n_cols)
+    if (h->n_rows < 0 || h->n_rows > a->rows_max || h->n_cols < 0 || h->n_cols > a->n_cols)
         return kcu_bad(c, "mat_set", "the matrix exceeds the room kc_mat_create was given (rows or columns)");
     /* a host rows view (csr_row_view) starts at rowptr[0] != 0: uploaded rebased */
     const int64_t base = h->n_rows ? h->rowptr[0] : 0, nnz = h->n_rows ? h->rowptr[h->n_rows] - base : 0;
@@ -259,6 +259,7 @@ static int kcu_mat_set(kern_ctx_t *ctx, kern_mat_t *a, const csr_t *h, int strea
     }
     /* the host copy first: a rows view built later reads it */
     a->rows = h->n_rows;
+    a->cols = h->n_cols;
     a->nnz = nnz;
     for (int64_t i = 0; i <= h->n_rows; i++) m->hrowptr[i] = h->n_rows ? h->rowptr[i] - base : 0;
     if (h->n_rows > 0) {
@@ -359,7 +360,7 @@ static int kcu_plan_get(kcu_ctx_t *c, kern_mat_t *a, kcu_mat_t *m, int64_t f, in
     const float alpha = 1.0f, beta = beta0 ? 0.0f : 1.0f;
     size_t bytes = 0;
     int rc;
-    if ((rc = kcu_sp(c, "spmm", cusparseCreateDnMat(&p->x, a->n_cols, f, f, (void *)x, CUDA_R_32F, CUSPARSE_ORDER_ROW))) ||
+    if ((rc = kcu_sp(c, "spmm", cusparseCreateDnMat(&p->x, a->cols, f, f, (void *)x, CUDA_R_32F, CUSPARSE_ORDER_ROW))) ||
         (rc = kcu_sp(c, "spmm", cusparseCreateDnMat(&p->y, a->rows, f, f, y, CUDA_R_32F, CUSPARSE_ORDER_ROW))) ||
         (rc = kcu_sp(c, "spmm", cusparseSpMM_bufferSize(c->sp, CUSPARSE_OPERATION_NON_TRANSPOSE,
                                                         CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, m->descr, p->x, &beta,
@@ -427,13 +428,13 @@ static int kcu_spmm_base(kern_ctx_t *ctx, kern_mat_t *a, const float *x, int64_t
         return rc;
     return kcu_spmm_run(c, a, NULL, x, f, 1.0f, 1.0f, y, "spmm_base");
 }
-/* X decoded into scratch (n_cols x f floats, exact: bf16 -> fp32 is a shift), then SpMM */
+/* X decoded into scratch (cols x f floats, exact: bf16 -> fp32 is a shift), then SpMM */
 static int kcu_spmm_bf16(kern_ctx_t *ctx, kern_mat_t *a, const uint16_t *x, int64_t f, float *y) {
     kcu_ctx_t *c = kcu(ctx);
     void *xs;
     if (f <= 0 || !x) return kcu_bad(c, "spmm_bf16", "f <= 0 or a NULL dense operand");
-    int rc = kcu_scratch(c, "spmm_bf16", (size_t)(a->n_cols * f) * sizeof(float) + 1, &xs);
-    if (rc || (rc = kcu_launched(c, "spmm_bf16", kcu_decode_bf16(kcu_stream(c), a->n_cols * f, x, xs)))) return rc;
+    int rc = kcu_scratch(c, "spmm_bf16", (size_t)(a->cols * f) * sizeof(float) + 1, &xs);
+    if (rc || (rc = kcu_launched(c, "spmm_bf16", kcu_decode_bf16(kcu_stream(c), a->cols * f, x, xs)))) return rc;
     return kcu_spmm_run(c, a, NULL, xs, f, 1.0f, 0.0f, y, "spmm_bf16");
 }
 
