@@ -15,7 +15,7 @@ targets=("$@")
 B=build-fuzz
 
 cmake -S . -B "$B" -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo -DINCA_FUZZ=ON \
-  -DUSE_CUDA=OFF -DUSE_MPI=OFF >/dev/null
+  -DINCA_CUDA=OFF -DUSE_MPI=OFF >/dev/null
 cmake --build "$B" -j"$(nproc)" --target fuzz_all >/dev/null
 
 SEP=$'\n--inca-fuzz-file--\n'

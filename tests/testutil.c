@@ -4,6 +4,7 @@
 #endif
 #include "testutil.h"
 #include "graph/csr.h"
+#include "core/rng.h"
 #include "loaders/dataset.h"
 #include <math.h>
 #include <stdio.h>
@@ -238,4 +239,36 @@ int tu_run_suite(Suite *s) {
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);
     return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
+
+double tu_norm_err(const float *got, const float *want, int64_t n, int64_t *worst) {
+    double dd = 0, ss = 0, big = 0;
+    int64_t at = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const double e = (double)got[i] - (double)want[i];
+        dd += e * e;
+        ss += (double)want[i] * want[i];
+        if (!(fabs(e) <= big)) big = fabs(e), at = i;
+    }
+    if (worst) *worst = at;
+    return ss > 0 ? sqrt(dd / ss) : sqrt(dd);
+}
+
+csr_t tu_csr_random(int64_t rows, int64_t cols, uint64_t seed, int with_val) {
+    rng_t r;
+    rng_seed(&r, seed);
+    csr_t a;
+    ck_assert_int_eq(csr_alloc(&a, rows, cols, rows * cols + 1, with_val), 0);
+    a.nnz = 0;
+    for (int64_t i = 0; i < rows; i++) {
+        const double u = rng_uniform(&r), p = u < 0.33 ? 0.0 : u > 0.97 ? 0.8 : 0.1;
+        for (int64_t j = 0; j < cols; j++)
+            if (rng_uniform(&r) < p) {
+                a.col[a.nnz] = (int32_t)j;
+                if (with_val) a.val[a.nnz] = (float)rng_uniform(&r);
+                a.nnz++;
+            }
+        a.rowptr[i + 1] = a.nnz;
+    }
+    return a;
 }

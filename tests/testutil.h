@@ -4,6 +4,8 @@
 #define INCA_TESTUTIL_H
 #include <check.h>
 #include <cjson/cJSON.h>
+#include <stdint.h>
+#include "graph/csr.h"
 
 /* A fresh directory under $TMPDIR (or /tmp), removed by tu_rmrf. Returns a static-lifetime
  * string owned by the caller (free()). */
@@ -54,4 +56,12 @@ void tu_check_splits(const char *json, long tr, long va, long te);
 void tu_check_loaded(const char *store, long nnz_feat, const long *class_counts, int c);
 /* Run a suite with CK_NORMAL output; returns EXIT_SUCCESS / EXIT_FAILURE. */
 int tu_run_suite(Suite *s);
+/* ||got - want|| / ||want|| over n floats (the plain norm of the difference when want is 0);
+ * *worst (may be NULL) receives the index of the largest absolute difference (NaN counts as
+ * largest). The tolerance checks of the backend tests. */
+double tu_norm_err(const float *got, const float *want, int64_t n, int64_t *worst);
+/* A random rows x cols CSR (owned, csr_free it): about a third of the rows empty, a few heavy
+ * rows, sorted unique columns; values in [0,1) when with_val, else val NULL. */
+#include "graph/csr.h"
+csr_t tu_csr_random(int64_t rows, int64_t cols, uint64_t seed, int with_val);
 #endif
