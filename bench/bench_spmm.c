@@ -13,6 +13,7 @@
 #include "graph/gen.h"
 #include "graph/partition.h"
 #include "kernels/kernels.h"
+#include "bench/bench_spmm_dev.h"
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -186,9 +187,54 @@ static int parse_features(const char *s, int64_t *fs, int *nf) {
     return INCA_OK;
 }
 
+/* --device: SpMM of the random and METIS orderings for every F on the device, against its
+ * device-to-device copy; a summary line with spmm_over_copy per F. */
+static int spmm_on_device(const args_t *args, const char *dev, const csr_t *a, int do_metis, int64_t parts,
+                          uint64_t seed, const int64_t *fs, int nf, int reps, int64_t ncopy) {
+    kern_ctx_t *kc = NULL;
+    kern_ctx_opts_t ko = {.device = dev, .deterministic = args_has(args, "--deterministic")};
+    partition_t part = {0};
+    csr_t am = {0};
+    json_t *j = NULL;
+    double copy_gbs = 0, gr[BENCH_MAX_F] = {0}, gm[BENCH_MAX_F] = {0};
+    int rc = kc_create(&ko, &kc);
+    if (rc) return rc;
+    if (kc_fallback(kc)) fprintf(stderr, "bench spmm: --device %s: %s; measuring the CPU backend\n", dev, kc_fallback(kc));
+    if ((rc = bench_dev_copy_gbs(kc, ncopy, reps, &copy_gbs))) goto done;
+    for (int i = 0; i < nf && !rc; i++) rc = bench_dev_spmm(kc, "random", a, fs[i], reps, copy_gbs, spmm_bytes_formula, &gr[i]);
+    if (!rc && do_metis && !(rc = partition_compute(a, parts, PART_METIS, seed, &part)) && !(rc = csr_permute(a, part.perm, &am)))
+        for (int i = 0; i < nf && !rc; i++) rc = bench_dev_spmm(kc, "metis", &am, fs[i], reps, copy_gbs, spmm_bytes_formula, &gm[i]);
+    if (rc || (rc = json_new(&j))) goto done;
+    json_str(j, "bench", "spmm");
+    json_str(j, "summary", "per F: SpMM GB/s on the device (random ids, METIS order) and over the device's own "
+                           "device-to-device copy GB/s");
+    json_str(j, "device", kc_describe(kc));
+    json_int(j, "nodes", a->n_rows);
+    json_int(j, "nnz", a->nnz);
+    json_num(j, "copy_gbs", copy_gbs);
+    json_arr_begin(j, "features");
+    for (int i = 0; i < nf; i++) json_num(j, NULL, (double)fs[i]);
+    json_arr_end(j);
+    json_arr_begin(j, "spmm_over_copy_random");
+    for (int i = 0; i < nf; i++) json_num(j, NULL, gr[i] / copy_gbs);
+    json_arr_end(j);
+    if (do_metis) {
+        json_arr_begin(j, "spmm_over_copy_metis");
+        for (int i = 0; i < nf; i++) json_num(j, NULL, gm[i] / copy_gbs);
+        json_arr_end(j);
+    }
+    rc = json_write(j, stdout);
+done:
+    json_free(&j);
+    csr_free(&am);
+    partition_free(&part);
+    kc_free(&kc);
+    return rc;
+}
+
 int bench_spmm(int argc, char **argv) {
     static const char *const known[] = {"--nodes", "--avg-degree", "--features", "--threads", "--seed",
-                                        "--reps", "--parts", "--ordering", "--json!", NULL};
+                                        "--reps", "--parts", "--ordering", "--json!", "--device", "--deterministic!", NULL};
     args_t *args = NULL;
     dataset_t ds;
     csr_t a = {0}, am = {0};
@@ -250,6 +296,11 @@ int bench_spmm(int argc, char **argv) {
 #pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < a.nnz; i++) ids[i] = (int32_t)(rng_hash64((uint64_t)seed, 11, (uint64_t)i) % (uint64_t)a.n_cols);
 
+    const char *dev = args_str(args, "--device", "cpu");
+    if (strcmp(dev, "cpu") != 0) {   /* the kernel table on a device: its SpMM against its copy */
+        rc = spmm_on_device(args, dev, &a, do_metis, parts, (uint64_t)seed, fs, nf, (int)reps, ncopy);
+        goto done;
+    }
     line_t lr[BENCH_MAX_F], lm[BENCH_MAX_F];
     for (int i = 0; i < nf; i++)
         if ((rc = bench_one("random", &a, fs[i], (int)reps, ids, csrc, cdst, ncopy, (uint64_t)seed, &lr[i]))) goto done;

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# The GPU check (issue 11), one prepared script: builds with CUDA, runs the gpu-labelled tests
+# (every op of the kernel table CUDA vs CPU; the trainers CUDA vs CPU), trains Cora with IncAgg
+# on the device (10 seeds), measures SpMM GB/s at F = 64/256 against the device's own
+# device-to-device copy, and times full-batch, GAS (histories on the device and on the host) and
+# IncAgg per epoch on a csbm graph, then prints one JSON summary line with the targets.
+#
+#   bash bench/gpu_check.sh                       on a GPU machine (--device cuda; ~5 min on an
+#                                                 H200 with 16 cores, data generation included)
+#   GPU_CHECK_DEVICE=auto GPU_CHECK_NODES=20000 bash bench/gpu_check.sh
+#                                                 dry run of every step on a machine without one
+#
+# Outputs (JSON Lines) go to $GPU_CHECK_OUT (default out/gpu_check); the summary to stdout.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DEVICE=${GPU_CHECK_DEVICE:-cuda}
+NODES=${GPU_CHECK_NODES:-1000000}
+OUT=${GPU_CHECK_OUT:-out/gpu_check}
+EPOCHS=${GPU_CHECK_EPOCHS:-3}
+JOBS=$(nproc)
+B=build-gpu/inca
+mkdir -p "$OUT"
+t_start=$(date +%s)
+step() { echo "gpu_check: [$(( $(date +%s) - t_start )) s] $*" >&2; }
+
+step "build (Release, INCA_CUDA=$([ "$DEVICE" = cuda ] && echo ON || echo AUTO))"
+cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DINCA_CUDA="$([ "$DEVICE" = cuda ] && echo ON || echo AUTO)" \
+  >"$OUT/cmake.log"
+cmake --build build-gpu -j"$JOBS" >"$OUT/build.log"
+
+step "gpu tests (ctest -L gpu: skipped without a device)"
+ctest --test-dir build-gpu -L gpu --output-on-failure >"$OUT/ctest_gpu.log" 2>&1 || { cat "$OUT/ctest_gpu.log"; exit 1; }
+gpu_tests=$(grep -E "tests passed|Skipped|Failed" "$OUT/ctest_gpu.log" | tr '\n' ' ' | sed 's/"/\x27/g')
+
+step "Cora, IncAgg on $DEVICE, 10 seeds (the README's main job)"
+$B ingest --format ogb data/cora --out "$OUT/cora.lmdb" --force >/dev/null
+$B partition "$OUT/cora.lmdb" --parts 40 --method metis --seed 0 >/dev/null
+$B train "$OUT/cora.lmdb" --model gcn --method incagg --parts 40 --batch-parts 10 --layers 2 --hidden 16 \
+  --dropout 0.5 --lr 0.01 --weight-decay 5e-4 --wd-first-layer --feature-norm row --epochs 200 --runs 10 \
+  --seed 0 --device "$DEVICE" --json 2>"$OUT/cora.log" | tail -1 >"$OUT/cora.json"
+
+step "SpMM GB/s vs device copy (R-MAT $NODES nodes, F = 64, 256)"
+$B bench spmm --nodes "$NODES" --avg-degree 16 --features 64,256 --reps 5 --device "$DEVICE" \
+  >"$OUT/spmm.jsonl" 2>"$OUT/spmm.log"
+
+step "csbm $NODES nodes: generate, partition"
+$B gen --kind csbm --nodes "$NODES" --avg-degree 20 --features 128 --classes 8 --seed 0 \
+  --out "$OUT/csbm.lmdb" --force >/dev/null 2>"$OUT/gen.log"
+$B partition "$OUT/csbm.lmdb" --parts 64 --method metis --seed 0 >/dev/null 2>>"$OUT/gen.log"
+common=(--model gcn --layers 3 --hidden 256 --parts 64 --batch-parts 8 --epochs "$EPOCHS" --device "$DEVICE")
+
+step "full-batch, $EPOCHS epochs"
+$B train "$OUT/csbm.lmdb" --method full "${common[@]}" --json 2>"$OUT/full.log" | tail -1 >"$OUT/full.json"
+step "GAS and IncAgg, histories on the device"
+$B bench epoch "$OUT/csbm.lmdb" --methods gas,incagg --warmup-epochs 1 --eval-each-epoch "${common[@]}" \
+  --history-location device --json 2>"$OUT/epoch_device.log" | tail -1 >"$OUT/epoch_device.json"
+step "GAS and IncAgg, histories on the host"
+$B bench epoch "$OUT/csbm.lmdb" --methods gas,incagg --warmup-epochs 1 --eval-each-epoch "${common[@]}" \
+  --history-location host --json 2>"$OUT/epoch_host.log" | tail -1 >"$OUT/epoch_host.json"
+
+step "summary"
+python3 - "$OUT" "$gpu_tests" "$(( $(date +%s) - t_start ))" <<'PY'
+import json, sys
+out, tests, secs = sys.argv[1], sys.argv[2], int(sys.argv[3])
+load = lambda f: json.loads(open(f"{out}/{f}").read().strip().splitlines()[-1])
+cora, full, dev, host = load("cora.json"), load("full.json"), load("epoch_device.json"), load("epoch_host.json")
+spmm = [json.loads(l) for l in open(f"{out}/spmm.jsonl") if l.strip()][-1]
+f256 = spmm["features"].index(256)
+s = {
+    "device": cora["device"], "seconds": secs, "gpu_tests": tests,
+    "cora_incagg_test_acc": cora["test_acc"], "cora_incagg_test_acc_std": cora["test_acc_std"],
+    "cora_epoch_time_s": cora["epoch_time_s"],
+    "spmm_copy_gbs": spmm["copy_gbs"], "spmm_over_copy_metis": spmm.get("spmm_over_copy_metis"),
+    "spmm_over_copy_random": spmm["spmm_over_copy_random"],
+    "full_epoch_time_s": full["epoch_time_s"], "full_test_acc": full["test_acc"],
+    "gas_device_epoch_time_s": dev["gas_epoch_time_s"], "incagg_device_epoch_time_s": dev["incagg_epoch_time_s"],
+    "gas_host_epoch_time_s": host["gas_epoch_time_s"], "incagg_host_epoch_time_s": host["incagg_epoch_time_s"],
+    "gas_test_acc": dev["gas_test_acc"], "incagg_test_acc": dev["incagg_test_acc"],
+}
+s["incagg_over_gas_host"] = host["gas_epoch_time_s"] / dev["incagg_epoch_time_s"]
+s["incagg_over_gas_device"] = dev["gas_epoch_time_s"] / dev["incagg_epoch_time_s"]
+s["targets"] = {
+    "incagg_ge_5x_gas_host": s["incagg_over_gas_host"] >= 5,
+    "incagg_ge_2x_gas_device": s["incagg_over_gas_device"] >= 2,
+    "acc_within_0.5_points": abs(dev["gas_test_acc"] - dev["incagg_test_acc"]) <= 0.005,
+    "spmm_ge_50pct_copy_f256": (spmm.get("spmm_over_copy_metis") or spmm["spmm_over_copy_random"])[f256] >= 0.5,
+    "cora_incagg_ge_81": cora["test_acc"] >= 0.81,
+}
+print(json.dumps(s))
+PY
