@@ -77,8 +77,9 @@ int kc_status(const kern_ctx_t *ctx);              /* first error seen (INCA_OK 
 /* bytes of zeroed memory of kind `mem` (bytes 0 allocates 1). INCA_ENOMEM naming the size. */
 int kc_alloc(kern_ctx_t *ctx, kern_mem_t mem, size_t bytes, void **out);
 void kc_release(kern_ctx_t *ctx, kern_mem_t mem, void *p);   /* NULL-safe */
-/* Asynchronous on `stream` (CPU: immediate). A D2H copy into memory that is not pinned is
- * synchronous on CUDA. */
+/* Queued on `stream` (CPU: immediate). Returns once the source may be reused; a D2H copy into
+ * ordinary host memory has arrived when it returns, one into pinned memory only after kc_sync
+ * (CUDA's rules for pageable and pinned memory). */
 int kc_copy(kern_ctx_t *ctx, void *dst, const void *src, size_t bytes, kern_copy_t kind, int stream);
 int kc_zero(kern_ctx_t *ctx, void *dst, size_t bytes, int stream);
 int kc_event_record(kern_ctx_t *ctx, int event, int stream);
@@ -93,9 +94,10 @@ void kc_mirror_free(kern_ctx_t *ctx, const void *host, void *mirror);
 /* ---- sparse matrices ---- */
 /* A matrix with room for up to rows_max rows, n_cols columns and nnz_max nonzeros, empty
  * until kc_mat_set. CPU: kc_mat_set keeps a view of the host csr_t (borrowed: it must outlive
- * every later op on the matrix). CUDA: kc_mat_set uploads rowptr (as int32 when nnz < 2^31,
- * else int64), col and val (all-ones when val is NULL) on `stream`, and drops the SpMM plans
- * cached for the previous contents. */
+ * every later op on the matrix). CUDA: kc_mat_set uploads rowptr (rebased to start at 0), col
+ * and val (all-ones when val is NULL) on `stream`, as int32 indices when nnz_max < 2^31, else
+ * int64; the SpMM plans cached for the previous contents are marked for rebuild and keep their
+ * workspace, so a batch matrix set every step allocates nothing. */
 int kc_mat_create(kern_ctx_t *ctx, int64_t rows_max, int64_t n_cols, int64_t nnz_max, kern_mat_t **out);
 int kc_mat_set(kern_ctx_t *ctx, kern_mat_t *a, const csr_t *host, int stream);
 /* create + set for a matrix that never changes (Â, Âᵀ) */
