@@ -5,6 +5,7 @@
  * saves). Speed is never asserted; a smoke test lives in test_incagg.c. */
 #include "bench/bench.h"
 #include "bench/bench_mb.h"
+#include "kernels/backend.h"
 #include "core/json.h"
 #include "core/status.h"
 #include "nn/train_mb.h"
@@ -19,6 +20,8 @@ int bench_loader(int argc, char **argv) {
     train_config_t c;
     json_t *j = NULL;
     mb_stats_t st[2] = {0};   /* 0: prefetch thread, 1: synchronous */
+    kern_ctx_t *kc = NULL;
+    char devname[16] = "";
     dataset_init(&d);
     int rc = args_parse(argc, argv, known, &a), reused = 0, method;
     if (rc != INCA_OK) return rc;
@@ -26,6 +29,8 @@ int bench_loader(int argc, char **argv) {
     if ((rc = bench_mb_config(a, &c)) != INCA_OK) goto done;
     snprintf(c.method, sizeof c.method, "%s", args_str(a, "--method", "gas"));
     if ((rc = agg_method_parse(c.method, &method)) != INCA_OK) goto done;
+    if ((rc = train_device_open(&c, &kc, devname, sizeof devname)) != INCA_OK) goto done;
+    c.kc = kc;
     if ((rc = bench_mb_load(args_pos(a, 0), &c, &d, &p, &reused)) != INCA_OK) goto done;
     train_result_t r[2];
     for (int mode = 0; mode < 2; mode++) {   /* 0: prefetch thread, 1: synchronous */
@@ -42,6 +47,7 @@ int bench_loader(int argc, char **argv) {
     if (args_has(a, "--json")) {
         if ((rc = json_new(&j)) != INCA_OK) goto done;
         json_str(j, "method", c.method);
+        json_str(j, "device", devname);
         json_int(j, "nodes", d.n);
         json_int(j, "parts", p.k);
         json_int(j, "batch_parts", c.batch_parts);
@@ -57,6 +63,7 @@ int bench_loader(int argc, char **argv) {
         rc = json_write(j, stdout);
     }
 done:
+    kc_free(&kc);
     mb_stats_free(&st[0]);
     mb_stats_free(&st[1]);
     json_free(&j);
