@@ -94,6 +94,10 @@ int kc_stream_wait(kern_ctx_t *c, int stream, int ev) {
         return inca_fail(INCA_EINVAL, "kc_stream_wait: event %d / stream %d out of range", ev, stream);
     return c->ops->stream_wait(c, stream, ev);
 }
+int kc_event_sync(kern_ctx_t *c, int ev) {
+    if (ev < 0 || ev >= KERN_NEVENTS) return inca_fail(INCA_EINVAL, "kc_event_sync: event %d out of range", ev);
+    return c->ops->event_sync(c, ev);
+}
 int kc_sync(kern_ctx_t *c) { return c->ops->sync(c); }
 
 int kc_mirror(kern_ctx_t *c, const void *host, size_t bytes, void **out) {

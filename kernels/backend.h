@@ -84,6 +84,7 @@ int kc_copy(kern_ctx_t *ctx, void *dst, const void *src, size_t bytes, kern_copy
 int kc_zero(kern_ctx_t *ctx, void *dst, size_t bytes, int stream);
 int kc_event_record(kern_ctx_t *ctx, int event, int stream);
 int kc_stream_wait(kern_ctx_t *ctx, int stream, int event);   /* stream waits for the event */
+int kc_event_sync(kern_ctx_t *ctx, int event);                /* the host waits for the event */
 int kc_sync(kern_ctx_t *ctx);                                  /* every stream; returns kc_status */
 
 /* Host data the ops must read: on the CPU the host array itself (no copy), on a device a copy
@@ -171,6 +172,7 @@ typedef struct kern_ops {
     int (*zero)(kern_ctx_t *, void *, size_t, int);
     int (*event_record)(kern_ctx_t *, int, int);
     int (*stream_wait)(kern_ctx_t *, int, int);
+    int (*event_sync)(kern_ctx_t *, int);
     int (*sync)(kern_ctx_t *);
     /* upload `host` into a (capacity checked by the caller); with host == NULL, a is a rows
      * view (a->parent, a->r0, a->rows set) to be built over the parent's device arrays */

@@ -23,10 +23,26 @@ struct agg {
     float *rows_d;       /* host tables: gathered table rows on the device, nb_max x maxdim */
     kern_mat_t **panels; /* row views of ta_m for the bf16 panel refresh */
     int npanels;
-    kern_mat_t *bb, *bbt, *bh;   /* the current batch's Â_BB, Â_BBᵀ, Â_{B,halo} */
+    kern_mat_t *bb, *bbt, *bh;   /* the current batch's Â_BB, Â_BBᵀ, Â_{B,halo} (slot cur's) */
+    /* Off the CPU a batch is uploaded into one of two slots from pinned staging on the copy
+     * stream, while the compute stream may still run the previous batch: slot k's staging is
+     * rewritten only after its last upload finished (event UP(k), waited on by the host), its
+     * device arrays only after the compute that read them (event DONE(k), waited on by the
+     * copy stream), and compute waits for UP(k) before it reads them. */
+    struct agg_slot {
+        kern_mat_t *bb, *bbt, *bh;
+        int64_t *nodes_d, *halo_d;
+        int64_t *rp[3];          /* pinned: rowptr, col, val of Â_BB, Â_BBᵀ, Â_{B,halo} */
+        int32_t *col[3];
+        float *val[3];
+        int64_t *nodes_h, *halo_h;
+        void *extra_h[AGG_MAX_EXTRA], *extra_d[AGG_MAX_EXTRA];   /* the caller's per-batch arrays */
+    } slot[2];
+    int64_t extra_cap[AGG_MAX_EXTRA];
+    const void *extra_cur[AGG_MAX_EXTRA];
+    int cur, nslots;
     int has_bbt;                 /* Â_BB is not symmetric: backward multiplies bbt */
     const int64_t *nodes, *halo; /* its ids, in context memory */
-    int64_t *nodes_d, *halo_d;   /* upload buffers (device) */
     void **devmem;       /* device allocations, freed with the operator */
     int ndev, capdev;
     int method, source, nsites;
@@ -77,26 +93,96 @@ int agg_tables_on_host(const agg_t *g) { return !g->tdev; }
 int64_t agg_scratch_bytes(const agg_t *g) { return g->scratch_bytes; }
 const int64_t *agg_batch_nodes(const agg_t *g) { return g->nodes; }
 
-int agg_set_batch(agg_t *g, const batch_t *b) {
-    int rc;
-    g->b = NULL;
-    g->has_bbt = b->a_bbt.rowptr != NULL;
-    if ((rc = kc_mat_set(g->kc, g->bb, &b->a_bb, KERN_STREAM_COMPUTE)) != INCA_OK ||
-        (g->has_bbt && (rc = kc_mat_set(g->kc, g->bbt, &b->a_bbt, KERN_STREAM_COMPUTE)) != INCA_OK) ||
-        (g->bh && b->n_halo > 0 && (rc = kc_mat_set(g->kc, g->bh, &b->a_bh, KERN_STREAM_COMPUTE)) != INCA_OK))
-        return inca_fail_ctx(rc, "batch %lld", (long long)b->index);
-    if (!g->dev) {
-        g->nodes = b->nodes;
-        g->halo = b->halo;
-    } else {   /* the matrices' capacity checks bound n_b and n_halo too */
-        if ((rc = kc_copy(g->kc, g->nodes_d, b->nodes, sizeof(int64_t) * (size_t)b->n_b, KERN_H2D, KERN_STREAM_COMPUTE)) ||
-            (rc = kc_copy(g->kc, g->halo_d, b->halo, sizeof(int64_t) * (size_t)b->n_halo, KERN_H2D, KERN_STREAM_COMPUTE)))
-            return rc;
-        g->nodes = g->nodes_d;
-        g->halo = g->halo_d;
-    }
+/* events of the two upload slots (see struct agg) */
+#define AGG_EV_DONE(k) (k)
+#define AGG_EV_UP(k) (2 + (k))
+
+/* m (host) copied into pinned staging m-th of slot sl: the view the upload reads */
+static csr_t stage_csr(struct agg_slot *sl, int m, const csr_t *h) {
+    csr_t v = {.n_rows = h->n_rows, .n_cols = h->n_cols, .nnz = h->nnz, .rowptr = sl->rp[m], .col = sl->col[m],
+               .val = h->val ? sl->val[m] : NULL};
+    const int64_t base = h->n_rows ? h->rowptr[0] : 0;
+    for (int64_t i = 0; i <= h->n_rows; i++) sl->rp[m][i] = h->rowptr[i] - base;
+    memcpy(sl->col[m], h->col + base, sizeof(int32_t) * (size_t)h->nnz);
+    if (h->val) memcpy(sl->val[m], h->val + base, sizeof(float) * (size_t)h->nnz);
+    return v;
+}
+
+const void *agg_batch_extra(const agg_t *g, int i) { return i >= 0 && i < AGG_MAX_EXTRA ? g->extra_cur[i] : NULL; }
+
+int agg_set_batch(agg_t *g, const batch_t *b) { return agg_set_batch_with(g, b, NULL, NULL); }
+
+/* the batch b of slot sl is current, its ids at nodes / halo */
+static int batch_current(agg_t *g, const batch_t *b, const struct agg_slot *sl, int has_bbt, const int64_t *nodes,
+                         const int64_t *halo) {
+    g->bb = sl->bb;
+    g->bbt = sl->bbt;
+    g->bh = sl->bh;
+    g->has_bbt = has_bbt;
+    g->nodes = nodes;
+    g->halo = halo;
     g->b = b;
     return INCA_OK;
+}
+
+int agg_set_batch_with(agg_t *g, const batch_t *b, const void *const *extra, const int64_t *extra_bytes) {
+    int rc = INCA_OK;
+    for (int e = 0; e < AGG_MAX_EXTRA; e++) {
+        g->extra_cur[e] = extra ? extra[e] : NULL;
+        if (g->dev && extra && extra[e] && extra_bytes[e] > g->extra_cap[e])
+            return inca_fail(INCA_EINVAL, "batch %lld: extra array %d of %lld bytes, room for %lld", (long long)b->index, e,
+                             (long long)extra_bytes[e], (long long)g->extra_cap[e]);
+    }
+    kern_ctx_t *kc = g->kc;
+    const int has_bbt = b->a_bbt.rowptr != NULL, halo = g->slot[0].bh && b->n_halo > 0;
+    if (!g->dev) {   /* the CPU: views of the loader's arrays */
+        struct agg_slot *sl = &g->slot[0];
+        g->b = NULL;
+        if ((rc = kc_mat_set(kc, sl->bb, &b->a_bb, KERN_STREAM_COMPUTE)) != INCA_OK ||
+            (has_bbt && (rc = kc_mat_set(kc, sl->bbt, &b->a_bbt, KERN_STREAM_COMPUTE)) != INCA_OK) ||
+            (halo && (rc = kc_mat_set(kc, sl->bh, &b->a_bh, KERN_STREAM_COMPUTE)) != INCA_OK))
+            return inca_fail_ctx(rc, "batch %lld", (long long)b->index);
+        return batch_current(g, b, sl, has_bbt, b->nodes, b->halo);
+    }
+    if (b->a_bb.nnz > g->slot[0].bb->nnz_max || b->a_bbt.nnz > g->slot[0].bb->nnz_max ||
+        (halo && b->a_bh.nnz > g->slot[0].bb->nnz_max) || b->n_b > g->slot[0].bb->rows_max)
+        return inca_fail(INCA_EINVAL, "batch %lld: %lld nodes and %lld + %lld nonzeros exceed the upload buffers "
+                         "(%lld nodes, %lld nonzeros)", (long long)b->index, (long long)b->n_b, (long long)b->a_bb.nnz,
+                         (long long)b->a_bh.nnz, (long long)g->slot[0].bb->rows_max, (long long)g->slot[0].bb->nnz_max);
+    const int k = g->cur ^ 1;
+    struct agg_slot *sl = &g->slot[k];
+    /* the previous batch's compute is queued up to here; slot k's last upload must be done
+     * before its staging is rewritten, its last compute before its device arrays are */
+    if (g->b) rc = kc_event_record(kc, AGG_EV_DONE(g->cur), KERN_STREAM_COMPUTE);
+    if (rc == INCA_OK) rc = kc_event_sync(kc, AGG_EV_UP(k));
+    if (rc == INCA_OK) rc = kc_stream_wait(kc, KERN_STREAM_COPY, AGG_EV_DONE(k));
+    if (rc != INCA_OK) return rc;
+    g->b = NULL;
+    const csr_t sbb = stage_csr(sl, 0, &b->a_bb);
+    if ((rc = kc_mat_set(kc, sl->bb, &sbb, KERN_STREAM_COPY)) != INCA_OK) return rc;
+    if (has_bbt) {
+        const csr_t sbt = stage_csr(sl, 1, &b->a_bbt);
+        if ((rc = kc_mat_set(kc, sl->bbt, &sbt, KERN_STREAM_COPY)) != INCA_OK) return rc;
+    }
+    if (halo) {
+        const csr_t sbh = stage_csr(sl, 2, &b->a_bh);
+        if ((rc = kc_mat_set(kc, sl->bh, &sbh, KERN_STREAM_COPY)) != INCA_OK) return rc;
+    }
+    memcpy(sl->nodes_h, b->nodes, sizeof(int64_t) * (size_t)b->n_b);
+    memcpy(sl->halo_h, b->halo, sizeof(int64_t) * (size_t)b->n_halo);
+    for (int e = 0; e < AGG_MAX_EXTRA && extra; e++) {
+        if (!extra[e]) continue;
+        memcpy(sl->extra_h[e], extra[e], (size_t)extra_bytes[e]);
+        if ((rc = kc_copy(kc, sl->extra_d[e], sl->extra_h[e], (size_t)extra_bytes[e], KERN_H2D, KERN_STREAM_COPY))) return rc;
+        g->extra_cur[e] = sl->extra_d[e];
+    }
+    if ((rc = kc_copy(kc, sl->nodes_d, sl->nodes_h, sizeof(int64_t) * (size_t)b->n_b, KERN_H2D, KERN_STREAM_COPY)) ||
+        (rc = kc_copy(kc, sl->halo_d, sl->halo_h, sizeof(int64_t) * (size_t)b->n_halo, KERN_H2D, KERN_STREAM_COPY)) ||
+        (rc = kc_event_record(kc, AGG_EV_UP(k), KERN_STREAM_COPY)) ||
+        (rc = kc_stream_wait(kc, KERN_STREAM_COMPUTE, AGG_EV_UP(k))))
+        return rc;
+    g->cur = k;
+    return batch_current(g, b, sl, has_bbt, sl->nodes_d, sl->halo_d);
 }
 
 hist_t *agg_table(agg_t *g, char which, int site) {
@@ -113,9 +199,20 @@ void agg_free(agg_t **pg) {
     inca_free(g->panels);
     if (g->own_ta) kc_mat_free(g->tk, &g->ta_m);
     kc_release(g->kc, KERN_MEM_PINNED, g->stage);
-    kc_mat_free(g->kc, &g->bb);
-    kc_mat_free(g->kc, &g->bbt);
-    kc_mat_free(g->kc, &g->bh);
+    for (int k = 0; k < 2; k++) {
+        struct agg_slot *sl = &g->slot[k];
+        kc_mat_free(g->kc, &sl->bb);
+        kc_mat_free(g->kc, &sl->bbt);
+        kc_mat_free(g->kc, &sl->bh);
+        for (int m = 0; m < 3; m++) {
+            kc_release(g->kc, KERN_MEM_PINNED, sl->rp[m]);
+            kc_release(g->kc, KERN_MEM_PINNED, sl->col[m]);
+            kc_release(g->kc, KERN_MEM_PINNED, sl->val[m]);
+        }
+        kc_release(g->kc, KERN_MEM_PINNED, sl->nodes_h);
+        kc_release(g->kc, KERN_MEM_PINNED, sl->halo_h);
+        for (int e = 0; e < AGG_MAX_EXTRA; e++) kc_release(g->kc, KERN_MEM_PINNED, sl->extra_h[e]);
+    }
     if (g->own_a) kc_mat_free(g->kc, &g->a_m);
     for (int i = 0; i < g->ndev; i++) kc_release(g->kc, KERN_MEM_DEVICE, g->devmem[i]);
     inca_free(g->devmem);
@@ -252,9 +349,25 @@ int agg_create(const agg_config_t *cfg, agg_t **out) {
     /* the batch's matrices: views of the loader's on the CPU, uploads of this capacity off it */
     const int64_t nbm = cfg->nb_max > 0 ? cfg->nb_max : 1, nnzm = g->dev ? cfg->nnz_max : INT64_MAX / 4;
     const int64_t cols = nbm > cfg->halo_max ? nbm : cfg->halo_max;
-    if (rc == INCA_OK) rc = kc_mat_create(g->kc, nbm, cols, nnzm, &g->bb);
-    if (rc == INCA_OK) rc = kc_mat_create(g->kc, nbm, cols, nnzm, &g->bbt);
-    if (rc == INCA_OK && method == AGG_GAS) rc = kc_mat_create(g->kc, nbm, cols, nnzm, &g->bh);
+    g->nslots = g->dev ? 2 : 1;
+    g->cur = g->nslots - 1;   /* the first batch goes to slot 0 */
+    for (int k = 0; k < g->nslots && rc == INCA_OK; k++) {
+        struct agg_slot *sl = &g->slot[k];
+        if (rc == INCA_OK) rc = kc_mat_create(g->kc, nbm, cols, nnzm, &sl->bb);
+        if (rc == INCA_OK) rc = kc_mat_create(g->kc, nbm, cols, nnzm, &sl->bbt);
+        if (rc == INCA_OK && method == AGG_GAS) rc = kc_mat_create(g->kc, nbm, cols, nnzm, &sl->bh);
+        for (int m = 0; m < 3 && rc == INCA_OK && g->dev; m++) {
+            const size_t nz = (size_t)(nnzm > 0 ? nnzm : 1);
+            if ((rc = kc_alloc(g->kc, KERN_MEM_PINNED, sizeof(int64_t) * (size_t)(nbm + 1), (void **)&sl->rp[m])) ||
+                (rc = kc_alloc(g->kc, KERN_MEM_PINNED, sizeof(int32_t) * nz, (void **)&sl->col[m])))
+                break;
+            rc = kc_alloc(g->kc, KERN_MEM_PINNED, sizeof(float) * nz, (void **)&sl->val[m]);
+        }
+        if (rc == INCA_OK && g->dev &&
+            !(rc = kc_alloc(g->kc, KERN_MEM_PINNED, sizeof(int64_t) * (size_t)nbm, (void **)&sl->nodes_h)))
+            rc = kc_alloc(g->kc, KERN_MEM_PINNED, sizeof(int64_t) * (size_t)(cfg->halo_max > 0 ? cfg->halo_max : 1),
+                          (void **)&sl->halo_h);
+    }
     if (rc != INCA_OK) { agg_free(&g); return rc; }
     g->method = method;
     g->source = cfg->source;
@@ -299,10 +412,16 @@ int agg_create(const agg_config_t *cfg, agg_t **out) {
             }
         }
     }
-    if (rc == INCA_OK && g->dev) {
-        g->nodes_d = take(g, sizeof(int64_t) * (size_t)nbm, "ids_batch", 1);
-        g->halo_d = take(g, sizeof(int64_t) * (size_t)(cfg->halo_max > 0 ? cfg->halo_max : 1), "ids_halo", 1);
-        if (!g->nodes_d || !g->halo_d) rc = INCA_ENOMEM;
+    for (int k = 0; k < g->nslots && rc == INCA_OK && g->dev; k++) {
+        g->slot[k].nodes_d = take(g, sizeof(int64_t) * (size_t)nbm, "ids_batch", 1);
+        g->slot[k].halo_d = take(g, sizeof(int64_t) * (size_t)(cfg->halo_max > 0 ? cfg->halo_max : 1), "ids_halo", 1);
+        if (!g->slot[k].nodes_d || !g->slot[k].halo_d) rc = INCA_ENOMEM;
+        for (int e = 0; e < AGG_MAX_EXTRA && rc == INCA_OK; e++) {
+            g->extra_cap[e] = cfg->extra_bytes[e];
+            if (cfg->extra_bytes[e] <= 0) continue;
+            if (!(g->slot[k].extra_d[e] = take(g, (size_t)cfg->extra_bytes[e], "batch_extra", 1))) rc = INCA_ENOMEM;
+            else rc = kc_alloc(g->kc, KERN_MEM_PINNED, (size_t)cfg->extra_bytes[e], &g->slot[k].extra_h[e]);
+        }
     }
     if (rc == INCA_OK && g->host_tables) {   /* the stage holds a batch's or a halo's rows */
         g->stage_rows = nbm > cfg->halo_max ? nbm : cfg->halo_max;

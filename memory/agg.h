@@ -53,6 +53,7 @@
 enum { AGG_CLUSTER = 0, AGG_GAS = 1, AGG_INCAGG = 2 };
 enum { AGG_SRC_PUSH = 0, AGG_SRC_RECOMPUTE = 1 };
 #define AGG_MAX_SITES 256
+#define AGG_MAX_EXTRA 2   /* per-batch arrays a caller uploads with the batch (labels, loss rows) */
 /* The fp32 row panel a bf16 push refresh (and M^0 in bf16) goes through: n/16 rows, at least
  * AGG_PANEL_MIN_ROWS and at most AGG_PANEL_BYTES (so at most 1/8 of a bf16 table on a graph of
  * 16k nodes or more). */
@@ -84,6 +85,7 @@ typedef struct agg_config {
                                 through a pinned stage per batch (--history-location host);
                                 the push refresh and M^0 = ÂX then run on the CPU */
     const float *x_host;     /* with host_tables: x on the host */
+    int64_t extra_bytes[AGG_MAX_EXTRA];   /* off the CPU: room for the caller's per-batch arrays */
     int64_t nnz_max;         /* off the CPU: the most nonzeros of Â_BB / Â_BBᵀ / Â_{B,halo} of
                                 any batch (they are uploaded into matrices of this capacity) */
     int64_t panel_bytes;     /* bf16: the row panel's size (0: the rule above; tests set it small) */
@@ -99,6 +101,13 @@ void agg_free(agg_t **g);   /* NULL-safe, sets *g = NULL */
  * its matrices and ids are uploaded (into buffers sized at creation): INCA_EINVAL when they
  * exceed nnz_max / nb_max / halo_max. */
 int agg_set_batch(agg_t *g, const batch_t *b);
+/* The same with up to AGG_MAX_EXTRA arrays of the caller (host; extra[i] NULL: none) uploaded
+ * with the batch; agg_batch_extra(g, i) is then array i in the context's memory (the host
+ * array itself on the CPU). Off the CPU a batch goes into one of two slots from pinned staging
+ * on the copy stream, ordered by events with the compute stream, so the upload of batch t+1
+ * overlaps the compute of batch t. */
+int agg_set_batch_with(agg_t *g, const batch_t *b, const void *const *extra, const int64_t *extra_bytes);
+const void *agg_batch_extra(const agg_t *g, int i);
 /* The current batch's node ids in the context's memory (the batch's own array on the CPU). */
 const int64_t *agg_batch_nodes(const agg_t *g);
 

@@ -157,8 +157,6 @@ typedef struct mb_run {
     int32_t *y_d;
     int64_t *tr_d, *va_d, *te_d;
     float *xb_d;                /* a batch's rows of x (device) */
-    int32_t *yb_d;              /* a batch's labels (device) */
-    int64_t *lidx_d;            /* a batch's loss rows (device) */
     double *losses_d;           /* spe: each step's loss, read back at the epoch's end */
     train_meter_t *meter_d;
     float *logp, *dlogits, *lorig, *lhost;
@@ -188,7 +186,7 @@ static void mb_run_free(mb_run_t *R) {
         kc_mirror_free(kc, R->D.tr, R->tr_d);
         kc_mirror_free(kc, R->D.va, R->va_d);
         kc_mirror_free(kc, R->D.te, R->te_d);
-        void *dm[] = {R->xb_d, R->yb_d, R->lidx_d, R->losses_d, R->meter_d, R->logp, R->dlogits};
+        void *dm[] = {R->xb_d, R->losses_d, R->meter_d, R->logp, R->dlogits};
         for (size_t i = 0; i < sizeof dm / sizeof dm[0]; i++) kc_release(kc, KERN_MEM_DEVICE, dm[i]);
     }
     mb_data_free(&R->D);
@@ -267,6 +265,8 @@ static int mb_run_setup(mb_run_t *R, const dataset_t *d, const int64_t *train_id
                        .fixed = fixed, .n = n, .in_dim = R->mc.in_dim, .x = R->x_d, .a = &R->D.a,
                        .nb_max = nb_max, .halo_max = halo_max, .kc = kc, .a_m = R->a_m,
                        .host_tables = c->history_host, .x_host = R->D.x,
+                       .extra_bytes = {(int64_t)sizeof(int32_t) * (nb_max ? nb_max : 1),
+                                       (int64_t)sizeof(int64_t) * (nb_max ? nb_max : 1)},
                        .nnz_max = batch_nnz_bound(&R->D.a, R->p->bounds, R->p->k, c->batch_parts)};
     if ((rc = agg_create(&ac, &R->agg)) != INCA_OK) return rc;
     R->op_batch = (nn_agg_t){.forward = agg_forward, .backward = agg_backward, .ctx = R->agg};
@@ -280,9 +280,7 @@ static int mb_run_setup(mb_run_t *R, const dataset_t *d, const int64_t *train_id
         (rc = kc_alloc(kc, KERN_MEM_DEVICE, sizeof(double) * (size_t)(R->spe ? R->spe : 1), (void **)&R->losses_d)) ||
         (rc = kc_alloc(kc, KERN_MEM_DEVICE, sizeof *R->meter_d, (void **)&R->meter_d)))
         return rc;
-    if (R->dev && ((rc = kc_alloc(kc, KERN_MEM_DEVICE, sizeof(float) * (size_t)(nbm * R->D.f), (void **)&R->xb_d)) ||
-                   (rc = kc_alloc(kc, KERN_MEM_DEVICE, sizeof(int32_t) * (size_t)nbm, (void **)&R->yb_d)) ||
-                   (rc = kc_alloc(kc, KERN_MEM_DEVICE, sizeof(int64_t) * (size_t)nbm, (void **)&R->lidx_d))))
+    if (R->dev && (rc = kc_alloc(kc, KERN_MEM_DEVICE, sizeof(float) * (size_t)(nbm * R->D.f), (void **)&R->xb_d)))
         return rc;
     if (!(R->lidx = inca_malloc(sizeof *R->lidx * (size_t)nbm)) ||
         !(R->losses_h = inca_malloc(sizeof *R->losses_h * (size_t)(R->spe ? R->spe : 1))) ||
@@ -332,21 +330,20 @@ static int mb_step(mb_run_t *R, int ep, int64_t s, double *loss_sum, int64_t *lo
     const batch_t *b = NULL;
     const float *logits = NULL;
     int rc = batch_loader_next(R->ld, &b);
-    if (rc != INCA_OK || (rc = agg_set_batch(R->agg, b)) != INCA_OK) return rc;
+    if (rc != INCA_OK) return rc;
     int64_t nidx = 0;
     for (int64_t i = 0; i < b->n_b; i++)
         if (R->D.in_train[b->nodes[i]] && b->y[i] >= 0) R->lidx[nidx++] = i;
+    /* labels and loss rows travel with the batch (uploaded with it off the CPU) */
+    const void *extra[AGG_MAX_EXTRA] = {b->y, R->lidx};
+    const int64_t extra_bytes[AGG_MAX_EXTRA] = {(int64_t)sizeof(int32_t) * b->n_b, (int64_t)sizeof(int64_t) * nidx};
+    if ((rc = agg_set_batch_with(R->agg, b, extra, extra_bytes)) != INCA_OK) return rc;
     const float *xb = b->x;
-    const int32_t *yb = b->y;
-    const int64_t *lidx = R->lidx;
+    const int32_t *yb = agg_batch_extra(R->agg, 0);
+    const int64_t *lidx = agg_batch_extra(R->agg, 1);
     if (R->dev) {   /* the batch's rows of x are gathered on the device from its own copy */
-        if ((rc = kc_gather_rows(kc, KERN_F32, R->x_d, R->D.f, agg_batch_nodes(R->agg), 0, b->n_b, R->xb_d)) ||
-            (rc = kc_copy(kc, R->yb_d, b->y, sizeof(int32_t) * (size_t)b->n_b, KERN_H2D, KERN_STREAM_COMPUTE)) ||
-            (rc = kc_copy(kc, R->lidx_d, R->lidx, sizeof(int64_t) * (size_t)nidx, KERN_H2D, KERN_STREAM_COMPUTE)))
-            return rc;
+        if ((rc = kc_gather_rows(kc, KERN_F32, R->x_d, R->D.f, agg_batch_nodes(R->agg), 0, b->n_b, R->xb_d))) return rc;
         xb = R->xb_d;
-        yb = R->yb_d;
-        lidx = R->lidx_d;
     }
     if ((rc = model_forward(R->m, b->n_b, xb, &R->op_batch, 1, R->c->seed, (uint64_t)R->gstep, &logits)) != INCA_OK) return rc;
     if (nidx == 0) {   /* no training node in this batch: nothing to learn from */
@@ -393,8 +390,8 @@ static int mb_refresh(mb_run_t *R, mb_stats_t *st, int shares_eval) {
         R->fused_pending = 1;
         return INCA_OK;
     }
-    /* on a device the queue is drained around the refresh so its time is its own */
-    if (R->dev && (rc = kc_sync(R->kc)) != INCA_OK) return rc;
+    /* on a device the steps were drained before (their time is theirs); the refresh is drained
+     * after, so its time is its own */
     double t0 = inca_now(), c0 = cpu_now();
     if (agg_source(R->agg) == AGG_SRC_RECOMPUTE) {
         const float *logits;
@@ -516,12 +513,14 @@ int mb_train(const dataset_t *d, const train_config_t *c, const int64_t *train_i
         double loss_sum = 0;
         int64_t loss_n = 0;
         const int eval_due = o->eval_every_epoch || ep == c->epochs - 1;
-        /* steps are queued asynchronously on a device: each step's time is measured after a drain
-         * of the queue there (a step then costs its own execution, not its launch) */
+        /* on a device the steps are queued asynchronously (the next batch's upload overlaps the
+         * current compute): the queue is drained at the end of the loop and before a refresh,
+         * and the drain counts as step time, so the step total is execution, not launches */
         for (int64_t s = 0; rc == INCA_OK && s < R.spe; s++) {
             double ts0 = inca_now(), tc0 = cpu_now();
             rc = mb_step(&R, ep, s, &loss_sum, &loss_n);
-            if (rc == INCA_OK && R.dev) rc = kc_sync(R.kc);
+            if (rc == INCA_OK && R.dev && (s == R.spe - 1 || (R.method == AGG_INCAGG && (R.gstep + 1) % R.R == 0)))
+                rc = kc_sync(R.kc);
             st->step_s_total += inca_now() - ts0;
             st->step_cpu_s += cpu_now() - tc0;
             st->steps++;

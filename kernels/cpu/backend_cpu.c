@@ -25,6 +25,7 @@ static int c_zero(kern_ctx_t *c, void *dst, size_t bytes, int stream) {
 }
 static int c_event(kern_ctx_t *c, int a, int b) { (void)c; (void)a; (void)b; return INCA_OK; }
 static int c_sync(kern_ctx_t *c) { return c->status; }
+static int c_event_sync(kern_ctx_t *c, int ev) { (void)ev; return c->status; }
 static int c_mat_set(kern_ctx_t *c, kern_mat_t *a, const csr_t *h, int stream) {
     (void)c; (void)stream;
     a->host = h;
@@ -118,7 +119,7 @@ static void c_destroy(kern_ctx_t *c) { inca_free(c); }
 
 static const kern_ops_t cpu_ops = {
     .name = "cpu", .destroy = c_destroy, .alloc = c_alloc, .release = c_release, .copy = c_copy, .zero = c_zero,
-    .event_record = c_event, .stream_wait = c_event, .sync = c_sync, .mat_set = c_mat_set, .mat_drop = NULL,
+    .event_record = c_event, .stream_wait = c_event, .event_sync = c_event_sync, .sync = c_sync, .mat_set = c_mat_set, .mat_drop = NULL,
     .spmm = c_spmm, .spmm_base = c_spmm_base, .spmm_bf16 = c_spmm_bf16, .gemm = c_gemm, .axpby = c_axpby,
     .sub = c_sub, .add_bias = c_add_bias, .bias_grad = c_bias_grad, .relu = c_relu, .relu_grad = c_relu_grad,
     .dropout = c_dropout, .dropout_grad = c_dropout_grad, .bn_forward = c_bn_forward, .bn_backward = c_bn_backward,

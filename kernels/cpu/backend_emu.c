@@ -148,6 +148,7 @@ static int e_zero(kern_ctx_t *c, void *dst, size_t bytes, int stream) {
 }
 static int e_event(kern_ctx_t *c, int a, int b) { (void)c; (void)a; (void)b; return INCA_OK; }
 static int e_sync(kern_ctx_t *c) { return c->status; }
+static int e_event_sync(kern_ctx_t *c, int ev) { (void)ev; return c->status; }
 
 static void e_mat_drop(kern_ctx_t *c, kern_mat_t *a) {
     emu_mat_t *m = a->impl;
@@ -308,7 +309,7 @@ static void e_destroy(kern_ctx_t *c) {
 
 static const kern_ops_t emu_ops = {
     .name = "emu", .destroy = e_destroy, .alloc = e_alloc, .release = e_release, .copy = e_copy, .zero = e_zero,
-    .event_record = e_event, .stream_wait = e_event, .sync = e_sync, .mat_set = e_mat_set, .mat_drop = e_mat_drop,
+    .event_record = e_event, .stream_wait = e_event, .event_sync = e_event_sync, .sync = e_sync, .mat_set = e_mat_set, .mat_drop = e_mat_drop,
     .spmm = e_spmm, .spmm_base = e_spmm_base, .spmm_bf16 = e_spmm_bf16, .gemm = e_gemm, .axpby = e_axpby,
     .sub = e_sub, .add_bias = e_add_bias, .bias_grad = e_bias_grad, .relu = e_relu, .relu_grad = e_relu_grad,
     .dropout = e_dropout, .dropout_grad = e_dropout_grad, .bn_forward = e_bn_forward, .bn_backward = e_bn_backward,

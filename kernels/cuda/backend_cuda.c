@@ -172,6 +172,11 @@ static int kcu_stream_wait(kern_ctx_t *ctx, int stream, int event) {
     if (event < 0 || event >= KERN_NEVENTS) return kcu_bad(c, "stream_wait", "event outside [0, KERN_NEVENTS)");
     return kcu_check(c, "stream_wait", cudaStreamWaitEvent(c->st[stream], c->ev[event], 0));
 }
+static int kcu_event_sync(kern_ctx_t *ctx, int event) {
+    kcu_ctx_t *c = kcu(ctx);
+    if (event < 0 || event >= KERN_NEVENTS) return kcu_bad(c, "event_sync", "event outside [0, KERN_NEVENTS)");
+    return kcu_check(c, "event_sync", cudaEventSynchronize(c->ev[event]));
+}
 static int kcu_sync(kern_ctx_t *ctx) {
     kcu_ctx_t *c = kcu(ctx);
     for (int s = 0; s < KERN_NSTREAMS; s++) {
@@ -622,6 +627,7 @@ static const kern_ops_t kcu_ops = {
     .zero = kcu_zero,
     .event_record = kcu_event_record,
     .stream_wait = kcu_stream_wait,
+    .event_sync = kcu_event_sync,
     .sync = kcu_sync,
     .mat_set = kcu_mat_set,
     .mat_drop = kcu_mat_drop,
