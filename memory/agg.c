@@ -20,7 +20,6 @@ struct agg {
     const float *x_t;    /* x on tk's side */
     float *stage;        /* host tables: pinned staging, stage_rows x stage_w floats */
     int64_t stage_rows, stage_w;
-    float *rows_d;       /* host tables: gathered table rows on the device, nb_max x maxdim */
     kern_mat_t **panels; /* row views of ta_m for the bf16 panel refresh */
     int npanels;
     kern_mat_t *bb, *bbt, *bh;   /* the current batch's Â_BB, Â_BBᵀ, Â_{B,halo} (slot cur's) */
@@ -39,6 +38,16 @@ struct agg {
         void *extra_h[AGG_MAX_EXTRA], *extra_d[AGG_MAX_EXTRA];   /* the caller's per-batch arrays */
     } slot[2];
     int64_t extra_cap[AGG_MAX_EXTRA];
+    /* host tables on a device: the table rows a batch reads (M_B, S_B, GAS halo H rows) are
+     * gathered on the host and uploaded with the batch into its slot (they do not change
+     * between the batch's load and its step: IncAgg's tables change at refreshes only, a
+     * batch's own pushes touch other rows, GAS pushes are flushed first); pushes go down
+     * asynchronously into a pinned buffer and are scattered into the tables at the next flush */
+    float *rowsM[2][AGG_MAX_SITES], *rowsS[2][AGG_MAX_SITES], *rowsH[2][AGG_MAX_SITES];   /* device */
+    float *stM[2][AGG_MAX_SITES], *stS[2][AGG_MAX_SITES], *stH[2][AGG_MAX_SITES];         /* pinned */
+    float *push_h[AGG_MAX_SITES];                                                          /* pinned */
+    struct { hist_t *t; int site, slot; int64_t m; } pend[2 * AGG_MAX_SITES];
+    int npend;
     const void *extra_cur[AGG_MAX_EXTRA];
     int cur, nslots;
     int has_bbt;                 /* Â_BB is not symmetric: backward multiplies bbt */
@@ -64,6 +73,8 @@ struct agg {
     double fwd_s, bwd_s;
     int64_t nnz_bb, nnz_rows;
 };
+
+static kern_dtype_t kdt(const hist_t *h) { return h->dtype == HIST_BF16 ? KERN_BF16 : KERN_F32; }
 
 int agg_method_parse(const char *s, int *method) {
     if (s && strcmp(s, "cluster") == 0) { *method = AGG_CLUSTER; return INCA_OK; }
@@ -112,6 +123,52 @@ const void *agg_batch_extra(const agg_t *g, int i) { return i >= 0 && i < AGG_MA
 
 int agg_set_batch(agg_t *g, const batch_t *b) { return agg_set_batch_with(g, b, NULL, NULL); }
 
+#define AGG_EV_PUSH 4
+
+/* host tables: the pushes queued since the last flush land in their tables (the host waits for
+ * their downloads first) */
+int agg_flush(agg_t *g) {
+    if (!g->npend) return INCA_OK;
+    int rc = kc_event_sync(g->kc, AGG_EV_PUSH);
+    for (int i = 0; i < g->npend && rc == INCA_OK; i++)
+        kern_rows_scatter(g->pend[i].t->dtype == HIST_BF16 ? KERN_BF16 : KERN_F32, g->pend[i].t->data, g->pend[i].t->f,
+                          g->slot[g->pend[i].slot].nodes_h, 0, g->pend[i].m, g->push_h[g->pend[i].site]);
+    g->npend = 0;
+    return rc;
+}
+
+/* host tables: in (m rows, device) goes down into the site's pinned push buffer, scattered
+ * into t (rows = the current batch's nodes) at the next flush */
+static int push_async(agg_t *g, hist_t *t, int site, const float *in, int64_t m) {
+    int rc = kc_copy(g->kc, g->push_h[site], in, sizeof(float) * (size_t)(m * t->f), KERN_D2H, KERN_STREAM_COMPUTE);
+    if (rc == INCA_OK) rc = kc_event_record(g->kc, AGG_EV_PUSH, KERN_STREAM_COMPUTE);
+    if (rc != INCA_OK) return rc;
+    g->pend[g->npend].t = t;
+    g->pend[g->npend].site = site;
+    g->pend[g->npend].slot = g->cur;
+    g->pend[g->npend++].m = m;
+    return INCA_OK;
+}
+
+/* host tables: the rows batch b reads, gathered on the host and uploaded into slot k on the copy
+ * stream (before the slot's UP event) */
+static int prefetch_rows(agg_t *g, const batch_t *b, int k) {
+    int rc = INCA_OK;
+    for (int st = 0; st < g->nsites && rc == INCA_OK; st++) {
+        const int64_t d = g->dim[st];
+        struct { float *dst, *stage; const hist_t *t; const int64_t *ids; int64_t m; } mv[3] = {
+            {g->rowsM[k][st], g->stM[k][st], &g->M[st], b->nodes, b->n_b},
+            {g->rowsS[k][st], g->stS[k][st], &g->S[st], b->nodes, b->n_b},
+            {g->rowsH[k][st], g->stH[k][st], &g->H[st], b->halo, b->n_halo}};
+        for (int i = 0; i < 3 && rc == INCA_OK; i++) {
+            if (!mv[i].dst || mv[i].m == 0) continue;
+            kern_rows_gather(kdt(mv[i].t), mv[i].t->data, d, mv[i].ids, 0, mv[i].m, mv[i].stage);
+            rc = kc_copy(g->kc, mv[i].dst, mv[i].stage, sizeof(float) * (size_t)(mv[i].m * d), KERN_H2D, KERN_STREAM_COPY);
+        }
+    }
+    return rc;
+}
+
 /* the batch b of slot sl is current, its ids at nodes / halo */
 static int batch_current(agg_t *g, const batch_t *b, const struct agg_slot *sl, int has_bbt, const int64_t *nodes,
                          const int64_t *halo) {
@@ -156,6 +213,8 @@ int agg_set_batch_with(agg_t *g, const batch_t *b, const void *const *extra, con
     if (g->b) rc = kc_event_record(kc, AGG_EV_DONE(g->cur), KERN_STREAM_COMPUTE);
     if (rc == INCA_OK) rc = kc_event_sync(kc, AGG_EV_UP(k));
     if (rc == INCA_OK) rc = kc_stream_wait(kc, KERN_STREAM_COPY, AGG_EV_DONE(k));
+    if (rc == INCA_OK) rc = agg_flush(g);   /* the previous batch's pushes, before rows are read */
+    if (rc == INCA_OK && g->host_tables) rc = prefetch_rows(g, b, k);
     if (rc != INCA_OK) return rc;
     g->b = NULL;
     const csr_t sbb = stage_csr(sl, 0, &b->a_bb);
@@ -199,6 +258,7 @@ void agg_free(agg_t **pg) {
     inca_free(g->panels);
     if (g->own_ta) kc_mat_free(g->tk, &g->ta_m);
     kc_release(g->kc, KERN_MEM_PINNED, g->stage);
+    for (int st = 0; st < g->nsites; st++) kc_release(g->kc, KERN_MEM_PINNED, g->push_h[st]);
     for (int k = 0; k < 2; k++) {
         struct agg_slot *sl = &g->slot[k];
         kc_mat_free(g->kc, &sl->bb);
@@ -212,6 +272,11 @@ void agg_free(agg_t **pg) {
         kc_release(g->kc, KERN_MEM_PINNED, sl->nodes_h);
         kc_release(g->kc, KERN_MEM_PINNED, sl->halo_h);
         for (int e = 0; e < AGG_MAX_EXTRA; e++) kc_release(g->kc, KERN_MEM_PINNED, sl->extra_h[e]);
+        for (int st = 0; st < g->nsites; st++) {
+            kc_release(g->kc, KERN_MEM_PINNED, g->stM[k][st]);
+            kc_release(g->kc, KERN_MEM_PINNED, g->stS[k][st]);
+            kc_release(g->kc, KERN_MEM_PINNED, g->stH[k][st]);
+        }
     }
     if (g->own_a) kc_mat_free(g->kc, &g->a_m);
     for (int i = 0; i < g->ndev; i++) kc_release(g->kc, KERN_MEM_DEVICE, g->devmem[i]);
@@ -256,7 +321,6 @@ static void *scratch(agg_t *g, int64_t floats, const char *label, int on_dev) {
     return p;
 }
 
-static kern_dtype_t kdt(const hist_t *h) { return h->dtype == HIST_BF16 ? KERN_BF16 : KERN_F32; }
 
 /* ---- table rows to and from the context's memory, wherever the tables are. Host tables on a
  * device: the CPU gathers (scatters) rows through the pinned stage, one copy each way, and the
@@ -288,14 +352,6 @@ static int t_scatter(agg_t *g, hist_t *t, const int64_t *ids_d, const int64_t *i
     return INCA_OK;
 }
 
-/* out = in - S_B, then S_B = push when push != NULL (the bits of kern_rows_sub either way) */
-static int t_sub(agg_t *g, hist_t *t, int64_t m, const float *in, float *out, const float *push) {
-    if (!g->host_tables) return kc_sub_rows(g->kc, kdt(t), t->data, t->f, g->nodes, m, in, out, push);
-    int rc = t_gather(g, t, NULL, g->b->nodes, 0, m, g->rows_d);
-    if (rc == INCA_OK) rc = kc_sub(g->kc, m * t->f, in, g->rows_d, out);
-    if (rc == INCA_OK && push) rc = t_scatter(g, t, NULL, g->b->nodes, 0, m, push);
-    return rc;
-}
 
 /* M[site] <- Â src, where src is fp32 x (at a fixed site) or the table S[site]. fp32 tables:
  * one SpMM straight into M. bf16: row panels of Â through the fp32 panel, encoded into M
@@ -426,10 +482,30 @@ int agg_create(const agg_config_t *cfg, agg_t **out) {
     if (rc == INCA_OK && g->host_tables) {   /* the stage holds a batch's or a halo's rows */
         g->stage_rows = nbm > cfg->halo_max ? nbm : cfg->halo_max;
         g->stage_w = g->maxdim;
-        if (!(g->rows_d = scratch(g, nbm * g->maxdim, "scratch_rows", 1))) rc = INCA_ENOMEM;
-        else if ((rc = kc_alloc(g->kc, KERN_MEM_PINNED, sizeof(float) * (size_t)(g->stage_rows * g->stage_w),
+        if ((rc = kc_alloc(g->kc, KERN_MEM_PINNED, sizeof(float) * (size_t)(g->stage_rows * g->stage_w),
                                 (void **)&g->stage)) == INCA_OK)
             g->scratch_bytes += (int64_t)sizeof(float) * g->stage_rows * g->stage_w;
+        const int64_t hm = cfg->halo_max > 0 ? cfg->halo_max : 1;
+        for (int st = 0; st < ns && rc == INCA_OK; st++) {
+            const int64_t d = g->dim[st];
+            const int wantM = method == AGG_INCAGG, wantS = wantM && !g->fixed[st], wantH = method == AGG_GAS && !g->fixed[st];
+            const int push = wantH || (wantS && (g->single || g->P[st].data));
+            if (push && (rc = kc_alloc(g->kc, KERN_MEM_PINNED, sizeof(float) * (size_t)(nbm * d), (void **)&g->push_h[st])))
+                break;
+            for (int k = 0; k < 2 && rc == INCA_OK; k++) {
+                if (wantM && (!(g->rowsM[k][st] = scratch(g, nbm * d, "rows_M", 1)) ||
+                              (rc = kc_alloc(g->kc, KERN_MEM_PINNED, sizeof(float) * (size_t)(nbm * d), (void **)&g->stM[k][st]))))
+                    rc = rc ? rc : INCA_ENOMEM;
+                if (rc == INCA_OK && wantS &&
+                    (!(g->rowsS[k][st] = scratch(g, nbm * d, "rows_S", 1)) ||
+                     (rc = kc_alloc(g->kc, KERN_MEM_PINNED, sizeof(float) * (size_t)(nbm * d), (void **)&g->stS[k][st]))))
+                    rc = rc ? rc : INCA_ENOMEM;
+                if (rc == INCA_OK && wantH &&
+                    (!(g->rowsH[k][st] = scratch(g, hm * d, "rows_H", 1)) ||
+                     (rc = kc_alloc(g->kc, KERN_MEM_PINNED, sizeof(float) * (size_t)(hm * d), (void **)&g->stH[k][st]))))
+                    rc = rc ? rc : INCA_ENOMEM;
+            }
+        }
     }
     if (rc == INCA_OK && method == AGG_GAS) {
         int64_t w = g->maxdim > g->in_dim ? g->maxdim : g->in_dim;
@@ -461,35 +537,46 @@ static int forward_gas(agg_t *g, int site, int64_t n, int64_t f, const float *in
     if (rc != INCA_OK) return rc;
     if (b->n_halo > 0) {
         /* exact x rows at a site reading x (its width is in_dim), else the history */
-        rc = g->fixed[site] ? kc_gather_rows(g->kc, KERN_F32, g->x, g->in_dim, g->halo, 0, b->n_halo, g->hbuf)
-                            : t_gather(g, &g->H[site], g->halo, b->halo, 0, b->n_halo, g->hbuf);
-        if (rc != INCA_OK || (rc = kc_spmm(g->kc, g->bh, NULL, g->hbuf, f, 1.f, 1.f, out)) != INCA_OK) return rc;
+        const float *hrows = g->hbuf;
+        if (g->fixed[site]) rc = kc_gather_rows(g->kc, KERN_F32, g->x, g->in_dim, g->halo, 0, b->n_halo, g->hbuf);
+        else if (g->host_tables) hrows = g->rowsH[g->cur][site];   /* uploaded with the batch */
+        else rc = kc_gather_rows(g->kc, kdt(&g->H[site]), g->H[site].data, f, g->halo, 0, b->n_halo, g->hbuf);
+        if (rc != INCA_OK || (rc = kc_spmm(g->kc, g->bh, NULL, hrows, f, 1.f, 1.f, out)) != INCA_OK) return rc;
     }
-    if (!g->fixed[site]) return t_scatter(g, &g->H[site], g->nodes, b->nodes, 0, n, in_raw);
-    return INCA_OK;
+    if (g->fixed[site]) return INCA_OK;
+    if (g->host_tables) return push_async(g, &g->H[site], site, in_raw, n);
+    return kc_scatter_rows(g->kc, kdt(&g->H[site]), g->H[site].data, f, g->nodes, 0, n, in_raw);
 }
 
 /* out = M_B + Â_BB (in − S_B); the push (source push) goes to P, or to S after reading it */
 static int forward_incagg(agg_t *g, int site, int64_t n, int64_t f, const float *in_raw, const float *in, float *out) {
     hist_t *M = &g->M[site], *S = &g->S[site], *P = &g->P[site];
-    const int64_t *ids_h = g->b->nodes;
+    const int host = g->host_tables;
+    const float *rowsM = host ? g->rowsM[g->cur][site] : NULL, *rowsS = host ? g->rowsS[g->cur][site] : NULL;
+    const size_t bytes = sizeof(float) * (size_t)(n * f);
     int rc;
     if (g->fixed[site]) {
         if (in == in_raw)   /* no dropout: Δ = 0, no SpMM at all */
-            return t_gather(g, M, g->nodes, ids_h, 0, n, out);
+            return host ? kc_copy(g->kc, out, rowsM, bytes, KERN_D2D, KERN_STREAM_COMPUTE)
+                        : kc_gather_rows(g->kc, kdt(M), M->data, f, g->nodes, 0, n, out);
         rc = kc_sub(g->kc, n * f, in, in_raw, g->sbuf);
+    } else if (host) {   /* Δ = in − S_B from the uploaded rows; the push goes down to S or P */
+        rc = kc_sub(g->kc, n * f, in, rowsS, g->sbuf);
+        if (rc == INCA_OK && (g->single || P->data)) rc = push_async(g, g->single ? S : P, site, in_raw, n);
     } else if (g->single) {   /* S_B read, then overwritten */
-        rc = t_sub(g, S, n, in, g->sbuf, in_raw);
+        rc = kc_sub_rows(g->kc, kdt(S), S->data, f, g->nodes, n, in, g->sbuf, in_raw);
     } else {
-        rc = t_sub(g, S, n, in, g->sbuf, NULL);
-        if (rc == INCA_OK && P->data) rc = t_scatter(g, P, g->nodes, ids_h, 0, n, in_raw);
+        rc = kc_sub_rows(g->kc, kdt(S), S->data, f, g->nodes, n, in, g->sbuf, NULL);
+        if (rc == INCA_OK && P->data) rc = kc_scatter_rows(g->kc, kdt(P), P->data, f, g->nodes, 0, n, in_raw);
     }
     if (rc != INCA_OK) return rc;
     /* fp32 baselines on the context are added row by row inside the SpMM (the same bits as
      * gathering M_B and multiplying with beta = 1, what bf16 and host tables do) */
-    if (M->dtype == HIST_F32 && !g->host_tables)
+    if (M->dtype == HIST_F32 && !host)
         return kc_spmm_base(g->kc, g->bb, g->sbuf, f, hist_f32(M), g->n, g->nodes, out);
-    if ((rc = t_gather(g, M, g->nodes, ids_h, 0, n, out)) != INCA_OK) return rc;
+    rc = host ? kc_copy(g->kc, out, rowsM, bytes, KERN_D2D, KERN_STREAM_COMPUTE)
+              : kc_gather_rows(g->kc, KERN_BF16, M->data, f, g->nodes, 0, n, out);
+    if (rc != INCA_OK) return rc;
     return kc_spmm(g->kc, g->bb, NULL, g->sbuf, f, 1.f, 1.f, out);
 }
 
@@ -530,6 +617,8 @@ void agg_reset_times(agg_t *g) {
 
 int agg_refresh(agg_t *g) {
     if (g->method != AGG_INCAGG) return INCA_OK;
+    int frc = agg_flush(g);
+    if (frc != INCA_OK) return frc;
     if (g->source != AGG_SRC_PUSH)
         return inca_fail(INCA_EINVAL, "agg_refresh: the recompute source refreshes through a model pass (agg_refresh_forward)");
     for (int s = 0; s < g->nsites; s++) {
@@ -549,6 +638,8 @@ int agg_refresh_forward(void *ctx, int site, int64_t n, int64_t f, const float *
     if (site < 0 || site >= g->nsites || n != g->n || f != g->dim[site])
         return inca_fail(INCA_ERR, "refresh operator: site %d called with %lld x %lld, expected %lld x %lld",
                          site, (long long)n, (long long)f, (long long)g->n, (long long)(site >= 0 && site < g->nsites ? g->dim[site] : -1));
+    int frc = agg_flush(g);
+    if (frc != INCA_OK) return frc;
     if (g->method == AGG_INCAGG && g->fixed[site]) {   /* M^0 = ÂX is already there */
         return t_gather(g, &g->M[site], NULL, NULL, 0, n, out);
     }

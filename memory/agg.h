@@ -108,6 +108,10 @@ int agg_set_batch(agg_t *g, const batch_t *b);
  * overlaps the compute of batch t. */
 int agg_set_batch_with(agg_t *g, const batch_t *b, const void *const *extra, const int64_t *extra_bytes);
 const void *agg_batch_extra(const agg_t *g, int i);
+/* Host tables on a device: the pushes of the last batch still on their way down land in the
+ * tables (the refresh paths and agg_set_batch flush by themselves; call it before reading
+ * the tables otherwise, e.g. a checkpoint). INCA_OK at once when nothing is pending. */
+int agg_flush(agg_t *g);
 /* The current batch's node ids in the context's memory (the batch's own array on the CPU). */
 const int64_t *agg_batch_nodes(const agg_t *g);
 

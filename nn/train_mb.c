@@ -412,12 +412,14 @@ static int mb_epoch_eval(mb_run_t *R, const dataset_t *d, mb_stats_t *st, int ep
     const train_config_t *c = R->c;
     const int64_t n = R->D.n;
     const float *logits = NULL;
+    int rc = agg_flush(R->agg);   /* host tables: the last pushes land before anything reads them */
+    if (rc != INCA_OK) return rc;
     double t0 = inca_now(), c0 = cpu_now();
     /* the full-graph SpMM is linear: narrowing layers aggregate after W; a refresh must see (and
      * store) each layer's input itself */
     model_set_eval_transform_first(R->m, !R->fused_pending);
-    int rc = model_forward(R->m, n, R->x_d, R->fused_pending ? &R->op_refresh : &R->op_full, 0, c->seed,
-                           (uint64_t)R->gstep, &logits);
+    rc = model_forward(R->m, n, R->x_d, R->fused_pending ? &R->op_refresh : &R->op_full, 0, c->seed,
+                       (uint64_t)R->gstep, &logits);
     if (rc == INCA_OK && R->dev) rc = kc_sync(R->kc);
     if (rc != INCA_OK) return rc;
     double dt = inca_now() - t0;
@@ -460,6 +462,8 @@ static void mb_stats_reset_times(mb_run_t *R, mb_stats_t *st) {
 }
 
 static int mb_run_figures(mb_run_t *R, train_result_t *r, mb_stats_t *st) {
+    int rc = agg_flush(R->agg);
+    if (rc != INCA_OK) return rc;
     r->test_acc = R->best.test_acc;
     r->val_acc = R->best.val_acc;
     r->best_epoch = R->best.epoch;
