@@ -234,30 +234,35 @@ fail:
     return rc;
 }
 
-/* Mini-batch SGD for models without a graph: the training ids in this epoch's order (host,
- * reshuffled by every train_mlp_epoch, then uploaded), and the gathered rows and labels of one
- * batch in the context's memory. */
+/* Mini-batch SGD for models without a graph: the training ids and their labels in this epoch's
+ * order (host, reshuffled by every train_mlp_epoch, then uploaded once per epoch), the gathered
+ * rows of one batch and every step's loss in the context's memory. */
 typedef struct mlp_batch {
-    int64_t bs, f;
+    int64_t bs, f, steps;
     int64_t *order;   /* n_train training ids, reshuffled each epoch (host) */
     int64_t *order_d; /* the same on the context */
+    int32_t *yo;      /* their labels (host) */
+    int32_t *yo_d;    /* the same on the context */
     int64_t *rows;    /* 0..bs-1: the loss rows of a batch (context) */
     float *xb;        /* bs x f (context) */
-    int32_t *yb;      /* bs (host staging) */
-    int32_t *yb_d;    /* bs (context) */
+    double *losses_d; /* steps: each step's loss (context), read back at the epoch's end */
+    double *losses_h;
 } mlp_batch_t;
 
 static int mlp_batch_init(kern_ctx_t *kc, mlp_batch_t *b, int64_t bs, int64_t f, int64_t n_train) {
     b->bs = bs;
     b->f = f;
+    b->steps = (n_train + bs - 1) / bs;
     int64_t *rows = inca_malloc((size_t)bs * sizeof *rows);
     b->order = inca_malloc((size_t)n_train * sizeof *b->order);
-    b->yb = inca_malloc((size_t)bs * sizeof *b->yb);
-    int rc = !rows || !b->order || !b->yb ? INCA_ENOMEM : INCA_OK;
+    b->yo = inca_malloc((size_t)n_train * sizeof *b->yo);
+    b->losses_h = inca_malloc((size_t)b->steps * sizeof *b->losses_h);
+    int rc = !rows || !b->order || !b->yo || !b->losses_h ? INCA_ENOMEM : INCA_OK;
     if (!rc) rc = kc_alloc(kc, KERN_MEM_DEVICE, (size_t)n_train * sizeof(int64_t), (void **)&b->order_d);
+    if (!rc) rc = kc_alloc(kc, KERN_MEM_DEVICE, (size_t)n_train * sizeof(int32_t), (void **)&b->yo_d);
     if (!rc) rc = kc_alloc(kc, KERN_MEM_DEVICE, (size_t)bs * sizeof(int64_t), (void **)&b->rows);
     if (!rc) rc = kc_alloc(kc, KERN_MEM_DEVICE, (size_t)(bs * f) * sizeof(float), (void **)&b->xb);
-    if (!rc) rc = kc_alloc(kc, KERN_MEM_DEVICE, (size_t)bs * sizeof(int32_t), (void **)&b->yb_d);
+    if (!rc) rc = kc_alloc(kc, KERN_MEM_DEVICE, (size_t)b->steps * sizeof(double), (void **)&b->losses_d);
     if (!rc) {
         for (int64_t i = 0; i < bs; i++) rows[i] = i;
         rc = kc_copy(kc, b->rows, rows, (size_t)bs * sizeof *rows, KERN_H2D, KERN_STREAM_COMPUTE);
@@ -268,11 +273,13 @@ static int mlp_batch_init(kern_ctx_t *kc, mlp_batch_t *b, int64_t bs, int64_t f,
 
 static void mlp_batch_free(kern_ctx_t *kc, mlp_batch_t *b) {
     inca_free(b->order);
-    inca_free(b->yb);
+    inca_free(b->yo);
+    inca_free(b->losses_h);
     kc_release(kc, KERN_MEM_DEVICE, b->order_d);
+    kc_release(kc, KERN_MEM_DEVICE, b->yo_d);
     kc_release(kc, KERN_MEM_DEVICE, b->rows);
     kc_release(kc, KERN_MEM_DEVICE, b->xb);
-    kc_release(kc, KERN_MEM_DEVICE, b->yb_d);
+    kc_release(kc, KERN_MEM_DEVICE, b->losses_d);
     memset(b, 0, sizeof *b);
 }
 
@@ -289,37 +296,41 @@ static int train_mlp_epoch(model_t *m, optim_t *o, const train_config_t *c, cons
     memcpy(b->order, train_idx, (size_t)n_train * sizeof *b->order);   /* the order is a function of ep alone */
     rng_seed(&r, rng_hash64(c->seed, 0x6d6c7062, (uint64_t)ep));
     rng_shuffle_i64(&r, b->order, n_train);
-    if ((rc = kc_copy(kc, b->order_d, b->order, (size_t)n_train * sizeof *b->order, KERN_H2D, KERN_STREAM_COMPUTE)))
+    for (int64_t i = 0; i < n_train; i++) b->yo[i] = y[b->order[i]];
+    if ((rc = kc_copy(kc, b->order_d, b->order, (size_t)n_train * sizeof *b->order, KERN_H2D, KERN_STREAM_COMPUTE)) ||
+        (rc = kc_copy(kc, b->yo_d, b->yo, (size_t)n_train * sizeof *b->yo, KERN_H2D, KERN_STREAM_COMPUTE)) ||
+        (rc = kc_zero(kc, meter_d->count[0], sizeof meter_d->count[0], KERN_STREAM_COMPUTE)))
         return rc;
-    const int64_t steps = (n_train + b->bs - 1) / b->bs;
+    /* each step's loss stays on the context; on the CPU it is checked at once (the step that went
+     * non-finite stops the run before its update), off it once at the epoch's end */
+    const int host = kc_device(kc) == KERN_DEV_CPU;
     double lsum = 0;
-    int64_t correct = 0;
     train_meter_t h;
-    if ((rc = kc_zero(kc, meter_d->count[0], sizeof meter_d->count[0], KERN_STREAM_COMPUTE))) return rc;
-    for (int64_t s = 0; s < steps; s++) {
+    for (int64_t s = 0; s < b->steps; s++) {
         const int64_t lo = s * b->bs, nb = (lo + b->bs <= n_train ? b->bs : n_train - lo);
-        for (int64_t i = 0; i < nb; i++) b->yb[i] = y[b->order[lo + i]];
-        if ((rc = kc_gather_rows(kc, KERN_F32, x, f, b->order_d + lo, 0, nb, b->xb)) ||
-            (rc = kc_copy(kc, b->yb_d, b->yb, (size_t)nb * sizeof *b->yb, KERN_H2D, KERN_STREAM_COMPUTE)))
-            return rc;
         const float *logits;
-        if ((rc = model_forward(m, nb, b->xb, NULL, 1, c->seed, (uint64_t)ep * (uint64_t)steps + (uint64_t)s, &logits)))
+        if ((rc = kc_gather_rows(kc, KERN_F32, x, f, b->order_d + lo, 0, nb, b->xb)) ||
+            (rc = model_forward(m, nb, b->xb, NULL, 1, c->seed, (uint64_t)ep * (uint64_t)b->steps + (uint64_t)s, &logits)) ||
+            (rc = kc_softmax_xent(kc, nb, cc, logits, b->yo_d + lo, b->rows, nb, NULL, dlog, &b->losses_d[s])) ||
+            (rc = kc_accuracy(kc, cc, logits, b->yo_d + lo, b->rows, nb, meter_d->count[0])))
             return rc;
-        /* the step's loss is read back: the sum over steps is in host double, as before */
-        if ((rc = kc_softmax_xent(kc, nb, cc, logits, b->yb_d, b->rows, nb, NULL, dlog, &meter_d->loss[0])) ||
-            (rc = kc_accuracy(kc, cc, logits, b->yb_d, b->rows, nb, meter_d->count[0])) ||
-            (rc = kc_copy(kc, &h.loss[0], &meter_d->loss[0], sizeof h.loss[0], KERN_D2H, KERN_STREAM_COMPUTE)))
-            return rc;
-        const double l = h.loss[0];
-        if (!isfinite(l)) return inca_fail(INCA_ERR, "epoch %d step %lld: training loss is not finite (%g); lower --lr?",
-                                           ep, (long long)s, l);
-        lsum += l * (double)nb;
+        if (host && !isfinite(b->losses_d[s]))
+            return inca_fail(INCA_ERR, "epoch %d step %lld: training loss is not finite (%g); lower --lr?", ep, (long long)s,
+                             b->losses_d[s]);
         if ((rc = model_backward(m, dlog, NULL)) || (rc = optim_step(o))) return rc;
     }
-    if ((rc = kc_copy(kc, h.count[0], meter_d->count[0], sizeof h.count[0], KERN_D2H, KERN_STREAM_COMPUTE))) return rc;
-    correct = h.count[0][0];
+    if ((rc = kc_copy(kc, b->losses_h, b->losses_d, (size_t)b->steps * sizeof *b->losses_h, KERN_D2H, KERN_STREAM_COMPUTE)) ||
+        (rc = kc_copy(kc, h.count[0], meter_d->count[0], sizeof h.count[0], KERN_D2H, KERN_STREAM_COMPUTE)))
+        return rc;
+    for (int64_t s = 0; s < b->steps; s++) {   /* the sum over steps in host double, in step order */
+        const int64_t lo = s * b->bs, nb = (lo + b->bs <= n_train ? b->bs : n_train - lo);
+        if (!isfinite(b->losses_h[s]))
+            return inca_fail(INCA_ERR, "epoch %d step %lld: training loss is not finite (%g); lower --lr?", ep, (long long)s,
+                             b->losses_h[s]);
+        lsum += b->losses_h[s] * (double)nb;
+    }
     *loss = lsum / (double)n_train;
-    *acc = h.count[0][1] ? (double)correct / (double)n_train : 0.0;
+    *acc = h.count[0][1] ? (double)h.count[0][0] / (double)n_train : 0.0;
     return INCA_OK;
 }
 
