@@ -114,8 +114,10 @@ static csr_t stage_csr(struct agg_slot *sl, int m, const csr_t *h) {
                .val = h->val ? sl->val[m] : NULL};
     const int64_t base = h->n_rows ? h->rowptr[0] : 0;
     for (int64_t i = 0; i <= h->n_rows; i++) sl->rp[m][i] = h->rowptr[i] - base;
-    memcpy(sl->col[m], h->col + base, sizeof(int32_t) * (size_t)h->nnz);
-    if (h->val) memcpy(sl->val[m], h->val + base, sizeof(float) * (size_t)h->nnz);
+    if (h->nnz > 0) {
+        memcpy(sl->col[m], h->col + base, sizeof(int32_t) * (size_t)h->nnz);
+        if (h->val) memcpy(sl->val[m], h->val + base, sizeof(float) * (size_t)h->nnz);
+    }
     return v;
 }
 
@@ -228,9 +230,9 @@ int agg_set_batch_with(agg_t *g, const batch_t *b, const void *const *extra, con
         if ((rc = kc_mat_set(kc, sl->bh, &sbh, KERN_STREAM_COPY)) != INCA_OK) return rc;
     }
     memcpy(sl->nodes_h, b->nodes, sizeof(int64_t) * (size_t)b->n_b);
-    memcpy(sl->halo_h, b->halo, sizeof(int64_t) * (size_t)b->n_halo);
+    if (b->n_halo > 0) memcpy(sl->halo_h, b->halo, sizeof(int64_t) * (size_t)b->n_halo);
     for (int e = 0; e < AGG_MAX_EXTRA && extra; e++) {
-        if (!extra[e]) continue;
+        if (!extra[e] || extra_bytes[e] <= 0) continue;
         memcpy(sl->extra_h[e], extra[e], (size_t)extra_bytes[e]);
         if ((rc = kc_copy(kc, sl->extra_d[e], sl->extra_h[e], (size_t)extra_bytes[e], KERN_H2D, KERN_STREAM_COPY))) return rc;
         g->extra_cur[e] = sl->extra_d[e];
