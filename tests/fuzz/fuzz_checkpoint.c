@@ -15,7 +15,7 @@ static train_config_t g_c;
 static model_t *g_m;
 static optim_t *g_o;
 static unsigned char g_blob0[48], g_blob1[24];
-static ckpt_blob_t g_blobs[2] = {{g_blob0, sizeof g_blob0}, {g_blob1, sizeof g_blob1}};
+static ckpt_blob_t g_blobs[2] = {{.p = g_blob0, .bytes = sizeof g_blob0}, {.p = g_blob1, .bytes = sizeof g_blob1}};
 
 static void check(int rc, const char *what) {
     if (rc < 0) {
