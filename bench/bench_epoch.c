@@ -18,6 +18,7 @@
 #include "bench/bench.h"
 #include "bench/bench_mb.h"
 #include "core/json.h"
+#include "core/memstat.h"
 #include "core/status.h"
 #include "core/util.h"
 #include "kernels/backend.h"
@@ -101,6 +102,7 @@ static int run_one(const dataset_t *d, train_config_t *c, const partition_t *p, 
         for (int i = 0; i < st.ntables; i++) json_int(j, st.tables[i].label, st.tables[i].bytes);
         json_obj_end(j);
         json_num(j, "peak_rss_mb", r.peak_rss_mb);
+        memstat_json(j);
         rc = json_write(j, stdout);
         json_free(&j);
     }

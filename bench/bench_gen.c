@@ -7,6 +7,7 @@
 #include "bench/bench.h"
 #include "core/args.h"
 #include "core/json.h"
+#include "core/memstat.h"
 #include "core/alloc.h"
 #include "core/status.h"
 #include "core/util.h"
@@ -166,6 +167,7 @@ int bench_gen(int argc, char **argv) {
     json_num(j, "cpu_write_s", c2 - c1);
     json_num(j, "peak_rss_mb_gen", rss_gen);
     json_num(j, "peak_rss_mb", inca_peak_rss_mb());
+    memstat_json(j);
     json_int(j, "store_bytes", bytes);
     json_num(j, "memcpy_gbs", copy_gbs);
     json_num(j, "store_write_gbs", (double)bytes / write_s / 1e9);

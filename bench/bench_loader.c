@@ -7,6 +7,7 @@
 #include "bench/bench_mb.h"
 #include "kernels/backend.h"
 #include "core/json.h"
+#include "core/memstat.h"
 #include "core/status.h"
 #include "nn/train_mb.h"
 #include <stdio.h>
@@ -60,6 +61,7 @@ int bench_loader(int argc, char **argv) {
         json_num(j, "build_time_per_batch_s", build_per);
         json_num(j, "build_fraction_sync", st[1].step_s_total > 0 ? st[1].build_s / st[1].step_s_total : 0);
         json_int(j, "loader_bytes", st[0].loader_bytes);
+        memstat_json(j);
         rc = json_write(j, stdout);
     }
 done:

@@ -8,6 +8,7 @@
 #include "core/args.h"
 #include "pruning/prune_args.h"
 #include "core/json.h"
+#include "core/memstat.h"
 #include "core/alloc.h"
 #include "core/status.h"
 #include "core/util.h"
@@ -132,6 +133,7 @@ int bench_pruning(int argc, char **argv) {
     json_num(j, "gemm_gflops", gemm_g);
     json_num(j, "knn_vs_gemm", gemm_g > 0 ? knn_g / gemm_g : 0);
     json_num(j, "peak_rss_mb", inca_peak_rss_mb());
+    memstat_json(j);
     rc = json_write(j, stdout);
     if (tmp) {
         char cmd[4300];

@@ -6,6 +6,7 @@
 #include "cli/commands.h"
 #include "cli/info.h"
 #include "core/json.h"
+#include "core/memstat.h"
 #include "core/status.h"
 #include "core/util.h"
 #include "graph/gen.h"
@@ -109,6 +110,7 @@ int cmd_gen(int argc, char **argv) {
         json_num(j, "gen_s", t1 - t0);
         json_num(j, "write_s", t2 - t1);
         json_num(j, "peak_rss_mb", inca_peak_rss_mb());
+        memstat_json(j);
         rc = json_write(j, stdout);
     } else {
         printf("gen %s: %lld nodes, %lld directed edges (avg degree %.2f), %lld features, %d classes",

@@ -6,6 +6,7 @@
 #include "cli/commands.h"
 #include "cli/info.h"
 #include "core/json.h"
+#include "core/memstat.h"
 #include "core/status.h"
 #include "core/util.h"
 #include "loaders/dataset.h"
@@ -92,6 +93,7 @@ int cmd_ingest(int argc, char **argv) {
             json_str(j, "format", ingest_format_name(f));
             json_num(j, "seconds", secs);
             json_num(j, "peak_rss_mb", inca_peak_rss_mb());
+            memstat_json(j);
             rc = json_write(j, stdout);
         }
         json_free(&j);

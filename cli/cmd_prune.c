@@ -5,6 +5,7 @@
 #include "core/args.h"
 #include "cli/commands.h"
 #include "core/json.h"
+#include "core/memstat.h"
 #include "core/alloc.h"
 #include "core/status.h"
 #include "core/util.h"
@@ -190,6 +191,7 @@ int cmd_prune(int argc, char **argv) {
         json_num(j, "total", total);
         json_obj_end(j);
         json_num(j, "peak_rss_mb", inca_peak_rss_mb());
+        memstat_json(j);
         if ((rc = json_write(j, stdout))) goto done;
     }
 done:

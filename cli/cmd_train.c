@@ -4,6 +4,7 @@
 #include "core/args.h"
 #include "cli/commands.h"
 #include "core/json.h"
+#include "core/memstat.h"
 #include "core/alloc.h"
 #include "core/status.h"
 #include "loaders/dataset.h"
@@ -211,6 +212,7 @@ int cmd_train(int argc, char **argv) {
         json_num(j, "refresh_time_s", r.refresh_time_s);
         json_num(j, "eval_time_s", r.eval_time_s);
         json_num(j, "peak_rss_mb", r.peak_rss_mb);
+        memstat_json(j);
         json_str(j, "method", c.method);
         if (strcmp(c.method, "incagg") == 0) json_str(j, "refresh_source", agg_source_name(c.refresh_source));
         if (strcmp(c.method, "cluster") == 0) json_str(j, "cluster_norm", c.cluster_global_norm ? "global" : "batch");

@@ -2,6 +2,7 @@
  * message on stderr in one line and exits 0 / 1 (runtime) / 2 (bad usage or input).
  * Exercised by the end-to-end tests (test_e2e_*.c). */
 #include "cli/commands.h"
+#include "core/memstat.h"
 #include "core/status.h"
 #include "core/util.h"
 #include <stdio.h>
@@ -66,6 +67,9 @@ static void usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
+    /* peak anonymous / file-backed memory for every --json (a sampling thread; without
+     * /proc the peaks stay 0) */
+    if (memstat_start() != INCA_OK) inca_err_clear();
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;

@@ -11,6 +11,7 @@
 #include "kernels/backend.h"
 #include "core/alloc.h"
 #include "core/json.h"
+#include "core/memstat.h"
 #include "core/status.h"
 #include "core/rng.h"
 #include "core/util.h"
@@ -189,6 +190,7 @@ void train_log(const train_config_t *c, int level, const char *fmt, ...) {
 int train_epoch_end(const train_config_t *c, const train_epoch_eval_t *e, const float *logits, int64_t n, int32_t nc,
                     train_best_t *best) {
     int is_best = 1;
+    memstat_sample();   /* the epoch's memory, for the peaks of --json */
     if (e->n_valid > 0) is_best = train_best_update(best, e->epoch, e->val_acc, e->val_loss, e->test_acc);
     else {   /* no validation split: the last epoch counts */
         best->epoch = e->epoch;

@@ -133,7 +133,8 @@ START_TEST(test_train) {
                                   {"best_epoch", NUM}, {"epochs", NUM}, {"epoch_time_s", NUM}, {"step_time_s", NUM},
                                   {"refresh_time_s", NUM}, {"eval_time_s", NUM}, {"peak_rss_mb", NUM}, {"method", STR},
                                   {"model", STR}, {"device", STR}, {"runs", NUM}, {"seed", NUM}, {"run_test_acc", ARR},
-                                  {"config", OBJ}, {"version", STR}, {NULL, 0}};
+                                  {"config", OBJ}, {"version", STR}, {"peak_rss_anon_mb", NUM}, {"peak_rss_file_mb", NUM},
+                                  {NULL, 0}};
     static const key_t_ mkeys[] = {{"run", NUM}, {"epoch", NUM}, {"train_loss", NUM}, {"train_acc", NUM}, {"val_loss", NUM},
                                    {"val_acc", NUM}, {"test_acc", NUM}, {"epoch_time_s", NUM}, {NULL, 0}};
     const char *m = methods[_i];
@@ -144,6 +145,11 @@ START_TEST(test_train) {
     has_keys(o, keys);
     ck_assert_str_eq(tu_json_get(o, "method", STR)->valuestring, m);
     ck_assert_int_eq((int)tu_json_dbl(o, "runs"), 2);
+    /* memory by kind: each peak is resident memory, so within the process's peak (sampled: a
+     * lower bound), and the anonymous part holds at least the model and the data */
+    const double rss = tu_json_dbl(o, "peak_rss_mb"), anon = tu_json_dbl(o, "peak_rss_anon_mb"),
+                 file = tu_json_dbl(o, "peak_rss_file_mb");
+    ck_assert_msg(anon > 1 && anon <= rss + 1 && file >= 0 && file <= rss + 1, "rss %g anon %g file %g", rss, anon, file);
     ck_assert_int_eq((int)tu_json_dbl(o, "epochs"), 4);
     /* the resolved flags: those given, and defaults for the rest */
     const cJSON *cfg = tu_json_get(o, "config", OBJ);
