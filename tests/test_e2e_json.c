@@ -276,10 +276,14 @@ END_TEST
 START_TEST(test_bench_loader) {
     static const key_t_ keys[] = {{"method", STR}, {"nodes", NUM}, {"parts", NUM}, {"batch_parts", NUM}, {"steps", NUM},
                                   {"wait_fraction", NUM}, {"step_time_s", NUM}, {"step_time_sync_s", NUM},
-                                  {"build_time_per_batch_s", NUM}, {"loader_bytes", NUM}, {NULL, 0}};
-    char *out = run_ok(NULL, "bench loader '%s' --method gas --parts 8 --batch-parts 3 --epochs 2 --json", g);
+                                  {"build_time_per_batch_s", NUM}, {"loader_bytes", NUM}, {"store_bytes", NUM},
+                                  {"read_warm_gbs", NUM}, {"load_warm_s", NUM}, {"evicted", BOOL}, {"read_cold_gbs", NUM},
+                                  {"load_cold_s", NUM}, {"load_over_read_cold", NUM}, {NULL, 0}};
+    char *out = run_ok(NULL, "bench loader '%s' --method gas --parts 8 --batch-parts 3 --epochs 2 --cold --json", g);
     cJSON *o = tu_json_last(out);
     has_keys(o, keys);
+    /* the file read is the store itself: at least its meta and arrays */
+    ck_assert(tu_json_dbl(o, "store_bytes") >= 4096 && tu_json_dbl(o, "load_cold_s") > 0);
     ck_assert_int_eq((long)tu_json_dbl(o, "steps"), 2 * 3);   /* 2 epochs of ceil(8 / 3) batches */
     double w = tu_json_dbl(o, "wait_fraction");
     ck_assert(w >= 0 && w <= 1);
