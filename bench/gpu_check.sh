@@ -32,6 +32,14 @@ step() { echo "gpu_check: [$(( $(date +%s) - t_start )) s] $*" >&2; }
 trap 'rc=$?; log=$(ls -t "$OUT"/*.log 2>/dev/null | head -1); echo "gpu_check: FAILED (exit $rc): $BASH_COMMAND" >&2;
       [ -n "$log" ] && { echo "--- tail of $log" >&2; tail -n 40 "$log" >&2; }' ERR
 
+# the C libraries CMake requires, all named at once (a fresh GPU machine may have only CUDA and
+# Python; one failed start per missing package would spend its device minutes)
+missing=""
+command -v pkg-config >/dev/null || missing="pkg-config"
+for m in lmdb numa check libcjson openblas zlib; do pkg-config --exists "$m" 2>/dev/null || missing="$missing $m"; done
+echo '#include <metis.h>' | ${CC:-cc} -E -x c - >/dev/null 2>&1 || missing="$missing metis.h"
+[ -z "$missing" ] || { echo "gpu_check: missing build dependencies:$missing (Debian packages: PKGS in scripts/setup.sh)" >&2; exit 1; }
+
 step "build (Release, INCA_CUDA=$([ "$DEVICE" = cuda ] && echo ON || echo AUTO))"
 cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DINCA_CUDA="$([ "$DEVICE" = cuda ] && echo ON || echo AUTO)" \
   >"$OUT/cmake.log"
