@@ -152,7 +152,16 @@ static int kcu_copy(kern_ctx_t *ctx, void *dst, const void *src, size_t bytes, k
     const enum cudaMemcpyKind k = kind == KERN_H2D   ? cudaMemcpyHostToDevice
                                   : kind == KERN_D2H ? cudaMemcpyDeviceToHost
                                                      : cudaMemcpyDeviceToDevice;
-    return kcu_launched(c, "copy", cudaMemcpyAsync(dst, src, bytes, k, c->st[stream]));
+    int rc = kcu_launched(c, "copy", cudaMemcpyAsync(dst, src, bytes, k, c->st[stream]));
+    /* backend.h promises a D2H copy into ordinary (pageable) memory has arrived on return; CUDA
+     * only says such a copy "might be synchronous", so wait for the stream where dst is pageable */
+    struct cudaPointerAttributes at;
+    if (rc == INCA_OK && kind == KERN_D2H &&
+        (cudaPointerGetAttributes(&at, dst) != cudaSuccess || at.type == cudaMemoryTypeUnregistered)) {
+        (void)cudaGetLastError();
+        rc = kcu_check(c, "copy", cudaStreamSynchronize(c->st[stream]));
+    }
+    return rc;
 }
 static int kcu_zero(kern_ctx_t *ctx, void *dst, size_t bytes, int stream) {
     kcu_ctx_t *c = kcu(ctx);
