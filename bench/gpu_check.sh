@@ -9,6 +9,8 @@
 #                                                 H200 with 16 cores, data generation included)
 #   GPU_CHECK_DEVICE=auto GPU_CHECK_NODES=20000 bash bench/gpu_check.sh
 #                                                 dry run of every step on a machine without one
+# A GPU machine whose image lacks the Debian libraries: run `bash bench/gpu_deps.sh` here first
+# and carry `.gpu-debs` with the run (see below).
 #
 # Logs and JSON Lines go to $GPU_CHECK_OUT (default: $OUT/gpu_check where the device tool sets
 # $OUT, so they come back with the run; else out/gpu_check); the summary to stdout. The stores
@@ -31,6 +33,24 @@ step() { echo "gpu_check: [$(( $(date +%s) - t_start )) s] $*" >&2; }
 # spent on a bare exit status
 trap 'rc=$?; log=$(ls -t "$OUT"/*.log 2>/dev/null | head -1); echo "gpu_check: FAILED (exit $rc): $BASH_COMMAND" >&2;
       [ -n "$log" ] && { echo "--- tail of $log" >&2; tail -n 40 "$log" >&2; }' ERR
+
+# Debian packages carried from a build machine (bench/gpu_deps.sh fills .gpu-debs; name it in the
+# device tool's carry): unpacked outside /, and pkg-config, the compiler, CMake and the loader
+# pointed at them (pkg-config only at them: its sysroot rewrites the carried .pc files' paths)
+if ls .gpu-debs/*.deb >/dev/null 2>&1; then
+  DEPS=${GPU_CHECK_DEPS:-${TMPDIR:-/tmp}/inca_deps}
+  mkdir -p "$DEPS"
+  for f in .gpu-debs/*.deb; do dpkg -x "$f" "$DEPS"; done
+  L=$DEPS/usr/lib/x86_64-linux-gnu
+  export PATH="$DEPS/usr/bin:$PATH"
+  export PKG_CONFIG_LIBDIR="$L/pkgconfig:$L/openblas-pthread/pkgconfig:$DEPS/usr/share/pkgconfig"
+  export PKG_CONFIG_SYSROOT_DIR="$DEPS"
+  export CMAKE_PREFIX_PATH="$DEPS/usr${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
+  export CPATH="$DEPS/usr/include:$DEPS/usr/include/x86_64-linux-gnu/openblas-pthread${CPATH:+:$CPATH}"
+  export LIBRARY_PATH="$L:$L/openblas-pthread${LIBRARY_PATH:+:$LIBRARY_PATH}"
+  export LD_LIBRARY_PATH="$L:$L/openblas-pthread${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  echo "gpu_check: build dependencies from .gpu-debs unpacked into $DEPS" >&2
+fi
 
 # the C libraries CMake requires, all named at once (a fresh GPU machine may have only CUDA and
 # Python; one failed start per missing package would spend its device minutes)
