@@ -18,8 +18,8 @@ struct agg {
     kern_mat_t *ta_m;    /* Â on tk (a_m, or a host view) */
     int own_a, own_ta;   /* made here */
     const float *x_t;    /* x on tk's side */
-    float *stage;        /* host tables: pinned staging, stage_rows x stage_w floats */
-    int64_t stage_rows, stage_w;
+    float *stage;        /* host tables: pinned chunk of whole-table transfers, stage_rows x maxdim */
+    int64_t stage_rows;
     kern_mat_t **panels; /* row views of ta_m for the bf16 panel refresh */
     int npanels;
     kern_mat_t *bb, *bbt, *bh;   /* the current batch's Â_BB, Â_BBᵀ, Â_{B,halo} (slot cur's) */
@@ -58,7 +58,6 @@ struct agg {
     int single;          /* incagg push: pushes go to S, no P tables */
     int64_t n, in_dim, maxdim;   /* maxdim: the widest site */
     const float *x;
-    const csr_t *a;
     const batch_t *b;
     mem_arena_t *arena;
     hist_dtype_t dtype;
@@ -324,16 +323,14 @@ static void *scratch(agg_t *g, int64_t floats, const char *label, int on_dev) {
 }
 
 
-/* ---- table rows to and from the context's memory, wherever the tables are. Host tables on a
- * device: the CPU gathers (scatters) rows through the pinned stage, one copy each way, and the
- * stage is reused only after its copy completed. ids_d: ids in context memory (device tables),
- * ids_h the same on the host; both NULL for the range start..start+m. ---- */
-static int t_gather(agg_t *g, const hist_t *t, const int64_t *ids_d, const int64_t *ids_h, int64_t start, int64_t m,
-                    float *out) {
-    if (!g->host_tables) return kc_gather_rows(g->kc, kdt(t), t->data, t->f, ids_d, start, m, out);
-    for (int64_t i0 = 0; i0 < m; i0 += g->stage_rows) {
-        const int64_t k = m - i0 < g->stage_rows ? m - i0 : g->stage_rows;
-        kern_rows_gather(kdt(t), t->data, t->f, ids_h ? ids_h + i0 : NULL, start + i0, k, g->stage);
+/* ---- a whole table to and from the context's memory (the refresh pass), wherever the table is.
+ * Host tables on a device: in chunks through the pinned stage, each chunk's copy complete
+ * before the stage is reused. ---- */
+static int t_get_all(agg_t *g, const hist_t *t, float *out) {
+    if (!g->host_tables) return kc_gather_rows(g->kc, kdt(t), t->data, t->f, NULL, 0, t->n, out);
+    for (int64_t i0 = 0; i0 < t->n; i0 += g->stage_rows) {
+        const int64_t k = t->n - i0 < g->stage_rows ? t->n - i0 : g->stage_rows;
+        kern_rows_gather(kdt(t), t->data, t->f, NULL, i0, k, g->stage);
         int rc = kc_copy(g->kc, out + i0 * t->f, g->stage, sizeof(float) * (size_t)(k * t->f), KERN_H2D, KERN_STREAM_COMPUTE);
         if (rc == INCA_OK) rc = kc_sync(g->kc);
         if (rc != INCA_OK) return rc;
@@ -341,15 +338,14 @@ static int t_gather(agg_t *g, const hist_t *t, const int64_t *ids_d, const int64
     return INCA_OK;
 }
 
-static int t_scatter(agg_t *g, hist_t *t, const int64_t *ids_d, const int64_t *ids_h, int64_t start, int64_t m,
-                     const float *in) {
-    if (!g->host_tables) return kc_scatter_rows(g->kc, kdt(t), t->data, t->f, ids_d, start, m, in);
-    for (int64_t i0 = 0; i0 < m; i0 += g->stage_rows) {
-        const int64_t k = m - i0 < g->stage_rows ? m - i0 : g->stage_rows;
+static int t_put_all(agg_t *g, hist_t *t, const float *in) {
+    if (!g->host_tables) return kc_scatter_rows(g->kc, kdt(t), t->data, t->f, NULL, 0, t->n, in);
+    for (int64_t i0 = 0; i0 < t->n; i0 += g->stage_rows) {
+        const int64_t k = t->n - i0 < g->stage_rows ? t->n - i0 : g->stage_rows;
         int rc = kc_copy(g->kc, g->stage, in + i0 * t->f, sizeof(float) * (size_t)(k * t->f), KERN_D2H, KERN_STREAM_COMPUTE);
         if (rc == INCA_OK) rc = kc_sync(g->kc);
         if (rc != INCA_OK) return rc;
-        kern_rows_scatter(kdt(t), t->data, t->f, ids_h ? ids_h + i0 : NULL, start + i0, k, g->stage);
+        kern_rows_scatter(kdt(t), t->data, t->f, NULL, i0, k, g->stage);
     }
     return INCA_OK;
 }
@@ -434,7 +430,6 @@ int agg_create(const agg_config_t *cfg, agg_t **out) {
     g->n = cfg->n;
     g->in_dim = cfg->in_dim;
     g->x = cfg->x;
-    g->a = cfg->a;
     g->dtype = cfg->dtype;
     g->maxdim = 1;
     for (int s = 0; s < ns; s++) {
@@ -481,12 +476,11 @@ int agg_create(const agg_config_t *cfg, agg_t **out) {
             else rc = kc_alloc(g->kc, KERN_MEM_PINNED, (size_t)cfg->extra_bytes[e], &g->slot[k].extra_h[e]);
         }
     }
-    if (rc == INCA_OK && g->host_tables) {   /* the stage holds a batch's or a halo's rows */
+    if (rc == INCA_OK && g->host_tables) {   /* whole tables move in chunks of a batch's rows */
         g->stage_rows = nbm > cfg->halo_max ? nbm : cfg->halo_max;
-        g->stage_w = g->maxdim;
-        if ((rc = kc_alloc(g->kc, KERN_MEM_PINNED, sizeof(float) * (size_t)(g->stage_rows * g->stage_w),
-                                (void **)&g->stage)) == INCA_OK)
-            g->scratch_bytes += (int64_t)sizeof(float) * g->stage_rows * g->stage_w;
+        if ((rc = kc_alloc(g->kc, KERN_MEM_PINNED, sizeof(float) * (size_t)(g->stage_rows * g->maxdim),
+                           (void **)&g->stage)) == INCA_OK)
+            g->scratch_bytes += (int64_t)sizeof(float) * g->stage_rows * g->maxdim;
         const int64_t hm = cfg->halo_max > 0 ? cfg->halo_max : 1;
         for (int st = 0; st < ns && rc == INCA_OK; st++) {
             const int64_t d = g->dim[st];
@@ -643,11 +637,11 @@ int agg_refresh_forward(void *ctx, int site, int64_t n, int64_t f, const float *
     int frc = agg_flush(g);
     if (frc != INCA_OK) return frc;
     if (g->method == AGG_INCAGG && g->fixed[site]) {   /* M^0 = ÂX is already there */
-        return t_gather(g, &g->M[site], NULL, NULL, 0, n, out);
+        return t_get_all(g, &g->M[site], out);
     }
     int rc = kc_spmm(g->kc, g->a_m, NULL, in, f, 1.f, 0.f, out);
     if (rc != INCA_OK || g->method != AGG_INCAGG) return rc;
-    if ((rc = t_scatter(g, &g->S[site], NULL, NULL, 0, n, in)) != INCA_OK) return rc;
-    if (g->P[site].data && (rc = t_scatter(g, &g->P[site], NULL, NULL, 0, n, in)) != INCA_OK) return rc;
-    return t_scatter(g, &g->M[site], NULL, NULL, 0, n, out);
+    if ((rc = t_put_all(g, &g->S[site], in)) != INCA_OK) return rc;
+    if (g->P[site].data && (rc = t_put_all(g, &g->P[site], in)) != INCA_OK) return rc;
+    return t_put_all(g, &g->M[site], out);
 }

@@ -3,7 +3,8 @@
  * mem_arena. Rows are addressed by node id (in the partition's contiguous numbering).
  * Pull converts to fp32; push converts from fp32. Not thread-safe for concurrent writes to the
  * same rows; pull/push are parallel over rows (one OpenMP region per call, and only for
- * tables slices of at least HIST_PAR_MIN elements: small copies are not worth a fork/join).
+ * tables slices of at least KERN_ROWS_PAR_MIN elements, kernels/kernels.h: small copies are not
+ * worth a fork/join).
  * Tested in test_memory.c (fp32 exact round trip, bf16 rounding against hand-computed bits). */
 #ifndef INCA_HISTORY_H
 #define INCA_HISTORY_H
@@ -11,7 +12,6 @@
 #include "memory/arena.h"
 
 typedef enum { HIST_F32 = 0, HIST_BF16 = 1 } hist_dtype_t;
-#define HIST_PAR_MIN ((int64_t)1 << 21)
 
 typedef struct hist {
     int64_t n, f;
