@@ -15,7 +15,7 @@ static size_t esize(hist_dtype_t t) { return t == HIST_BF16 ? 2 : 4; }
 int hist_init(hist_t *h, mem_arena_t *a, int64_t n, int64_t f, hist_dtype_t dtype, const char *label) {
     memset(h, 0, sizeof *h);
     if (n < 0 || f < 0) return inca_fail(INCA_EINVAL, "history table %s: bad shape %lld x %lld", label, (long long)n, (long long)f);
-    h->data = mem_arena_alloc(a, (size_t)n * (size_t)f * esize(dtype), label);
+    h->data = mem_arena_alloc_spill(a, (size_t)n * (size_t)f * esize(dtype), label);
     if (!h->data) return INCA_ENOMEM;
     h->n = n;
     h->f = f;

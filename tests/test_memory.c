@@ -1,6 +1,8 @@
 /* Tests of memory/: the arena (accounting, labels, zeroed and aligned blocks, failure
  * injection) and history tables (fp32 exact round trips, bf16 round-to-nearest-even against
- * hand-computed bit patterns, pull/push by ids and ranges, copy). */
+ * hand-computed bit patterns, pull/push by ids and ranges, copy), and spilling tables to
+ * file-backed maps past a budget. */
+#define _DEFAULT_SOURCE   /* mkdtemp */
 #include "testutil.h"
 #include "core/alloc.h"
 #include "core/status.h"
@@ -8,7 +10,10 @@
 #include "memory/history.h"
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static float from_bits(uint32_t u) { float x; memcpy(&x, &u, 4); return x; }
 
@@ -129,6 +134,62 @@ START_TEST(tables) {
 }
 END_TEST
 
+/* The map line of address p in /proc/self/maps (into line[cap]); 0 when not found. */
+static int maps_line(const void *p, char *line, size_t cap) {
+    FILE *f = fopen("/proc/self/maps", "r");
+    if (!f) return 0;
+    int found = 0;
+    while (!found && fgets(line, (int)cap, f)) {
+        unsigned long lo, hi;
+        if (sscanf(line, "%lx-%lx", &lo, &hi) == 2 && (unsigned long)p >= lo && (unsigned long)p < hi) found = 1;
+    }
+    fclose(f);
+    return found;
+}
+
+START_TEST(spill_to_file) {
+    char dir[] = "/tmp/inca-spill-test-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    mem_arena_t *a = NULL;
+    ck_assert_int_eq(mem_arena_create(&a), INCA_OK);
+    ck_assert_int_eq(mem_arena_set_spill(a, 1000, dir), INCA_OK);
+    hist_t h1, h2;
+    float *scratch = mem_arena_alloc(a, 4000, "scratch");   /* not spillable: never counts */
+    ck_assert_ptr_nonnull(scratch);
+    ck_assert_int_eq(hist_init(&h1, a, 50, 3, HIST_F32, "h1"), INCA_OK);       /* 600: fits */
+    ck_assert_int_eq(hist_init(&h2, a, 1000, 100, HIST_F32, "h2"), INCA_OK);   /* 400000: spills */
+    ck_assert_int_eq(mem_arena_block_spilled(a, 0), 0);
+    ck_assert_int_eq(mem_arena_block_spilled(a, 1), 0);
+    ck_assert_int_eq(mem_arena_block_spilled(a, 2), 1);
+    ck_assert_uint_eq(mem_arena_spilled_bytes(a), 400000);
+    ck_assert_uint_eq(mem_arena_bytes(a), 4000 + 600 + 400000);
+    /* zeroed, writable, and really a (deleted) file in dir, not anonymous memory */
+    float *d = hist_f32(&h2), row[100];
+    for (int64_t i = 0; i < 1000 * 100; i++) ck_assert(d[i] == 0.f);
+    for (int j = 0; j < 100; j++) row[j] = (float)j - 0.5f;
+    hist_push_range(&h2, 999, 1, row);
+    float back[100];
+    hist_pull_range(&h2, 999, 1, back);
+    ck_assert_mem_eq(row, back, sizeof row);
+    char line[1024];
+    ck_assert(maps_line(d, line, sizeof line));
+    ck_assert_ptr_nonnull(strstr(line, dir));
+    ck_assert_ptr_nonnull(strstr(line, "(deleted)"));
+    ck_assert(maps_line(hist_f32(&h1), line, sizeof line));
+    ck_assert_ptr_null(strstr(line, dir));
+    /* nothing is left in the folder, before or after destroy */
+    ck_assert_int_eq(rmdir(dir), 0);
+    mem_arena_destroy(&a);
+    /* a folder that does not exist: the block fails with a message naming it */
+    ck_assert_int_eq(mem_arena_create(&a), INCA_OK);
+    ck_assert_int_eq(mem_arena_set_spill(a, 0, "/nonexistent/inca"), INCA_OK);
+    ck_assert_int_eq(hist_init(&h1, a, 10, 10, HIST_F32, "h1"), INCA_ENOMEM);
+    ck_assert_ptr_nonnull(strstr(inca_errmsg(), "/nonexistent/inca"));
+    ck_assert_int_eq(mem_arena_count(a), 0);
+    mem_arena_destroy(&a);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("memory");
     TCase *t = tcase_create("core");
@@ -136,6 +197,7 @@ int main(void) {
     tcase_add_test(t, arena_alloc_failures);
     tcase_add_test(t, bf16_rounding);
     tcase_add_test(t, tables);
+    tcase_add_test(t, spill_to_file);
     suite_add_tcase(s, t);
     return tu_run_suite(s);
 }
