@@ -352,6 +352,22 @@ static int chunk_get(store_t *s, const char *name, const store_array_info_t *inf
     return INCA_OK;
 }
 
+int store_array_view(store_t *s, const char *name, store_dtype_t want, const void **ptr, int64_t *count) {
+    store_array_info_t info;
+    *ptr = NULL;
+    int rc = store_array_info(s, name, &info);
+    if (rc != INCA_OK) return rc;
+    if (info.dtype != want)
+        return inca_fail(INCA_EINVAL, "%s: array '%s' has dtype %d, expected %d", s->path, name, (int)info.dtype, (int)want);
+    if (info.nchunks > 1)
+        return inca_fail(INCA_EINVAL, "%s: array '%s' is stored in %lld chunks; a view needs one (written by "
+                         "store_wtx_put_array_whole)", s->path, name, (long long)info.nchunks);
+    if (count) *count = info.count;
+    if (info.count == 0) return INCA_OK;
+    int64_t got = 0;
+    return chunk_get(s, name, &info, 0, ptr, &got);
+}
+
 int store_array_chunk(store_t *s, const char *name, int64_t i, const void **ptr, int64_t *count) {
     store_array_info_t info;
     int rc = store_array_info(s, name, &info);
@@ -508,6 +524,7 @@ typedef struct {
     store_dtype_t dtype;
     const void *data;
     int64_t count;     /* elements (arrays) or bytes (records) */
+    int whole;         /* array: one chunk (store_wtx_put_array_whole) */
 } wop_t;
 
 struct store_wtx {
@@ -541,7 +558,7 @@ static int add_op(store_wtx_t *w, int kind, const char *name, store_dtype_t dt, 
     char *nm = inca_malloc(nl + 1);
     if (!nm) return INCA_ENOMEM;
     memcpy(nm, name, nl + 1);
-    w->ops[w->n++] = (wop_t){kind, nm, dt, data, count};
+    w->ops[w->n++] = (wop_t){kind, nm, dt, data, count, 0};
     return INCA_OK;
 }
 
@@ -549,6 +566,11 @@ int store_wtx_put_array(store_wtx_t *w, const char *name, store_dtype_t dtype, c
     if (store_dtype_size(dtype) == 0 || count < 0 || (count > 0 && !data))
         return inca_fail(INCA_EINVAL, "store: bad array '%s'", name);
     return add_op(w, OP_PUT_ARRAY, name, dtype, data, count);
+}
+int store_wtx_put_array_whole(store_wtx_t *w, const char *name, store_dtype_t dtype, const void *data, int64_t count) {
+    int rc = store_wtx_put_array(w, name, dtype, data, count);
+    if (rc == INCA_OK) w->ops[w->n - 1].whole = 1;
+    return rc;
 }
 int store_wtx_del_array(store_wtx_t *w, const char *name) { return add_op(w, OP_DEL_ARRAY, name, DT_U8, NULL, 0); }
 int store_wtx_put_record(store_wtx_t *w, const char *key, const void *data, size_t len) {
@@ -619,7 +641,7 @@ static int apply(store_wtx_t *w, MDB_txn *t) {
             if (r == MDB_NOTFOUND) r = 0;
             if (r || op->kind == OP_DEL_ARRAY) break;
             size_t es = store_dtype_size(op->dtype);
-            int64_t ce = (int64_t)(g_chunk_bytes / es);
+            int64_t ce = op->whole ? op->count : (int64_t)(g_chunk_bytes / es);
             if (ce < 1) ce = 1;
             array_desc_t d;
             memset(&d, 0, sizeof d);   /* no uninitialised padding in a checksummed value */

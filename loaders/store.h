@@ -80,6 +80,11 @@ int store_array_info(store_t *s, const char *name, store_array_info_t *info); /*
 int store_has_array(store_t *s, const char *name);  /* 1 / 0 */
 /* Zero-copy view of chunk i: *ptr into the map, *count elements. */
 int store_array_chunk(store_t *s, const char *name, int64_t i, const void **ptr, int64_t *count);
+/* Zero-copy view of a whole array written in one chunk (store_wtx_put_array_whole): *ptr into
+ * the map (aligned to 16 bytes: the payload starts an LMDB overflow page run), *count elements
+ * (count may be NULL). Checks the whole value's CRC once, here. INCA_EINVAL for another dtype or
+ * a chunked array; ENOTFOUND when absent. *ptr is NULL for an empty array. */
+int store_array_view(store_t *s, const char *name, store_dtype_t want, const void **ptr, int64_t *count);
 /* Copy elements [start, start+count) into dst (crosses chunks). */
 int store_array_read(store_t *s, const char *name, int64_t start, int64_t count, void *dst);
 /* Allocate (inca_malloc) and read a whole array; *count may be NULL. Caller frees. */
@@ -103,6 +108,9 @@ typedef struct store_wtx store_wtx_t;
 int store_write_begin(store_t *s, store_wtx_t **out);
 /* Replace (or create) array `name` with count elements of dtype from data. */
 int store_wtx_put_array(store_wtx_t *w, const char *name, store_dtype_t dtype, const void *data, int64_t count);
+/* The same as one chunk, however large: one contiguous run of pages in the map, so that
+ * store_array_view can serve it whole (arrays a trainer reads at random rows). */
+int store_wtx_put_array_whole(store_wtx_t *w, const char *name, store_dtype_t dtype, const void *data, int64_t count);
 int store_wtx_del_array(store_wtx_t *w, const char *name);
 int store_wtx_put_record(store_wtx_t *w, const char *key, const void *data, size_t len);
 int store_wtx_del_record(store_wtx_t *w, const char *key);

@@ -106,6 +106,50 @@ START_TEST(test_map_growth) {
 }
 END_TEST
 
+START_TEST(test_whole_views) {
+    /* an array put whole is one value: a contiguous view of all of it, with the chunk size set
+     * so small that a chunked put of the same array takes many chunks */
+    store_set_chunk_bytes(4096);
+    store_t *s;
+    ck_assert_int_eq(store_create(path, &s), INCA_OK);
+    const int64_t n = 100003;   /* ~98 chunks of 4 KiB */
+    float *a = malloc(sizeof(float) * (size_t)n);
+    for (int64_t i = 0; i < n; i++) a[i] = (float)i * 0.25f - 7.f;
+    store_wtx_t *w;
+    ck_assert_int_eq(store_write_begin(s, &w), INCA_OK);
+    ck_assert_int_eq(store_wtx_put_array_whole(w, "whole", DT_F32, a, n), INCA_OK);
+    ck_assert_int_eq(store_wtx_put_array(w, "chunked", DT_F32, a, n), INCA_OK);
+    ck_assert_int_eq(store_wtx_put_array_whole(w, "empty", DT_F32, a, 0), INCA_OK);
+    ck_assert_int_eq(store_write_commit(&w), INCA_OK);
+    store_set_chunk_bytes(0);
+    const void *p = NULL;
+    int64_t cnt = -1;
+    ck_assert_int_eq(store_array_view(s, "whole", DT_F32, &p, &cnt), INCA_OK);
+    ck_assert_int_eq(cnt, n);
+    ck_assert_int_eq((uintptr_t)p % 16, 0);
+    ck_assert_mem_eq(p, a, sizeof(float) * (size_t)n);
+    store_array_info_t info;
+    ck_assert_int_eq(store_array_info(s, "chunked", &info), INCA_OK);
+    ck_assert_int_gt(info.nchunks, 90);
+    ck_assert_int_eq(store_array_view(s, "chunked", DT_F32, &p, &cnt), INCA_EINVAL);
+    ck_assert_ptr_nonnull(strstr(inca_errmsg(), "chunks"));
+    ck_assert_int_eq(store_array_view(s, "whole", DT_I32, &p, &cnt), INCA_EINVAL);
+    ck_assert_ptr_nonnull(strstr(inca_errmsg(), "whole"));
+    ck_assert_int_eq(store_array_view(s, "missing", DT_F32, &p, &cnt), INCA_ENOTFOUND);
+    ck_assert_int_eq(store_array_view(s, "empty", DT_F32, &p, &cnt), INCA_OK);
+    ck_assert_ptr_null(p);
+    ck_assert_int_eq(cnt, 0);
+    /* the whole value still reads like any array, and verifies */
+    float v[3];
+    ck_assert_int_eq(store_array_read(s, "whole", n - 3, 3, v), INCA_OK);
+    ck_assert(v[2] == a[n - 1]);
+    store_verify_stats_t st;
+    ck_assert_int_eq(store_verify(s, &st), INCA_OK);
+    store_close(&s);
+    free(a);
+}
+END_TEST
+
 START_TEST(test_meta_checks) {
     store_t *s;
     ck_assert_int_eq(store_open(path, STORE_RDONLY, &s), INCA_ENOTFOUND);
@@ -222,6 +266,7 @@ int main(void) {
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_arrays_chunks_records);
     tcase_add_test(tc, test_map_growth);
+    tcase_add_test(tc, test_whole_views);
     tcase_add_test(tc, test_meta_checks);
     tcase_add_test(tc, test_dataset_roundtrip);
     suite_add_tcase(s, tc);
