@@ -1,5 +1,8 @@
-/* inca partition STORE --parts K [--method metis|random] [--seed S] [--json]: compute (or reuse)
- * a partitioning and store it (graph/partition.h). Prints name, edge cut and time.
+/* inca partition STORE --parts K [--method metis|random] [--seed S] [--feature-norm none|row|standard]
+ * [--m0 gcn|sage|none] [--history-dtype fp32|bf16] [--no-layout] [--json]: compute (or reuse) a
+ * partitioning and store it (graph/partition.h), then the partition-ordered layout the view
+ * loader maps (nn/layout.h): the renumbered features for --feature-norm and IncAgg's M^0 for the
+ * adjacency of --m0's model in --history-dtype. Prints name, edge cut and times.
  * Exercised end to end in test_partition.c. */
 #include "core/args.h"
 #include "cli/commands.h"
@@ -10,6 +13,10 @@
 #include "graph/partition.h"
 #include "loaders/partition_store.h"
 #include "loaders/store.h"
+#include "nn/layer.h"
+#include "nn/layout.h"
+#include "nn/model.h"
+#include "nn/train.h"
 #include <stdio.h>
 #include <string.h>
 
@@ -38,7 +45,8 @@ static int load_adj(store_t *s, csr_t *adj) {
 }
 
 int cmd_partition(int argc, char **argv) {
-    static const char *const known[] = {"--parts", "--method", "--seed", "--json!", NULL};
+    static const char *const known[] = {"--parts", "--method", "--seed", "--json!", "--feature-norm", "--m0", "--history-dtype",
+                                        "--no-layout!", NULL};
     args_t *a = NULL;
     store_t *s = NULL;
     json_t *j = NULL;
@@ -54,6 +62,16 @@ int cmd_partition(int argc, char **argv) {
     if ((rc = args_int(a, "--seed", 0, &seed)) != INCA_OK) goto done;
     if (seed < 0) { rc = inca_fail(INCA_EINVAL, "--seed: expected a non-negative integer"); goto done; }
     if ((rc = partition_method_parse(args_str(a, "--method", "metis"), &method)) != INCA_OK) goto done;
+    int featnorm = 0, m0_kind = NN_GCN, built = 0;
+    hist_dtype_t hd = HIST_F32;
+    const char *m0s = args_str(a, "--m0", "gcn");
+    if ((rc = train_featnorm_parse(args_str(a, "--feature-norm", "none"), &featnorm)) != INCA_OK) goto done;
+    if ((rc = hist_dtype_parse(args_str(a, "--history-dtype", "fp32"), &hd)) != INCA_OK) goto done;
+    if (strcmp(m0s, "none") == 0) m0_kind = -1;
+    else if (strcmp(m0s, "gcn") != 0 && strcmp(m0s, "sage") != 0) {
+        rc = inca_fail(INCA_EINVAL, "--m0: expected gcn, sage or none, got '%s'", m0s);
+        goto done;
+    } else if ((rc = model_kind_parse(m0s, &m0_kind)) != INCA_OK) goto done;
     if ((rc = store_open(args_pos(a, 0), STORE_RDWR, &s)) != INCA_OK) goto done;
     double t0 = inca_now();
     char name[64];
@@ -66,10 +84,20 @@ int cmd_partition(int argc, char **argv) {
         rc = store_partition_get(s, &adj, k, method, (uint64_t)seed, &p, &reused);
     }
     if (rc != INCA_OK) goto done;
+    const double tl = inca_now();
+    if (!args_has(a, "--no-layout") && store_meta(s)->features > 0) {
+        if (!adj.rowptr && (rc = load_adj(s, &adj)) != INCA_OK) goto done;
+        rc = layout_ensure(s, &p, &adj, featnorm, m0_kind >= 0, m0_kind >= 0 ? nn_kind_norm(m0_kind) : NN_NORM_GCN, hd, &built);
+        if (rc != INCA_OK) goto done;
+    }
+    const double layout_s = inca_now() - tl;
     double total = inca_now() - t0;
     fprintf(stderr, "partition %s: %lld parts of %lld..%lld nodes, edge cut %lld, %.3f s%s\n", p.man.name,
             (long long)p.k, (long long)p.man.min_part, (long long)p.man.max_part, (long long)p.man.edge_cut,
             p.man.seconds, reused ? " (reused)" : "");
+    if (built)
+        fprintf(stderr, "layout of %s (feature norm %s): %s%s%s written, %.3f s\n", p.man.name, layout_featnorm_name(featnorm),
+                built & 1 ? "features" : "", built == 3 ? " and " : "", built & 2 ? "M^0" : "", layout_s);
     if (args_has(a, "--json")) {
         if ((rc = json_new(&j)) != INCA_OK) goto done;
         json_str(j, "name", p.man.name);
@@ -83,6 +111,9 @@ int cmd_partition(int argc, char **argv) {
         json_num(j, "partition_time_s", p.man.seconds);
         json_num(j, "total_time_s", total);
         json_bool(j, "reused", reused);
+        json_bool(j, "layout_x_written", built & 1);
+        json_bool(j, "layout_m0_written", (built & 2) != 0);
+        json_num(j, "layout_time_s", layout_s);
         rc = json_write(j, stdout);
     }
 done:

@@ -8,6 +8,7 @@
 #include "core/alloc.h"
 #include "core/status.h"
 #include "loaders/dataset.h"
+#include "loaders/store.h"
 #include "graph/split.h"
 #include "nn/train.h"
 #include "pruning/npy.h"
@@ -108,6 +109,11 @@ static int config_from_args(const args_t *a, train_config_t *c, log_state_t *ls)
     if ((rc = copy_name(c->partition, sizeof c->partition, "--partition", args_str(a, "--partition", "")))) return rc;
     if ((rc = train_mb_flags_parse(args_str(a, "--refresh-source", NULL), args_str(a, "--cluster-norm", NULL),
                                    args_str(a, "--history-location", NULL), c))) return rc;
+    if ((rc = train_loader_parse(args_str(a, "--loader", "auto"), &c->loader))) return rc;
+    const char *mb = args_str(a, "--memory-budget", NULL);
+    if (mb && (rc = train_size_parse(mb, &c->memory_budget))) return rc;
+    if (mb && c->loader == TRAIN_LOADER_COPY)
+        return inca_fail(INCA_EINVAL, "--memory-budget: needs --loader view (or auto); --loader copy holds the dataset in memory");
     c->log = train_log_stderr;
     c->log_ctx = ls;
     return INCA_OK;
@@ -154,6 +160,8 @@ static void config_json(json_t *j, const args_t *a, const train_config_t *c) {
     json_str(j, "refresh-source", agg_source_name(c->refresh_source));
     json_str(j, "cluster-norm", c->cluster_global_norm ? "global" : "batch");
     json_str(j, "partition", c->partition);
+    json_str(j, "loader", c->loader == TRAIN_LOADER_VIEW ? "view" : c->loader == TRAIN_LOADER_COPY ? "copy" : "auto");
+    json_int(j, "memory-budget", c->memory_budget);
     json_str(j, "split", args_str(a, "--split", "stored"));
     json_str(j, "train-indices", args_str(a, "--train-indices", NULL));
     json_str(j, "metrics", c->metrics_path);
@@ -168,7 +176,7 @@ int cmd_train(int argc, char **argv) {
         "--wd-conv", "--wd-first-layer!", "--adamw!", "--feature-norm", "--alpha", "--theta", "--K",
         "--batchnorm!", "--residual!", "--dense-input!", "--batch-size", "--checkpoint", "--resume!", "--parts", "--batch-parts", "--refresh", "--history-dtype", "--refresh-source", "--cluster-norm",
         "--partition", "--threads", "--device", "--deterministic!", "--tf32!", "--history-location", "--seed", "--metrics", "--runs", "--json!",
-        "--train-indices", "--split", "--patience", "--select", NULL};
+        "--train-indices", "--split", "--patience", "--select", "--loader", "--memory-budget", NULL};
     args_t *a = NULL;
     dataset_t d;
     train_config_t c;
@@ -182,8 +190,14 @@ int cmd_train(int argc, char **argv) {
     if (args_npos(a) != 1) { rc = inca_fail(INCA_EINVAL, "expected exactly one STORE argument"); goto done; }
     log_state_t ls = {.tty = isatty(STDERR_FILENO)};
     if ((rc = config_from_args(a, &c, &ls))) goto done;
-    if ((rc = dataset_load(args_pos(a, 0), &d))) goto done;
     c.store_path = args_pos(a, 0);
+    {   /* the view loader maps the features from the store: they are not loaded at all */
+        store_t *s = NULL;
+        if ((rc = store_open(c.store_path, STORE_RDONLY, &s))) goto done;
+        const int view = train_loader_resolve(&c, store_meta(s)->nodes, store_meta(s)->features) == TRAIN_LOADER_VIEW;
+        store_close(&s);
+        if ((rc = dataset_load_ex(c.store_path, view ? DATASET_NO_X : 0, &d))) goto done;
+    }
     const char *split = args_str(a, "--split", NULL);
     if (split && strncmp(split, "random:", 7) == 0) {
         double fr[3];
@@ -220,6 +234,8 @@ int cmd_train(int argc, char **argv) {
             json_int(j, "table_bytes", r.table_bytes);
             json_int(j, "scratch_bytes", r.scratch_bytes);
             json_str(j, "history_location", r.history_on_host ? "host" : "device");
+            json_str(j, "loader", r.loader);
+            json_int(j, "spilled_bytes", r.spilled_bytes);
         }
         json_str(j, "model", c.model);
         json_str(j, "device", r.device);

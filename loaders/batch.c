@@ -12,6 +12,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+/* Bring the pages of [p, p+bytes) into memory from the builder's thread: readahead is asked for
+ * (WILLNEED), then one byte of every page is read, so a page fault on a file-backed map is the
+ * builder's wait, not the trainer's. */
+static void touch_pages(const void *p, int64_t bytes) {
+    if (bytes <= 0) return;
+    const uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE), lo = (uintptr_t)p & ~(pg - 1);
+    const uintptr_t hi = (uintptr_t)p + (uintptr_t)bytes;
+    (void)madvise((void *)lo, hi - lo, MADV_WILLNEED);
+    volatile unsigned char sink = 0;
+    for (uintptr_t a = lo < (uintptr_t)p ? (uintptr_t)p : lo; a < hi; a = (a & ~(pg - 1)) + pg) sink ^= *(const volatile unsigned char *)a;
+    (void)sink;
+}
 
 struct batch_loader {
     batch_source_t src;
@@ -180,6 +195,9 @@ static int batch_build(batch_loader_t *l, int64_t idx) {
             b->x = l->xbuf[idx % 2];
         }
     } else b->x = NULL;
+    if (src->touch && src->touch_row_bytes > 0)
+        for (int64_t r = 0; r < b->nranges; r++)
+            touch_pages((const char *)src->touch + b->range_start[r] * src->touch_row_bytes, b->range_len[r] * src->touch_row_bytes);
     if (src->y) {
         if (b->nranges == 1) b->y = src->y + b->range_start[0];
         else {

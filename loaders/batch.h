@@ -32,6 +32,10 @@ typedef struct batch_source {
     int a_symmetric;         /* 1: Â_BB is its own transpose (GCN norm); 0: build a_bbt */
     const int64_t *bounds;   /* k + 1 part boundaries */
     int64_t k;
+    const void *touch;       /* NULL, or an n-row array (touch_row_bytes per row) the trainer will
+                                read at the batch's rows (IncAgg's M^0 in a store's map): the
+                                builder brings those pages in ahead of the step */
+    int64_t touch_row_bytes;
 } batch_source_t;
 
 /* Values of Â_BB: the global Â restricted to B (NONE), or the batch subgraph renormalised on

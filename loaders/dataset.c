@@ -214,7 +214,9 @@ int dataset_save(const dataset_t *d, const char *path, int overwrite) {
     return INCA_OK;
 }
 
-int dataset_load(const char *path, dataset_t *d) {
+int dataset_load(const char *path, dataset_t *d) { return dataset_load_ex(path, 0, d); }
+
+int dataset_load_ex(const char *path, int flags, dataset_t *d) {
     dataset_init(d);
     store_t *s = NULL;
     int rc = store_open(path, STORE_RDONLY, &s);
@@ -235,7 +237,7 @@ int dataset_load(const char *path, dataset_t *d) {
         d->adj.nnz = nc;
         d->adj.owned = 1;
     }
-    if (!rc && d->f > 0) {
+    if (!rc && d->f > 0 && !(flags & DATASET_NO_X)) {
         int64_t nx = 0;
         rc = store_array_load(s, "x", DT_F32, (void **)&d->x, &nx);
         if (!rc && nx != d->n * d->f) rc = inca_fail(INCA_EINVAL, "%s: feature array has %lld values, expected %lld", path, (long long)nx, (long long)(d->n * d->f));
@@ -255,7 +257,12 @@ int dataset_load(const char *path, dataset_t *d) {
         rc = inca_fail(INCA_EINVAL, "%s: meta record says feature dtype %d, expected %d (float32): the store is corrupt",
                        path, m->feat_dtype, DT_F32);
     if (!rc) rc = check_contents(path, m, d);
-    if (!rc) rc = check_consistent(d);
+    if (!rc && !d->x && d->f > 0) {   /* DATASET_NO_X: the width stays, the checks skip x */
+        const int64_t f = d->f;
+        d->f = 0;
+        rc = check_consistent(d);
+        d->f = f;
+    } else if (!rc) rc = check_consistent(d);
     store_close(&s);
     if (rc) dataset_free(d);
     return rc;

@@ -10,4 +10,8 @@
 int dataset_save(const dataset_t *d, const char *path, int overwrite);
 /* Load a whole store into memory (copies; the store is closed again). */
 int dataset_load(const char *path, dataset_t *d);
+/* The same with flags: DATASET_NO_X leaves d->x NULL (d->f keeps the store's width): for a
+ * trainer that maps the features from the store's layout instead (nn/layout.h). */
+enum { DATASET_NO_X = 1 };
+int dataset_load_ex(const char *path, int flags, dataset_t *d);
 #endif

@@ -69,6 +69,8 @@ struct agg {
     float *panel;        /* panel_rows x maxdim fp32 (bf16 M^0 and push refreshes) */
     int64_t panel_rows;
     int64_t table_bytes, scratch_bytes;
+    int m0_borrowed;     /* M at fixed sites is cfg->m0 (host) or its device copy, not a table */
+    float *pass[2];      /* agg_pass_buffer */
     double fwd_s, bwd_s;
     int64_t nnz_bb, nnz_rows;
 };
@@ -247,6 +249,7 @@ int agg_set_batch_with(agg_t *g, const batch_t *b, const void *const *extra, con
 
 hist_t *agg_table(agg_t *g, char which, int site) {
     if (site < 0 || site >= g->nsites) return NULL;
+    if (which == 'M' && g->fixed[site] && g->m0_borrowed) return NULL;
     hist_t *h = which == 'H' ? &g->H[site] : which == 'M' ? &g->M[site] : which == 'S' ? &g->S[site]
               : which == 'P' ? &g->P[site] : NULL;
     return h && h->data ? h : NULL;
@@ -383,6 +386,12 @@ int agg_create(const agg_config_t *cfg, agg_t **out) {
     if (!g) return INCA_ENOMEM;
     int rc = mem_arena_create(&g->arena);
     if (rc != INCA_OK) { inca_free(g); return rc; }
+    if ((cfg->spill_budget > 0 || cfg->spill_dir) && cfg->spill_budget >= 0 &&
+        (rc = mem_arena_set_spill(g->arena, cfg->spill_budget, cfg->spill_dir)) != INCA_OK) {
+        mem_arena_destroy(&g->arena);
+        inca_free(g);
+        return rc;
+    }
     g->kc = cfg->kc ? cfg->kc : kc_cpu();
     g->dev = kc_device(g->kc) != KERN_DEV_CPU;
     g->host_tables = g->dev && cfg->host_tables;
@@ -440,6 +449,14 @@ int agg_create(const agg_config_t *cfg, agg_t **out) {
     for (int s = 0; s < ns && rc == INCA_OK; s++) {
         if (method == AGG_GAS && !g->fixed[s]) rc = table(g, &g->H[s], 'H', s);
         else if (method == AGG_INCAGG) {
+            if (g->fixed[s] && cfg->m0) {   /* the store's M^0: a view on the host, a copy on a device */
+                g->m0_borrowed = 1;
+                g->M[s] = (hist_t){.n = g->n, .f = g->dim[s], .dtype = g->dtype, .data = (void *)cfg->m0};
+                if (g->tdev) {
+                    if (!(g->M[s].data = take(g, (size_t)hist_bytes(&g->M[s]), "M0_store", 1))) rc = INCA_ENOMEM;
+                    else rc = kc_copy(g->kc, g->M[s].data, cfg->m0, (size_t)hist_bytes(&g->M[s]), KERN_H2D, KERN_STREAM_COMPUTE);
+                }
+            } else
             rc = table(g, &g->M[s], 'M', s);
             if (rc == INCA_OK && !g->fixed[s]) rc = table(g, &g->S[s], 'S', s);
             if (rc == INCA_OK && !g->fixed[s] && g->source == AGG_SRC_PUSH && !g->single) rc = table(g, &g->P[s], 'P', s);
@@ -509,7 +526,7 @@ int agg_create(const agg_config_t *cfg, agg_t **out) {
     }
     /* M^0 = ÂX once at every site that reads x */
     for (int s = 0; s < ns && rc == INCA_OK && method == AGG_INCAGG; s++)
-        if (g->fixed[s]) rc = baseline_compute(g, s, g->x_t, NULL);
+        if (g->fixed[s] && !g->m0_borrowed) rc = baseline_compute(g, s, g->x_t, NULL);
     if (rc != INCA_OK) {
         agg_free(&g);
         return inca_fail_ctx(rc, "while allocating %s memory", agg_method_name(method));
@@ -644,4 +661,53 @@ int agg_refresh_forward(void *ctx, int site, int64_t n, int64_t f, const float *
     if ((rc = t_put_all(g, &g->S[site], in)) != INCA_OK) return rc;
     if (g->P[site].data && (rc = t_put_all(g, &g->P[site], in)) != INCA_OK) return rc;
     return t_put_all(g, &g->M[site], out);
+}
+
+const hist_t *agg_m0(const agg_t *g, int site) {
+    if (g->method != AGG_INCAGG || site < 0 || site >= g->nsites || !g->fixed[site]) return NULL;
+    return &g->M[site];
+}
+
+int64_t agg_spilled_bytes(const agg_t *g) { return (int64_t)mem_arena_spilled_bytes(g->arena); }
+
+float *agg_s_direct(agg_t *g, int site) {
+    if (g->method != AGG_INCAGG || site < 0 || site >= g->nsites || g->fixed[site] || g->host_tables) return NULL;
+    return hist_f32(&g->S[site]);
+}
+
+int agg_pass_buffer(agg_t *g, int i, float **out) {
+    if (i < 0 || i > 1) return inca_fail(INCA_EINVAL, "agg_pass_buffer: buffer %d", i);
+    if (!g->pass[i]) {
+        const size_t bytes = sizeof(float) * (size_t)(g->n > 0 ? g->n : 1) * (size_t)g->maxdim;
+        g->pass[i] = g->dev ? take(g, bytes, i ? "pass1" : "pass0", 1)
+                            : mem_arena_alloc_spill(g->arena, bytes, i ? "pass1" : "pass0");
+        if (!g->pass[i]) return inca_fail_ctx(INCA_ENOMEM, "a layer-wise pass buffer of %zu bytes", bytes);
+        g->table_bytes += (int64_t)bytes;
+    }
+    *out = g->pass[i];
+    return INCA_OK;
+}
+
+/* rows [r0, r0+m) of table t <- src (m x t->f, the context's memory) */
+static int t_put_rows(agg_t *g, hist_t *t, int64_t r0, int64_t m, const float *src) {
+    if (!g->host_tables) return kc_scatter_rows(g->kc, kdt(t), t->data, t->f, NULL, r0, m, src);
+    for (int64_t i0 = 0; i0 < m; i0 += g->stage_rows) {
+        const int64_t k = m - i0 < g->stage_rows ? m - i0 : g->stage_rows;
+        int rc = kc_copy(g->kc, g->stage, src + i0 * t->f, sizeof(float) * (size_t)(k * t->f), KERN_D2H, KERN_STREAM_COMPUTE);
+        if (rc == INCA_OK) rc = kc_sync(g->kc);
+        if (rc != INCA_OK) return rc;
+        kern_rows_scatter(kdt(t), t->data, t->f, NULL, r0 + i0, k, g->stage);
+    }
+    return INCA_OK;
+}
+
+int agg_refresh_rows(agg_t *g, int site, int64_t r0, int64_t m, const float *in, const float *out, int skip_s) {
+    if (g->method != AGG_INCAGG || site < 0 || site >= g->nsites || g->fixed[site]) return INCA_OK;
+    if (r0 < 0 || m < 0 || r0 + m > g->n)
+        return inca_fail(INCA_ERR, "refresh rows [%lld, %lld) outside [0, %lld)", (long long)r0, (long long)(r0 + m), (long long)g->n);
+    int rc = agg_flush(g);
+    if (rc == INCA_OK && !skip_s) rc = t_put_rows(g, &g->S[site], r0, m, in);
+    if (rc == INCA_OK && g->P[site].data) rc = t_put_rows(g, &g->P[site], r0, m, in);
+    if (rc == INCA_OK) rc = t_put_rows(g, &g->M[site], r0, m, out);
+    return rc;
 }

@@ -89,6 +89,14 @@ typedef struct agg_config {
     int64_t nnz_max;         /* off the CPU: the most nonzeros of Â_BB / Â_BBᵀ / Â_{B,halo} of
                                 any batch (they are uploaded into matrices of this capacity) */
     int64_t panel_bytes;     /* bf16: the row panel's size (0: the rule above; tests set it small) */
+    const void *m0;          /* incagg: M^0 = ÂX already computed (n x in_dim of dtype, host memory,
+                                borrowed: the store's layout, nn/layout.h); NULL: computed here.
+                                Borrowed M^0 is not a table of the operator: not in table_bytes,
+                                not in agg_table (checkpoints skip it), see agg_m0 */
+    int64_t spill_budget;    /* >= 0: history tables past this many bytes go to file-backed maps
+                                in spill_dir (memory/arena.h); < 0 (or 0 with spill_dir NULL):
+                                all anonymous */
+    const char *spill_dir;
 } agg_config_t;
 
 typedef struct agg agg_t;
@@ -127,6 +135,22 @@ int agg_refresh_forward(void *ctx, int site, int64_t n, int64_t f, const float *
  * without doing anything for cluster and gas; INCA_EINVAL for the recompute source (its refresh
  * is a model pass through agg_refresh_forward). */
 int agg_refresh(agg_t *g);
+
+/* ---- layer-wise passes over row panels (streamed evaluation and refresh, nn/train_mb.c) ----
+ * M^0 at a fixed site of incagg (borrowed or computed), NULL otherwise. */
+const hist_t *agg_m0(const agg_t *g, int site);
+/* The refresh of rows [r0, r0+m) at a history site: S and P rows <- in (S skipped when
+ * skip_s: the pass wrote its input straight into S), M rows <- out; in and out are m x f in
+ * the context's memory. INCA_OK doing nothing for other methods and fixed sites. */
+int agg_refresh_rows(agg_t *g, int site, int64_t r0, int64_t m, const float *in, const float *out, int skip_s);
+/* S at site as an fp32 n x dim table in the context's memory that a refresh pass may write
+ * its layer outputs into directly (so the next layer's input needs no buffer of its own), or
+ * NULL (another method, a fixed site, bf16, host tables). */
+float *agg_s_direct(agg_t *g, int site);
+/* Pass buffer i (0 or 1): n x the widest site, fp32, in the context's memory; made on first
+ * use, counted in the table bytes (spilled past the budget like the tables). */
+int agg_pass_buffer(agg_t *g, int i, float **out);
+int64_t agg_spilled_bytes(const agg_t *g);   /* table bytes in file-backed maps */
 
 int agg_source(const agg_t *g);
 int agg_num_sites(const agg_t *g);

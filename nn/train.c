@@ -6,6 +6,7 @@
 #include "nn/optim.h"
 #include "nn/checkpoint.h"
 #include "nn/train_mb.h"
+#include "nn/layout.h"
 #include "loaders/partition_store.h"
 #include "kernels/kernels.h"
 #include "kernels/backend.h"
@@ -15,10 +16,14 @@
 #include "core/status.h"
 #include "core/rng.h"
 #include "core/util.h"
+#include <ctype.h>
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 void train_config_default(train_config_t *c) {
     memset(c, 0, sizeof *c);
@@ -120,7 +125,9 @@ int train_model_config(const dataset_t *d, const train_config_t *c, uint64_t see
     mc->batchnorm = c->batchnorm;
     mc->residual = c->residual;
     mc->seed = seed;
-    if (d->f < 1 || !d->x) return inca_fail(INCA_EINVAL, "dataset has no node features: cannot train a model");
+    /* the view loader reads the features from the store's layout: d->x is not loaded */
+    if (d->f < 1 || (!d->x && c->loader != TRAIN_LOADER_VIEW))
+        return inca_fail(INCA_EINVAL, "dataset has no node features: cannot train a model");
     if (d->c < 1 || !d->y) return inca_fail(INCA_EINVAL, "dataset has no labels: cannot train a model");
     if (mc->kind != NN_MLP && (!d->adj.rowptr || d->adj.n_rows != d->n))
         return inca_fail(INCA_EINVAL, "--model %s needs a graph and this dataset has none (use --model mlp)", c->model);
@@ -583,12 +590,79 @@ int train_partition(const dataset_t *d, const train_config_t *c, partition_t *p,
     return rc == INCA_OK ? rc : inca_fail_ctx(rc, "--parts %lld", (long long)k);
 }
 
-/* One run of c->method: full-batch, or a mini-batch method on the partitioning p. */
+int train_loader_parse(const char *s, int *loader) {
+    if (s && strcmp(s, "auto") == 0) *loader = TRAIN_LOADER_AUTO;
+    else if (s && strcmp(s, "copy") == 0) *loader = TRAIN_LOADER_COPY;
+    else if (s && strcmp(s, "view") == 0) *loader = TRAIN_LOADER_VIEW;
+    else return inca_fail(INCA_EINVAL, "--loader: expected copy, view or auto, got '%s'", s ? s : "");
+    return INCA_OK;
+}
+
+int train_loader_resolve(const train_config_t *c, int64_t n, int64_t f) {
+    if (strcmp(c->method, "full") == 0) return TRAIN_LOADER_COPY;
+    if (c->loader != TRAIN_LOADER_AUTO) return c->loader;
+    if (c->memory_budget > 0) return TRAIN_LOADER_VIEW;
+    const double phys = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+    return phys > 0 && (double)n * (double)f * 4.0 > TRAIN_VIEW_FRACTION * phys ? TRAIN_LOADER_VIEW : TRAIN_LOADER_COPY;
+}
+
+int train_size_parse(const char *s, int64_t *bytes) {
+    char *end = NULL;
+    errno = 0;
+    const double v = s ? strtod(s, &end) : -1;
+    double mul = 1;
+    if (end && *end) {
+        const char u = (char)toupper((unsigned char)*end);
+        mul = u == 'K' ? 1024.0 : u == 'M' ? 1048576.0 : u == 'G' ? 1073741824.0 : u == 'T' ? 1099511627776.0 : 0;
+        const char *rest = end + 1;
+        if (*rest == 'B' || *rest == 'b') rest++;
+        if (*rest) mul = 0;
+    }
+    if (!s || end == s || errno || !(v > 0) || mul == 0 || v * mul > 9.0e18)
+        return inca_fail(INCA_EINVAL, "--memory-budget: expected a size such as 1G, 512M or 2000000000, got '%s'", s ? s : "");
+    *bytes = (int64_t)(v * mul);
+    return INCA_OK;
+}
+
+/* The view loader's arrays (nn/layout.h): the layout of p for c's feature normalisation (and M^0
+ * for incagg), written first when the store lacks it (a store partitioned before the layout
+ * existed: migrated, with a log line). *s stays open for the views' lifetime. */
+static int train_view_open(const dataset_t *d, const train_config_t *c, const partition_t *p, store_t **s,
+                           layout_views_t *v) {
+    int rc, kind, built = 0;
+    hist_dtype_t hd = HIST_F32;
+    if (!c->store_path) return inca_fail(INCA_EINVAL, "--loader view: the dataset must come from a store");
+    if ((rc = model_kind_parse(c->model, &kind)) || (rc = hist_dtype_parse(c->history_dtype[0] ? c->history_dtype : "fp32", &hd)))
+        return rc;
+    const int want_m0 = strcmp(c->method, "incagg") == 0 && (kind == NN_GCN || kind == NN_SAGE);
+    const int norm = nn_kind_norm(kind);
+    rc = store_open(c->store_path, STORE_RDONLY, s);
+    if (rc == INCA_OK && (rc = layout_open(*s, p, c->feature_norm, want_m0, norm, hd, v)) == INCA_ENOTFOUND) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", inca_errmsg());
+        inca_err_clear();
+        store_close(s);
+        if (store_open(c->store_path, STORE_RDWR, s) != INCA_OK) {
+            inca_err_clear();
+            return inca_fail(INCA_ENOTFOUND, "%s", why);
+        }
+        train_log(c, TRAIN_LOG_INFO, "%s: writing the partition-ordered layout of %s (feature norm %s%s), once",
+                  c->store_path, p->man.name, layout_featnorm_name(c->feature_norm), want_m0 ? ", M^0" : "");
+        rc = layout_ensure(*s, p, &d->adj, c->feature_norm, want_m0, norm, hd, &built);
+        if (rc == INCA_OK) rc = layout_open(*s, p, c->feature_norm, want_m0, norm, hd, v);
+    }
+    if (rc != INCA_OK) store_close(s);
+    return rc;
+}
+
+/* One run of c->method: full-batch, or a mini-batch method on the partitioning p (through the
+ * store layout's views when view is not NULL). */
 static int train_one(const dataset_t *d, const train_config_t *c, const int64_t *tidx, int64_t ntr, int run,
-                     const partition_t *p, train_result_t *one) {
+                     const partition_t *p, const layout_views_t *view, train_result_t *one) {
     if (!p) return train_full(d, c, tidx, ntr, run, one);
     mb_opts_t o;
     mb_opts_default(&o);
+    o.view = view;
     mb_stats_t st;
     int rc = mb_train(d, c, tidx, ntr, run, p, &o, one, &st);
     if (rc == INCA_OK && run == 0)
@@ -596,6 +670,9 @@ static int train_one(const dataset_t *d, const train_config_t *c, const int64_t 
                   "+ scratch %lld, loader wait %.3f s of %.3f s of steps", c->method, p->man.name,
                   (long long)p->man.edge_cut, (long long)st.steps_per_epoch, (long long)st.table_bytes,
                   (long long)st.scratch_bytes, st.wait_s, st.step_s_total);
+    if (rc == INCA_OK && run == 0 && view)
+        train_log(c, TRAIN_LOG_INFO, "--loader view: features%s mapped from the store; %lld table bytes in file-backed maps",
+                  view->m0 ? " and M^0" : "", (long long)st.spilled_bytes);
     mb_stats_free(&st);
     return rc;
 }
@@ -616,6 +693,9 @@ int train_run(const dataset_t *d, const train_config_t *c, const int64_t *train_
     train_result_t one;
     partition_t part;
     FILE *mf = NULL;
+    store_t *vstore = NULL;
+    layout_views_t views;
+    const layout_views_t *view = NULL;
     memset(r, 0, sizeof *r);
     memset(&one, 0, sizeof one);
     memset(&part, 0, sizeof part);
@@ -642,6 +722,14 @@ int train_run(const dataset_t *d, const train_config_t *c, const int64_t *train_
     r->run_best_epoch = inca_calloc((size_t)c->runs, sizeof(int));
     if (!r->run_test_acc || !r->run_val_acc || !r->run_best_epoch) { rc = INCA_ENOMEM; goto fail; }
     if (mb && (rc = train_partition(d, c, &part, NULL))) goto fail;   /* one partitioning for every run */
+    if (mb && train_loader_resolve(c, d->n, d->f) == TRAIN_LOADER_VIEW) {
+        cc.loader = TRAIN_LOADER_VIEW;
+        if ((rc = train_view_open(d, &cc, &part, &vstore, &views))) goto fail;
+        view = &views;
+    } else if (!d->x) {
+        rc = inca_fail(INCA_EINVAL, "dataset has no node features: cannot train a model");
+        goto fail;
+    } else cc.loader = TRAIN_LOADER_COPY;
     if (c->metrics_path && !c->metrics_fp) {
         if (!(mf = fopen(c->metrics_path, "w"))) {
             rc = inca_fail(INCA_EIO, "--metrics %s: cannot open for writing", c->metrics_path);
@@ -652,7 +740,7 @@ int train_run(const dataset_t *d, const train_config_t *c, const int64_t *train_
     double te = 0, ts = 0, tr = 0, tv = 0;
     for (int i = 0; i < c->runs; i++) {
         cc.seed = c->seed + (uint64_t)i;
-        if ((rc = train_one(d, &cc, tidx, ntr, i, mb ? &part : NULL, &one))) {
+        if ((rc = train_one(d, &cc, tidx, ntr, i, mb ? &part : NULL, view, &one))) {
             if (c->runs > 1) inca_fail_ctx(rc, "run %d (seed %llu)", i, (unsigned long long)cc.seed);
             goto fail;
         }
@@ -669,6 +757,8 @@ int train_run(const dataset_t *d, const train_config_t *c, const int64_t *train_
         r->table_bytes = one.table_bytes;
         r->scratch_bytes = one.scratch_bytes;
         r->history_on_host = one.history_on_host;
+        r->spilled_bytes = one.spilled_bytes;
+        snprintf(r->loader, sizeof r->loader, "%s", one.loader);
         train_result_free(&one);
     }
     partition_free(&part);
@@ -684,9 +774,11 @@ int train_run(const dataset_t *d, const train_config_t *c, const int64_t *train_
     r->peak_rss_mb = inca_peak_rss_mb();
     if (mf && fclose(mf) != 0) { mf = NULL; rc = inca_fail(INCA_EIO, "--metrics %s: write failed", c->metrics_path); goto fail; }
     kc_free(&kc);
+    store_close(&vstore);
     return INCA_OK;
 fail:
     kc_free(&kc);
+    store_close(&vstore);
     partition_free(&part);
     if (mf) fclose(mf);
     train_result_free(r);

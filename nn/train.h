@@ -27,6 +27,8 @@
 #include "nn/optim.h"
 
 enum { TRAIN_FEATNORM_NONE = 0, TRAIN_FEATNORM_ROW = 1, TRAIN_FEATNORM_STANDARD = 2 };
+enum { TRAIN_LOADER_AUTO = 0, TRAIN_LOADER_COPY = 1, TRAIN_LOADER_VIEW = 2 };
+#define TRAIN_VIEW_FRACTION 0.125   /* auto: features above 1/8 of physical memory go by view */
 /* IncAgg's default refresh source (memory/agg.h), chosen from the measurements in README.md. */
 #define TRAIN_REFRESH_SOURCE_DEFAULT AGG_SRC_RECOMPUTE
 
@@ -88,6 +90,16 @@ typedef struct train_config {
     int history_host;          /* on a device: history tables in host memory (--history-location
                                   host; default 0: device). Always host memory on the CPU */
     char partition[64];        /* stored partitioning name ("" = default) */
+    int loader;                /* mini-batch: TRAIN_LOADER_COPY (the dataset in memory, renumbered
+                                  there, whole-graph evaluation), TRAIN_LOADER_VIEW (features and
+                                  M^0 mapped from the store's partition-ordered layout,
+                                  nn/layout.h; evaluation and refreshes layer by layer over row
+                                  panels) or TRAIN_LOADER_AUTO (default: view when the features
+                                  take more than TRAIN_VIEW_FRACTION of physical memory or a
+                                  memory budget is set; see train_loader_resolve) */
+    int64_t memory_budget;     /* view loader: bytes of anonymous memory for the run (0: no
+                                  limit); history tables past what the batch needs go to
+                                  file-backed maps in the store's folder */
     const char *store_path;    /* the store the dataset came from (borrowed; may be NULL): the
                                   mini-batch trainers load "metis-K-s0" from it when stored
                                   (inca partition), else compute it and store it there */
@@ -118,6 +130,8 @@ typedef struct train_result {
     int history_on_host;                 /* mini-batch: the tables were in host memory */
     int runs;
     char device[16];                     /* the backend the runs used ("cpu"; auto resolved) */
+    char loader[8];                      /* mini-batch: "copy" | "view" (auto resolved); "" full */
+    int64_t spilled_bytes;               /* view loader: table bytes in file-backed maps */
     double *run_test_acc, *run_val_acc;  /* runs entries each, owned (train_result_free) */
     int *run_best_epoch;
 } train_result_t;
@@ -131,6 +145,14 @@ void train_result_free(train_result_t *r);   /* frees the per-run arrays, zeroes
 int train_run(const dataset_t *d, const train_config_t *c, const int64_t *train_idx_override,
               int64_t n_override, train_result_t *r);
 
+/* --loader copy|view|auto into *loader (INCA_EINVAL naming the flag otherwise). */
+int train_loader_parse(const char *s, int *loader);
+/* The loader a mini-batch run of c uses on a store with n x f features: c->loader, or for auto
+ * view when c->memory_budget > 0 or n*f*4 bytes exceed TRAIN_VIEW_FRACTION of physical memory
+ * (COPY for full-batch methods, which always hold the dataset). */
+int train_loader_resolve(const train_config_t *c, int64_t n, int64_t f);
+/* --memory-budget SIZE: bytes with an optional K, M, G or T suffix (powers of 1024). */
+int train_size_parse(const char *s, int64_t *bytes);
 /* --refresh-source push|recompute, --cluster-norm batch|global and --history-location
  * device|host into c (NULL: keep c's value); INCA_EINVAL naming the flag otherwise. */
 int train_mb_flags_parse(const char *refresh_source, const char *cluster_norm, const char *history_location,

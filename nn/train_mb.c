@@ -11,6 +11,7 @@
 #include "kernels/backend.h"
 #include "loaders/batch.h"
 #include "nn/checkpoint.h"
+#include "nn/layout.h"
 #include "nn/optim.h"
 #include <math.h>
 #include <stdio.h>
@@ -87,10 +88,11 @@ typedef struct mb_data {
     int64_t ntr, nva, nte;
     uint8_t *in_train;
     csr_t a, at;              /* Â and, when it is not symmetric (mean), Âᵀ */
+    int x_view;               /* x is the store layout's view (not owned) */
 } mb_data_t;
 
 static void mb_data_free(mb_data_t *D) {
-    inca_free(D->x);
+    if (!D->x_view) inca_free(D->x);
     inca_free(D->y);
     inca_free(D->tr);
     inca_free(D->va);
@@ -102,7 +104,7 @@ static void mb_data_free(mb_data_t *D) {
 }
 
 static int mb_data_prepare(const dataset_t *d, const train_config_t *c, const partition_t *p, const int64_t *train_idx,
-                           int64_t n_train, int norm, mb_data_t *D) {
+                           int64_t n_train, int norm, const layout_views_t *view, mb_data_t *D) {
     const int64_t n = d->n, f = d->f;
     csr_t adjp = {0};
     memset(D, 0, sizeof *D);
@@ -113,7 +115,13 @@ static int mb_data_prepare(const dataset_t *d, const train_config_t *c, const pa
     D->nte = d->split_n[SPLIT_TEST];
     int rc = csr_permute(&d->adj, p->perm, &adjp);
     if (rc != INCA_OK) return rc;
-    D->x = inca_malloc(sizeof *D->x * (size_t)(n * f > 0 ? n * f : 1));
+    if (view) {   /* renumbered and normalised in the store already */
+        if (view->n != n || view->f != f)
+            return inca_fail(INCA_EINVAL, "store layout holds %lld x %lld features, the dataset %lld x %lld", (long long)view->n,
+                             (long long)view->f, (long long)n, (long long)f);
+        D->x = (float *)view->x;   /* never written */
+        D->x_view = 1;
+    } else D->x = inca_malloc(sizeof *D->x * (size_t)(n * f > 0 ? n * f : 1));
     D->y = inca_malloc(sizeof *D->y * (size_t)(n ? n : 1));
     D->in_train = inca_calloc((size_t)(n ? n : 1), 1);
     D->tr = map_ids(train_idx, n_train, p->perm);
@@ -121,10 +129,10 @@ static int mb_data_prepare(const dataset_t *d, const train_config_t *c, const pa
     D->te = map_ids(d->split[SPLIT_TEST], D->nte, p->perm);
     if (!D->x || !D->y || !D->in_train || !D->tr || !D->va || !D->te) { rc = INCA_ENOMEM; goto done; }
     for (int64_t v = 0; v < n; v++) {
-        memcpy(D->x + p->perm[v] * f, d->x + v * f, sizeof(float) * (size_t)f);
+        if (!view) memcpy(D->x + p->perm[v] * f, d->x + v * f, sizeof(float) * (size_t)f);
         D->y[p->perm[v]] = d->y[v];
     }
-    train_features_prepare(c->feature_norm, n, f, D->x, D->x);
+    if (!view) train_features_prepare(c->feature_norm, n, f, D->x, D->x);
     for (int64_t i = 0; i < n_train; i++) D->in_train[D->tr[i]] = 1;
     rc = nn_adj_build(&adjp, norm, &D->a, &D->at);
 done:
@@ -165,6 +173,12 @@ typedef struct mb_run {
     int64_t *lidx;
     ckpt_blob_t *blobs;
     int nblobs;
+    int stream;                 /* the view path: layer-wise passes over row panels */
+    kern_mat_t **apan;          /* row panels of Â (views of a_m) */
+    int npan;
+    int64_t pan_rows;
+    float *logits_all;          /* n x C, the passes' output (context memory) */
+    int64_t anon_need;          /* --memory-budget: what the batch needs (checked) */
     int64_t spe, R, gstep;
     train_best_t best;
     double epoch_s, train_loss;
@@ -179,6 +193,8 @@ static void mb_run_free(mb_run_t *R) {
     optim_free(&R->opt);
     model_free(&R->m);
     if (kc) {
+        for (int i = 0; i < R->npan; i++) kc_mat_free(kc, &R->apan[i]);   /* views of a_m: first */
+        kc_release(kc, KERN_MEM_DEVICE, R->logits_all);
         kc_mat_free(kc, &R->a_m);
         kc_mat_free(kc, &R->at_m);
         kc_mirror_free(kc, R->D.x, R->x_d);
@@ -190,6 +206,7 @@ static void mb_run_free(mb_run_t *R) {
         for (size_t i = 0; i < sizeof dm / sizeof dm[0]; i++) kc_release(kc, KERN_MEM_DEVICE, dm[i]);
     }
     mb_data_free(&R->D);
+    inca_free(R->apan);
     inca_free(R->lidx);
     inca_free(R->lorig);
     inca_free(R->lhost);
@@ -225,7 +242,12 @@ static int mb_run_setup(mb_run_t *R, const dataset_t *d, const int64_t *train_id
     R->mc.transform_first = 0;
     R->C = (int32_t)R->mc.out_dim;
     const int norm = nn_kind_norm(R->mc.kind);
-    if ((rc = mb_data_prepare(d, c, R->p, train_idx, n_train, norm, &R->D)) != INCA_OK) return rc;
+    const layout_views_t *view = R->o->view;
+    R->stream = view != NULL;
+    if (R->stream && R->mc.kind != NN_GCN && R->mc.kind != NN_SAGE)
+        return inca_fail(INCA_EINVAL, "--loader view evaluates layer by layer, which takes --model gcn or sage; "
+                         "--model %s needs --loader copy", c->model);
+    if ((rc = mb_data_prepare(d, c, R->p, train_idx, n_train, norm, view, &R->D)) != INCA_OK) return rc;
     const int64_t n = R->D.n;
     const csr_t *atp = R->D.at.rowptr ? &R->D.at : NULL;
     R->kc = c->kc ? c->kc : kc_cpu();
@@ -242,6 +264,13 @@ static int mb_run_setup(mb_run_t *R, const dataset_t *d, const int64_t *train_id
     /* loader */
     R->src = (batch_source_t){.n = n, .f = R->D.f, .x = R->D.x, .y = R->D.y, .a = &R->D.a, .a_symmetric = atp == NULL,
                               .bounds = R->p->bounds, .k = R->p->k};
+    hist_dtype_t hd = HIST_F32;
+    if ((rc = hist_dtype_parse(c->history_dtype[0] ? c->history_dtype : "fp32", &hd)) != INCA_OK) return rc;
+    const void *m0 = R->stream && R->method == AGG_INCAGG && view->m0 && view->m0_dtype == hd ? view->m0 : NULL;
+    if (m0 && !R->dev) {   /* the step reads M^0 at the batch's rows: the loader thread faults them in */
+        R->src.touch = m0;
+        R->src.touch_row_bytes = R->D.f * (hd == HIST_BF16 ? 2 : 4);
+    }
     R->bo = (batch_opts_t){.batch_parts = c->batch_parts, .seed = c->seed, .halo = R->method == AGG_GAS, .prefetch = R->o->prefetch};
     if (R->method == AGG_CLUSTER && !c->cluster_global_norm)
         R->bo.renorm = norm == NN_NORM_MEAN ? BATCH_RENORM_MEAN : BATCH_RENORM_GCN;
@@ -252,10 +281,9 @@ static int mb_run_setup(mb_run_t *R, const dataset_t *d, const int64_t *train_id
     R->R = c->refresh > 0 ? c->refresh : R->spe;
 
     /* model, optimiser, operator */
-    if ((rc = model_create_on(&R->mc, n, kc, &R->m)) != INCA_OK) return rc;
+    /* the view path runs the model on a batch or a row panel of a batch's size, never on all n */
+    if ((rc = model_create_on(&R->mc, R->stream ? (nb_max > 0 ? nb_max : 1) : n, kc, &R->m)) != INCA_OK) return rc;
     if ((rc = train_optim_build(c, R->m, &R->opt)) != INCA_OK) return rc;
-    hist_dtype_t hd = HIST_F32;
-    if ((rc = hist_dtype_parse(c->history_dtype[0] ? c->history_dtype : "fp32", &hd)) != INCA_OK) return rc;
     int64_t dims[AGG_MAX_SITES];
     uint8_t fixed[AGG_MAX_SITES];
     const int ns = mb_model_sites(&R->mc, dims, fixed);
@@ -267,8 +295,39 @@ static int mb_run_setup(mb_run_t *R, const dataset_t *d, const int64_t *train_id
                        .host_tables = c->history_host, .x_host = R->D.x,
                        .extra_bytes = {(int64_t)sizeof(int32_t) * (nb_max ? nb_max : 1),
                                        (int64_t)sizeof(int64_t) * (nb_max ? nb_max : 1)},
-                       .nnz_max = batch_nnz_bound(&R->D.a, R->p->bounds, R->p->k, c->batch_parts)};
+                       .nnz_max = batch_nnz_bound(&R->D.a, R->p->bounds, R->p->k, c->batch_parts),
+                       .m0 = m0, .spill_budget = -1};
+    if (R->stream && c->memory_budget > 0) {
+        /* what one batch needs in anonymous memory whatever the budget; the tables get the rest */
+        int64_t maxdim = R->D.f;
+        for (int s = 0; s < ns; s++) maxdim = dims[s] > maxdim ? dims[s] : maxdim;
+        const int64_t csrb = (int64_t)sizeof(int64_t) * (n + 1) + (int64_t)(sizeof(int32_t) + sizeof(float)) * R->D.a.nnz;
+        const int64_t graph = csrb * (atp ? 2 : 1) + (int64_t)sizeof(int64_t) * (n + 1) + (int64_t)sizeof(int32_t) * d->adj.nnz;
+        const int64_t ws = model_workspace_bytes(R->m), lb = batch_loader_bytes(R->ld);
+        const int64_t pern = n * (int64_t)(sizeof(int32_t) + 1 + sizeof(int64_t)) + 2 * n * (int64_t)sizeof(float) * R->C;
+        const int64_t scr = (int64_t)sizeof(float) * (nb_max ? nb_max : 1) * maxdim * (R->method == AGG_CLUSTER ? 0 : 1);
+        const int64_t need = ws + lb + graph + pern + scr;
+        if (need > c->memory_budget)
+            return inca_fail(INCA_EINVAL, "--memory-budget %.0f MB is below what one batch needs: %.0f MB (model workspace "
+                             "%.0f, loader %.0f, graph %.0f, per-node arrays %.0f, operator scratch %.0f); raise it or "
+                             "lower --batch-parts", c->memory_budget / 1048576.0, need / 1048576.0, ws / 1048576.0,
+                             lb / 1048576.0, graph / 1048576.0, pern / 1048576.0, scr / 1048576.0);
+        ac.spill_budget = c->memory_budget - need;
+        ac.spill_dir = c->store_path ? c->store_path : ".";
+        R->anon_need = need;
+    }
     if ((rc = agg_create(&ac, &R->agg)) != INCA_OK) return rc;
+    if (R->stream) {   /* row panels of a batch's size for the layer-wise passes */
+        R->pan_rows = nb_max > 0 ? nb_max : 1;
+        R->npan = (int)((n + R->pan_rows - 1) / R->pan_rows);
+        if (!(R->apan = inca_calloc((size_t)(R->npan > 0 ? R->npan : 1), sizeof *R->apan))) return INCA_ENOMEM;
+        for (int i = 0; i < R->npan; i++) {
+            const int64_t r0 = (int64_t)i * R->pan_rows, r1 = r0 + R->pan_rows < n ? r0 + R->pan_rows : n;
+            if ((rc = kc_mat_rows_view(kc, R->a_m, r0, r1, &R->apan[i])) != INCA_OK) return rc;
+        }
+        if ((rc = kc_alloc(kc, KERN_MEM_DEVICE, sizeof(float) * (size_t)(n ? n : 1) * (size_t)R->C, (void **)&R->logits_all)))
+            return rc;
+    }
     R->op_batch = (nn_agg_t){.forward = agg_forward, .backward = agg_backward, .ctx = R->agg};
     R->op_refresh = (nn_agg_t){.forward = agg_refresh_forward, .backward = NULL, .ctx = R->agg};
     nn_agg_dev_init(&R->op_full, &R->full, kc, R->a_m, R->at_m);
@@ -382,6 +441,69 @@ static int mb_epoch_losses(mb_run_t *R, int ep, double *loss_sum, int64_t *loss_
     return INCA_OK;
 }
 
+/* ---- the view path's layer-wise passes ----
+ * Layer l runs on every row panel of a batch's size before layer l+1 starts; the operator of a
+ * panel aggregates the layer's input of every node (x, then the previous layer's output), so
+ * only the tables and two pass buffers scale with n. A refresh pass also stores S and M of the
+ * panel's rows at each history site (agg_refresh_rows), and writes a layer's output straight
+ * into the next site's S when that can serve as the next input (agg_s_direct). */
+typedef struct mb_pass_op {
+    mb_run_t *R;
+    int refresh, skip_s;
+    int64_t r0;
+    const float *hfull;   /* the layer's input for every node (context memory) */
+    kern_mat_t *rows;     /* Â's rows of the panel */
+} mb_pass_op_t;
+
+static int mb_pass_forward(void *ctx, int site, int64_t n, int64_t f, const float *in_raw, const float *in, float *out) {
+    mb_pass_op_t *P = ctx;
+    mb_run_t *R = P->R;
+    (void)in;   /* eval mode: in == in_raw, the panel's rows of hfull */
+    /* IncAgg's stored M^0 = ÂX serves a site reading x: always in a refresh (what training reads
+     * is what the refresh keeps), and in an evaluation when it holds the exact fp32 product */
+    const hist_t *m0 = agg_m0(R->agg, site);
+    const int use_m0 = m0 && (P->refresh || m0->dtype == HIST_F32) && !(R->dev && agg_tables_on_host(R->agg));
+    int rc = use_m0 ? kc_gather_rows(R->kc, m0->dtype == HIST_BF16 ? KERN_BF16 : KERN_F32, m0->data, f, NULL, P->r0, n, out)
+                    : kc_spmm(R->kc, P->rows, NULL, P->hfull, f, 1.f, 0.f, out);
+    if (rc == INCA_OK && P->refresh) rc = agg_refresh_rows(R->agg, site, P->r0, n, in_raw, out, P->skip_s);
+    return rc;
+}
+
+static int mb_pass(mb_run_t *R, int refresh, const float **logits) {
+    kern_ctx_t *kc = R->kc;
+    const int L = model_num_layers(R->m);
+    const float *hin = R->x_d;
+    int64_t fin = R->D.f;
+    int ping = 0, skip_cur = 0, rc = agg_flush(R->agg);
+    mb_pass_op_t P = {.R = R, .refresh = refresh};
+    nn_agg_t op = {.forward = mb_pass_forward, .backward = NULL, .ctx = &P};
+    for (int li = 0; li < L && rc == INCA_OK; li++) {
+        const int last = li == L - 1;
+        const int64_t fout = last ? R->C : model_site_dim(&R->mc, li + 1);
+        float *hout = NULL;
+        int skip_next = 0;
+        if (last) hout = R->logits_all;
+        else if (refresh && (hout = agg_s_direct(R->agg, li + 1))) skip_next = 1;
+        else if ((rc = agg_pass_buffer(R->agg, ping, &hout)) == INCA_OK) ping ^= 1;
+        P.hfull = hin;
+        P.skip_s = skip_cur;
+        for (int p = 0; p < R->npan && rc == INCA_OK; p++) {
+            const float *out = NULL;
+            P.r0 = (int64_t)p * R->pan_rows;
+            P.rows = R->apan[p];
+            const int64_t np = kc_mat_rows(R->apan[p]);
+            rc = model_forward_layer(R->m, li, np, hin + P.r0 * fin, &op, &out);
+            if (rc == INCA_OK)
+                rc = kc_copy(kc, hout + P.r0 * fout, out, sizeof(float) * (size_t)(np * fout), KERN_D2D, KERN_STREAM_COMPUTE);
+        }
+        hin = hout;
+        fin = fout;
+        skip_cur = skip_next;
+    }
+    if (rc == INCA_OK) *logits = R->logits_all;
+    return rc;
+}
+
 /* An IncAgg refresh that is due now. The recompute source shares the pass with an evaluation
  * due at this epoch end (fused_pending); otherwise it runs its own eval-mode pass. */
 static int mb_refresh(mb_run_t *R, mb_stats_t *st, int shares_eval) {
@@ -393,7 +515,10 @@ static int mb_refresh(mb_run_t *R, mb_stats_t *st, int shares_eval) {
     /* on a device the steps were drained before (their time is theirs); the refresh is drained
      * after, so its time is its own */
     double t0 = inca_now(), c0 = cpu_now();
-    if (agg_source(R->agg) == AGG_SRC_RECOMPUTE) {
+    if (agg_source(R->agg) == AGG_SRC_RECOMPUTE && R->stream) {
+        const float *logits;
+        rc = mb_pass(R, 1, &logits);
+    } else if (agg_source(R->agg) == AGG_SRC_RECOMPUTE) {
         const float *logits;
         model_set_eval_transform_first(R->m, 0);   /* the refresh stores each layer's own input */
         rc = model_forward(R->m, R->D.n, R->x_d, &R->op_refresh, 0, R->c->seed, (uint64_t)R->gstep, &logits);
@@ -417,9 +542,12 @@ static int mb_epoch_eval(mb_run_t *R, const dataset_t *d, mb_stats_t *st, int ep
     double t0 = inca_now(), c0 = cpu_now();
     /* the full-graph SpMM is linear: narrowing layers aggregate after W; a refresh must see (and
      * store) each layer's input itself */
-    model_set_eval_transform_first(R->m, !R->fused_pending);
-    rc = model_forward(R->m, n, R->x_d, R->fused_pending ? &R->op_refresh : &R->op_full, 0, c->seed,
-                       (uint64_t)R->gstep, &logits);
+    if (R->stream) rc = mb_pass(R, R->fused_pending, &logits);
+    else {
+        model_set_eval_transform_first(R->m, !R->fused_pending);
+        rc = model_forward(R->m, n, R->x_d, R->fused_pending ? &R->op_refresh : &R->op_full, 0, c->seed,
+                           (uint64_t)R->gstep, &logits);
+    }
     if (rc == INCA_OK && R->dev) rc = kc_sync(R->kc);
     if (rc != INCA_OK) return rc;
     double dt = inca_now() - t0;
@@ -483,6 +611,9 @@ static int mb_run_figures(mb_run_t *R, train_result_t *r, mb_stats_t *st) {
     st->scratch_bytes = r->scratch_bytes = agg_scratch_bytes(R->agg);
     r->history_on_host = agg_tables_on_host(R->agg);
     st->loader_bytes = batch_loader_bytes(R->ld);
+    st->spilled_bytes = r->spilled_bytes = agg_spilled_bytes(R->agg);
+    st->anon_need_bytes = R->anon_need;
+    snprintf(r->loader, sizeof r->loader, "%s", R->stream ? "view" : "copy");
     st->steps_per_epoch = R->spe;
     agg_times(R->agg, &st->agg_fwd_s, &st->agg_bwd_s, &st->intra_fraction);
     return tables_copy(agg_arena(R->agg), st);
@@ -507,8 +638,11 @@ int mb_train(const dataset_t *d, const train_config_t *c, const int64_t *train_i
     if (rc == INCA_OK && R.method == AGG_INCAGG && R.ep0 == 0) {
         const float *logits;
         double t0 = inca_now();
-        model_set_eval_transform_first(R.m, 0);
-        rc = model_forward(R.m, R.D.n, R.x_d, &R.op_refresh, 0, c->seed, 0, &logits);
+        if (R.stream) rc = mb_pass(&R, 1, &logits);
+        else {
+            model_set_eval_transform_first(R.m, 0);
+            rc = model_forward(R.m, R.D.n, R.x_d, &R.op_refresh, 0, c->seed, 0, &logits);
+        }
         st->init_s = inca_now() - t0;
     }
     for (int ep = R.ep0; rc == INCA_OK && ep < c->epochs && !R.finished; ep++) {

@@ -29,6 +29,15 @@ typedef struct mb_opts {
     int warmup_epochs;        /* the first this many epochs are left out of every time and
                                  count in mb_stats_t (benchmarks: first-touch page faults of
                                  workspaces and tables land in epoch 0); default 0 */
+    const struct layout_views *view;   /* NULL: the copy path (d->x renumbered in memory, whole-
+                                 graph evaluation). Else the view path: the features (and M^0
+                                 when it holds one) are these arrays of the store's layout
+                                 (nn/layout.h; d->x is not read and may be NULL), the model's
+                                 workspace is sized for a batch, and evaluation, IncAgg's
+                                 initial snapshot and recompute refreshes run layer by layer
+                                 over row panels of a batch's size (model_forward_layer), so
+                                 nothing of n x hidden lives outside the operator's tables and
+                                 pass buffers. Needs a gcn or sage model */
 } mb_opts_t;
 void mb_opts_default(mb_opts_t *o);
 
@@ -44,6 +53,9 @@ typedef struct mb_stats {
     int64_t table_bytes;      /* the operator's history tables (H, M, S, P) */
     int64_t scratch_bytes;    /* the operator's scratch buffers */
     int64_t loader_bytes;
+    int64_t spilled_bytes;    /* table bytes in file-backed maps (--memory-budget) */
+    int64_t anon_need_bytes;  /* view path: what a batch needs in anonymous memory (workspace,
+                                 loader, adjacency, scratch), checked against the budget */
     int64_t steps_per_epoch;
     int64_t timed_epochs;     /* epochs in the times above (epochs run - warmup_epochs) */
     mb_table_t *tables;       /* the arena's blocks at the end of the run, in allocation order

@@ -1,0 +1,153 @@
+/* The partition-ordered layout (see layout.h). Tested in test_layout.c. */
+#include "nn/layout.h"
+#include "core/alloc.h"
+#include "core/status.h"
+#include "kernels/backend.h"
+#include "kernels/kernels.h"
+#include "nn/layer.h"
+#include "nn/train.h"
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+const char *layout_featnorm_name(int featnorm) {
+    return featnorm == TRAIN_FEATNORM_ROW ? "row" : featnorm == TRAIN_FEATNORM_STANDARD ? "standard" : "none";
+}
+
+void layout_x_name(char *buf, size_t len, const char *part, int featnorm) {
+    snprintf(buf, len, "layout/%s/%s/x", part, layout_featnorm_name(featnorm));
+}
+
+void layout_m0_name(char *buf, size_t len, const char *part, int featnorm, int norm, hist_dtype_t dt) {
+    snprintf(buf, len, "layout/%s/%s/m0-%s-%s", part, layout_featnorm_name(featnorm), norm == NN_NORM_MEAN ? "mean" : "gcn",
+             dt == HIST_BF16 ? "bf16" : "fp32");
+}
+
+/* x renumbered by p and normalised, as mb_data_prepare does in memory (caller frees). */
+static int build_x(store_t *s, const partition_t *p, int featnorm, float **out) {
+    const store_meta_t *m = store_meta(s);
+    const int64_t n = m->nodes, f = m->features;
+    *out = NULL;
+    if (f < 1) return inca_fail(INCA_EINVAL, "%s: the dataset has no features", store_path(s));
+    float *raw = NULL;
+    int64_t cnt = 0;
+    int rc = store_array_load(s, "x", DT_F32, (void **)&raw, &cnt);
+    if (rc != INCA_OK) return rc;
+    if (cnt != n * f) {
+        inca_free(raw);
+        return inca_fail(INCA_EINVAL, "%s: array 'x' has %lld values, expected %lld", store_path(s), (long long)cnt, (long long)(n * f));
+    }
+    for (int64_t i = 0; i < n * f; i++)
+        if (!isfinite(raw[i])) {
+            inca_free(raw);
+            return inca_fail(INCA_EINVAL, "%s: array 'x' entry %lld (row %lld) is not finite: the store is corrupt", store_path(s),
+                             (long long)i, (long long)(i / f));
+        }
+    float *x = inca_malloc(sizeof *x * (size_t)(n * f));
+    if (!x) {
+        inca_free(raw);
+        return INCA_ENOMEM;
+    }
+    for (int64_t v = 0; v < n; v++) memcpy(x + p->perm[v] * f, raw + v * f, sizeof(float) * (size_t)f);
+    inca_free(raw);
+    train_features_prepare(featnorm, n, f, x, x);
+    *out = x;
+    return INCA_OK;
+}
+
+/* M^0 = Â x for the model adjacency `norm` of the renumbered graph; bf16: rounded (caller frees). */
+static int build_m0(const partition_t *p, const csr_t *adj, const float *x, int64_t f, int norm, hist_dtype_t dt,
+                    void **out) {
+    const int64_t n = p->n;
+    csr_t adjp = {0}, a = {0}, at = {0};
+    kern_mat_t *am = NULL;
+    float *m0 = NULL;
+    *out = NULL;
+    int rc = csr_permute(adj, p->perm, &adjp);
+    if (rc == INCA_OK) rc = nn_adj_build(&adjp, norm, &a, &at);
+    csr_free(&adjp);
+    csr_free(&at);
+    if (rc == INCA_OK) rc = kc_mat_upload(kc_cpu(), &a, &am);
+    if (rc == INCA_OK && !(m0 = inca_malloc(sizeof *m0 * (size_t)(n * f)))) rc = INCA_ENOMEM;
+    if (rc == INCA_OK) rc = kc_spmm(kc_cpu(), am, NULL, x, f, 1.f, 0.f, m0);
+    kc_mat_free(kc_cpu(), &am);
+    csr_free(&a);
+    if (rc == INCA_OK && dt == HIST_BF16) {   /* in place: the words fill the front half */
+        uint16_t *b = (uint16_t *)m0;
+        for (int64_t i = 0; i < n * f; i++) b[i] = kern_f32_to_bf16(m0[i]);
+    }
+    if (rc != INCA_OK) inca_free(m0);
+    else *out = m0;
+    return rc;
+}
+
+static int put_whole(store_t *s, const char *name, store_dtype_t dt, const void *data, int64_t count) {
+    store_wtx_t *w = NULL;
+    int rc = store_write_begin(s, &w);
+    if (rc == INCA_OK) rc = store_wtx_put_array_whole(w, name, dt, data, count);
+    if (rc == INCA_OK) return store_write_commit(&w);
+    store_write_abort(&w);
+    return rc;
+}
+
+int layout_ensure(store_t *s, const partition_t *p, const csr_t *adj, int featnorm, int want_m0, int norm,
+                  hist_dtype_t dt, int *built) {
+    char xn[192], mn[192];
+    const store_meta_t *m = store_meta(s);
+    if (built) *built = 0;
+    if (!m || m->nodes != p->n)
+        return inca_fail(INCA_EINVAL, "%s: partitioning %s covers %lld nodes, the store %lld", store_path(s), p->man.name,
+                         (long long)p->n, (long long)(m ? m->nodes : -1));
+    const int64_t n = m->nodes, f = m->features;
+    layout_x_name(xn, sizeof xn, p->man.name, featnorm);
+    layout_m0_name(mn, sizeof mn, p->man.name, featnorm, norm, dt);
+    const int need_x = !store_has_array(s, xn), need_m0 = want_m0 && !store_has_array(s, mn);
+    if (!need_x && !need_m0) return INCA_OK;
+    float *x = NULL;
+    int rc = INCA_OK;
+    if (need_x || need_m0) rc = build_x(s, p, featnorm, &x);   /* M^0 from the same bits */
+    if (rc == INCA_OK && need_x && (rc = put_whole(s, xn, DT_F32, x, n * f)) == INCA_OK && built) *built |= 1;
+    if (rc == INCA_OK && need_m0) {
+        void *m0 = NULL;
+        rc = build_m0(p, adj, x, f, norm, dt, &m0);
+        inca_free(x);
+        x = NULL;
+        if (rc == INCA_OK) rc = put_whole(s, mn, dt == HIST_BF16 ? DT_BF16 : DT_F32, m0, n * f);
+        inca_free(m0);
+        if (rc == INCA_OK && built) *built |= 2;
+    }
+    inca_free(x);
+    return rc == INCA_OK ? rc : inca_fail_ctx(rc, "while writing the partition-ordered layout of %s", p->man.name);
+}
+
+static int view_of(store_t *s, const char *name, store_dtype_t dt, int64_t want, const partition_t *p, int featnorm,
+                   const void **out) {
+    int64_t cnt = 0;
+    int rc = store_array_view(s, name, dt, out, &cnt);
+    if (rc == INCA_ENOTFOUND)
+        return inca_fail(INCA_ENOTFOUND, "%s: no array %s (a store partitioned before the layout existed, or another "
+                         "--feature-norm): run `inca partition %s --parts %lld --feature-norm %s`, or train once with the "
+                         "store writable", store_path(s), name, store_path(s), (long long)p->k, layout_featnorm_name(featnorm));
+    if (rc == INCA_OK && cnt != want)
+        rc = inca_fail(INCA_EINVAL, "%s: array %s has %lld values, expected %lld: the store is corrupt", store_path(s), name,
+                       (long long)cnt, (long long)want);
+    return rc;
+}
+
+int layout_open(store_t *s, const partition_t *p, int featnorm, int want_m0, int norm, hist_dtype_t dt,
+                layout_views_t *v) {
+    char xn[192], mn[192];
+    const store_meta_t *m = store_meta(s);
+    memset(v, 0, sizeof *v);
+    v->n = m->nodes;
+    v->f = m->features;
+    v->m0_dtype = dt;
+    layout_x_name(xn, sizeof xn, p->man.name, featnorm);
+    layout_m0_name(mn, sizeof mn, p->man.name, featnorm, norm, dt);
+    const void *x = NULL;
+    int rc = view_of(s, xn, DT_F32, v->n * v->f, p, featnorm, &x);
+    v->x = x;
+    if (rc == INCA_OK && want_m0) rc = view_of(s, mn, dt == HIST_BF16 ? DT_BF16 : DT_F32, v->n * v->f, p, featnorm, &v->m0);
+    if (rc != INCA_OK) memset(v, 0, sizeof *v);
+    return rc;
+}
