@@ -72,7 +72,7 @@ int cmd_partition(int argc, char **argv) {
         rc = inca_fail(INCA_EINVAL, "--m0: expected gcn, sage or none, got '%s'", m0s);
         goto done;
     } else if ((rc = model_kind_parse(m0s, &m0_kind)) != INCA_OK) goto done;
-    if ((rc = store_open(args_pos(a, 0), STORE_RDWR, &s)) != INCA_OK) goto done;
+    if ((rc = store_open(args_pos(a, 0), STORE_RDWR_MAP, &s)) != INCA_OK) goto done;
     double t0 = inca_now();
     char name[64];
     partition_name(name, sizeof name, method, k, (uint64_t)seed);

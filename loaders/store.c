@@ -125,7 +125,7 @@ static void rtxn_reset(store_t *s) {
     s->rtxn_live = 0;
 }
 
-static int env_open(const char *path, int create, int writable, store_t **out) {
+static int env_open(const char *path, int create, int writable, int writemap, store_t **out) {
     *out = NULL;
     store_t *s = inca_calloc(1, sizeof *s);
     if (!s) return INCA_ENOMEM;
@@ -139,7 +139,7 @@ static int env_open(const char *path, int create, int writable, store_t **out) {
     mdb_env_set_maxdbs(s->env, 4);
     s->mapsize = INITIAL_MAP;
     mdb_env_set_mapsize(s->env, s->mapsize);
-    unsigned flags = MDB_NOTLS | (writable ? MDB_NOSYNC : MDB_RDONLY);
+    unsigned flags = MDB_NOTLS | (writable ? MDB_NOSYNC : MDB_RDONLY) | (writable && writemap ? MDB_WRITEMAP : 0);
     if (!create) {   /* LMDB trusts its pages: check their structure before it maps them */
         char dp[4200];
         snprintf(dp, sizeof dp, "%s/data.mdb", path);
@@ -209,7 +209,7 @@ int store_open(const char *path, int mode, store_t **out) {
     if (!S_ISDIR(st.st_mode))
         return inca_fail(INCA_EINVAL, "%s: not a store directory", path);
     store_t *s;
-    int rc = env_open(path, 0, mode == STORE_RDWR, &s);
+    int rc = env_open(path, 0, mode == STORE_RDWR || mode == STORE_RDWR_MAP, mode == STORE_RDWR_MAP, &s);
     if (rc) return rc;
     MDB_val v;
     rc = get_locked(s, s->dbi_meta, "meta", 4, &v);
@@ -231,7 +231,7 @@ int store_create(const char *path, store_t **out) {
     *out = NULL;
     if (mkdir(path, 0755) != 0)
         return inca_fail(errno == EEXIST ? INCA_EINVAL : INCA_EIO, "%s: cannot create store directory: %s", path, strerror(errno));
-    return env_open(path, 1, 1, out);
+    return env_open(path, 1, 1, 0, out);
 }
 
 void store_close(store_t **sp) {

@@ -62,7 +62,11 @@ typedef struct store_array_info {
 
 typedef struct store store_t;
 
-enum { STORE_RDONLY = 0, STORE_RDWR = 1 };
+/* STORE_RDWR_MAP: writable with LMDB's MDB_WRITEMAP: a commit writes its pages straight into
+ * the map (no copy of them in anonymous memory, no write(2) calls, which Linux caps at 2 GiB
+ * each: LMDB fails a larger value with EIO), the file is sized to the map (sparse). For the
+ * multi-GB whole arrays of the layout (nn/layout.h). */
+enum { STORE_RDONLY = 0, STORE_RDWR = 1, STORE_RDWR_MAP = 2 };
 /* Open an existing store; checks the meta record (magic, version, sizes) with a hint on
  * mismatch. The caller owns *out and frees it with store_close. */
 int store_open(const char *path, int mode, store_t **out);

@@ -642,7 +642,7 @@ static int train_view_open(const dataset_t *d, const train_config_t *c, const pa
         snprintf(why, sizeof why, "%s", inca_errmsg());
         inca_err_clear();
         store_close(s);
-        if (store_open(c->store_path, STORE_RDWR, s) != INCA_OK) {
+        if (store_open(c->store_path, STORE_RDWR_MAP, s) != INCA_OK) {
             inca_err_clear();
             return inca_fail(INCA_ENOTFOUND, "%s", why);
         }

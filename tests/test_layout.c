@@ -1,0 +1,267 @@
+/* nn/layout + the view loader (issue 12): the store's partition-ordered arrays against an
+ * independent renumbering and a double-precision Â X; mini-batch training on store views
+ * bit-identical to training on the same arrays copied into memory; the layer-wise evaluation
+ * against the copy path's whole-graph one; tables spilled to files under a memory budget giving
+ * the same numbers; the budget's and a missing layout's errors. */
+#include "testutil.h"
+#include "core/alloc.h"
+#include "core/status.h"
+#include "graph/gen.h"
+#include "graph/partition.h"
+#include "kernels/kernels.h"
+#include "loaders/dataset.h"
+#include "loaders/partition_store.h"
+#include "loaders/store.h"
+#include "nn/layer.h"
+#include "nn/layout.h"
+#include "nn/train.h"
+#include "nn/train_mb.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char *dir;
+static char path[4096];
+static dataset_t D;
+static partition_t P;
+
+/* a noisy CSBM (accuracy well below 100%) saved as a store and partitioned into 12 parts */
+static void setup(void) {
+    dir = tu_mkdtemp();
+    snprintf(path, sizeof path, "%s/g.lmdb", dir);
+    gen_opts_t o;
+    gen_opts_default(&o);
+    o.nodes = 1200;
+    o.avg_degree = 8;
+    o.features = 24;
+    o.classes = 4;
+    o.seed = 5;
+    o.homophily = 0.7;
+    o.noise = 1.0;
+    ck_assert_int_eq(gen_csbm(&o, &D, NULL), INCA_OK);
+    ck_assert_int_eq(dataset_save(&D, path, 0), INCA_OK);
+    store_t *s = NULL;
+    ck_assert_int_eq(store_open(path, STORE_RDWR, &s), INCA_OK);
+    ck_assert_int_eq(store_partition_get(s, &D.adj, 12, PART_METIS, 0, &P, NULL), INCA_OK);
+    store_close(&s);
+}
+
+static void teardown(void) {
+    partition_free(&P);
+    dataset_free(&D);
+    tu_rmrf(dir);
+    free(dir);
+}
+
+START_TEST(arrays_match_independent_reference) {
+    store_t *s = NULL;
+    ck_assert_int_eq(store_open(path, STORE_RDWR, &s), INCA_OK);
+    layout_views_t v;
+    /* absent: a message naming the command that writes it */
+    ck_assert_int_eq(layout_open(s, &P, TRAIN_FEATNORM_ROW, 1, NN_NORM_GCN, HIST_F32, &v), INCA_ENOTFOUND);
+    ck_assert_ptr_nonnull(strstr(inca_errmsg(), "inca partition"));
+    int built = 0;
+    ck_assert_int_eq(layout_ensure(s, &P, &D.adj, TRAIN_FEATNORM_ROW, 1, NN_NORM_GCN, HIST_F32, &built), INCA_OK);
+    ck_assert_int_eq(built, 3);
+    ck_assert_int_eq(layout_ensure(s, &P, &D.adj, TRAIN_FEATNORM_ROW, 1, NN_NORM_GCN, HIST_F32, &built), INCA_OK);
+    ck_assert_int_eq(built, 0);   /* nothing written twice */
+    ck_assert_int_eq(layout_ensure(s, &P, &D.adj, TRAIN_FEATNORM_ROW, 1, NN_NORM_GCN, HIST_BF16, &built), INCA_OK);
+    ck_assert_int_eq(built, 2);
+    ck_assert_int_eq(layout_open(s, &P, TRAIN_FEATNORM_ROW, 1, NN_NORM_GCN, HIST_F32, &v), INCA_OK);
+    const int64_t n = D.n, f = D.f;
+    ck_assert_int_eq(v.n, n);
+    ck_assert_int_eq(v.f, f);
+    /* x: row v of the dataset, divided by its sum (double), lands at row perm[v] */
+    for (int64_t u = 0; u < n; u++) {
+        double sum = 0;
+        for (int64_t j = 0; j < f; j++) sum += D.x[u * f + j];
+        for (int64_t j = 0; j < f; j++) {
+            const double want = sum != 0 ? D.x[u * f + j] / sum : 0;
+            ck_assert(fabs(v.x[P.perm[u] * f + j] - want) <= 1e-6 * (fabs(want) + 1e-3));
+        }
+    }
+    /* M^0 = D^-1/2 (A+I) D^-1/2 X in double, from the dataset's own graph in its own numbering */
+    double *ref = calloc((size_t)(n * f), sizeof(double)), *mag = calloc((size_t)(n * f), sizeof(double));
+    for (int64_t u = 0; u < n; u++) {
+        const double du = (double)(D.adj.rowptr[u + 1] - D.adj.rowptr[u] + 1);
+        for (int64_t k = D.adj.rowptr[u]; k <= D.adj.rowptr[u + 1]; k++) {
+            const int64_t w = k < D.adj.rowptr[u + 1] ? D.adj.col[k] : u;   /* the self-loop last */
+            const double dw = (double)(D.adj.rowptr[w + 1] - D.adj.rowptr[w] + 1);
+            for (int64_t j = 0; j < f; j++) {
+                ref[u * f + j] += v.x[P.perm[w] * f + j] / sqrt(du * dw);
+                mag[u * f + j] += fabs(v.x[P.perm[w] * f + j]) / sqrt(du * dw);
+            }
+        }
+    }
+    const float *m0 = v.m0;
+    double worst = 0;
+    for (int64_t u = 0; u < n; u++)
+        for (int64_t j = 0; j < f; j++) {
+            /* float sums of a few terms: error within a few ulps of the sum of magnitudes */
+            const double e = fabs(m0[P.perm[u] * f + j] - ref[u * f + j]) / (mag[u * f + j] + 1e-12);
+            worst = e > worst ? e : worst;
+        }
+    ck_assert_msg(worst < 1e-5, "M^0 relative error %g", worst);
+    /* bf16 M^0: the fp32 one rounded to nearest even */
+    float *m32 = malloc(sizeof(float) * (size_t)(n * f));
+    memcpy(m32, m0, sizeof(float) * (size_t)(n * f));
+    ck_assert_int_eq(layout_open(s, &P, TRAIN_FEATNORM_ROW, 1, NN_NORM_GCN, HIST_BF16, &v), INCA_OK);
+    const uint16_t *m16 = v.m0;
+    for (int64_t i = 0; i < n * f; i++) ck_assert_uint_eq(m16[i], kern_f32_to_bf16(m32[i]));
+    free(m32);
+    free(ref);
+    free(mag);
+    store_close(&s);
+}
+END_TEST
+
+static void base_config(train_config_t *c) {
+    train_config_default(c);
+    snprintf(c->model, sizeof c->model, "gcn");
+    snprintf(c->method, sizeof c->method, "incagg");
+    c->epochs = 12;
+    c->hidden = 16;
+    c->parts = 12;
+    c->batch_parts = 3;
+    c->feature_norm = TRAIN_FEATNORM_STANDARD;   /* Gaussian features: row sums near 0 */
+    c->store_path = path;
+}
+
+static void run_mb(const train_config_t *c, const layout_views_t *view, train_result_t *r, mb_stats_t *st) {
+    mb_opts_t o;
+    mb_opts_default(&o);
+    o.view = view;
+    ck_assert_int_eq(mb_train(&D, c, D.split[SPLIT_TRAIN], D.split_n[SPLIT_TRAIN], 0, &P, &o, r, st), INCA_OK);
+}
+
+START_TEST(views_equal_copies_and_budget_spills) {
+    static const struct { const char *model, *method, *dtype; int source, refresh; } cases[] = {
+        {"gcn", "incagg", "fp32", AGG_SRC_RECOMPUTE, 0}, {"gcn", "incagg", "bf16", AGG_SRC_RECOMPUTE, 2},
+        {"sage", "incagg", "fp32", AGG_SRC_PUSH, 0},     {"gcn", "incagg", "fp32", AGG_SRC_PUSH, 3},
+        {"gcn", "gas", "fp32", 0, 0},                    {"sage", "cluster", "fp32", 0, 0}};
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        train_config_t c;
+        base_config(&c);
+        snprintf(c.model, sizeof c.model, "%s", cases[ci].model);
+        snprintf(c.method, sizeof c.method, "%s", cases[ci].method);
+        snprintf(c.history_dtype, sizeof c.history_dtype, "%s", cases[ci].dtype);
+        c.refresh_source = cases[ci].source;
+        c.refresh = cases[ci].refresh;
+        c.layers = 3;
+        hist_dtype_t hd = strcmp(cases[ci].dtype, "bf16") == 0 ? HIST_BF16 : HIST_F32;
+        const int norm = strcmp(cases[ci].model, "sage") == 0 ? NN_NORM_MEAN : NN_NORM_GCN;
+        const int want_m0 = strcmp(cases[ci].method, "incagg") == 0;
+        store_t *s = NULL;
+        layout_views_t v, vm;
+        ck_assert_int_eq(store_open(path, STORE_RDWR, &s), INCA_OK);
+        ck_assert_int_eq(layout_ensure(s, &P, &D.adj, c.feature_norm, want_m0, norm, hd, NULL), INCA_OK);
+        ck_assert_int_eq(layout_open(s, &P, c.feature_norm, want_m0, norm, hd, &v), INCA_OK);
+        /* the same arrays copied into ordinary memory */
+        const size_t xb = sizeof(float) * (size_t)(v.n * v.f), mb = (hd == HIST_BF16 ? 2 : 4) * (size_t)(v.n * v.f);
+        float *xc = malloc(xb);
+        void *mc = want_m0 ? malloc(mb) : NULL;
+        memcpy(xc, v.x, xb);
+        if (mc) memcpy(mc, v.m0, mb);
+        vm = v;
+        vm.x = xc;
+        vm.m0 = mc;
+        train_result_t rv, rm, rb, rc_;
+        mb_stats_t sv, sm, sb;
+        c.loader = TRAIN_LOADER_VIEW;
+        run_mb(&c, &v, &rv, &sv);
+        run_mb(&c, &vm, &rm, &sm);
+        ck_assert_str_eq(rv.loader, "view");
+        ck_assert_msg(rv.test_acc == rm.test_acc && rv.val_acc == rm.val_acc && rv.train_loss == rm.train_loss,
+                      "case %zu: view %.17g/%.17g vs copied arrays %.17g/%.17g", ci, rv.test_acc, rv.train_loss,
+                      rm.test_acc, rm.train_loss);
+        /* a budget that spills every table to files: the same numbers */
+        c.memory_budget = sv.scratch_bytes + ((int64_t)64 << 20);
+        run_mb(&c, &v, &rb, &sb);
+        const int64_t need = sb.anon_need_bytes;
+        ck_assert_int_gt(need, 0);
+        mb_stats_free(&sb);
+        train_result_free(&rb);
+        c.memory_budget = need;   /* exactly what the batch needs: no room for tables */
+        run_mb(&c, &v, &rb, &sb);
+        if (sv.table_bytes > 0) ck_assert_int_eq(sb.spilled_bytes, sv.table_bytes);
+        ck_assert_msg(rb.test_acc == rv.test_acc && rb.train_loss == rv.train_loss, "case %zu: spilled tables differ", ci);
+        c.memory_budget = need - 1;
+        mb_opts_t o;
+        mb_opts_default(&o);
+        o.view = &v;
+        ck_assert_int_eq(mb_train(&D, &c, D.split[SPLIT_TRAIN], D.split_n[SPLIT_TRAIN], 0, &P, &o, &rc_, NULL), INCA_EINVAL);
+        ck_assert_ptr_nonnull(strstr(inca_errmsg(), "--memory-budget"));
+        train_result_free(&rc_);
+        /* the copy path (whole-graph evaluation, M^0 computed in memory): the same model within
+         * the rounding of panel GEMMs */
+        c.memory_budget = 0;
+        c.loader = TRAIN_LOADER_COPY;
+        run_mb(&c, NULL, &rc_, NULL);
+        ck_assert_str_eq(rc_.loader, "copy");
+        ck_assert_msg(fabs(rc_.test_acc - rv.test_acc) <= 0.01 && fabs(rc_.train_loss - rv.train_loss) <= 1e-4 * rv.train_loss,
+                      "case %zu: copy %.4f/%.6f vs view %.4f/%.6f", ci, rc_.test_acc, rc_.train_loss, rv.test_acc, rv.train_loss);
+        ck_assert_msg(rv.test_acc > 0.4 && rv.test_acc < 0.99, "case %zu: test accuracy %.4f", ci, rv.test_acc);
+        train_result_free(&rc_);
+        train_result_free(&rb);
+        train_result_free(&rv);
+        train_result_free(&rm);
+        mb_stats_free(&sb);
+        mb_stats_free(&sv);
+        mb_stats_free(&sm);
+        free(xc);
+        free(mc);
+        store_close(&s);
+    }
+}
+END_TEST
+
+START_TEST(train_run_migrates_and_refuses) {
+    /* train_run with --loader view on a store without the layout writes it, once, then maps it */
+    dataset_t d;
+    ck_assert_int_eq(dataset_load_ex(path, DATASET_NO_X, &d), INCA_OK);
+    ck_assert_ptr_null(d.x);
+    ck_assert_int_eq(d.f, D.f);
+    train_config_t c;
+    base_config(&c);
+    c.loader = TRAIN_LOADER_VIEW;
+    train_result_t r;
+    ck_assert_int_eq(train_run(&d, &c, NULL, 0, &r), INCA_OK);
+    ck_assert_str_eq(r.loader, "view");
+    train_result_free(&r);
+    store_t *s = NULL;
+    char name[192];
+    ck_assert_int_eq(store_open(path, STORE_RDONLY, &s), INCA_OK);
+    layout_m0_name(name, sizeof name, P.man.name, TRAIN_FEATNORM_STANDARD, NN_NORM_GCN, HIST_F32);
+    ck_assert(store_has_array(s, name));
+    store_close(&s);
+    /* the full-batch method and gcnii need the features in memory */
+    snprintf(c.method, sizeof c.method, "full");
+    ck_assert_int_eq(train_run(&d, &c, NULL, 0, &r), INCA_EINVAL);
+    ck_assert_ptr_nonnull(strstr(inca_errmsg(), "features"));
+    snprintf(c.method, sizeof c.method, "incagg");
+    snprintf(c.model, sizeof c.model, "gcnii");
+    ck_assert_int_eq(train_run(&d, &c, NULL, 0, &r), INCA_EINVAL);
+    ck_assert_ptr_nonnull(strstr(inca_errmsg(), "--loader copy"));
+    dataset_free(&d);
+    int64_t b = 0;
+    ck_assert_int_eq(train_size_parse("1.5G", &b), INCA_OK);
+    ck_assert_int_eq(b, (int64_t)1536 << 20);
+    ck_assert_int_eq(train_size_parse("512MB", &b), INCA_OK);
+    ck_assert_int_eq(b, (int64_t)512 << 20);
+    ck_assert_int_eq(train_size_parse("12x", &b), INCA_EINVAL);
+    ck_assert_int_eq(train_size_parse("-1G", &b), INCA_EINVAL);
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("layout");
+    TCase *t = tcase_create("core");
+    tcase_add_checked_fixture(t, setup, teardown);
+    tcase_set_timeout(t, 300);
+    tcase_add_test(t, arrays_match_independent_reference);
+    tcase_add_test(t, views_equal_copies_and_budget_spills);
+    tcase_add_test(t, train_run_migrates_and_refuses);
+    suite_add_tcase(s, t);
+    return tu_run_suite(s);
+}
