@@ -236,6 +236,8 @@ int cmd_train(int argc, char **argv) {
             json_str(j, "history_location", r.history_on_host ? "host" : "device");
             json_str(j, "loader", r.loader);
             json_int(j, "spilled_bytes", r.spilled_bytes);
+            json_num(j, "loader_wait_s", r.loader_wait_s);   /* last run: waiting on the batch loader */
+            json_num(j, "loader_wait_fraction", r.steps_s > 0 ? r.loader_wait_s / r.steps_s : 0);
         }
         json_str(j, "model", c.model);
         json_str(j, "device", r.device);

@@ -758,6 +758,8 @@ int train_run(const dataset_t *d, const train_config_t *c, const int64_t *train_
         r->scratch_bytes = one.scratch_bytes;
         r->history_on_host = one.history_on_host;
         r->spilled_bytes = one.spilled_bytes;
+        r->loader_wait_s = one.loader_wait_s;
+        r->steps_s = one.steps_s;
         snprintf(r->loader, sizeof r->loader, "%s", one.loader);
         train_result_free(&one);
     }

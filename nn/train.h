@@ -132,6 +132,8 @@ typedef struct train_result {
     char device[16];                     /* the backend the runs used ("cpu"; auto resolved) */
     char loader[8];                      /* mini-batch: "copy" | "view" (auto resolved); "" full */
     int64_t spilled_bytes;               /* view loader: table bytes in file-backed maps */
+    double loader_wait_s, steps_s;       /* mini-batch, last run: seconds the trainer waited for the
+                                            loader, and of all steps (wait included) */
     double *run_test_acc, *run_val_acc;  /* runs entries each, owned (train_result_free) */
     int *run_best_epoch;
 } train_result_t;

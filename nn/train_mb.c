@@ -605,7 +605,8 @@ static int mb_run_figures(mb_run_t *R, train_result_t *r, mb_stats_t *st) {
     r->refresh_time_s = st->refreshes ? st->refresh_s_total / (double)st->refreshes : 0;
     r->eval_time_s = st->evals ? st->eval_s_total / (double)st->evals : 0;
     r->peak_rss_mb = inca_peak_rss_mb();
-    st->wait_s = batch_loader_wait_s(R->ld);
+    st->wait_s = r->loader_wait_s = batch_loader_wait_s(R->ld);
+    r->steps_s = st->step_s_total;
     st->build_s = batch_loader_build_s(R->ld);
     st->table_bytes = r->table_bytes = agg_table_bytes(R->agg);
     st->scratch_bytes = r->scratch_bytes = agg_scratch_bytes(R->agg);

@@ -2,7 +2,6 @@
  * injection) and history tables (fp32 exact round trips, bf16 round-to-nearest-even against
  * hand-computed bit patterns, pull/push by ids and ranges, copy), and spilling tables to
  * file-backed maps past a budget. */
-#define _DEFAULT_SOURCE   /* mkdtemp */
 #include "testutil.h"
 #include "core/alloc.h"
 #include "core/status.h"
