@@ -11,6 +11,7 @@
 #include "core/status.h"
 #include "core/util.h"
 #include "graph/partition.h"
+#include "loaders/dataset.h"
 #include "loaders/partition_store.h"
 #include "loaders/store.h"
 #include "nn/layer.h"
@@ -19,30 +20,6 @@
 #include "nn/train.h"
 #include <stdio.h>
 #include <string.h>
-
-/* Load the stored adjacency pattern ("rowptr", "col") without features. Caller csr_free's. */
-static int load_adj(store_t *s, csr_t *adj) {
-    void *rp = NULL, *col = NULL;
-    int64_t nr = 0, nc = 0;
-    memset(adj, 0, sizeof *adj);
-    int rc = store_array_load(s, "rowptr", DT_I64, &rp, &nr);
-    if (rc == INCA_OK) rc = store_array_load(s, "col", DT_I32, &col, &nc);
-    if (rc != INCA_OK) {
-        inca_free(rp);
-        inca_free(col);
-        return inca_fail_ctx(rc, "%s has no graph", store_path(s));
-    }
-    adj->n_rows = adj->n_cols = nr - 1;
-    adj->nnz = nc;
-    adj->rowptr = rp;
-    adj->col = col;
-    adj->owned = 1;
-    if (nr < 1 || adj->rowptr[nr - 1] != nc) {
-        csr_free(adj);
-        return inca_fail(INCA_EINVAL, "%s: rowptr/col sizes disagree", store_path(s));
-    }
-    return INCA_OK;
-}
 
 int cmd_partition(int argc, char **argv) {
     static const char *const known[] = {"--parts", "--method", "--seed", "--json!", "--feature-norm", "--m0", "--history-dtype",
@@ -80,13 +57,13 @@ int cmd_partition(int argc, char **argv) {
     if (rc == INCA_OK) reused = 1;
     else if (rc == INCA_ENOTFOUND) {
         inca_err_clear();
-        if ((rc = load_adj(s, &adj)) != INCA_OK) goto done;
+        if ((rc = dataset_load_adj(s, &adj)) != INCA_OK) goto done;
         rc = store_partition_get(s, &adj, k, method, (uint64_t)seed, &p, &reused);
     }
     if (rc != INCA_OK) goto done;
     const double tl = inca_now();
     if (!args_has(a, "--no-layout") && store_meta(s)->features > 0) {
-        if (!adj.rowptr && (rc = load_adj(s, &adj)) != INCA_OK) goto done;
+        if (!adj.rowptr && (rc = dataset_load_adj(s, &adj)) != INCA_OK) goto done;
         rc = layout_ensure(s, &p, &adj, featnorm, m0_kind >= 0, m0_kind >= 0 ? nn_kind_norm(m0_kind) : NN_NORM_GCN, hd, &built);
         if (rc != INCA_OK) goto done;
     }

@@ -191,12 +191,12 @@ int cmd_train(int argc, char **argv) {
     log_state_t ls = {.tty = isatty(STDERR_FILENO)};
     if ((rc = config_from_args(a, &c, &ls))) goto done;
     c.store_path = args_pos(a, 0);
-    {   /* the view loader maps the features from the store: they are not loaded at all */
+    {   /* the view loader maps the features and Â from the store: neither is loaded */
         store_t *s = NULL;
         if ((rc = store_open(c.store_path, STORE_RDONLY, &s))) goto done;
         const int view = train_loader_resolve(&c, store_meta(s)->nodes, store_meta(s)->features) == TRAIN_LOADER_VIEW;
         store_close(&s);
-        if ((rc = dataset_load_ex(c.store_path, view ? DATASET_NO_X : 0, &d))) goto done;
+        if ((rc = dataset_load_ex(c.store_path, view ? DATASET_NO_X | DATASET_NO_GRAPH : 0, &d))) goto done;
     }
     const char *split = args_str(a, "--split", NULL);
     if (split && strncmp(split, "random:", 7) == 0) {

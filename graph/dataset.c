@@ -22,3 +22,5 @@ int64_t dataset_labeled(const dataset_t *d) {
         for (int64_t i = 0; i < d->n; i++) k += d->y[i] >= 0;
     return k;
 }
+
+int dataset_has_graph(const dataset_t *d) { return d->adj.rowptr != NULL || (d->adj.nnz > 0 && d->adj.n_rows == d->n); }

@@ -25,4 +25,7 @@ typedef struct dataset {
 void dataset_init(dataset_t *d);   /* zero everything */
 void dataset_free(dataset_t *d);   /* free owned arrays, then zero */
 int64_t dataset_labeled(const dataset_t *d);   /* nodes with y >= 0 */
+/* 1 when d has a graph: loaded (adj.rowptr) or declared without its arrays (adj.nnz > 0,
+ * loaders/dataset.h DATASET_NO_GRAPH: a trainer that maps it from the store instead). */
+int dataset_has_graph(const dataset_t *d);
 #endif

@@ -216,6 +216,40 @@ int dataset_save(const dataset_t *d, const char *path, int overwrite) {
 
 int dataset_load(const char *path, dataset_t *d) { return dataset_load_ex(path, 0, d); }
 
+int dataset_load_adj(store_t *s, csr_t *adj) {
+    void *rp = NULL, *col = NULL;
+    int64_t nr = 0, nc = 0;
+    memset(adj, 0, sizeof *adj);
+    int rc = store_array_load(s, "rowptr", DT_I64, &rp, &nr);
+    if (rc == INCA_OK) rc = store_array_load(s, "col", DT_I32, &col, &nc);
+    if (rc != INCA_OK) {
+        inca_free(rp);
+        inca_free(col);
+        return inca_fail_ctx(rc, "%s has no graph", store_path(s));
+    }
+    adj->n_rows = adj->n_cols = nr - 1;
+    adj->nnz = nc;
+    adj->rowptr = rp;
+    adj->col = col;
+    adj->owned = 1;
+    if (nr < 1 || adj->rowptr[0] != 0 || adj->rowptr[nr - 1] != nc) {
+        csr_free(adj);
+        return inca_fail(INCA_EINVAL, "%s: rowptr/col sizes disagree", store_path(s));
+    }
+    for (int64_t i = 0; i < nr - 1; i++)
+        if (adj->rowptr[i + 1] < adj->rowptr[i]) {
+            csr_free(adj);
+            return inca_fail(INCA_EINVAL, "%s: array 'rowptr' decreases at entry %lld: the store is corrupt", store_path(s), (long long)(i + 1));
+        }
+    for (int64_t k = 0; k < nc; k++)
+        if (adj->col[k] < 0 || adj->col[k] >= nr - 1) {
+            csr_free(adj);
+            return inca_fail(INCA_EINVAL, "%s: array 'col' entry %lld = %d is outside [0, %lld): the store is corrupt", store_path(s),
+                             (long long)k, adj->col[k], (long long)(nr - 1));
+        }
+    return INCA_OK;
+}
+
 int dataset_load_ex(const char *path, int flags, dataset_t *d) {
     dataset_init(d);
     store_t *s = NULL;
@@ -226,7 +260,10 @@ int dataset_load_ex(const char *path, int flags, dataset_t *d) {
     d->f = m->features;
     d->c = m->classes;
     snprintf(d->source, sizeof d->source, "%s", m->source);
-    if (m->edges > 0 || store_has_array(s, "rowptr")) {
+    if ((flags & DATASET_NO_GRAPH) && m->edges > 0) {
+        d->adj.n_rows = d->adj.n_cols = d->n;
+        d->adj.nnz = m->edges;
+    } else if (m->edges > 0 || store_has_array(s, "rowptr")) {
         int64_t nr = 0, nc = 0;
         rc = store_array_load(s, "rowptr", DT_I64, (void **)&d->adj.rowptr, &nr);
         if (!rc) rc = store_array_load(s, "col", DT_I32, (void **)&d->adj.col, &nc);

@@ -12,6 +12,11 @@ int dataset_save(const dataset_t *d, const char *path, int overwrite);
 int dataset_load(const char *path, dataset_t *d);
 /* The same with flags: DATASET_NO_X leaves d->x NULL (d->f keeps the store's width): for a
  * trainer that maps the features from the store's layout instead (nn/layout.h). */
-enum { DATASET_NO_X = 1 };
+enum { DATASET_NO_X = 1, DATASET_NO_GRAPH = 2 };
+/* DATASET_NO_GRAPH: the graph is declared, not loaded: adj.n_rows = n_cols = n, adj.nnz = the
+ * stored edges, adj.rowptr = col = NULL (dataset_has_graph says 1). */
 int dataset_load_ex(const char *path, int flags, dataset_t *d);
+/* The stored graph alone (rowptr, col; sizes checked) into *adj (owned, csr_free). */
+struct store;
+int dataset_load_adj(struct store *s, csr_t *adj);
 #endif

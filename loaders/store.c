@@ -99,7 +99,16 @@ int64_t store_disk_bytes(const store_t *s) {
     char p[4096];
     struct stat st;
     snprintf(p, sizeof p, "%s/data.mdb", s->path);
-    return stat(p, &st) == 0 ? (int64_t)st.st_size : -1;
+    if (stat(p, &st) != 0) return -1;
+    /* a file once opened with MDB_WRITEMAP is sized to the map (sparse past the last page) */
+    MDB_envinfo info;
+    MDB_stat ms;
+    int64_t used = (int64_t)st.st_size;
+    if (mdb_env_info(s->env, &info) == 0 && mdb_env_stat(s->env, &ms) == 0) {
+        const int64_t u = ((int64_t)info.me_last_pgno + 1) * (int64_t)ms.ms_psize;
+        if (u > 0 && u < used) used = u;
+    }
+    return used;
 }
 
 /* Begin the read snapshot if needed; caller holds mu. */

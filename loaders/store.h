@@ -76,7 +76,9 @@ int store_create(const char *path, store_t **out);
 void store_close(store_t **s);        /* NULL-safe, sets *s = NULL */
 const char *store_path(const store_t *s);
 const store_meta_t *store_meta(const store_t *s);  /* valid until close; NULL before meta */
-int64_t store_disk_bytes(const store_t *s);         /* size of data.mdb */
+/* Bytes of data.mdb in use: up to LMDB's last page (a file once opened with STORE_RDWR_MAP is
+ * sized to the map, sparse past it). */
+int64_t store_disk_bytes(const store_t *s);
 int store_refresh(store_t *s);        /* renew the read snapshot (invalidates views) */
 
 /* ---- reading ---- */

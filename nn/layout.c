@@ -4,6 +4,7 @@
 #include "core/status.h"
 #include "kernels/backend.h"
 #include "kernels/kernels.h"
+#include "loaders/dataset.h"
 #include "nn/layer.h"
 #include "nn/train.h"
 #include <math.h>
@@ -21,6 +22,11 @@ void layout_x_name(char *buf, size_t len, const char *part, int featnorm) {
 void layout_m0_name(char *buf, size_t len, const char *part, int featnorm, int norm, hist_dtype_t dt) {
     snprintf(buf, len, "layout/%s/%s/m0-%s-%s", part, layout_featnorm_name(featnorm), norm == NN_NORM_MEAN ? "mean" : "gcn",
              dt == HIST_BF16 ? "bf16" : "fp32");
+}
+
+static void adj_names(char (*nm)[192], const char *part, const char *which, int norm) {
+    static const char *const parts[3] = {"rowptr", "col", "val"};
+    for (int i = 0; i < 3; i++) snprintf(nm[i], 192, "layout/%s/%s-%s/%s", part, which, norm == NN_NORM_MEAN ? "mean" : "gcn", parts[i]);
 }
 
 /* x renumbered by p and normalised, as mb_data_prepare does in memory (caller frees). */
@@ -55,29 +61,43 @@ static int build_x(store_t *s, const partition_t *p, int featnorm, float **out) 
     return INCA_OK;
 }
 
-/* M^0 = Â x for the model adjacency `norm` of the renumbered graph; bf16: rounded (caller frees). */
-static int build_m0(const partition_t *p, const csr_t *adj, const float *x, int64_t f, int norm, hist_dtype_t dt,
-                    void **out) {
-    const int64_t n = p->n;
-    csr_t adjp = {0}, a = {0}, at = {0};
+/* Â (and Âᵀ for mean) of the renumbered graph, as mb_data_prepare builds it in memory. */
+static int build_adj(const partition_t *p, const csr_t *adj, int norm, csr_t *a, csr_t *at) {
+    csr_t adjp = {0};
+    int rc = csr_permute(adj, p->perm, &adjp);
+    if (rc == INCA_OK) rc = nn_adj_build(&adjp, norm, a, at);
+    csr_free(&adjp);
+    return rc;
+}
+
+/* M^0 = Â x; bf16: rounded (caller frees). */
+static int build_m0(const csr_t *a, const float *x, int64_t f, hist_dtype_t dt, void **out) {
+    const int64_t n = a->n_rows;
     kern_mat_t *am = NULL;
     float *m0 = NULL;
     *out = NULL;
-    int rc = csr_permute(adj, p->perm, &adjp);
-    if (rc == INCA_OK) rc = nn_adj_build(&adjp, norm, &a, &at);
-    csr_free(&adjp);
-    csr_free(&at);
-    if (rc == INCA_OK) rc = kc_mat_upload(kc_cpu(), &a, &am);
+    int rc = kc_mat_upload(kc_cpu(), a, &am);
     if (rc == INCA_OK && !(m0 = inca_malloc(sizeof *m0 * (size_t)(n * f)))) rc = INCA_ENOMEM;
     if (rc == INCA_OK) rc = kc_spmm(kc_cpu(), am, NULL, x, f, 1.f, 0.f, m0);
     kc_mat_free(kc_cpu(), &am);
-    csr_free(&a);
     if (rc == INCA_OK && dt == HIST_BF16) {   /* in place: the words fill the front half */
         uint16_t *b = (uint16_t *)m0;
         for (int64_t i = 0; i < n * f; i++) b[i] = kern_f32_to_bf16(m0[i]);
     }
     if (rc != INCA_OK) inca_free(m0);
     else *out = m0;
+    return rc;
+}
+
+/* the three arrays of g under names nm, one transaction */
+static int put_csr(store_t *s, char (*nm)[192], const csr_t *g) {
+    store_wtx_t *w = NULL;
+    int rc = store_write_begin(s, &w);
+    if (rc == INCA_OK) rc = store_wtx_put_array_whole(w, nm[0], DT_I64, g->rowptr, g->n_rows + 1);
+    if (rc == INCA_OK) rc = store_wtx_put_array_whole(w, nm[1], DT_I32, g->col, g->nnz);
+    if (rc == INCA_OK) rc = store_wtx_put_array_whole(w, nm[2], DT_F32, g->val, g->nnz);
+    if (rc == INCA_OK) return store_write_commit(&w);
+    store_write_abort(&w);
     return rc;
 }
 
@@ -92,7 +112,7 @@ static int put_whole(store_t *s, const char *name, store_dtype_t dt, const void 
 
 int layout_ensure(store_t *s, const partition_t *p, const csr_t *adj, int featnorm, int want_m0, int norm,
                   hist_dtype_t dt, int *built) {
-    char xn[192], mn[192];
+    char xn[192], mn[192], an[3][192], tn[3][192];
     const store_meta_t *m = store_meta(s);
     if (built) *built = 0;
     if (!m || m->nodes != p->n)
@@ -101,15 +121,28 @@ int layout_ensure(store_t *s, const partition_t *p, const csr_t *adj, int featno
     const int64_t n = m->nodes, f = m->features;
     layout_x_name(xn, sizeof xn, p->man.name, featnorm);
     layout_m0_name(mn, sizeof mn, p->man.name, featnorm, norm, dt);
+    adj_names(an, p->man.name, "adj", norm);
+    adj_names(tn, p->man.name, "adjt", norm);
     const int need_x = !store_has_array(s, xn), need_m0 = want_m0 && !store_has_array(s, mn);
-    if (!need_x && !need_m0) return INCA_OK;
+    const int need_a = !store_has_array(s, an[2]) || (norm == NN_NORM_MEAN && !store_has_array(s, tn[2]));
+    if (!need_x && !need_m0 && !need_a) return INCA_OK;
     float *x = NULL;
+    csr_t own = {0}, a = {0}, at = {0};
     int rc = INCA_OK;
-    if (need_x || need_m0) rc = build_x(s, p, featnorm, &x);   /* M^0 from the same bits */
+    if ((need_a || need_m0) && !adj) {
+        rc = dataset_load_adj(s, &own);
+        adj = &own;
+    }
+    if (rc == INCA_OK && (need_a || need_m0)) rc = build_adj(p, adj, norm, &a, &at);
+    csr_free(&own);
+    if (rc == INCA_OK && need_a && (rc = put_csr(s, an, &a)) == INCA_OK && at.rowptr) rc = put_csr(s, tn, &at);
+    if (rc == INCA_OK && need_a && built) *built |= 4;
+    csr_free(&at);
+    if (rc == INCA_OK && (need_x || need_m0)) rc = build_x(s, p, featnorm, &x);   /* M^0 from the same bits */
     if (rc == INCA_OK && need_x && (rc = put_whole(s, xn, DT_F32, x, n * f)) == INCA_OK && built) *built |= 1;
     if (rc == INCA_OK && need_m0) {
         void *m0 = NULL;
-        rc = build_m0(p, adj, x, f, norm, dt, &m0);
+        rc = build_m0(&a, x, f, dt, &m0);
         inca_free(x);
         x = NULL;
         if (rc == INCA_OK) rc = put_whole(s, mn, dt == HIST_BF16 ? DT_BF16 : DT_F32, m0, n * f);
@@ -117,6 +150,7 @@ int layout_ensure(store_t *s, const partition_t *p, const csr_t *adj, int featno
         if (rc == INCA_OK && built) *built |= 2;
     }
     inca_free(x);
+    csr_free(&a);
     return rc == INCA_OK ? rc : inca_fail_ctx(rc, "while writing the partition-ordered layout of %s", p->man.name);
 }
 
@@ -134,6 +168,30 @@ static int view_of(store_t *s, const char *name, store_dtype_t dt, int64_t want,
     return rc;
 }
 
+/* Â (or Âᵀ) of the layout as a csr_t of views, its structure checked (rowptr from 0 to nnz,
+ * non-decreasing, columns in range): a damaged array is an error here, not a wild read later. */
+static int csr_view(store_t *s, const partition_t *p, const char *which, int norm, int featnorm, csr_t *g) {
+    char nm[3][192];
+    const void *rp = NULL, *col = NULL, *val = NULL;
+    int64_t nnz = 0;
+    const int64_t n = p->n;
+    adj_names(nm, p->man.name, which, norm);
+    memset(g, 0, sizeof *g);
+    int rc = view_of(s, nm[0], DT_I64, n + 1, p, featnorm, &rp);
+    if (rc == INCA_OK) rc = store_array_view(s, nm[1], DT_I32, &col, &nnz);
+    if (rc == INCA_OK) rc = view_of(s, nm[2], DT_F32, nnz, p, featnorm, &val);
+    if (rc != INCA_OK) return rc;
+    const int64_t *r = rp;
+    const int32_t *c = col;
+    if (r[0] != 0 || r[n] != nnz) return inca_fail(INCA_EINVAL, "%s: array %s does not run from 0 to %lld: the store is corrupt", store_path(s), nm[0], (long long)nnz);
+    for (int64_t i = 0; i < n; i++)
+        if (r[i + 1] < r[i]) return inca_fail(INCA_EINVAL, "%s: array %s decreases at entry %lld: the store is corrupt", store_path(s), nm[0], (long long)(i + 1));
+    for (int64_t k = 0; k < nnz; k++)
+        if (c[k] < 0 || c[k] >= n) return inca_fail(INCA_EINVAL, "%s: array %s entry %lld = %d is outside [0, %lld): the store is corrupt", store_path(s), nm[1], (long long)k, c[k], (long long)n);
+    *g = (csr_t){.n_rows = n, .n_cols = n, .nnz = nnz, .rowptr = (int64_t *)r, .col = (int32_t *)c, .val = (float *)val, .owned = 0};
+    return INCA_OK;
+}
+
 int layout_open(store_t *s, const partition_t *p, int featnorm, int want_m0, int norm, hist_dtype_t dt,
                 layout_views_t *v) {
     char xn[192], mn[192];
@@ -148,6 +206,8 @@ int layout_open(store_t *s, const partition_t *p, int featnorm, int want_m0, int
     int rc = view_of(s, xn, DT_F32, v->n * v->f, p, featnorm, &x);
     v->x = x;
     if (rc == INCA_OK && want_m0) rc = view_of(s, mn, dt == HIST_BF16 ? DT_BF16 : DT_F32, v->n * v->f, p, featnorm, &v->m0);
+    if (rc == INCA_OK) rc = csr_view(s, p, "adj", norm, featnorm, &v->a);
+    if (rc == INCA_OK && norm == NN_NORM_MEAN) rc = csr_view(s, p, "adjt", norm, featnorm, &v->at);
     if (rc != INCA_OK) memset(v, 0, sizeof *v);
     return rc;
 }

@@ -7,10 +7,13 @@
  *                                    global pre-aggregation) for NORM = gcn | mean (the model's
  *                                    adjacency) and DT = fp32 | bf16 (the history dtype; bf16
  *                                    stored as DT_BF16 words, rounded to nearest even)
+ *   layout/P/adj-NORM/{rowptr,col,val}   the model's normalised adjacency Â of the renumbered
+ *                                    graph (nn_adj_build), and for mean its transpose in
+ *                                    layout/P/adjt-mean/...: the trainer's Â (and Âᵀ) as views
  * each one LMDB value (store_wtx_put_array_whole): one contiguous run of pages that
  * store_array_view serves zero-copy, whose pages are file pages the kernel may evict and read
- * back, never anonymous memory. Labels, splits and the graph stay in their original arrays: they
- * are O(n + edges) and renumbered in memory.
+ * back, never anonymous memory. Labels and splits stay in their original arrays (O(n), renumbered
+ * in memory).
  *
  * The arithmetic is the copy path's (nn/train_mb.c): x renumbered row by row, then
  * train_features_prepare; Â = nn_adj_build of the renumbered graph; M^0 by the CPU backend's
@@ -35,6 +38,7 @@ typedef struct layout_views {
     const float *x;          /* n x f, the store's map */
     const void *m0;          /* n x f of m0_dtype, or NULL when not asked for */
     hist_dtype_t m0_dtype;
+    csr_t a, at;             /* Â (and Âᵀ for mean; else empty): views, owned = 0 */
 } layout_views_t;
 
 /* "none" | "row" | "standard" for TRAIN_FEATNORM_* (nn/train.h). */
@@ -44,9 +48,9 @@ void layout_x_name(char *buf, size_t len, const char *part, int featnorm);
 void layout_m0_name(char *buf, size_t len, const char *part, int featnorm, int norm, hist_dtype_t dt);
 
 /* Write what is missing of the layout for partitioning p (named p->man.name) of the store s
- * (open for writing): x for featnorm, and with want_m0 M^0 for (norm, dt). adj: the store's
- * graph in its original numbering. *built (may be NULL) gets a bit per array written: 1 x,
- * 2 M^0. Each array lands in its own transaction. */
+ * (open for writing): x for featnorm, Â for norm, and with want_m0 M^0 for (norm, dt). adj: the
+ * store's graph in its original numbering (NULL: loaded from s when needed). *built (may be
+ * NULL) gets a bit per array written: 1 x, 2 M^0, 4 Â. Each lands in its own transaction. */
 int layout_ensure(store_t *s, const partition_t *p, const csr_t *adj, int featnorm, int want_m0, int norm,
                   hist_dtype_t dt, int *built);
 /* Views of the layout (ENOTFOUND naming the array and the command that writes it when absent). */

@@ -129,7 +129,7 @@ int train_model_config(const dataset_t *d, const train_config_t *c, uint64_t see
     if (d->f < 1 || (!d->x && c->loader != TRAIN_LOADER_VIEW))
         return inca_fail(INCA_EINVAL, "dataset has no node features: cannot train a model");
     if (d->c < 1 || !d->y) return inca_fail(INCA_EINVAL, "dataset has no labels: cannot train a model");
-    if (mc->kind != NN_MLP && (!d->adj.rowptr || d->adj.n_rows != d->n))
+    if (mc->kind != NN_MLP && (!dataset_has_graph(d) || d->adj.n_rows != d->n))
         return inca_fail(INCA_EINVAL, "--model %s needs a graph and this dataset has none (use --model mlp)", c->model);
     return model_config_check(mc);
 }
@@ -581,8 +581,27 @@ int train_partition(const dataset_t *d, const train_config_t *c, partition_t *p,
     /* reuse (or keep) the partitioning in the store, as `inca partition` does; a store that
      * cannot be opened for writing (a read-only copy) falls back to computing it */
     if (c->store_path && store_open(c->store_path, STORE_RDWR, &s) == INCA_OK) {
-        rc = store_partition_get(s, &d->adj, k, pm, 0, p, reused);
+        csr_t own = {0};   /* a dataset loaded without its graph (the view loader): read it to partition */
+        rc = INCA_OK;
+        if (!d->adj.rowptr) {
+            char name[64];
+            partition_name(name, sizeof name, pm, k, 0);
+            rc = store_partition_load(s, name, p);
+            if (rc == INCA_OK) {
+                if (reused) *reused = 1;
+                store_close(&s);
+                return INCA_OK;
+            }
+            if (rc == INCA_ENOTFOUND) {
+                inca_err_clear();
+                rc = dataset_load_adj(s, &own);
+            }
+        }
+        if (rc == INCA_OK) rc = store_partition_get(s, d->adj.rowptr ? &d->adj : &own, k, pm, 0, p, reused);
+        csr_free(&own);
         store_close(&s);
+    } else if (!d->adj.rowptr) {
+        rc = inca_fail(INCA_EINVAL, "the graph was not loaded and the store %s cannot be opened", c->store_path ? c->store_path : "(none)");
     } else {
         inca_err_clear();
         rc = partition_compute(&d->adj, k, pm, 0, p);
@@ -624,11 +643,8 @@ int train_size_parse(const char *s, int64_t *bytes) {
     return INCA_OK;
 }
 
-/* The view loader's arrays (nn/layout.h): the layout of p for c's feature normalisation (and M^0
- * for incagg), written first when the store lacks it (a store partitioned before the layout
- * existed: migrated, with a log line). *s stays open for the views' lifetime. */
-static int train_view_open(const dataset_t *d, const train_config_t *c, const partition_t *p, store_t **s,
-                           layout_views_t *v) {
+int train_view_open(const dataset_t *d, const train_config_t *c, const partition_t *p, store_t **s,
+                    layout_views_t *v) {
     int rc, kind, built = 0;
     hist_dtype_t hd = HIST_F32;
     if (!c->store_path) return inca_fail(INCA_EINVAL, "--loader view: the dataset must come from a store");
@@ -648,7 +664,7 @@ static int train_view_open(const dataset_t *d, const train_config_t *c, const pa
         }
         train_log(c, TRAIN_LOG_INFO, "%s: writing the partition-ordered layout of %s (feature norm %s%s), once",
                   c->store_path, p->man.name, layout_featnorm_name(c->feature_norm), want_m0 ? ", M^0" : "");
-        rc = layout_ensure(*s, p, &d->adj, c->feature_norm, want_m0, norm, hd, &built);
+        rc = layout_ensure(*s, p, d->adj.rowptr ? &d->adj : NULL, c->feature_norm, want_m0, norm, hd, &built);
         if (rc == INCA_OK) rc = layout_open(*s, p, c->feature_norm, want_m0, norm, hd, v);
     }
     if (rc != INCA_OK) store_close(s);
@@ -707,7 +723,7 @@ int train_run(const dataset_t *d, const train_config_t *c, const int64_t *train_
     if (c->resume && !c->checkpoint_dir) return inca_fail(INCA_EINVAL, "--resume: needs --checkpoint DIR");
     if (c->runs < 1) return inca_fail(INCA_EINVAL, "--runs: expected >= 1, got %d", c->runs);
     kern_ctx_t *kc = NULL;
-    if (mb && !d->adj.rowptr) return inca_fail(INCA_EINVAL, "--method %s needs a graph; this dataset has none", c->method);
+    if (mb && !dataset_has_graph(d)) return inca_fail(INCA_EINVAL, "--method %s needs a graph; this dataset has none", c->method);
     const int64_t *tidx = train_idx_override ? train_idx_override : d->split[SPLIT_TRAIN];
     const int64_t ntr = train_idx_override ? n_override : d->split_n[SPLIT_TRAIN];
     for (int64_t i = 0; i < ntr; i++)

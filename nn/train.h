@@ -153,6 +153,15 @@ int train_loader_parse(const char *s, int *loader);
  * view when c->memory_budget > 0 or n*f*4 bytes exceed TRAIN_VIEW_FRACTION of physical memory
  * (COPY for full-batch methods, which always hold the dataset). */
 int train_loader_resolve(const train_config_t *c, int64_t n, int64_t f);
+/* The view loader's arrays (nn/layout.h) for a mini-batch run of c on partitioning p of the
+ * store at c->store_path: its layout for c's feature normalisation and model adjacency (and
+ * M^0 for incagg gcn/sage), written first when the store lacks them (a store partitioned before
+ * the layout existed is migrated, with a log line; a store that cannot be opened for writing is
+ * ENOTFOUND naming `inca partition`). *s (owned, store_close) must stay open while v is used. */
+struct store;
+struct layout_views;
+int train_view_open(const dataset_t *d, const train_config_t *c, const partition_t *p, struct store **s,
+                    struct layout_views *v);
 /* --memory-budget SIZE: bytes with an optional K, M, G or T suffix (powers of 1024). */
 int train_size_parse(const char *s, int64_t *bytes);
 /* --refresh-source push|recompute, --cluster-norm batch|global and --history-location

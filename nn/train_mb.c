@@ -113,7 +113,8 @@ static int mb_data_prepare(const dataset_t *d, const train_config_t *c, const pa
     D->ntr = n_train;
     D->nva = d->split_n[SPLIT_VALID];
     D->nte = d->split_n[SPLIT_TEST];
-    int rc = csr_permute(&d->adj, p->perm, &adjp);
+    /* the view path maps Â (and Âᵀ) from the store's layout; the copy path renumbers the graph */
+    int rc = view ? INCA_OK : csr_permute(&d->adj, p->perm, &adjp);
     if (rc != INCA_OK) return rc;
     if (view) {   /* renumbered and normalised in the store already */
         if (view->n != n || view->f != f)
@@ -134,7 +135,12 @@ static int mb_data_prepare(const dataset_t *d, const train_config_t *c, const pa
     }
     if (!view) train_features_prepare(c->feature_norm, n, f, D->x, D->x);
     for (int64_t i = 0; i < n_train; i++) D->in_train[D->tr[i]] = 1;
-    rc = nn_adj_build(&adjp, norm, &D->a, &D->at);
+    if (view) {
+        if (view->a.n_rows != n || (norm == NN_NORM_MEAN) != (view->at.rowptr != NULL))
+            rc = inca_fail(INCA_EINVAL, "store layout: the adjacency does not match the model's normalisation");
+        D->a = view->a;     /* owned = 0: csr_free leaves the map alone */
+        D->at = view->at;
+    } else rc = nn_adj_build(&adjp, norm, &D->a, &D->at);
 done:
     csr_free(&adjp);
     if (rc != INCA_OK) mb_data_free(D);
@@ -230,7 +236,8 @@ static int mb_run_setup(mb_run_t *R, const dataset_t *d, const int64_t *train_id
     const train_config_t *c = R->c;
     int rc;
     if ((rc = agg_method_parse(c->method, &R->method)) != INCA_OK) return rc;
-    if (!d->adj.rowptr) return inca_fail(INCA_EINVAL, "--method %s needs a graph; this dataset has none", c->method);
+    if (!dataset_has_graph(d)) return inca_fail(INCA_EINVAL, "--method %s needs a graph; this dataset has none", c->method);
+    if (!d->adj.rowptr && !R->o->view) return inca_fail(INCA_EINVAL, "--method %s: the graph was not loaded (needs --loader view)", c->method);
     if (!d->y) return inca_fail(INCA_EINVAL, "--method %s needs labels; this dataset has none", c->method);
     if (!R->p || R->p->n != d->n)
         return inca_fail(INCA_EINVAL, "partitioning covers %lld nodes, dataset has %lld", (long long)(R->p ? R->p->n : -1), (long long)d->n);
@@ -302,7 +309,8 @@ static int mb_run_setup(mb_run_t *R, const dataset_t *d, const int64_t *train_id
         int64_t maxdim = R->D.f;
         for (int s = 0; s < ns; s++) maxdim = dims[s] > maxdim ? dims[s] : maxdim;
         const int64_t csrb = (int64_t)sizeof(int64_t) * (n + 1) + (int64_t)(sizeof(int32_t) + sizeof(float)) * R->D.a.nnz;
-        const int64_t graph = csrb * (atp ? 2 : 1) + (int64_t)sizeof(int64_t) * (n + 1) + (int64_t)sizeof(int32_t) * d->adj.nnz;
+        const int64_t graph = (R->D.a.owned ? csrb * (atp ? 2 : 1) : 0) +
+                              (d->adj.rowptr ? (int64_t)sizeof(int64_t) * (n + 1) + (int64_t)sizeof(int32_t) * d->adj.nnz : 0);
         const int64_t ws = model_workspace_bytes(R->m), lb = batch_loader_bytes(R->ld);
         const int64_t pern = n * (int64_t)(sizeof(int32_t) + 1 + sizeof(int64_t)) + 2 * n * (int64_t)sizeof(float) * R->C;
         const int64_t scr = (int64_t)sizeof(float) * (nb_max ? nb_max : 1) * maxdim * (R->method == AGG_CLUSTER ? 0 : 1);

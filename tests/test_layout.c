@@ -63,7 +63,7 @@ START_TEST(arrays_match_independent_reference) {
     ck_assert_ptr_nonnull(strstr(inca_errmsg(), "inca partition"));
     int built = 0;
     ck_assert_int_eq(layout_ensure(s, &P, &D.adj, TRAIN_FEATNORM_ROW, 1, NN_NORM_GCN, HIST_F32, &built), INCA_OK);
-    ck_assert_int_eq(built, 3);
+    ck_assert_int_eq(built, 7);
     ck_assert_int_eq(layout_ensure(s, &P, &D.adj, TRAIN_FEATNORM_ROW, 1, NN_NORM_GCN, HIST_F32, &built), INCA_OK);
     ck_assert_int_eq(built, 0);   /* nothing written twice */
     ck_assert_int_eq(layout_ensure(s, &P, &D.adj, TRAIN_FEATNORM_ROW, 1, NN_NORM_GCN, HIST_BF16, &built), INCA_OK);
@@ -92,6 +92,22 @@ START_TEST(arrays_match_independent_reference) {
                 ref[u * f + j] += v.x[P.perm[w] * f + j] / sqrt(du * dw);
                 mag[u * f + j] += fabs(v.x[P.perm[w] * f + j]) / sqrt(du * dw);
             }
+        }
+    }
+    /* Â: row perm[u] holds u's neighbours and u itself, renumbered, at 1/sqrt(d_u d_w) */
+    ck_assert_int_eq(v.a.nnz, D.adj.nnz + n);
+    ck_assert_int_eq(v.a.owned, 0);
+    ck_assert_ptr_null(v.at.rowptr);
+    for (int64_t u = 0; u < n; u++) {
+        const int64_t r = P.perm[u], deg = D.adj.rowptr[u + 1] - D.adj.rowptr[u];
+        ck_assert_int_eq(v.a.rowptr[r + 1] - v.a.rowptr[r], deg + 1);
+        for (int64_t k = D.adj.rowptr[u]; k <= D.adj.rowptr[u + 1]; k++) {
+            const int64_t w = k < D.adj.rowptr[u + 1] ? D.adj.col[k] : u;
+            const double want = 1.0 / sqrt((double)(deg + 1) * (double)(D.adj.rowptr[w + 1] - D.adj.rowptr[w] + 1));
+            int found = 0;
+            for (int64_t q = v.a.rowptr[r]; q < v.a.rowptr[r + 1]; q++)
+                if (v.a.col[q] == P.perm[w]) found = fabs(v.a.val[q] - want) <= 1e-6 * want;
+            ck_assert_msg(found, "Â entry (%lld, %lld)", (long long)u, (long long)w);
         }
     }
     const float *m0 = v.m0;
@@ -219,8 +235,10 @@ END_TEST
 START_TEST(train_run_migrates_and_refuses) {
     /* train_run with --loader view on a store without the layout writes it, once, then maps it */
     dataset_t d;
-    ck_assert_int_eq(dataset_load_ex(path, DATASET_NO_X, &d), INCA_OK);
+    ck_assert_int_eq(dataset_load_ex(path, DATASET_NO_X | DATASET_NO_GRAPH, &d), INCA_OK);
     ck_assert_ptr_null(d.x);
+    ck_assert_ptr_null(d.adj.rowptr);
+    ck_assert(dataset_has_graph(&d));
     ck_assert_int_eq(d.f, D.f);
     train_config_t c;
     base_config(&c);
