@@ -74,7 +74,7 @@ int cmd_partition(int argc, char **argv) {
             p.man.seconds, reused ? " (reused)" : "");
     if (built)
         fprintf(stderr, "layout of %s (feature norm %s): %s%s%s written, %.3f s\n", p.man.name, layout_featnorm_name(featnorm),
-                built & 1 ? "features" : "", built == 3 ? " and " : "", built & 2 ? "M^0" : "", layout_s);
+                built & 4 ? "adjacency " : "", built & 1 ? "features " : "", built & 2 ? "M^0 " : "", layout_s);
     if (args_has(a, "--json")) {
         if ((rc = json_new(&j)) != INCA_OK) goto done;
         json_str(j, "name", p.man.name);
@@ -90,6 +90,7 @@ int cmd_partition(int argc, char **argv) {
         json_bool(j, "reused", reused);
         json_bool(j, "layout_x_written", built & 1);
         json_bool(j, "layout_m0_written", (built & 2) != 0);
+        json_bool(j, "layout_adj_written", (built & 4) != 0);
         json_num(j, "layout_time_s", layout_s);
         rc = json_write(j, stdout);
     }

@@ -71,6 +71,7 @@ struct agg {
     int64_t table_bytes, scratch_bytes;
     int m0_borrowed;     /* M at fixed sites is cfg->m0 (host) or its device copy, not a table */
     float *pass[2];      /* agg_pass_buffer */
+    int64_t pass_f[2];
     double fwd_s, bwd_s;
     int64_t nnz_bb, nnz_rows;
 };
@@ -675,13 +676,16 @@ float *agg_s_direct(agg_t *g, int site) {
     return hist_f32(&g->S[site]);
 }
 
-int agg_pass_buffer(agg_t *g, int i, float **out) {
-    if (i < 0 || i > 1) return inca_fail(INCA_EINVAL, "agg_pass_buffer: buffer %d", i);
+int agg_pass_buffer(agg_t *g, int i, int64_t f, float **out) {
+    if (i < 0 || i > 1 || f < 1) return inca_fail(INCA_EINVAL, "agg_pass_buffer: buffer %d of width %lld", i, (long long)f);
+    if (g->pass[i] && f > g->pass_f[i])
+        return inca_fail(INCA_EINVAL, "agg_pass_buffer: buffer %d was made %lld wide, asked for %lld", i, (long long)g->pass_f[i], (long long)f);
     if (!g->pass[i]) {
-        const size_t bytes = sizeof(float) * (size_t)(g->n > 0 ? g->n : 1) * (size_t)g->maxdim;
+        const size_t bytes = sizeof(float) * (size_t)(g->n > 0 ? g->n : 1) * (size_t)f;
         g->pass[i] = g->dev ? take(g, bytes, i ? "pass1" : "pass0", 1)
                             : mem_arena_alloc_spill(g->arena, bytes, i ? "pass1" : "pass0");
         if (!g->pass[i]) return inca_fail_ctx(INCA_ENOMEM, "a layer-wise pass buffer of %zu bytes", bytes);
+        g->pass_f[i] = f;
         g->table_bytes += (int64_t)bytes;
     }
     *out = g->pass[i];

@@ -147,9 +147,10 @@ int agg_refresh_rows(agg_t *g, int site, int64_t r0, int64_t m, const float *in,
  * its layer outputs into directly (so the next layer's input needs no buffer of its own), or
  * NULL (another method, a fixed site, bf16, host tables). */
 float *agg_s_direct(agg_t *g, int site);
-/* Pass buffer i (0 or 1): n x the widest site, fp32, in the context's memory; made on first
- * use, counted in the table bytes (spilled past the budget like the tables). */
-int agg_pass_buffer(agg_t *g, int i, float **out);
+/* Pass buffer i (0 or 1): n x f fp32 in the context's memory, made on first use (f: the widest
+ * layer output the caller will put there; a later call may not ask for more), counted in the
+ * table bytes (spilled past the budget like the tables). */
+int agg_pass_buffer(agg_t *g, int i, int64_t f, float **out);
 int64_t agg_spilled_bytes(const agg_t *g);   /* table bytes in file-backed maps */
 
 int agg_source(const agg_t *g);

@@ -484,6 +484,8 @@ static int mb_pass(mb_run_t *R, int refresh, const float **logits) {
     int64_t fin = R->D.f;
     int ping = 0, skip_cur = 0, rc = agg_flush(R->agg);
     mb_pass_op_t P = {.R = R, .refresh = refresh};
+    int64_t wmax = 1;   /* the widest hidden output: the pass buffers' width */
+    for (int li = 0; li + 1 < L; li++) wmax = model_site_dim(&R->mc, li + 1) > wmax ? model_site_dim(&R->mc, li + 1) : wmax;
     nn_agg_t op = {.forward = mb_pass_forward, .backward = NULL, .ctx = &P};
     for (int li = 0; li < L && rc == INCA_OK; li++) {
         const int last = li == L - 1;
@@ -492,7 +494,7 @@ static int mb_pass(mb_run_t *R, int refresh, const float **logits) {
         int skip_next = 0;
         if (last) hout = R->logits_all;
         else if (refresh && (hout = agg_s_direct(R->agg, li + 1))) skip_next = 1;
-        else if ((rc = agg_pass_buffer(R->agg, ping, &hout)) == INCA_OK) ping ^= 1;
+        else if ((rc = agg_pass_buffer(R->agg, ping, wmax, &hout)) == INCA_OK) ping ^= 1;
         P.hfull = hin;
         P.skip_s = skip_cur;
         for (int p = 0; p < R->npan && rc == INCA_OK; p++) {
