@@ -738,7 +738,9 @@ int train_run(const dataset_t *d, const train_config_t *c, const int64_t *train_
     r->run_best_epoch = inca_calloc((size_t)c->runs, sizeof(int));
     if (!r->run_test_acc || !r->run_val_acc || !r->run_best_epoch) { rc = INCA_ENOMEM; goto fail; }
     if (mb && (rc = train_partition(d, c, &part, NULL))) goto fail;   /* one partitioning for every run */
-    if (mb && train_loader_resolve(c, d->n, d->f) == TRAIN_LOADER_VIEW) {
+    /* auto with the features loaded (a caller that loaded the dataset: prune, tests) stays on the
+     * copy path; the CLI resolves auto before loading and loads no features for view */
+    if (mb && (c->loader == TRAIN_LOADER_VIEW || (c->loader == TRAIN_LOADER_AUTO && !d->x))) {
         cc.loader = TRAIN_LOADER_VIEW;
         if ((rc = train_view_open(d, &cc, &part, &vstore, &views))) goto fail;
         view = &views;

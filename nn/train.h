@@ -96,7 +96,8 @@ typedef struct train_config {
                                   nn/layout.h; evaluation and refreshes layer by layer over row
                                   panels) or TRAIN_LOADER_AUTO (default: view when the features
                                   take more than TRAIN_VIEW_FRACTION of physical memory or a
-                                  memory budget is set; see train_loader_resolve) */
+                                  memory budget is set; see train_loader_resolve; train_run
+                                  itself takes auto as view only when d->x is not loaded) */
     int64_t memory_budget;     /* view loader: bytes of anonymous memory for the run (0: no
                                   limit); history tables past what the batch needs go to
                                   file-backed maps in the store's folder */

@@ -141,6 +141,13 @@ START_TEST(mini_batch_every_method) {
         "--method incagg --parts 8 --batch-parts 2 --epochs 3 --refresh-source push --refresh 2 --history-dtype bf16 "
         "--history-location host",
         "--method incagg --model gcnii --layers 3 --hidden 32 --parts 8 --batch-parts 2 --epochs 2 --history-location host",
+        /* the view loader: features, Â and M^0 mapped from the store's layout and uploaded, the
+         * layer-wise passes on the device (tables on it or on the host, spilled to files) */
+        "--method incagg --parts 8 --batch-parts 2 --epochs 3 --loader view",
+        "--method incagg --parts 8 --batch-parts 2 --epochs 3 --loader view --refresh-source push --refresh 2 --history-dtype bf16",
+        "--method incagg --model sage --parts 8 --batch-parts 2 --epochs 2 --loader view --history-location host",
+        "--method gas --model sage --parts 8 --batch-parts 2 --epochs 2 --loader view",
+        "--method cluster --parts 8 --batch-parts 2 --epochs 2 --loader view --memory-budget 64M",
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         cJSON *a = train(cases[i], "cpu"), *b = train(cases[i], dut);
@@ -148,18 +155,21 @@ START_TEST(mini_batch_every_method) {
         cJSON_Delete(a);
         cJSON_Delete(b);
     }
-    /* IncAgg resumed on emu from its own checkpoint (tables included) = straight on the CPU */
+    /* IncAgg resumed on emu from its own checkpoint (tables included) = straight on the CPU; the
+     * third time with the view loader (M^0 is the store's, not in the checkpoint) */
     char args[1024];
-    for (int host = 0; host < 2; host++) {   /* tables on the device, then on the host */
-        const char *loc = host ? "--history-location host" : "";
+    for (int host = 0; host < 3; host++) {   /* tables on the device, then on the host; view */
+        const char *loc = host == 1 ? "--history-location host" : host == 2 ? "--loader view" : "";
         snprintf(args, sizeof args, "--method incagg --parts 8 --batch-parts 2 --epochs 2 %s --checkpoint '%s/ckm%d'", loc,
                  dir, host);
         cJSON_Delete(train(args, dut));
         snprintf(args, sizeof args, "--method incagg --parts 8 --batch-parts 2 --epochs 4 %s --checkpoint '%s/ckm%d' --resume",
                  loc, dir, host);
-        cJSON *b = train(args, dut), *a = train("--method incagg --parts 8 --batch-parts 2 --epochs 4", "cpu");
+        cJSON *b = train(args, dut);
+        snprintf(args, sizeof args, "--method incagg --parts 8 --batch-parts 2 --epochs 4 %s", host == 2 ? loc : "");
+        cJSON *a = train(args, "cpu");
         same_numbers(a, b, "incagg checkpoint + resume", 1);
-        ck_assert_str_eq(tu_json_get(b, "history_location", cJSON_String)->valuestring, host ? "host" : "device");
+        ck_assert_str_eq(tu_json_get(b, "history_location", cJSON_String)->valuestring, host == 1 ? "host" : "device");
         cJSON_Delete(a);
         cJSON_Delete(b);
     }
