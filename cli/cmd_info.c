@@ -1,4 +1,5 @@
-/* inca info STORE [--json]: counts, dims, splits, stored partitionings and size on disk.
+/* inca info STORE [--json]: counts, dims, splits, stored partitionings, the arrays of their
+ * partition-ordered layouts and size on disk.
  * Tested end to end in test_e2e_ingest.c (Cora's README numbers) and test_store.c. */
 #include "core/args.h"
 #include "cli/commands.h"
@@ -14,6 +15,20 @@ static int part_name(void *ctx, const char *key, const void *val, size_t len) {
     const char *name = key + strlen("part:");
     if (ctx) json_str(ctx, NULL, name);
     else printf(" %s", name);
+    return 0;
+}
+
+/* One array of a partition-ordered layout (nn/layout.h), as "P/FN/x", "P/FN/m0-gcn-fp32" or
+ * "P/adj-gcn" (an adjacency once, by its values array): into ctx's JSON array or printed. */
+static int layout_name(void *ctx, const char *key, const void *val, size_t len) {
+    (void)val; (void)len;
+    const char *name = key + strlen("array:layout/");
+    const size_t n = strlen(name);
+    char buf[256];
+    if ((n >= 7 && strcmp(name + n - 7, "/rowptr") == 0) || (n >= 4 && strcmp(name + n - 4, "/col") == 0)) return 0;
+    snprintf(buf, sizeof buf, "%.*s", (int)(n >= 4 && strcmp(name + n - 4, "/val") == 0 ? n - 4 : n), name);
+    if (ctx) json_str(ctx, NULL, buf);
+    else printf(" %s", buf);
     return 0;
 }
 
@@ -35,6 +50,9 @@ int info_add_json(store_t *s, json_t *j) {
     info_splits_json(j, m->split_n);
     json_arr_begin(j, "partitions");
     int rc = store_record_each(s, "part:", part_name, j);
+    json_arr_end(j);
+    json_arr_begin(j, "layouts");   /* the view loader's arrays (inca partition) */
+    if (rc == INCA_OK) rc = store_record_each(s, "array:layout/", layout_name, j);
     json_arr_end(j);
     json_int(j, "store_bytes", store_disk_bytes(s));
     json_str(j, "source", m->source);
@@ -71,6 +89,8 @@ int cmd_info(int argc, char **argv) {
            (long long)m->split_n[2]);
     printf("partitions ");
     rc = store_record_each(s, "part:", part_name, NULL);
+    printf("\nlayouts    ");
+    if (rc == INCA_OK) rc = store_record_each(s, "array:layout/", layout_name, NULL);
     printf("\n");
 done:
     json_free(&j);

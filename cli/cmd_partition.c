@@ -72,9 +72,14 @@ int cmd_partition(int argc, char **argv) {
     fprintf(stderr, "partition %s: %lld parts of %lld..%lld nodes, edge cut %lld, %.3f s%s\n", p.man.name,
             (long long)p.k, (long long)p.man.min_part, (long long)p.man.max_part, (long long)p.man.edge_cut,
             p.man.seconds, reused ? " (reused)" : "");
-    if (built)
-        fprintf(stderr, "layout of %s (feature norm %s): %s%s%s written, %.3f s\n", p.man.name, layout_featnorm_name(featnorm),
-                built & 4 ? "adjacency " : "", built & 1 ? "features " : "", built & 2 ? "M^0 " : "", layout_s);
+    if (built) {
+        char what[64] = "";
+        static const char *const names[3] = {"features", "M^0", "adjacency"};
+        for (int i = 0; i < 3; i++)
+            if (built & (1 << i)) snprintf(what + strlen(what), sizeof what - strlen(what), "%s%s", what[0] ? ", " : "", names[i]);
+        fprintf(stderr, "layout of %s (feature norm %s): %s written, %.3f s\n", p.man.name, layout_featnorm_name(featnorm),
+                what, layout_s);
+    }
     if (args_has(a, "--json")) {
         if ((rc = json_new(&j)) != INCA_OK) goto done;
         json_str(j, "name", p.man.name);

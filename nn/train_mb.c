@@ -14,10 +14,13 @@
 #include "nn/layout.h"
 #include "nn/optim.h"
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 /* CPU seconds of the whole process (all threads, the loader's included): a load-robust
  * companion to wall time on shared machines. */
@@ -477,6 +480,15 @@ static int mb_pass_forward(void *ctx, int site, int64_t n, int64_t f, const floa
     return rc;
 }
 
+/* Read-ahead of rows [r0, r0+m) of a host array (a store view or a spilled table: file pages;
+ * anonymous memory ignores it), so the next panel's pages arrive while this one computes. */
+static void advise_rows(const void *base, int64_t row_bytes, int64_t r0, int64_t m) {
+    if (!base || m <= 0) return;
+    const uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE), a = (uintptr_t)base + (uintptr_t)(r0 * row_bytes);
+    const uintptr_t lo = a & ~(pg - 1);
+    (void)madvise((void *)lo, a + (uintptr_t)(m * row_bytes) - lo, MADV_WILLNEED);
+}
+
 static int mb_pass(mb_run_t *R, int refresh, const float **logits) {
     kern_ctx_t *kc = R->kc;
     const int L = model_num_layers(R->m);
@@ -502,6 +514,12 @@ static int mb_pass(mb_run_t *R, int refresh, const float **logits) {
             P.r0 = (int64_t)p * R->pan_rows;
             P.rows = R->apan[p];
             const int64_t np = kc_mat_rows(R->apan[p]);
+            if (!R->dev && p + 1 < R->npan) {   /* the next panel's input (and M^0) rows */
+                const int64_t r1 = P.r0 + np, n1 = kc_mat_rows(R->apan[p + 1]);
+                const hist_t *m0 = agg_m0(R->agg, li);
+                advise_rows(hin, fin * (int64_t)sizeof(float), r1, n1);
+                if (m0) advise_rows(m0->data, fin * (m0->dtype == HIST_BF16 ? 2 : 4), r1, n1);
+            }
             rc = model_forward_layer(R->m, li, np, hin + P.r0 * fin, &op, &out);
             if (rc == INCA_OK)
                 rc = kc_copy(kc, hout + P.r0 * fout, out, sizeof(float) * (size_t)(np * fout), KERN_D2D, KERN_STREAM_COMPUTE);
