@@ -80,9 +80,16 @@ static int build_m0(const csr_t *a, const float *x, int64_t f, hist_dtype_t dt, 
     if (rc == INCA_OK && !(m0 = inca_malloc(sizeof *m0 * (size_t)(n * f)))) rc = INCA_ENOMEM;
     if (rc == INCA_OK) rc = kc_spmm(kc_cpu(), am, NULL, x, f, 1.f, 0.f, m0);
     kc_mat_free(kc_cpu(), &am);
-    if (rc == INCA_OK && dt == HIST_BF16) {   /* in place: the words fill the front half */
-        uint16_t *b = (uint16_t *)m0;
-        for (int64_t i = 0; i < n * f; i++) b[i] = kern_f32_to_bf16(m0[i]);
+    if (rc == INCA_OK && dt == HIST_BF16) {
+        /* in place, front to back: word i lands on bytes 2i..2i+1, which float i/2 held, read
+         * already; byte copies, so no compiler may reorder the reads past the writes */
+        unsigned char *bytes = (unsigned char *)m0;
+        for (int64_t i = 0; i < n * f; i++) {
+            float v;
+            memcpy(&v, bytes + 4 * i, sizeof v);
+            const uint16_t w = kern_f32_to_bf16(v);
+            memcpy(bytes + 2 * i, &w, sizeof w);
+        }
     }
     if (rc != INCA_OK) inca_free(m0);
     else *out = m0;
