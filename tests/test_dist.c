@@ -1,0 +1,95 @@
+/* graph/dist: rank ownership of a partitioned graph. Every part owned once, in contiguous
+ * ranges; the split's weights within one part's weight of the ideal; dist_owner against a
+ * linear scan; halos against a brute-force scan of the graph; bad rank counts refused. */
+#include "testutil.h"
+#include "core/alloc.h"
+#include "core/status.h"
+#include "graph/dist.h"
+#include "graph/gen.h"
+#include "graph/partition.h"
+#include <stdlib.h>
+#include <string.h>
+
+START_TEST(plans_cover_balance_and_halo) {
+    gen_opts_t o;
+    gen_opts_default(&o);
+    o.nodes = 3000;
+    o.avg_degree = 12;
+    o.features = 0;
+    o.classes = 5;
+    o.seed = 11;
+    dataset_t d;
+    ck_assert_int_eq(gen_csbm(&o, &d, NULL), INCA_OK);
+    partition_t p;
+    ck_assert_int_eq(partition_compute(&d.adj, 24, PART_METIS, 0, &p), INCA_OK);
+    csr_t a;
+    ck_assert_int_eq(csr_permute(&d.adj, p.perm, &a), INCA_OK);
+    for (int P = 1; P <= 8; P++) {
+        dist_plan_t pl;
+        ck_assert_int_eq(dist_plan_make(&a, p.bounds, p.k, P, &pl), INCA_OK);
+        ck_assert_int_eq(pl.part_lo[0], 0);
+        ck_assert_int_eq(pl.part_lo[P], p.k);
+        int64_t total = 0, wmax_part = 0;
+        for (int64_t i = 0; i < p.k; i++) {
+            const int64_t w = (p.bounds[i + 1] - p.bounds[i]) + (a.rowptr[p.bounds[i + 1]] - a.rowptr[p.bounds[i]]);
+            total += w;
+            wmax_part = w > wmax_part ? w : wmax_part;
+        }
+        int64_t sum = 0;
+        for (int r = 0; r < P; r++) {
+            ck_assert_int_lt(pl.part_lo[r], pl.part_lo[r + 1]);   /* every rank owns a part */
+            ck_assert_int_eq(pl.node_lo[r], p.bounds[pl.part_lo[r]]);
+            int64_t w = 0;
+            for (int64_t i = pl.part_lo[r]; i < pl.part_lo[r + 1]; i++)
+                w += (p.bounds[i + 1] - p.bounds[i]) + (a.rowptr[p.bounds[i + 1]] - a.rowptr[p.bounds[i]]);
+            ck_assert_int_eq(pl.weight[r], w);
+            sum += w;
+            /* boundaries at the nearest part edge: each rank within one part of the ideal share */
+            ck_assert_msg(w <= total / P + wmax_part + 1, "P=%d rank %d weight %lld, ideal %lld, part max %lld", P, r,
+                          (long long)w, (long long)(total / P), (long long)wmax_part);
+            /* the halo against a brute-force scan */
+            int64_t *h = NULL, nh = 0;
+            ck_assert_int_eq(dist_halo(&a, &pl, r, &h, &nh), INCA_OK);
+            uint8_t *want = calloc((size_t)a.n_rows, 1);
+            int64_t nw = 0;
+            for (int64_t v = pl.node_lo[r]; v < pl.node_lo[r + 1]; v++)
+                for (int64_t q = a.rowptr[v]; q < a.rowptr[v + 1]; q++) {
+                    const int64_t c = a.col[q];
+                    if ((c < pl.node_lo[r] || c >= pl.node_lo[r + 1]) && !want[c]) { want[c] = 1; nw++; }
+                }
+            ck_assert_int_eq(nh, nw);
+            for (int64_t i = 0; i < nh; i++) {
+                ck_assert(want[h[i]]);
+                if (i) ck_assert_int_lt(h[i - 1], h[i]);
+            }
+            if (P == 1) ck_assert_int_eq(nh, 0);
+            free(want);
+            inca_free(h);
+        }
+        ck_assert_int_eq(sum, total);
+        for (int64_t v = -1; v <= a.n_rows; v++) {
+            int want = -1;
+            for (int r = 0; r < P; r++)
+                if (v >= pl.node_lo[r] && v < pl.node_lo[r + 1]) want = r;
+            ck_assert_int_eq(dist_owner(&pl, v), want);
+        }
+        dist_plan_free(&pl);
+        dist_plan_free(&pl);   /* NULL-safe after free */
+    }
+    dist_plan_t pl;
+    ck_assert_int_eq(dist_plan_make(&a, p.bounds, p.k, 25, &pl), INCA_EINVAL);
+    ck_assert_ptr_nonnull(strstr(inca_errmsg(), "--workers 25"));
+    ck_assert_int_eq(dist_plan_make(&a, p.bounds, p.k, 0, &pl), INCA_EINVAL);
+    csr_free(&a);
+    partition_free(&p);
+    dataset_free(&d);
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("dist");
+    TCase *t = tcase_create("core");
+    tcase_add_test(t, plans_cover_balance_and_halo);
+    suite_add_tcase(s, t);
+    return tu_run_suite(s);
+}
