@@ -32,6 +32,7 @@ struct batch_loader {
     batch_source_t src;
     batch_opts_t o;
     int64_t spe;             /* steps per epoch */
+    int64_t kp;              /* parts drawn from: [o.part_lo, o.part_lo + kp) */
     int64_t nb_max, nnz_max, halo_max;
     batch_t slot[2];
     float *xbuf[2];
@@ -132,10 +133,10 @@ static void transpose_into(const csr_t *a, csr_t *t, int64_t *cnt) {
 
 static void epoch_order(batch_loader_t *l, int64_t epoch) {
     if (l->order_epoch == epoch) return;
-    for (int64_t p = 0; p < l->src.k; p++) l->order[p] = p;
+    for (int64_t p = 0; p < l->kp; p++) l->order[p] = l->o.part_lo + p;
     rng_t r;
-    rng_seed(&r, rng_hash64(l->o.seed, 0x62617463ull, (uint64_t)epoch));
-    rng_shuffle_i64(&r, l->order, l->src.k);
+    rng_seed(&r, rng_hash64(l->o.seed, 0x62617463ull + l->o.stream, (uint64_t)epoch));
+    rng_shuffle_i64(&r, l->order, l->kp);
     l->order_epoch = epoch;
 }
 
@@ -158,7 +159,7 @@ static int batch_build(batch_loader_t *l, int64_t idx) {
     batch_t *b = &l->slot[idx % 2];
     int64_t epoch = idx / l->spe, step = idx % l->spe, bp = l->o.batch_parts;
     epoch_order(l, epoch);
-    int64_t p0 = step * bp, np = src->k - p0 < bp ? src->k - p0 : bp;
+    int64_t p0 = step * bp, np = l->kp - p0 < bp ? l->kp - p0 : bp;
     memcpy(l->sel, l->order + p0, sizeof *l->sel * (size_t)np);
     qsort(l->sel, (size_t)np, sizeof *l->sel, cmp_i64);
     b->index = idx;
@@ -298,25 +299,31 @@ int batch_loader_create(const batch_source_t *src, const batch_opts_t *o, batch_
         return inca_fail(INCA_EINVAL, "batch loader: renormalising Â_BB needs an adjacency with values");
     if (src->n >= INT32_MAX) return inca_fail(INCA_EINVAL, "batch loader: %lld nodes exceed 32-bit local ids", (long long)src->n);
     if (o->first_epoch < 0) return inca_fail(INCA_EINVAL, "batch loader: first epoch %lld < 0", (long long)o->first_epoch);
+    if ((o->part_lo || o->part_hi) && (o->part_lo < 0 || o->part_lo >= o->part_hi || o->part_hi > src->k))
+        return inca_fail(INCA_EINVAL, "batch loader: part range [%lld, %lld) is not inside [0, %lld)", (long long)o->part_lo,
+                         (long long)o->part_hi, (long long)src->k);
     int rc = INCA_OK;
     batch_loader_t *l = inca_calloc(1, sizeof *l);
     int64_t *tmp = NULL;
     if (!l) return INCA_ENOMEM;
     l->src = *src;
     l->o = *o;
-    if (l->o.batch_parts > src->k) l->o.batch_parts = src->k;
-    l->spe = (src->k + l->o.batch_parts - 1) / l->o.batch_parts;
+    if (!o->part_lo && !o->part_hi) l->o.part_hi = src->k;
+    l->kp = l->o.part_hi - l->o.part_lo;
+    if (l->o.batch_parts > l->kp) l->o.batch_parts = l->kp;
+    l->spe = (l->kp + l->o.batch_parts - 1) / l->o.batch_parts;
     l->produced = l->handed = l->released = o->first_epoch * l->spe;
     l->order_epoch = -1;
     if (pthread_mutex_init(&l->mu, NULL) != 0) { inca_free(l); return inca_fail(INCA_ERR, "pthread_mutex_init failed"); }
     if (pthread_cond_init(&l->cv, NULL) != 0) { pthread_mutex_destroy(&l->mu); inca_free(l); return inca_fail(INCA_ERR, "pthread_cond_init failed"); }
-    /* bounds on any batch: the b largest parts by nodes and by nonzeros */
+    /* bounds on any batch: the b largest of the parts drawn from, by nodes and by nonzeros */
     tmp = inca_malloc(sizeof *tmp * (size_t)src->k);
     if (!tmp) { rc = INCA_ENOMEM; goto fail; }
-    for (int64_t p = 0; p < src->k; p++) tmp[p] = src->bounds[p + 1] - src->bounds[p];
-    l->nb_max = sum_largest(tmp, src->k, l->o.batch_parts);
-    for (int64_t p = 0; p < src->k; p++) tmp[p] = src->a->rowptr[src->bounds[p + 1]] - src->a->rowptr[src->bounds[p]];
-    l->nnz_max = sum_largest(tmp, src->k, l->o.batch_parts);
+    const int64_t *bd = src->bounds + l->o.part_lo;
+    for (int64_t p = 0; p < l->kp; p++) tmp[p] = bd[p + 1] - bd[p];
+    l->nb_max = sum_largest(tmp, l->kp, l->o.batch_parts);
+    for (int64_t p = 0; p < l->kp; p++) tmp[p] = src->a->rowptr[bd[p + 1]] - src->a->rowptr[bd[p]];
+    l->nnz_max = sum_largest(tmp, l->kp, l->o.batch_parts);
     INCA_FREE(tmp);
     l->halo_max = l->o.halo ? (l->nnz_max < src->n ? l->nnz_max : src->n) : 0;
     l->order = inca_malloc(sizeof *l->order * (size_t)src->k);

@@ -53,6 +53,10 @@ typedef struct batch_opts {
     int renorm;              /* BATCH_RENORM_* (default NONE) */
     int64_t first_epoch;     /* the first batch is step 0 of this epoch (resuming; default 0):
                                 the batches of epoch e depend on (seed, e) only */
+    int64_t part_lo, part_hi;   /* 0, 0: every part; else only parts [part_lo, part_hi): a rank's
+                                   own range (graph/dist.h), so its batches never leave it */
+    uint64_t stream;         /* the shuffle's stream (a rank's number; 0: the single-process
+                                sequence): epoch e's order depends on (seed, stream, e) */
 } batch_opts_t;
 
 typedef struct batch {

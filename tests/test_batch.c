@@ -197,6 +197,62 @@ START_TEST(prefetch_same_sequence) {
 }
 END_TEST
 
+/* A rank's loader (graph/dist.h): batches only from its parts, each of its nodes once per epoch,
+ * checked like any batch; the whole-graph loader is the range [0, k) with stream 0. */
+START_TEST(part_ranges) {
+    fixture_t t;
+    fixture_make(&t, 120, 9, 0);
+    batch_source_t src = source(&t, 1);
+    static const int64_t lo[3] = {0, 3, 7}, hi[3] = {3, 7, 9};
+    for (int r = 0; r < 3; r++) {
+        batch_opts_t o = {.batch_parts = 2, .seed = 4, .halo = 1, .prefetch = r == 1, .part_lo = lo[r], .part_hi = hi[r],
+                          .stream = (uint64_t)r};
+        batch_loader_t *l = NULL;
+        ck_assert_int_eq(batch_loader_create(&src, &o, &l), INCA_OK);
+        const int64_t spe = (hi[r] - lo[r] + 1) / 2;
+        ck_assert_int_eq(batch_loader_steps_per_epoch(l), spe);
+        int64_t nb_max = 0, hm = 0;
+        batch_loader_limits(l, &nb_max, &hm);
+        int count[120];
+        for (int ep = 0; ep < 2; ep++) {
+            memset(count, 0, sizeof count);
+            for (int64_t st = 0; st < spe; st++) {
+                const batch_t *b = NULL;
+                ck_assert_int_eq(batch_loader_next(l, &b), INCA_OK);
+                ck_assert_int_le(b->n_b, nb_max);
+                check_batch(&t, b, 1, 1, count);
+            }
+            for (int v = 0; v < 120; v++) {
+                const int mine = v >= t.p.bounds[lo[r]] && v < t.p.bounds[hi[r]];
+                ck_assert_msg(count[v] == mine, "rank %d epoch %d: node %d seen %d times", r, ep, v, count[v]);
+            }
+        }
+        batch_loader_free(&l);
+    }
+    /* [0, k) with stream 0 is the plain loader's sequence */
+    batch_opts_t o1 = {.batch_parts = 2, .seed = 4}, o2 = o1;
+    o2.part_hi = t.p.k;
+    batch_loader_t *l1 = NULL, *l2 = NULL;
+    ck_assert_int_eq(batch_loader_create(&src, &o1, &l1), INCA_OK);
+    ck_assert_int_eq(batch_loader_create(&src, &o2, &l2), INCA_OK);
+    for (int st = 0; st < 12; st++) {
+        const batch_t *a = NULL, *b = NULL;
+        ck_assert_int_eq(batch_loader_next(l1, &a), INCA_OK);
+        ck_assert_int_eq(batch_loader_next(l2, &b), INCA_OK);
+        ck_assert_int_eq(a->n_b, b->n_b);
+        ck_assert_mem_eq(a->nodes, b->nodes, sizeof(int64_t) * (size_t)a->n_b);
+    }
+    batch_loader_free(&l1);
+    batch_loader_free(&l2);
+    batch_opts_t bad = {.batch_parts = 2, .part_lo = 5, .part_hi = 5};
+    ck_assert_int_eq(batch_loader_create(&src, &bad, &l1), INCA_EINVAL);
+    ck_assert_ptr_nonnull(strstr(inca_errmsg(), "part range"));
+    bad.part_hi = 10;
+    ck_assert_int_eq(batch_loader_create(&src, &bad, &l1), INCA_EINVAL);
+    fixture_free(&t);
+}
+END_TEST
+
 START_TEST(bad_inputs_and_failures) {
     fixture_t t;
     fixture_make(&t, 40, 4, 0);
@@ -231,6 +287,7 @@ int main(void) {
     tcase_add_test(t, epochs_mean_sync);
     tcase_add_test(t, epochs_mean_halo_prefetch);
     tcase_add_test(t, prefetch_same_sequence);
+    tcase_add_test(t, part_ranges);
     tcase_add_test(t, bad_inputs_and_failures);
     suite_add_tcase(s, t);
     return tu_run_suite(s);
