@@ -724,6 +724,9 @@ int train_run(const dataset_t *d, const train_config_t *c, const int64_t *train_
     if (c->runs < 1) return inca_fail(INCA_EINVAL, "--runs: expected >= 1, got %d", c->runs);
     kern_ctx_t *kc = NULL;
     if (mb && !dataset_has_graph(d)) return inca_fail(INCA_EINVAL, "--method %s needs a graph; this dataset has none", c->method);
+    if (!mb && c->workers > 1)
+        return inca_fail(INCA_EINVAL, "--workers %d with --method full: not yet (data-parallel full-batch training is part of "
+                         "issue 13); use cluster or incagg", c->workers);
     const int64_t *tidx = train_idx_override ? train_idx_override : d->split[SPLIT_TRAIN];
     const int64_t ntr = train_idx_override ? n_override : d->split_n[SPLIT_TRAIN];
     for (int64_t i = 0; i < ntr; i++)

@@ -98,6 +98,11 @@ typedef struct train_config {
                                   take more than TRAIN_VIEW_FRACTION of physical memory or a
                                   memory budget is set; see train_loader_resolve; train_run
                                   itself takes auto as view only when d->x is not loaded) */
+    int workers;               /* mini-batch: simulate this many data-parallel ranks in one process
+                                  (graph/dist.h: each owns a contiguous range of the parts and
+                                  draws its batches there; a step's gradients are averaged over
+                                  the ranks in rank order). <= 1: one rank (default). Not yet for
+                                  gas, full-batch or with BatchNorm (issue 13) */
     int64_t memory_budget;     /* view loader: bytes of anonymous memory for the run (0: no
                                   limit); history tables past what the batch needs go to
                                   file-backed maps in the store's folder */

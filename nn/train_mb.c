@@ -12,6 +12,7 @@
 #include "loaders/batch.h"
 #include "nn/checkpoint.h"
 #include "nn/layout.h"
+#include "graph/dist.h"
 #include "nn/optim.h"
 #include <math.h>
 #include <stdint.h>
@@ -150,6 +151,8 @@ done:
     return rc;
 }
 
+#define MB_MAX_WORKERS 64
+
 /* Everything one run owns. */
 typedef struct mb_run {
     const train_config_t *c;
@@ -161,7 +164,13 @@ typedef struct mb_run {
     model_config_t mc;
     batch_source_t src;
     batch_opts_t bo;
-    batch_loader_t *ld;
+    batch_loader_t *ld;         /* the loader (rank 0's with --workers) */
+    int workers;                /* simulated ranks (1: the single-process trainer) */
+    dist_plan_t plan;           /* --workers: which parts each rank owns */
+    batch_loader_t *lds[MB_MAX_WORKERS];   /* --workers: rank r's loader (lds[0] == ld) */
+    int64_t spe_r[MB_MAX_WORKERS];
+    float **gacc;               /* --workers: per-parameter gradient sums (context memory) */
+    int ngacc;
     model_t *m;
     optim_t *opt;
     agg_t *agg;
@@ -197,13 +206,16 @@ typedef struct mb_run {
 static void mb_run_free(mb_run_t *R) {
     kern_ctx_t *kc = R->kc;
     inca_free(R->blobs);
+    for (int r = 1; r < R->workers; r++) batch_loader_free(&R->lds[r]);
     batch_loader_free(&R->ld);
+    dist_plan_free(&R->plan);
     agg_free(&R->agg);
     optim_free(&R->opt);
     model_free(&R->m);
     if (kc) {
         for (int i = 0; i < R->npan; i++) kc_mat_free(kc, &R->apan[i]);   /* views of a_m: first */
         kc_release(kc, KERN_MEM_DEVICE, R->logits_all);
+        for (int i = 0; i < R->ngacc; i++) kc_release(kc, KERN_MEM_DEVICE, R->gacc[i]);
         kc_mat_free(kc, &R->a_m);
         kc_mat_free(kc, &R->at_m);
         kc_mirror_free(kc, R->D.x, R->x_d);
@@ -216,11 +228,33 @@ static void mb_run_free(mb_run_t *R) {
     }
     mb_data_free(&R->D);
     inca_free(R->apan);
+    inca_free(R->gacc);
     inca_free(R->lidx);
     inca_free(R->lorig);
     inca_free(R->lhost);
     inca_free(R->losses_h);
     inca_free(R->step_has_loss);
+}
+
+/* The loader (or with --workers one per rank: its own parts, its own shuffle stream) from R->bo;
+ * R->spe = the most steps any rank has in an epoch. */
+static int mb_loaders_create(mb_run_t *R) {
+    int rc = INCA_OK;
+    R->spe = 0;
+    for (int r = 0; r < R->workers && rc == INCA_OK; r++) {
+        batch_opts_t bo = R->bo;
+        if (R->workers > 1) {
+            bo.part_lo = R->plan.part_lo[r];
+            bo.part_hi = R->plan.part_lo[r + 1];
+            bo.stream = (uint64_t)r;
+        }
+        batch_loader_free(&R->lds[r]);
+        if ((rc = batch_loader_create(&R->src, &bo, &R->lds[r])) != INCA_OK) break;
+        R->spe_r[r] = batch_loader_steps_per_epoch(R->lds[r]);
+        R->spe = R->spe_r[r] > R->spe ? R->spe_r[r] : R->spe;
+    }
+    R->ld = R->lds[0];
+    return rc;
 }
 
 /* The most nonzeros any batch of b parts can hold in its rows of Â: the b fullest parts. */
@@ -258,6 +292,15 @@ static int mb_run_setup(mb_run_t *R, const dataset_t *d, const int64_t *train_id
         return inca_fail(INCA_EINVAL, "--loader view evaluates layer by layer, which takes --model gcn or sage; "
                          "--model %s needs --loader copy", c->model);
     if ((rc = mb_data_prepare(d, c, R->p, train_idx, n_train, norm, view, &R->D)) != INCA_OK) return rc;
+    R->workers = c->workers > 1 ? c->workers : 1;
+    if (R->workers > MB_MAX_WORKERS) return inca_fail(INCA_EINVAL, "--workers %d: at most %d", R->workers, MB_MAX_WORKERS);
+    if (R->workers > 1 && R->method == AGG_GAS)
+        return inca_fail(INCA_EINVAL, "--workers %d with --method gas: not yet (GAS reads other ranks' history rows at "
+                         "every step, which needs the per-step halo exchange of issue 13)", R->workers);
+    if (R->workers > 1 && c->batchnorm)
+        return inca_fail(INCA_EINVAL, "--workers %d with --batchnorm: BatchNorm's running statistics would be each "
+                         "rank's own; not supported", R->workers);
+    if (R->workers > 1 && (rc = dist_plan_make(&R->D.a, R->p->bounds, R->p->k, R->workers, &R->plan)) != INCA_OK) return rc;
     const int64_t n = R->D.n;
     const csr_t *atp = R->D.at.rowptr ? &R->D.at : NULL;
     R->kc = c->kc ? c->kc : kc_cpu();
@@ -284,16 +327,27 @@ static int mb_run_setup(mb_run_t *R, const dataset_t *d, const int64_t *train_id
     R->bo = (batch_opts_t){.batch_parts = c->batch_parts, .seed = c->seed, .halo = R->method == AGG_GAS, .prefetch = R->o->prefetch};
     if (R->method == AGG_CLUSTER && !c->cluster_global_norm)
         R->bo.renorm = norm == NN_NORM_MEAN ? BATCH_RENORM_MEAN : BATCH_RENORM_GCN;
-    if ((rc = batch_loader_create(&R->src, &R->bo, &R->ld)) != INCA_OK) return rc;
     int64_t nb_max = 0, halo_max = 0;
-    R->spe = batch_loader_steps_per_epoch(R->ld);
-    batch_loader_limits(R->ld, &nb_max, &halo_max);
+    if ((rc = mb_loaders_create(R)) != INCA_OK) return rc;
+    for (int r = 0; r < R->workers; r++) {
+        int64_t nb = 0, hm = 0;
+        batch_loader_limits(R->lds[r], &nb, &hm);
+        nb_max = nb > nb_max ? nb : nb_max;
+        halo_max = hm > halo_max ? hm : halo_max;
+    }
     R->R = c->refresh > 0 ? c->refresh : R->spe;
 
     /* model, optimiser, operator */
     /* the view path runs the model on a batch or a row panel of a batch's size, never on all n */
     if ((rc = model_create_on(&R->mc, R->stream ? (nb_max > 0 ? nb_max : 1) : n, kc, &R->m)) != INCA_OK) return rc;
     if ((rc = train_optim_build(c, R->m, &R->opt)) != INCA_OK) return rc;
+    if (R->workers > 1) {   /* the ranks' gradient sums */
+        const int np = model_nparams(R->m);
+        if (!(R->gacc = inca_calloc((size_t)(np > 0 ? np : 1), sizeof *R->gacc))) return INCA_ENOMEM;
+        for (int i = 0; i < np; i++, R->ngacc++)
+            if ((rc = kc_alloc(kc, KERN_MEM_DEVICE, sizeof(float) * (size_t)model_param(R->m, i)->n, (void **)&R->gacc[i])))
+                return rc;
+    }
     int64_t dims[AGG_MAX_SITES];
     uint8_t fixed[AGG_MAX_SITES];
     const int ns = mb_model_sites(&R->mc, dims, fixed);
@@ -314,7 +368,9 @@ static int mb_run_setup(mb_run_t *R, const dataset_t *d, const int64_t *train_id
         const int64_t csrb = (int64_t)sizeof(int64_t) * (n + 1) + (int64_t)(sizeof(int32_t) + sizeof(float)) * R->D.a.nnz;
         const int64_t graph = (R->D.a.owned ? csrb * (atp ? 2 : 1) : 0) +
                               (d->adj.rowptr ? (int64_t)sizeof(int64_t) * (n + 1) + (int64_t)sizeof(int32_t) * d->adj.nnz : 0);
-        const int64_t ws = model_workspace_bytes(R->m), lb = batch_loader_bytes(R->ld);
+        const int64_t ws = model_workspace_bytes(R->m);
+        int64_t lb = 0;
+        for (int w = 0; w < R->workers; w++) lb += batch_loader_bytes(R->lds[w]);
         const int64_t pern = n * (int64_t)(sizeof(int32_t) + 1 + sizeof(int64_t)) + 2 * n * (int64_t)sizeof(float) * R->C;
         const int64_t scr = (int64_t)sizeof(float) * (nb_max ? nb_max : 1) * maxdim * (R->method == AGG_CLUSTER ? 0 : 1);
         const int64_t need = ws + lb + graph + pern + scr;
@@ -347,14 +403,14 @@ static int mb_run_setup(mb_run_t *R, const dataset_t *d, const int64_t *train_id
     const int64_t nbm = nb_max ? nb_max : 1;
     if ((rc = kc_alloc(kc, KERN_MEM_DEVICE, sizeof(float) * (size_t)(n ? n : 1) * (size_t)R->C, (void **)&R->logp)) ||
         (rc = kc_alloc(kc, KERN_MEM_DEVICE, sizeof(float) * (size_t)nbm * (size_t)R->C, (void **)&R->dlogits)) ||
-        (rc = kc_alloc(kc, KERN_MEM_DEVICE, sizeof(double) * (size_t)(R->spe ? R->spe : 1), (void **)&R->losses_d)) ||
+        (rc = kc_alloc(kc, KERN_MEM_DEVICE, sizeof(double) * (size_t)(R->spe ? R->spe : 1) * (size_t)R->workers, (void **)&R->losses_d)) ||
         (rc = kc_alloc(kc, KERN_MEM_DEVICE, sizeof *R->meter_d, (void **)&R->meter_d)))
         return rc;
     if (R->dev && (rc = kc_alloc(kc, KERN_MEM_DEVICE, sizeof(float) * (size_t)(nbm * R->D.f), (void **)&R->xb_d)))
         return rc;
     if (!(R->lidx = inca_malloc(sizeof *R->lidx * (size_t)nbm)) ||
-        !(R->losses_h = inca_malloc(sizeof *R->losses_h * (size_t)(R->spe ? R->spe : 1))) ||
-        !(R->step_has_loss = inca_calloc((size_t)(R->spe ? R->spe : 1), 1)))
+        !(R->losses_h = inca_malloc(sizeof *R->losses_h * (size_t)(R->spe ? R->spe : 1) * (size_t)R->workers)) ||
+        !(R->step_has_loss = inca_calloc((size_t)(R->spe ? R->spe : 1) * (size_t)R->workers, 1)))
         return INCA_ENOMEM;
     if ((c->on_epoch || c->out_logits) && !(R->lorig = inca_malloc(sizeof *R->lorig * (size_t)(n ? n : 1) * (size_t)R->C)))
         return INCA_ENOMEM;
@@ -387,19 +443,22 @@ static int mb_run_resume(mb_run_t *R, const dataset_t *d) {
     R->ep0 = R->epochs_run = cs.epoch + 1;
     R->finished = cs.finished;
     R->gstep = (int64_t)R->ep0 * R->spe;
-    batch_loader_free(&R->ld);
     R->bo.first_epoch = R->ep0;
-    return batch_loader_create(&R->src, &R->bo, &R->ld);
+    return mb_loaders_create(R);
 }
 
-/* One optimiser step on the next batch. Its loss goes to losses_d[s]; on the CPU it is read (and
- * checked) at once and summed into *loss_sum, off it mb_epoch_losses reads the epoch's at the
- * end. *loss_n counts the steps that had a loss. */
-static int mb_step(mb_run_t *R, int ep, int64_t s, double *loss_sum, int64_t *loss_n) {
+/* Forward and backward of one batch from loader ld, without the optimiser step. Its loss goes to
+ * losses_d[slot]; on the CPU it is read (and checked) at once and summed into *loss_sum, off it
+ * mb_epoch_losses reads the epoch's at the end. *loss_n counts the batches that had a loss;
+ * *had says whether this one did (a batch without training rows has no gradient). Dropout
+ * masks use step number dstep. */
+static int mb_fwd_bwd(mb_run_t *R, batch_loader_t *ld, int ep, int64_t slot, uint64_t dstep, double *loss_sum,
+                      int64_t *loss_n, int *had) {
     kern_ctx_t *kc = R->kc;
     const batch_t *b = NULL;
     const float *logits = NULL;
-    int rc = batch_loader_next(R->ld, &b);
+    *had = 0;
+    int rc = batch_loader_next(ld, &b);
     if (rc != INCA_OK) return rc;
     int64_t nidx = 0;
     for (int64_t i = 0; i < b->n_b; i++)
@@ -415,37 +474,74 @@ static int mb_step(mb_run_t *R, int ep, int64_t s, double *loss_sum, int64_t *lo
         if ((rc = kc_gather_rows(kc, KERN_F32, R->x_d, R->D.f, agg_batch_nodes(R->agg), 0, b->n_b, R->xb_d))) return rc;
         xb = R->xb_d;
     }
-    if ((rc = model_forward(R->m, b->n_b, xb, &R->op_batch, 1, R->c->seed, (uint64_t)R->gstep, &logits)) != INCA_OK) return rc;
+    if ((rc = model_forward(R->m, b->n_b, xb, &R->op_batch, 1, R->c->seed, dstep, &logits)) != INCA_OK) return rc;
     if (nidx == 0) {   /* no training node in this batch: nothing to learn from */
-        R->step_has_loss[s] = 0;
+        R->step_has_loss[slot] = 0;
         return INCA_OK;
     }
-    if ((rc = kc_softmax_xent(kc, b->n_b, R->C, logits, yb, lidx, nidx, R->logp, R->dlogits, &R->losses_d[s])) != INCA_OK)
+    if ((rc = kc_softmax_xent(kc, b->n_b, R->C, logits, yb, lidx, nidx, R->logp, R->dlogits, &R->losses_d[slot])) != INCA_OK)
         return rc;
-    R->step_has_loss[s] = 1;
+    R->step_has_loss[slot] = 1;
     if (!R->dev) {
-        const double loss = R->losses_d[s];
+        const double loss = R->losses_d[slot];
         if (!isfinite(loss))
             return inca_fail(INCA_ERR, "run %d, epoch %d, step %lld: training loss is not finite (%g); lower --lr?", R->run,
-                             ep, (long long)s, loss);
+                             ep, (long long)(slot / R->workers), loss);
         *loss_sum += loss;
         (*loss_n)++;
     }
-    if ((rc = model_backward(R->m, R->dlogits, &R->op_batch)) != INCA_OK) return rc;
-    return optim_step(R->opt);
+    *had = 1;
+    return model_backward(R->m, R->dlogits, &R->op_batch);
+}
+
+/* One optimiser step at step s of epoch ep. One process: the next batch. --workers P: every rank
+ * that still has a batch this epoch runs its own (dropout step gstep * P + r), the gradients are
+ * summed in rank order and divided by the number of ranks that had a loss (what an allgather
+ * summed in rank order gives every MPI rank alike), then one step of the shared optimiser. */
+static int mb_step(mb_run_t *R, int ep, int64_t s, double *loss_sum, int64_t *loss_n) {
+    int rc, had = 0;
+    if (R->workers == 1) {
+        rc = mb_fwd_bwd(R, R->ld, ep, s, (uint64_t)R->gstep, loss_sum, loss_n, &had);
+        return rc != INCA_OK || !had ? rc : optim_step(R->opt);
+    }
+    kern_ctx_t *kc = R->kc;
+    const int np = model_nparams(R->m);
+    int nc = 0;
+    for (int r = 0; r < R->workers; r++) {
+        const int64_t slot = s * R->workers + r;
+        R->step_has_loss[slot] = 0;
+        if (s >= R->spe_r[r]) continue;   /* this rank's epoch is over */
+        rc = mb_fwd_bwd(R, R->lds[r], ep, slot, (uint64_t)R->gstep * (uint64_t)R->workers + (uint64_t)r, loss_sum, loss_n, &had);
+        if (rc != INCA_OK) return rc;
+        if (!had) continue;
+        for (int i = 0; i < np && rc == INCA_OK; i++) {
+            const nn_param_t *pp = model_param(R->m, i);
+            rc = nc == 0 ? kc_copy(kc, R->gacc[i], pp->g, sizeof(float) * (size_t)pp->n, KERN_D2D, KERN_STREAM_COMPUTE)
+                         : kc_axpby(kc, pp->n, 1.f, pp->g, 1.f, R->gacc[i]);
+        }
+        if (rc != INCA_OK) return rc;
+        nc++;
+    }
+    if (nc == 0) return INCA_OK;
+    for (int i = 0; i < np && rc == INCA_OK; i++) {
+        nn_param_t *pp = model_param(R->m, i);
+        rc = kc_axpby(kc, pp->n, 1.f / (float)nc, R->gacc[i], 0.f, pp->g);
+    }
+    return rc != INCA_OK ? rc : optim_step(R->opt);
 }
 
 /* Off the CPU: the epoch's step losses, read back once, checked and summed in step order (the
  * CPU's sum). A non-finite one names its step; the epoch is not evaluated or checkpointed. */
 static int mb_epoch_losses(mb_run_t *R, int ep, double *loss_sum, int64_t *loss_n) {
     if (!R->dev) return INCA_OK;
-    int rc = kc_copy(R->kc, R->losses_h, R->losses_d, sizeof(double) * (size_t)R->spe, KERN_D2H, KERN_STREAM_COMPUTE);
+    const int64_t nslots = R->spe * R->workers;   /* step-major, rank-minor: the CPU's order */
+    int rc = kc_copy(R->kc, R->losses_h, R->losses_d, sizeof(double) * (size_t)nslots, KERN_D2H, KERN_STREAM_COMPUTE);
     if (rc != INCA_OK) return rc;
-    for (int64_t s = 0; s < R->spe; s++) {
+    for (int64_t s = 0; s < nslots; s++) {
         if (!R->step_has_loss[s]) continue;
         if (!isfinite(R->losses_h[s]))
             return inca_fail(INCA_ERR, "run %d, epoch %d, step %lld: training loss is not finite (%g); lower --lr?", R->run,
-                             ep, (long long)s, R->losses_h[s]);
+                             ep, (long long)(s / R->workers), R->losses_h[s]);
         *loss_sum += R->losses_h[s];
         (*loss_n)++;
     }
@@ -633,13 +729,17 @@ static int mb_run_figures(mb_run_t *R, train_result_t *r, mb_stats_t *st) {
     r->refresh_time_s = st->refreshes ? st->refresh_s_total / (double)st->refreshes : 0;
     r->eval_time_s = st->evals ? st->eval_s_total / (double)st->evals : 0;
     r->peak_rss_mb = inca_peak_rss_mb();
-    st->wait_s = r->loader_wait_s = batch_loader_wait_s(R->ld);
+    st->wait_s = st->build_s = st->loader_bytes = 0;
+    for (int w = 0; w < R->workers; w++) {   /* every rank's loader */
+        st->wait_s += batch_loader_wait_s(R->lds[w]);
+        st->build_s += batch_loader_build_s(R->lds[w]);
+        st->loader_bytes += batch_loader_bytes(R->lds[w]);
+    }
+    r->loader_wait_s = st->wait_s;
     r->steps_s = st->step_s_total;
-    st->build_s = batch_loader_build_s(R->ld);
     st->table_bytes = r->table_bytes = agg_table_bytes(R->agg);
     st->scratch_bytes = r->scratch_bytes = agg_scratch_bytes(R->agg);
     r->history_on_host = agg_tables_on_host(R->agg);
-    st->loader_bytes = batch_loader_bytes(R->ld);
     st->spilled_bytes = r->spilled_bytes = agg_spilled_bytes(R->agg);
     st->anon_need_bytes = R->anon_need;
     snprintf(r->loader, sizeof r->loader, "%s", R->stream ? "view" : "copy");

@@ -1,0 +1,250 @@
+/* --workers P (issue 13's single-process reference for data-parallel training): one epoch of
+ * Cluster-GCN and of IncAgg with P simulated ranks leaves exactly the parameters of a reference
+ * built here from the public pieces: each rank's own batch (graph/dist.h ownership, its own
+ * loader stream), forward and backward from the same initial model, gradients summed in rank
+ * order in plain C and halved, one optimiser step. Plus the refusals. */
+#include "testutil.h"
+#include "core/alloc.h"
+#include "core/status.h"
+#include "graph/dist.h"
+#include "graph/gen.h"
+#include "graph/partition.h"
+#include "kernels/backend.h"
+#include "loaders/batch.h"
+#include "memory/agg.h"
+#include "nn/checkpoint.h"
+#include "nn/layer.h"
+#include "nn/model.h"
+#include "nn/optim.h"
+#include "nn/train.h"
+#include "nn/train_mb.h"
+#include <stdlib.h>
+#include <string.h>
+
+static dataset_t D;
+static partition_t P;
+static char *dir;
+
+static void setup(void) {
+    dir = tu_mkdtemp();
+    gen_opts_t o;
+    gen_opts_default(&o);
+    o.nodes = 600;
+    o.avg_degree = 6;
+    o.features = 12;
+    o.classes = 3;
+    o.seed = 3;
+    ck_assert_int_eq(gen_csbm(&o, &D, NULL), INCA_OK);
+    ck_assert_int_eq(partition_compute(&D.adj, 8, PART_METIS, 0, &P), INCA_OK);
+}
+
+static void teardown(void) {
+    partition_free(&P);
+    dataset_free(&D);
+    tu_rmrf(dir);
+    free(dir);
+}
+
+static void config(train_config_t *c, const char *method, const char *ck) {
+    train_config_default(c);
+    snprintf(c->model, sizeof c->model, "gcn");
+    snprintf(c->method, sizeof c->method, "%s", method);
+    c->epochs = 1;
+    c->hidden = 8;
+    c->parts = 8;
+    c->batch_parts = 8;   /* every rank: all its parts in one batch, one step per epoch */
+    c->workers = 2;
+    c->checkpoint_dir = ck;
+}
+
+/* The parameters (and in *opt_out the optimiser, whose moments are the averaged gradient's:
+ * Adam's first step alone is nearly scale-free) after one step of P = 2 ranks, computed from the
+ * public pieces. */
+static model_t *reference(const train_config_t *c, int incagg, optim_t **opt_out) {
+    const int64_t n = D.n, f = D.f;
+    csr_t adjp = {0}, a = {0}, at = {0};
+    ck_assert_int_eq(csr_permute(&D.adj, P.perm, &adjp), INCA_OK);
+    ck_assert_int_eq(nn_adj_build(&adjp, NN_NORM_GCN, &a, &at), INCA_OK);
+    float *x = malloc(sizeof(float) * (size_t)(n * f));
+    int32_t *y = malloc(sizeof(int32_t) * (size_t)n);
+    uint8_t *tr = calloc((size_t)n, 1);
+    for (int64_t v = 0; v < n; v++) {
+        memcpy(x + P.perm[v] * f, D.x + v * f, sizeof(float) * (size_t)f);
+        y[P.perm[v]] = D.y[v];
+    }
+    for (int64_t i = 0; i < D.split_n[SPLIT_TRAIN]; i++) tr[P.perm[D.split[SPLIT_TRAIN][i]]] = 1;
+    dist_plan_t plan;
+    ck_assert_int_eq(dist_plan_make(&a, P.bounds, P.k, 2, &plan), INCA_OK);
+    model_config_t mc;
+    ck_assert_int_eq(train_model_config(&D, c, c->seed, &mc), INCA_OK);
+    mc.transform_first = 0;
+    model_t *m = NULL;
+    optim_t *opt = NULL;
+    ck_assert_int_eq(model_create(&mc, n, &m), INCA_OK);
+    ck_assert_int_eq(train_optim_build(c, m, &opt), INCA_OK);
+    const int np = model_nparams(m);
+    float **sum = calloc((size_t)np, sizeof *sum);
+    batch_source_t src = {.n = n, .f = f, .x = x, .y = y, .a = &a, .a_symmetric = 1, .bounds = P.bounds, .k = P.k};
+    /* IncAgg's operator on the same graph: its initial snapshot of the untrained model first */
+    agg_t *g = NULL;
+    int64_t dims[AGG_MAX_SITES];
+    uint8_t fixed[AGG_MAX_SITES];
+    const int ns = mb_model_sites(&mc, dims, fixed);
+    agg_config_t ac = {.method = AGG_INCAGG, .source = AGG_SRC_RECOMPUTE, .dtype = HIST_F32, .nsites = ns, .dims = dims,
+                       .fixed = fixed, .n = n, .in_dim = f, .x = x, .a = &a, .nb_max = n, .spill_budget = -1};
+    nn_agg_t op;
+    nn_agg_full_t full;
+    if (incagg) {
+        ck_assert_int_eq(agg_create(&ac, &g), INCA_OK);
+        const float *logits;
+        nn_agg_t rop = {.forward = agg_refresh_forward, .ctx = g};
+        ck_assert_int_eq(model_forward(m, n, x, &rop, 0, c->seed, 0, &logits), INCA_OK);
+    }
+    int64_t *lidx = malloc(sizeof(int64_t) * (size_t)n);
+    float *logp = malloc(sizeof(float) * (size_t)(n * D.c)), *dl = malloc(sizeof(float) * (size_t)(n * D.c));
+    for (int r = 0; r < 2; r++) {
+        batch_opts_t bo = {.batch_parts = c->batch_parts, .seed = c->seed, .part_lo = plan.part_lo[r],
+                           .part_hi = plan.part_lo[r + 1], .stream = (uint64_t)r,
+                           .renorm = incagg ? BATCH_RENORM_NONE : BATCH_RENORM_GCN};
+        batch_loader_t *ld = NULL;
+        const batch_t *b = NULL;
+        ck_assert_int_eq(batch_loader_create(&src, &bo, &ld), INCA_OK);
+        ck_assert_int_eq(batch_loader_next(ld, &b), INCA_OK);
+        ck_assert_int_eq(b->n_b, plan.node_lo[r + 1] - plan.node_lo[r]);   /* the rank's nodes, all of them */
+        if (incagg) {
+            ck_assert_int_eq(agg_set_batch(g, b), INCA_OK);
+            op = (nn_agg_t){.forward = agg_forward, .backward = agg_backward, .ctx = g};
+        } else nn_agg_full_init(&op, &full, &b->a_bb, NULL);   /* Cluster-GCN: Â_BB, renormalised */
+        int64_t nidx = 0;
+        for (int64_t i = 0; i < b->n_b; i++)
+            if (tr[b->nodes[i]] && b->y[i] >= 0) lidx[nidx++] = i;
+        const float *logits;
+        double loss = 0;
+        ck_assert_int_eq(model_forward(m, b->n_b, b->x, &op, 1, c->seed, (uint64_t)r, &logits), INCA_OK);
+        ck_assert_int_gt(nidx, 0);
+        ck_assert_int_eq(kc_softmax_xent(kc_cpu(), b->n_b, D.c, logits, b->y, lidx, nidx, logp, dl, &loss), INCA_OK);
+        ck_assert_int_eq(model_backward(m, dl, &op), INCA_OK);
+        for (int i = 0; i < np; i++) {   /* the sum in rank order, in plain C */
+            const nn_param_t *p = model_param(m, i);
+            if (!sum[i]) {
+                sum[i] = malloc(sizeof(float) * (size_t)p->n);
+                memcpy(sum[i], p->g, sizeof(float) * (size_t)p->n);
+            } else
+                for (int64_t e = 0; e < p->n; e++) sum[i][e] = p->g[e] + sum[i][e];
+        }
+        batch_loader_free(&ld);
+    }
+    for (int i = 0; i < np; i++) {
+        nn_param_t *p = model_param(m, i);
+        for (int64_t e = 0; e < p->n; e++) p->g[e] = sum[i][e] * 0.5f;
+        free(sum[i]);
+    }
+    ck_assert_int_eq(optim_step(opt), INCA_OK);
+    *opt_out = opt;
+    agg_free(&g);
+    free(sum);
+    free(lidx);
+    free(logp);
+    free(dl);
+    free(x);
+    free(y);
+    free(tr);
+    dist_plan_free(&plan);
+    csr_free(&adjp);
+    csr_free(&a);
+    csr_free(&at);
+    return m;
+}
+
+START_TEST(two_ranks_equal_reference) {
+    for (int incagg = 0; incagg < 2; incagg++) {
+        char ck[4200];
+        snprintf(ck, sizeof ck, "%s/ck%d", dir, incagg);
+        train_config_t c;
+        config(&c, incagg ? "incagg" : "cluster", ck);
+        mb_opts_t o;
+        mb_opts_default(&o);
+        train_result_t r;
+        ck_assert_int_eq(mb_train(&D, &c, D.split[SPLIT_TRAIN], D.split_n[SPLIT_TRAIN], 0, &P, &o, &r, NULL), INCA_OK);
+        train_result_free(&r);
+        /* the trained parameters, from the run's checkpoint */
+        model_config_t mc;
+        ck_assert_int_eq(train_model_config(&D, &c, c.seed, &mc), INCA_OK);
+        mc.transform_first = 0;
+        model_t *got = NULL;
+        optim_t *go = NULL;
+        ck_assert_int_eq(model_create(&mc, 1, &got), INCA_OK);
+        ck_assert_int_eq(train_optim_build(&c, got, &go), INCA_OK);
+        ckpt_state_t cs;
+        /* the checkpoint also holds IncAgg's tables: read them into scratch of the same sizes */
+        int64_t dims[AGG_MAX_SITES];
+        uint8_t fixed[AGG_MAX_SITES];
+        const int ns = mb_model_sites(&mc, dims, fixed);
+        ckpt_blob_t blobs[2 * AGG_MAX_SITES];
+        int nb = 0;
+        for (int t = 0; t < 4 && incagg; t++)
+            for (int s = 0; s < ns; s++)
+                if ((t == 1) || (t == 2 && !fixed[s]))   /* M at every site, S where the input is not x */
+                    blobs[nb++] = (ckpt_blob_t){.p = calloc((size_t)(D.n * dims[s]), sizeof(float)),
+                                                .bytes = (int64_t)sizeof(float) * D.n * dims[s]};
+        ck_assert_int_eq(ckpt_load(ck, 0, &c, &D, got, go, &cs, blobs, nb), INCA_OK);
+        for (int i = 0; i < nb; i++) free(blobs[i].p);
+        optim_t *wo = NULL;
+        model_t *want = reference(&c, incagg, &wo);
+        for (int i = 0; i < model_nparams(want); i++) {
+            const nn_param_t *a = model_param(got, i), *b = model_param(want, i);
+            ck_assert_int_eq(a->n, b->n);
+            ck_assert_msg(memcmp(a->w, b->w, sizeof(float) * (size_t)a->n) == 0, "%s: parameter %s differs from the reference",
+                          c.method, a->name);
+        }
+        ck_assert_int_eq(optim_nparams(go), optim_nparams(wo));
+        for (int i = 0; i < optim_nparams(wo); i++) {   /* Adam's moments: the averaged gradient, bit for bit */
+            float *m1, *v1, *m2, *v2;
+            int64_t n1, n2;
+            ck_assert_int_eq(optim_param_state(go, i, &m1, &v1, &n1), INCA_OK);
+            ck_assert_int_eq(optim_param_state(wo, i, &m2, &v2, &n2), INCA_OK);
+            ck_assert_int_eq(n1, n2);
+            ck_assert_msg(memcmp(m1, m2, sizeof(float) * (size_t)n1) == 0 && memcmp(v1, v2, sizeof(float) * (size_t)n1) == 0,
+                          "%s: Adam moments of parameter %d differ from the reference", c.method, i);
+        }
+        optim_free(&wo);
+        model_free(&want);
+        model_free(&got);
+        optim_free(&go);
+    }
+}
+END_TEST
+
+START_TEST(refusals) {
+    train_config_t c;
+    config(&c, "gas", NULL);
+    mb_opts_t o;
+    mb_opts_default(&o);
+    train_result_t r;
+    ck_assert_int_eq(mb_train(&D, &c, D.split[SPLIT_TRAIN], D.split_n[SPLIT_TRAIN], 0, &P, &o, &r, NULL), INCA_EINVAL);
+    ck_assert_ptr_nonnull(strstr(inca_errmsg(), "--method gas"));
+    config(&c, "incagg", NULL);
+    c.batchnorm = 1;
+    c.layers = 3;
+    ck_assert_int_eq(mb_train(&D, &c, D.split[SPLIT_TRAIN], D.split_n[SPLIT_TRAIN], 0, &P, &o, &r, NULL), INCA_EINVAL);
+    ck_assert_ptr_nonnull(strstr(inca_errmsg(), "--batchnorm"));
+    config(&c, "cluster", NULL);
+    c.workers = 9;   /* more ranks than parts */
+    ck_assert_int_eq(mb_train(&D, &c, D.split[SPLIT_TRAIN], D.split_n[SPLIT_TRAIN], 0, &P, &o, &r, NULL), INCA_EINVAL);
+    ck_assert_ptr_nonnull(strstr(inca_errmsg(), "--workers 9"));
+    config(&c, "full", NULL);
+    ck_assert_int_eq(train_run(&D, &c, NULL, 0, &r), INCA_EINVAL);
+    ck_assert_ptr_nonnull(strstr(inca_errmsg(), "--method full"));
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("workers");
+    TCase *t = tcase_create("core");
+    tcase_add_checked_fixture(t, setup, teardown);
+    tcase_set_timeout(t, 120);
+    tcase_add_test(t, two_ranks_equal_reference);
+    tcase_add_test(t, refusals);
+    suite_add_tcase(s, t);
+    return tu_run_suite(s);
+}
