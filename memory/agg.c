@@ -71,6 +71,12 @@ struct agg {
     int64_t table_bytes, scratch_bytes;
     int m0_borrowed;     /* M at fixed sites is cfg->m0 (host) or its device copy, not a table */
     float *pass[2];      /* agg_pass_buffer */
+    /* gas with defer_batches: pushes held until agg_commit_pushes: per site, the rows in_raw
+     * (defer x nb_max x dim) and their node ids */
+    int defer;
+    float *dpush[AGG_MAX_SITES];
+    int64_t *dids, ndpush, ndmax;   /* ids: the same for every site of a batch; ndpush rows held */
+    int64_t dbatch_rows[64], ndbatch;
     int64_t pass_f[2];
     double fwd_s, bwd_s;
     int64_t nnz_bb, nnz_rows;
@@ -521,6 +527,15 @@ int agg_create(const agg_config_t *cfg, agg_t **out) {
             }
         }
     }
+    if (rc == INCA_OK && method == AGG_GAS && cfg->defer_batches > 0) {
+        if (g->host_tables) rc = inca_fail(INCA_EINVAL, "gas: held pushes need the tables on the context (not --history-location host)");
+        g->defer = cfg->defer_batches;
+        g->ndmax = (int64_t)cfg->defer_batches * nbm;
+        if (rc == INCA_OK && !(g->dids = take(g, sizeof(int64_t) * (size_t)g->ndmax, "held_ids", g->dev))) rc = INCA_ENOMEM;
+        else if (rc == INCA_OK) g->scratch_bytes += (int64_t)sizeof(int64_t) * g->ndmax;
+        for (int st = 0; st < ns && rc == INCA_OK; st++)
+            if (!g->fixed[st] && !(g->dpush[st] = scratch(g, g->ndmax * g->dim[st], "held_pushes", g->dev))) rc = INCA_ENOMEM;
+    }
     if (rc == INCA_OK && method == AGG_GAS) {
         int64_t w = g->maxdim > g->in_dim ? g->maxdim : g->in_dim;
         if (!(g->hbuf = scratch(g, (cfg->halo_max ? cfg->halo_max : 1) * w, "scratch_halo", g->dev))) rc = INCA_ENOMEM;
@@ -545,6 +560,35 @@ static int check_call(const agg_t *g, int site, int64_t n, int64_t f) {
     return INCA_OK;
 }
 
+int agg_commit_pushes(agg_t *g) {
+    if (!g->defer || g->ndpush == 0) return INCA_OK;
+    int rc = INCA_OK;
+    for (int st = 0; st < g->nsites && rc == INCA_OK; st++)
+        if (!g->fixed[st] && g->H[st].data)
+            rc = kc_scatter_rows(g->kc, kdt(&g->H[st]), g->H[st].data, g->dim[st], g->dids, 0, g->ndpush, g->dpush[st]);
+    g->ndpush = 0;
+    g->ndbatch = 0;
+    return rc;
+}
+
+/* gas with defer: hold the push of in_raw (n rows, the current batch's nodes) at site */
+static int push_defer(agg_t *g, int site, int64_t n, int64_t f, const float *in_raw) {
+    /* the first history site of a batch appends its ids; later sites reuse the same offset */
+    int64_t off = g->ndpush;
+    int first = 1;
+    for (int st = 0; st < site; st++)
+        if (!g->fixed[st] && g->H[st].data) first = 0;
+    if (first) {
+        if (g->ndpush + n > g->ndmax || g->ndbatch >= (int64_t)(sizeof g->dbatch_rows / sizeof g->dbatch_rows[0]))
+            return inca_fail(INCA_EINVAL, "gas: more held pushes than the %d batches configured", g->defer);
+        int rc = kc_copy(g->kc, g->dids + off, g->nodes, sizeof(int64_t) * (size_t)n, KERN_D2D, KERN_STREAM_COMPUTE);
+        if (rc != INCA_OK) return rc;
+        g->dbatch_rows[g->ndbatch++] = n;
+        g->ndpush += n;
+    } else off = g->ndpush - n;
+    return kc_copy(g->kc, g->dpush[site] + off * f, in_raw, sizeof(float) * (size_t)(n * f), KERN_D2D, KERN_STREAM_COMPUTE);
+}
+
 static int forward_gas(agg_t *g, int site, int64_t n, int64_t f, const float *in_raw, const float *in, float *out) {
     const batch_t *b = g->b;
     int rc = kc_spmm(g->kc, g->bb, NULL, in, f, 1.f, 0.f, out);
@@ -558,6 +602,7 @@ static int forward_gas(agg_t *g, int site, int64_t n, int64_t f, const float *in
         if (rc != INCA_OK || (rc = kc_spmm(g->kc, g->bh, NULL, hrows, f, 1.f, 1.f, out)) != INCA_OK) return rc;
     }
     if (g->fixed[site]) return INCA_OK;
+    if (g->defer) return push_defer(g, site, n, f, in_raw);
     if (g->host_tables) return push_async(g, &g->H[site], site, in_raw, n);
     return kc_scatter_rows(g->kc, kdt(&g->H[site]), g->H[site].data, f, g->nodes, 0, n, in_raw);
 }

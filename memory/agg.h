@@ -97,6 +97,9 @@ typedef struct agg_config {
                                 in spill_dir (memory/arena.h); < 0 (or 0 with spill_dir NULL):
                                 all anonymous */
     const char *spill_dir;
+    int defer_batches;       /* gas: > 0 holds the history pushes of up to this many batches back
+                                until agg_commit_pushes (data-parallel ranks of one step read the
+                                histories as they were when the step began); 0: push at once */
 } agg_config_t;
 
 typedef struct agg agg_t;
@@ -152,6 +155,10 @@ float *agg_s_direct(agg_t *g, int site);
  * table bytes (spilled past the budget like the tables). */
 int agg_pass_buffer(agg_t *g, int i, int64_t f, float **out);
 int64_t agg_spilled_bytes(const agg_t *g);   /* table bytes in file-backed maps */
+
+/* gas with defer_batches: the pushes held since the last call land in the history tables
+ * (in the order they were made). INCA_OK at once otherwise. */
+int agg_commit_pushes(agg_t *g);
 
 int agg_source(const agg_t *g);
 int agg_num_sites(const agg_t *g);

@@ -101,8 +101,9 @@ typedef struct train_config {
     int workers;               /* mini-batch: simulate this many data-parallel ranks in one process
                                   (graph/dist.h: each owns a contiguous range of the parts and
                                   draws its batches there; a step's gradients are averaged over
-                                  the ranks in rank order). <= 1: one rank (default). Not yet for
-                                  gas, full-batch or with BatchNorm (issue 13) */
+                                  the ranks in rank order; GAS's halo pulls see the histories as
+                                  the step began). <= 1: one rank (default). Not yet for
+                                  full-batch or with BatchNorm (issue 13) */
     int64_t memory_budget;     /* view loader: bytes of anonymous memory for the run (0: no
                                   limit); history tables past what the batch needs go to
                                   file-backed maps in the store's folder */

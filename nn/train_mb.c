@@ -294,9 +294,8 @@ static int mb_run_setup(mb_run_t *R, const dataset_t *d, const int64_t *train_id
     if ((rc = mb_data_prepare(d, c, R->p, train_idx, n_train, norm, view, &R->D)) != INCA_OK) return rc;
     R->workers = c->workers > 1 ? c->workers : 1;
     if (R->workers > MB_MAX_WORKERS) return inca_fail(INCA_EINVAL, "--workers %d: at most %d", R->workers, MB_MAX_WORKERS);
-    if (R->workers > 1 && R->method == AGG_GAS)
-        return inca_fail(INCA_EINVAL, "--workers %d with --method gas: not yet (GAS reads other ranks' history rows at "
-                         "every step, which needs the per-step halo exchange of issue 13)", R->workers);
+    if (R->workers > 1 && R->method == AGG_GAS && c->history_host)
+        return inca_fail(INCA_EINVAL, "--workers %d with --method gas: not with --history-location host", R->workers);
     if (R->workers > 1 && c->batchnorm)
         return inca_fail(INCA_EINVAL, "--workers %d with --batchnorm: BatchNorm's running statistics would be each "
                          "rank's own; not supported", R->workers);
@@ -360,7 +359,9 @@ static int mb_run_setup(mb_run_t *R, const dataset_t *d, const int64_t *train_id
                        .extra_bytes = {(int64_t)sizeof(int32_t) * (nb_max ? nb_max : 1),
                                        (int64_t)sizeof(int64_t) * (nb_max ? nb_max : 1)},
                        .nnz_max = batch_nnz_bound(&R->D.a, R->p->bounds, R->p->k, c->batch_parts),
-                       .m0 = m0, .spill_budget = -1};
+                       .m0 = m0, .spill_budget = -1,
+                       /* gas ranks of one step read the histories as the step found them */
+                       .defer_batches = R->workers > 1 && R->method == AGG_GAS ? R->workers : 0};
     if (R->stream && c->memory_budget > 0) {
         /* what one batch needs in anonymous memory whatever the budget; the tables get the rest */
         int64_t maxdim = R->D.f;
@@ -497,7 +498,9 @@ static int mb_fwd_bwd(mb_run_t *R, batch_loader_t *ld, int ep, int64_t slot, uin
 /* One optimiser step at step s of epoch ep. One process: the next batch. --workers P: every rank
  * that still has a batch this epoch runs its own (dropout step gstep * P + r), the gradients are
  * summed in rank order and divided by the number of ranks that had a loss (what an allgather
- * summed in rank order gives every MPI rank alike), then one step of the shared optimiser. */
+ * summed in rank order gives every MPI rank alike), then one step of the shared optimiser. GAS
+ * holds the ranks' history pushes until all of them ran: a rank's halo pull sees the histories
+ * as the step began, as a per-step halo exchange between processes would. */
 static int mb_step(mb_run_t *R, int ep, int64_t s, double *loss_sum, int64_t *loss_n) {
     int rc, had = 0;
     if (R->workers == 1) {
@@ -522,6 +525,8 @@ static int mb_step(mb_run_t *R, int ep, int64_t s, double *loss_sum, int64_t *lo
         if (rc != INCA_OK) return rc;
         nc++;
     }
+    /* GAS: every rank pulled the histories as the step found them; now the step's pushes land */
+    if ((rc = agg_commit_pushes(R->agg)) != INCA_OK) return rc;
     if (nc == 0) return INCA_OK;
     for (int i = 0; i < np && rc == INCA_OK; i++) {
         nn_param_t *pp = model_param(R->m, i);

@@ -148,6 +148,9 @@ START_TEST(mini_batch_every_method) {
         "--method incagg --model sage --parts 8 --batch-parts 2 --epochs 2 --loader view --history-location host",
         "--method gas --model sage --parts 8 --batch-parts 2 --epochs 2 --loader view",
         "--method cluster --parts 8 --batch-parts 2 --epochs 2 --loader view --memory-budget 64M",
+        /* data-parallel ranks simulated (gradient sums on the device, GAS's held pushes) */
+        "--method gas --parts 8 --batch-parts 2 --epochs 2 --workers 2",
+        "--method incagg --parts 8 --batch-parts 1 --epochs 2 --workers 3 --loader view",
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         cJSON *a = train(cases[i], "cpu"), *b = train(cases[i], dut);
