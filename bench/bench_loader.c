@@ -67,11 +67,7 @@ static int seq_read(const char *store, double *secs, int64_t *bytes) {
 
 /* Drop this process's mappings of [p, p+bytes) (MADV_DONTNEED on a shared file map unmaps the
  * pages, keeping the file): posix_fadvise cannot evict a page some process still maps. */
-static void unmap_range(const void *p, int64_t bytes) {
-    if (!p || bytes <= 0) return;
-    const uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE), lo = (uintptr_t)p & ~(pg - 1);
-    (void)madvise((void *)lo, (uintptr_t)p + (uintptr_t)bytes - lo, MADV_DONTNEED);
-}
+static void unmap_range(const void *p, int64_t bytes) { inca_madvise(p, bytes, MADV_DONTNEED); }
 
 static void unmap_views(const layout_views_t *v) {
     unmap_range(v->x, v->n * v->f * 4);

@@ -11,7 +11,6 @@
 #include "core/status.h"
 #include "core/util.h"
 #include "graph/partition.h"
-#include "loaders/dataset.h"
 #include "loaders/partition_store.h"
 #include "loaders/store.h"
 #include "nn/layer.h"
@@ -27,7 +26,6 @@ int cmd_partition(int argc, char **argv) {
     args_t *a = NULL;
     store_t *s = NULL;
     json_t *j = NULL;
-    csr_t adj = {0};
     partition_t p = {0};
     int64_t k = 0, seed = 0;
     int method = PART_METIS, reused = 0;
@@ -51,20 +49,11 @@ int cmd_partition(int argc, char **argv) {
     } else if ((rc = model_kind_parse(m0s, &m0_kind)) != INCA_OK) goto done;
     if ((rc = store_open(args_pos(a, 0), STORE_RDWR_MAP, &s)) != INCA_OK) goto done;
     double t0 = inca_now();
-    char name[64];
-    partition_name(name, sizeof name, method, k, (uint64_t)seed);
-    rc = store_partition_load(s, name, &p);
-    if (rc == INCA_OK) reused = 1;
-    else if (rc == INCA_ENOTFOUND) {
-        inca_err_clear();
-        if ((rc = dataset_load_adj(s, &adj)) != INCA_OK) goto done;
-        rc = store_partition_get(s, &adj, k, method, (uint64_t)seed, &p, &reused);
-    }
-    if (rc != INCA_OK) goto done;
+    /* the graph is read from the store only when something must be computed from it */
+    if ((rc = store_partition_get(s, NULL, k, method, (uint64_t)seed, &p, &reused)) != INCA_OK) goto done;
     const double tl = inca_now();
     if (!args_has(a, "--no-layout") && store_meta(s)->features > 0) {
-        if (!adj.rowptr && (rc = dataset_load_adj(s, &adj)) != INCA_OK) goto done;
-        rc = layout_ensure(s, &p, &adj, featnorm, m0_kind >= 0, m0_kind >= 0 ? nn_kind_norm(m0_kind) : NN_NORM_GCN, hd, &built);
+        rc = layout_ensure(s, &p, NULL, featnorm, m0_kind >= 0, m0_kind >= 0 ? nn_kind_norm(m0_kind) : NN_NORM_GCN, hd, &built);
         if (rc != INCA_OK) goto done;
     }
     const double layout_s = inca_now() - tl;
@@ -102,7 +91,6 @@ int cmd_partition(int argc, char **argv) {
 done:
     json_free(&j);
     partition_free(&p);
-    csr_free(&adj);
     store_close(&s);
     args_free(&a);
     return rc;

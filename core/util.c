@@ -1,6 +1,7 @@
 /* Clock, peak RSS and the thread count; see util.h. */
 #include "core/util.h"
 #include <omp.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
@@ -60,4 +61,10 @@ int inca_rmtree(const char *path) {
     if (nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS) != 0)
         return inca_fail(INCA_EIO, "%s: cannot remove: %s", path, strerror(errno));
     return INCA_OK;
+}
+
+void inca_madvise(const void *p, int64_t bytes, int advice) {
+    if (!p || bytes <= 0) return;
+    const uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE), lo = (uintptr_t)p & ~(pg - 1);
+    (void)madvise((void *)lo, (uintptr_t)p + (uintptr_t)bytes - lo, advice);
 }

@@ -9,6 +9,10 @@ double inca_peak_rss_mb(void);    /* getrusage ru_maxrss of this process, MiB */
 void inca_set_threads(int t);
 int inca_threads(void);
 
+/* madvise(advice) over the pages holding [p, p + bytes) (the range widened to page bounds);
+ * a hint, its failure ignored; nothing for p NULL or bytes <= 0. */
+void inca_madvise(const void *p, int64_t bytes, int advice);
+
 /* Filesystem helpers. */
 int inca_path_exists(const char *path);
 /* Remove a file or a directory tree (like rm -rf); missing path is fine. Returns INCA_OK or

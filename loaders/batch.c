@@ -20,11 +20,10 @@
  * builder's wait, not the trainer's. */
 static void touch_pages(const void *p, int64_t bytes) {
     if (bytes <= 0) return;
-    const uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE), lo = (uintptr_t)p & ~(pg - 1);
-    const uintptr_t hi = (uintptr_t)p + (uintptr_t)bytes;
-    (void)madvise((void *)lo, hi - lo, MADV_WILLNEED);
+    inca_madvise(p, bytes, MADV_WILLNEED);
+    const uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE), hi = (uintptr_t)p + (uintptr_t)bytes;
     volatile unsigned char sink = 0;
-    for (uintptr_t a = lo < (uintptr_t)p ? (uintptr_t)p : lo; a < hi; a = (a & ~(pg - 1)) + pg) sink ^= *(const volatile unsigned char *)a;
+    for (uintptr_t a = (uintptr_t)p; a < hi; a = (a & ~(pg - 1)) + pg) sink ^= *(const volatile unsigned char *)a;
     (void)sink;
 }
 

@@ -73,24 +73,29 @@ static int bad_entry(const char *path, const char *arr, int64_t i, long long v, 
                      path, arr, (long long)i, v, lo, hi);
 }
 
+int dataset_check_csr(const char *path, const char *rowptr_name, const char *col_name, const csr_t *g) {
+    const int64_t n = g->n_rows, *rp = g->rowptr;
+    int64_t i;
+    if (rp[0] != 0)
+        return inca_fail(INCA_EINVAL, "%s: array '%s' entry 0 = %lld, expected 0: the store is corrupt", path, rowptr_name,
+                         (long long)rp[0]);
+    if ((i = first_decrease_i64(rp, n + 1)) <= n)
+        return inca_fail(INCA_EINVAL, "%s: array '%s' entry %lld = %lld is below entry %lld = %lld (not "
+                         "monotone): the store is corrupt", path, rowptr_name, (long long)i, (long long)rp[i],
+                         (long long)i - 1, (long long)rp[i - 1]);
+    if (rp[n] != g->nnz)
+        return inca_fail(INCA_EINVAL, "%s: array '%s' entry %lld = %lld, expected %lld (the length of '%s'): "
+                         "the store is corrupt", path, rowptr_name, (long long)n, (long long)rp[n], (long long)g->nnz,
+                         col_name);
+    if ((i = first_outside_i32(g->col, g->nnz, 0, g->n_cols)) < g->nnz) return bad_entry(path, col_name, i, g->col[i], 0, g->n_cols);
+    return INCA_OK;
+}
+
 /* Everything the store schema promises about a loaded dataset, against its meta record. */
 static int check_contents(const char *path, const store_meta_t *m, const dataset_t *d) {
     int64_t n = d->n, i;
-    if (d->adj.rowptr) {
-        const int64_t *rp = d->adj.rowptr;
-        if (rp[0] != 0)
-            return inca_fail(INCA_EINVAL, "%s: array 'rowptr' entry 0 = %lld, expected 0: the store is corrupt", path,
-                             (long long)rp[0]);
-        if ((i = first_decrease_i64(rp, n + 1)) <= n)
-            return inca_fail(INCA_EINVAL, "%s: array 'rowptr' entry %lld = %lld is below entry %lld = %lld (not "
-                             "monotone): the store is corrupt", path, (long long)i, (long long)rp[i],
-                             (long long)i - 1, (long long)rp[i - 1]);
-        if (rp[n] != d->adj.nnz)
-            return inca_fail(INCA_EINVAL, "%s: array 'rowptr' entry %lld = %lld, expected %lld (the length of 'col'): "
-                             "the store is corrupt", path, (long long)n, (long long)rp[n], (long long)d->adj.nnz);
-        if ((i = first_outside_i32(d->adj.col, d->adj.nnz, 0, n)) < d->adj.nnz)
-            return bad_entry(path, "col", i, d->adj.col[i], 0, n);
-    }
+    int rc;
+    if (d->adj.rowptr && (rc = dataset_check_csr(path, "rowptr", "col", &d->adj)) != INCA_OK) return rc;
     if (d->x && (i = first_nonfinite_f32(d->x, n * d->f)) < n * d->f)
         return inca_fail(INCA_EINVAL, "%s: array 'x' entry %lld (row %lld, column %lld) = %g is not finite: the store "
                          "is corrupt", path, (long long)i, (long long)(i / d->f), (long long)(i % d->f), (double)d->x[i]);
@@ -232,22 +237,12 @@ int dataset_load_adj(store_t *s, csr_t *adj) {
     adj->rowptr = rp;
     adj->col = col;
     adj->owned = 1;
-    if (nr < 1 || adj->rowptr[0] != 0 || adj->rowptr[nr - 1] != nc) {
+    if (nr < 1) {
         csr_free(adj);
-        return inca_fail(INCA_EINVAL, "%s: rowptr/col sizes disagree", store_path(s));
+        return inca_fail(INCA_EINVAL, "%s: array 'rowptr' is empty: the store is corrupt", store_path(s));
     }
-    for (int64_t i = 0; i < nr - 1; i++)
-        if (adj->rowptr[i + 1] < adj->rowptr[i]) {
-            csr_free(adj);
-            return inca_fail(INCA_EINVAL, "%s: array 'rowptr' decreases at entry %lld: the store is corrupt", store_path(s), (long long)(i + 1));
-        }
-    for (int64_t k = 0; k < nc; k++)
-        if (adj->col[k] < 0 || adj->col[k] >= nr - 1) {
-            csr_free(adj);
-            return inca_fail(INCA_EINVAL, "%s: array 'col' entry %lld = %d is outside [0, %lld): the store is corrupt", store_path(s),
-                             (long long)k, adj->col[k], (long long)(nr - 1));
-        }
-    return INCA_OK;
+    if ((rc = dataset_check_csr(store_path(s), "rowptr", "col", adj)) != INCA_OK) csr_free(adj);
+    return rc;
 }
 
 int dataset_load_ex(const char *path, int flags, dataset_t *d) {

@@ -16,7 +16,10 @@ enum { DATASET_NO_X = 1, DATASET_NO_GRAPH = 2 };
 /* DATASET_NO_GRAPH: the graph is declared, not loaded: adj.n_rows = n_cols = n, adj.nnz = the
  * stored edges, adj.rowptr = col = NULL (dataset_has_graph says 1). */
 int dataset_load_ex(const char *path, int flags, dataset_t *d);
-/* The stored graph alone (rowptr, col; sizes checked) into *adj (owned, csr_free). */
+/* CSR structure of arrays read from a store at path: rowptr from 0, non-decreasing, ending at
+ * nnz; columns in [0, n_cols). INCA_EINVAL naming the store, the array and the first bad entry. */
+int dataset_check_csr(const char *path, const char *rowptr_name, const char *col_name, const csr_t *g);
+/* The stored graph alone (rowptr, col; structure checked) into *adj (owned, csr_free). */
 struct store;
 int dataset_load_adj(struct store *s, csr_t *adj);
 #endif

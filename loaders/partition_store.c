@@ -1,5 +1,6 @@
 /* Stored partitionings (see partition_store.h). Tested in test_partition.c. */
 #include "loaders/partition_store.h"
+#include "loaders/dataset.h"
 #include "core/alloc.h"
 #include "core/status.h"
 #include <stdio.h>
@@ -96,7 +97,10 @@ int store_partition_get(store_t *s, const csr_t *adj, int64_t k, int method, uin
     }
     if (rc != INCA_ENOTFOUND) return rc;
     inca_err_clear();
-    rc = partition_compute(adj, k, method, seed, out);
+    csr_t own = {0};   /* no graph given (a dataset loaded without it): the store's */
+    if (!adj && (rc = dataset_load_adj(s, &own)) != INCA_OK) return rc;
+    rc = partition_compute(adj ? adj : &own, k, method, seed, out);
+    csr_free(&own);
     if (rc == INCA_OK) rc = store_partition_save(s, out);
     if (rc != INCA_OK) partition_free(out);
     return rc;

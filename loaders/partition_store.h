@@ -17,8 +17,8 @@
 int store_partition_load(store_t *s, const char *name, partition_t *out);
 /* Write arrays + manifest in one store transaction (replacing a same-named one). */
 int store_partition_save(store_t *s, const partition_t *p);
-/* Load "<method>-<k>-s<seed>" when stored (*reused = 1), else compute it on `adj`, save it and
- * set *reused = 0. `reused` may be NULL. */
+/* Load "<method>-<k>-s<seed>" when stored (*reused = 1), else compute it on `adj` (NULL: the
+ * store's own graph, read for the purpose), save it and set *reused = 0. `reused` may be NULL. */
 int store_partition_get(store_t *s, const csr_t *adj, int64_t k, int method, uint64_t seed,
                         partition_t *out, int *reused);
 #endif

@@ -76,7 +76,6 @@ struct agg {
     int defer;
     float *dpush[AGG_MAX_SITES];
     int64_t *dids, ndpush, ndmax;   /* ids: the same for every site of a batch; ndpush rows held */
-    int64_t dbatch_rows[64], ndbatch;
     int64_t pass_f[2];
     double fwd_s, bwd_s;
     int64_t nnz_bb, nnz_rows;
@@ -567,7 +566,6 @@ int agg_commit_pushes(agg_t *g) {
         if (!g->fixed[st] && g->H[st].data)
             rc = kc_scatter_rows(g->kc, kdt(&g->H[st]), g->H[st].data, g->dim[st], g->dids, 0, g->ndpush, g->dpush[st]);
     g->ndpush = 0;
-    g->ndbatch = 0;
     return rc;
 }
 
@@ -579,11 +577,10 @@ static int push_defer(agg_t *g, int site, int64_t n, int64_t f, const float *in_
     for (int st = 0; st < site; st++)
         if (!g->fixed[st] && g->H[st].data) first = 0;
     if (first) {
-        if (g->ndpush + n > g->ndmax || g->ndbatch >= (int64_t)(sizeof g->dbatch_rows / sizeof g->dbatch_rows[0]))
+        if (g->ndpush + n > g->ndmax)
             return inca_fail(INCA_EINVAL, "gas: more held pushes than the %d batches configured", g->defer);
         int rc = kc_copy(g->kc, g->dids + off, g->nodes, sizeof(int64_t) * (size_t)n, KERN_D2D, KERN_STREAM_COMPUTE);
         if (rc != INCA_OK) return rc;
-        g->dbatch_rows[g->ndbatch++] = n;
         g->ndpush += n;
     } else off = g->ndpush - n;
     return kc_copy(g->kc, g->dpush[site] + off * f, in_raw, sizeof(float) * (size_t)(n * f), KERN_D2D, KERN_STREAM_COMPUTE);

@@ -188,15 +188,10 @@ static int csr_view(store_t *s, const partition_t *p, const char *which, int nor
     if (rc == INCA_OK) rc = store_array_view(s, nm[1], DT_I32, &col, &nnz);
     if (rc == INCA_OK) rc = view_of(s, nm[2], DT_F32, nnz, p, featnorm, &val);
     if (rc != INCA_OK) return rc;
-    const int64_t *r = rp;
-    const int32_t *c = col;
-    if (r[0] != 0 || r[n] != nnz) return inca_fail(INCA_EINVAL, "%s: array %s does not run from 0 to %lld: the store is corrupt", store_path(s), nm[0], (long long)nnz);
-    for (int64_t i = 0; i < n; i++)
-        if (r[i + 1] < r[i]) return inca_fail(INCA_EINVAL, "%s: array %s decreases at entry %lld: the store is corrupt", store_path(s), nm[0], (long long)(i + 1));
-    for (int64_t k = 0; k < nnz; k++)
-        if (c[k] < 0 || c[k] >= n) return inca_fail(INCA_EINVAL, "%s: array %s entry %lld = %d is outside [0, %lld): the store is corrupt", store_path(s), nm[1], (long long)k, c[k], (long long)n);
-    *g = (csr_t){.n_rows = n, .n_cols = n, .nnz = nnz, .rowptr = (int64_t *)r, .col = (int32_t *)c, .val = (float *)val, .owned = 0};
-    return INCA_OK;
+    const csr_t v = {.n_rows = n, .n_cols = n, .nnz = nnz, .rowptr = (int64_t *)rp, .col = (int32_t *)col,
+                     .val = (float *)val, .owned = 0};
+    if ((rc = dataset_check_csr(store_path(s), nm[0], nm[1], &v)) == INCA_OK) *g = v;
+    return rc;
 }
 
 int layout_open(store_t *s, const partition_t *p, int featnorm, int want_m0, int norm, hist_dtype_t dt,

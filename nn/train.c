@@ -581,24 +581,8 @@ int train_partition(const dataset_t *d, const train_config_t *c, partition_t *p,
     /* reuse (or keep) the partitioning in the store, as `inca partition` does; a store that
      * cannot be opened for writing (a read-only copy) falls back to computing it */
     if (c->store_path && store_open(c->store_path, STORE_RDWR, &s) == INCA_OK) {
-        csr_t own = {0};   /* a dataset loaded without its graph (the view loader): read it to partition */
-        rc = INCA_OK;
-        if (!d->adj.rowptr) {
-            char name[64];
-            partition_name(name, sizeof name, pm, k, 0);
-            rc = store_partition_load(s, name, p);
-            if (rc == INCA_OK) {
-                if (reused) *reused = 1;
-                store_close(&s);
-                return INCA_OK;
-            }
-            if (rc == INCA_ENOTFOUND) {
-                inca_err_clear();
-                rc = dataset_load_adj(s, &own);
-            }
-        }
-        if (rc == INCA_OK) rc = store_partition_get(s, d->adj.rowptr ? &d->adj : &own, k, pm, 0, p, reused);
-        csr_free(&own);
+        /* a dataset loaded without its graph (the view loader): the store reads it if needed */
+        rc = store_partition_get(s, d->adj.rowptr ? &d->adj : NULL, k, pm, 0, p, reused);
         store_close(&s);
     } else if (!d->adj.rowptr) {
         rc = inca_fail(INCA_EINVAL, "the graph was not loaded and the store %s cannot be opened", c->store_path ? c->store_path : "(none)");

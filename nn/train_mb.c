@@ -21,7 +21,6 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
-#include <unistd.h>
 
 /* CPU seconds of the whole process (all threads, the loader's included): a load-robust
  * companion to wall time on shared machines. */
@@ -581,15 +580,6 @@ static int mb_pass_forward(void *ctx, int site, int64_t n, int64_t f, const floa
     return rc;
 }
 
-/* Read-ahead of rows [r0, r0+m) of a host array (a store view or a spilled table: file pages;
- * anonymous memory ignores it), so the next panel's pages arrive while this one computes. */
-static void advise_rows(const void *base, int64_t row_bytes, int64_t r0, int64_t m) {
-    if (!base || m <= 0) return;
-    const uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE), a = (uintptr_t)base + (uintptr_t)(r0 * row_bytes);
-    const uintptr_t lo = a & ~(pg - 1);
-    (void)madvise((void *)lo, a + (uintptr_t)(m * row_bytes) - lo, MADV_WILLNEED);
-}
-
 static int mb_pass(mb_run_t *R, int refresh, const float **logits) {
     kern_ctx_t *kc = R->kc;
     const int L = model_num_layers(R->m);
@@ -618,8 +608,12 @@ static int mb_pass(mb_run_t *R, int refresh, const float **logits) {
             if (!R->dev && p + 1 < R->npan) {   /* the next panel's input (and M^0) rows */
                 const int64_t r1 = P.r0 + np, n1 = kc_mat_rows(R->apan[p + 1]);
                 const hist_t *m0 = agg_m0(R->agg, li);
-                advise_rows(hin, fin * (int64_t)sizeof(float), r1, n1);
-                if (m0) advise_rows(m0->data, fin * (m0->dtype == HIST_BF16 ? 2 : 4), r1, n1);
+                /* read-ahead of store views and spilled tables (file pages; anonymous memory ignores it) */
+                inca_madvise(hin + r1 * fin, n1 * fin * (int64_t)sizeof(float), MADV_WILLNEED);
+                if (m0) {
+                    const int64_t es = m0->dtype == HIST_BF16 ? 2 : 4;
+                    inca_madvise((const char *)m0->data + r1 * fin * es, n1 * fin * es, MADV_WILLNEED);
+                }
             }
             rc = model_forward_layer(R->m, li, np, hin + P.r0 * fin, &op, &out);
             if (rc == INCA_OK)
