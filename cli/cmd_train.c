@@ -5,6 +5,8 @@
 #include "cli/commands.h"
 #include "core/json.h"
 #include "core/memstat.h"
+#include "core/comm.h"
+#include "core/util.h"
 #include "core/alloc.h"
 #include "core/status.h"
 #include "loaders/dataset.h"
@@ -179,7 +181,7 @@ int cmd_train(int argc, char **argv) {
         "--wd-conv", "--wd-first-layer!", "--adamw!", "--feature-norm", "--alpha", "--theta", "--K",
         "--batchnorm!", "--residual!", "--dense-input!", "--batch-size", "--checkpoint", "--resume!", "--parts", "--batch-parts", "--refresh", "--history-dtype", "--refresh-source", "--cluster-norm",
         "--partition", "--threads", "--device", "--deterministic!", "--tf32!", "--history-location", "--seed", "--metrics", "--runs", "--json!",
-        "--train-indices", "--split", "--patience", "--select", "--loader", "--memory-budget", "--workers", NULL};
+        "--train-indices", "--split", "--patience", "--select", "--loader", "--memory-budget", "--workers", "--save-params", NULL};
     args_t *a = NULL;
     dataset_t d;
     train_config_t c;
@@ -194,6 +196,15 @@ int cmd_train(int argc, char **argv) {
     log_state_t ls = {.tty = isatty(STDERR_FILENO)};
     if ((rc = config_from_args(a, &c, &ls))) goto done;
     c.store_path = args_pos(a, 0);
+    /* under mpirun every rank trains; rank 0 alone logs, writes files and prints */
+    c.comm = cli_comm();
+    const int nranks = comm_size(c.comm), me = comm_rank(c.comm);
+    if (me != 0) {
+        c.log = NULL;
+        c.metrics_path = NULL;
+    }
+    const char *save_params = args_str(a, "--save-params", NULL);
+    c.keep_params = save_params != NULL;
     {   /* the view loader maps the features and Â from the store: neither is loaded */
         store_t *s = NULL;
         if ((rc = store_open(c.store_path, STORE_RDONLY, &s))) goto done;
@@ -216,6 +227,18 @@ int cmd_train(int argc, char **argv) {
     rc = train_run(&d, &c, ids, nids, &r);
     if (ls.open) fputc('\n', stderr);   /* end the progress line */
     if (rc) goto done;
+    /* every rank's figures to rank 0: bytes sent per phase, peak anonymous and resident memory */
+    enum { NREC = COMM_NPHASES + 2 };
+    double rec[NREC], *recs = NULL;
+    for (int ph = 0; ph < COMM_NPHASES; ph++) rec[ph] = (double)r.comm_bytes[ph];
+    memstat_peaks(&rec[COMM_NPHASES], &rec[COMM_NPHASES + 1]);
+    rec[COMM_NPHASES + 1] = inca_peak_rss_mb();
+    if (nranks > 1) {
+        if (!(recs = inca_malloc(sizeof rec * (size_t)nranks))) { rc = INCA_ENOMEM; goto done; }
+        if ((rc = comm_allgather(c.comm, rec, (int64_t)sizeof rec, recs, COMM_SETUP))) { inca_free(recs); goto done; }
+    }
+    if (me != 0) { inca_free(recs); goto done; }
+    if (save_params && (rc = npy_write_f32(save_params, r.params, r.nparams, 1))) { inca_free(recs); goto done; }
     if (args_has(a, "--json")) {
         if ((rc = json_new(&j))) goto done;
         json_num(j, "test_acc", r.test_acc);
@@ -248,6 +271,28 @@ int cmd_train(int argc, char **argv) {
         json_int(j, "seed", (int64_t)c.seed);
         json_int(j, "threads", c.threads);
         json_int(j, "train_nodes", ids ? nids : d.split_n[SPLIT_TRAIN]);
+        json_int(j, "ranks", nranks);
+        if (strcmp(c.method, "full") != 0) {
+            json_int(j, "parameters", r.nparams);
+            json_int(j, "steps_per_epoch", r.steps_per_epoch);
+        }
+        if (nranks > 1) {   /* per rank, the last run: bytes sent by phase (core/comm.h), peak memory */
+            json_arr_begin(j, "rank_stats");
+            for (int q = 0; q < nranks; q++) {
+                const double *x = recs + (size_t)q * NREC;
+                json_obj_begin(j, NULL);
+                json_int(j, "rank", q);
+                for (int ph = 0; ph < COMM_NPHASES; ph++) {
+                    char key[32];
+                    snprintf(key, sizeof key, "bytes_%s", comm_phase_name(ph));
+                    json_int(j, key, (int64_t)x[ph]);
+                }
+                json_num(j, "peak_rss_anon_mb", x[COMM_NPHASES]);
+                json_num(j, "peak_rss_mb", x[COMM_NPHASES + 1]);
+                json_obj_end(j);
+            }
+            json_arr_end(j);
+        }
         json_arr_begin(j, "run_test_acc");   /* per-run test accuracies */
         for (int i = 0; i < r.runs; i++) json_num(j, NULL, r.run_test_acc[i]);
         json_arr_end(j);
@@ -255,10 +300,12 @@ int cmd_train(int argc, char **argv) {
         json_str(j, "version", INCA_VERSION);
         rc = json_write(j, stdout);
     } else {
+        if (nranks > 1) printf("%d ranks: ", nranks);
         printf("%s %s on %s: test %.4f", c.model, c.method, args_pos(a, 0), r.test_acc);
         if (r.runs > 1) printf(" ± %.4f (%d runs)", r.test_acc_std, r.runs);
         printf(", val %.4f, best epoch %d of %d, %.4f s/epoch\n", r.val_acc, r.best_epoch, r.epochs, r.epoch_time_s);
     }
+    inca_free(recs);
 done:
     json_free(&j);
     train_result_free(&r);

@@ -2,11 +2,16 @@
  * message on stderr in one line and exits 0 / 1 (runtime) / 2 (bad usage or input).
  * Exercised by the end-to-end tests (test_e2e_*.c). */
 #include "cli/commands.h"
+#include "core/comm.h"
 #include "core/memstat.h"
 #include "core/status.h"
 #include "core/util.h"
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+static comm_t *g_comm;
+comm_t *cli_comm(void) { return g_comm; }
 
 static const struct { const char *name; int (*fn)(int, char **); const char *help; } cmds[] = {
     {"ingest", cmd_ingest, "ingest --format ogb|edgelist|metis|idx|csv SRC --out STORE"},
@@ -30,7 +35,9 @@ static const struct { const char *name; int (*fn)(int, char **); const char *hel
      "            --history-location device|host (cuda: where history tables live) [device]\n"
      "  run       --runs N [1] --seed S [0] --threads T [all cores] --device cpu|cuda|auto [cpu]\n"
      "            --deterministic (cuda SpMM) --tf32 (cuda GEMM) --metrics FILE.jsonl --json\n"
-     "            --checkpoint DIR --resume"},
+     "            --checkpoint DIR --resume --save-params FILE.npy (the last run's final parameters)\n"
+     "  ranks     mpirun -np P inca train ...: P data-parallel processes (cluster, gas, incagg; CPU);\n"
+     "            --workers P [1]: the same P ranks simulated in one process (bit for bit the same)"},
     {"prune", cmd_prune,
      "prune STORE --labeled F --ssl S --score S --select S --keep F [flags]\n"
      "  (defaults in brackets)\n"
@@ -83,12 +90,30 @@ int main(int argc, char **argv) {
                 return 0;
             }
         inca_err_clear();
+        /* under mpirun: MPI starts here and ends after the command */
+        int rc = comm_init(&argc, &argv, &g_comm);
+        if (rc != INCA_OK) {
+            fprintf(stderr, "inca %s: %s\n", cmds[i].name, inca_errmsg());
+            return inca_exit_code(rc);
+        }
+        const int nr = comm_size(g_comm), me = comm_rank(g_comm);
+        if (comm_launched() && !comm_has_mpi() && getenv("OMPI_COMM_WORLD_SIZE") && atoi(getenv("OMPI_COMM_WORLD_SIZE")) > 1)
+            rc = inca_fail(INCA_EINVAL, "started by mpirun with %s ranks, but this inca was built without MPI "
+                           "(install libopenmpi-dev and rebuild)", getenv("OMPI_COMM_WORLD_SIZE"));
+        else if (nr > 1 && strcmp(cmds[i].name, "train") != 0 && strcmp(cmds[i].name, "bench") != 0)
+            rc = inca_fail(INCA_EINVAL, "runs in one process; started as %d ranks (run it without mpirun)", nr);
         inca_threads();   /* one OpenMP pool, BLAS single-threaded inside it (core/util.c) */
-        int rc = cmds[i].fn(argc - 1, argv + 1);
+        if (rc == INCA_OK) rc = cmds[i].fn(argc - 1, argv + 1);
         if (rc != INCA_OK) {
             const char *m = inca_errmsg();
+            if (nr > 1) {   /* name the rank, then end the whole job: the others may wait in a collective */
+                fprintf(stderr, "inca %s: rank %d of %d: %s\n", cmds[i].name, me, nr, m[0] ? m : "failed");
+                fflush(stderr);
+                comm_abort(g_comm, inca_exit_code(rc));
+            }
             fprintf(stderr, "inca %s: %s\n", cmds[i].name, m[0] ? m : "failed");
         }
+        comm_finalize(&g_comm);
         return inca_exit_code(rc);
     }
     fprintf(stderr, "inca: unknown command '%s'\n", argv[1]);

@@ -17,6 +17,10 @@ struct agg {
     kern_mat_t *a_m;     /* Â on the context */
     kern_mat_t *ta_m;    /* Â on tk (a_m, or a host view) */
     int own_a, own_ta;   /* made here */
+    kern_mat_t *own_rows;   /* rows [rows_lo, rows_hi) of ta_m: a rank's push refresh */
+    int64_t rows_lo;
+    int (*exchange)(void *, int, hist_t *);
+    void *exchange_ctx;
     const float *x_t;    /* x on tk's side */
     float *stage;        /* host tables: pinned chunk of whole-table transfers, stage_rows x maxdim */
     int64_t stage_rows;
@@ -266,6 +270,7 @@ void agg_free(agg_t **pg) {
     agg_t *g = *pg;
     for (int i = 0; i < g->npanels; i++) kc_mat_free(g->tk, &g->panels[i]);
     inca_free(g->panels);
+    kc_mat_free(g->tk, &g->own_rows);
     if (g->own_ta) kc_mat_free(g->tk, &g->ta_m);
     kc_release(g->kc, KERN_MEM_PINNED, g->stage);
     for (int st = 0; st < g->nsites; st++) kc_release(g->kc, KERN_MEM_PINNED, g->push_h[st]);
@@ -366,6 +371,8 @@ static int t_put_all(agg_t *g, hist_t *t, const float *in) {
 static int baseline_compute(agg_t *g, int site, const float *src_f32, const hist_t *src_table) {
     const int64_t f = g->dim[site];
     hist_t *m = &g->M[site];
+    if (m->dtype == HIST_F32 && g->own_rows && !src_f32)   /* a rank's rows (M^0 stays whole) */
+        return kc_spmm(g->tk, g->own_rows, NULL, hist_f32(src_table), f, 1.f, 0.f, hist_f32(m) + g->rows_lo * f);
     if (m->dtype == HIST_F32)
         return kc_spmm(g->tk, g->ta_m, NULL, src_f32 ? src_f32 : hist_f32(src_table), f, 1.f, 0.f, hist_f32(m));
     for (int p = 0; p < g->npanels; p++) {
@@ -539,6 +546,13 @@ int agg_create(const agg_config_t *cfg, agg_t **out) {
         int64_t w = g->maxdim > g->in_dim ? g->maxdim : g->in_dim;
         if (!(g->hbuf = scratch(g, (cfg->halo_max ? cfg->halo_max : 1) * w, "scratch_halo", g->dev))) rc = INCA_ENOMEM;
     }
+    g->exchange = cfg->exchange;
+    g->exchange_ctx = cfg->exchange_ctx;
+    if (rc == INCA_OK && method == AGG_INCAGG && cfg->rows_hi > cfg->rows_lo) {
+        if (cfg->rows_lo < 0 || cfg->rows_hi > g->n) rc = inca_fail(INCA_EINVAL, "aggregation operator: rows out of range");
+        else rc = kc_mat_rows_view(g->tk, g->ta_m, cfg->rows_lo, cfg->rows_hi, &g->own_rows);
+        g->rows_lo = cfg->rows_lo;
+    }
     /* M^0 = ÂX once at every site that reads x */
     for (int s = 0; s < ns && rc == INCA_OK && method == AGG_INCAGG; s++)
         if (g->fixed[s] && !g->m0_borrowed) rc = baseline_compute(g, s, g->x_t, NULL);
@@ -682,6 +696,7 @@ int agg_refresh(agg_t *g) {
         int rc = g->single ? INCA_OK
                            : kc_copy(g->tk, g->S[s].data, g->P[s].data, (size_t)hist_bytes(&g->S[s]), KERN_D2D,
                                      KERN_STREAM_COMPUTE);
+        if (rc == INCA_OK && g->exchange) rc = g->exchange(g->exchange_ctx, s, &g->S[s]);   /* the halo's rows */
         if (rc == INCA_OK) rc = baseline_compute(g, s, NULL, &g->S[s]);
         if (rc != INCA_OK) return rc;
     }

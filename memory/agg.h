@@ -100,6 +100,14 @@ typedef struct agg_config {
     int defer_batches;       /* gas: > 0 holds the history pushes of up to this many batches back
                                 until agg_commit_pushes (data-parallel ranks of one step read the
                                 histories as they were when the step began); 0: push at once */
+    /* incagg push refresh, data-parallel ranks in separate processes (issue 13): after S holds
+     * this rank's own rows and before M = Â S, exchange(exchange_ctx, site, S) fills the rows of
+     * S that this rank's rows of Â read from their owners (memory/halo.h); M is then computed
+     * for rows [rows_lo, rows_hi) only, the rows this rank's batches read (fp32 tables; bf16
+     * computes all). NULL / rows_hi <= rows_lo: one process, every row. */
+    int (*exchange)(void *ctx, int site, hist_t *s);
+    void *exchange_ctx;
+    int64_t rows_lo, rows_hi;
 } agg_config_t;
 
 typedef struct agg agg_t;

@@ -11,6 +11,7 @@
 #include "kernels/kernels.h"
 #include "kernels/backend.h"
 #include "core/alloc.h"
+#include "core/comm.h"
 #include "core/json.h"
 #include "core/memstat.h"
 #include "core/status.h"
@@ -53,6 +54,7 @@ void train_result_free(train_result_t *r) {
     inca_free(r->run_test_acc);
     inca_free(r->run_val_acc);
     inca_free(r->run_best_epoch);
+    inca_free(r->params);
     memset(r, 0, sizeof *r);
 }
 
@@ -365,6 +367,22 @@ int train_eval_dev(kern_ctx_t *kc, const float *logits, int64_t n, int64_t cc, c
     return INCA_OK;
 }
 
+int train_keep_params(struct kern_ctx *kc, model_t *m, train_result_t *r) {
+    const int np = model_nparams(m);
+    int rc = INCA_OK;
+    inca_free(r->params);
+    r->nparams = 0;
+    for (int i = 0; i < np; i++) r->nparams += model_param(m, i)->n;
+    if (!(r->params = inca_malloc(sizeof(float) * (size_t)(r->nparams ? r->nparams : 1)))) return INCA_ENOMEM;
+    float *o = r->params;
+    for (int i = 0; i < np && rc == INCA_OK; i++) {
+        const nn_param_t *pp = model_param(m, i);
+        rc = kc_copy(kc, o, pp->w, sizeof(float) * (size_t)pp->n, KERN_D2H, KERN_STREAM_COMPUTE);
+        o += pp->n;
+    }
+    return rc;
+}
+
 int train_full(const dataset_t *d, const train_config_t *c, const int64_t *train_idx, int64_t n_train, int run,
                train_result_t *r) {
     model_config_t mc;
@@ -515,7 +533,7 @@ int train_full(const dataset_t *d, const train_config_t *c, const int64_t *train
     r->eval_time_s = ep > 0 ? t_eval / ep : 0;
     r->refresh_time_s = 0;
     r->runs = 1;
-    rc = INCA_OK;
+    rc = c->keep_params ? train_keep_params(kc, m, r) : INCA_OK;
 done:
     r->peak_rss_mb = inca_peak_rss_mb();
     kc_release(kc, KERN_MEM_DEVICE, dlog);
@@ -708,6 +726,9 @@ int train_run(const dataset_t *d, const train_config_t *c, const int64_t *train_
     if (c->runs < 1) return inca_fail(INCA_EINVAL, "--runs: expected >= 1, got %d", c->runs);
     kern_ctx_t *kc = NULL;
     if (mb && !dataset_has_graph(d)) return inca_fail(INCA_EINVAL, "--method %s needs a graph; this dataset has none", c->method);
+    if (!mb && comm_size(c->comm) > 1)
+        return inca_fail(INCA_EINVAL, "mpirun -np %d with --method full: not yet (data-parallel full-batch training needs "
+                         "a distributed SpMM); use cluster, gas or incagg", comm_size(c->comm));
     if (!mb && c->workers > 1)
         return inca_fail(INCA_EINVAL, "--workers %d with --method full: not yet (data-parallel full-batch training is part of "
                          "issue 13); use cluster or incagg", c->workers);
@@ -724,6 +745,9 @@ int train_run(const dataset_t *d, const train_config_t *c, const int64_t *train_
     r->run_val_acc = inca_calloc((size_t)c->runs, sizeof(double));
     r->run_best_epoch = inca_calloc((size_t)c->runs, sizeof(int));
     if (!r->run_test_acc || !r->run_val_acc || !r->run_best_epoch) { rc = INCA_ENOMEM; goto fail; }
+    /* under mpirun rank 0 partitions (and writes the layout) first, then the others read them */
+    const int after0 = mb && comm_size(c->comm) > 1 && comm_rank(c->comm) != 0;
+    if (after0 && (rc = comm_barrier(c->comm))) goto fail;
     if (mb && (rc = train_partition(d, c, &part, NULL))) goto fail;   /* one partitioning for every run */
     /* auto with the features loaded (a caller that loaded the dataset: prune, tests) stays on the
      * copy path; the CLI resolves auto before loading and loads no features for view */
@@ -735,6 +759,7 @@ int train_run(const dataset_t *d, const train_config_t *c, const int64_t *train_
         rc = inca_fail(INCA_EINVAL, "dataset has no node features: cannot train a model");
         goto fail;
     } else cc.loader = TRAIN_LOADER_COPY;
+    if (mb && comm_size(c->comm) > 1 && !after0 && (rc = comm_barrier(c->comm))) goto fail;
     if (c->metrics_path && !c->metrics_fp) {
         if (!(mf = fopen(c->metrics_path, "w"))) {
             rc = inca_fail(INCA_EIO, "--metrics %s: cannot open for writing", c->metrics_path);
@@ -766,6 +791,12 @@ int train_run(const dataset_t *d, const train_config_t *c, const int64_t *train_
         r->loader_wait_s = one.loader_wait_s;
         r->steps_s = one.steps_s;
         snprintf(r->loader, sizeof r->loader, "%s", one.loader);
+        memcpy(r->comm_bytes, one.comm_bytes, sizeof r->comm_bytes);
+        inca_free(r->params);   /* the last run's */
+        r->params = one.params;
+        r->nparams = one.nparams;
+        r->steps_per_epoch = one.steps_per_epoch;
+        one.params = NULL;
         train_result_free(&one);
     }
     partition_free(&part);

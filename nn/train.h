@@ -104,6 +104,11 @@ typedef struct train_config {
                                   the ranks in rank order; GAS's halo pulls see the histories as
                                   the step began). <= 1: one rank (default). Not yet for
                                   full-batch or with BatchNorm (issue 13) */
+    struct comm *comm;         /* core/comm.h: under mpirun with more than one rank, mini-batch
+                                  methods train data-parallel with this process as one rank
+                                  (equal, bit for bit, to --workers P in one process); NULL or one
+                                  rank: one process */
+    int keep_params;           /* 1: train_result.params receives the last run's final parameters */
     int64_t memory_budget;     /* view loader: bytes of anonymous memory for the run (0: no
                                   limit); history tables past what the batch needs go to
                                   file-backed maps in the store's folder */
@@ -141,6 +146,12 @@ typedef struct train_result {
     int64_t spilled_bytes;               /* view loader: table bytes in file-backed maps */
     double loader_wait_s, steps_s;       /* mini-batch, last run: seconds the trainer waited for the
                                             loader, and of all steps (wait included) */
+    float *params;                       /* keep_params: the last run's parameters after its last
+                                            epoch, in model_param order (owned) */
+    int64_t nparams;                     /* mini-batch: the model's parameter count (always) */
+    int64_t steps_per_epoch;             /* mini-batch: optimiser steps per epoch (the most of any rank) */
+    int64_t comm_bytes[4];               /* MPI, last run: bytes this rank sent per phase
+                                            (core/comm.h: setup, grad, refresh, halo) */
     double *run_test_acc, *run_val_acc;  /* runs entries each, owned (train_result_free) */
     int *run_best_epoch;
 } train_result_t;
@@ -240,6 +251,8 @@ typedef struct train_meter {
 /* Loss and accuracy of the eval `logits` (n x cc, context memory) over the train (optional:
  * tr_d NULL), validation and test ids (context memory), with one read-back: e->train_acc (when
  * tr_d), val_loss, val_acc, test_acc. logp: n x cc scratch on the context. */
+/* r->params (replaced) <- m's parameters in model_param order (c->keep_params). */
+int train_keep_params(struct kern_ctx *kc, model_t *m, train_result_t *r);
 int train_eval_dev(struct kern_ctx *kc, const float *logits, int64_t n, int64_t cc, const int32_t *y_d,
                    const int64_t *tr_d, int64_t ntr, const int64_t *vidx_d, int64_t nv, const int64_t *tidx_d,
                    int64_t nt, float *logp, train_meter_t *meter_d, train_epoch_eval_t *e);

@@ -6,6 +6,7 @@
  * Tested in test_incagg.c (equivalences, determinism, accuracy against full-batch, Cora). */
 #include "nn/train_mb.h"
 #include "core/alloc.h"
+#include "core/comm.h"
 #include "core/status.h"
 #include "core/util.h"
 #include "kernels/backend.h"
@@ -13,6 +14,10 @@
 #include "nn/checkpoint.h"
 #include "nn/layout.h"
 #include "graph/dist.h"
+#include "memory/halo.h"
+#include <dirent.h>
+#include <errno.h>
+#include <sys/stat.h>
 #include "nn/optim.h"
 #include <math.h>
 #include <stdint.h>
@@ -164,7 +169,13 @@ typedef struct mb_run {
     batch_source_t src;
     batch_opts_t bo;
     batch_loader_t *ld;         /* the loader (rank 0's with --workers) */
-    int workers;                /* simulated ranks (1: the single-process trainer) */
+    int workers;                /* ranks: simulated (--workers) or MPI processes (1: one process) */
+    comm_t *comm;               /* MPI: the job's ranks (c->comm with more than one rank), else NULL */
+    int rank;                   /* MPI: this process's rank (0 otherwise) */
+    halo_t *halo;               /* MPI incagg push: the rows of S this rank's rows of Â read */
+    float *gsend, *grecv;       /* MPI: [had, loss, gradients] of this rank / of every rank */
+    int64_t gfloats;            /* floats of one rank's record (2 doubles first) */
+    char ckdir[4096];           /* MPI: this rank's checkpoint directory */
     dist_plan_t plan;           /* --workers: which parts each rank owns */
     batch_loader_t *lds[MB_MAX_WORKERS];   /* --workers: rank r's loader (lds[0] == ld) */
     int64_t spe_r[MB_MAX_WORKERS];
@@ -205,8 +216,11 @@ typedef struct mb_run {
 static void mb_run_free(mb_run_t *R) {
     kern_ctx_t *kc = R->kc;
     inca_free(R->blobs);
-    for (int r = 1; r < R->workers; r++) batch_loader_free(&R->lds[r]);
-    batch_loader_free(&R->ld);
+    for (int r = 0; r < R->workers; r++) batch_loader_free(&R->lds[r]);
+    R->ld = NULL;   /* one of lds */
+    halo_free(&R->halo);
+    inca_free(R->gsend);
+    inca_free(R->grecv);
     dist_plan_free(&R->plan);
     agg_free(&R->agg);
     optim_free(&R->opt);
@@ -235,12 +249,13 @@ static void mb_run_free(mb_run_t *R) {
     inca_free(R->step_has_loss);
 }
 
-/* The loader (or with --workers one per rank: its own parts, its own shuffle stream) from R->bo;
- * R->spe = the most steps any rank has in an epoch. */
+/* The loader (or with --workers one per rank: its own parts, its own shuffle stream; under MPI
+ * this process's rank's only) from R->bo; R->spe = the most steps any rank has in an epoch. */
 static int mb_loaders_create(mb_run_t *R) {
     int rc = INCA_OK;
     R->spe = 0;
     for (int r = 0; r < R->workers && rc == INCA_OK; r++) {
+        if (R->comm && r != R->rank) continue;
         batch_opts_t bo = R->bo;
         if (R->workers > 1) {
             bo.part_lo = R->plan.part_lo[r];
@@ -252,7 +267,8 @@ static int mb_loaders_create(mb_run_t *R) {
         R->spe_r[r] = batch_loader_steps_per_epoch(R->lds[r]);
         R->spe = R->spe_r[r] > R->spe ? R->spe_r[r] : R->spe;
     }
-    R->ld = R->lds[0];
+    R->ld = R->lds[R->comm ? R->rank : 0];
+    if (rc == INCA_OK && R->comm) rc = comm_allreduce_max_i64(R->comm, &R->spe, 1, COMM_SETUP);
     return rc;
 }
 
@@ -266,6 +282,32 @@ static int64_t batch_nnz_bound(const csr_t *a, const int64_t *bounds, int64_t k,
     for (int64_t i = 0; i < b && i < k; i++) sum += nz[k - 1 - i];
     inca_free(nz);
     return sum;
+}
+
+/* MPI incagg push refresh (agg_config.exchange): S's halo rows from their owners */
+static int mb_halo_exchange(void *ctx, int site, hist_t *t) {
+    mb_run_t *R = ctx;
+    (void)site;
+    return halo_exchange(R->halo, R->comm, t->data, t->n ? hist_bytes(t) / t->n : 0, COMM_REFRESH);
+}
+
+static const char *mb_ckdir(const mb_run_t *R) { return R->comm ? R->ckdir : R->c->checkpoint_dir; }
+
+/* DIR/rank-R-of-P (DIR made when missing). A resume finding checkpoints of another rank count
+ * is refused: the histories are split by rank. */
+static int mb_rank_ckdir(mb_run_t *R) {
+    const char *dir = R->c->checkpoint_dir;
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST) return inca_fail(INCA_EIO, "%s: cannot create the checkpoint folder", dir);
+    snprintf(R->ckdir, sizeof R->ckdir, "%s/rank-%d-of-%d", dir, R->rank, R->workers);
+    DIR *dp = R->c->resume ? opendir(dir) : NULL;
+    int rc = INCA_OK;
+    for (struct dirent *e; dp && rc == INCA_OK && (e = readdir(dp));) {
+        int rr = 0, q = 0;
+        if (sscanf(e->d_name, "rank-%d-of-%d", &rr, &q) == 2 && q != R->workers)
+            rc = inca_fail(INCA_EINVAL, "%s/%s: checkpoints of %d ranks; resume with mpirun -np %d", dir, e->d_name, q, q);
+    }
+    if (dp) closedir(dp);
+    return rc;
 }
 
 static int mb_run_setup(mb_run_t *R, const dataset_t *d, const int64_t *train_idx, int64_t n_train) {
@@ -298,12 +340,25 @@ static int mb_run_setup(mb_run_t *R, const dataset_t *d, const int64_t *train_id
     if (R->workers > 1 && c->batchnorm)
         return inca_fail(INCA_EINVAL, "--workers %d with --batchnorm: BatchNorm's running statistics would be each "
                          "rank's own; not supported", R->workers);
+    if (comm_size(c->comm) > 1) {   /* under mpirun: this process is one rank of workers */
+        const int P = comm_size(c->comm);
+        if (c->workers > 1 && c->workers != P)
+            return inca_fail(INCA_EINVAL, "--workers %d under mpirun -np %d: the processes are the ranks (omit --workers "
+                             "or give %d)", c->workers, P, P);
+        if (P > MB_MAX_WORKERS) return inca_fail(INCA_EINVAL, "mpirun -np %d: at most %d ranks", P, MB_MAX_WORKERS);
+        R->comm = c->comm;
+        R->rank = comm_rank(c->comm);
+        R->workers = P;
+    }
     if (R->workers > 1 && (rc = dist_plan_make(&R->D.a, R->p->bounds, R->p->k, R->workers, &R->plan)) != INCA_OK) return rc;
     const int64_t n = R->D.n;
     const csr_t *atp = R->D.at.rowptr ? &R->D.at : NULL;
     R->kc = c->kc ? c->kc : kc_cpu();
     R->dev = kc_device(R->kc) != KERN_DEV_CPU;
     kern_ctx_t *kc = R->kc;
+    if (R->comm && R->dev)
+        return inca_fail(INCA_EINVAL, "mpirun with --device %s: data-parallel ranks run on the CPU backend for now "
+                         "(NCCL between devices is not built)", c->device);
     if ((rc = kc_mat_upload(kc, &R->D.a, &R->a_m)) || (atp && (rc = kc_mat_upload(kc, atp, &R->at_m))) ||
         (rc = kc_mirror(kc, R->D.x, sizeof(float) * (size_t)(n * R->D.f), (void **)&R->x_d)) ||
         (rc = kc_mirror(kc, R->D.y, sizeof(int32_t) * (size_t)n, (void **)&R->y_d)) ||
@@ -329,6 +384,7 @@ static int mb_run_setup(mb_run_t *R, const dataset_t *d, const int64_t *train_id
     if ((rc = mb_loaders_create(R)) != INCA_OK) return rc;
     for (int r = 0; r < R->workers; r++) {
         int64_t nb = 0, hm = 0;
+        if (!R->lds[r]) continue;   /* MPI: another process's rank */
         batch_loader_limits(R->lds[r], &nb, &hm);
         nb_max = nb > nb_max ? nb : nb_max;
         halo_max = hm > halo_max ? hm : halo_max;
@@ -346,6 +402,27 @@ static int mb_run_setup(mb_run_t *R, const dataset_t *d, const int64_t *train_id
             if ((rc = kc_alloc(kc, KERN_MEM_DEVICE, sizeof(float) * (size_t)model_param(R->m, i)->n, (void **)&R->gacc[i])))
                 return rc;
     }
+    if (R->comm) {   /* every rank starts from rank 0's parameters; a step's record: had, loss, gradients */
+        const int np = model_nparams(R->m);
+        R->gfloats = 4;
+        for (int i = 0; i < np && rc == INCA_OK; i++) {
+            nn_param_t *pp = model_param(R->m, i);
+            rc = comm_bcast(R->comm, pp->w, (int64_t)sizeof(float) * pp->n, 0, COMM_SETUP);
+            R->gfloats += pp->n;
+        }
+        if (rc != INCA_OK) return rc;
+        if (!(R->gsend = inca_calloc((size_t)R->gfloats, sizeof(float))) ||
+            !(R->grecv = inca_malloc(sizeof(float) * (size_t)R->gfloats * (size_t)R->workers)))
+            return INCA_ENOMEM;
+        /* IncAgg's push refresh: the rows of S that this rank's rows of Â read, from their owners */
+        if (R->method == AGG_INCAGG && c->refresh_source == AGG_SRC_PUSH) {
+            int64_t *ids = NULL, m = 0;
+            if ((rc = dist_halo(&R->D.a, &R->plan, R->rank, &ids, &m)) != INCA_OK) return rc;
+            rc = halo_plan(R->comm, &R->plan, ids, m, COMM_SETUP, &R->halo);
+            inca_free(ids);
+            if (rc != INCA_OK) return rc;
+        }
+    }
     int64_t dims[AGG_MAX_SITES];
     uint8_t fixed[AGG_MAX_SITES];
     const int ns = mb_model_sites(&R->mc, dims, fixed);
@@ -359,8 +436,12 @@ static int mb_run_setup(mb_run_t *R, const dataset_t *d, const int64_t *train_id
                                        (int64_t)sizeof(int64_t) * (nb_max ? nb_max : 1)},
                        .nnz_max = batch_nnz_bound(&R->D.a, R->p->bounds, R->p->k, c->batch_parts),
                        .m0 = m0, .spill_budget = -1,
-                       /* gas ranks of one step read the histories as the step found them */
-                       .defer_batches = R->workers > 1 && R->method == AGG_GAS ? R->workers : 0};
+                       /* gas ranks of one step read the histories as the step found them (under
+                        * MPI they pulled their halos before anyone pushed) */
+                       .defer_batches = R->workers > 1 && !R->comm && R->method == AGG_GAS ? R->workers : 0,
+                       .exchange = R->halo ? mb_halo_exchange : NULL, .exchange_ctx = R,
+                       .rows_lo = R->comm ? R->plan.node_lo[R->rank] : 0,
+                       .rows_hi = R->comm ? R->plan.node_lo[R->rank + 1] : 0};
     if (R->stream && c->memory_budget > 0) {
         /* what one batch needs in anonymous memory whatever the budget; the tables get the rest */
         int64_t maxdim = R->D.f;
@@ -370,7 +451,7 @@ static int mb_run_setup(mb_run_t *R, const dataset_t *d, const int64_t *train_id
                               (d->adj.rowptr ? (int64_t)sizeof(int64_t) * (n + 1) + (int64_t)sizeof(int32_t) * d->adj.nnz : 0);
         const int64_t ws = model_workspace_bytes(R->m);
         int64_t lb = 0;
-        for (int w = 0; w < R->workers; w++) lb += batch_loader_bytes(R->lds[w]);
+        for (int w = 0; w < R->workers; w++) lb += R->lds[w] ? batch_loader_bytes(R->lds[w]) : 0;
         const int64_t pern = n * (int64_t)(sizeof(int32_t) + 1 + sizeof(int64_t)) + 2 * n * (int64_t)sizeof(float) * R->C;
         const int64_t scr = (int64_t)sizeof(float) * (nb_max ? nb_max : 1) * maxdim * (R->method == AGG_CLUSTER ? 0 : 1);
         const int64_t need = ws + lb + graph + pern + scr;
@@ -417,7 +498,9 @@ static int mb_run_setup(mb_run_t *R, const dataset_t *d, const int64_t *train_id
     if (R->lorig && R->dev && !(R->lhost = inca_malloc(sizeof *R->lhost * (size_t)(n ? n : 1) * (size_t)R->C)))
         return INCA_ENOMEM;
 
-    /* checkpoints: the model, the optimiser and every history table (nn/checkpoint.h) */
+    /* checkpoints: the model, the optimiser and every history table (nn/checkpoint.h); under MPI
+     * each rank its own in DIR/rank-R-of-P */
+    if (c->checkpoint_dir && R->comm && (rc = mb_rank_ckdir(R)) != INCA_OK) return rc;
     if (c->checkpoint_dir) {
         if (!(R->blobs = inca_malloc(sizeof *R->blobs * (size_t)(4 * ns + 1)))) return INCA_ENOMEM;
         for (int t = 0; t < 4; t++)
@@ -434,7 +517,7 @@ static int mb_run_setup(mb_run_t *R, const dataset_t *d, const int64_t *train_id
 /* Continue after the last completed epoch of a checkpoint, batches included. */
 static int mb_run_resume(mb_run_t *R, const dataset_t *d) {
     ckpt_state_t cs;
-    int rc = ckpt_load(R->c->checkpoint_dir, R->run, R->c, d, R->m, R->opt, &cs, R->blobs, R->nblobs);
+    int rc = ckpt_load(mb_ckdir(R), R->run, R->c, d, R->m, R->opt, &cs, R->blobs, R->nblobs);
     if (rc < 0) return rc;
     if (rc == CKPT_NONE) return INCA_OK;
     R->best = cs.best;
@@ -445,6 +528,27 @@ static int mb_run_resume(mb_run_t *R, const dataset_t *d) {
     R->gstep = (int64_t)R->ep0 * R->spe;
     R->bo.first_epoch = R->ep0;
     return mb_loaders_create(R);
+}
+
+/* MPI GAS: before a step every rank pulls the current history rows of its batch's halo that
+ * other ranks own (b NULL: a rank whose epoch is over still serves the others' pulls). One
+ * plan per step (the ids to their owners), one exchange per history site; the owners' rows are
+ * as their last step left them, what --workers' held pushes give. */
+static int mb_gas_pull(mb_run_t *R, const batch_t *b) {
+    const int64_t nh = b ? b->n_halo : 0, lo = R->plan.node_lo[R->rank], hi = R->plan.node_lo[R->rank + 1];
+    int64_t *need = inca_malloc(sizeof *need * (size_t)(nh ? nh : 1)), m = 0;
+    if (!need) return INCA_ENOMEM;
+    for (int64_t i = 0; i < nh; i++)
+        if (b->halo[i] < lo || b->halo[i] >= hi) need[m++] = b->halo[i];
+    halo_t *h = NULL;
+    int rc = halo_plan(R->comm, &R->plan, need, m, COMM_HALO, &h);
+    for (int st = 0; st < agg_num_sites(R->agg) && rc == INCA_OK; st++) {
+        hist_t *t = agg_table(R->agg, 'H', st);
+        if (t) rc = halo_exchange(h, R->comm, t->data, t->n ? hist_bytes(t) / t->n : 0, COMM_HALO);
+    }
+    halo_free(&h);
+    inca_free(need);
+    return rc;
 }
 
 /* Forward and backward of one batch from loader ld, without the optimiser step. Its loss goes to
@@ -460,6 +564,7 @@ static int mb_fwd_bwd(mb_run_t *R, batch_loader_t *ld, int ep, int64_t slot, uin
     *had = 0;
     int rc = batch_loader_next(ld, &b);
     if (rc != INCA_OK) return rc;
+    if (R->comm && R->method == AGG_GAS && (rc = mb_gas_pull(R, b)) != INCA_OK) return rc;
     int64_t nidx = 0;
     for (int64_t i = 0; i < b->n_b; i++)
         if (R->D.in_train[b->nodes[i]] && b->y[i] >= 0) R->lidx[nidx++] = i;
@@ -500,8 +605,60 @@ static int mb_fwd_bwd(mb_run_t *R, batch_loader_t *ld, int ep, int64_t slot, uin
  * summed in rank order gives every MPI rank alike), then one step of the shared optimiser. GAS
  * holds the ranks' history pushes until all of them ran: a rank's halo pull sees the histories
  * as the step began, as a per-step halo exchange between processes would. */
+/* mb_step under MPI: this rank's batch (dropout step gstep * P + rank), then every rank's
+ * record [had, loss, gradients] allgathered and summed in rank order exactly as mb_step sums
+ * the simulated ranks (the same operations on the same values: the same bits on every rank,
+ * whatever algorithm MPI picks), then the shared optimiser step on every rank. */
+static int mb_step_mpi(mb_run_t *R, int ep, int64_t s, double *loss_sum, int64_t *loss_n) {
+    kern_ctx_t *kc = R->kc;
+    const int np = model_nparams(R->m), P = R->workers;
+    const int64_t slot = s * P + R->rank;
+    double own_sum = 0;
+    int64_t own_n = 0;
+    int had = 0, rc = INCA_OK;
+    R->step_has_loss[slot] = 0;
+    if (s < R->spe_r[R->rank])
+        rc = mb_fwd_bwd(R, R->ld, ep, slot, (uint64_t)R->gstep * (uint64_t)P + (uint64_t)R->rank, &own_sum, &own_n, &had);
+    else if (R->method == AGG_GAS)
+        rc = mb_gas_pull(R, NULL);
+    if (rc != INCA_OK) return rc;
+    double hd[2] = {had ? 1.0 : 0.0, had ? R->losses_d[slot] : 0.0};
+    memcpy(R->gsend, hd, sizeof hd);
+    float *gp = R->gsend + 4;
+    for (int i = 0; i < np; i++) {
+        const nn_param_t *pp = model_param(R->m, i);
+        if (had) memcpy(gp, pp->g, sizeof(float) * (size_t)pp->n);
+        gp += pp->n;
+    }
+    if ((rc = comm_allgather(R->comm, R->gsend, (int64_t)sizeof(float) * R->gfloats, R->grecv, COMM_GRAD)) != INCA_OK)
+        return rc;
+    int nc = 0;
+    for (int r = 0; r < P && rc == INCA_OK; r++) {
+        const float *rec = R->grecv + (int64_t)r * R->gfloats;
+        memcpy(hd, rec, sizeof hd);
+        if (hd[0] == 0) continue;
+        *loss_sum += hd[1];
+        (*loss_n)++;
+        const float *g = rec + 4;
+        for (int i = 0; i < np && rc == INCA_OK; i++) {
+            const nn_param_t *pp = model_param(R->m, i);
+            rc = nc == 0 ? kc_copy(kc, R->gacc[i], g, sizeof(float) * (size_t)pp->n, KERN_D2D, KERN_STREAM_COMPUTE)
+                         : kc_axpby(kc, pp->n, 1.f, g, 1.f, R->gacc[i]);
+            g += pp->n;
+        }
+        nc++;
+    }
+    if (rc != INCA_OK || nc == 0) return rc;
+    for (int i = 0; i < np && rc == INCA_OK; i++) {
+        nn_param_t *pp = model_param(R->m, i);
+        rc = kc_axpby(kc, pp->n, 1.f / (float)nc, R->gacc[i], 0.f, pp->g);
+    }
+    return rc != INCA_OK ? rc : optim_step(R->opt);
+}
+
 static int mb_step(mb_run_t *R, int ep, int64_t s, double *loss_sum, int64_t *loss_n) {
     int rc, had = 0;
+    if (R->comm) return mb_step_mpi(R, ep, s, loss_sum, loss_n);
     if (R->workers == 1) {
         rc = mb_fwd_bwd(R, R->ld, ep, s, (uint64_t)R->gstep, loss_sum, loss_n, &had);
         return rc != INCA_OK || !had ? rc : optim_step(R->opt);
@@ -698,7 +855,7 @@ static int mb_epoch_eval(mb_run_t *R, const dataset_t *d, mb_stats_t *st, int ep
         /* only the epoch time carries over a resume: the step / refresh / eval means are this
          * process's (mb_stats_t counts its own steps) */
         ckpt_state_t cs = {.epoch = ep, .finished = stop, .best = R->best, .train_loss = R->train_loss, .t_epoch = R->epoch_s};
-        if ((rc = ckpt_save(c->checkpoint_dir, R->run, c, d, R->m, R->opt, &cs, R->blobs, R->nblobs)) != INCA_OK) return rc;
+        if ((rc = ckpt_save(mb_ckdir(R), R->run, c, d, R->m, R->opt, &cs, R->blobs, R->nblobs)) != INCA_OK) return rc;
     }
     if (stop) R->finished = 1;
     return INCA_OK;
@@ -729,7 +886,8 @@ static int mb_run_figures(mb_run_t *R, train_result_t *r, mb_stats_t *st) {
     r->eval_time_s = st->evals ? st->eval_s_total / (double)st->evals : 0;
     r->peak_rss_mb = inca_peak_rss_mb();
     st->wait_s = st->build_s = st->loader_bytes = 0;
-    for (int w = 0; w < R->workers; w++) {   /* every rank's loader */
+    for (int w = 0; w < R->workers; w++) {   /* every rank's loader (this process's) */
+        if (!R->lds[w]) continue;
         st->wait_s += batch_loader_wait_s(R->lds[w]);
         st->build_s += batch_loader_build_s(R->lds[w]);
         st->loader_bytes += batch_loader_bytes(R->lds[w]);
@@ -742,6 +900,11 @@ static int mb_run_figures(mb_run_t *R, train_result_t *r, mb_stats_t *st) {
     st->spilled_bytes = r->spilled_bytes = agg_spilled_bytes(R->agg);
     st->anon_need_bytes = R->anon_need;
     snprintf(r->loader, sizeof r->loader, "%s", R->stream ? "view" : "copy");
+    for (int ph = 0; ph < 4; ph++) r->comm_bytes[ph] = comm_bytes_sent(R->comm, ph);
+    if (R->c->keep_params && (rc = train_keep_params(R->kc, R->m, r)) != INCA_OK) return rc;
+    r->nparams = 0;
+    for (int i = 0; i < model_nparams(R->m); i++) r->nparams += model_param(R->m, i)->n;
+    r->steps_per_epoch = R->spe;
     st->steps_per_epoch = R->spe;
     agg_times(R->agg, &st->agg_fwd_s, &st->agg_bwd_s, &st->intra_fraction);
     return tables_copy(agg_arena(R->agg), st);
@@ -759,6 +922,7 @@ int mb_train(const dataset_t *d, const train_config_t *c, const int64_t *train_i
     R.o = o;
     R.p = p;
     R.run = run;
+    comm_reset_bytes(c->comm);   /* the figures are this run's */
     int rc = mb_run_setup(&R, d, train_idx, n_train);
     if (rc == INCA_OK && c->checkpoint_dir && c->resume) rc = mb_run_resume(&R, d);
     /* IncAgg starts from exact snapshots of the initial model (one eval-mode pass through the

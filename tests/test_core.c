@@ -6,6 +6,7 @@
 #include "core/rng.h"
 #include "core/status.h"
 #include "core/memstat.h"
+#include "core/comm.h"
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -299,12 +300,48 @@ START_TEST(test_memstat_peaks) {
     tu_rmrf(dir);
     free(dir);
 }
+
+/* One rank (no launcher in the environment): every collective is a local copy and counts no
+ * bytes; an all-to-all whose one rank sends and receives different counts is refused. */
+START_TEST(test_comm_one_rank) {
+    unsetenv("OMPI_COMM_WORLD_SIZE");
+    unsetenv("PMIX_RANK");
+    unsetenv("PMI_SIZE");
+    ck_assert_int_eq(comm_launched(), 0);
+    int argc = 1;
+    char *av[] = {"x", NULL}, **argv = av;
+    comm_t *c = NULL;
+    ck_assert_int_eq(comm_init(&argc, &argv, &c), INCA_OK);
+    ck_assert_int_eq(comm_size(c), 1);
+    ck_assert_int_eq(comm_rank(c), 0);
+    ck_assert_int_eq(comm_size(NULL), 1);
+    double a[3] = {1, 2, 3}, b[3] = {0};
+    ck_assert_int_eq(comm_allgather(c, a, sizeof a, b, COMM_GRAD), INCA_OK);
+    ck_assert(b[0] == 1 && b[1] == 2 && b[2] == 3);
+    int64_t s = 5, r = 0, one = 2, two = 3;
+    ck_assert_int_eq(comm_alltoall_i64(c, &s, &r, COMM_SETUP), INCA_OK);
+    ck_assert_int_eq(r, 5);
+    float rows[4] = {1, 2, 3, 4}, got[4] = {0};
+    ck_assert_int_eq(comm_alltoallv_rows(c, rows, &one, got, &one, 2 * sizeof(float), COMM_HALO), INCA_OK);
+    ck_assert(got[0] == 1 && got[3] == 4);
+    ck_assert_int_eq(comm_alltoallv_rows(c, rows, &one, got, &two, 2 * sizeof(float), COMM_HALO), INCA_ERR);
+    inca_err_clear();
+    ck_assert_int_eq(comm_allreduce_sum_i64(c, &s, 1, COMM_SETUP), INCA_OK);
+    ck_assert_int_eq(s, 5);
+    for (int ph = 0; ph < COMM_NPHASES; ph++) ck_assert_int_eq(comm_bytes_sent(c, ph), 0);
+    ck_assert_str_eq(comm_phase_name(COMM_REFRESH), "refresh");
+    comm_finalize(&c);
+    ck_assert_ptr_null(c);
+    comm_finalize(&c);   /* NULL-safe */
+}
+END_TEST
 END_TEST
 
 int main(void) {
     Suite *s = suite_create("core");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, test_status_codes);
+    tcase_add_test(tc, test_comm_one_rank);
     tcase_add_test(tc, test_alloc_injection);
     tcase_add_test(tc, test_rng);
     tcase_add_test(tc, test_args);

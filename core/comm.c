@@ -1,0 +1,233 @@
+/* See comm.h. With INCA_HAS_MPI the collectives are MPI's; without, one rank copies. */
+#include "core/comm.h"
+#include "core/alloc.h"
+#include "core/status.h"
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef INCA_HAS_MPI
+#include <mpi.h>
+#endif
+
+struct comm {
+    int rank, size;
+    int started;   /* comm_init called MPI_Init_thread */
+    int64_t sent[COMM_NPHASES];
+};
+
+int comm_launched(void) {
+    return getenv("OMPI_COMM_WORLD_SIZE") != NULL || getenv("PMIX_RANK") != NULL || getenv("PMI_SIZE") != NULL;
+}
+
+int comm_has_mpi(void) {
+#ifdef INCA_HAS_MPI
+    return 1;
+#else
+    return 0;
+#endif
+}
+
+int comm_init(int *argc, char ***argv, comm_t **out) {
+    comm_t *c = inca_calloc(1, sizeof *c);
+    if (!c) return INCA_ENOMEM;
+    c->size = 1;
+#ifdef INCA_HAS_MPI
+    if (comm_launched()) {
+        int provided = 0;
+        if (MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {
+            inca_free(c);
+            return inca_fail(INCA_ERR, "MPI_Init_thread failed");
+        }
+        c->started = 1;
+        /* errors come back as codes (turned into messages here), never as MPI's own abort */
+        MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+        MPI_Comm_rank(MPI_COMM_WORLD, &c->rank);
+        MPI_Comm_size(MPI_COMM_WORLD, &c->size);
+        if (provided < MPI_THREAD_FUNNELED) {
+            MPI_Finalize();
+            inca_free(c);
+            return inca_fail(INCA_ERR, "MPI provides thread level %d, inca needs MPI_THREAD_FUNNELED", provided);
+        }
+    }
+#else
+    (void)argc;
+    (void)argv;
+#endif
+    *out = c;
+    return INCA_OK;
+}
+
+void comm_finalize(comm_t **pc) {
+    if (!pc || !*pc) return;
+#ifdef INCA_HAS_MPI
+    if ((*pc)->started) MPI_Finalize();
+#endif
+    inca_free(*pc);
+    *pc = NULL;
+}
+
+int comm_rank(const comm_t *c) { return c ? c->rank : 0; }
+int comm_size(const comm_t *c) { return c ? c->size : 1; }
+
+int64_t comm_bytes_sent(const comm_t *c, int phase) {
+    return c && phase >= 0 && phase < COMM_NPHASES ? c->sent[phase] : 0;
+}
+void comm_reset_bytes(comm_t *c) {
+    if (c) memset(c->sent, 0, sizeof c->sent);
+}
+const char *comm_phase_name(int phase) {
+    static const char *const n[COMM_NPHASES] = {"setup", "grad", "refresh", "halo"};
+    return phase >= 0 && phase < COMM_NPHASES ? n[phase] : "?";
+}
+
+static void count(comm_t *c, int phase, int64_t bytes) {
+    if (c && phase >= 0 && phase < COMM_NPHASES) c->sent[phase] += bytes;
+}
+
+#ifdef INCA_HAS_MPI
+static int mpi_fail(int err, const char *what) {
+    char s[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    if (MPI_Error_string(err, s, &len) != MPI_SUCCESS) snprintf(s, sizeof s, "error %d", err);
+    return inca_fail(INCA_ERR, "%s failed: %s", what, s);
+}
+/* a byte count as MPI's int, or the message naming the collective */
+static int as_int(int64_t v, const char *what, int *out) {
+    if (v < 0 || v > INT_MAX) return inca_fail(INCA_ERR, "%s: %lld items exceed MPI's int count", what, (long long)v);
+    *out = (int)v;
+    return INCA_OK;
+}
+#endif
+
+int comm_allgather(comm_t *c, const void *send, int64_t bytes, void *recv, int phase) {
+    const int p = comm_size(c);
+    if (p == 1) {
+        if (bytes > 0 && recv != send) memmove(recv, send, (size_t)bytes);
+        return INCA_OK;
+    }
+#ifdef INCA_HAS_MPI
+    int nb = 0, rc = as_int(bytes, "MPI_Allgather", &nb);
+    if (rc != INCA_OK) return rc;
+    int e = MPI_Allgather(send, nb, MPI_BYTE, recv, nb, MPI_BYTE, MPI_COMM_WORLD);
+    if (e != MPI_SUCCESS) return mpi_fail(e, "MPI_Allgather");
+    count(c, phase, bytes * (p - 1));
+#else
+    (void)phase;
+#endif
+    return INCA_OK;
+}
+
+int comm_bcast(comm_t *c, void *buf, int64_t bytes, int root, int phase) {
+    const int p = comm_size(c);
+    if (p == 1) return INCA_OK;
+#ifdef INCA_HAS_MPI
+    /* in pieces of at most 1 GiB: any size, with int counts */
+    for (int64_t off = 0; off < bytes;) {
+        const int64_t k = bytes - off < ((int64_t)1 << 30) ? bytes - off : ((int64_t)1 << 30);
+        int e = MPI_Bcast((char *)buf + off, (int)k, MPI_BYTE, root, MPI_COMM_WORLD);
+        if (e != MPI_SUCCESS) return mpi_fail(e, "MPI_Bcast");
+        off += k;
+    }
+    if (c->rank == root) count(c, phase, bytes * (p - 1));
+#else
+    (void)buf;
+    (void)bytes;
+    (void)root;
+    (void)phase;
+#endif
+    return INCA_OK;
+}
+
+static int allreduce_i64(comm_t *c, int64_t *v, int n, int phase, int is_max) {
+    if (comm_size(c) == 1 || n <= 0) return INCA_OK;
+#ifdef INCA_HAS_MPI
+    int e = MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_INT64_T, is_max ? MPI_MAX : MPI_SUM, MPI_COMM_WORLD);
+    if (e != MPI_SUCCESS) return mpi_fail(e, "MPI_Allreduce");
+    count(c, phase, (int64_t)sizeof(int64_t) * n * (c->size - 1));
+#else
+    (void)v;
+    (void)phase;
+    (void)is_max;
+#endif
+    return INCA_OK;
+}
+int comm_allreduce_max_i64(comm_t *c, int64_t *v, int n, int phase) { return allreduce_i64(c, v, n, phase, 1); }
+int comm_allreduce_sum_i64(comm_t *c, int64_t *v, int n, int phase) { return allreduce_i64(c, v, n, phase, 0); }
+
+int comm_alltoall_i64(comm_t *c, const int64_t *send, int64_t *recv, int phase) {
+    const int p = comm_size(c);
+    if (p == 1) {
+        recv[0] = send[0];
+        return INCA_OK;
+    }
+#ifdef INCA_HAS_MPI
+    int e = MPI_Alltoall(send, 1, MPI_INT64_T, recv, 1, MPI_INT64_T, MPI_COMM_WORLD);
+    if (e != MPI_SUCCESS) return mpi_fail(e, "MPI_Alltoall");
+    count(c, phase, (int64_t)sizeof(int64_t) * (p - 1));
+#else
+    (void)phase;
+#endif
+    return INCA_OK;
+}
+
+int comm_alltoallv_rows(comm_t *c, const void *send, const int64_t *scount, void *recv, const int64_t *rcount,
+                        int64_t row_bytes, int phase) {
+    const int p = comm_size(c);
+    if (p == 1) {
+        if (scount[0] != rcount[0]) return inca_fail(INCA_ERR, "alltoallv: one rank sends %lld rows, receives %lld",
+                                                     (long long)scount[0], (long long)rcount[0]);
+        if (scount[0] > 0 && row_bytes > 0) memmove(recv, send, (size_t)(scount[0] * row_bytes));
+        return INCA_OK;
+    }
+#ifdef INCA_HAS_MPI
+    int rc = INCA_OK;
+    int *sc = inca_malloc(sizeof(int) * 4 * (size_t)p);
+    if (!sc) return INCA_ENOMEM;
+    int *sd = sc + p, *rcn = sc + 2 * p, *rd = sc + 3 * p;
+    int64_t so = 0, ro = 0, sent = 0;
+    for (int i = 0; i < p && rc == INCA_OK; i++) {
+        /* displacements are in rows too: each side's total must fit an int */
+        if ((rc = as_int(scount[i], "MPI_Alltoallv", &sc[i])) || (rc = as_int(rcount[i], "MPI_Alltoallv", &rcn[i])) ||
+            (rc = as_int(so, "MPI_Alltoallv displacement", &sd[i])) || (rc = as_int(ro, "MPI_Alltoallv displacement", &rd[i])))
+            break;
+        so += scount[i];
+        ro += rcount[i];
+        if (i != c->rank) sent += scount[i];
+    }
+    MPI_Datatype row = MPI_DATATYPE_NULL;
+    int rb = 1;
+    if (rc == INCA_OK) rc = as_int(row_bytes > 0 ? row_bytes : 1, "MPI row datatype", &rb);
+    if (rc == INCA_OK) {
+        int e = MPI_Type_contiguous(rb, MPI_BYTE, &row);
+        if (e == MPI_SUCCESS) e = MPI_Type_commit(&row);
+        if (e == MPI_SUCCESS) e = MPI_Alltoallv(send, sc, sd, row, recv, rcn, rd, row, MPI_COMM_WORLD);
+        if (e != MPI_SUCCESS) rc = mpi_fail(e, "MPI_Alltoallv");
+        if (row != MPI_DATATYPE_NULL) MPI_Type_free(&row);
+    }
+    inca_free(sc);
+    if (rc == INCA_OK) count(c, phase, sent * row_bytes);
+    return rc;
+#else
+    (void)phase;
+    return inca_fail(INCA_ERR, "alltoallv over %d ranks without MPI", p);
+#endif
+}
+
+int comm_barrier(comm_t *c) {
+    if (comm_size(c) == 1) return INCA_OK;
+#ifdef INCA_HAS_MPI
+    int e = MPI_Barrier(MPI_COMM_WORLD);
+    if (e != MPI_SUCCESS) return mpi_fail(e, "MPI_Barrier");
+#endif
+    return INCA_OK;
+}
+
+void comm_abort(comm_t *c, int code) {
+#ifdef INCA_HAS_MPI
+    if (c && c->started) MPI_Abort(MPI_COMM_WORLD, code);
+#else
+    (void)c;
+#endif
+    exit(code);
+}

@@ -1,0 +1,66 @@
+/* Ranks of a data-parallel job (issue 13): a thin layer over MPI (Open MPI, found by CMake's
+ * FindMPI; built when found) with a byte counter per phase, so the trainer's figures can say
+ * what crossed the network and when. Without MPI (or outside mpirun) there is one rank and
+ * every collective is a local copy.
+ *
+ * Counting: the payload a rank hands to MPI for other ranks, by what the collective means, not
+ * by the algorithm MPI picks: an allgather of b bytes counts b x (P - 1) on every rank, a
+ * broadcast b x (P - 1) on the root, an all-to-all the rows sent to other ranks. So a figure
+ * says what the method needs, the same on every MPI build.
+ *
+ * CAVEATS FIRST
+ * - One comm per process (MPI_COMM_WORLD), made by the CLI before the command runs
+ *   (comm_init) and ended after it (comm_finalize). MPI is initialised with
+ *   MPI_THREAD_FUNNELED: only the thread that called comm_init may call these functions (the
+ *   loader threads never do).
+ * - Collectives must be called by every rank in the same order; a rank that fails between two
+ *   of them must end the job (comm_abort), or the others wait forever.
+ * - comm_abort ends the process (and the job): it is for the CLI's error path only.
+ * Tested in test_mpi.c (under mpirun: collectives, counters) and test_core.c (one rank). */
+#ifndef INCA_CORE_COMM_H
+#define INCA_CORE_COMM_H
+#include <stdint.h>
+
+/* Phases the bytes are counted under. */
+enum { COMM_SETUP = 0, COMM_GRAD = 1, COMM_REFRESH = 2, COMM_HALO = 3, COMM_NPHASES = 4 };
+
+typedef struct comm comm_t;
+
+/* 1 when this process was started by an MPI launcher (mpirun / mpiexec: Open MPI's
+ * OMPI_COMM_WORLD_SIZE, PMIx's PMIX_RANK or PMI's PMI_SIZE in the environment). */
+int comm_launched(void);
+/* 1 when this build has MPI. */
+int comm_has_mpi(void);
+/* The job's ranks: MPI_COMM_WORLD when this build has MPI and comm_launched(), else one rank.
+ * INCA_ERR when MPI fails to start. */
+int comm_init(int *argc, char ***argv, comm_t **out);
+void comm_finalize(comm_t **c);   /* NULL-safe; MPI_Finalize when comm_init started MPI */
+/* NULL means one rank. */
+int comm_rank(const comm_t *c);
+int comm_size(const comm_t *c);
+
+/* recv (size x bytes) <- every rank's send (bytes), in rank order. */
+int comm_allgather(comm_t *c, const void *send, int64_t bytes, void *recv, int phase);
+/* buf (bytes) <- root's buf. */
+int comm_bcast(comm_t *c, void *buf, int64_t bytes, int root, int phase);
+/* Element-wise over ranks, in place: the maximum / the sum (integers: exact in any order). */
+int comm_allreduce_max_i64(comm_t *c, int64_t *v, int n, int phase);
+int comm_allreduce_sum_i64(comm_t *c, int64_t *v, int n, int phase);
+/* send[i] to rank i, recv[i] from rank i (size entries each). */
+int comm_alltoall_i64(comm_t *c, const int64_t *send, int64_t *recv, int phase);
+/* Rows of row_bytes each: scount[i] rows from send (packed in rank order) to rank i, rcount[i]
+ * rows from rank i into recv (packed in rank order). Counts go to MPI in rows of a derived
+ * datatype, so a message may hold up to 2^31 - 1 rows of any width (Open MPI's counts are int). */
+int comm_alltoallv_rows(comm_t *c, const void *send, const int64_t *scount, void *recv, const int64_t *rcount,
+                        int64_t row_bytes, int phase);
+int comm_barrier(comm_t *c);
+
+/* Bytes this rank sent under phase since the last reset. */
+int64_t comm_bytes_sent(const comm_t *c, int phase);
+void comm_reset_bytes(comm_t *c);
+const char *comm_phase_name(int phase);   /* "setup", "grad", "refresh", "halo" */
+
+/* End the whole job with exit status code (MPI_Abort; exit() with one rank). The CLI's error
+ * path only: the message naming the rank is printed first by the caller. */
+void comm_abort(comm_t *c, int code);
+#endif

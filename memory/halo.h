@@ -1,0 +1,33 @@
+/* Halo exchange between data-parallel ranks (issue 13): rank r asks the owners (graph/dist.h)
+ * for the rows of some node ids it does not own, once (halo_plan: the ids travel to their
+ * owners), then any number of exchanges move the owners' current rows of a table into the same
+ * rows of the asker's table (halo_exchange). IncAgg plans its rank's whole halo once and
+ * exchanges the snapshots S at each refresh; GAS plans each batch's halo and exchanges its
+ * history tables before the step.
+ *
+ * Tables are indexed by global node id (n rows of row_bytes), in host memory; rows travel in one
+ * all-to-all per exchange (core/comm.h: counts in rows, any width).
+ *
+ * CAVEATS FIRST
+ * - halo_plan and halo_exchange are collectives: every rank calls them, in the same order (a
+ *   rank with nothing to ask passes m = 0).
+ * - Only the asked rows of the asker's table are written; the owner's table is read only.
+ * Tested in test_mpi.c (under mpirun: every row a rank receives equals the owner's row, and
+ * nothing else changes) and test_dist.c (one rank: the plan of nothing). */
+#ifndef INCA_MEMORY_HALO_H
+#define INCA_MEMORY_HALO_H
+#include <stdint.h>
+#include "core/comm.h"
+#include "graph/dist.h"
+
+typedef struct halo halo_t;
+
+/* The plan for this rank's `need` (m sorted distinct ids, none its own, all in [0, p->n)):
+ * INCA_EINVAL when they are not. The ids' bytes count under phase. */
+int halo_plan(comm_t *c, const dist_plan_t *p, const int64_t *need, int64_t m, int phase, halo_t **out);
+/* table (n x row_bytes, by global id): the rows this rank asked for <- their owners' rows. */
+int halo_exchange(halo_t *h, comm_t *c, void *table, int64_t row_bytes, int phase);
+int64_t halo_send_rows(const halo_t *h);   /* rows this rank sends per exchange */
+int64_t halo_recv_rows(const halo_t *h);   /* rows it receives per exchange */
+void halo_free(halo_t **h);                /* NULL-safe */
+#endif

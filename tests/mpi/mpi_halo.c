@@ -1,0 +1,138 @@
+/* Under mpirun (ctest runs it as `mpiexec -n 3`): the collectives of core/comm.h and the halo
+ * exchange of memory/halo.h between real processes. Every rank fills its own rows of a table
+ * with a value that names the row and the owner, every other row with a sentinel; after the
+ * exchange every row a rank asked for holds exactly the owner's row, and no other row changed.
+ * The byte counters are checked against what each collective means (comm.h). */
+#include "testutil.h"
+#include "core/alloc.h"
+#include "core/comm.h"
+#include "core/status.h"
+#include "graph/dist.h"
+#include "memory/halo.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static comm_t *C;
+
+START_TEST(collectives_in_rank_order) {
+    const int p = comm_size(C), me = comm_rank(C);
+    ck_assert_int_ge(p, 2);
+    comm_reset_bytes(C);
+    int64_t mine[2] = {me, 100 + me}, all[2 * 64];
+    ck_assert_int_eq(comm_allgather(C, mine, sizeof mine, all, COMM_GRAD), INCA_OK);
+    for (int r = 0; r < p; r++) {
+        ck_assert_int_eq(all[2 * r], r);
+        ck_assert_int_eq(all[2 * r + 1], 100 + r);
+    }
+    ck_assert_int_eq(comm_bytes_sent(C, COMM_GRAD), (int64_t)sizeof mine * (p - 1));
+    int64_t v = 7 * me, s = me + 1;
+    ck_assert_int_eq(comm_allreduce_max_i64(C, &v, 1, COMM_SETUP), INCA_OK);
+    ck_assert_int_eq(comm_allreduce_sum_i64(C, &s, 1, COMM_SETUP), INCA_OK);
+    ck_assert_int_eq(v, 7 * (p - 1));
+    ck_assert_int_eq(s, (int64_t)p * (p + 1) / 2);
+    float w[5] = {0};
+    if (me == 0) for (int i = 0; i < 5; i++) w[i] = 0.5f * (float)i;
+    ck_assert_int_eq(comm_bcast(C, w, sizeof w, 0, COMM_SETUP), INCA_OK);
+    for (int i = 0; i < 5; i++) ck_assert(w[i] == 0.5f * (float)i);
+}
+END_TEST
+
+/* the value of row v, column j as its owner writes it */
+static float cell(int64_t v, int owner, int64_t j) { return (float)(v * 1000 + j) + 0.25f * (float)owner; }
+
+static void exchange_case(int64_t n, int64_t k, int64_t f, uint64_t seed) {
+    const int p = comm_size(C), me = comm_rank(C);
+    csr_t a = tu_csr_random(n, n, seed, 1);   /* every rank builds the same graph */
+    int64_t *bounds = malloc(sizeof *bounds * (size_t)(k + 1));
+    for (int64_t i = 0; i <= k; i++) bounds[i] = n * i / k;
+    dist_plan_t plan;
+    ck_assert_int_eq(dist_plan_make(&a, bounds, k, p, &plan), INCA_OK);
+    int64_t *ids = NULL, m = 0;
+    ck_assert_int_eq(dist_halo(&a, &plan, me, &ids, &m), INCA_OK);
+    halo_t *h = NULL;
+    comm_reset_bytes(C);
+    ck_assert_int_eq(halo_plan(C, &plan, ids, m, COMM_SETUP, &h), INCA_OK);
+    ck_assert_int_eq(halo_recv_rows(h), m);
+    const float sentinel = -1.f;
+    float *t = malloc(sizeof *t * (size_t)(n * f));
+    const int64_t lo = plan.node_lo[me], hi = plan.node_lo[me + 1];
+    for (int64_t v = 0; v < n; v++)
+        for (int64_t j = 0; j < f; j++) t[v * f + j] = v >= lo && v < hi ? cell(v, me, j) : sentinel;
+    ck_assert_int_eq(halo_exchange(h, C, t, (int64_t)sizeof(float) * f, COMM_REFRESH), INCA_OK);
+    /* the rows sent: what the others asked of this rank, counted once per row */
+    ck_assert_int_eq(comm_bytes_sent(C, COMM_REFRESH), halo_send_rows(h) * (int64_t)sizeof(float) * f);
+    uint8_t *asked = calloc((size_t)n, 1);
+    for (int64_t i = 0; i < m; i++) asked[ids[i]] = 1;
+    int64_t received = 0;
+    for (int64_t v = 0; v < n; v++) {
+        const int owner = dist_owner(&plan, v);
+        for (int64_t j = 0; j < f; j++) {
+            const float want = owner == me || asked[v] ? cell(v, owner, j) : sentinel;
+            ck_assert_msg(t[v * f + j] == want, "rank %d: row %lld col %lld holds %g, expected %g (owner %d)", me,
+                          (long long)v, (long long)j, t[v * f + j], want, owner);
+        }
+        received += asked[v];
+    }
+    ck_assert_int_eq(received, m);
+    /* every rank's sends add up to every rank's receives */
+    int64_t tot[2] = {halo_send_rows(h), halo_recv_rows(h)};
+    ck_assert_int_eq(comm_allreduce_sum_i64(C, tot, 2, COMM_SETUP), INCA_OK);
+    ck_assert_int_eq(tot[0], tot[1]);
+    free(asked);
+    free(t);
+    halo_free(&h);
+    inca_free(ids);
+    dist_plan_free(&plan);
+    free(bounds);
+    csr_free(&a);
+}
+
+START_TEST(halo_rows_equal_the_owners) {
+    exchange_case(300, 12, 7, 11);   /* odd width */
+    exchange_case(64, 6, 1, 5);
+    exchange_case(1000, 40, 16, 3);
+}
+END_TEST
+
+START_TEST(plan_refuses_own_or_unsorted_ids) {
+    const int p = comm_size(C), me = comm_rank(C);
+    csr_t a = tu_csr_random(50, 50, 2, 1);
+    int64_t bounds[6] = {0, 10, 20, 30, 40, 50};
+    dist_plan_t plan;
+    ck_assert_int_eq(dist_plan_make(&a, bounds, 5, p, &plan), INCA_OK);
+    halo_t *h = NULL;
+    int64_t own = plan.node_lo[me];   /* local checks: no collective is entered */
+    ck_assert_int_eq(halo_plan(C, &plan, &own, 1, COMM_SETUP, &h), INCA_EINVAL);
+    inca_err_clear();
+    int64_t bad[2] = {me == 0 ? 49 : 0, me == 0 ? 48 : 0};
+    ck_assert_int_eq(halo_plan(C, &plan, bad, 2, COMM_SETUP, &h), INCA_EINVAL);
+    inca_err_clear();
+    ck_assert_ptr_null(h);
+    dist_plan_free(&plan);
+    csr_free(&a);
+}
+END_TEST
+
+int main(int argc, char **argv) {
+    if (comm_init(&argc, &argv, &C) != INCA_OK || comm_size(C) < 2) {
+        fprintf(stderr, "mpi_halo: run it under mpirun with at least 2 ranks\n");
+        return comm_size(C) < 2 ? 77 : 1;
+    }
+    Suite *s = suite_create("mpi_halo");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, collectives_in_rank_order);
+    tcase_add_test(tc, halo_rows_equal_the_owners);
+    tcase_add_test(tc, plan_refuses_own_or_unsorted_ids);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_set_fork_status(sr, CK_NOFORK);   /* MPI does not survive fork */
+    srunner_run_all(sr, comm_rank(C) == 0 ? CK_NORMAL : CK_SILENT);
+    const int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    int64_t f = failed;
+    comm_allreduce_sum_i64(C, &f, 1, COMM_SETUP);   /* one rank's failure fails the test */
+    comm_finalize(&C);
+    return f == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

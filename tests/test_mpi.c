@@ -1,0 +1,236 @@
+/* `mpirun -np P inca train` (issue 13) against its single-process reference `--workers P`: the
+ * same final parameters bit for bit (--save-params) and the same accuracy, for cluster, gas and
+ * incagg (both refresh sources) at P = 2 and 4 on the bundled Cora; the byte counters (IncAgg
+ * sends nothing but the gradient reduction between refreshes); checkpoints per rank; a rank
+ * that fails or is killed ends the job with a message naming it, never a hang.
+ * Runs only where CMake found MPI and mpiexec (INCA_MPIEXEC; skipped otherwise). */
+#include "testutil.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char *dir;
+static char store[1024];
+static const char *mpiexec;
+
+static void setup(void) {
+    dir = tu_mkdtemp();
+    char cora[1024], args[4096];
+    snprintf(cora, sizeof cora, "%s/data/cora", tu_src());
+    snprintf(store, sizeof store, "%s/cora.lmdb", dir);
+    snprintf(args, sizeof args, "ingest --format ogb '%s' --out '%s'", cora, store);
+    ck_assert_int_eq(tu_inca(args, NULL, NULL), 0);
+    snprintf(args, sizeof args, "partition '%s' --parts 40", store);
+    ck_assert_int_eq(tu_inca(args, NULL, NULL), 0);
+}
+
+static void teardown(void) {
+    tu_rmrf(dir);
+    free(dir);
+}
+
+/* `mpirun -np p inca <args>` (p = 0: `inca <args>` alone); exit status, stdout, stderr */
+static int run(int p, const char *args, char **out, char **err) {
+    char cmd[32768];
+    if (p > 0) snprintf(cmd, sizeof cmd, "timeout 300 '%s' -np %d '%s' %s", mpiexec, p, tu_bin(), args);
+    else snprintf(cmd, sizeof cmd, "timeout 300 '%s' %s", tu_bin(), args);
+    return tu_sh(cmd, out, err);
+}
+
+static char *slurp(const char *path, long *len) {
+    FILE *f = fopen(path, "rb");
+    ck_assert_msg(f != NULL, "%s: missing", path);
+    fseek(f, 0, SEEK_END);
+    *len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = malloc((size_t)*len + 1);
+    ck_assert_uint_eq(fread(b, 1, (size_t)*len, f), (size_t)*len);
+    fclose(f);
+    return b;
+}
+
+static void same_file(const char *a, const char *b, const char *what) {
+    long la, lb;
+    char *x = slurp(a, &la), *y = slurp(b, &lb);
+    ck_assert_msg(la == lb && memcmp(x, y, (size_t)la) == 0, "%s: the final parameters differ", what);
+    free(x);
+    free(y);
+}
+
+/* train with P MPI ranks and with --workers P; both succeed, same parameters and accuracy */
+static void compare(int p, const char *method) {
+    char args[16384], pw[1100], pm[1100], what[256];
+    char *out = NULL, *err = NULL;
+    snprintf(pw, sizeof pw, "%s/w.npy", dir);
+    snprintf(pm, sizeof pm, "%s/m.npy", dir);
+    snprintf(what, sizeof what, "-np %d %s", p, method);
+    const char *common = "--model gcn --parts 40 --batch-parts 5 --epochs 3 --seed 2 --threads 1 --json";
+    snprintf(args, sizeof args, "train '%s' --method %s %s --workers %d --save-params '%s'", store, method, common, p, pw);
+    ck_assert_msg(run(0, args, &out, &err) == 0, "%s --workers: %s", what, err);
+    cJSON *w = tu_json_last(out);
+    free(out);
+    free(err);
+    snprintf(args, sizeof args, "train '%s' --method %s %s --save-params '%s'", store, method, common, pm);
+    ck_assert_msg(run(p, args, &out, &err) == 0, "%s: %s", what, err);
+    cJSON *m = tu_json_last(out);
+    ck_assert_double_eq(tu_json_dbl(m, "ranks"), p);
+    ck_assert_double_eq(tu_json_dbl(w, "ranks"), 1);
+    ck_assert_msg(tu_json_dbl(m, "test_acc") == tu_json_dbl(w, "test_acc"), "%s: test accuracy %g vs %g", what,
+                  tu_json_dbl(m, "test_acc"), tu_json_dbl(w, "test_acc"));
+    ck_assert_double_eq(tu_json_dbl(m, "steps_per_epoch"), tu_json_dbl(w, "steps_per_epoch"));
+    ck_assert_int_eq(cJSON_GetArraySize(tu_json_get(m, "rank_stats", cJSON_Array)), p);
+    same_file(pw, pm, what);
+    cJSON_Delete(w);
+    cJSON_Delete(m);
+    free(out);
+    free(err);
+}
+
+START_TEST(mpirun_equals_workers_bit_for_bit) {
+    static const char *const methods[] = {"cluster", "gas", "incagg --refresh-source push",
+                                          "incagg --refresh-source recompute", "incagg --refresh-source push --refresh 1"};
+    for (int p = 2; p <= 4; p += 2)
+        for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++) compare(p, methods[i]);
+    compare(2, "gas --model sage --history-dtype bf16");
+    compare(2, "incagg --refresh-source push --model sage --history-dtype bf16");
+}
+END_TEST
+
+/* one rank's [grad, refresh, halo] bytes from a -np 2 run */
+static void bytes_of(const char *method, int epochs, double b[2][3], double *params, double *spe) {
+    char args[16384];
+    char *out = NULL, *err = NULL;
+    snprintf(args, sizeof args, "train '%s' --model gcn --method %s --parts 40 --batch-parts 5 --epochs %d --threads 1 --json",
+             store, method, epochs);
+    ck_assert_msg(run(2, args, &out, &err) == 0, "%s", err);
+    cJSON *j = tu_json_last(out);
+    *params = tu_json_dbl(j, "parameters");
+    *spe = tu_json_dbl(j, "steps_per_epoch");
+    const cJSON *rs = tu_json_get(j, "rank_stats", cJSON_Array);
+    for (int r = 0; r < 2; r++) {
+        const cJSON *o = cJSON_GetArrayItem(rs, r);
+        ck_assert_double_eq(tu_json_dbl(o, "rank"), r);
+        b[r][0] = tu_json_dbl(o, "bytes_grad");
+        b[r][1] = tu_json_dbl(o, "bytes_refresh");
+        b[r][2] = tu_json_dbl(o, "bytes_halo");
+    }
+    cJSON_Delete(j);
+    free(out);
+    free(err);
+}
+
+START_TEST(incagg_sends_only_gradients_between_refreshes) {
+    double b2[2][3], b3[2][3], np, spe;
+    bytes_of("incagg --refresh-source push", 2, b2, &np, &spe);
+    bytes_of("incagg --refresh-source push", 3, b3, &np, &spe);
+    /* a step's record: had + loss (two doubles) and every gradient, to the one other rank */
+    const double rec = 4.0 * (4.0 + np);
+    for (int r = 0; r < 2; r++) {
+        ck_assert_double_eq(b2[r][0], 2 * spe * rec);
+        ck_assert_double_eq(b3[r][0], 3 * spe * rec);
+        ck_assert_double_eq(b3[r][2], 0);   /* no per-step halo traffic */
+        ck_assert(b2[r][1] > 0);           /* one refresh per epoch: its halo of S */
+        ck_assert_double_eq(b3[r][1] * 2, b2[r][1] * 3);
+    }
+    double g[2][3];
+    bytes_of("gas", 2, g, &np, &spe);   /* GAS: the pulls at every step, no refresh */
+    for (int r = 0; r < 2; r++) {
+        ck_assert_double_eq(g[r][0], 2 * spe * rec);
+        ck_assert_double_eq(g[r][1], 0);
+        ck_assert(g[r][2] > 0);
+    }
+    bytes_of("cluster", 2, g, &np, &spe);
+    for (int r = 0; r < 2; r++) ck_assert(g[r][1] == 0 && g[r][2] == 0);
+}
+END_TEST
+
+START_TEST(checkpoints_per_rank_resume_bit_for_bit) {
+    char args[16384], ck[1100], pa[1100], pb[1100];
+    char *out = NULL, *err = NULL;
+    snprintf(ck, sizeof ck, "%s/ck", dir);
+    snprintf(pa, sizeof pa, "%s/a.npy", dir);
+    snprintf(pb, sizeof pb, "%s/b.npy", dir);
+    const char *common = "--model gcn --method incagg --refresh-source push --parts 40 --batch-parts 5 --threads 1";
+    snprintf(args, sizeof args, "train '%s' %s --epochs 4 --save-params '%s'", store, common, pa);
+    ck_assert_msg(run(2, args, NULL, &err) == 0, "%s", err);
+    free(err);
+    snprintf(args, sizeof args, "train '%s' %s --epochs 2 --checkpoint '%s'", store, common, ck);
+    ck_assert_msg(run(2, args, NULL, &err) == 0, "%s", err);
+    free(err);
+    char rk[1200];
+    snprintf(rk, sizeof rk, "%s/rank-1-of-2/run-0.ckpt", ck);
+    ck_assert_msg(tu_exists(rk), "%s: missing", rk);
+    snprintf(args, sizeof args, "train '%s' %s --epochs 4 --checkpoint '%s' --resume --save-params '%s'", store, common, ck, pb);
+    ck_assert_msg(run(2, args, NULL, &err) == 0, "%s", err);
+    free(err);
+    same_file(pa, pb, "resumed at epoch 2");
+    /* the histories are split by rank: another rank count is refused */
+    snprintf(args, sizeof args, "train '%s' %s --epochs 4 --checkpoint '%s' --resume", store, common, ck);
+    ck_assert_int_ne(run(4, args, &out, &err), 0);
+    ck_assert_msg(strstr(err, "checkpoints of 2 ranks") && strstr(err, "rank "), "%s", err);
+    free(out);
+    free(err);
+}
+END_TEST
+
+START_TEST(failures_end_the_job_naming_the_rank) {
+    char args[16384], cmd[16384];
+    char *out = NULL, *err = NULL;
+    /* a bad store on rank 1 only: rank 0 waits for it in a collective until the abort */
+    snprintf(cmd, sizeof cmd,
+             "timeout 120 '%s' -np 2 sh -c 'if [ \"$OMPI_COMM_WORLD_RANK\" = 1 ]; then S=%s/none.lmdb; else S=%s; fi; "
+             "exec \"%s\" train \"$S\" --model gcn --method incagg --parts 40 --epochs 50 --threads 1'",
+             mpiexec, dir, store, tu_bin());
+    int rc = tu_sh(cmd, &out, &err);
+    ck_assert_msg(rc != 0 && rc != 124, "exit %d: %s", rc, err);
+    ck_assert_msg(strstr(err, "rank 1 of 2") && strstr(err, "none.lmdb"), "%s", err);
+    free(out);
+    free(err);
+    /* a rank killed in the middle of training: the job ends (no hang) */
+    snprintf(cmd, sizeof cmd,
+             "timeout 120 '%s' -np 2 sh -c 'if [ \"$OMPI_COMM_WORLD_RANK\" = 1 ]; then T=\"timeout -s KILL 3\"; fi; "
+             "exec $T \"%s\" train %s --model gcn --method incagg --parts 40 --epochs 100000 --threads 1'",
+             mpiexec, tu_bin(), store);
+    rc = tu_sh(cmd, &out, &err);
+    ck_assert_msg(rc != 0 && rc != 124, "exit %d (124: the job hung): %s", rc, err);
+    free(out);
+    free(err);
+    /* refusals name what to do */
+    snprintf(args, sizeof args, "train '%s' --model gcn --method incagg --workers 3 --epochs 1", store);
+    ck_assert_int_eq(run(2, args, &out, &err), 2);
+    ck_assert_msg(strstr(err, "--workers 3 under mpirun -np 2"), "%s", err);
+    free(out);
+    free(err);
+    snprintf(args, sizeof args, "train '%s' --model gcn --method full --epochs 1", store);
+    ck_assert_int_eq(run(2, args, &out, &err), 2);
+    ck_assert_msg(strstr(err, "rank 0 of 2") && strstr(err, "--method full"), "%s", err);
+    free(out);
+    free(err);
+    snprintf(args, sizeof args, "info '%s'", store);
+    ck_assert_int_eq(run(2, args, &out, &err), 2);
+    ck_assert_msg(strstr(err, "runs in one process"), "%s", err);
+    free(out);
+    free(err);
+}
+END_TEST
+
+int main(void) {
+    char cora[4096];
+    snprintf(cora, sizeof cora, "%s/data/cora", tu_src());
+    tu_require_or_skip(cora);
+    mpiexec = getenv("INCA_MPIEXEC");
+    if (!mpiexec || !*mpiexec) {
+        fprintf(stderr, "test_mpi: no MPI in this build (INCA_MPIEXEC unset): skipped\n");
+        return 77;
+    }
+    Suite *s = suite_create("mpi");
+    TCase *tc = tcase_create("mpirun");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 900);
+    tcase_add_test(tc, mpirun_equals_workers_bit_for_bit);
+    tcase_add_test(tc, incagg_sends_only_gradients_between_refreshes);
+    tcase_add_test(tc, checkpoints_per_rank_resume_bit_for_bit);
+    tcase_add_test(tc, failures_end_the_job_naming_the_rank);
+    suite_add_tcase(s, tc);
+    return tu_run_suite(s);
+}
