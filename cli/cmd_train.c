@@ -227,12 +227,19 @@ int cmd_train(int argc, char **argv) {
     rc = train_run(&d, &c, ids, nids, &r);
     if (ls.open) fputc('\n', stderr);   /* end the progress line */
     if (rc) goto done;
-    /* every rank's figures to rank 0: bytes sent per phase, peak anonymous and resident memory */
-    enum { NREC = COMM_NPHASES + 2 };
+    /* every rank's figures to rank 0: bytes sent and seconds in MPI per phase, its times, peak
+     * anonymous and resident memory */
+    enum { NT = 4, NREC = 2 * COMM_NPHASES + NT + 2 };
     double rec[NREC], *recs = NULL;
-    for (int ph = 0; ph < COMM_NPHASES; ph++) rec[ph] = (double)r.comm_bytes[ph];
-    memstat_peaks(&rec[COMM_NPHASES], &rec[COMM_NPHASES + 1]);
-    rec[COMM_NPHASES + 1] = inca_peak_rss_mb();
+    for (int ph = 0; ph < COMM_NPHASES; ph++) {
+        rec[ph] = (double)r.comm_bytes[ph];
+        rec[COMM_NPHASES + ph] = r.comm_s[ph];
+    }
+    const double times[NT] = {r.epoch_time_s, r.step_time_s, r.refresh_time_s, r.eval_time_s};
+    memcpy(rec + 2 * COMM_NPHASES, times, sizeof times);
+    double file_mb = 0;
+    memstat_peaks(&rec[NREC - 2], &file_mb);
+    rec[NREC - 1] = inca_peak_rss_mb();
     if (nranks > 1) {
         if (!(recs = inca_malloc(sizeof rec * (size_t)nranks))) { rc = INCA_ENOMEM; goto done; }
         if ((rc = comm_allgather(c.comm, rec, (int64_t)sizeof rec, recs, COMM_SETUP))) { inca_free(recs); goto done; }
@@ -276,19 +283,24 @@ int cmd_train(int argc, char **argv) {
             json_int(j, "parameters", r.nparams);
             json_int(j, "steps_per_epoch", r.steps_per_epoch);
         }
-        if (nranks > 1) {   /* per rank, the last run: bytes sent by phase (core/comm.h), peak memory */
+        if (nranks > 1) {   /* per rank, the last run: its times, bytes sent and seconds in MPI by phase
+                               (core/comm.h), peak memory */
             json_arr_begin(j, "rank_stats");
             for (int q = 0; q < nranks; q++) {
                 const double *x = recs + (size_t)q * NREC;
                 json_obj_begin(j, NULL);
                 json_int(j, "rank", q);
+                static const char *const tn[NT] = {"epoch_time_s", "step_time_s", "refresh_time_s", "eval_time_s"};
+                for (int t = 0; t < NT; t++) json_num(j, tn[t], x[2 * COMM_NPHASES + t]);
                 for (int ph = 0; ph < COMM_NPHASES; ph++) {
                     char key[32];
                     snprintf(key, sizeof key, "bytes_%s", comm_phase_name(ph));
                     json_int(j, key, (int64_t)x[ph]);
+                    snprintf(key, sizeof key, "mpi_s_%s", comm_phase_name(ph));
+                    json_num(j, key, x[COMM_NPHASES + ph]);
                 }
-                json_num(j, "peak_rss_anon_mb", x[COMM_NPHASES]);
-                json_num(j, "peak_rss_mb", x[COMM_NPHASES + 1]);
+                json_num(j, "peak_rss_anon_mb", x[NREC - 2]);
+                json_num(j, "peak_rss_mb", x[NREC - 1]);
                 json_obj_end(j);
             }
             json_arr_end(j);

@@ -2,6 +2,7 @@
 #include "core/comm.h"
 #include "core/alloc.h"
 #include "core/status.h"
+#include "core/util.h"
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@ struct comm {
     int rank, size;
     int started;   /* comm_init called MPI_Init_thread */
     int64_t sent[COMM_NPHASES];
+    double secs[COMM_NPHASES];
 };
 
 int comm_launched(void) {
@@ -73,16 +75,24 @@ int comm_size(const comm_t *c) { return c ? c->size : 1; }
 int64_t comm_bytes_sent(const comm_t *c, int phase) {
     return c && phase >= 0 && phase < COMM_NPHASES ? c->sent[phase] : 0;
 }
+double comm_seconds(const comm_t *c, int phase) {
+    return c && phase >= 0 && phase < COMM_NPHASES ? c->secs[phase] : 0;
+}
 void comm_reset_bytes(comm_t *c) {
-    if (c) memset(c->sent, 0, sizeof c->sent);
+    if (!c) return;
+    memset(c->sent, 0, sizeof c->sent);
+    memset(c->secs, 0, sizeof c->secs);
 }
 const char *comm_phase_name(int phase) {
-    static const char *const n[COMM_NPHASES] = {"setup", "grad", "refresh", "halo"};
+    static const char *const n[COMM_NPHASES] = {"setup", "grad", "refresh", "halo", "eval"};
     return phase >= 0 && phase < COMM_NPHASES ? n[phase] : "?";
 }
 
-static void count(comm_t *c, int phase, int64_t bytes) {
-    if (c && phase >= 0 && phase < COMM_NPHASES) c->sent[phase] += bytes;
+static void count(comm_t *c, int phase, int64_t bytes, double t0) {
+    if (c && phase >= 0 && phase < COMM_NPHASES) {
+        c->sent[phase] += bytes;
+        c->secs[phase] += inca_now() - t0;
+    }
 }
 
 #ifdef INCA_HAS_MPI
@@ -107,11 +117,12 @@ int comm_allgather(comm_t *c, const void *send, int64_t bytes, void *recv, int p
         return INCA_OK;
     }
 #ifdef INCA_HAS_MPI
+    const double t0 = inca_now();
     int nb = 0, rc = as_int(bytes, "MPI_Allgather", &nb);
     if (rc != INCA_OK) return rc;
     int e = MPI_Allgather(send, nb, MPI_BYTE, recv, nb, MPI_BYTE, MPI_COMM_WORLD);
     if (e != MPI_SUCCESS) return mpi_fail(e, "MPI_Allgather");
-    count(c, phase, bytes * (p - 1));
+    count(c, phase, bytes * (p - 1), t0);
 #else
     (void)phase;
 #endif
@@ -122,6 +133,7 @@ int comm_bcast(comm_t *c, void *buf, int64_t bytes, int root, int phase) {
     const int p = comm_size(c);
     if (p == 1) return INCA_OK;
 #ifdef INCA_HAS_MPI
+    const double t0 = inca_now();
     /* in pieces of at most 1 GiB: any size, with int counts */
     for (int64_t off = 0; off < bytes;) {
         const int64_t k = bytes - off < ((int64_t)1 << 30) ? bytes - off : ((int64_t)1 << 30);
@@ -129,7 +141,7 @@ int comm_bcast(comm_t *c, void *buf, int64_t bytes, int root, int phase) {
         if (e != MPI_SUCCESS) return mpi_fail(e, "MPI_Bcast");
         off += k;
     }
-    if (c->rank == root) count(c, phase, bytes * (p - 1));
+    count(c, phase, c->rank == root ? bytes * (p - 1) : 0, t0);
 #else
     (void)buf;
     (void)bytes;
@@ -142,9 +154,10 @@ int comm_bcast(comm_t *c, void *buf, int64_t bytes, int root, int phase) {
 static int allreduce_i64(comm_t *c, int64_t *v, int n, int phase, int is_max) {
     if (comm_size(c) == 1 || n <= 0) return INCA_OK;
 #ifdef INCA_HAS_MPI
+    const double t0 = inca_now();
     int e = MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_INT64_T, is_max ? MPI_MAX : MPI_SUM, MPI_COMM_WORLD);
     if (e != MPI_SUCCESS) return mpi_fail(e, "MPI_Allreduce");
-    count(c, phase, (int64_t)sizeof(int64_t) * n * (c->size - 1));
+    count(c, phase, (int64_t)sizeof(int64_t) * n * (c->size - 1), t0);
 #else
     (void)v;
     (void)phase;
@@ -162,9 +175,10 @@ int comm_alltoall_i64(comm_t *c, const int64_t *send, int64_t *recv, int phase) 
         return INCA_OK;
     }
 #ifdef INCA_HAS_MPI
+    const double t0 = inca_now();
     int e = MPI_Alltoall(send, 1, MPI_INT64_T, recv, 1, MPI_INT64_T, MPI_COMM_WORLD);
     if (e != MPI_SUCCESS) return mpi_fail(e, "MPI_Alltoall");
-    count(c, phase, (int64_t)sizeof(int64_t) * (p - 1));
+    count(c, phase, (int64_t)sizeof(int64_t) * (p - 1), t0);
 #else
     (void)phase;
 #endif
@@ -181,6 +195,7 @@ int comm_alltoallv_rows(comm_t *c, const void *send, const int64_t *scount, void
         return INCA_OK;
     }
 #ifdef INCA_HAS_MPI
+    const double t0 = inca_now();
     int rc = INCA_OK;
     int *sc = inca_malloc(sizeof(int) * 4 * (size_t)p);
     if (!sc) return INCA_ENOMEM;
@@ -206,7 +221,7 @@ int comm_alltoallv_rows(comm_t *c, const void *send, const int64_t *scount, void
         if (row != MPI_DATATYPE_NULL) MPI_Type_free(&row);
     }
     inca_free(sc);
-    if (rc == INCA_OK) count(c, phase, sent * row_bytes);
+    if (rc == INCA_OK) count(c, phase, sent * row_bytes, t0);
     return rc;
 #else
     (void)phase;

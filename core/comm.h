@@ -22,7 +22,10 @@
 #include <stdint.h>
 
 /* Phases the bytes are counted under. */
-enum { COMM_SETUP = 0, COMM_GRAD = 1, COMM_REFRESH = 2, COMM_HALO = 3, COMM_NPHASES = 4 };
+/* setup: parameters, plans, figures; grad: the per-step gradient records; refresh: IncAgg's
+ * snapshot halos (and the refresh passes' layer halos); halo: GAS's per-step pulls; eval: the
+ * evaluation passes' layer halos. */
+enum { COMM_SETUP = 0, COMM_GRAD = 1, COMM_REFRESH = 2, COMM_HALO = 3, COMM_EVAL = 4, COMM_NPHASES = 5 };
 
 typedef struct comm comm_t;
 
@@ -55,10 +58,12 @@ int comm_alltoallv_rows(comm_t *c, const void *send, const int64_t *scount, void
                         int64_t row_bytes, int phase);
 int comm_barrier(comm_t *c);
 
-/* Bytes this rank sent under phase since the last reset. */
+/* Bytes this rank sent under phase, and seconds it spent inside MPI there (waiting for the
+ * others included), since the last reset. */
 int64_t comm_bytes_sent(const comm_t *c, int phase);
+double comm_seconds(const comm_t *c, int phase);
 void comm_reset_bytes(comm_t *c);
-const char *comm_phase_name(int phase);   /* "setup", "grad", "refresh", "halo" */
+const char *comm_phase_name(int phase);   /* "setup", "grad", "refresh", "halo", "eval" */
 
 /* End the whole job with exit status code (MPI_Abort; exit() with one rank). The CLI's error
  * path only: the message naming the rank is printed first by the caller. */

@@ -348,6 +348,12 @@ static int train_mlp_epoch(model_t *m, optim_t *o, const train_config_t *c, cons
 int train_eval_dev(kern_ctx_t *kc, const float *logits, int64_t n, int64_t cc, const int32_t *y_d,
                    const int64_t *tr_d, int64_t ntr, const int64_t *vidx_d, int64_t nv, const int64_t *tidx_d,
                    int64_t nt, float *logp, train_meter_t *meter_d, train_epoch_eval_t *e) {
+    return train_eval_meter(kc, logits, n, cc, y_d, tr_d, ntr, vidx_d, nv, tidx_d, nt, logp, meter_d, e, NULL);
+}
+
+int train_eval_meter(kern_ctx_t *kc, const float *logits, int64_t n, int64_t cc, const int32_t *y_d,
+                     const int64_t *tr_d, int64_t ntr, const int64_t *vidx_d, int64_t nv, const int64_t *tidx_d,
+                     int64_t nt, float *logp, train_meter_t *meter_d, train_epoch_eval_t *e, train_meter_t *out) {
     int rc;
     train_meter_t h;
     const int64_t *ids[3] = {tr_d, vidx_d, tidx_d};
@@ -358,13 +364,18 @@ int train_eval_dev(kern_ctx_t *kc, const float *logits, int64_t n, int64_t cc, c
                            (rc = kc_accuracy(kc, cc, logits, y_d, ids[k], cnt[k], meter_d->count[k]))))
             return rc;
     if ((rc = kc_copy(kc, &h, meter_d, sizeof h, KERN_D2H, KERN_STREAM_COMPUTE))) return rc;
+    if (out) *out = h;
+    train_eval_apply(&h, tr_d != NULL, nv, e);
+    return INCA_OK;
+}
+
+void train_eval_apply(const train_meter_t *h, int has_train, int64_t nv, train_epoch_eval_t *e) {
     double acc[3];
-    for (int k = 0; k < 3; k++) acc[k] = h.count[k][1] ? (double)h.count[k][0] / (double)h.count[k][1] : 0.0;
-    if (tr_d) e->train_acc = acc[0];
-    e->val_loss = nv > 0 ? h.loss[1] : 0.0;
+    for (int k = 0; k < 3; k++) acc[k] = h->count[k][1] ? (double)h->count[k][0] / (double)h->count[k][1] : 0.0;
+    if (has_train) e->train_acc = acc[0];
+    e->val_loss = nv > 0 ? h->loss[1] : 0.0;
     e->val_acc = acc[1];
     e->test_acc = acc[2];
-    return INCA_OK;
 }
 
 int train_keep_params(struct kern_ctx *kc, model_t *m, train_result_t *r) {
@@ -792,6 +803,7 @@ int train_run(const dataset_t *d, const train_config_t *c, const int64_t *train_
         r->steps_s = one.steps_s;
         snprintf(r->loader, sizeof r->loader, "%s", one.loader);
         memcpy(r->comm_bytes, one.comm_bytes, sizeof r->comm_bytes);
+        memcpy(r->comm_s, one.comm_s, sizeof r->comm_s);
         inca_free(r->params);   /* the last run's */
         r->params = one.params;
         r->nparams = one.nparams;

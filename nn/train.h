@@ -20,6 +20,7 @@
 #define INCA_NN_TRAIN_H
 #include <stdint.h>
 #include <stdio.h>
+#include "core/comm.h"
 #include "graph/partition.h"
 #include "loaders/dataset.h"
 #include "memory/agg.h"
@@ -150,8 +151,8 @@ typedef struct train_result {
                                             epoch, in model_param order (owned) */
     int64_t nparams;                     /* mini-batch: the model's parameter count (always) */
     int64_t steps_per_epoch;             /* mini-batch: optimiser steps per epoch (the most of any rank) */
-    int64_t comm_bytes[4];               /* MPI, last run: bytes this rank sent per phase
-                                            (core/comm.h: setup, grad, refresh, halo) */
+    int64_t comm_bytes[COMM_NPHASES];    /* MPI, last run: bytes this rank sent per phase, and */
+    double comm_s[COMM_NPHASES];         /* seconds inside MPI (core/comm.h) */
     double *run_test_acc, *run_val_acc;  /* runs entries each, owned (train_result_free) */
     int *run_best_epoch;
 } train_result_t;
@@ -251,6 +252,12 @@ typedef struct train_meter {
 /* Loss and accuracy of the eval `logits` (n x cc, context memory) over the train (optional:
  * tr_d NULL), validation and test ids (context memory), with one read-back: e->train_acc (when
  * tr_d), val_loss, val_acc, test_acc. logp: n x cc scratch on the context. */
+/* train_eval_dev that also hands back the meter (out may be NULL), and the figures of a meter
+ * (a sum of several ranks' meters: accuracies from the summed counts). */
+int train_eval_meter(struct kern_ctx *kc, const float *logits, int64_t n, int64_t cc, const int32_t *y_d,
+                     const int64_t *tr_d, int64_t ntr, const int64_t *vidx_d, int64_t nv, const int64_t *tidx_d,
+                     int64_t nt, float *logp, train_meter_t *meter_d, train_epoch_eval_t *e, train_meter_t *out);
+void train_eval_apply(const train_meter_t *h, int has_train, int64_t nv, train_epoch_eval_t *e);
 /* r->params (replaced) <- m's parameters in model_param order (c->keep_params). */
 int train_keep_params(struct kern_ctx *kc, model_t *m, train_result_t *r);
 int train_eval_dev(struct kern_ctx *kc, const float *logits, int64_t n, int64_t cc, const int32_t *y_d,

@@ -205,6 +205,8 @@ typedef struct mb_run {
     kern_mat_t **apan;          /* row panels of Â (views of a_m) */
     int npan;
     int64_t pan_rows;
+    int64_t *pan_r0;            /* each panel's first row */
+    int64_t tr_lo, tr_n, va_lo, va_n, te_lo, te_n;   /* MPI view: this rank's slices of tr/va/te */
     float *logits_all;          /* n x C, the passes' output (context memory) */
     int64_t anon_need;          /* --memory-budget: what the batch needs (checked) */
     int64_t spe, R, gstep;
@@ -241,6 +243,7 @@ static void mb_run_free(mb_run_t *R) {
     }
     mb_data_free(&R->D);
     inca_free(R->apan);
+    inca_free(R->pan_r0);
     inca_free(R->gacc);
     inca_free(R->lidx);
     inca_free(R->lorig);
@@ -282,6 +285,42 @@ static int64_t batch_nnz_bound(const csr_t *a, const int64_t *bounds, int64_t k,
     for (int64_t i = 0; i < b && i < k; i++) sum += nz[k - 1 - i];
     inca_free(nz);
     return sum;
+}
+
+/* The entries of sorted ids inside [lo, hi): *off, *cnt. */
+static void id_slice(const int64_t *ids, int64_t m, int64_t lo, int64_t hi, int64_t *off, int64_t *cnt) {
+    int64_t a = 0, b = m;
+    while (a < b) { const int64_t h = a + (b - a) / 2; if (ids[h] < lo) a = h + 1; else b = h; }
+    int64_t e = a;
+    while (e < m && ids[e] < hi) e++;
+    *off = a;
+    *cnt = e - a;
+}
+
+/* MPI with the view loader: the layer-wise pass left this rank's rows of the logits only; each
+ * rank measures its own train / validation / test ids and the meters are summed in rank order
+ * (counts exactly: the accuracies equal one process's; the mean losses are weighted by count,
+ * which may differ from one process's sum in the last bits). */
+static int mb_eval_ranks(mb_run_t *R, const float *logits, train_epoch_eval_t *e) {
+    train_meter_t h, *all = inca_malloc(sizeof *all * (size_t)R->workers);
+    if (!all) return INCA_ENOMEM;
+    int rc = train_eval_meter(R->kc, logits, R->D.n, R->C, R->y_d, R->tr_d + R->tr_lo, R->tr_n, R->va_d + R->va_lo, R->va_n,
+                              R->te_d + R->te_lo, R->te_n, R->logp, R->meter_d, e, &h);
+    if (rc == INCA_OK) rc = comm_allgather(R->comm, &h, sizeof h, all, COMM_EVAL);
+    if (rc == INCA_OK) {
+        train_meter_t t;
+        memset(&t, 0, sizeof t);
+        for (int r = 0; r < R->workers; r++)
+            for (int k = 0; k < 3; k++) {
+                t.loss[k] += all[r].loss[k] * (double)all[r].count[k][1];
+                t.count[k][0] += all[r].count[k][0];
+                t.count[k][1] += all[r].count[k][1];
+            }
+        for (int k = 0; k < 3; k++) t.loss[k] = t.count[k][1] ? t.loss[k] / (double)t.count[k][1] : 0;
+        train_eval_apply(&t, 1, R->D.nva, e);
+    }
+    inca_free(all);
+    return rc;
 }
 
 /* MPI incagg push refresh (agg_config.exchange): S's halo rows from their owners */
@@ -349,8 +388,16 @@ static int mb_run_setup(mb_run_t *R, const dataset_t *d, const int64_t *train_id
         R->comm = c->comm;
         R->rank = comm_rank(c->comm);
         R->workers = P;
+        if (c->on_epoch || c->out_logits)
+            return inca_fail(INCA_EINVAL, "mpirun: the per-node logits hooks (on_epoch, out_logits) are one process's");
     }
     if (R->workers > 1 && (rc = dist_plan_make(&R->D.a, R->p->bounds, R->p->k, R->workers, &R->plan)) != INCA_OK) return rc;
+    if (R->comm) {   /* this rank's ids of each split (sorted: one slice each) */
+        const int64_t lo = R->plan.node_lo[R->rank], hi = R->plan.node_lo[R->rank + 1];
+        id_slice(R->D.tr, R->D.ntr, lo, hi, &R->tr_lo, &R->tr_n);
+        id_slice(R->D.va, R->D.nva, lo, hi, &R->va_lo, &R->va_n);
+        id_slice(R->D.te, R->D.nte, lo, hi, &R->te_lo, &R->te_n);
+    }
     const int64_t n = R->D.n;
     const csr_t *atp = R->D.at.rowptr ? &R->D.at : NULL;
     R->kc = c->kc ? c->kc : kc_cpu();
@@ -414,8 +461,9 @@ static int mb_run_setup(mb_run_t *R, const dataset_t *d, const int64_t *train_id
         if (!(R->gsend = inca_calloc((size_t)R->gfloats, sizeof(float))) ||
             !(R->grecv = inca_malloc(sizeof(float) * (size_t)R->gfloats * (size_t)R->workers)))
             return INCA_ENOMEM;
-        /* IncAgg's push refresh: the rows of S that this rank's rows of Â read, from their owners */
-        if (R->method == AGG_INCAGG && c->refresh_source == AGG_SRC_PUSH) {
+        /* the rows of another rank that this rank's rows of Â read: S's at IncAgg's push refresh,
+         * every layer's output in the view loader's layer-wise passes */
+        if ((R->method == AGG_INCAGG && c->refresh_source == AGG_SRC_PUSH) || R->stream) {
             int64_t *ids = NULL, m = 0;
             if ((rc = dist_halo(&R->D.a, &R->plan, R->rank, &ids, &m)) != INCA_OK) return rc;
             rc = halo_plan(R->comm, &R->plan, ids, m, COMM_SETUP, &R->halo);
@@ -439,7 +487,7 @@ static int mb_run_setup(mb_run_t *R, const dataset_t *d, const int64_t *train_id
                        /* gas ranks of one step read the histories as the step found them (under
                         * MPI they pulled their halos before anyone pushed) */
                        .defer_batches = R->workers > 1 && !R->comm && R->method == AGG_GAS ? R->workers : 0,
-                       .exchange = R->halo ? mb_halo_exchange : NULL, .exchange_ctx = R,
+                       .exchange = R->halo && R->method == AGG_INCAGG && c->refresh_source == AGG_SRC_PUSH ? mb_halo_exchange : NULL, .exchange_ctx = R,
                        .rows_lo = R->comm ? R->plan.node_lo[R->rank] : 0,
                        .rows_hi = R->comm ? R->plan.node_lo[R->rank + 1] : 0};
     if (R->stream && c->memory_budget > 0) {
@@ -466,12 +514,21 @@ static int mb_run_setup(mb_run_t *R, const dataset_t *d, const int64_t *train_id
     }
     if ((rc = agg_create(&ac, &R->agg)) != INCA_OK) return rc;
     if (R->stream) {   /* row panels of a batch's size for the layer-wise passes */
+        /* panels never straddle a rank's node range, so --workers P and P processes run the very
+         * same panels; under MPI a process runs only its own rank's */
         R->pan_rows = nb_max > 0 ? nb_max : 1;
-        R->npan = (int)((n + R->pan_rows - 1) / R->pan_rows);
-        if (!(R->apan = inca_calloc((size_t)(R->npan > 0 ? R->npan : 1), sizeof *R->apan))) return INCA_ENOMEM;
-        for (int i = 0; i < R->npan; i++) {
-            const int64_t r0 = (int64_t)i * R->pan_rows, r1 = r0 + R->pan_rows < n ? r0 + R->pan_rows : n;
-            if ((rc = kc_mat_rows_view(kc, R->a_m, r0, r1, &R->apan[i])) != INCA_OK) return rc;
+        const int64_t maxpan = (n + R->pan_rows - 1) / R->pan_rows + R->workers;
+        if (!(R->apan = inca_calloc((size_t)maxpan, sizeof *R->apan)) ||
+            !(R->pan_r0 = inca_malloc(sizeof *R->pan_r0 * (size_t)maxpan)))
+            return INCA_ENOMEM;
+        for (int w = 0; w < R->workers; w++) {
+            if (R->comm && w != R->rank) continue;
+            const int64_t lo = R->workers > 1 ? R->plan.node_lo[w] : 0, hi = R->workers > 1 ? R->plan.node_lo[w + 1] : n;
+            for (int64_t r0 = lo; r0 < hi; r0 += R->pan_rows, R->npan++) {
+                const int64_t r1 = r0 + R->pan_rows < hi ? r0 + R->pan_rows : hi;
+                R->pan_r0[R->npan] = r0;
+                if ((rc = kc_mat_rows_view(kc, R->a_m, r0, r1, &R->apan[R->npan])) != INCA_OK) return rc;
+            }
         }
         if ((rc = kc_alloc(kc, KERN_MEM_DEVICE, sizeof(float) * (size_t)(n ? n : 1) * (size_t)R->C, (void **)&R->logits_all)))
             return rc;
@@ -759,11 +816,11 @@ static int mb_pass(mb_run_t *R, int refresh, const float **logits) {
         P.skip_s = skip_cur;
         for (int p = 0; p < R->npan && rc == INCA_OK; p++) {
             const float *out = NULL;
-            P.r0 = (int64_t)p * R->pan_rows;
+            P.r0 = R->pan_r0[p];
             P.rows = R->apan[p];
             const int64_t np = kc_mat_rows(R->apan[p]);
             if (!R->dev && p + 1 < R->npan) {   /* the next panel's input (and M^0) rows */
-                const int64_t r1 = P.r0 + np, n1 = kc_mat_rows(R->apan[p + 1]);
+                const int64_t r1 = R->pan_r0[p + 1], n1 = kc_mat_rows(R->apan[p + 1]);
                 const hist_t *m0 = agg_m0(R->agg, li);
                 /* read-ahead of store views and spilled tables (file pages; anonymous memory ignores it) */
                 inca_madvise(hin + r1 * fin, n1 * fin * (int64_t)sizeof(float), MADV_WILLNEED);
@@ -776,6 +833,9 @@ static int mb_pass(mb_run_t *R, int refresh, const float **logits) {
             if (rc == INCA_OK)
                 rc = kc_copy(kc, hout + P.r0 * fout, out, sizeof(float) * (size_t)(np * fout), KERN_D2D, KERN_STREAM_COMPUTE);
         }
+        /* MPI: the next layer's rows of Â read the halo's rows of this output, from their owners */
+        if (rc == INCA_OK && R->comm && !last)
+            rc = halo_exchange(R->halo, R->comm, hout, (int64_t)sizeof(float) * fout, refresh ? COMM_REFRESH : COMM_EVAL);
         hin = hout;
         fin = fout;
         skip_cur = skip_next;
@@ -835,9 +895,10 @@ static int mb_epoch_eval(mb_run_t *R, const dataset_t *d, mb_stats_t *st, int ep
     else { st->eval_s_total += dt; st->eval_cpu_s += cpu_now() - c0; st->evals++; }
     R->fused_pending = 0;
     train_epoch_eval_t e = {.run = R->run, .epoch = ep, .train_loss = R->train_loss, .n_valid = R->D.nva};
-    if ((rc = train_eval_dev(R->kc, logits, n, R->C, R->y_d, R->tr_d, R->D.ntr, R->va_d, R->D.nva, R->te_d, R->D.nte,
-                             R->logp, R->meter_d, &e)) != INCA_OK)
-        return rc;
+    if (R->comm && R->stream) rc = mb_eval_ranks(R, logits, &e);
+    else rc = train_eval_dev(R->kc, logits, n, R->C, R->y_d, R->tr_d, R->D.ntr, R->va_d, R->D.nva, R->te_d, R->D.nte,
+                             R->logp, R->meter_d, &e);
+    if (rc != INCA_OK) return rc;
     if (R->lorig) {   /* the hooks see the dataset's own node order */
         const float *lh = logits;
         if (R->lhost) {
@@ -900,7 +961,10 @@ static int mb_run_figures(mb_run_t *R, train_result_t *r, mb_stats_t *st) {
     st->spilled_bytes = r->spilled_bytes = agg_spilled_bytes(R->agg);
     st->anon_need_bytes = R->anon_need;
     snprintf(r->loader, sizeof r->loader, "%s", R->stream ? "view" : "copy");
-    for (int ph = 0; ph < 4; ph++) r->comm_bytes[ph] = comm_bytes_sent(R->comm, ph);
+    for (int ph = 0; ph < COMM_NPHASES; ph++) {
+        r->comm_bytes[ph] = comm_bytes_sent(R->comm, ph);
+        r->comm_s[ph] = comm_seconds(R->comm, ph);
+    }
     if (R->c->keep_params && (rc = train_keep_params(R->kc, R->m, r)) != INCA_OK) return rc;
     r->nparams = 0;
     for (int i = 0; i < model_nparams(R->m); i++) r->nparams += model_param(R->m, i)->n;

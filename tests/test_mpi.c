@@ -91,6 +91,12 @@ START_TEST(mpirun_equals_workers_bit_for_bit) {
                                           "incagg --refresh-source recompute", "incagg --refresh-source push --refresh 1"};
     for (int p = 2; p <= 4; p += 2)
         for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++) compare(p, methods[i]);
+    /* the view loader: evaluation and refresh passes layer by layer over each rank's own rows,
+     * the halo rows of each layer's output exchanged */
+    compare(2, "incagg --refresh-source push --loader view");
+    compare(2, "incagg --refresh-source recompute --loader view");
+    compare(2, "gas --loader view");
+    compare(4, "incagg --refresh-source recompute --loader view --model sage");
     compare(2, "gas --model sage --history-dtype bf16");
     compare(2, "incagg --refresh-source push --model sage --history-dtype bf16");
 }
