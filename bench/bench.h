@@ -7,4 +7,9 @@ int bench_gen(int argc, char **argv);       /* generate + ingest a large graph: 
 int bench_loader(int argc, char **argv);    /* prefetching loader: trainer wait fraction */
 int bench_epoch(int argc, char **argv);     /* GAS vs IncAgg epoch time and accuracy */
 int bench_pruning(int argc, char **argv);   /* time per pruning stage */
+/* data-parallel scaling over MPI (bench_scale.c): run by the processes of one mpirun job */
+struct comm;
+int bench_scale(int argc, char **argv, struct comm *world);
+/* the largest --ranks entry of argv (1 without one); INCA_EINVAL for a bad list */
+int bench_scale_max_ranks(int argc, char **argv, int *maxp);
 #endif

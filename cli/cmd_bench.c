@@ -2,8 +2,40 @@
 #include "bench/bench.h"
 #include "core/args.h"
 #include "cli/commands.h"
+#include "core/comm.h"
 #include "core/status.h"
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
+
+/* bench scale started alone: run it again as an MPI job of max(--ranks) processes (mpiexec is
+ * the launcher CMake found; nothing here moves data between processes) */
+static int scale_relaunch(int argc, char **argv) {
+    int maxp = 1, rc = bench_scale_max_ranks(argc, argv, &maxp);
+    if (rc != INCA_OK || maxp <= 1 || comm_launched() || !comm_has_mpi()) return rc;
+#ifdef INCA_MPIEXEC
+    char np[16], self[4096];
+    const ssize_t k = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (k <= 0) return inca_fail(INCA_ERR, "bench scale: cannot find this executable to start it under mpiexec");
+    self[k] = 0;
+    snprintf(np, sizeof np, "%d", maxp);
+    char *av[256];
+    int n = 0;
+    av[n++] = (char *)INCA_MPIEXEC;
+    av[n++] = (char *)"-n";
+    av[n++] = np;
+    av[n++] = self;
+    av[n++] = (char *)"bench";
+    for (int i = 0; i < argc && n < 255; i++) av[n++] = argv[i];   /* "scale" and its flags */
+    av[n] = NULL;
+    fprintf(stderr, "bench scale: starting %d ranks: %s -n %s %s bench scale ...\n", maxp, INCA_MPIEXEC, np, self);
+    fflush(stderr);
+    execv(INCA_MPIEXEC, av);
+    return inca_fail(INCA_ERR, "bench scale: cannot start %s", INCA_MPIEXEC);
+#else
+    return inca_fail(INCA_EINVAL, "bench scale --ranks %d: start it under mpirun -np %d", maxp, maxp);
+#endif
+}
 
 int cmd_bench(int argc, char **argv) {
     static const struct { const char *name; int (*fn)(int, char **); } b[] = {
@@ -11,8 +43,13 @@ int cmd_bench(int argc, char **argv) {
         {"epoch", bench_epoch}, {"pruning", bench_pruning},
     };
     args_set_help_command("bench");   /* the benchmarks' flags are listed by inca bench --help */
-    if (argc < 2) return inca_fail(INCA_EINVAL, "expected a benchmark: spmm|gen|loader|epoch|pruning");
+    if (argc >= 2 && strcmp(argv[1], "scale") == 0) {
+        int rc = scale_relaunch(argc - 1, argv + 1);
+        return rc != INCA_OK ? rc : bench_scale(argc - 1, argv + 1, cli_comm());
+    }
+    if (comm_size(cli_comm()) > 1) return inca_fail(INCA_EINVAL, "only bench scale runs as several ranks");
+    if (argc < 2) return inca_fail(INCA_EINVAL, "expected a benchmark: spmm|gen|loader|epoch|pruning|scale");
     for (size_t i = 0; i < sizeof b / sizeof b[0]; i++)
         if (strcmp(argv[1], b[i].name) == 0) return b[i].fn(argc - 1, argv + 1);
-    return inca_fail(INCA_EINVAL, "unknown benchmark '%s' (expected spmm|gen|loader|epoch|pruning)", argv[1]);
+    return inca_fail(INCA_EINVAL, "unknown benchmark '%s' (expected spmm|gen|loader|epoch|pruning|scale)", argv[1]);
 }

@@ -59,9 +59,12 @@ static const struct { const char *name; int (*fn)(int, char **); const char *hel
      "            --batch-size N [0] --no-full\n"
      "  device    --device cpu|cuda|auto [cpu] (proxy and target training) --deterministic --tf32"},
     {"bench", cmd_bench,
-     "bench spmm|gen|loader|epoch|pruning STORE? [flags]\n"
+     "bench spmm|gen|loader|epoch|pruning|scale STORE? [flags]\n"
      "  epoch     STORE --methods cluster,gas,incagg [gas,incagg] --refresh-epochs 1,2,4 [1]\n"
-     "            --warmup-epochs W [0] --eval-each-epoch + the train model/method flags --json"},
+     "            --warmup-epochs W [0] --eval-each-epoch + the train model/method flags --json\n"
+     "  scale     STORE --ranks 1,2,4 [1,2] --methods incagg,gas [incagg,gas] --batch-parts B (global) [8]\n"
+     "            --loader view|copy [view] --model-ranks 8,16,32,64 --links 10,100 [10,100] + the train\n"
+     "            model/method flags --json (runs under mpiexec with max(--ranks) processes)"},
 };
 
 /* The overview prints the first line of each command's help; `inca CMD --help` all of it. */

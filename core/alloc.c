@@ -38,6 +38,12 @@ static int should_fail(void) {
     return 0;
 }
 
+int inca_alloc_injected(size_t bytes) {
+    if (!should_fail()) return 0;
+    inca_fail(INCA_ENOMEM, "out of memory (injected failure, %zu bytes)", bytes);
+    return 1;
+}
+
 void inca_alloc_fail_after(long n) { atomic_store(&g_fail_countdown, n < 0 ? 0 : n); }
 
 void *inca_malloc(size_t bytes) {

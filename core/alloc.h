@@ -10,6 +10,9 @@ void *inca_calloc(size_t n, size_t size);     /* overflow-checked */
 void *inca_realloc(void *p, size_t bytes);    /* on failure p stays valid */
 void *inca_malloc_aligned(size_t bytes);      /* 64-byte aligned; free with inca_free */
 void inca_free(void *p);                      /* NULL is fine */
+/* For memory taken outside these functions (mmap): 1, with the out-of-memory message, when the
+ * injected failure falls on this allocation; 0 otherwise. */
+int inca_alloc_injected(size_t bytes);
 /* Make the allocation `n` calls from now fail (n = 1: the next one); 0 disables. */
 void inca_alloc_fail_after(long n);
 

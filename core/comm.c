@@ -14,6 +14,9 @@
 struct comm {
     int rank, size;
     int started;   /* comm_init called MPI_Init_thread */
+#ifdef INCA_HAS_MPI
+    MPI_Comm mc;   /* MPI_COMM_WORLD, or a split of it (comm_split: freed by comm_free) */
+#endif
     int64_t sent[COMM_NPHASES];
     double secs[COMM_NPHASES];
 };
@@ -43,6 +46,7 @@ int comm_init(int *argc, char ***argv, comm_t **out) {
         }
         c->started = 1;
         /* errors come back as codes (turned into messages here), never as MPI's own abort */
+        c->mc = MPI_COMM_WORLD;
         MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
         MPI_Comm_rank(MPI_COMM_WORLD, &c->rank);
         MPI_Comm_size(MPI_COMM_WORLD, &c->size);
@@ -120,7 +124,7 @@ int comm_allgather(comm_t *c, const void *send, int64_t bytes, void *recv, int p
     const double t0 = inca_now();
     int nb = 0, rc = as_int(bytes, "MPI_Allgather", &nb);
     if (rc != INCA_OK) return rc;
-    int e = MPI_Allgather(send, nb, MPI_BYTE, recv, nb, MPI_BYTE, MPI_COMM_WORLD);
+    int e = MPI_Allgather(send, nb, MPI_BYTE, recv, nb, MPI_BYTE, c->mc);
     if (e != MPI_SUCCESS) return mpi_fail(e, "MPI_Allgather");
     count(c, phase, bytes * (p - 1), t0);
 #else
@@ -137,7 +141,7 @@ int comm_bcast(comm_t *c, void *buf, int64_t bytes, int root, int phase) {
     /* in pieces of at most 1 GiB: any size, with int counts */
     for (int64_t off = 0; off < bytes;) {
         const int64_t k = bytes - off < ((int64_t)1 << 30) ? bytes - off : ((int64_t)1 << 30);
-        int e = MPI_Bcast((char *)buf + off, (int)k, MPI_BYTE, root, MPI_COMM_WORLD);
+        int e = MPI_Bcast((char *)buf + off, (int)k, MPI_BYTE, root, c->mc);
         if (e != MPI_SUCCESS) return mpi_fail(e, "MPI_Bcast");
         off += k;
     }
@@ -155,7 +159,7 @@ static int allreduce_i64(comm_t *c, int64_t *v, int n, int phase, int is_max) {
     if (comm_size(c) == 1 || n <= 0) return INCA_OK;
 #ifdef INCA_HAS_MPI
     const double t0 = inca_now();
-    int e = MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_INT64_T, is_max ? MPI_MAX : MPI_SUM, MPI_COMM_WORLD);
+    int e = MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_INT64_T, is_max ? MPI_MAX : MPI_SUM, c->mc);
     if (e != MPI_SUCCESS) return mpi_fail(e, "MPI_Allreduce");
     count(c, phase, (int64_t)sizeof(int64_t) * n * (c->size - 1), t0);
 #else
@@ -176,7 +180,7 @@ int comm_alltoall_i64(comm_t *c, const int64_t *send, int64_t *recv, int phase) 
     }
 #ifdef INCA_HAS_MPI
     const double t0 = inca_now();
-    int e = MPI_Alltoall(send, 1, MPI_INT64_T, recv, 1, MPI_INT64_T, MPI_COMM_WORLD);
+    int e = MPI_Alltoall(send, 1, MPI_INT64_T, recv, 1, MPI_INT64_T, c->mc);
     if (e != MPI_SUCCESS) return mpi_fail(e, "MPI_Alltoall");
     count(c, phase, (int64_t)sizeof(int64_t) * (p - 1), t0);
 #else
@@ -216,7 +220,7 @@ int comm_alltoallv_rows(comm_t *c, const void *send, const int64_t *scount, void
     if (rc == INCA_OK) {
         int e = MPI_Type_contiguous(rb, MPI_BYTE, &row);
         if (e == MPI_SUCCESS) e = MPI_Type_commit(&row);
-        if (e == MPI_SUCCESS) e = MPI_Alltoallv(send, sc, sd, row, recv, rcn, rd, row, MPI_COMM_WORLD);
+        if (e == MPI_SUCCESS) e = MPI_Alltoallv(send, sc, sd, row, recv, rcn, rd, row, c->mc);
         if (e != MPI_SUCCESS) rc = mpi_fail(e, "MPI_Alltoallv");
         if (row != MPI_DATATYPE_NULL) MPI_Type_free(&row);
     }
@@ -232,17 +236,59 @@ int comm_alltoallv_rows(comm_t *c, const void *send, const int64_t *scount, void
 int comm_barrier(comm_t *c) {
     if (comm_size(c) == 1) return INCA_OK;
 #ifdef INCA_HAS_MPI
-    int e = MPI_Barrier(MPI_COMM_WORLD);
+    int e = MPI_Barrier(c->mc);
     if (e != MPI_SUCCESS) return mpi_fail(e, "MPI_Barrier");
 #endif
     return INCA_OK;
 }
 
 void comm_abort(comm_t *c, int code) {
-#ifdef INCA_HAS_MPI
-    if (c && c->started) MPI_Abort(MPI_COMM_WORLD, code);
-#else
     (void)c;
+#ifdef INCA_HAS_MPI
+    int up = 0, down = 0;
+    MPI_Initialized(&up);
+    MPI_Finalized(&down);
+    if (up && !down) MPI_Abort(MPI_COMM_WORLD, code);   /* the whole job, whichever comm failed */
 #endif
     exit(code);
+}
+
+int comm_split(comm_t *c, int size, comm_t **out) {
+    *out = NULL;
+    const int p = comm_size(c), me = comm_rank(c);
+    if (size < 1 || size > p) return inca_fail(INCA_EINVAL, "%d ranks asked of a job of %d", size, p);
+    if (me >= size && p > 1) {   /* still a collective: the others' split needs this rank */
+#ifdef INCA_HAS_MPI
+        MPI_Comm none = MPI_COMM_NULL;
+        int e = MPI_Comm_split(c->mc, MPI_UNDEFINED, me, &none);
+        if (e != MPI_SUCCESS) return mpi_fail(e, "MPI_Comm_split");
+#endif
+        return INCA_OK;
+    }
+    comm_t *s = inca_calloc(1, sizeof *s);
+    if (!s) return INCA_ENOMEM;
+    s->size = 1;
+#ifdef INCA_HAS_MPI
+    if (p > 1) {
+        int e = MPI_Comm_split(c->mc, 0, me, &s->mc);
+        if (e != MPI_SUCCESS) {
+            inca_free(s);
+            return mpi_fail(e, "MPI_Comm_split");
+        }
+        MPI_Comm_set_errhandler(s->mc, MPI_ERRORS_RETURN);
+        MPI_Comm_rank(s->mc, &s->rank);
+        MPI_Comm_size(s->mc, &s->size);
+    } else s->mc = MPI_COMM_SELF;
+#endif
+    *out = s;
+    return INCA_OK;
+}
+
+void comm_free(comm_t **pc) {
+    if (!pc || !*pc) return;
+#ifdef INCA_HAS_MPI
+    if ((*pc)->mc != MPI_COMM_WORLD && (*pc)->mc != MPI_COMM_SELF && (*pc)->mc != MPI_COMM_NULL) MPI_Comm_free(&(*pc)->mc);
+#endif
+    inca_free(*pc);
+    *pc = NULL;
 }

@@ -38,6 +38,10 @@ int comm_has_mpi(void);
  * INCA_ERR when MPI fails to start. */
 int comm_init(int *argc, char ***argv, comm_t **out);
 void comm_finalize(comm_t **c);   /* NULL-safe; MPI_Finalize when comm_init started MPI */
+/* Collective over c: ranks [0, size) get *out, a comm of their own (ranks in the same order);
+ * the others get NULL. Free it with comm_free. INCA_EINVAL when size is not in [1, comm_size]. */
+int comm_split(comm_t *c, int size, comm_t **out);
+void comm_free(comm_t **c);   /* a comm_split's; NULL-safe */
 /* NULL means one rank. */
 int comm_rank(const comm_t *c);
 int comm_size(const comm_t *c);

@@ -93,6 +93,12 @@ void memstat_stop(void) {
     memstat_sample();
 }
 
+void memstat_reset_peaks(void) {
+    atomic_store(&g_anon_kb, 0);
+    atomic_store(&g_file_kb, 0);
+    memstat_sample();
+}
+
 void memstat_peaks(double *anon_mb, double *file_mb) {
     memstat_sample();
     *anon_mb = (double)atomic_load(&g_anon_kb) / 1024.0;

@@ -15,6 +15,9 @@
 int memstat_start(void);
 /* One sample now (works without the sampler too). */
 void memstat_sample(void);
+/* Forget the peaks: they restart from a sample taken now (a benchmark measuring several
+ * configurations in one process). */
+void memstat_reset_peaks(void);
 /* The peaks seen so far, MiB. */
 void memstat_peaks(double *anon_mb, double *file_mb);
 /* "peak_rss_anon_mb" and "peak_rss_file_mb" (the peaks now) into the JSON object being written. */

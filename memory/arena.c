@@ -12,7 +12,10 @@
 #include <string.h>
 #include <unistd.h>
 
-typedef struct block { void *p; size_t bytes; int numa, file; char label[32]; } block_t;
+/* blocks from this size on are anonymous maps (committed on first touch) */
+#define ARENA_MAP_MIN ((size_t)1 << 20)
+
+typedef struct block { void *p; size_t bytes; int numa, file, anon; char label[32]; } block_t;
 
 struct mem_arena {
     block_t *blocks;
@@ -43,7 +46,7 @@ void mem_arena_destroy(mem_arena_t **pa) {
     if (!pa || !*pa) return;
     mem_arena_t *a = *pa;
     for (int i = 0; i < a->n; i++) {
-        if (a->blocks[i].file) munmap(a->blocks[i].p, a->blocks[i].bytes);
+        if (a->blocks[i].file || a->blocks[i].anon) munmap(a->blocks[i].p, a->blocks[i].bytes);
         else if (a->blocks[i].numa) numa_free(a->blocks[i].p, a->blocks[i].bytes);
         else inca_free(a->blocks[i].p);
     }
@@ -110,6 +113,20 @@ static void *arena_alloc(mem_arena_t *a, size_t bytes, const char *label, int sp
 #endif
         b->numa = 1;
         if (!b->p) { inca_fail(INCA_ENOMEM, "numa_alloc_interleaved(%zu) failed for %s", bytes, label ? label : "?"); return NULL; }
+    } else if (bytes >= ARENA_MAP_MIN) {
+        /* a fresh anonymous map: zero pages that cost memory only once touched, so a process that
+         * uses some rows of a table (a data-parallel rank: its own and its halo's) holds those */
+        if (inca_alloc_injected(bytes)) return NULL;
+        b->p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (b->p == MAP_FAILED) {
+            b->p = NULL;
+            inca_fail(INCA_ENOMEM, "out of memory mapping %zu bytes for %s", bytes, label ? label : "?");
+            return NULL;
+        }
+#ifdef MADV_HUGEPAGE
+        if (bytes >= ((size_t)8 << 20)) (void)madvise(b->p, bytes, MADV_HUGEPAGE);
+#endif
+        b->anon = 1;
     } else {
         b->p = inca_malloc_aligned(bytes);
         if (!b->p) return NULL;

@@ -4,11 +4,16 @@
 #include "core/status.h"
 #include <string.h>
 
+/* staging of one exchange round (send + receive each about this much) */
+#define HALO_STAGE_BYTES ((int64_t)32 << 20)
+
 struct halo {
     int p;
     int64_t *scount, *rcount;   /* rows to / from each rank */
     int64_t *sids, *rids;       /* ids sent (asked of this rank, packed in rank order) / received */
     int64_t ns, nr;
+    int64_t pair_max;           /* the most rows any rank sends any other (every rank's plans) */
+    int64_t stage;              /* staging bytes per round (HALO_STAGE_BYTES) */
     char *sbuf, *rbuf;          /* row staging, grown on demand */
     int64_t scap, rcap;
 };
@@ -23,6 +28,10 @@ void halo_free(halo_t **ph) {
     inca_free(h->rbuf);
     inca_free(h);
     *ph = NULL;
+}
+
+void halo_set_stage_bytes(halo_t *h, int64_t bytes) {
+    if (h) h->stage = bytes > 0 ? bytes : HALO_STAGE_BYTES;
 }
 
 int64_t halo_send_rows(const halo_t *h) { return h ? h->ns : 0; }
@@ -41,6 +50,7 @@ int halo_plan(comm_t *c, const dist_plan_t *p, const int64_t *need, int64_t m, i
     halo_t *h = inca_calloc(1, sizeof *h);
     if (!h) return INCA_ENOMEM;
     h->p = np;
+    h->stage = HALO_STAGE_BYTES;
     int rc = INCA_OK;
     if (!(h->scount = inca_calloc(2 * (size_t)np, sizeof *h->scount))) { rc = INCA_ENOMEM; goto fail; }
     h->rcount = h->scount + np;
@@ -54,6 +64,8 @@ int halo_plan(comm_t *c, const dist_plan_t *p, const int64_t *need, int64_t m, i
     if (!(h->sids = inca_malloc(sizeof *h->sids * (size_t)(h->ns ? h->ns : 1)))) { rc = INCA_ENOMEM; goto fail; }
     /* what we ask travels to the owners: the asks of rank r become our send list to r */
     if ((rc = comm_alltoallv_rows(c, h->rids, h->rcount, h->sids, h->scount, sizeof(int64_t), phase)) != INCA_OK) goto fail;
+    for (int r = 0; r < np; r++) h->pair_max = h->scount[r] > h->pair_max ? h->scount[r] : h->pair_max;
+    if ((rc = comm_allreduce_max_i64(c, &h->pair_max, 1, phase)) != INCA_OK) goto fail;
     for (int64_t i = 0; i < h->ns; i++)
         if (dist_owner(p, h->sids[i]) != me) {
             rc = inca_fail(INCA_ERR, "halo plan: rank %d was asked for row %lld, which it does not own", me, (long long)h->sids[i]);
@@ -77,12 +89,42 @@ static int grow(char **buf, int64_t *cap, int64_t bytes) {
 
 int halo_exchange(halo_t *h, comm_t *c, void *table, int64_t row_bytes, int phase) {
     if (comm_size(c) != h->p) return inca_fail(INCA_EINVAL, "halo exchange: planned for %d ranks, the job has %d", h->p, comm_size(c));
-    int rc = grow(&h->sbuf, &h->scap, h->ns * row_bytes);
-    if (rc == INCA_OK) rc = grow(&h->rbuf, &h->rcap, h->nr * row_bytes);
-    if (rc != INCA_OK) return rc;
+    /* in rounds of at most `chunk` rows per pair, so the staging stays near HALO_STAGE_BYTES
+     * whatever the halo (every rank computes the same number of rounds from pair_max) */
+    int64_t chunk = h->stage / (row_bytes > 0 ? row_bytes : 1) / h->p;
+    if (chunk < 1) chunk = 1;
+    const int64_t rounds = (h->pair_max + chunk - 1) / chunk;
+    int64_t *sc = inca_malloc(sizeof *sc * 2 * (size_t)h->p);
+    if (!sc) return INCA_ENOMEM;
+    int64_t *rcn = sc + h->p;
+    int64_t ins = 0, inr = 0;
+    for (int r = 0; r < h->p; r++) {
+        ins += h->scount[r] < chunk ? h->scount[r] : chunk;
+        inr += h->rcount[r] < chunk ? h->rcount[r] : chunk;
+    }
+    int rc = grow(&h->sbuf, &h->scap, ins * row_bytes);
+    if (rc == INCA_OK) rc = grow(&h->rbuf, &h->rcap, inr * row_bytes);
     char *t = table;
-    for (int64_t i = 0; i < h->ns; i++) memcpy(h->sbuf + i * row_bytes, t + h->sids[i] * row_bytes, (size_t)row_bytes);
-    if ((rc = comm_alltoallv_rows(c, h->sbuf, h->scount, h->rbuf, h->rcount, row_bytes, phase)) != INCA_OK) return rc;
-    for (int64_t i = 0; i < h->nr; i++) memcpy(t + h->rids[i] * row_bytes, h->rbuf + i * row_bytes, (size_t)row_bytes);
-    return INCA_OK;
+    for (int64_t k = 0; k < rounds && rc == INCA_OK; k++) {
+        /* round k: rows [k*chunk, (k+1)*chunk) of each pair's list */
+        int64_t sbase = 0, rbase = 0, m = 0;
+        for (int r = 0; r < h->p; r++) {
+            const int64_t s0 = k * chunk;
+            sc[r] = h->scount[r] > s0 ? (h->scount[r] - s0 < chunk ? h->scount[r] - s0 : chunk) : 0;
+            rcn[r] = h->rcount[r] > s0 ? (h->rcount[r] - s0 < chunk ? h->rcount[r] - s0 : chunk) : 0;
+            for (int64_t i = 0; i < sc[r]; i++, m++)
+                memcpy(h->sbuf + m * row_bytes, t + h->sids[sbase + s0 + i] * row_bytes, (size_t)row_bytes);
+            sbase += h->scount[r];
+        }
+        rc = comm_alltoallv_rows(c, h->sbuf, sc, h->rbuf, rcn, row_bytes, phase);
+        m = 0;
+        for (int r = 0; r < h->p && rc == INCA_OK; r++) {
+            const int64_t s0 = k * chunk;
+            for (int64_t i = 0; i < rcn[r]; i++, m++)
+                memcpy(t + h->rids[rbase + s0 + i] * row_bytes, h->rbuf + m * row_bytes, (size_t)row_bytes);
+            rbase += h->rcount[r];
+        }
+    }
+    inca_free(sc);
+    return rc;
 }

@@ -5,8 +5,9 @@
  * exchanges the snapshots S at each refresh; GAS plans each batch's halo and exchanges its
  * history tables before the step.
  *
- * Tables are indexed by global node id (n rows of row_bytes), in host memory; rows travel in one
- * all-to-all per exchange (core/comm.h: counts in rows, any width).
+ * Tables are indexed by global node id (n rows of row_bytes), in host memory; rows travel in
+ * all-to-alls of bounded staging (core/comm.h: counts in rows, any width), as many rounds as the
+ * largest pair's rows need.
  *
  * CAVEATS FIRST
  * - halo_plan and halo_exchange are collectives: every rank calls them, in the same order (a
@@ -27,6 +28,9 @@ typedef struct halo halo_t;
 int halo_plan(comm_t *c, const dist_plan_t *p, const int64_t *need, int64_t m, int phase, halo_t **out);
 /* table (n x row_bytes, by global id): the rows this rank asked for <- their owners' rows. */
 int halo_exchange(halo_t *h, comm_t *c, void *table, int64_t row_bytes, int phase);
+/* Rows travel in rounds whose staging (send and receive buffers) stays near this many bytes
+ * (32 MiB unless set; every rank must set the same). */
+void halo_set_stage_bytes(halo_t *h, int64_t bytes);
 int64_t halo_send_rows(const halo_t *h);   /* rows this rank sends per exchange */
 int64_t halo_recv_rows(const halo_t *h);   /* rows it receives per exchange */
 void halo_free(halo_t **h);                /* NULL-safe */

@@ -220,6 +220,39 @@ START_TEST(failures_end_the_job_naming_the_rank) {
 }
 END_TEST
 
+/* bench scale starts itself under mpiexec; a smoke pass: its lines parse, IncAgg's summary
+ * compares bytes with GAS, and the model prints both methods per link */
+START_TEST(bench_scale_smoke) {
+    char args[16384];
+    char *out = NULL, *err = NULL;
+    snprintf(args, sizeof args, "bench scale '%s' --ranks 1,2 --parts 40 --batch-parts 4 --epochs 1 --threads 1 "
+             "--model-ranks 4,8 --links 10 --json", store);
+    ck_assert_msg(tu_inca(args, &out, &err) == 0, "%s", err);
+    cJSON *v[32];
+    const int n = tu_json_lines(out, v, 32);
+    int runs = 0, summaries = 0, models = 0;
+    for (int i = 0; i < n; i++) {
+        if (cJSON_GetObjectItem(v[i], "per_rank")) {
+            runs++;
+            ck_assert_int_eq(cJSON_GetArraySize(tu_json_get(v[i], "per_rank", cJSON_Array)), (int)tu_json_dbl(v[i], "ranks"));
+        } else if (cJSON_GetObjectItem(v[i], "summary")) {
+            summaries++;
+            if (tu_json_dbl(v[i], "ranks") == 2 && strcmp(tu_json_get(v[i], "summary", cJSON_String)->valuestring, "incagg") == 0)
+                ck_assert(tu_json_dbl(v[i], "gas_over_incagg_bytes") > 0);
+        } else if (cJSON_GetObjectItem(v[i], "model")) {
+            models++;
+            ck_assert_int_eq(cJSON_GetArraySize(tu_json_get(v[i], "links", cJSON_Array)), 1);
+        }
+    }
+    ck_assert_int_eq(runs, 4);        /* incagg and gas at 1 and 2 ranks */
+    ck_assert_int_eq(summaries, 4);
+    ck_assert_int_eq(models, 2);
+    tu_json_free_lines(v, n);
+    free(out);
+    free(err);
+}
+END_TEST
+
 int main(void) {
     char cora[4096];
     snprintf(cora, sizeof cora, "%s/data/cora", tu_src());
@@ -237,6 +270,7 @@ int main(void) {
     tcase_add_test(tc, incagg_sends_only_gradients_between_refreshes);
     tcase_add_test(tc, checkpoints_per_rank_resume_bit_for_bit);
     tcase_add_test(tc, failures_end_the_job_naming_the_rank);
+    tcase_add_test(tc, bench_scale_smoke);
     suite_add_tcase(s, tc);
     return tu_run_suite(s);
 }

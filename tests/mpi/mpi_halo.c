@@ -41,7 +41,7 @@ END_TEST
 /* the value of row v, column j as its owner writes it */
 static float cell(int64_t v, int owner, int64_t j) { return (float)(v * 1000 + j) + 0.25f * (float)owner; }
 
-static void exchange_case(int64_t n, int64_t k, int64_t f, uint64_t seed) {
+static void exchange_case(int64_t n, int64_t k, int64_t f, uint64_t seed, int64_t stage) {
     const int p = comm_size(C), me = comm_rank(C);
     csr_t a = tu_csr_random(n, n, seed, 1);   /* every rank builds the same graph */
     int64_t *bounds = malloc(sizeof *bounds * (size_t)(k + 1));
@@ -54,6 +54,7 @@ static void exchange_case(int64_t n, int64_t k, int64_t f, uint64_t seed) {
     comm_reset_bytes(C);
     ck_assert_int_eq(halo_plan(C, &plan, ids, m, COMM_SETUP, &h), INCA_OK);
     ck_assert_int_eq(halo_recv_rows(h), m);
+    halo_set_stage_bytes(h, stage);
     const float sentinel = -1.f;
     float *t = malloc(sizeof *t * (size_t)(n * f));
     const int64_t lo = plan.node_lo[me], hi = plan.node_lo[me + 1];
@@ -89,9 +90,11 @@ static void exchange_case(int64_t n, int64_t k, int64_t f, uint64_t seed) {
 }
 
 START_TEST(halo_rows_equal_the_owners) {
-    exchange_case(300, 12, 7, 11);   /* odd width */
-    exchange_case(64, 6, 1, 5);
-    exchange_case(1000, 40, 16, 3);
+    exchange_case(300, 12, 7, 11, 0);   /* odd width */
+    exchange_case(64, 6, 1, 5, 0);
+    exchange_case(1000, 40, 16, 3, 0);
+    exchange_case(1000, 40, 16, 3, 500);   /* rounds of a few rows each */
+    exchange_case(300, 12, 7, 11, 1);      /* one row per pair per round */
 }
 END_TEST
 

@@ -1,0 +1,403 @@
+/* inca bench scale STORE --ranks 1,2,4 [--methods incagg,gas] [--batch-parts B] [--loader view]
+ *   [--model-ranks 8,16,32,64 --links 10,100] [training flags]:
+ * data-parallel scaling of the mini-batch methods over MPI (issue 13). It runs under mpirun with
+ * at least max(ranks) processes (the CLI restarts itself under mpiexec when started alone); for
+ * each P the first P processes split off a communicator and train each method on it, exactly as
+ * `mpirun -np P inca train` would. --batch-parts B is the GLOBAL batch: each of the P ranks draws
+ * B / P parts per step, so every P takes the same number of steps per epoch on batches of the
+ * same size (B must be a multiple of every P).
+ *
+ * Printed per (P, method), one JSON line: per rank the epoch / step / refresh / eval times, the
+ * bytes it sent and its seconds inside MPI per phase (core/comm.h) per epoch, its peak anonymous
+ * memory; then a summary per method and P: speedup = epoch time at P=1 / at P, the bytes per
+ * epoch of the busiest rank, GAS / IncAgg bytes, and the largest rank's peak anonymous memory
+ * against 1/P of the P=1 run.
+ *
+ * --model-ranks: a model on paper for more ranks than this machine has (2 cores, no network),
+ * from the store's METIS partitioning (its k parts bound P <= k): for each P the exact halo of
+ * every rank (graph/dist.h) and, for GAS, the remote halo of each part summed over the rank's
+ * parts (an upper bound of its per-epoch pulls: batches of several parts share rows); compute
+ * per rank = the measured P=1 epoch time / P (perfect split, so the model shows what the
+ * communication alone costs); communication = bytes / link bandwidth + 5 µs per message;
+ * gradients as built (an allgather: (P-1) records per step per rank). Prints per link and P the
+ * modelled epoch time and parallel efficiency of IncAgg and GAS, and where each falls below 50%.
+ * Speed is never asserted; test_mpi runs a smoke pass. */
+#include "bench/bench.h"
+#include "bench/bench_mb.h"
+#include "core/alloc.h"
+#include "core/comm.h"
+#include "core/json.h"
+#include "core/memstat.h"
+#include "core/status.h"
+#include "core/util.h"
+#include "graph/dist.h"
+#include "loaders/partition_store.h"
+#include "loaders/store.h"
+#include "nn/train.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SC_MAX 16
+enum { SC_CLUSTER = 0, SC_GAS = 1, SC_INCAGG = 2, SC_NMETHODS = 3 };
+static const char *const sc_names[SC_NMETHODS] = {"cluster", "gas", "incagg"};
+
+/* one rank's figures of one run */
+enum { R_EPOCH, R_STEP, R_REFRESH, R_EVAL, R_ANON, R_ACC, R_BYTES, R_MPIS = R_BYTES + COMM_NPHASES,
+       R_N = R_MPIS + COMM_NPHASES };
+
+typedef struct sc_cell {
+    int ok;
+    double epoch_s, acc, max_anon, max_bytes_epoch;   /* bytes: all phases but setup, per epoch */
+    int64_t spe;
+} sc_cell_t;
+
+static int parse_list(const char *flag, const char *s, int *v, int max, int *n) {
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", s);
+    *n = 0;
+    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+        char *end = NULL;
+        long x = strtol(tok, &end, 10);
+        if (*end || x < 1 || x > 4096 || *n == max)
+            return inca_fail(INCA_EINVAL, "%s: expected up to %d positive integers, got '%s'", flag, max, tok);
+        v[(*n)++] = (int)x;
+    }
+    if (*n == 0) return inca_fail(INCA_EINVAL, "%s: expected a list such as 1,2,4", flag);
+    return INCA_OK;
+}
+
+int bench_scale_max_ranks(int argc, char **argv, int *maxp) {
+    *maxp = 1;
+    for (int i = 1; i + 1 < argc; i++)
+        if (strcmp(argv[i], "--ranks") == 0) {
+            int v[SC_MAX], n = 0, rc = parse_list("--ranks", argv[i + 1], v, SC_MAX, &n);
+            if (rc != INCA_OK) return rc;
+            for (int k = 0; k < n; k++) *maxp = v[k] > *maxp ? v[k] : *maxp;
+        }
+    return INCA_OK;
+}
+
+/* train method on the first P ranks; rank 0 of them gets every rank's figures in all */
+static int run_one(comm_t *sub, const dataset_t *d, const train_config_t *base, const char *method, int P, double *all,
+                   int64_t *spe) {
+    train_config_t c = *base;
+    train_result_t r;
+    memset(&r, 0, sizeof r);
+    snprintf(c.method, sizeof c.method, "%s", method);
+    c.batch_parts = base->batch_parts / P;
+    c.comm = sub;
+    memstat_reset_peaks();
+    int rc = train_run(d, &c, NULL, 0, &r);
+    if (rc != INCA_OK) return inca_fail_ctx(rc, "bench scale: %s at %d ranks", method, P);
+    double rec[R_N], file_mb = 0;
+    rec[R_EPOCH] = r.epoch_time_s;
+    rec[R_STEP] = r.step_time_s;
+    rec[R_REFRESH] = r.refresh_time_s;
+    rec[R_EVAL] = r.eval_time_s;
+    memstat_peaks(&rec[R_ANON], &file_mb);
+    rec[R_ACC] = r.test_acc;
+    for (int ph = 0; ph < COMM_NPHASES; ph++) {
+        rec[R_BYTES + ph] = (double)r.comm_bytes[ph];
+        rec[R_MPIS + ph] = r.comm_s[ph];
+    }
+    *spe = r.steps_per_epoch;
+    const int epochs = r.epochs > 0 ? r.epochs : 1;
+    train_result_free(&r);
+    rc = comm_allgather(sub, rec, sizeof rec, all, COMM_SETUP);
+    for (int q = 0; rc == INCA_OK && q < P; q++)   /* per epoch */
+        for (int ph = 0; ph < COMM_NPHASES; ph++) {
+            all[q * R_N + R_BYTES + ph] /= epochs;
+            all[q * R_N + R_MPIS + ph] /= epochs;
+        }
+    return rc;
+}
+
+static void print_run(const char *method, int P, const double *all, int64_t spe, int json) {
+    double eb = 0;
+    for (int q = 0; q < P; q++) {
+        double b = 0;
+        for (int ph = 1; ph < COMM_NPHASES; ph++) b += all[q * R_N + R_BYTES + ph];
+        eb = b > eb ? b : eb;
+    }
+    fprintf(stderr, "bench scale: %-7s P=%d  %.3f s/epoch, test acc %.4f, busiest rank sends %.1f MB/epoch\n", method, P,
+            all[R_EPOCH], all[R_ACC], eb / 1e6);
+    if (!json) return;
+    json_t *j = NULL;
+    if (json_new(&j) != INCA_OK) return;
+    json_str(j, "method", method);
+    json_int(j, "ranks", P);
+    json_int(j, "steps_per_epoch", spe);
+    json_num(j, "epoch_time_s", all[R_EPOCH]);
+    json_num(j, "test_acc", all[R_ACC]);
+    json_arr_begin(j, "per_rank");
+    for (int q = 0; q < P; q++) {
+        const double *x = all + q * R_N;
+        json_obj_begin(j, NULL);
+        json_int(j, "rank", q);
+        json_num(j, "epoch_time_s", x[R_EPOCH]);
+        json_num(j, "step_time_s", x[R_STEP]);
+        json_num(j, "refresh_time_s", x[R_REFRESH]);
+        json_num(j, "eval_time_s", x[R_EVAL]);
+        for (int ph = 0; ph < COMM_NPHASES; ph++) {
+            char k[40];
+            snprintf(k, sizeof k, "bytes_%s_per_epoch", comm_phase_name(ph));
+            json_int(j, k, (int64_t)x[R_BYTES + ph]);
+            snprintf(k, sizeof k, "mpi_s_%s_per_epoch", comm_phase_name(ph));
+            json_num(j, k, x[R_MPIS + ph]);
+        }
+        json_num(j, "peak_rss_anon_mb", x[R_ANON]);
+        json_obj_end(j);
+    }
+    json_arr_end(j);
+    json_write(j, stdout);
+    json_free(&j);
+}
+
+/* ---- the model for more ranks ---- */
+typedef struct sc_graph {
+    csr_t a;          /* renumbered by the partitioning */
+    partition_t p;
+} sc_graph_t;
+
+static int graph_load(const char *path, const train_config_t *c, sc_graph_t *g) {
+    store_t *s = NULL;
+    csr_t adj = {0};
+    memset(g, 0, sizeof *g);
+    int rc = store_open(path, STORE_RDONLY, &s);
+    if (rc == INCA_OK) rc = dataset_load_adj(s, &adj);
+    if (rc == INCA_OK) rc = store_partition_get(s, &adj, c->parts, PART_METIS, 0, &g->p, NULL);
+    if (rc == INCA_OK) rc = csr_permute(&adj, g->p.perm, &g->a);
+    csr_free(&adj);
+    store_close(&s);
+    return rc;
+}
+
+/* For P ranks: the largest rank halo (rows), and the largest sum over a rank's parts of each
+ * part's rows owned by other ranks (GAS's per-epoch pulls with one-part batches: a bound). */
+static int halo_sizes(const sc_graph_t *g, int P, int64_t *halo_max, int64_t *gas_max) {
+    dist_plan_t plan;
+    int rc = dist_plan_make(&g->a, g->p.bounds, g->p.k, P, &plan);
+    if (rc != INCA_OK) return rc;
+    int64_t *stamp = inca_malloc(sizeof *stamp * (size_t)(g->a.n_rows ? g->a.n_rows : 1));
+    if (!stamp) { dist_plan_free(&plan); return INCA_ENOMEM; }
+    for (int64_t v = 0; v < g->a.n_rows; v++) stamp[v] = -1;
+    *halo_max = *gas_max = 0;
+    for (int r = 0; r < P && rc == INCA_OK; r++) {
+        int64_t *ids = NULL, m = 0, pulls = 0;
+        if ((rc = dist_halo(&g->a, &plan, r, &ids, &m)) != INCA_OK) break;
+        inca_free(ids);
+        *halo_max = m > *halo_max ? m : *halo_max;
+        const int64_t lo = plan.node_lo[r], hi = plan.node_lo[r + 1];
+        for (int64_t i = plan.part_lo[r]; i < plan.part_lo[r + 1]; i++)
+            for (int64_t v = g->p.bounds[i]; v < g->p.bounds[i + 1]; v++)
+                for (int64_t e = g->a.rowptr[v]; e < g->a.rowptr[v + 1]; e++) {
+                    const int64_t u = g->a.col[e];
+                    if ((u < lo || u >= hi) && stamp[u] != i) {
+                        stamp[u] = i;
+                        pulls++;
+                    }
+                }
+        *gas_max = pulls > *gas_max ? pulls : *gas_max;
+    }
+    inca_free(stamp);
+    dist_plan_free(&plan);
+    return rc;
+}
+
+static int run_model(const char *path, const train_config_t *c, const int *mr, int nmr, const int *links, int nl,
+                     const sc_cell_t *p1, int64_t nparams, int json) {
+    sc_graph_t g;
+    int rc = graph_load(path, c, &g);
+    if (rc != INCA_OK) return inca_fail_ctx(rc, "bench scale --model-ranks");
+    /* the history widths a step and a refresh move: every layer input past x (GCN/SAGE sites) */
+    const double width = (double)(c->layers - 1) * (double)c->hidden, row = 4.0 * width;
+    const double rec = 4.0 * (4.0 + (double)nparams), alpha = 5e-6;
+    const int64_t spe1 = p1[SC_INCAGG].ok ? p1[SC_INCAGG].spe : p1[SC_GAS].spe;
+    double last_ok[2][SC_MAX];
+    for (int l = 0; l < nl; l++) last_ok[0][l] = last_ok[1][l] = 0;
+    for (int i = 0; i < nmr && rc == INCA_OK; i++) {
+        const int P = mr[i];
+        if (P > g.p.k) {
+            fprintf(stderr, "bench scale: model at %d ranks skipped: the store's partitioning has %lld parts\n", P,
+                    (long long)g.p.k);
+            continue;
+        }
+        int64_t hmax = 0, gmax = 0;
+        if ((rc = halo_sizes(&g, P, &hmax, &gmax)) != INCA_OK) break;
+        /* per epoch and rank: spe steps, each an allgather of (P-1) records; IncAgg one refresh
+         * (and one evaluation) pass moving its halo rows; GAS its pulls (rows + 8-byte ids) and
+         * the evaluation pass's halo rows */
+        const double grad = (double)spe1 * rec * (P - 1), inc = grad + 2.0 * (double)hmax * row,
+                     gas = grad + (double)gmax * (row + 8.0) + (double)hmax * row;
+        const double msgs_inc = (double)spe1 * (P - 1) + 2.0 * (c->layers) * (P - 1), msgs_gas = msgs_inc + (double)spe1 * 2 * (P - 1);
+        json_t *j = NULL;
+        if (json && (rc = json_new(&j)) != INCA_OK) break;
+        if (j) {
+            json_str(j, "model", "scale");
+            json_int(j, "ranks", P);
+            json_int(j, "halo_rows_max", hmax);
+            json_int(j, "gas_pull_rows_max", gmax);
+            json_num(j, "incagg_bytes_per_epoch", inc);
+            json_num(j, "gas_bytes_per_epoch", gas);
+            json_num(j, "gas_over_incagg_bytes", inc > 0 ? gas / inc : 0);
+            json_arr_begin(j, "links");
+        }
+        for (int l = 0; l < nl; l++) {
+            const double bw = (double)links[l] * 1e9 / 8.0;
+            double t[2], eff[2];
+            const double t1[2] = {p1[SC_INCAGG].epoch_s, p1[SC_GAS].epoch_s}, by[2] = {inc, gas}, ms[2] = {msgs_inc, msgs_gas};
+            for (int m = 0; m < 2; m++) {
+                t[m] = t1[m] / P + by[m] / bw + alpha * ms[m];
+                eff[m] = t[m] > 0 ? t1[m] / (P * t[m]) : 0;
+                if (eff[m] >= 0.5) last_ok[m][l] = P;
+            }
+            fprintf(stderr, "bench scale: model P=%-3d %3d Gb/s: incagg %.3f s/epoch (eff %.2f), gas %.3f s/epoch (eff %.2f); "
+                    "bytes/epoch %.1f vs %.1f MB\n", P, links[l], t[0], eff[0], t[1], eff[1], inc / 1e6, gas / 1e6);
+            if (j) {
+                json_obj_begin(j, NULL);
+                json_int(j, "gbps", links[l]);
+                json_num(j, "incagg_epoch_s", t[0]);
+                json_num(j, "incagg_efficiency", eff[0]);
+                json_num(j, "gas_epoch_s", t[1]);
+                json_num(j, "gas_efficiency", eff[1]);
+                json_obj_end(j);
+            }
+        }
+        if (j) {
+            json_arr_end(j);
+            json_write(j, stdout);
+            json_free(&j);
+        }
+    }
+    for (int l = 0; l < nl && rc == INCA_OK; l++)
+        fprintf(stderr, "bench scale: model %d Gb/s: efficiency >= 50%% up to P=%g (incagg), P=%g (gas)\n", links[l],
+                last_ok[0][l], last_ok[1][l]);
+    csr_free(&g.a);
+    partition_free(&g.p);
+    return rc;
+}
+
+int bench_scale(int argc, char **argv, comm_t *world) {
+    static const char *const known[] = {BENCH_MB_FLAGS, "--ranks", "--methods", "--model-ranks", "--links", "--loader", NULL};
+    args_t *a = NULL;
+    dataset_t d;
+    dataset_init(&d);
+    int rc = args_parse(argc, argv, known, &a);
+    if (rc != INCA_OK) return rc;
+    train_config_t c;
+    int ranks[SC_MAX], nr = 0, mr[SC_MAX], nmr = 0, links[SC_MAX], nl = 0, json = args_has(a, "--json");
+    const int me = comm_rank(world);
+    double *all = NULL;
+    sc_cell_t cells[SC_MAX][SC_NMETHODS];
+    memset(cells, 0, sizeof cells);
+    int64_t nparams = 0;
+    if (args_npos(a) != 1) { rc = inca_fail(INCA_EINVAL, "bench scale: expected STORE"); goto done; }
+    if ((rc = bench_mb_config(a, &c)) || (rc = parse_list("--ranks", args_str(a, "--ranks", "1,2"), ranks, SC_MAX, &nr)) ||
+        (rc = parse_list("--links", args_str(a, "--links", "10,100"), links, SC_MAX, &nl)))
+        goto done;
+    if (args_str(a, "--model-ranks", NULL) && (rc = parse_list("--model-ranks", args_str(a, "--model-ranks", NULL), mr, SC_MAX, &nmr)))
+        goto done;
+    if ((rc = train_loader_parse(args_str(a, "--loader", "view"), &c.loader))) goto done;
+    if (!args_str(a, "--batch-parts", NULL)) c.batch_parts = 8;
+    int want[SC_NMETHODS] = {0}, maxp = 1;
+    const char *methods = args_str(a, "--methods", "incagg,gas");
+    for (int m = 0; m < SC_NMETHODS; m++) want[m] = strstr(methods, sc_names[m]) != NULL;
+    if (!want[0] && !want[1] && !want[2]) { rc = inca_fail(INCA_EINVAL, "--methods: expected a list of cluster,gas,incagg"); goto done; }
+    for (int i = 0; i < nr; i++) {
+        maxp = ranks[i] > maxp ? ranks[i] : maxp;
+        if (c.batch_parts % ranks[i]) {
+            rc = inca_fail(INCA_EINVAL, "--batch-parts %d is the global batch: it must be a multiple of every rank count "
+                           "(--ranks has %d)", c.batch_parts, ranks[i]);
+            goto done;
+        }
+    }
+    if (maxp > comm_size(world)) {
+        rc = inca_fail(INCA_EINVAL, "bench scale --ranks up to %d needs as many processes; this job has %d (mpirun -np %d)",
+                       maxp, comm_size(world), maxp);
+        goto done;
+    }
+    c.store_path = args_pos(a, 0);
+    {
+        store_t *s = NULL;
+        if ((rc = store_open(c.store_path, STORE_RDONLY, &s))) goto done;
+        const int view = train_loader_resolve(&c, store_meta(s)->nodes, store_meta(s)->features) == TRAIN_LOADER_VIEW;
+        store_close(&s);
+        if ((rc = dataset_load_ex(c.store_path, view ? DATASET_NO_X | DATASET_NO_GRAPH : 0, &d))) goto done;
+    }
+    if (!(all = inca_malloc(sizeof *all * (size_t)R_N * (size_t)maxp))) { rc = INCA_ENOMEM; goto done; }
+    for (int i = 0; i < nr && rc == INCA_OK; i++) {
+        comm_t *sub = NULL;
+        if ((rc = comm_split(world, ranks[i], &sub)) != INCA_OK) break;
+        for (int m = 0; m < SC_NMETHODS && sub && rc == INCA_OK; m++) {
+            if (!want[m]) continue;
+            int64_t spe = 0;
+            if ((rc = run_one(sub, &d, &c, sc_names[m], ranks[i], all, &spe)) != INCA_OK) break;
+            if (me == 0) {
+                print_run(sc_names[m], ranks[i], all, spe, json);
+                sc_cell_t *x = &cells[i][m];
+                x->ok = 1;
+                x->epoch_s = all[R_EPOCH];
+                x->acc = all[R_ACC];
+                x->spe = spe;
+                for (int q = 0; q < ranks[i]; q++) {
+                    double b = 0;
+                    for (int ph = 1; ph < COMM_NPHASES; ph++) b += all[q * R_N + R_BYTES + ph];
+                    x->max_bytes_epoch = b > x->max_bytes_epoch ? b : x->max_bytes_epoch;
+                    x->max_anon = all[q * R_N + R_ANON] > x->max_anon ? all[q * R_N + R_ANON] : x->max_anon;
+                }
+            }
+        }
+        comm_free(&sub);
+        if (rc == INCA_OK) rc = comm_barrier(world);
+    }
+    if (rc != INCA_OK || me != 0) goto done;
+    {   /* the parameter count, for the model's gradient records */
+        model_config_t mc;
+        model_t *mm = NULL;
+        if ((rc = train_model_config(&d, &c, c.seed, &mc)) == INCA_OK && (rc = model_create(&mc, 1, &mm)) == INCA_OK)
+            for (int i = 0; i < model_nparams(mm); i++) nparams += model_param(mm, i)->n;
+        model_free(&mm);
+        if (rc != INCA_OK) goto done;
+    }
+    for (int m = 0; m < SC_NMETHODS; m++) {
+        if (!want[m] || !cells[0][m].ok) continue;
+        for (int i = 0; i < nr; i++) {
+            const sc_cell_t *x = &cells[i][m], *b = &cells[0][m];
+            const double gas_over = m == SC_INCAGG && cells[i][SC_GAS].ok && x->max_bytes_epoch > 0
+                                        ? cells[i][SC_GAS].max_bytes_epoch / x->max_bytes_epoch : 0;
+            fprintf(stderr, "bench scale: %-7s P=%d speedup %.2f (vs P=%d), acc %+.4f, busiest rank %.1f MB/epoch, peak anon "
+                    "%.0f MB = %.2f x (P=%d's / P)%s\n", sc_names[m], ranks[i], x->epoch_s > 0 ? b->epoch_s / x->epoch_s : 0,
+                    ranks[0], x->acc - b->acc, x->max_bytes_epoch / 1e6, x->max_anon,
+                    b->max_anon > 0 ? x->max_anon / (b->max_anon * ranks[0] / ranks[i]) : 0, ranks[0], "");
+            if (json) {
+                json_t *j = NULL;
+                if ((rc = json_new(&j)) != INCA_OK) goto done;
+                json_str(j, "summary", sc_names[m]);
+                json_int(j, "ranks", ranks[i]);
+                json_num(j, "speedup", x->epoch_s > 0 ? b->epoch_s / x->epoch_s : 0);
+                json_num(j, "acc_delta", x->acc - b->acc);
+                json_num(j, "bytes_per_epoch_max_rank", x->max_bytes_epoch);
+                if (gas_over > 0) json_num(j, "gas_over_incagg_bytes", gas_over);
+                json_num(j, "peak_rss_anon_mb_max_rank", x->max_anon);
+                json_num(j, "anon_over_share", b->max_anon > 0 ? x->max_anon / (b->max_anon * ranks[0] / ranks[i]) : 0);
+                rc = json_write(j, stdout);
+                json_free(&j);
+                if (rc != INCA_OK) goto done;
+            }
+        }
+    }
+    if (nmr > 0) {
+        if (ranks[0] != 1 || !cells[0][SC_INCAGG].ok || !cells[0][SC_GAS].ok) {
+            rc = inca_fail(INCA_EINVAL, "--model-ranks: needs --ranks to start at 1 and --methods incagg,gas (the measured compute)");
+            goto done;
+        }
+        rc = run_model(c.store_path, &c, mr, nmr, links, nl, cells[0], nparams, json);
+    }
+done:
+    inca_free(all);
+    dataset_free(&d);
+    args_free(&a);
+    return rc;
+}
