@@ -253,8 +253,9 @@ static int run_model(const char *path, const train_config_t *c, const int *mr, i
                 eff[m] = t[m] > 0 ? t1[m] / (P * t[m]) : 0;
                 if (eff[m] >= 0.5) last_ok[m][l] = P;
             }
-            fprintf(stderr, "bench scale: model P=%-3d %3d Gb/s: incagg %.3f s/epoch (eff %.2f), gas %.3f s/epoch (eff %.2f); "
-                    "bytes/epoch %.1f vs %.1f MB\n", P, links[l], t[0], eff[0], t[1], eff[1], inc / 1e6, gas / 1e6);
+            fprintf(stderr, "bench scale: model P=%-3d %3d Gb/s: incagg %.3f s/epoch (eff %.2f), gas %.3f s/epoch (eff %.2f, "
+                    "%.2fx incagg's time); bytes/epoch %.1f vs %.1f MB\n", P, links[l], t[0], eff[0], t[1], eff[1],
+                    t[0] > 0 ? t[1] / t[0] : 0, inc / 1e6, gas / 1e6);
             if (j) {
                 json_obj_begin(j, NULL);
                 json_int(j, "gbps", links[l]);
@@ -262,6 +263,7 @@ static int run_model(const char *path, const train_config_t *c, const int *mr, i
                 json_num(j, "incagg_efficiency", eff[0]);
                 json_num(j, "gas_epoch_s", t[1]);
                 json_num(j, "gas_efficiency", eff[1]);
+                json_num(j, "gas_over_incagg_time", t[0] > 0 ? t[1] / t[0] : 0);
                 json_obj_end(j);
             }
         }

@@ -229,7 +229,7 @@ int cmd_train(int argc, char **argv) {
     if (rc) goto done;
     /* every rank's figures to rank 0: bytes sent and seconds in MPI per phase, its times, peak
      * anonymous and resident memory */
-    enum { NT = 4, NREC = 2 * COMM_NPHASES + NT + 2 };
+    enum { NT = 4, NREC = 2 * COMM_NPHASES + NT + 3 };
     double rec[NREC], *recs = NULL;
     for (int ph = 0; ph < COMM_NPHASES; ph++) {
         rec[ph] = (double)r.comm_bytes[ph];
@@ -237,8 +237,7 @@ int cmd_train(int argc, char **argv) {
     }
     const double times[NT] = {r.epoch_time_s, r.step_time_s, r.refresh_time_s, r.eval_time_s};
     memcpy(rec + 2 * COMM_NPHASES, times, sizeof times);
-    double file_mb = 0;
-    memstat_peaks(&rec[NREC - 2], &file_mb);
+    memstat_peaks(&rec[NREC - 3], &rec[NREC - 2]);
     rec[NREC - 1] = inca_peak_rss_mb();
     if (nranks > 1) {
         if (!(recs = inca_malloc(sizeof rec * (size_t)nranks))) { rc = INCA_ENOMEM; goto done; }
@@ -299,7 +298,8 @@ int cmd_train(int argc, char **argv) {
                     snprintf(key, sizeof key, "mpi_s_%s", comm_phase_name(ph));
                     json_num(j, key, x[COMM_NPHASES + ph]);
                 }
-                json_num(j, "peak_rss_anon_mb", x[NREC - 2]);
+                json_num(j, "peak_rss_anon_mb", x[NREC - 3]);
+                json_num(j, "peak_rss_file_mb", x[NREC - 2]);
                 json_num(j, "peak_rss_mb", x[NREC - 1]);
                 json_obj_end(j);
             }

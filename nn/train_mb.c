@@ -213,6 +213,7 @@ typedef struct mb_run {
     train_best_t best;
     double epoch_s, train_loss;
     int ep0, epochs_run, finished, fused_pending;
+    int init_pass;              /* the initial snapshot pass is running (its traffic: setup) */
 } mb_run_t;
 
 static void mb_run_free(mb_run_t *R) {
@@ -835,7 +836,7 @@ static int mb_pass(mb_run_t *R, int refresh, const float **logits) {
         }
         /* MPI: the next layer's rows of Â read the halo's rows of this output, from their owners */
         if (rc == INCA_OK && R->comm && !last)
-            rc = halo_exchange(R->halo, R->comm, hout, (int64_t)sizeof(float) * fout, refresh ? COMM_REFRESH : COMM_EVAL);
+            rc = halo_exchange(R->halo, R->comm, hout, (int64_t)sizeof(float) * fout, R->init_pass ? COMM_SETUP : refresh ? COMM_REFRESH : COMM_EVAL);
         hin = hout;
         fin = fout;
         skip_cur = skip_next;
@@ -994,8 +995,10 @@ int mb_train(const dataset_t *d, const train_config_t *c, const int64_t *train_i
     if (rc == INCA_OK && R.method == AGG_INCAGG && R.ep0 == 0) {
         const float *logits;
         double t0 = inca_now();
+        R.init_pass = 1;   /* its halo rows count as setup: a one-off, not a refresh */
         if (R.stream) rc = mb_pass(&R, 1, &logits);
-        else {
+        R.init_pass = 0;
+        if (!R.stream) {
             model_set_eval_transform_first(R.m, 0);
             rc = model_forward(R.m, R.D.n, R.x_d, &R.op_refresh, 0, c->seed, 0, &logits);
         }
