@@ -214,6 +214,7 @@ static int run_model(const char *path, const train_config_t *c, const int *mr, i
     /* the history widths a step and a refresh move: every layer input past x (GCN/SAGE sites) */
     const double width = (double)(c->layers - 1) * (double)c->hidden, row = 4.0 * width;
     const double rec = 4.0 * (4.0 + (double)nparams), alpha = 5e-6;
+    const int chain = c->grad_reduce == TRAIN_GRAD_CHAIN;
     const int64_t spe1 = p1[SC_INCAGG].ok ? p1[SC_INCAGG].spe : p1[SC_GAS].spe;
     double last_ok[2][SC_MAX];
     for (int l = 0; l < nl; l++) last_ok[0][l] = last_ok[1][l] = 0;
@@ -229,9 +230,12 @@ static int run_model(const char *path, const train_config_t *c, const int *mr, i
         /* per epoch and rank: spe steps, each an allgather of (P-1) records; IncAgg one refresh
          * (and one evaluation) pass moving its halo rows; GAS its pulls (rows + 8-byte ids) and
          * the evaluation pass's halo rows */
-        const double grad = (double)spe1 * rec * (P - 1), inc = grad + 2.0 * (double)hmax * row,
+        const double grad = (double)spe1 * (chain ? 16.0 * (P - 1) + 2.0 * (rec - 16.0) : rec * (P - 1)),
+                     inc = grad + 2.0 * (double)hmax * row,
                      gas = grad + (double)gmax * (row + 8.0) + (double)hmax * row;
-        const double msgs_inc = (double)spe1 * (P - 1) + 2.0 * (c->layers) * (P - 1), msgs_gas = msgs_inc + (double)spe1 * 2 * (P - 1);
+        /* the chain's latency: P hops down and P around, per step (pipelined chunks) */
+        const double msgs_inc = (double)spe1 * (chain ? 2.0 * P : (double)(P - 1)) + 2.0 * (c->layers) * (P - 1),
+                     msgs_gas = msgs_inc + (double)spe1 * 2 * (P - 1);
         json_t *j = NULL;
         if (json && (rc = json_new(&j)) != INCA_OK) break;
         if (j) {
@@ -282,7 +286,8 @@ static int run_model(const char *path, const train_config_t *c, const int *mr, i
 }
 
 int bench_scale(int argc, char **argv, comm_t *world) {
-    static const char *const known[] = {BENCH_MB_FLAGS, "--ranks", "--methods", "--model-ranks", "--links", "--loader", NULL};
+    static const char *const known[] = {BENCH_MB_FLAGS, "--ranks", "--methods", "--model-ranks", "--links", "--loader",
+                                        "--grad-reduce", NULL};
     args_t *a = NULL;
     dataset_t d;
     dataset_init(&d);
@@ -302,6 +307,12 @@ int bench_scale(int argc, char **argv, comm_t *world) {
     if (args_str(a, "--model-ranks", NULL) && (rc = parse_list("--model-ranks", args_str(a, "--model-ranks", NULL), mr, SC_MAX, &nmr)))
         goto done;
     if ((rc = train_loader_parse(args_str(a, "--loader", "view"), &c.loader))) goto done;
+    const char *gr = args_str(a, "--grad-reduce", "chain");
+    if (strcmp(gr, "chain") != 0 && strcmp(gr, "allgather") != 0) {
+        rc = inca_fail(INCA_EINVAL, "--grad-reduce: expected chain|allgather, got '%s'", gr);
+        goto done;
+    }
+    c.grad_reduce = strcmp(gr, "allgather") == 0 ? TRAIN_GRAD_ALLGATHER : TRAIN_GRAD_CHAIN;
     if (!args_str(a, "--batch-parts", NULL)) c.batch_parts = 8;
     int want[SC_NMETHODS] = {0}, maxp = 1;
     const char *methods = args_str(a, "--methods", "incagg,gas");

@@ -114,6 +114,10 @@ static int config_from_args(const args_t *a, train_config_t *c, log_state_t *ls)
     if ((rc = train_loader_parse(args_str(a, "--loader", "auto"), &c->loader))) return rc;
     if ((rc = flag_int(a, "--workers", 1, 1, 64, &v))) return rc;
     c->workers = (int)v;
+    const char *gr = args_str(a, "--grad-reduce", "chain");
+    if (strcmp(gr, "chain") != 0 && strcmp(gr, "allgather") != 0)
+        return inca_fail(INCA_EINVAL, "--grad-reduce: expected chain|allgather, got '%s'", gr);
+    c->grad_reduce = strcmp(gr, "allgather") == 0 ? TRAIN_GRAD_ALLGATHER : TRAIN_GRAD_CHAIN;
     const char *mb = args_str(a, "--memory-budget", NULL);
     if (mb && (rc = train_size_parse(mb, &c->memory_budget))) return rc;
     if (mb && c->loader == TRAIN_LOADER_COPY)
@@ -167,6 +171,7 @@ static void config_json(json_t *j, const args_t *a, const train_config_t *c) {
     json_str(j, "loader", c->loader == TRAIN_LOADER_VIEW ? "view" : c->loader == TRAIN_LOADER_COPY ? "copy" : "auto");
     json_int(j, "memory-budget", c->memory_budget);
     json_int(j, "workers", c->workers > 1 ? c->workers : 1);
+    json_str(j, "grad-reduce", c->grad_reduce == TRAIN_GRAD_ALLGATHER ? "allgather" : "chain");
     json_str(j, "split", args_str(a, "--split", "stored"));
     json_str(j, "train-indices", args_str(a, "--train-indices", NULL));
     json_str(j, "metrics", c->metrics_path);
@@ -181,7 +186,7 @@ int cmd_train(int argc, char **argv) {
         "--wd-conv", "--wd-first-layer!", "--adamw!", "--feature-norm", "--alpha", "--theta", "--K",
         "--batchnorm!", "--residual!", "--dense-input!", "--batch-size", "--checkpoint", "--resume!", "--parts", "--batch-parts", "--refresh", "--history-dtype", "--refresh-source", "--cluster-norm",
         "--partition", "--threads", "--device", "--deterministic!", "--tf32!", "--history-location", "--seed", "--metrics", "--runs", "--json!",
-        "--train-indices", "--split", "--patience", "--select", "--loader", "--memory-budget", "--workers", "--save-params", NULL};
+        "--train-indices", "--split", "--patience", "--select", "--loader", "--memory-budget", "--workers", "--save-params", "--grad-reduce", NULL};
     args_t *a = NULL;
     dataset_t d;
     train_config_t c;

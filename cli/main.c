@@ -37,7 +37,8 @@ static const struct { const char *name; int (*fn)(int, char **); const char *hel
      "            --deterministic (cuda SpMM) --tf32 (cuda GEMM) --metrics FILE.jsonl --json\n"
      "            --checkpoint DIR --resume --save-params FILE.npy (the last run's final parameters)\n"
      "  ranks     mpirun -np P inca train ...: P data-parallel processes (cluster, gas, incagg; CPU);\n"
-     "            --workers P [1]: the same P ranks simulated in one process (bit for bit the same)"},
+     "            --workers P [1]: the same P ranks simulated in one process (bit for bit the same)\n"
+     "            --grad-reduce chain|allgather [chain] (MPI: how gradients are summed in rank order)"},
     {"prune", cmd_prune,
      "prune STORE --labeled F --ssl S --score S --select S --keep F [flags]\n"
      "  (defaults in brackets)\n"
@@ -63,8 +64,9 @@ static const struct { const char *name; int (*fn)(int, char **); const char *hel
      "  epoch     STORE --methods cluster,gas,incagg [gas,incagg] --refresh-epochs 1,2,4 [1]\n"
      "            --warmup-epochs W [0] --eval-each-epoch + the train model/method flags --json\n"
      "  scale     STORE --ranks 1,2,4 [1,2] --methods incagg,gas [incagg,gas] --batch-parts B (global) [8]\n"
-     "            --loader view|copy [view] --model-ranks 8,16,32,64 --links 10,100 [10,100] + the train\n"
-     "            model/method flags --json (runs under mpiexec with max(--ranks) processes)"},
+     "            --loader view|copy [view] --grad-reduce chain|allgather [chain] --model-ranks 8,16,32,64\n"
+     "            --links 10,100 [10,100] + the train model/method flags --json\n"
+     "            (runs under mpiexec with max(--ranks) processes)"},
 };
 
 /* The overview prints the first line of each command's help; `inca CMD --help` all of it. */

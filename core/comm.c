@@ -233,6 +233,60 @@ int comm_alltoallv_rows(comm_t *c, const void *send, const int64_t *scount, void
 #endif
 }
 
+/* floats per pipelined piece of the ordered sum */
+#define COMM_CHAIN_CHUNK ((int64_t)1 << 16)
+
+int comm_ordered_sum_f32(comm_t *c, float *buf, int64_t n, const uint8_t *contrib, int phase) {
+    const int p = comm_size(c);
+    if (p == 1 || n <= 0) return INCA_OK;
+#ifdef INCA_HAS_MPI
+    const double t0 = inca_now();
+    const int me = c->rank;
+    int first = -1, last = -1, prev = -1, next = -1;
+    for (int r = 0; r < p; r++)
+        if (contrib[r]) {
+            if (first < 0) first = r;
+            last = r;
+            if (r < me) prev = r;
+            if (r > me && next < 0) next = r;
+        }
+    if (first < 0) return INCA_OK;
+    const int mine = contrib[me] != 0;
+    const int succ = (me + 1) % p, pred = (me + p - 1) % p;   /* the ring back from `last` */
+    float *tmp = inca_malloc(sizeof(float) * (size_t)(n < COMM_CHAIN_CHUNK ? n : COMM_CHAIN_CHUNK));
+    if (!tmp) return INCA_ENOMEM;
+    int64_t sent = 0;
+    int e = MPI_SUCCESS;
+    for (int64_t o = 0; o < n && e == MPI_SUCCESS; o += COMM_CHAIN_CHUNK) {
+        const int k = (int)(n - o < COMM_CHAIN_CHUNK ? n - o : COMM_CHAIN_CHUNK);
+        float *b = buf + o;
+        if (mine && me != first) {   /* the running sum of the contributors before this rank */
+            e = MPI_Recv(tmp, k, MPI_FLOAT, prev, 0, c->mc, MPI_STATUS_IGNORE);
+            for (int i = 0; i < k && e == MPI_SUCCESS; i++) b[i] = b[i] + tmp[i];
+        }
+        if (e == MPI_SUCCESS && mine && me != last) {
+            e = MPI_Send(b, k, MPI_FLOAT, next, 0, c->mc);
+            sent += k;
+        }
+        /* the ring from `last`: every other rank receives from its predecessor and forwards */
+        if (e == MPI_SUCCESS && me != last) e = MPI_Recv(b, k, MPI_FLOAT, pred, 1, c->mc, MPI_STATUS_IGNORE);
+        if (e == MPI_SUCCESS && succ != last) {
+            e = MPI_Send(b, k, MPI_FLOAT, succ, 1, c->mc);
+            sent += k;
+        }
+    }
+    inca_free(tmp);
+    if (e != MPI_SUCCESS) return mpi_fail(e, "ordered sum (MPI_Send/MPI_Recv)");
+    count(c, phase, sent * (int64_t)sizeof(float), t0);
+    return INCA_OK;
+#else
+    (void)buf;
+    (void)contrib;
+    (void)phase;
+    return inca_fail(INCA_ERR, "ordered sum over %d ranks without MPI", p);
+#endif
+}
+
 int comm_barrier(comm_t *c) {
     if (comm_size(c) == 1) return INCA_OK;
 #ifdef INCA_HAS_MPI

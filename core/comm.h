@@ -60,6 +60,14 @@ int comm_alltoall_i64(comm_t *c, const int64_t *send, int64_t *recv, int phase);
  * datatype, so a message may hold up to 2^31 - 1 rows of any width (Open MPI's counts are int). */
 int comm_alltoallv_rows(comm_t *c, const void *send, const int64_t *scount, void *recv, const int64_t *rcount,
                         int64_t row_bytes, int phase);
+/* buf (n floats) <- the sum over the contributing ranks (contrib[r] != 0, the same array on every
+ * rank) in rank order: the first contributor's values, then each later one's added
+ * (fl(g_r + acc)), the same bits on every rank and the bits of that left-to-right loop in one
+ * process. A chain: each contributor receives the running sum from the previous one, adds its
+ * own and passes it on, in pipelined chunks; the last one's sums then travel the ring back to
+ * every rank. Each rank sends at most about 2n floats, whatever P (an allgather of n-float
+ * records sends (P - 1) n). No contributor: buf is left as it is. */
+int comm_ordered_sum_f32(comm_t *c, float *buf, int64_t n, const uint8_t *contrib, int phase);
 int comm_barrier(comm_t *c);
 
 /* Bytes this rank sent under phase, and seconds it spent inside MPI there (waiting for the

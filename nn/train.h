@@ -110,6 +110,9 @@ typedef struct train_config {
                                   (equal, bit for bit, to --workers P in one process); NULL or one
                                   rank: one process */
     int keep_params;           /* 1: train_result.params receives the last run's final parameters */
+    int grad_reduce;           /* MPI: TRAIN_GRAD_CHAIN (default: an ordered chain, ~2 gradient
+                                  records sent per rank) or TRAIN_GRAD_ALLGATHER (every record to
+                                  every rank); the same bits either way */
     int64_t memory_budget;     /* view loader: bytes of anonymous memory for the run (0: no
                                   limit); history tables past what the batch needs go to
                                   file-backed maps in the store's folder */
@@ -125,6 +128,7 @@ typedef struct train_config {
     float *out_logits;         /* NULL or n x c: eval logits at the best epoch of the last run */
 } train_config_t;
 
+enum { TRAIN_GRAD_CHAIN = 0, TRAIN_GRAD_ALLGATHER = 1 };
 void train_config_default(train_config_t *c);
 
 typedef struct train_result {

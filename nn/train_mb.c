@@ -664,9 +664,11 @@ static int mb_fwd_bwd(mb_run_t *R, batch_loader_t *ld, int ep, int64_t slot, uin
  * holds the ranks' history pushes until all of them ran: a rank's halo pull sees the histories
  * as the step began, as a per-step halo exchange between processes would. */
 /* mb_step under MPI: this rank's batch (dropout step gstep * P + rank), then every rank's
- * record [had, loss, gradients] allgathered and summed in rank order exactly as mb_step sums
- * the simulated ranks (the same operations on the same values: the same bits on every rank,
- * whatever algorithm MPI picks), then the shared optimiser step on every rank. */
+ * [had, loss] to every rank and the gradients summed in rank order exactly as mb_step sums the
+ * simulated ranks (the same operations on the same values: the same bits on every rank,
+ * whatever algorithm MPI picks), then the shared optimiser step on every rank. --grad-reduce
+ * chain (default) sums through comm_ordered_sum_f32 (about 2 records sent per rank);
+ * allgather sends every record to every rank ((P - 1) records) and sums locally. */
 static int mb_step_mpi(mb_run_t *R, int ep, int64_t s, double *loss_sum, int64_t *loss_n) {
     kern_ctx_t *kc = R->kc;
     const int np = model_nparams(R->m), P = R->workers;
@@ -688,23 +690,43 @@ static int mb_step_mpi(mb_run_t *R, int ep, int64_t s, double *loss_sum, int64_t
         if (had) memcpy(gp, pp->g, sizeof(float) * (size_t)pp->n);
         gp += pp->n;
     }
-    if ((rc = comm_allgather(R->comm, R->gsend, (int64_t)sizeof(float) * R->gfloats, R->grecv, COMM_GRAD)) != INCA_OK)
-        return rc;
     int nc = 0;
-    for (int r = 0; r < P && rc == INCA_OK; r++) {
-        const float *rec = R->grecv + (int64_t)r * R->gfloats;
-        memcpy(hd, rec, sizeof hd);
-        if (hd[0] == 0) continue;
-        *loss_sum += hd[1];
-        (*loss_n)++;
-        const float *g = rec + 4;
-        for (int i = 0; i < np && rc == INCA_OK; i++) {
+    if (R->c->grad_reduce == TRAIN_GRAD_ALLGATHER) {   /* every record to every rank, summed here */
+        if ((rc = comm_allgather(R->comm, R->gsend, (int64_t)sizeof(float) * R->gfloats, R->grecv, COMM_GRAD)) != INCA_OK)
+            return rc;
+        for (int r = 0; r < P && rc == INCA_OK; r++) {
+            const float *rec = R->grecv + (int64_t)r * R->gfloats;
+            memcpy(hd, rec, sizeof hd);
+            if (hd[0] == 0) continue;
+            *loss_sum += hd[1];
+            (*loss_n)++;
+            const float *g = rec + 4;
+            for (int i = 0; i < np && rc == INCA_OK; i++) {
+                const nn_param_t *pp = model_param(R->m, i);
+                rc = nc == 0 ? kc_copy(kc, R->gacc[i], g, sizeof(float) * (size_t)pp->n, KERN_D2D, KERN_STREAM_COMPUTE)
+                             : kc_axpby(kc, pp->n, 1.f, g, 1.f, R->gacc[i]);
+                g += pp->n;
+            }
+            nc++;
+        }
+    } else {   /* the headers to everyone, the gradients through the ordered chain (core/comm.h) */
+        uint8_t contrib[MB_MAX_WORKERS];
+        if ((rc = comm_allgather(R->comm, R->gsend, (int64_t)sizeof hd, R->grecv, COMM_GRAD)) != INCA_OK) return rc;
+        for (int r = 0; r < P; r++) {
+            memcpy(hd, (const char *)R->grecv + sizeof hd * (size_t)r, sizeof hd);
+            contrib[r] = hd[0] != 0;
+            if (!contrib[r]) continue;
+            *loss_sum += hd[1];
+            (*loss_n)++;
+            nc++;
+        }
+        if ((rc = comm_ordered_sum_f32(R->comm, R->gsend + 4, R->gfloats - 4, contrib, COMM_GRAD)) != INCA_OK) return rc;
+        const float *g = R->gsend + 4;
+        for (int i = 0; i < np && nc > 0 && rc == INCA_OK; i++) {
             const nn_param_t *pp = model_param(R->m, i);
-            rc = nc == 0 ? kc_copy(kc, R->gacc[i], g, sizeof(float) * (size_t)pp->n, KERN_D2D, KERN_STREAM_COMPUTE)
-                         : kc_axpby(kc, pp->n, 1.f, g, 1.f, R->gacc[i]);
+            rc = kc_copy(kc, R->gacc[i], g, sizeof(float) * (size_t)pp->n, KERN_D2D, KERN_STREAM_COMPUTE);
             g += pp->n;
         }
-        nc++;
     }
     if (rc != INCA_OK || nc == 0) return rc;
     for (int i = 0; i < np && rc == INCA_OK; i++) {
