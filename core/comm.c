@@ -92,6 +92,8 @@ const char *comm_phase_name(int phase) {
     return phase >= 0 && phase < COMM_NPHASES ? n[phase] : "?";
 }
 
+
+#ifdef INCA_HAS_MPI
 static void count(comm_t *c, int phase, int64_t bytes, double t0) {
     if (c && phase >= 0 && phase < COMM_NPHASES) {
         c->sent[phase] += bytes;
@@ -99,7 +101,6 @@ static void count(comm_t *c, int phase, int64_t bytes, double t0) {
     }
 }
 
-#ifdef INCA_HAS_MPI
 static int mpi_fail(int err, const char *what) {
     char s[MPI_MAX_ERROR_STRING];
     int len = 0;
