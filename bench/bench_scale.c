@@ -381,9 +381,9 @@ int bench_scale(int argc, char **argv, comm_t *world) {
             const double gas_over = m == SC_INCAGG && cells[i][SC_GAS].ok && x->max_bytes_epoch > 0
                                         ? cells[i][SC_GAS].max_bytes_epoch / x->max_bytes_epoch : 0;
             fprintf(stderr, "bench scale: %-7s P=%d speedup %.2f (vs P=%d), acc %+.4f, busiest rank %.1f MB/epoch, peak anon "
-                    "%.0f MB = %.2f x (P=%d's / P)%s\n", sc_names[m], ranks[i], x->epoch_s > 0 ? b->epoch_s / x->epoch_s : 0,
+                    "%.0f MB = %.2f x (P=%d's / P)\n", sc_names[m], ranks[i], x->epoch_s > 0 ? b->epoch_s / x->epoch_s : 0,
                     ranks[0], x->acc - b->acc, x->max_bytes_epoch / 1e6, x->max_anon,
-                    b->max_anon > 0 ? x->max_anon / (b->max_anon * ranks[0] / ranks[i]) : 0, ranks[0], "");
+                    b->max_anon > 0 ? x->max_anon / (b->max_anon * ranks[0] / ranks[i]) : 0, ranks[0]);
             if (json) {
                 json_t *j = NULL;
                 if ((rc = json_new(&j)) != INCA_OK) goto done;

@@ -12,7 +12,10 @@
 #include "loaders/dataset.h"
 #include "loaders/store.h"
 #include "graph/split.h"
+#include "nn/shard.h"
 #include "nn/train.h"
+#include "nn/model.h"
+#include "nn/layer.h"
 #include "pruning/npy.h"
 #include <stdio.h>
 #include <string.h>
@@ -191,10 +194,13 @@ int cmd_train(int argc, char **argv) {
     dataset_t d;
     train_config_t c;
     train_result_t r;
+    shard_t sh;
     json_t *j = NULL;
     int64_t *ids = NULL, nids = 0;
     dataset_init(&d);
     memset(&r, 0, sizeof r);
+    memset(&sh, 0, sizeof sh);
+    dataset_init(&sh.d);
     int rc = args_parse(argc, argv, known, &a);
     if (rc) return rc;
     if (args_npos(a) != 1) { rc = inca_fail(INCA_EINVAL, "expected exactly one STORE argument"); goto done; }
@@ -210,6 +216,33 @@ int cmd_train(int argc, char **argv) {
     }
     const char *save_params = args_str(a, "--save-params", NULL);
     c.keep_params = save_params != NULL;
+    int shard_ranks = 0;
+    if (shard_dir_ranks(c.store_path, &shard_ranks)) {   /* STORE is a folder of per-rank shards */
+        int kind = 0;
+        hist_dtype_t hd = HIST_F32;
+        if ((rc = shard_open(c.store_path, me, nranks, &sh))) goto done;
+        if ((rc = model_kind_parse(c.model, &kind)) || (rc = hist_dtype_parse(c.history_dtype, &hd))) goto done;
+        const char *why = c.loader == TRAIN_LOADER_COPY ? "--loader copy (shards are read through the view loader)"
+                          : strcmp(c.method, "full") == 0 ? "--method full"
+                          : args_str(a, "--split", NULL) ? "--split (a shard holds its rank's share of the stored split)"
+                          : args_str(a, "--train-indices", NULL) ? "--train-indices"
+                          : c.feature_norm != sh.featnorm ? "this --feature-norm"
+                          : nn_kind_norm(kind) != sh.norm ? "this --model's adjacency"
+                          : strcmp(c.method, "incagg") == 0 && sh.has_m0 && sh.v.m0_dtype != hd ? "this --history-dtype"
+                          : NULL;
+        if (why) {
+            rc = inca_fail(INCA_EINVAL, "%s: the shards were not made for %s; rerun inca shard with the training's "
+                           "--feature-norm, --model and --history-dtype, or train on the store", c.store_path, why);
+            goto done;
+        }
+        d = sh.d;   /* the dataset moves to d */
+        dataset_init(&sh.d);
+        c.given_partition = &sh.p;
+        c.given_views = &sh.v;
+        c.given_plan = &sh.plan;
+        c.loader = TRAIN_LOADER_VIEW;
+        c.store_path = sh.path;
+    } else
     {   /* the view loader maps the features and Â from the store: neither is loaded */
         store_t *s = NULL;
         if ((rc = store_open(c.store_path, STORE_RDONLY, &s))) goto done;
@@ -326,6 +359,7 @@ int cmd_train(int argc, char **argv) {
 done:
     json_free(&j);
     train_result_free(&r);
+    shard_free(&sh);
     inca_free(ids);
     dataset_free(&d);
     args_free(&a);

@@ -39,6 +39,9 @@ static const struct { const char *name; int (*fn)(int, char **); const char *hel
      "  ranks     mpirun -np P inca train ...: P data-parallel processes (cluster, gas, incagg; CPU);\n"
      "            --workers P [1]: the same P ranks simulated in one process (bit for bit the same)\n"
      "            --grad-reduce chain|allgather [chain] (MPI: how gradients are summed in rank order)"},
+    {"shard", cmd_shard,
+     "shard STORE --ranks P --out DIR [--parts K] [--feature-norm none|row|standard] [--model gcn|sage]\n"
+     "            [--history-dtype fp32|bf16] [--json]   per-rank stores for mpirun -np P inca train DIR"},
     {"prune", cmd_prune,
      "prune STORE --labeled F --ssl S --score S --select S --keep F [flags]\n"
      "  (defaults in brackets)\n"

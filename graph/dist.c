@@ -4,6 +4,25 @@
 #include "core/status.h"
 #include <string.h>
 
+int dist_plan_copy(const dist_plan_t *p, dist_plan_t *out) {
+    memset(out, 0, sizeof *out);
+    const size_t r = (size_t)p->ranks;
+    out->part_lo = inca_malloc(sizeof *out->part_lo * (r + 1));
+    out->node_lo = inca_malloc(sizeof *out->node_lo * (r + 1));
+    out->weight = inca_calloc(r ? r : 1, sizeof *out->weight);
+    if (!out->part_lo || !out->node_lo || !out->weight) {
+        dist_plan_free(out);
+        return INCA_ENOMEM;
+    }
+    memcpy(out->part_lo, p->part_lo, sizeof *out->part_lo * (r + 1));
+    memcpy(out->node_lo, p->node_lo, sizeof *out->node_lo * (r + 1));
+    if (p->weight) memcpy(out->weight, p->weight, sizeof *out->weight * r);
+    out->ranks = p->ranks;
+    out->k = p->k;
+    out->n = p->n;
+    return INCA_OK;
+}
+
 void dist_plan_free(dist_plan_t *p) {
     if (!p) return;
     inca_free(p->part_lo);

@@ -27,6 +27,7 @@ typedef struct dist_plan {
  * ranks > k (a rank needs a part). out is owned by the caller (dist_plan_free). */
 int dist_plan_make(const csr_t *a, const int64_t *bounds, int64_t k, int ranks, dist_plan_t *out);
 void dist_plan_free(dist_plan_t *p);   /* NULL-safe; zeroes *p */
+int dist_plan_copy(const dist_plan_t *p, dist_plan_t *out);   /* a deep copy (owned by the caller) */
 /* The rank owning node v (binary search), -1 outside [0, n). */
 int dist_owner(const dist_plan_t *p, int64_t v);
 /* Rank r's halo: the sorted distinct ids outside its node range that its rows reference

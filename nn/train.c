@@ -757,12 +757,16 @@ int train_run(const dataset_t *d, const train_config_t *c, const int64_t *train_
     r->run_best_epoch = inca_calloc((size_t)c->runs, sizeof(int));
     if (!r->run_test_acc || !r->run_val_acc || !r->run_best_epoch) { rc = INCA_ENOMEM; goto fail; }
     /* under mpirun rank 0 partitions (and writes the layout) first, then the others read them */
-    const int after0 = mb && comm_size(c->comm) > 1 && comm_rank(c->comm) != 0;
+    const int after0 = mb && comm_size(c->comm) > 1 && comm_rank(c->comm) != 0 && !c->given_views;
     if (after0 && (rc = comm_barrier(c->comm))) goto fail;
-    if (mb && (rc = train_partition(d, c, &part, NULL))) goto fail;   /* one partitioning for every run */
+    const partition_t *pp = c->given_partition ? c->given_partition : &part;   /* a shard's (nn/shard.h) */
+    if (mb && !c->given_partition && (rc = train_partition(d, c, &part, NULL))) goto fail;   /* one partitioning for every run */
     /* auto with the features loaded (a caller that loaded the dataset: prune, tests) stays on the
      * copy path; the CLI resolves auto before loading and loads no features for view */
-    if (mb && (c->loader == TRAIN_LOADER_VIEW || (c->loader == TRAIN_LOADER_AUTO && !d->x))) {
+    if (mb && c->given_views) {
+        cc.loader = TRAIN_LOADER_VIEW;
+        view = c->given_views;
+    } else if (mb && (c->loader == TRAIN_LOADER_VIEW || (c->loader == TRAIN_LOADER_AUTO && !d->x))) {
         cc.loader = TRAIN_LOADER_VIEW;
         if ((rc = train_view_open(d, &cc, &part, &vstore, &views))) goto fail;
         view = &views;
@@ -770,7 +774,7 @@ int train_run(const dataset_t *d, const train_config_t *c, const int64_t *train_
         rc = inca_fail(INCA_EINVAL, "dataset has no node features: cannot train a model");
         goto fail;
     } else cc.loader = TRAIN_LOADER_COPY;
-    if (mb && comm_size(c->comm) > 1 && !after0 && (rc = comm_barrier(c->comm))) goto fail;
+    if (mb && comm_size(c->comm) > 1 && !after0 && !c->given_views && (rc = comm_barrier(c->comm))) goto fail;
     if (c->metrics_path && !c->metrics_fp) {
         if (!(mf = fopen(c->metrics_path, "w"))) {
             rc = inca_fail(INCA_EIO, "--metrics %s: cannot open for writing", c->metrics_path);
@@ -781,7 +785,7 @@ int train_run(const dataset_t *d, const train_config_t *c, const int64_t *train_
     double te = 0, ts = 0, tr = 0, tv = 0;
     for (int i = 0; i < c->runs; i++) {
         cc.seed = c->seed + (uint64_t)i;
-        if ((rc = train_one(d, &cc, tidx, ntr, i, mb ? &part : NULL, view, &one))) {
+        if ((rc = train_one(d, &cc, tidx, ntr, i, mb ? pp : NULL, view, &one))) {
             if (c->runs > 1) inca_fail_ctx(rc, "run %d (seed %llu)", i, (unsigned long long)cc.seed);
             goto fail;
         }

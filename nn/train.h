@@ -110,6 +110,11 @@ typedef struct train_config {
                                   (equal, bit for bit, to --workers P in one process); NULL or one
                                   rank: one process */
     int keep_params;           /* 1: train_result.params receives the last run's final parameters */
+    /* a rank's shard (nn/shard.h; borrowed, NULL: from the store): its partitioning, its arrays
+     * in the global numbering (the view path), the ownership plan of the job */
+    const struct partition *given_partition;
+    const struct layout_views *given_views;
+    const struct dist_plan *given_plan;
     int grad_reduce;           /* MPI: TRAIN_GRAD_CHAIN (default: an ordered chain, ~2 gradient
                                   records sent per rank) or TRAIN_GRAD_ALLGATHER (every record to
                                   every rank); the same bits either way */

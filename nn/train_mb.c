@@ -392,7 +392,13 @@ static int mb_run_setup(mb_run_t *R, const dataset_t *d, const int64_t *train_id
         if (c->on_epoch || c->out_logits)
             return inca_fail(INCA_EINVAL, "mpirun: the per-node logits hooks (on_epoch, out_logits) are one process's");
     }
-    if (R->workers > 1 && (rc = dist_plan_make(&R->D.a, R->p->bounds, R->p->k, R->workers, &R->plan)) != INCA_OK) return rc;
+    if (R->workers > 1 && c->given_plan) {   /* a shard's: its own rows of Â cannot weigh the parts */
+        if ((rc = dist_plan_copy(c->given_plan, &R->plan)) != INCA_OK) return rc;
+        if (R->plan.ranks != R->workers || R->plan.n != R->D.n || R->plan.k != R->p->k)
+            return inca_fail(INCA_EINVAL, "the shard's ownership plan is for %d ranks of %lld nodes, %lld parts; the job has %d ranks",
+                             R->plan.ranks, (long long)R->plan.n, (long long)R->plan.k, R->workers);
+    } else if (R->workers > 1 && (rc = dist_plan_make(&R->D.a, R->p->bounds, R->p->k, R->workers, &R->plan)) != INCA_OK)
+        return rc;
     if (R->comm) {   /* this rank's ids of each split (sorted: one slice each) */
         const int64_t lo = R->plan.node_lo[R->rank], hi = R->plan.node_lo[R->rank + 1];
         id_slice(R->D.tr, R->D.ntr, lo, hi, &R->tr_lo, &R->tr_n);

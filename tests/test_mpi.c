@@ -1,8 +1,9 @@
 /* `mpirun -np P inca train` (issue 13) against its single-process reference `--workers P`: the
  * same final parameters bit for bit (--save-params) and the same accuracy, for cluster, gas and
  * incagg (both refresh sources) at P = 2 and 4 on the bundled Cora; the byte counters (IncAgg
- * sends nothing but the gradient reduction between refreshes); checkpoints per rank; a rank
- * that fails or is killed ends the job with a message naming it, never a hang.
+ * sends nothing but the gradient reduction between refreshes); checkpoints per rank; per-rank
+ * shards (inca shard) giving the whole store's bits; a rank that fails or is killed ends the job
+ * with a message naming it, never a hang; bench scale's smoke pass.
  * Runs only where CMake found MPI and mpiexec (INCA_MPIEXEC; skipped otherwise). */
 #include "testutil.h"
 #include <stdio.h>
@@ -223,6 +224,53 @@ START_TEST(failures_end_the_job_naming_the_rank) {
 }
 END_TEST
 
+/* inca shard: per-rank stores give the whole store's bits (and so --workers'), for gcn and for
+ * sage with bf16 tables over 3 ranks; shards for another rank count or other flags are refused */
+static void shard_case(int p, const char *make, const char *train) {
+    char args[16384], sd[1100], pa[1100], pb[1100];
+    char *out = NULL, *err = NULL;
+    snprintf(sd, sizeof sd, "%s/shards-%d", dir, p);
+    snprintf(pa, sizeof pa, "%s/sa.npy", dir);
+    snprintf(pb, sizeof pb, "%s/sb.npy", dir);
+    tu_rmrf(sd);
+    snprintf(args, sizeof args, "shard '%s' --ranks %d --out '%s' --parts 40 %s --json", store, p, sd, make);
+    ck_assert_msg(tu_inca(args, &out, &err) == 0, "%s", err);
+    cJSON *j = tu_json_last(out);
+    const cJSON *sh = tu_json_get(j, "shards", cJSON_Array);
+    double own = 0;
+    for (int r = 0; r < p; r++) own += tu_json_dbl(cJSON_GetArrayItem(sh, r), "own_rows");
+    ck_assert_double_eq(own, 2708);   /* Cora's nodes, each owned once */
+    cJSON_Delete(j);
+    free(out);
+    free(err);
+    static const char *const methods[] = {"incagg --refresh-source push", "incagg --refresh-source recompute", "gas"};
+    for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++) {
+        const char *common = "--parts 40 --batch-parts 5 --epochs 3 --seed 2 --threads 1 --loader view --json";
+        snprintf(args, sizeof args, "train '%s' --method %s %s %s --workers %d --save-params '%s'", store, methods[i], train,
+                 common, p, pa);
+        ck_assert_msg(run(0, args, NULL, &err) == 0, "%s", err);
+        free(err);
+        snprintf(args, sizeof args, "train '%s' --method %s %s %s --save-params '%s'", sd, methods[i], train, common, pb);
+        ck_assert_msg(run(p, args, NULL, &err) == 0, "%s", err);
+        free(err);
+        same_file(pa, pb, methods[i]);
+    }
+    snprintf(args, sizeof args, "train '%s' --method incagg %s --epochs 1", sd, train);
+    ck_assert_int_eq(run(p + 1, args, NULL, &err), 2);
+    ck_assert_msg(strstr(err, "holds shards for"), "%s", err);
+    free(err);
+    snprintf(args, sizeof args, "train '%s' --method incagg %s --feature-norm standard --epochs 1", sd, train);
+    ck_assert_int_eq(run(p, args, NULL, &err), 2);
+    ck_assert_msg(strstr(err, "were not made for this --feature-norm"), "%s", err);
+    free(err);
+}
+
+START_TEST(shards_equal_the_store) {
+    shard_case(2, "", "--model gcn");
+    shard_case(3, "--model sage --history-dtype bf16 --feature-norm row", "--model sage --history-dtype bf16 --feature-norm row");
+}
+END_TEST
+
 /* bench scale starts itself under mpiexec; a smoke pass: its lines parse, IncAgg's summary
  * compares bytes with GAS, and the model prints both methods per link */
 START_TEST(bench_scale_smoke) {
@@ -274,6 +322,7 @@ int main(void) {
     tcase_add_test(tc, checkpoints_per_rank_resume_bit_for_bit);
     tcase_add_test(tc, failures_end_the_job_naming_the_rank);
     tcase_add_test(tc, bench_scale_smoke);
+    tcase_add_test(tc, shards_equal_the_store);
     suite_add_tcase(s, tc);
     return tu_run_suite(s);
 }

@@ -1,0 +1,337 @@
+/* See shard.h. Array names in a shard: shard/l2g (global ids of the own and halo rows, sorted),
+ * shard/x (their feature rows), shard/a/{rowptr,col,val} and shard/at/... (the own rows of Â,
+ * Âᵀ), shard/m0 (the own rows of M^0), shard/plan/{node_lo,part_lo}, the record shard/info; plus
+ * y, split/<name> and the partitioning under the names a store always uses. */
+#include "nn/shard.h"
+#include "core/alloc.h"
+#include "core/status.h"
+#include "core/util.h"
+#include "loaders/partition_store.h"
+#include "loaders/store.h"
+#include "nn/layer.h"
+#include "nn/model.h"
+#include "nn/train.h"
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+
+#define SHARD_VERSION 1
+
+typedef struct shard_info {
+    int32_t version, rank, ranks, featnorm, norm, has_m0, m0_dtype, pad;
+    int64_t n, f, k, lo, hi, n_local;
+} shard_info_t;
+
+static void shard_name(char *buf, size_t len, const char *dir, int r, int p) {
+    snprintf(buf, len, "%s/rank-%d-of-%d.lmdb", dir, r, p);
+}
+
+int shard_dir_ranks(const char *dir, int *ranks) {
+    DIR *dp = opendir(dir);
+    int found = 0;
+    for (struct dirent *e; dp && (e = readdir(dp));) {
+        int p = 0;
+        if (sscanf(e->d_name, "rank-0-of-%d.lmdb", &p) == 1 && p > 0) {
+            *ranks = p;
+            found = 1;
+        }
+    }
+    if (dp) closedir(dp);
+    return found;
+}
+
+/* one rank's shard, written to tmp (a fresh store) */
+static int write_one(const char *tmp, const dataset_t *d, const partition_t *p, const dist_plan_t *plan,
+                     const layout_views_t *v, const shard_opts_t *o, int norm, int r, int64_t *own, int64_t *halo) {
+    const int64_t n = d->n, f = d->f, lo = plan->node_lo[r], hi = plan->node_lo[r + 1];
+    int64_t *hids = NULL, nh = 0, *l2g = NULL, *split[SPLIT_COUNT] = {0}, sn[SPLIT_COUNT] = {0};
+    float *xl = NULL;
+    int32_t *y = NULL;
+    int64_t *rp = NULL, *rpt = NULL;
+    store_t *s = NULL;
+    store_wtx_t *w = NULL;
+    int rc = dist_halo(&v->a, plan, r, &hids, &nh);
+    if (rc != INCA_OK) return rc;
+    /* Âᵀ (mean): a batch's backward reads only its in-batch entries, so its own rows are kept
+     * whole and its columns need no rows here */
+    const int64_t nl = (hi - lo) + nh;
+    *own = hi - lo;
+    *halo = nh;
+    l2g = inca_malloc(sizeof *l2g * (size_t)(nl ? nl : 1));
+    xl = inca_malloc(sizeof *xl * (size_t)(nl * f > 0 ? nl * f : 1));
+    y = inca_malloc(sizeof *y * (size_t)(n ? n : 1));
+    rp = inca_malloc(sizeof *rp * (size_t)(hi - lo + 1));
+    if (v->at.rowptr) rpt = inca_malloc(sizeof *rpt * (size_t)(hi - lo + 1));
+    for (int sp = 0; sp < SPLIT_COUNT; sp++) split[sp] = inca_malloc(sizeof(int64_t) * (size_t)(d->split_n[sp] ? d->split_n[sp] : 1));
+    if (!l2g || !xl || !y || !rp || (v->at.rowptr && !rpt) || !split[0] || !split[1] || !split[2]) { rc = INCA_ENOMEM; goto done; }
+    /* the own range and the halo merged in global order */
+    int64_t a = 0, m = 0;
+    for (int64_t g = lo; g <= hi; g++) {
+        while (a < nh && hids[a] < g) l2g[m++] = hids[a++];
+        if (g < hi) l2g[m++] = g;
+    }
+    while (a < nh) l2g[m++] = hids[a++];
+    for (int64_t i = 0; i < nl; i++) memcpy(xl + i * f, v->x + l2g[i] * f, sizeof(float) * (size_t)f);
+    for (int64_t i = 0; i <= hi - lo; i++) rp[i] = v->a.rowptr[lo + i] - v->a.rowptr[lo];
+    if (rpt) for (int64_t i = 0; i <= hi - lo; i++) rpt[i] = v->at.rowptr[lo + i] - v->at.rowptr[lo];
+    /* labels and splits of the own nodes, in the dataset's own numbering */
+    int64_t labeled = 0;
+    for (int64_t u = 0; u < n; u++) {
+        const int64_t g = p->perm[u];
+        y[u] = g >= lo && g < hi && d->y ? d->y[u] : -1;
+        labeled += y[u] >= 0;
+    }
+    for (int sp = 0; sp < SPLIT_COUNT; sp++)
+        for (int64_t i = 0; i < d->split_n[sp]; i++) {
+            const int64_t g = p->perm[d->split[sp][i]];
+            if (g >= lo && g < hi) split[sp][sn[sp]++] = d->split[sp][i];
+        }
+    store_meta_t meta = {.magic = STORE_MAGIC, .version = STORE_VERSION, .nodes = n, .edges = d->adj.nnz, .features = f,
+                         .classes = (int32_t)d->c, .feat_dtype = DT_F32, .labeled = labeled,
+                         .split_n = {sn[0], sn[1], sn[2]}};
+    snprintf(meta.source, sizeof meta.source, "shard %d of %d (%.200s)", r, plan->ranks, d->source);
+    shard_info_t info = {.version = SHARD_VERSION, .rank = r, .ranks = plan->ranks, .featnorm = o->featnorm, .norm = norm,
+                         .has_m0 = v->m0 != NULL, .m0_dtype = (int32_t)v->m0_dtype, .n = n, .f = f, .k = p->k,
+                         .lo = lo, .hi = hi, .n_local = nl};
+    const int64_t nz0 = v->a.rowptr[lo], nnz = v->a.rowptr[hi] - nz0;
+    const int64_t es = v->m0_dtype == HIST_BF16 ? 2 : 4;
+    /* the meta first (a store opens only with one), then the arrays through the map: whole
+     * values past 2 GiB need it (store.h) */
+    if ((rc = store_create(tmp, &s)) != INCA_OK || (rc = store_write_begin(s, &w)) != INCA_OK ||
+        (rc = store_wtx_put_meta(w, &meta)) != INCA_OK || (rc = store_write_commit(&w)) != INCA_OK)
+        goto done;
+    store_close(&s);
+    if ((rc = store_open(tmp, STORE_RDWR_MAP, &s)) != INCA_OK || (rc = store_write_begin(s, &w)) != INCA_OK) goto done;
+    rc = store_wtx_put_record(w, "shard/info", &info, sizeof info);
+    if (!rc) rc = store_wtx_put_array(w, "y", DT_I32, y, n);
+    static const char *const spn[SPLIT_COUNT] = {"split/train", "split/valid", "split/test"};
+    for (int sp = 0; sp < SPLIT_COUNT && !rc; sp++)
+        if (sn[sp] > 0) rc = store_wtx_put_array(w, spn[sp], DT_I64, split[sp], sn[sp]);
+    if (!rc) rc = store_wtx_put_array(w, "shard/plan/node_lo", DT_I64, plan->node_lo, plan->ranks + 1);
+    if (!rc) rc = store_wtx_put_array(w, "shard/plan/part_lo", DT_I64, plan->part_lo, plan->ranks + 1);
+    if (!rc) rc = store_wtx_put_array_whole(w, "shard/l2g", DT_I64, l2g, nl);
+    if (!rc) rc = store_wtx_put_array_whole(w, "shard/x", DT_F32, xl, nl * f);
+    if (!rc) rc = store_wtx_put_array_whole(w, "shard/a/rowptr", DT_I64, rp, hi - lo + 1);
+    if (!rc) rc = store_wtx_put_array_whole(w, "shard/a/col", DT_I32, v->a.col + nz0, nnz);
+    if (!rc) rc = store_wtx_put_array_whole(w, "shard/a/val", DT_F32, v->a.val + nz0, nnz);
+    if (!rc && rpt) {
+        const int64_t t0 = v->at.rowptr[lo], tn = v->at.rowptr[hi] - t0;
+        rc = store_wtx_put_array_whole(w, "shard/at/rowptr", DT_I64, rpt, hi - lo + 1);
+        if (!rc) rc = store_wtx_put_array_whole(w, "shard/at/col", DT_I32, v->at.col + t0, tn);
+        if (!rc) rc = store_wtx_put_array_whole(w, "shard/at/val", DT_F32, v->at.val + t0, tn);
+    }
+    if (!rc && v->m0)
+        rc = store_wtx_put_array_whole(w, "shard/m0", v->m0_dtype == HIST_BF16 ? DT_BF16 : DT_F32,
+                                       (const char *)v->m0 + lo * f * es, (hi - lo) * f);
+    if (!rc) rc = store_write_commit(&w);
+    if (!rc) rc = store_partition_save(s, p);
+done:
+    store_write_abort(&w);
+    store_close(&s);
+    for (int sp = 0; sp < SPLIT_COUNT; sp++) inca_free(split[sp]);
+    inca_free(hids);
+    inca_free(l2g);
+    inca_free(xl);
+    inca_free(y);
+    inca_free(rp);
+    inca_free(rpt);
+    return rc;
+}
+
+int shard_write(const char *store_path, const shard_opts_t *o, const char *dir, shard_stats_t *st) {
+    if (o->ranks < 1 || o->ranks > 64) return inca_fail(INCA_EINVAL, "--ranks %d: expected 1 to 64", o->ranks);
+    int kind;
+    int rc = model_kind_parse(o->model, &kind);
+    if (rc != INCA_OK) return rc;
+    if (kind != NN_GCN && kind != NN_SAGE) return inca_fail(INCA_EINVAL, "--model %s: shards carry gcn or sage adjacencies", o->model);
+    dataset_t d;
+    partition_t p = {0};
+    dist_plan_t plan = {0};
+    layout_views_t v;
+    store_t *s = NULL;
+    memset(&v, 0, sizeof v);
+    if ((rc = dataset_load_ex(store_path, DATASET_NO_X | DATASET_NO_GRAPH, &d)) != INCA_OK) return rc;
+    train_config_t c;
+    train_config_default(&c);
+    snprintf(c.model, sizeof c.model, "%s", o->model);
+    snprintf(c.method, sizeof c.method, "incagg");   /* M^0 with the layout */
+    snprintf(c.history_dtype, sizeof c.history_dtype, "%s", o->m0_dtype == HIST_BF16 ? "bf16" : "fp32");
+    c.parts = (int)o->parts;
+    c.feature_norm = o->featnorm;
+    c.store_path = store_path;
+    if ((rc = train_partition(&d, &c, &p, NULL)) != INCA_OK || (rc = train_view_open(&d, &c, &p, &s, &v)) != INCA_OK) goto done;
+    if ((rc = dist_plan_make(&v.a, p.bounds, p.k, o->ranks, &plan)) != INCA_OK) goto done;
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST) { rc = inca_fail(INCA_EIO, "%s: cannot create the folder", dir); goto done; }
+    for (int r = 0; r < o->ranks && rc == INCA_OK; r++) {
+        char path[4096], tmp[4200];
+        shard_name(path, sizeof path, dir, r, o->ranks);
+        snprintf(tmp, sizeof tmp, "%s.tmp", path);
+        if ((rc = inca_rmtree(tmp)) != INCA_OK) break;
+        int64_t own = 0, halo = 0;
+        rc = write_one(tmp, &d, &p, &plan, &v, o, nn_kind_norm(kind), r, &own, &halo);
+        /* the new shard replaces the old one whole, or not at all */
+        if (rc == INCA_OK && (rc = inca_rmtree(path)) == INCA_OK && rename(tmp, path) != 0)
+            rc = inca_fail(INCA_EIO, "%s: cannot rename %s into place", path, tmp);
+        if (rc != INCA_OK) { inca_rmtree(tmp); break; }
+        if (st) {
+            store_t *q = NULL;
+            st->own_rows[r] = own;
+            st->halo_rows[r] = halo;
+            st->bytes[r] = store_open(path, STORE_RDONLY, &q) == INCA_OK ? store_disk_bytes(q) : 0;
+            store_close(&q);
+        }
+    }
+done:
+    dist_plan_free(&plan);
+    store_close(&s);
+    partition_free(&p);
+    dataset_free(&d);
+    return rc;
+}
+
+void shard_free(shard_t *s) {
+    if (!s) return;
+    dataset_free(&s->d);
+    partition_free(&s->p);
+    dist_plan_free(&s->plan);
+    if (s->x_map) munmap(s->x_map, (size_t)s->x_bytes);
+    if (s->m0_map) munmap(s->m0_map, (size_t)s->m0_bytes);
+    inca_free(s->rowptr);
+    inca_free(s->rowptr_t);
+    inca_free(s->col);
+    inca_free(s->col_t);
+    inca_free(s->val);
+    inca_free(s->val_t);
+    memset(s, 0, sizeof *s);
+}
+
+/* n rows of `bytes` zero pages, committed only where written */
+static void *lazy_map(int64_t bytes, const char *what) {
+    if (inca_alloc_injected((size_t)bytes)) return NULL;
+    void *p = mmap(NULL, (size_t)(bytes > 0 ? bytes : 1), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+        inca_fail(INCA_ENOMEM, "out of memory mapping %lld bytes for %s", (long long)bytes, what);
+        return NULL;
+    }
+    return p;
+}
+
+/* the own rows [lo, hi) of a global n x n CSR from the shard's rows: rowptr of n + 1 */
+static int own_csr(store_t *st, const char *base, int64_t n, int64_t lo, int64_t hi, int64_t **rp, int32_t **col,
+                   float **val, csr_t *out) {
+    char name[64];
+    const void *prp, *pcol, *pval;
+    int64_t nrp = 0, ncol = 0, nval = 0;
+    snprintf(name, sizeof name, "%s/rowptr", base);
+    int rc = store_array_view(st, name, DT_I64, &prp, &nrp);
+    snprintf(name, sizeof name, "%s/col", base);
+    if (!rc) rc = store_array_view(st, name, DT_I32, &pcol, &ncol);
+    snprintf(name, sizeof name, "%s/val", base);
+    if (!rc) rc = store_array_view(st, name, DT_F32, &pval, &nval);
+    if (rc) return rc;
+    const int64_t *r0 = prp;
+    if (nrp != hi - lo + 1 || ncol != nval || r0[hi - lo] != ncol)
+        return inca_fail(INCA_EINVAL, "%s: %s holds %lld rows and %lld/%lld entries, expected %lld rows: the shard is corrupt",
+                         store_path(st), base, (long long)nrp - 1, (long long)ncol, (long long)nval, (long long)(hi - lo));
+    *rp = inca_malloc(sizeof **rp * (size_t)(n + 1));
+    *col = inca_malloc(sizeof **col * (size_t)(ncol ? ncol : 1));
+    *val = inca_malloc(sizeof **val * (size_t)(ncol ? ncol : 1));
+    if (!*rp || !*col || !*val) return INCA_ENOMEM;
+    for (int64_t v = 0; v <= n; v++) (*rp)[v] = v <= lo ? 0 : v >= hi ? ncol : r0[v - lo];
+    memcpy(*col, pcol, sizeof **col * (size_t)ncol);
+    memcpy(*val, pval, sizeof **val * (size_t)ncol);
+    *out = (csr_t){.n_rows = n, .n_cols = n, .nnz = ncol, .rowptr = *rp, .col = *col, .val = *val, .owned = 0};
+    return dataset_check_csr(store_path(st), name, name, out);
+}
+
+int shard_open(const char *dir, int rank, int ranks, shard_t *out) {
+    memset(out, 0, sizeof *out);
+    dataset_init(&out->d);
+    int have = 0;
+    if (!shard_dir_ranks(dir, &have)) return inca_fail(INCA_ENOTFOUND, "%s: no shards (inca shard STORE --ranks P --out %s)", dir, dir);
+    if (have != ranks)
+        return inca_fail(INCA_EINVAL, "%s holds shards for %d ranks; this job has %d (mpirun -np %d)", dir, have, ranks, have);
+    shard_name(out->path, sizeof out->path, dir, rank, ranks);
+    store_t *st = NULL;
+    const void *rec = NULL, *pl = NULL, *px = NULL, *pm = NULL;
+    size_t len = 0;
+    int64_t cnt = 0, nl = 0;
+    int rc = store_open(out->path, STORE_RDONLY, &st);
+    if (rc == INCA_OK) rc = store_record_get(st, "shard/info", &rec, &len);
+    shard_info_t in;
+    if (rc == INCA_OK && len != sizeof in) rc = inca_fail(INCA_EINVAL, "%s: record shard/info has %zu bytes, expected %zu", out->path, len, sizeof in);
+    if (rc == INCA_OK) {
+        memcpy(&in, rec, sizeof in);
+        if (in.version != SHARD_VERSION || in.rank != rank || in.ranks != ranks || in.lo < 0 || in.hi < in.lo || in.hi > in.n)
+            rc = inca_fail(INCA_EINVAL, "%s: shard/info says version %d, rank %d of %d, rows [%lld, %lld) of %lld: expected "
+                           "version %d, rank %d of %d", out->path, in.version, in.rank, in.ranks, (long long)in.lo,
+                           (long long)in.hi, (long long)in.n, SHARD_VERSION, rank, ranks);
+    }
+    if (rc != INCA_OK) goto done;
+    const int64_t n = in.n, f = in.f, lo = in.lo, hi = in.hi;
+    out->featnorm = in.featnorm;
+    out->norm = in.norm;
+    out->has_m0 = in.has_m0;
+    /* the ownership plan */
+    int64_t *nlo = NULL, *plo = NULL, c1 = 0, c2 = 0;
+    if ((rc = store_array_load(st, "shard/plan/node_lo", DT_I64, (void **)&nlo, &c1)) ||
+        (rc = store_array_load(st, "shard/plan/part_lo", DT_I64, (void **)&plo, &c2))) {
+        inca_free(nlo);
+        goto done;
+    }
+    out->plan = (dist_plan_t){.ranks = ranks, .k = in.k, .n = n, .part_lo = plo, .node_lo = nlo,
+                              .weight = inca_calloc((size_t)ranks, sizeof(int64_t))};
+    if (!out->plan.weight) { rc = INCA_ENOMEM; goto done; }
+    if (c1 != ranks + 1 || c2 != ranks + 1 || nlo[rank] != lo || nlo[rank + 1] != hi) {
+        rc = inca_fail(INCA_EINVAL, "%s: the ownership plan disagrees with shard/info: the shard is corrupt", out->path);
+        goto done;
+    }
+    /* features of the own and halo rows, at their global rows */
+    if ((rc = store_array_view(st, "shard/l2g", DT_I64, &pl, &nl)) || (rc = store_array_view(st, "shard/x", DT_F32, &px, &cnt)))
+        goto done;
+    if (nl != in.n_local || cnt != nl * f) {
+        rc = inca_fail(INCA_EINVAL, "%s: shard/x holds %lld values for %lld rows of %lld: the shard is corrupt", out->path,
+                       (long long)cnt, (long long)nl, (long long)f);
+        goto done;
+    }
+    out->x_bytes = (int64_t)sizeof(float) * n * f;
+    if (!(out->x_map = lazy_map(out->x_bytes, "the shard's features"))) { rc = INCA_ENOMEM; goto done; }
+    const int64_t *l2g = pl;
+    for (int64_t i = 0; i < nl; i++) {
+        if (l2g[i] < 0 || l2g[i] >= n || (i > 0 && l2g[i] <= l2g[i - 1])) {
+            rc = inca_fail(INCA_EINVAL, "%s: shard/l2g entry %lld = %lld is out of order or range: the shard is corrupt",
+                           out->path, (long long)i, (long long)l2g[i]);
+            goto done;
+        }
+        memcpy((float *)out->x_map + l2g[i] * f, (const float *)px + i * f, sizeof(float) * (size_t)f);
+    }
+    /* M^0's own rows */
+    if (in.has_m0) {
+        const int es = in.m0_dtype == HIST_BF16 ? 2 : 4;
+        if ((rc = store_array_view(st, "shard/m0", in.m0_dtype == HIST_BF16 ? DT_BF16 : DT_F32, &pm, &cnt))) goto done;
+        if (cnt != (hi - lo) * f) { rc = inca_fail(INCA_EINVAL, "%s: shard/m0 holds %lld values: the shard is corrupt", out->path, (long long)cnt); goto done; }
+        out->m0_bytes = es * n * f;
+        if (!(out->m0_map = lazy_map(out->m0_bytes, "the shard's M^0"))) { rc = INCA_ENOMEM; goto done; }
+        memcpy((char *)out->m0_map + lo * f * es, pm, (size_t)(cnt * es));
+    }
+    if ((rc = own_csr(st, "shard/a", n, lo, hi, &out->rowptr, &out->col, &out->val, &out->v.a))) goto done;
+    if (in.norm == NN_NORM_MEAN &&
+        (rc = own_csr(st, "shard/at", n, lo, hi, &out->rowptr_t, &out->col_t, &out->val_t, &out->v.at)))
+        goto done;
+    out->v.n = n;
+    out->v.f = f;
+    out->v.x = out->x_map;
+    out->v.m0 = out->m0_map;
+    out->v.m0_dtype = (hist_dtype_t)in.m0_dtype;
+    if ((rc = store_partition_get(st, NULL, in.k, PART_METIS, 0, &out->p, NULL))) goto done;
+    store_close(&st);
+    rc = dataset_load_ex(out->path, DATASET_NO_X | DATASET_NO_GRAPH, &out->d);
+done:
+    store_close(&st);
+    if (rc != INCA_OK) shard_free(out);
+    return rc;
+}

@@ -1,0 +1,66 @@
+/* Per-rank stores for clusters without a shared file system (`inca shard`, issue 13). Shard r of
+ * P holds what rank r of `mpirun -np P inca train` reads, and nothing else:
+ *   - its own rows (a contiguous range of the METIS parts, graph/dist.h) and its halo's rows
+ *     (every node its own rows of Â reference) of the layout's features (nn/layout.h: renumbered
+ *     and normalised for one --feature-norm), in global order, with their global ids;
+ *   - its own rows of the model's Â (and Âᵀ for mean), columns in global ids, and of IncAgg's
+ *     M^0 = ÂX for one table dtype;
+ *   - the labels and split ids of its own nodes, the partitioning, the ownership plan.
+ * shard_open rebuilds rank r's arrays in the global numbering: features and M^0 as anonymous
+ * maps of n rows where only the own and halo rows are written (and so cost memory), Â with the
+ * own rows filled and every other row empty. The trainer then runs exactly the code it runs on
+ * the whole store, so a job on shards gives the whole store's bits (tests/test_mpi.c).
+ *
+ * CAVEATS FIRST
+ * - A shard is made for one --feature-norm, one model adjacency (gcn, or mean for sage) and one
+ *   M^0 dtype; training with other flags is refused naming the shard command to rerun.
+ * - Only the view path (--loader view) and mpirun with exactly P ranks can use shards.
+ * - Writing loads the source store's layout (written first when missing, as `inca partition`).
+ * Tested in tests/test_mpi.c. */
+#ifndef INCA_NN_SHARD_H
+#define INCA_NN_SHARD_H
+#include <stdint.h>
+#include "graph/dist.h"
+#include "graph/partition.h"
+#include "loaders/dataset.h"
+#include "memory/history.h"
+#include "nn/layout.h"
+
+typedef struct shard_opts {
+    int ranks;
+    int64_t parts;        /* the METIS partitioning metis-<parts>-s0 (stored or computed) */
+    int featnorm;         /* TRAIN_FEATNORM_* */
+    const char *model;    /* "gcn" | "sage": the adjacency (and M^0) the shards carry */
+    hist_dtype_t m0_dtype;
+} shard_opts_t;
+
+typedef struct shard_stats {
+    int64_t own_rows[64], halo_rows[64], bytes[64];   /* per rank */
+} shard_stats_t;
+
+/* Write DIR/rank-R-of-P.lmdb for every rank (DIR is made; existing shards are replaced). */
+int shard_write(const char *store_path, const shard_opts_t *o, const char *dir, shard_stats_t *st);
+
+/* 1 when dir holds shards; *ranks then gets their count (from rank-0-of-P.lmdb). */
+int shard_dir_ranks(const char *dir, int *ranks);
+
+typedef struct shard {
+    dataset_t d;          /* labels and splits (own nodes only), meta of the whole graph */
+    partition_t p;
+    dist_plan_t plan;
+    layout_views_t v;     /* global numbering: see above */
+    int featnorm, norm;   /* what the shard carries (NN_NORM_GCN | NN_NORM_MEAN) */
+    int has_m0;
+    char path[4096];      /* the shard store */
+    /* owned */
+    void *x_map, *m0_map;
+    int64_t x_bytes, m0_bytes;
+    int64_t *rowptr, *rowptr_t;
+    int32_t *col, *col_t;
+    float *val, *val_t;
+} shard_t;
+
+/* Rank `rank` of `ranks`: INCA_EINVAL when dir holds shards for another rank count. */
+int shard_open(const char *dir, int rank, int ranks, shard_t *out);
+void shard_free(shard_t *s);
+#endif
