@@ -226,13 +226,14 @@ int cmd_train(int argc, char **argv) {
                           : strcmp(c.method, "full") == 0 ? "--method full"
                           : args_str(a, "--split", NULL) ? "--split (a shard holds its rank's share of the stored split)"
                           : args_str(a, "--train-indices", NULL) ? "--train-indices"
+                          : c.parts != sh.p.k ? "this --parts"
                           : c.feature_norm != sh.featnorm ? "this --feature-norm"
                           : nn_kind_norm(kind) != sh.norm ? "this --model's adjacency"
                           : strcmp(c.method, "incagg") == 0 && sh.has_m0 && sh.v.m0_dtype != hd ? "this --history-dtype"
                           : NULL;
         if (why) {
             rc = inca_fail(INCA_EINVAL, "%s: the shards were not made for %s; rerun inca shard with the training's "
-                           "--feature-norm, --model and --history-dtype, or train on the store", c.store_path, why);
+                           "--parts, --feature-norm, --model and --history-dtype, or train on the store", c.store_path, why);
             goto done;
         }
         d = sh.d;   /* the dataset moves to d */
