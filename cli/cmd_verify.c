@@ -1,6 +1,6 @@
 /* inca verify STORE [--json]: read every record and every chunk of every array, checking the
  * checksums and sizes (store_verify), then load the dataset with its content checks
- * (dataset_load). Exit 0 when everything holds, 2 naming the first bad value otherwise.
+ * (dataset_load; a shard of inca shard: shard_check). Exit 0 when everything holds, 2 naming the first bad value otherwise.
  * Tested in test_store_corrupt.c (byte flips in data.mdb) and test_store.c. */
 #include "core/args.h"
 #include "cli/commands.h"
@@ -9,6 +9,7 @@
 #include "core/util.h"
 #include "loaders/dataset.h"
 #include "loaders/store.h"
+#include "nn/shard.h"
 #include <stdio.h>
 
 int cmd_verify(int argc, char **argv) {
@@ -28,7 +29,7 @@ int cmd_verify(int argc, char **argv) {
     if (!rc) rc = store_verify(s, &st);
     store_close(&s);
     double t_sums = inca_now() - t0;
-    if (!rc) rc = dataset_load(path, &d);
+    if (!rc) rc = shard_is(path) ? shard_check(path) : dataset_load(path, &d);   /* a shard: nn/shard.h */
     double secs = inca_now() - t0;
     if (args_has(a, "--json")) {   /* one object also on failure; the message still goes to stderr */
         int jr = json_new(&j);

@@ -248,6 +248,8 @@ static int own_csr(store_t *st, const char *base, int64_t n, int64_t lo, int64_t
     return dataset_check_csr(store_path(st), name, name, out);
 }
 
+static int open_path(int rank, int ranks, shard_t *out);
+
 int shard_open(const char *dir, int rank, int ranks, shard_t *out) {
     memset(out, 0, sizeof *out);
     dataset_init(&out->d);
@@ -256,6 +258,41 @@ int shard_open(const char *dir, int rank, int ranks, shard_t *out) {
     if (have != ranks)
         return inca_fail(INCA_EINVAL, "%s holds shards for %d ranks; this job has %d (mpirun -np %d)", dir, have, ranks, have);
     shard_name(out->path, sizeof out->path, dir, rank, ranks);
+    return open_path(rank, ranks, out);
+}
+
+int shard_check(const char *path) {
+    store_t *st = NULL;
+    const void *rec = NULL;
+    size_t len = 0;
+    shard_info_t in;
+    int rc = store_open(path, STORE_RDONLY, &st);
+    if (rc == INCA_OK) rc = store_record_get(st, "shard/info", &rec, &len);
+    if (rc == INCA_OK && len != sizeof in) rc = inca_fail(INCA_EINVAL, "%s: record shard/info has %zu bytes, expected %zu", path, len, sizeof in);
+    if (rc == INCA_OK) memcpy(&in, rec, sizeof in);
+    store_close(&st);
+    if (rc != INCA_OK) return rc;
+    shard_t sh;
+    memset(&sh, 0, sizeof sh);
+    dataset_init(&sh.d);
+    snprintf(sh.path, sizeof sh.path, "%s", path);
+    rc = open_path(in.rank, in.ranks, &sh);
+    shard_free(&sh);
+    return rc;
+}
+
+int shard_is(const char *path) {
+    store_t *st = NULL;
+    const void *rec = NULL;
+    size_t len = 0;
+    int yes = store_open(path, STORE_RDONLY, &st) == INCA_OK && store_record_get(st, "shard/info", &rec, &len) == INCA_OK;
+    store_close(&st);
+    inca_err_clear();
+    return yes;
+}
+
+/* rank `rank` of `ranks` from out->path */
+static int open_path(int rank, int ranks, shard_t *out) {
     store_t *st = NULL;
     const void *rec = NULL, *pl = NULL, *px = NULL, *pm = NULL;
     size_t len = 0;

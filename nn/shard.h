@@ -63,4 +63,8 @@ typedef struct shard {
 /* Rank `rank` of `ranks`: INCA_EINVAL when dir holds shards for another rank count. */
 int shard_open(const char *dir, int rank, int ranks, shard_t *out);
 void shard_free(shard_t *s);
+/* 1 when the store at path is a shard; shard_check opens it as its rank would (every content
+ * check of shard_open) and frees it (inca verify). */
+int shard_is(const char *path);
+int shard_check(const char *path);
 #endif

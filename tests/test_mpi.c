@@ -243,6 +243,11 @@ static void shard_case(int p, const char *make, const char *train) {
     cJSON_Delete(j);
     free(out);
     free(err);
+    snprintf(args, sizeof args, "verify '%s/rank-%d-of-%d.lmdb'", sd, p - 1, p);   /* checksums and contents */
+    ck_assert_msg(tu_inca(args, &out, &err) == 0, "%s", err);
+    ck_assert_msg(strstr(out, ": ok ("), "%s", out);
+    free(out);
+    free(err);
     static const char *const methods[] = {"incagg --refresh-source push", "incagg --refresh-source recompute", "gas"};
     for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++) {
         const char *common = "--parts 40 --batch-parts 5 --epochs 3 --seed 2 --threads 1 --loader view --json";
