@@ -7,6 +7,7 @@
 #include "nn/train_mb.h"
 #include "core/alloc.h"
 #include "core/comm.h"
+#include "core/json.h"
 #include "core/status.h"
 #include "core/util.h"
 #include "kernels/backend.h"
@@ -333,8 +334,9 @@ static int mb_halo_exchange(void *ctx, int site, hist_t *t) {
 
 static const char *mb_ckdir(const mb_run_t *R) { return R->comm ? R->ckdir : R->c->checkpoint_dir; }
 
-/* DIR/rank-R-of-P (DIR made when missing). A resume finding checkpoints of another rank count
- * is refused: the histories are split by rank. */
+/* DIR/rank-R-of-P (DIR made when missing) and DIR/manifest.json (rank 0: the rank count, method,
+ * model, the checkpoint folders). A resume finding checkpoints of another rank count is
+ * refused: the histories are split by rank. */
 static int mb_rank_ckdir(mb_run_t *R) {
     const char *dir = R->c->checkpoint_dir;
     if (mkdir(dir, 0777) != 0 && errno != EEXIST) return inca_fail(INCA_EIO, "%s: cannot create the checkpoint folder", dir);
@@ -347,6 +349,45 @@ static int mb_rank_ckdir(mb_run_t *R) {
             rc = inca_fail(INCA_EINVAL, "%s/%s: checkpoints of %d ranks; resume with mpirun -np %d", dir, e->d_name, q, q);
     }
     if (dp) closedir(dp);
+    /* the manifest (rank 0): which ranks wrote the checkpoints beside it, written whole or not */
+    char mp[4200], tmp[4300];
+    snprintf(mp, sizeof mp, "%s/manifest.json", dir);
+    FILE *mf = NULL;
+    if (rc == INCA_OK && R->c->resume && (mf = fopen(mp, "r"))) {
+        char buf[512] = {0};
+        const size_t got = fread(buf, 1, sizeof buf - 1, mf);
+        fclose(mf);
+        buf[got] = 0;
+        const char *k = strstr(buf, "\"ranks\":");
+        int q = 0;
+        if (!k || sscanf(k + 8, "%d", &q) != 1 || q < 1)
+            rc = inca_fail(INCA_EINVAL, "%s: no rank count in the manifest: not a checkpoint folder of inca", mp);
+        else if (q != R->workers)
+            rc = inca_fail(INCA_EINVAL, "%s: checkpoints of %d ranks; resume with mpirun -np %d", mp, q, q);
+    }
+    if (rc == INCA_OK && R->rank == 0) {
+        snprintf(tmp, sizeof tmp, "%s.tmp", mp);
+        json_t *j = NULL;
+        if ((rc = json_new(&j)) != INCA_OK) return rc;
+        json_int(j, "ranks", R->workers);
+        json_str(j, "method", R->c->method);
+        json_str(j, "model", R->c->model);
+        json_arr_begin(j, "checkpoints");
+        for (int r = 0; r < R->workers; r++) {
+            char name[64];
+            snprintf(name, sizeof name, "rank-%d-of-%d", r, R->workers);
+            json_str(j, NULL, name);
+        }
+        json_arr_end(j);
+        FILE *f = fopen(tmp, "w");
+        if (!f) rc = inca_fail(INCA_EIO, "%s: cannot write", tmp);
+        else {
+            rc = json_write(j, f);
+            if (fclose(f) != 0 && rc == INCA_OK) rc = inca_fail(INCA_EIO, "%s: write failed", tmp);
+            if (rc == INCA_OK && rename(tmp, mp) != 0) rc = inca_fail(INCA_EIO, "%s: cannot rename into place", mp);
+        }
+        json_free(&j);
+    }
     return rc;
 }
 

@@ -170,6 +170,8 @@ START_TEST(checkpoints_per_rank_resume_bit_for_bit) {
     char rk[1200];
     snprintf(rk, sizeof rk, "%s/rank-1-of-2/run-0.ckpt", ck);
     ck_assert_msg(tu_exists(rk), "%s: missing", rk);
+    snprintf(rk, sizeof rk, "%s/manifest.json", ck);
+    ck_assert_msg(tu_exists(rk), "%s: missing", rk);
     snprintf(args, sizeof args, "train '%s' %s --epochs 4 --checkpoint '%s' --resume --save-params '%s'", store, common, ck, pb);
     ck_assert_msg(run(2, args, NULL, &err) == 0, "%s", err);
     free(err);
