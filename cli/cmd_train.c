@@ -217,7 +217,7 @@ int cmd_train(int argc, char **argv) {
     const char *save_params = args_str(a, "--save-params", NULL);
     c.keep_params = save_params != NULL;
     int shard_ranks = 0;
-    if (shard_dir_ranks(c.store_path, &shard_ranks)) {   /* STORE is a folder of per-rank shards */
+    if (shard_dir_ranks(c.store_path, me, &shard_ranks)) {   /* STORE is a folder of per-rank shards */
         int kind = 0;
         hist_dtype_t hd = HIST_F32;
         if ((rc = shard_open(c.store_path, me, nranks, &sh))) goto done;

@@ -30,14 +30,20 @@ static void shard_name(char *buf, size_t len, const char *dir, int r, int p) {
     snprintf(buf, len, "%s/rank-%d-of-%d.lmdb", dir, r, p);
 }
 
-int shard_dir_ranks(const char *dir, int *ranks) {
+int shard_dir_ranks(const char *dir, int rank, int *ranks) {
     DIR *dp = opendir(dir);
     int found = 0;
     for (struct dirent *e; dp && (e = readdir(dp));) {
-        int p = 0;
-        if (sscanf(e->d_name, "rank-0-of-%d.lmdb", &p) == 1 && p > 0) {
-            *ranks = p;
+        int r = -1, p = 0, end = 0;
+        /* the whole name: rank-R-of-P.lmdb (not a .tmp left by an interrupted shard) */
+        if (sscanf(e->d_name, "rank-%d-of-%d.lmdb%n", &r, &p, &end) != 2 || e->d_name[end] != 0 || p < 1 || r < 0 || r >= p)
+            continue;
+        if (r == rank && (!found || p == *ranks)) {   /* this rank's shard of some P */
+            if (!found || *ranks != p) *ranks = p;
             found = 1;
+        } else if (!found) {
+            *ranks = p;
+            found = -1;   /* shards, but none of this rank's yet */
         }
     }
     if (dp) closedir(dp);
@@ -253,11 +259,15 @@ static int open_path(int rank, int ranks, shard_t *out);
 int shard_open(const char *dir, int rank, int ranks, shard_t *out) {
     memset(out, 0, sizeof *out);
     dataset_init(&out->d);
-    int have = 0;
-    if (!shard_dir_ranks(dir, &have)) return inca_fail(INCA_ENOTFOUND, "%s: no shards (inca shard STORE --ranks P --out %s)", dir, dir);
-    if (have != ranks)
-        return inca_fail(INCA_EINVAL, "%s holds shards for %d ranks; this job has %d (mpirun -np %d)", dir, have, ranks, have);
     shard_name(out->path, sizeof out->path, dir, rank, ranks);
+    if (!inca_path_exists(out->path)) {
+        int have = 0;
+        const int any = shard_dir_ranks(dir, rank, &have);
+        if (any)
+            return inca_fail(INCA_EINVAL, "%s: rank-%d-of-%d.lmdb is missing; the folder holds shards of a %d-rank job "
+                             "(copy this rank's shard here, or inca shard --ranks %d)", dir, rank, ranks, have, ranks);
+        return inca_fail(INCA_ENOTFOUND, "%s: no shards (inca shard STORE --ranks P --out %s)", dir, dir);
+    }
     return open_path(rank, ranks, out);
 }
 

@@ -41,8 +41,10 @@ typedef struct shard_stats {
 /* Write DIR/rank-R-of-P.lmdb for every rank (DIR is made; existing shards are replaced). */
 int shard_write(const char *store_path, const shard_opts_t *o, const char *dir, shard_stats_t *st);
 
-/* 1 when dir holds shards; *ranks then gets their count (from rank-0-of-P.lmdb). */
-int shard_dir_ranks(const char *dir, int *ranks);
+/* Whether dir holds shards (whole names rank-R-of-P.lmdb): 1 with *ranks = P when one is
+ * rank's own (a machine may hold only its own), -1 with *ranks = some P when there are shards
+ * but none for rank, 0 when there are none. */
+int shard_dir_ranks(const char *dir, int rank, int *ranks);
 
 typedef struct shard {
     dataset_t d;          /* labels and splits (own nodes only), meta of the whole graph */
@@ -60,7 +62,8 @@ typedef struct shard {
     float *val, *val_t;
 } shard_t;
 
-/* Rank `rank` of `ranks`: INCA_EINVAL when dir holds shards for another rank count. */
+/* Rank `rank` of `ranks` from dir/rank-<rank>-of-<ranks>.lmdb: INCA_EINVAL naming the rank
+ * count found when dir holds other shards, ENOTFOUND when none. */
 int shard_open(const char *dir, int rank, int ranks, shard_t *out);
 void shard_free(shard_t *s);
 /* 1 when the store at path is a shard; shard_check opens it as its rank would (every content

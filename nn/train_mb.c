@@ -215,6 +215,7 @@ typedef struct mb_run {
     double epoch_s, train_loss;
     int ep0, epochs_run, finished, fused_pending;
     int init_pass;              /* the initial snapshot pass is running (its traffic: setup) */
+    int64_t nva_all;            /* validation nodes of the whole job (a shard holds its share) */
 } mb_run_t;
 
 static void mb_run_free(mb_run_t *R) {
@@ -319,7 +320,7 @@ static int mb_eval_ranks(mb_run_t *R, const float *logits, train_epoch_eval_t *e
                 t.count[k][1] += all[r].count[k][1];
             }
         for (int k = 0; k < 3; k++) t.loss[k] = t.count[k][1] ? t.loss[k] / (double)t.count[k][1] : 0;
-        train_eval_apply(&t, 1, R->D.nva, e);
+        train_eval_apply(&t, 1, R->nva_all, e);
     }
     inca_free(all);
     return rc;
@@ -333,6 +334,26 @@ static int mb_halo_exchange(void *ctx, int site, hist_t *t) {
 }
 
 static const char *mb_ckdir(const mb_run_t *R) { return R->comm ? R->ckdir : R->c->checkpoint_dir; }
+
+/* A resume in DIR by `ranks` ranks: refused when DIR/manifest.json names another rank count
+ * (checkpoints of an MPI job hold each rank's histories; one process writes no manifest). */
+static int mb_manifest_check(const char *dir, int ranks) {
+    char mp[4200];
+    snprintf(mp, sizeof mp, "%s/manifest.json", dir);
+    FILE *mf = fopen(mp, "r");
+    if (!mf) return INCA_OK;   /* none yet: a first run, or one process's checkpoints */
+    char buf[512] = {0};
+    const size_t got = fread(buf, 1, sizeof buf - 1, mf);
+    fclose(mf);
+    buf[got] = 0;
+    const char *k = strstr(buf, "\"ranks\":");
+    int q = 0;
+    if (!k || sscanf(k + 8, "%d", &q) != 1 || q < 1)
+        return inca_fail(INCA_EINVAL, "%s: no rank count in the manifest: not a checkpoint folder of inca", mp);
+    if (q != ranks)
+        return inca_fail(INCA_EINVAL, "%s: checkpoints of %d ranks; resume with mpirun -np %d", mp, q, q);
+    return INCA_OK;
+}
 
 /* DIR/rank-R-of-P (DIR made when missing) and DIR/manifest.json (rank 0: the rank count, method,
  * model, the checkpoint folders). A resume finding checkpoints of another rank count is
@@ -352,19 +373,7 @@ static int mb_rank_ckdir(mb_run_t *R) {
     /* the manifest (rank 0): which ranks wrote the checkpoints beside it, written whole or not */
     char mp[4200], tmp[4300];
     snprintf(mp, sizeof mp, "%s/manifest.json", dir);
-    FILE *mf = NULL;
-    if (rc == INCA_OK && R->c->resume && (mf = fopen(mp, "r"))) {
-        char buf[512] = {0};
-        const size_t got = fread(buf, 1, sizeof buf - 1, mf);
-        fclose(mf);
-        buf[got] = 0;
-        const char *k = strstr(buf, "\"ranks\":");
-        int q = 0;
-        if (!k || sscanf(k + 8, "%d", &q) != 1 || q < 1)
-            rc = inca_fail(INCA_EINVAL, "%s: no rank count in the manifest: not a checkpoint folder of inca", mp);
-        else if (q != R->workers)
-            rc = inca_fail(INCA_EINVAL, "%s: checkpoints of %d ranks; resume with mpirun -np %d", mp, q, q);
-    }
+    if (rc == INCA_OK && R->c->resume) rc = mb_manifest_check(dir, R->workers);
     if (rc == INCA_OK && R->rank == 0) {
         snprintf(tmp, sizeof tmp, "%s.tmp", mp);
         json_t *j = NULL;
@@ -400,7 +409,11 @@ static int mb_run_setup(mb_run_t *R, const dataset_t *d, const int64_t *train_id
     if (!d->y) return inca_fail(INCA_EINVAL, "--method %s needs labels; this dataset has none", c->method);
     if (!R->p || R->p->n != d->n)
         return inca_fail(INCA_EINVAL, "partitioning covers %lld nodes, dataset has %lld", (long long)(R->p ? R->p->n : -1), (long long)d->n);
-    if (n_train <= 0) return inca_fail(INCA_EINVAL, "no training nodes");
+    /* a shard holds its rank's share of the splits: the job's counts are the sums */
+    int64_t cnt[3] = {n_train, d->split_n[SPLIT_VALID], d->split_n[SPLIT_TEST]};
+    if (comm_size(c->comm) > 1 && (rc = comm_allreduce_sum_i64(c->comm, cnt, 3, COMM_SETUP)) != INCA_OK) return rc;
+    R->nva_all = cnt[1];
+    if (cnt[0] <= 0) return inca_fail(INCA_EINVAL, "no training nodes");
     if ((rc = train_model_config(d, c, c->seed, &R->mc)) != INCA_OK) return rc;
     if (R->mc.kind == NN_MLP) return inca_fail(INCA_EINVAL, "--model mlp has no aggregation: use --method full");
     /* the operators are affine (IncAgg adds a baseline; GAS adds halo rows of x): site 0 must see
@@ -416,11 +429,6 @@ static int mb_run_setup(mb_run_t *R, const dataset_t *d, const int64_t *train_id
     if ((rc = mb_data_prepare(d, c, R->p, train_idx, n_train, norm, view, &R->D)) != INCA_OK) return rc;
     R->workers = c->workers > 1 ? c->workers : 1;
     if (R->workers > MB_MAX_WORKERS) return inca_fail(INCA_EINVAL, "--workers %d: at most %d", R->workers, MB_MAX_WORKERS);
-    if (R->workers > 1 && R->method == AGG_GAS && c->history_host)
-        return inca_fail(INCA_EINVAL, "--workers %d with --method gas: not with --history-location host", R->workers);
-    if (R->workers > 1 && c->batchnorm)
-        return inca_fail(INCA_EINVAL, "--workers %d with --batchnorm: BatchNorm's running statistics would be each "
-                         "rank's own; not supported", R->workers);
     if (comm_size(c->comm) > 1) {   /* under mpirun: this process is one rank of workers */
         const int P = comm_size(c->comm);
         if (c->workers > 1 && c->workers != P)
@@ -433,6 +441,11 @@ static int mb_run_setup(mb_run_t *R, const dataset_t *d, const int64_t *train_id
         if (c->on_epoch || c->out_logits)
             return inca_fail(INCA_EINVAL, "mpirun: the per-node logits hooks (on_epoch, out_logits) are one process's");
     }
+    if (R->workers > 1 && R->method == AGG_GAS && c->history_host)
+        return inca_fail(INCA_EINVAL, "%d ranks with --method gas: not with --history-location host", R->workers);
+    if (R->workers > 1 && c->batchnorm)
+        return inca_fail(INCA_EINVAL, "%d ranks with --batchnorm: BatchNorm's running statistics would be each "
+                         "rank's own; not supported", R->workers);
     if (R->workers > 1 && c->given_plan) {   /* a shard's: its own rows of Â cannot weigh the parts */
         if ((rc = dist_plan_copy(c->given_plan, &R->plan)) != INCA_OK) return rc;
         if (R->plan.ranks != R->workers || R->plan.n != R->D.n || R->plan.k != R->p->k)
@@ -606,6 +619,7 @@ static int mb_run_setup(mb_run_t *R, const dataset_t *d, const int64_t *train_id
     /* checkpoints: the model, the optimiser and every history table (nn/checkpoint.h); under MPI
      * each rank its own in DIR/rank-R-of-P */
     if (c->checkpoint_dir && R->comm && (rc = mb_rank_ckdir(R)) != INCA_OK) return rc;
+    if (c->checkpoint_dir && !R->comm && c->resume && (rc = mb_manifest_check(c->checkpoint_dir, 1)) != INCA_OK) return rc;
     if (c->checkpoint_dir) {
         if (!(R->blobs = inca_malloc(sizeof *R->blobs * (size_t)(4 * ns + 1)))) return INCA_ENOMEM;
         for (int t = 0; t < 4; t++)
@@ -624,6 +638,15 @@ static int mb_run_resume(mb_run_t *R, const dataset_t *d) {
     ckpt_state_t cs;
     int rc = ckpt_load(mb_ckdir(R), R->run, R->c, d, R->m, R->opt, &cs, R->blobs, R->nblobs);
     if (rc < 0) return rc;
+    if (R->comm) {   /* every rank must continue from the same epoch (a job killed between two ranks' saves) */
+        int64_t e[2] = {rc == CKPT_NONE ? -1 : cs.epoch, rc == CKPT_NONE ? 1 : -(int64_t)cs.epoch};
+        int er = comm_allreduce_max_i64(R->comm, e, 2, COMM_SETUP);
+        if (er != INCA_OK) return er;
+        if (e[0] != -e[1])
+            return inca_fail(INCA_EINVAL, "%s: the ranks' checkpoints end at different epochs (%lld to %lld; -1: none): "
+                             "the job stopped between two ranks' saves; train again without --resume",
+                             R->c->checkpoint_dir, (long long)-e[1], (long long)e[0]);
+    }
     if (rc == CKPT_NONE) return INCA_OK;
     R->best = cs.best;
     R->train_loss = cs.train_loss;
@@ -964,7 +987,7 @@ static int mb_epoch_eval(mb_run_t *R, const dataset_t *d, mb_stats_t *st, int ep
     if (R->fused_pending) { st->refresh_s_total += dt; st->refresh_cpu_s += cpu_now() - c0; st->refreshes++; st->fused++; }
     else { st->eval_s_total += dt; st->eval_cpu_s += cpu_now() - c0; st->evals++; }
     R->fused_pending = 0;
-    train_epoch_eval_t e = {.run = R->run, .epoch = ep, .train_loss = R->train_loss, .n_valid = R->D.nva};
+    train_epoch_eval_t e = {.run = R->run, .epoch = ep, .train_loss = R->train_loss, .n_valid = R->nva_all};
     if (R->comm && R->stream) rc = mb_eval_ranks(R, logits, &e);
     else rc = train_eval_dev(R->kc, logits, n, R->C, R->y_d, R->tr_d, R->D.ntr, R->va_d, R->D.nva, R->te_d, R->D.nte,
                              R->logp, R->meter_d, &e);

@@ -182,6 +182,20 @@ START_TEST(checkpoints_per_rank_resume_bit_for_bit) {
     ck_assert_msg(strstr(err, "checkpoints of 2 ranks") && strstr(err, "rank "), "%s", err);
     free(out);
     free(err);
+    /* nor may one process resume them */
+    snprintf(args, sizeof args, "train '%s' %s --epochs 4 --checkpoint '%s' --resume", store, common, ck);
+    ck_assert_int_eq(run(0, args, &out, &err), 2);
+    ck_assert_msg(strstr(err, "checkpoints of 2 ranks"), "%s", err);
+    free(out);
+    free(err);
+    /* a job stopped between two ranks' saves: the ranks would resume from different epochs */
+    snprintf(rk, sizeof rk, "%s/rank-1-of-2/run-0.ckpt", ck);
+    ck_assert_int_eq(remove(rk), 0);
+    snprintf(args, sizeof args, "train '%s' %s --epochs 6 --checkpoint '%s' --resume", store, common, ck);
+    ck_assert_int_eq(run(2, args, &out, &err), 2);
+    ck_assert_msg(strstr(err, "end at different epochs"), "%s", err);
+    free(out);
+    free(err);
 }
 END_TEST
 
@@ -211,6 +225,11 @@ START_TEST(failures_end_the_job_naming_the_rank) {
     snprintf(args, sizeof args, "train '%s' --model gcn --method incagg --workers 3 --epochs 1", store);
     ck_assert_int_eq(run(2, args, &out, &err), 2);
     ck_assert_msg(strstr(err, "--workers 3 under mpirun -np 2"), "%s", err);
+    free(out);
+    free(err);
+    snprintf(args, sizeof args, "train '%s' --model gcn --method cluster --batchnorm --epochs 1", store);
+    ck_assert_int_eq(run(2, args, &out, &err), 2);
+    ck_assert_msg(strstr(err, "2 ranks with --batchnorm"), "%s", err);
     free(out);
     free(err);
     snprintf(args, sizeof args, "train '%s' --model gcn --method full --epochs 1", store);
@@ -264,7 +283,7 @@ static void shard_case(int p, const char *make, const char *train) {
     }
     snprintf(args, sizeof args, "train '%s' --method incagg %s --epochs 1", sd, train);
     ck_assert_int_eq(run(p + 1, args, NULL, &err), 2);
-    ck_assert_msg(strstr(err, "holds shards for"), "%s", err);
+    ck_assert_msg(strstr(err, "holds shards of a"), "%s", err);
     free(err);
     snprintf(args, sizeof args, "train '%s' --method incagg %s --feature-norm standard --epochs 1", sd, train);
     ck_assert_int_eq(run(p, args, NULL, &err), 2);
