@@ -30,7 +30,6 @@ int cmd_shard(int argc, char **argv) {
     if (!args_has(a, "--ranks")) { rc = inca_fail(INCA_EINVAL, "--ranks P is required"); goto done; }
     if ((rc = args_int(a, "--ranks", 0, &ranks)) || (rc = args_int(a, "--parts", 40, &parts))) goto done;
     if (ranks < 1 || ranks > 64) { rc = inca_fail(INCA_EINVAL, "--ranks: expected 1 to 64, got %lld", (long long)ranks); goto done; }
-    if (parts < ranks) { rc = inca_fail(INCA_EINVAL, "--parts %lld: each of the %lld ranks needs a part", (long long)parts, (long long)ranks); goto done; }
     o.ranks = (int)ranks;
     o.parts = parts;
     if ((rc = train_featnorm_parse(args_str(a, "--feature-norm", "none"), &o.featnorm)) ||

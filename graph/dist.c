@@ -34,7 +34,7 @@ void dist_plan_free(dist_plan_t *p) {
 int dist_plan_make(const csr_t *a, const int64_t *bounds, int64_t k, int ranks, dist_plan_t *out) {
     memset(out, 0, sizeof *out);
     if (ranks < 1 || (int64_t)ranks > k)
-        return inca_fail(INCA_EINVAL, "--workers %d: expected 1..%lld (every rank owns at least one of the %lld parts)", ranks,
+        return inca_fail(INCA_EINVAL, "%d ranks: expected 1..%lld (every rank owns at least one of the %lld parts)", ranks,
                          (long long)k, (long long)k);
     if (!a || !a->rowptr || bounds[0] != 0 || bounds[k] != a->n_rows)
         return inca_fail(INCA_EINVAL, "dist_plan_make: the part bounds must run from 0 to the graph's %lld rows",

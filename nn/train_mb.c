@@ -16,7 +16,6 @@
 #include "nn/layout.h"
 #include "graph/dist.h"
 #include "memory/halo.h"
-#include <dirent.h>
 #include <errno.h>
 #include <sys/stat.h>
 #include "nn/optim.h"
@@ -356,25 +355,17 @@ static int mb_manifest_check(const char *dir, int ranks) {
 }
 
 /* DIR/rank-R-of-P (DIR made when missing) and DIR/manifest.json (rank 0: the rank count, method,
- * model, the checkpoint folders). A resume finding checkpoints of another rank count is
- * refused: the histories are split by rank. */
+ * model, the checkpoint folders). A resume whose manifest names another rank count is refused:
+ * the histories are split by rank. */
 static int mb_rank_ckdir(mb_run_t *R) {
     const char *dir = R->c->checkpoint_dir;
     if (mkdir(dir, 0777) != 0 && errno != EEXIST) return inca_fail(INCA_EIO, "%s: cannot create the checkpoint folder", dir);
     snprintf(R->ckdir, sizeof R->ckdir, "%s/rank-%d-of-%d", dir, R->rank, R->workers);
-    DIR *dp = R->c->resume ? opendir(dir) : NULL;
-    int rc = INCA_OK;
-    for (struct dirent *e; dp && rc == INCA_OK && (e = readdir(dp));) {
-        int rr = 0, q = 0;
-        if (sscanf(e->d_name, "rank-%d-of-%d", &rr, &q) == 2 && q != R->workers)
-            rc = inca_fail(INCA_EINVAL, "%s/%s: checkpoints of %d ranks; resume with mpirun -np %d", dir, e->d_name, q, q);
-    }
-    if (dp) closedir(dp);
+    int rc = R->c->resume ? mb_manifest_check(dir, R->workers) : INCA_OK;
     /* the manifest (rank 0): which ranks wrote the checkpoints beside it, written whole or not */
-    char mp[4200], tmp[4300];
-    snprintf(mp, sizeof mp, "%s/manifest.json", dir);
-    if (rc == INCA_OK && R->c->resume) rc = mb_manifest_check(dir, R->workers);
     if (rc == INCA_OK && R->rank == 0) {
+        char mp[4200], tmp[4300];
+        snprintf(mp, sizeof mp, "%s/manifest.json", dir);
         snprintf(tmp, sizeof tmp, "%s.tmp", mp);
         json_t *j = NULL;
         if ((rc = json_new(&j)) != INCA_OK) return rc;
@@ -520,7 +511,9 @@ static int mb_run_setup(mb_run_t *R, const dataset_t *d, const int64_t *train_id
         }
         if (rc != INCA_OK) return rc;
         if (!(R->gsend = inca_calloc((size_t)R->gfloats, sizeof(float))) ||
-            !(R->grecv = inca_malloc(sizeof(float) * (size_t)R->gfloats * (size_t)R->workers)))
+            /* allgather: every rank's whole record; the chain: every rank's header */
+            !(R->grecv = inca_malloc(sizeof(float) * (size_t)(c->grad_reduce == TRAIN_GRAD_ALLGATHER ? R->gfloats : 4) *
+                                     (size_t)R->workers)))
             return INCA_ENOMEM;
         /* the rows of another rank that this rank's rows of Â read: S's at IncAgg's push refresh,
          * every layer's output in the view loader's layer-wise passes */
@@ -727,12 +720,33 @@ static int mb_fwd_bwd(mb_run_t *R, batch_loader_t *ld, int ep, int64_t slot, uin
     return model_backward(R->m, R->dlogits, &R->op_batch);
 }
 
-/* One optimiser step at step s of epoch ep. One process: the next batch. --workers P: every rank
- * that still has a batch this epoch runs its own (dropout step gstep * P + r), the gradients are
- * summed in rank order and divided by the number of ranks that had a loss (what an allgather
- * summed in rank order gives every MPI rank alike), then one step of the shared optimiser. GAS
- * holds the ranks' history pushes until all of them ran: a rank's halo pull sees the histories
- * as the step began, as a per-step halo exchange between processes would. */
+/* The ranks' gradient sum: gacc <- g (first) or gacc <- g + gacc, per parameter, where g is one
+ * rank's gradients, flat in model_param order (NULL: the model's own pp->g). */
+static int mb_grad_add(mb_run_t *R, const float *g, int first) {
+    int rc = INCA_OK;
+    for (int i = 0; i < model_nparams(R->m) && rc == INCA_OK; i++) {
+        const nn_param_t *pp = model_param(R->m, i);
+        const float *gi = g ? g : pp->g;
+        rc = first ? kc_copy(R->kc, R->gacc[i], gi, sizeof(float) * (size_t)pp->n, KERN_D2D, KERN_STREAM_COMPUTE)
+                   : kc_axpby(R->kc, pp->n, 1.f, gi, 1.f, R->gacc[i]);
+        if (g) g += pp->n;
+    }
+    return rc;
+}
+
+/* The step's gradient = sum / nc (sum flat in model_param order; NULL: gacc), then the shared
+ * optimiser's step; nothing when no rank had a loss. */
+static int mb_grad_apply(mb_run_t *R, const float *sum, int nc) {
+    int rc = INCA_OK;
+    if (nc == 0) return INCA_OK;
+    for (int i = 0; i < model_nparams(R->m) && rc == INCA_OK; i++) {
+        nn_param_t *pp = model_param(R->m, i);
+        rc = kc_axpby(R->kc, pp->n, 1.f / (float)nc, sum ? sum : R->gacc[i], 0.f, pp->g);
+        if (sum) sum += pp->n;
+    }
+    return rc != INCA_OK ? rc : optim_step(R->opt);
+}
+
 /* mb_step under MPI: this rank's batch (dropout step gstep * P + rank), then every rank's
  * [had, loss] to every rank and the gradients summed in rank order exactly as mb_step sums the
  * simulated ranks (the same operations on the same values: the same bits on every rank,
@@ -740,7 +754,6 @@ static int mb_fwd_bwd(mb_run_t *R, batch_loader_t *ld, int ep, int64_t slot, uin
  * chain (default) sums through comm_ordered_sum_f32 (about 2 records sent per rank);
  * allgather sends every record to every rank ((P - 1) records) and sums locally. */
 static int mb_step_mpi(mb_run_t *R, int ep, int64_t s, double *loss_sum, int64_t *loss_n) {
-    kern_ctx_t *kc = R->kc;
     const int np = model_nparams(R->m), P = R->workers;
     const int64_t slot = s * P + R->rank;
     double own_sum = 0;
@@ -770,42 +783,31 @@ static int mb_step_mpi(mb_run_t *R, int ep, int64_t s, double *loss_sum, int64_t
             if (hd[0] == 0) continue;
             *loss_sum += hd[1];
             (*loss_n)++;
-            const float *g = rec + 4;
-            for (int i = 0; i < np && rc == INCA_OK; i++) {
-                const nn_param_t *pp = model_param(R->m, i);
-                rc = nc == 0 ? kc_copy(kc, R->gacc[i], g, sizeof(float) * (size_t)pp->n, KERN_D2D, KERN_STREAM_COMPUTE)
-                             : kc_axpby(kc, pp->n, 1.f, g, 1.f, R->gacc[i]);
-                g += pp->n;
-            }
-            nc++;
+            rc = mb_grad_add(R, rec + 4, nc++ == 0);
         }
-    } else {   /* the headers to everyone, the gradients through the ordered chain (core/comm.h) */
-        uint8_t contrib[MB_MAX_WORKERS];
-        if ((rc = comm_allgather(R->comm, R->gsend, (int64_t)sizeof hd, R->grecv, COMM_GRAD)) != INCA_OK) return rc;
-        for (int r = 0; r < P; r++) {
-            memcpy(hd, (const char *)R->grecv + sizeof hd * (size_t)r, sizeof hd);
-            contrib[r] = hd[0] != 0;
-            if (!contrib[r]) continue;
-            *loss_sum += hd[1];
-            (*loss_n)++;
-            nc++;
-        }
-        if ((rc = comm_ordered_sum_f32(R->comm, R->gsend + 4, R->gfloats - 4, contrib, COMM_GRAD)) != INCA_OK) return rc;
-        const float *g = R->gsend + 4;
-        for (int i = 0; i < np && nc > 0 && rc == INCA_OK; i++) {
-            const nn_param_t *pp = model_param(R->m, i);
-            rc = kc_copy(kc, R->gacc[i], g, sizeof(float) * (size_t)pp->n, KERN_D2D, KERN_STREAM_COMPUTE);
-            g += pp->n;
-        }
+        return rc != INCA_OK ? rc : mb_grad_apply(R, NULL, nc);
     }
-    if (rc != INCA_OK || nc == 0) return rc;
-    for (int i = 0; i < np && rc == INCA_OK; i++) {
-        nn_param_t *pp = model_param(R->m, i);
-        rc = kc_axpby(kc, pp->n, 1.f / (float)nc, R->gacc[i], 0.f, pp->g);
+    /* the chain: the headers to everyone, the gradients summed in rank order (core/comm.h) */
+    uint8_t contrib[MB_MAX_WORKERS];
+    if ((rc = comm_allgather(R->comm, R->gsend, (int64_t)sizeof hd, R->grecv, COMM_GRAD)) != INCA_OK) return rc;
+    for (int r = 0; r < P; r++) {
+        memcpy(hd, (const char *)R->grecv + sizeof hd * (size_t)r, sizeof hd);
+        contrib[r] = hd[0] != 0;
+        if (!contrib[r]) continue;
+        *loss_sum += hd[1];
+        (*loss_n)++;
+        nc++;
     }
-    return rc != INCA_OK ? rc : optim_step(R->opt);
+    if ((rc = comm_ordered_sum_f32(R->comm, R->gsend + 4, R->gfloats - 4, contrib, COMM_GRAD)) != INCA_OK) return rc;
+    return mb_grad_apply(R, R->gsend + 4, nc);
 }
 
+/* One optimiser step at step s of epoch ep. One process: the next batch. --workers P: every rank
+ * that still has a batch this epoch runs its own (dropout step gstep * P + r), the gradients are
+ * summed in rank order and divided by the number of ranks that had a loss (what an MPI job's
+ * reduction gives every rank alike), then one step of the shared optimiser. GAS holds the
+ * ranks' history pushes until all of them ran: a rank's halo pull sees the histories as the
+ * step began, as a per-step halo exchange between processes would. */
 static int mb_step(mb_run_t *R, int ep, int64_t s, double *loss_sum, int64_t *loss_n) {
     int rc, had = 0;
     if (R->comm) return mb_step_mpi(R, ep, s, loss_sum, loss_n);
@@ -813,32 +815,18 @@ static int mb_step(mb_run_t *R, int ep, int64_t s, double *loss_sum, int64_t *lo
         rc = mb_fwd_bwd(R, R->ld, ep, s, (uint64_t)R->gstep, loss_sum, loss_n, &had);
         return rc != INCA_OK || !had ? rc : optim_step(R->opt);
     }
-    kern_ctx_t *kc = R->kc;
-    const int np = model_nparams(R->m);
     int nc = 0;
     for (int r = 0; r < R->workers; r++) {
         const int64_t slot = s * R->workers + r;
         R->step_has_loss[slot] = 0;
         if (s >= R->spe_r[r]) continue;   /* this rank's epoch is over */
         rc = mb_fwd_bwd(R, R->lds[r], ep, slot, (uint64_t)R->gstep * (uint64_t)R->workers + (uint64_t)r, loss_sum, loss_n, &had);
+        if (rc == INCA_OK && had) rc = mb_grad_add(R, NULL, nc++ == 0);
         if (rc != INCA_OK) return rc;
-        if (!had) continue;
-        for (int i = 0; i < np && rc == INCA_OK; i++) {
-            const nn_param_t *pp = model_param(R->m, i);
-            rc = nc == 0 ? kc_copy(kc, R->gacc[i], pp->g, sizeof(float) * (size_t)pp->n, KERN_D2D, KERN_STREAM_COMPUTE)
-                         : kc_axpby(kc, pp->n, 1.f, pp->g, 1.f, R->gacc[i]);
-        }
-        if (rc != INCA_OK) return rc;
-        nc++;
     }
     /* GAS: every rank pulled the histories as the step found them; now the step's pushes land */
     if ((rc = agg_commit_pushes(R->agg)) != INCA_OK) return rc;
-    if (nc == 0) return INCA_OK;
-    for (int i = 0; i < np && rc == INCA_OK; i++) {
-        nn_param_t *pp = model_param(R->m, i);
-        rc = kc_axpby(kc, pp->n, 1.f / (float)nc, R->gacc[i], 0.f, pp->g);
-    }
-    return rc != INCA_OK ? rc : optim_step(R->opt);
+    return mb_grad_apply(R, NULL, nc);
 }
 
 /* Off the CPU: the epoch's step losses, read back once, checked and summed in step order (the
