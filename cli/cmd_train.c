@@ -317,10 +317,8 @@ int cmd_train(int argc, char **argv) {
         json_int(j, "threads", c.threads);
         json_int(j, "train_nodes", ids ? nids : d.split_n[SPLIT_TRAIN]);
         json_int(j, "ranks", nranks);
-        if (strcmp(c.method, "full") != 0) {
-            json_int(j, "parameters", r.nparams);
-            json_int(j, "steps_per_epoch", r.steps_per_epoch);
-        }
+        json_int(j, "parameters", r.nparams);
+        json_int(j, "steps_per_epoch", r.steps_per_epoch);
         if (nranks > 1) {   /* per rank, the last run: its times, bytes sent and seconds in MPI by phase
                                (core/comm.h), peak memory */
             json_arr_begin(j, "rank_stats");

@@ -4,6 +4,7 @@
 #include "core/status.h"
 #include "core/util.h"
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,9 +12,23 @@
 #include <mpi.h>
 #endif
 
+/* The shared state of a group of thread ranks (comm_threads_create): a barrier that a failing
+ * rank can break (poison), and one published pointer (and count array) per rank. A collective
+ * publishes, waits, reads the others' published data, and waits again before anyone reuses it. */
+typedef struct comm_shm {
+    int size;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int arrived, poisoned;
+    uint64_t gen;
+    const void **ptr;
+    const int64_t **cnt;
+} comm_shm_t;
+
 struct comm {
     int rank, size;
     int started;   /* comm_init called MPI_Init_thread */
+    comm_shm_t *shm;   /* thread ranks of one process (comm_threads_create), else NULL */
 #ifdef INCA_HAS_MPI
     MPI_Comm mc;   /* MPI_COMM_WORLD, or a split of it (comm_split: freed by comm_free) */
 #endif
@@ -92,14 +107,201 @@ const char *comm_phase_name(int phase) {
     return phase >= 0 && phase < COMM_NPHASES ? n[phase] : "?";
 }
 
-
-#ifdef INCA_HAS_MPI
 static void count(comm_t *c, int phase, int64_t bytes, double t0) {
     if (c && phase >= 0 && phase < COMM_NPHASES) {
         c->sent[phase] += bytes;
         c->secs[phase] += inca_now() - t0;
     }
 }
+
+/* ---- thread ranks (comm_threads_create) ---- */
+
+int comm_threads_create(int size, comm_t **ranks) {
+    if (size < 1) return inca_fail(INCA_EINVAL, "thread ranks: expected >= 1, got %d", size);
+    comm_shm_t *s = inca_calloc(1, sizeof *s);
+    if (!s) return INCA_ENOMEM;
+    s->size = size;
+    s->ptr = inca_calloc((size_t)size, sizeof *s->ptr);
+    s->cnt = inca_calloc((size_t)size, sizeof *s->cnt);
+    int rc = s->ptr && s->cnt ? INCA_OK : INCA_ENOMEM;
+    int mu = rc == INCA_OK && pthread_mutex_init(&s->mu, NULL) == 0;
+    int cv = mu && pthread_cond_init(&s->cv, NULL) == 0;
+    if (rc == INCA_OK && !cv) rc = inca_fail(INCA_ERR, "thread ranks: cannot initialise a mutex or condition");
+    for (int r = 0; r < size; r++) ranks[r] = NULL;
+    for (int r = 0; r < size && rc == INCA_OK; r++) {
+        if (!(ranks[r] = inca_calloc(1, sizeof **ranks))) { rc = INCA_ENOMEM; break; }
+        ranks[r]->rank = r;
+        ranks[r]->size = size;
+        ranks[r]->shm = s;
+    }
+    if (rc == INCA_OK) return INCA_OK;
+    for (int r = 0; r < size; r++) INCA_FREE(ranks[r]);
+    if (cv) pthread_cond_destroy(&s->cv);
+    if (mu) pthread_mutex_destroy(&s->mu);
+    inca_free(s->ptr);
+    inca_free((void *)s->cnt);
+    inca_free(s);
+    return rc;
+}
+
+void comm_threads_free(comm_t **ranks, int size) {
+    if (!ranks || size < 1 || !ranks[0]) return;
+    comm_shm_t *s = ranks[0]->shm;
+    for (int r = 0; r < size; r++) INCA_FREE(ranks[r]);
+    if (!s) return;
+    pthread_cond_destroy(&s->cv);
+    pthread_mutex_destroy(&s->mu);
+    inca_free(s->ptr);
+    inca_free((void *)s->cnt);
+    inca_free(s);
+}
+
+int comm_poison(comm_t *c) {
+    if (!c || !c->shm) return 0;
+    comm_shm_t *s = c->shm;
+    pthread_mutex_lock(&s->mu);
+    const int first = !s->poisoned;
+    s->poisoned = 1;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    return first;
+}
+
+/* The group's barrier: INCA_ERR once a rank has failed (comm_poison), so no rank waits for one
+ * that will never come. */
+static int shm_wait(comm_t *c) {
+    comm_shm_t *s = c->shm;
+    pthread_mutex_lock(&s->mu);
+    int bad = s->poisoned;
+    if (!bad) {
+        const uint64_t g = s->gen;
+        if (++s->arrived == s->size) {
+            s->arrived = 0;
+            s->gen++;
+            pthread_cond_broadcast(&s->cv);
+        } else
+            while (g == s->gen && !s->poisoned) pthread_cond_wait(&s->cv, &s->mu);
+        bad = g == s->gen;   /* woken by a poison, not by the last arrival */
+    }
+    pthread_mutex_unlock(&s->mu);
+    return bad ? inca_fail(INCA_ERR, "rank %d of %d: another rank failed", c->rank, c->size) : INCA_OK;
+}
+
+static int shm_allgather(comm_t *c, const void *send, int64_t bytes, void *recv, int phase) {
+    const double t0 = inca_now();
+    c->shm->ptr[c->rank] = send;
+    int rc = shm_wait(c);
+    for (int r = 0; r < c->size && rc == INCA_OK; r++)
+        if (bytes > 0) memmove((char *)recv + (size_t)r * (size_t)bytes, c->shm->ptr[r], (size_t)bytes);
+    if (rc == INCA_OK) rc = shm_wait(c);
+    if (rc == INCA_OK) count(c, phase, bytes * (c->size - 1), t0);
+    return rc;
+}
+
+static int shm_bcast(comm_t *c, void *buf, int64_t bytes, int root, int phase) {
+    const double t0 = inca_now();
+    c->shm->ptr[c->rank] = buf;
+    int rc = shm_wait(c);
+    if (rc == INCA_OK && c->rank != root && bytes > 0) memcpy(buf, c->shm->ptr[root], (size_t)bytes);
+    if (rc == INCA_OK) rc = shm_wait(c);
+    if (rc == INCA_OK) count(c, phase, c->rank == root ? bytes * (c->size - 1) : 0, t0);
+    return rc;
+}
+
+static int shm_allreduce_i64(comm_t *c, int64_t *v, int n, int phase, int is_max) {
+    const double t0 = inca_now();
+    int64_t *t = inca_malloc(sizeof *t * (size_t)n);
+    if (!t) return INCA_ENOMEM;
+    c->shm->ptr[c->rank] = v;
+    int rc = shm_wait(c);
+    for (int i = 0; i < n && rc == INCA_OK; i++) {
+        t[i] = ((const int64_t *)c->shm->ptr[0])[i];
+        for (int r = 1; r < c->size; r++) {
+            const int64_t x = ((const int64_t *)c->shm->ptr[r])[i];
+            t[i] = is_max ? (x > t[i] ? x : t[i]) : t[i] + x;
+        }
+    }
+    if (rc == INCA_OK) rc = shm_wait(c);
+    if (rc == INCA_OK) {
+        memcpy(v, t, sizeof *t * (size_t)n);
+        count(c, phase, (int64_t)sizeof(int64_t) * n * (c->size - 1), t0);
+    }
+    inca_free(t);
+    return rc;
+}
+
+static int shm_alltoall_i64(comm_t *c, const int64_t *send, int64_t *recv, int phase) {
+    const double t0 = inca_now();
+    c->shm->ptr[c->rank] = send;
+    int rc = shm_wait(c);
+    for (int r = 0; r < c->size && rc == INCA_OK; r++) recv[r] = ((const int64_t *)c->shm->ptr[r])[c->rank];
+    if (rc == INCA_OK) rc = shm_wait(c);
+    if (rc == INCA_OK) count(c, phase, (int64_t)sizeof(int64_t) * (c->size - 1), t0);
+    return rc;
+}
+
+static int shm_alltoallv_rows(comm_t *c, const void *send, const int64_t *scount, void *recv, const int64_t *rcount,
+                              int64_t row_bytes, int phase) {
+    const double t0 = inca_now();
+    const int me = c->rank;
+    c->shm->ptr[me] = send;
+    c->shm->cnt[me] = scount;
+    int rc = shm_wait(c);
+    int64_t ro = 0, sent = 0;
+    for (int r = 0; r < c->size && rc == INCA_OK; r++) {
+        const int64_t *sc = c->shm->cnt[r];
+        int64_t so = 0;
+        for (int j = 0; j < me; j++) so += sc[j];
+        if (sc[me] != rcount[r])
+            rc = inca_fail(INCA_ERR, "alltoallv: rank %d sends %lld rows to rank %d, which expects %lld", r,
+                           (long long)sc[me], me, (long long)rcount[r]);
+        else if (rcount[r] > 0 && row_bytes > 0)
+            memcpy((char *)recv + ro * row_bytes, (const char *)c->shm->ptr[r] + so * row_bytes,
+                   (size_t)(rcount[r] * row_bytes));
+        ro += rcount[r];
+        if (r != me) sent += scount[r];
+    }
+    /* a rank that found a mismatch still meets the others at the barrier, then fails */
+    const int rw = shm_wait(c);
+    if (rc == INCA_OK) rc = rw;
+    if (rc == INCA_OK) count(c, phase, sent * row_bytes, t0);
+    return rc;
+}
+
+/* The same bits as the MPI chain (the left-to-right loop), the same bytes counted. */
+static int shm_ordered_sum_f32(comm_t *c, float *buf, int64_t n, const uint8_t *contrib, int phase) {
+    const double t0 = inca_now();
+    const int p = c->size, me = c->rank;
+    int first = -1, last = -1;
+    for (int r = 0; r < p; r++)
+        if (contrib[r]) {
+            if (first < 0) first = r;
+            last = r;
+        }
+    float *t = first >= 0 ? inca_malloc(sizeof *t * (size_t)n) : NULL;
+    if (first >= 0 && !t) return INCA_ENOMEM;
+    c->shm->ptr[me] = buf;
+    int rc = shm_wait(c);
+    if (rc == INCA_OK && first >= 0) {
+        memcpy(t, c->shm->ptr[first], sizeof *t * (size_t)n);
+        for (int r = first + 1; r < p; r++)
+            if (contrib[r]) {
+                const float *g = c->shm->ptr[r];
+                for (int64_t i = 0; i < n; i++) t[i] = g[i] + t[i];
+            }
+    }
+    if (rc == INCA_OK) rc = shm_wait(c);
+    if (rc == INCA_OK && first >= 0) {
+        memcpy(buf, t, sizeof *t * (size_t)n);
+        const int succ = (me + 1) % p;
+        const int64_t sent = (contrib[me] && me != last ? n : 0) + (succ != last ? n : 0);
+        count(c, phase, sent * (int64_t)sizeof(float), t0);
+    }
+    inca_free(t);
+    return rc;
+}
+
+#ifdef INCA_HAS_MPI
 
 static int mpi_fail(int err, const char *what) {
     char s[MPI_MAX_ERROR_STRING];
@@ -117,6 +319,7 @@ static int as_int(int64_t v, const char *what, int *out) {
 
 int comm_allgather(comm_t *c, const void *send, int64_t bytes, void *recv, int phase) {
     const int p = comm_size(c);
+    if (p > 1 && c->shm) return shm_allgather(c, send, bytes, recv, phase);
     if (p == 1) {
         if (bytes > 0 && recv != send) memmove(recv, send, (size_t)bytes);
         return INCA_OK;
@@ -137,6 +340,7 @@ int comm_allgather(comm_t *c, const void *send, int64_t bytes, void *recv, int p
 int comm_bcast(comm_t *c, void *buf, int64_t bytes, int root, int phase) {
     const int p = comm_size(c);
     if (p == 1) return INCA_OK;
+    if (c->shm) return shm_bcast(c, buf, bytes, root, phase);
 #ifdef INCA_HAS_MPI
     const double t0 = inca_now();
     /* in pieces of at most 1 GiB: any size, with int counts */
@@ -158,6 +362,7 @@ int comm_bcast(comm_t *c, void *buf, int64_t bytes, int root, int phase) {
 
 static int allreduce_i64(comm_t *c, int64_t *v, int n, int phase, int is_max) {
     if (comm_size(c) == 1 || n <= 0) return INCA_OK;
+    if (c->shm) return shm_allreduce_i64(c, v, n, phase, is_max);
 #ifdef INCA_HAS_MPI
     const double t0 = inca_now();
     int e = MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_INT64_T, is_max ? MPI_MAX : MPI_SUM, c->mc);
@@ -179,6 +384,7 @@ int comm_alltoall_i64(comm_t *c, const int64_t *send, int64_t *recv, int phase) 
         recv[0] = send[0];
         return INCA_OK;
     }
+    if (c->shm) return shm_alltoall_i64(c, send, recv, phase);
 #ifdef INCA_HAS_MPI
     const double t0 = inca_now();
     int e = MPI_Alltoall(send, 1, MPI_INT64_T, recv, 1, MPI_INT64_T, c->mc);
@@ -199,6 +405,7 @@ int comm_alltoallv_rows(comm_t *c, const void *send, const int64_t *scount, void
         if (scount[0] > 0 && row_bytes > 0) memmove(recv, send, (size_t)(scount[0] * row_bytes));
         return INCA_OK;
     }
+    if (c->shm) return shm_alltoallv_rows(c, send, scount, recv, rcount, row_bytes, phase);
 #ifdef INCA_HAS_MPI
     const double t0 = inca_now();
     int rc = INCA_OK;
@@ -240,6 +447,7 @@ int comm_alltoallv_rows(comm_t *c, const void *send, const int64_t *scount, void
 int comm_ordered_sum_f32(comm_t *c, float *buf, int64_t n, const uint8_t *contrib, int phase) {
     const int p = comm_size(c);
     if (p == 1 || n <= 0) return INCA_OK;
+    if (c->shm) return shm_ordered_sum_f32(c, buf, n, contrib, phase);
 #ifdef INCA_HAS_MPI
     const double t0 = inca_now();
     const int me = c->rank;
@@ -290,6 +498,7 @@ int comm_ordered_sum_f32(comm_t *c, float *buf, int64_t n, const uint8_t *contri
 
 int comm_barrier(comm_t *c) {
     if (comm_size(c) == 1) return INCA_OK;
+    if (c->shm) return shm_wait(c);
 #ifdef INCA_HAS_MPI
     int e = MPI_Barrier(c->mc);
     if (e != MPI_SUCCESS) return mpi_fail(e, "MPI_Barrier");
@@ -312,6 +521,7 @@ int comm_split(comm_t *c, int size, comm_t **out) {
     *out = NULL;
     const int p = comm_size(c), me = comm_rank(c);
     if (size < 1 || size > p) return inca_fail(INCA_EINVAL, "%d ranks asked of a job of %d", size, p);
+    if (c && c->shm) return inca_fail(INCA_EINVAL, "comm_split: not for thread ranks");
     if (me >= size && p > 1) {   /* still a collective: the others' split needs this rank */
 #ifdef INCA_HAS_MPI
         MPI_Comm none = MPI_COMM_NULL;

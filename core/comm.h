@@ -42,6 +42,17 @@ void comm_finalize(comm_t **c);   /* NULL-safe; MPI_Finalize when comm_init star
  * the others get NULL. Free it with comm_free. INCA_EINVAL when size is not in [1, comm_size]. */
 int comm_split(comm_t *c, int size, comm_t **out);
 void comm_free(comm_t **c);   /* a comm_split's; NULL-safe */
+/* `size` ranks inside one process, one per thread (the --workers simulation of data-parallel
+ * full-batch training, nn/train_dist.h): ranks[r] (size entries) belongs to the thread of rank
+ * r. Every collective gives what MPI's gives, with the same bytes counted, so a job of thread
+ * ranks is the job of mpirun -np size, bit for bit. Free with comm_threads_free after every
+ * thread is done. comm_split is refused on them. */
+int comm_threads_create(int size, comm_t **ranks);
+void comm_threads_free(comm_t **ranks, int size);
+/* A thread rank that fails calls this before it returns: every collective of the group,
+ * waiting or to come, then fails (INCA_ERR) instead of waiting for it. Returns 1 for the first
+ * rank to poison the group (whose error is the cause), 0 otherwise and for MPI ranks. */
+int comm_poison(comm_t *c);
 /* NULL means one rank. */
 int comm_rank(const comm_t *c);
 int comm_size(const comm_t *c);

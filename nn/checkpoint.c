@@ -1,6 +1,7 @@
 /* Training checkpoints: one binary file per run, written atomically; see checkpoint.h. */
 #include "nn/checkpoint.h"
 #include "core/alloc.h"
+#include "core/json.h"
 #include "core/status.h"
 #include "kernels/backend.h"
 #include <errno.h>
@@ -221,5 +222,62 @@ int ckpt_load(const char *dir, int run, const train_config_t *c, const dataset_t
     st->t_epoch = h.t_epoch;
 done:
     fclose(fp);
+    return rc;
+}
+
+/* A resume in DIR by `ranks` ranks: refused when DIR/manifest.json names another rank count
+ * (checkpoints of an MPI job hold each rank's histories; one process writes no manifest). */
+int ckpt_manifest_check(const char *dir, int ranks) {
+    char mp[4200];
+    snprintf(mp, sizeof mp, "%s/manifest.json", dir);
+    FILE *mf = fopen(mp, "r");
+    if (!mf) return INCA_OK;   /* none yet: a first run, or one process's checkpoints */
+    char buf[512] = {0};
+    const size_t got = fread(buf, 1, sizeof buf - 1, mf);
+    fclose(mf);
+    buf[got] = 0;
+    const char *k = strstr(buf, "\"ranks\":");
+    int q = 0;
+    if (!k || sscanf(k + 8, "%d", &q) != 1 || q < 1)
+        return inca_fail(INCA_EINVAL, "%s: no rank count in the manifest: not a checkpoint folder of inca", mp);
+    if (q != ranks)
+        return inca_fail(INCA_EINVAL, "%s: checkpoints of %d ranks; resume with mpirun -np %d", mp, q, q);
+    return INCA_OK;
+}
+
+/* DIR/rank-R-of-P (DIR made when missing) and DIR/manifest.json (rank 0: the rank count, method,
+ * model, the checkpoint folders). A resume whose manifest names another rank count is refused:
+ * the histories are split by rank. */
+int ckpt_rank_dir(const train_config_t *c, int rank, int ranks, char *out, size_t cap) {
+    const char *dir = c->checkpoint_dir;
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST) return inca_fail(INCA_EIO, "%s: cannot create the checkpoint folder", dir);
+    snprintf(out, cap, "%s/rank-%d-of-%d", dir, rank, ranks);
+    int rc = c->resume ? ckpt_manifest_check(dir, ranks) : INCA_OK;
+    /* the manifest (rank 0): which ranks wrote the checkpoints beside it, written whole or not */
+    if (rc == INCA_OK && rank == 0) {
+        char mp[4200], tmp[4300];
+        snprintf(mp, sizeof mp, "%s/manifest.json", dir);
+        snprintf(tmp, sizeof tmp, "%s.tmp", mp);
+        json_t *j = NULL;
+        if ((rc = json_new(&j)) != INCA_OK) return rc;
+        json_int(j, "ranks", ranks);
+        json_str(j, "method", c->method);
+        json_str(j, "model", c->model);
+        json_arr_begin(j, "checkpoints");
+        for (int r = 0; r < ranks; r++) {
+            char name[64];
+            snprintf(name, sizeof name, "rank-%d-of-%d", r, ranks);
+            json_str(j, NULL, name);
+        }
+        json_arr_end(j);
+        FILE *f = fopen(tmp, "w");
+        if (!f) rc = inca_fail(INCA_EIO, "%s: cannot write", tmp);
+        else {
+            rc = json_write(j, f);
+            if (fclose(f) != 0 && rc == INCA_OK) rc = inca_fail(INCA_EIO, "%s: write failed", tmp);
+            if (rc == INCA_OK && rename(tmp, mp) != 0) rc = inca_fail(INCA_EIO, "%s: cannot rename into place", mp);
+        }
+        json_free(&j);
+    }
     return rc;
 }

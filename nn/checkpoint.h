@@ -52,4 +52,13 @@ int ckpt_save(const char *dir, int run, const train_config_t *c, const dataset_t
  * cannot be read. m and o may be partly overwritten on error. */
 int ckpt_load(const char *dir, int run, const train_config_t *c, const dataset_t *d, model_t *m, optim_t *o,
               ckpt_state_t *st, const ckpt_blob_t *blobs, int nblobs);
+/* Checkpoints of a job of several ranks (MPI): DIR/rank-R-of-P for rank `rank` of `ranks` into
+ * out[cap] (DIR made when missing), and from rank 0 DIR/manifest.json (the rank count, method,
+ * model and the folders), written whole via rename. With c->resume, a manifest naming another
+ * rank count is refused (ckpt_manifest_check). */
+int ckpt_rank_dir(const train_config_t *c, int rank, int ranks, char *out, size_t cap);
+/* INCA_EINVAL naming the rank count to use when DIR/manifest.json is for other than `ranks`
+ * ranks (one process passes 1: it may not resume an MPI job's checkpoints); INCA_OK when DIR has
+ * no manifest. */
+int ckpt_manifest_check(const char *dir, int ranks);
 #endif

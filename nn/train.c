@@ -5,6 +5,7 @@
 #include "nn/train.h"
 #include "nn/optim.h"
 #include "nn/checkpoint.h"
+#include "nn/train_dist.h"
 #include "nn/train_mb.h"
 #include "nn/layout.h"
 #include "loaders/partition_store.h"
@@ -394,6 +395,20 @@ int train_keep_params(struct kern_ctx *kc, model_t *m, train_result_t *r) {
     return rc;
 }
 
+void train_result_set(train_result_t *r, const train_best_t *b, int epochs, double loss, double t_step, double t_eval,
+                      double t_epoch) {
+    r->test_acc = b->test_acc;
+    r->val_acc = b->val_acc;
+    r->best_epoch = b->epoch;
+    r->epochs = epochs;
+    r->train_loss = loss;
+    r->epoch_time_s = epochs > 0 ? t_epoch / epochs : 0;
+    r->step_time_s = epochs > 0 ? t_step / epochs : 0;
+    r->eval_time_s = epochs > 0 ? t_eval / epochs : 0;
+    r->refresh_time_s = 0;
+    r->runs = 1;
+}
+
 int train_full(const dataset_t *d, const train_config_t *c, const int64_t *train_idx, int64_t n_train, int run,
                train_result_t *r) {
     model_config_t mc;
@@ -534,16 +549,9 @@ int train_full(const dataset_t *d, const train_config_t *c, const int64_t *train
         }
         if (stop) { ep++; break; }
     }
-    r->test_acc = best.test_acc;
-    r->val_acc = best.val_acc;
-    r->best_epoch = best.epoch;
-    r->epochs = ep;
-    r->train_loss = loss;
-    r->epoch_time_s = ep > 0 ? t_epoch / ep : 0;
-    r->step_time_s = ep > 0 ? t_step / ep : 0;
-    r->eval_time_s = ep > 0 ? t_eval / ep : 0;
-    r->refresh_time_s = 0;
-    r->runs = 1;
+    train_result_set(r, &best, ep, loss, t_step, t_eval, t_epoch);
+    for (int i = 0; i < model_nparams(m); i++) r->nparams += model_param(m, i)->n;
+    r->steps_per_epoch = c->batch_size > 0 ? mb.steps : 1;
     rc = c->keep_params ? train_keep_params(kc, m, r) : INCA_OK;
 done:
     r->peak_rss_mb = inca_peak_rss_mb();
@@ -737,12 +745,9 @@ int train_run(const dataset_t *d, const train_config_t *c, const int64_t *train_
     if (c->runs < 1) return inca_fail(INCA_EINVAL, "--runs: expected >= 1, got %d", c->runs);
     kern_ctx_t *kc = NULL;
     if (mb && !dataset_has_graph(d)) return inca_fail(INCA_EINVAL, "--method %s needs a graph; this dataset has none", c->method);
-    if (!mb && comm_size(c->comm) > 1)
-        return inca_fail(INCA_EINVAL, "mpirun -np %d with --method full: not yet (data-parallel full-batch training needs "
-                         "a distributed SpMM); use cluster, gas or incagg", comm_size(c->comm));
-    if (!mb && c->workers > 1)
-        return inca_fail(INCA_EINVAL, "--workers %d with --method full: not yet (data-parallel full-batch training is part of "
-                         "issue 13); use cluster or incagg", c->workers);
+    /* full-batch over several ranks (nn/train_dist.h) owns METIS parts too */
+    const int dist = !mb && (comm_size(c->comm) > 1 || c->workers > 1);
+    const int parted = mb || dist;
     const int64_t *tidx = train_idx_override ? train_idx_override : d->split[SPLIT_TRAIN];
     const int64_t ntr = train_idx_override ? n_override : d->split_n[SPLIT_TRAIN];
     for (int64_t i = 0; i < ntr; i++)
@@ -757,10 +762,10 @@ int train_run(const dataset_t *d, const train_config_t *c, const int64_t *train_
     r->run_best_epoch = inca_calloc((size_t)c->runs, sizeof(int));
     if (!r->run_test_acc || !r->run_val_acc || !r->run_best_epoch) { rc = INCA_ENOMEM; goto fail; }
     /* under mpirun rank 0 partitions (and writes the layout) first, then the others read them */
-    const int after0 = mb && comm_size(c->comm) > 1 && comm_rank(c->comm) != 0 && !c->given_views;
+    const int after0 = parted && comm_size(c->comm) > 1 && comm_rank(c->comm) != 0 && !c->given_views;
     if (after0 && (rc = comm_barrier(c->comm))) goto fail;
     const partition_t *pp = c->given_partition ? c->given_partition : &part;   /* a shard's (nn/shard.h) */
-    if (mb && !c->given_partition && (rc = train_partition(d, c, &part, NULL))) goto fail;   /* one partitioning for every run */
+    if (parted && !c->given_partition && (rc = train_partition(d, c, &part, NULL))) goto fail;   /* one partitioning for every run */
     /* auto with the features loaded (a caller that loaded the dataset: prune, tests) stays on the
      * copy path; the CLI resolves auto before loading and loads no features for view */
     if (mb && c->given_views) {
@@ -774,7 +779,7 @@ int train_run(const dataset_t *d, const train_config_t *c, const int64_t *train_
         rc = inca_fail(INCA_EINVAL, "dataset has no node features: cannot train a model");
         goto fail;
     } else cc.loader = TRAIN_LOADER_COPY;
-    if (mb && comm_size(c->comm) > 1 && !after0 && !c->given_views && (rc = comm_barrier(c->comm))) goto fail;
+    if (parted && comm_size(c->comm) > 1 && !after0 && !c->given_views && (rc = comm_barrier(c->comm))) goto fail;
     if (c->metrics_path && !c->metrics_fp) {
         if (!(mf = fopen(c->metrics_path, "w"))) {
             rc = inca_fail(INCA_EIO, "--metrics %s: cannot open for writing", c->metrics_path);
@@ -785,7 +790,8 @@ int train_run(const dataset_t *d, const train_config_t *c, const int64_t *train_
     double te = 0, ts = 0, tr = 0, tv = 0;
     for (int i = 0; i < c->runs; i++) {
         cc.seed = c->seed + (uint64_t)i;
-        if ((rc = train_one(d, &cc, tidx, ntr, i, mb ? pp : NULL, view, &one))) {
+        if ((rc = dist ? train_full_dist(d, &cc, tidx, ntr, i, pp, &one)
+                       : train_one(d, &cc, tidx, ntr, i, mb ? pp : NULL, view, &one))) {
             if (c->runs > 1) inca_fail_ctx(rc, "run %d (seed %llu)", i, (unsigned long long)cc.seed);
             goto fail;
         }

@@ -99,12 +99,13 @@ typedef struct train_config {
                                   take more than TRAIN_VIEW_FRACTION of physical memory or a
                                   memory budget is set; see train_loader_resolve; train_run
                                   itself takes auto as view only when d->x is not loaded) */
-    int workers;               /* mini-batch: simulate this many data-parallel ranks in one process
-                                  (graph/dist.h: each owns a contiguous range of the parts and
-                                  draws its batches there; a step's gradients are averaged over
-                                  the ranks in rank order; GAS's halo pulls see the histories as
-                                  the step began). <= 1: one rank (default). Not yet for
-                                  full-batch or with BatchNorm (issue 13) */
+    int workers;               /* simulate this many data-parallel ranks in one process
+                                  (graph/dist.h: each owns a contiguous range of the parts).
+                                  Mini-batch: each draws its batches there; a step's gradients
+                                  are averaged over the ranks in rank order; GAS's halo pulls
+                                  see the histories as the step began. Full-batch: the ranks
+                                  run as threads (nn/train_dist.h). <= 1: one rank (default).
+                                  Not with BatchNorm */
     struct comm *comm;         /* core/comm.h: under mpirun with more than one rank, mini-batch
                                   methods train data-parallel with this process as one rank
                                   (equal, bit for bit, to --workers P in one process); NULL or one
@@ -233,6 +234,11 @@ typedef struct train_best {
 void train_best_init(train_best_t *b);
 /* Returns 1 when this epoch is the new best. */
 int train_best_update(train_best_t *b, int epoch, double val_acc, double val_loss, double test_acc);
+
+/* A run's figures into r: the tracker's best epoch and accuracies, the epochs run, the last
+ * training loss and the per-epoch means of the summed step, evaluation and epoch seconds. */
+void train_result_set(train_result_t *r, const train_best_t *b, int epochs, double loss, double t_step, double t_eval,
+                      double t_epoch);
 
 /* The optimiser of c (Adam or AdamW) over every parameter of m, one group per distinct weight
  * decay (train_param_wd). */

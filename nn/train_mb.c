@@ -334,61 +334,9 @@ static int mb_halo_exchange(void *ctx, int site, hist_t *t) {
 
 static const char *mb_ckdir(const mb_run_t *R) { return R->comm ? R->ckdir : R->c->checkpoint_dir; }
 
-/* A resume in DIR by `ranks` ranks: refused when DIR/manifest.json names another rank count
- * (checkpoints of an MPI job hold each rank's histories; one process writes no manifest). */
-static int mb_manifest_check(const char *dir, int ranks) {
-    char mp[4200];
-    snprintf(mp, sizeof mp, "%s/manifest.json", dir);
-    FILE *mf = fopen(mp, "r");
-    if (!mf) return INCA_OK;   /* none yet: a first run, or one process's checkpoints */
-    char buf[512] = {0};
-    const size_t got = fread(buf, 1, sizeof buf - 1, mf);
-    fclose(mf);
-    buf[got] = 0;
-    const char *k = strstr(buf, "\"ranks\":");
-    int q = 0;
-    if (!k || sscanf(k + 8, "%d", &q) != 1 || q < 1)
-        return inca_fail(INCA_EINVAL, "%s: no rank count in the manifest: not a checkpoint folder of inca", mp);
-    if (q != ranks)
-        return inca_fail(INCA_EINVAL, "%s: checkpoints of %d ranks; resume with mpirun -np %d", mp, q, q);
-    return INCA_OK;
-}
-
-/* DIR/rank-R-of-P (DIR made when missing) and DIR/manifest.json (rank 0: the rank count, method,
- * model, the checkpoint folders). A resume whose manifest names another rank count is refused:
- * the histories are split by rank. */
+/* DIR/rank-R-of-P and the manifest (nn/checkpoint.h) */
 static int mb_rank_ckdir(mb_run_t *R) {
-    const char *dir = R->c->checkpoint_dir;
-    if (mkdir(dir, 0777) != 0 && errno != EEXIST) return inca_fail(INCA_EIO, "%s: cannot create the checkpoint folder", dir);
-    snprintf(R->ckdir, sizeof R->ckdir, "%s/rank-%d-of-%d", dir, R->rank, R->workers);
-    int rc = R->c->resume ? mb_manifest_check(dir, R->workers) : INCA_OK;
-    /* the manifest (rank 0): which ranks wrote the checkpoints beside it, written whole or not */
-    if (rc == INCA_OK && R->rank == 0) {
-        char mp[4200], tmp[4300];
-        snprintf(mp, sizeof mp, "%s/manifest.json", dir);
-        snprintf(tmp, sizeof tmp, "%s.tmp", mp);
-        json_t *j = NULL;
-        if ((rc = json_new(&j)) != INCA_OK) return rc;
-        json_int(j, "ranks", R->workers);
-        json_str(j, "method", R->c->method);
-        json_str(j, "model", R->c->model);
-        json_arr_begin(j, "checkpoints");
-        for (int r = 0; r < R->workers; r++) {
-            char name[64];
-            snprintf(name, sizeof name, "rank-%d-of-%d", r, R->workers);
-            json_str(j, NULL, name);
-        }
-        json_arr_end(j);
-        FILE *f = fopen(tmp, "w");
-        if (!f) rc = inca_fail(INCA_EIO, "%s: cannot write", tmp);
-        else {
-            rc = json_write(j, f);
-            if (fclose(f) != 0 && rc == INCA_OK) rc = inca_fail(INCA_EIO, "%s: write failed", tmp);
-            if (rc == INCA_OK && rename(tmp, mp) != 0) rc = inca_fail(INCA_EIO, "%s: cannot rename into place", mp);
-        }
-        json_free(&j);
-    }
-    return rc;
+    return ckpt_rank_dir(R->c, R->rank, R->workers, R->ckdir, sizeof R->ckdir);
 }
 
 static int mb_run_setup(mb_run_t *R, const dataset_t *d, const int64_t *train_idx, int64_t n_train) {
@@ -612,7 +560,7 @@ static int mb_run_setup(mb_run_t *R, const dataset_t *d, const int64_t *train_id
     /* checkpoints: the model, the optimiser and every history table (nn/checkpoint.h); under MPI
      * each rank its own in DIR/rank-R-of-P */
     if (c->checkpoint_dir && R->comm && (rc = mb_rank_ckdir(R)) != INCA_OK) return rc;
-    if (c->checkpoint_dir && !R->comm && c->resume && (rc = mb_manifest_check(c->checkpoint_dir, 1)) != INCA_OK) return rc;
+    if (c->checkpoint_dir && !R->comm && c->resume && (rc = ckpt_manifest_check(c->checkpoint_dir, 1)) != INCA_OK) return rc;
     if (c->checkpoint_dir) {
         if (!(R->blobs = inca_malloc(sizeof *R->blobs * (size_t)(4 * ns + 1)))) return INCA_ENOMEM;
         for (int t = 0; t < 4; t++)

@@ -13,6 +13,7 @@
 #include "testutil.h"
 #include <cjson/cJSON.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -337,11 +338,97 @@ START_TEST(test_comm_one_rank) {
 END_TEST
 END_TEST
 
+/* Thread ranks (comm_threads_create): three threads run every collective against values
+ * worked out here, the ordered sum on rounding-sensitive values (a different order gives a
+ * different answer), the byte counts MPI's would give, and a poisoned group. */
+typedef struct ct_arg {
+    comm_t *c;
+    int fails;   /* assertions that did not hold (counted: Check asserts belong to the test's thread) */
+    int poison_first;
+    int after_poison;
+} ct_arg_t;
+
+#define CT_CHECK(a, cond) do { if (!(cond)) { (a)->fails++; fprintf(stderr, "rank %d: %s\n", comm_rank((a)->c), #cond); } } while (0)
+
+static void *ct_main(void *p) {
+    ct_arg_t *A = p;
+    comm_t *c = A->c;
+    const int me = comm_rank(c), P = comm_size(c);
+    int32_t mine = 10 * me, all[3] = {-1, -1, -1};
+    CT_CHECK(A, comm_allgather(c, &mine, sizeof mine, all, COMM_GRAD) == INCA_OK);
+    CT_CHECK(A, all[0] == 0 && all[1] == 10 && all[2] == 20);
+    CT_CHECK(A, comm_bytes_sent(c, COMM_GRAD) == (int64_t)sizeof mine * (P - 1));
+    int64_t b = me == 2 ? 77 : 0;
+    CT_CHECK(A, comm_bcast(c, &b, sizeof b, 2, COMM_SETUP) == INCA_OK && b == 77);
+    int64_t v[2] = {me, -me}, w[2] = {me, -me};
+    CT_CHECK(A, comm_allreduce_sum_i64(c, v, 2, COMM_SETUP) == INCA_OK && v[0] == 3 && v[1] == -3);
+    CT_CHECK(A, comm_allreduce_max_i64(c, w, 2, COMM_SETUP) == INCA_OK && w[0] == 2 && w[1] == 0);
+    int64_t s3[3], r3[3];
+    for (int i = 0; i < 3; i++) s3[i] = 100 * me + i;
+    CT_CHECK(A, comm_alltoall_i64(c, s3, r3, COMM_SETUP) == INCA_OK);
+    for (int i = 0; i < 3; i++) CT_CHECK(A, r3[i] == 100 * i + me);
+    /* to rank i: i + 1 rows of two floats, 100 r + 10 i + k */
+    float send[12], recv[18];   /* 6 rows out; 3 x (me + 1) rows in */
+    int64_t sc[3], rcn[3];
+    int o = 0;
+    for (int i = 0; i < 3; i++) {
+        sc[i] = i + 1;
+        rcn[i] = me + 1;
+        for (int k = 0; k <= i; k++, o++) send[2 * o] = send[2 * o + 1] = (float)(100 * me + 10 * i + k);
+    }
+    CT_CHECK(A, comm_alltoallv_rows(c, send, sc, recv, rcn, 2 * sizeof(float), COMM_HALO) == INCA_OK);
+    o = 0;
+    for (int i = 0; i < 3; i++)
+        for (int k = 0; k <= me; k++, o++) CT_CHECK(A, recv[2 * o] == (float)(100 * i + 10 * me + k) && recv[2 * o + 1] == recv[2 * o]);
+    /* rows to the others only: 6 - (me + 1) rows of 8 bytes */
+    CT_CHECK(A, comm_bytes_sent(c, COMM_HALO) == 8 * (6 - (me + 1)));
+    /* left to right: 1e8, then 1 + 1e8 = 1e8 in float, then -1e8 + 1e8 = 0 (1 in another order) */
+    const float g[3] = {1e8f, 1.0f, -1e8f};
+    float buf[5];
+    for (int i = 0; i < 5; i++) buf[i] = g[me];
+    const uint8_t all3[3] = {1, 1, 1}, two[3] = {0, 1, 1}, none[3] = {0, 0, 0};
+    CT_CHECK(A, comm_ordered_sum_f32(c, buf, 5, all3, COMM_REFRESH) == INCA_OK);
+    for (int i = 0; i < 5; i++) CT_CHECK(A, buf[i] == 0.0f);
+    for (int i = 0; i < 5; i++) buf[i] = g[me];
+    CT_CHECK(A, comm_ordered_sum_f32(c, buf, 5, two, COMM_REFRESH) == INCA_OK);
+    for (int i = 0; i < 5; i++) CT_CHECK(A, buf[i] == -1e8f);
+    for (int i = 0; i < 5; i++) buf[i] = g[me];
+    CT_CHECK(A, comm_ordered_sum_f32(c, buf, 5, none, COMM_REFRESH) == INCA_OK && buf[0] == g[me]);
+    CT_CHECK(A, comm_barrier(c) == INCA_OK);
+    /* rank 1 fails: the others' next collective returns an error instead of waiting forever */
+    if (me == 1) A->poison_first = comm_poison(c);
+    else A->after_poison = comm_barrier(c);
+    return NULL;
+}
+
+START_TEST(test_comm_thread_ranks) {
+    comm_t *r[3];
+    ck_assert_int_eq(comm_threads_create(3, r), INCA_OK);
+    ct_arg_t a[3];
+    pthread_t th[3];
+    for (int i = 0; i < 3; i++) {
+        a[i] = (ct_arg_t){.c = r[i]};
+        ck_assert_int_eq(pthread_create(&th[i], NULL, ct_main, &a[i]), 0);
+    }
+    for (int i = 0; i < 3; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < 3; i++) ck_assert_msg(a[i].fails == 0, "rank %d: %d checks failed", i, a[i].fails);
+    ck_assert_int_eq(a[1].poison_first, 1);
+    ck_assert_int_eq(a[0].after_poison, INCA_ERR);
+    ck_assert_int_eq(a[2].after_poison, INCA_ERR);
+    ck_assert_int_eq(comm_poison(r[0]), 0);   /* already poisoned */
+    comm_t *sp = NULL;
+    ck_assert_int_eq(comm_split(r[0], 1, &sp), INCA_EINVAL);
+    comm_threads_free(r, 3);
+    ck_assert_int_eq(comm_threads_create(0, r), INCA_EINVAL);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("core");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, test_status_codes);
     tcase_add_test(tc, test_comm_one_rank);
+    tcase_add_test(tc, test_comm_thread_ranks);
     tcase_add_test(tc, test_alloc_injection);
     tcase_add_test(tc, test_rng);
     tcase_add_test(tc, test_args);

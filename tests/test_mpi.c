@@ -1,6 +1,6 @@
 /* `mpirun -np P inca train` (issue 13) against its single-process reference `--workers P`: the
- * same final parameters bit for bit (--save-params) and the same accuracy, for cluster, gas and
- * incagg (both refresh sources) at P = 2 and 4 on the bundled Cora; the byte counters (IncAgg
+ * same final parameters bit for bit (--save-params) and the same accuracy, for cluster, gas,
+ * incagg (both refresh sources) and full-batch at P = 2 and 4 on the bundled Cora; the byte counters (IncAgg
  * sends nothing but the gradient reduction between refreshes); checkpoints per rank; per-rank
  * shards (inca shard) giving the whole store's bits; a rank that fails or is killed ends the job
  * with a message naming it, never a hang; bench scale's smoke pass.
@@ -103,11 +103,17 @@ START_TEST(mpirun_equals_workers_bit_for_bit) {
     compare(3, "incagg --refresh-source push");
     compare(3, "gas --grad-reduce allgather");
     compare(2, "incagg --refresh-source push --model sage --history-dtype bf16");
+    /* full-batch: a distributed SpMM at every site, --workers as thread ranks */
+    compare(2, "full");
+    compare(4, "full --feature-norm row");
+    compare(3, "full --model sage --grad-reduce allgather");
+    compare(2, "full --model gcnii --layers 4");
+    compare(3, "full --model appnp --K 4");
 }
 END_TEST
 
-/* one rank's [grad, refresh, halo] bytes from a -np 2 run */
-static void bytes_of(const char *method, int epochs, double b[2][3], double *params, double *spe) {
+/* one rank's [grad, refresh, halo, eval] bytes from a -np 2 run */
+static void bytes_of(const char *method, int epochs, double b[2][4], double *params, double *spe) {
     char args[16384];
     char *out = NULL, *err = NULL;
     snprintf(args, sizeof args, "train '%s' --model gcn --method %s --parts 40 --batch-parts 5 --epochs %d --threads 1 --json",
@@ -123,6 +129,7 @@ static void bytes_of(const char *method, int epochs, double b[2][3], double *par
         b[r][0] = tu_json_dbl(o, "bytes_grad");
         b[r][1] = tu_json_dbl(o, "bytes_refresh");
         b[r][2] = tu_json_dbl(o, "bytes_halo");
+        b[r][3] = tu_json_dbl(o, "bytes_eval");
     }
     cJSON_Delete(j);
     free(out);
@@ -130,7 +137,7 @@ static void bytes_of(const char *method, int epochs, double b[2][3], double *par
 }
 
 START_TEST(incagg_sends_only_gradients_between_refreshes) {
-    double b2[2][3], b3[2][3], np, spe;
+    double b2[2][4], b3[2][4], np, spe;
     bytes_of("incagg --refresh-source push", 2, b2, &np, &spe);
     bytes_of("incagg --refresh-source push", 3, b3, &np, &spe);
     /* a step's record: had + loss (two doubles) and every gradient, to the one other rank */
@@ -142,7 +149,7 @@ START_TEST(incagg_sends_only_gradients_between_refreshes) {
         ck_assert(b2[r][1] > 0);           /* one refresh per epoch: its halo of S */
         ck_assert_double_eq(b3[r][1] * 2, b2[r][1] * 3);
     }
-    double g[2][3];
+    double g[2][4];
     bytes_of("gas", 2, g, &np, &spe);   /* GAS: the pulls at every step, no refresh */
     for (int r = 0; r < 2; r++) {
         ck_assert_double_eq(g[r][0], 2 * spe * rec);
@@ -151,6 +158,18 @@ START_TEST(incagg_sends_only_gradients_between_refreshes) {
     }
     bytes_of("cluster", 2, g, &np, &spe);
     for (int r = 0; r < 2; r++) ck_assert(g[r][1] == 0 && g[r][2] == 0);
+    /* full-batch: per epoch the gradients (the chain: one record out of each of two ranks) and
+     * [loss, correct, counted]; the training forward and backward exchange the halo rows of
+     * every site (gcn: the backward at site 0 too, its input is X W), the evaluation forward
+     * once, plus its six summed figures */
+    bytes_of("full", 3, g, &np, &spe);
+    ck_assert_double_eq(spe, 1);
+    for (int r = 0; r < 2; r++) {
+        ck_assert_double_eq(g[r][0], 3 * (4.0 * np + 3 * 8.0));
+        ck_assert_double_eq(g[r][1], 0);
+        ck_assert(g[r][2] > 0);
+        ck_assert_double_eq(g[r][2], 2 * (g[r][3] - 3 * 6 * 8.0));
+    }
 }
 END_TEST
 
@@ -196,6 +215,26 @@ START_TEST(checkpoints_per_rank_resume_bit_for_bit) {
     ck_assert_msg(strstr(err, "end at different epochs"), "%s", err);
     free(out);
     free(err);
+    /* full-batch: the same per-rank folders; and --workers' thread ranks resume their one file */
+    const char *full = "--model gcn --method full --parts 40 --threads 1";
+    for (int np = 0; np <= 2; np += 2) {
+        char ck2[1100];
+        snprintf(ck2, sizeof ck2, "%s/ckfull%d", dir, np);
+        const char *w = np ? "" : "--workers 2";
+        snprintf(args, sizeof args, "train '%s' %s %s --epochs 4 --save-params '%s'", store, full, w, pa);
+        ck_assert_msg(run(np, args, NULL, &err) == 0, "%s", err);
+        free(err);
+        snprintf(args, sizeof args, "train '%s' %s %s --epochs 2 --checkpoint '%s'", store, full, w, ck2);
+        ck_assert_msg(run(np, args, NULL, &err) == 0, "%s", err);
+        free(err);
+        snprintf(rk, sizeof rk, np ? "%s/rank-1-of-2/run-0.ckpt" : "%s/run-0.ckpt", ck2);
+        ck_assert_msg(tu_exists(rk), "%s: missing", rk);
+        snprintf(args, sizeof args, "train '%s' %s %s --epochs 4 --checkpoint '%s' --resume --save-params '%s'", store,
+                 full, w, ck2, pb);
+        ck_assert_msg(run(np, args, NULL, &err) == 0, "%s", err);
+        free(err);
+        same_file(pa, pb, np ? "full-batch -np 2 resumed at epoch 2" : "full-batch --workers 2 resumed at epoch 2");
+    }
 }
 END_TEST
 
@@ -232,9 +271,9 @@ START_TEST(failures_end_the_job_naming_the_rank) {
     ck_assert_msg(strstr(err, "2 ranks with --batchnorm"), "%s", err);
     free(out);
     free(err);
-    snprintf(args, sizeof args, "train '%s' --model gcn --method full --epochs 1", store);
+    snprintf(args, sizeof args, "train '%s' --model gcn --method full --batchnorm --epochs 1", store);
     ck_assert_int_eq(run(2, args, &out, &err), 2);
-    ck_assert_msg(strstr(err, " of 2: ") && strstr(err, "--method full"), "%s", err);   /* whichever rank spoke first */
+    ck_assert_msg(strstr(err, " of 2: ") && strstr(err, "2 ranks with --batchnorm"), "%s", err);   /* whichever rank spoke first */
     free(out);
     free(err);
     snprintf(args, sizeof args, "info '%s'", store);

@@ -3,9 +3,12 @@
  * built here from the public pieces: each rank's own batch (graph/dist.h ownership, its own
  * loader stream), forward and backward from the same initial model, gradients summed in rank
  * order in plain C and halved, one optimiser step; for GAS each rank pulls the histories as the
- * step found them (a fresh operator per rank in the reference). Plus the refusals. */
+ * step found them (a fresh operator per rank in the reference). Full-batch thread ranks against
+ * one process without dropout, their determinism, a failing rank ending the run. Plus the
+ * refusals. */
 #include "testutil.h"
 #include "core/alloc.h"
+#include "core/comm.h"
 #include "core/status.h"
 #include "graph/dist.h"
 #include "graph/gen.h"
@@ -19,6 +22,7 @@
 #include "nn/optim.h"
 #include "nn/train.h"
 #include "nn/train_mb.h"
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -229,6 +233,94 @@ START_TEST(two_ranks_equal_reference) {
 }
 END_TEST
 
+/* Full-batch with P thread ranks (nn/train_dist.h) against one process (train_full): without
+ * dropout the ranks' gradients add up to the one-process gradient, so the trajectories agree
+ * within float rounding (the sum split in P partial GEMMs, the loss gradient scaled per rank). */
+static void full_config(train_config_t *c, const char *model, int workers) {
+    train_config_default(c);
+    snprintf(c->model, sizeof c->model, "%s", model);
+    snprintf(c->method, sizeof c->method, "full");
+    c->epochs = 15;
+    c->hidden = 8;
+    c->parts = 8;
+    c->dropout = 0;
+    c->layers = strcmp(model, "gcnii") == 0 ? 4 : 2;
+    c->K = 4;
+    c->workers = workers;
+    c->keep_params = 1;
+}
+
+START_TEST(full_batch_threads_match_one_process) {
+    static const char *const models[] = {"gcn", "sage", "gcnii", "appnp", "mlp"};
+    for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) {
+        train_config_t c;
+        train_result_t one, many;
+        full_config(&c, models[i], 1);
+        ck_assert_msg(train_run(&D, &c, NULL, 0, &one) == INCA_OK, "%s: %s", models[i], inca_errmsg());
+        for (int w = 2; w <= 3; w++) {
+            full_config(&c, models[i], w);
+            ck_assert_msg(train_run(&D, &c, NULL, 0, &many) == INCA_OK, "%s x%d: %s", models[i], w, inca_errmsg());
+            ck_assert_int_eq(many.nparams, one.nparams);
+            double dmax = 0, wmax = 0;
+            for (int64_t k = 0; k < one.nparams; k++) {
+                const double d = fabs((double)one.params[k] - (double)many.params[k]);
+                dmax = d > dmax ? d : dmax;
+                wmax = fabs(one.params[k]) > wmax ? fabs(one.params[k]) : wmax;
+            }
+            /* 15 Adam steps from the same start: rounding, not a different gradient */
+            ck_assert_msg(dmax <= 2e-5 * (1 + wmax), "%s, %d ranks: parameters differ by %g (largest %g)", models[i], w,
+                          dmax, wmax);
+            ck_assert_msg(fabs(many.test_acc - one.test_acc) <= 0.01, "%s, %d ranks: test accuracy %g vs %g", models[i],
+                          w, many.test_acc, one.test_acc);
+            train_result_free(&many);
+        }
+        train_result_free(&one);
+    }
+}
+END_TEST
+
+/* with dropout: deterministic (the same bits twice), and a different draw from one process */
+START_TEST(full_batch_threads_deterministic) {
+    train_config_t c;
+    train_result_t a, b;
+    full_config(&c, "gcn", 3);
+    c.dropout = 0.5;
+    c.epochs = 5;
+    ck_assert_int_eq(train_run(&D, &c, NULL, 0, &a), INCA_OK);
+    ck_assert_int_eq(train_run(&D, &c, NULL, 0, &b), INCA_OK);
+    ck_assert_int_eq(memcmp(a.params, b.params, sizeof(float) * (size_t)a.nparams), 0);
+    ck_assert(a.comm_bytes[COMM_HALO] > 0 && a.comm_bytes[COMM_GRAD] > 0 && a.comm_bytes[COMM_REFRESH] == 0);
+    train_result_free(&a);
+    train_result_free(&b);
+}
+END_TEST
+
+/* an allocation that fails in any one thread rank (or before they start) ends the run with an
+ * error, never a hang, and frees everything (ASan) */
+START_TEST(full_batch_rank_failure_ends_the_run) {
+    train_config_t c;
+    train_result_t r;
+    full_config(&c, "sage", 3);
+    c.epochs = 2;
+    c.keep_params = 0;
+    int failed = 0, named = 0, k;
+    for (k = 1; k < 2000; k += 3) {
+        inca_alloc_fail_after(k);
+        const int rc = train_run(&D, &c, NULL, 0, &r);
+        inca_alloc_fail_after(0);
+        if (rc == INCA_OK) {
+            train_result_free(&r);
+            break;
+        }
+        failed++;
+        named += strstr(inca_errmsg(), "rank ") != NULL && strstr(inca_errmsg(), " of 3: ") != NULL;
+    }
+    ck_assert_msg(k < 2000, "still failing after %d allocations", k);
+    ck_assert(failed > 10);
+    ck_assert_msg(named > 0, "no failure inside a rank was named");
+}
+END_TEST
+
 START_TEST(refusals) {
     train_config_t c;
     mb_opts_t o;
@@ -243,9 +335,13 @@ START_TEST(refusals) {
     c.workers = 9;   /* more ranks than parts */
     ck_assert_int_eq(mb_train(&D, &c, D.split[SPLIT_TRAIN], D.split_n[SPLIT_TRAIN], 0, &P, &o, &r, NULL), INCA_EINVAL);
     ck_assert_ptr_nonnull(strstr(inca_errmsg(), "9 ranks: expected 1..8"));
-    config(&c, "full", NULL);
+    full_config(&c, "gcn", 2);
+    c.batchnorm = 1;
     ck_assert_int_eq(train_run(&D, &c, NULL, 0, &r), INCA_EINVAL);
-    ck_assert_ptr_nonnull(strstr(inca_errmsg(), "--method full"));
+    ck_assert_ptr_nonnull(strstr(inca_errmsg(), "2 ranks with --batchnorm"));
+    full_config(&c, "gcn", 9);   /* more ranks than parts */
+    ck_assert_int_eq(train_run(&D, &c, NULL, 0, &r), INCA_EINVAL);
+    ck_assert_ptr_nonnull(strstr(inca_errmsg(), "9 ranks: expected 1..8"));
 }
 END_TEST
 
@@ -255,6 +351,9 @@ int main(void) {
     tcase_add_checked_fixture(t, setup, teardown);
     tcase_set_timeout(t, 120);
     tcase_add_test(t, two_ranks_equal_reference);
+    tcase_add_test(t, full_batch_threads_match_one_process);
+    tcase_add_test(t, full_batch_threads_deterministic);
+    tcase_add_test(t, full_batch_rank_failure_ends_the_run);
     tcase_add_test(t, refusals);
     suite_add_tcase(s, t);
     return tu_run_suite(s);

@@ -1,0 +1,533 @@
+/* Data-parallel full-batch training over MPI ranks or thread ranks; see train_dist.h. */
+#include "nn/train_dist.h"
+#include "core/alloc.h"
+#include "core/comm.h"
+#include "core/status.h"
+#include "core/util.h"
+#include "graph/dist.h"
+#include "kernels/backend.h"
+#include "memory/halo.h"
+#include "nn/checkpoint.h"
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FD_MAX_RANKS 64
+#define FD_MAX_WIDTHS 8
+
+/* What every rank reads and none writes (shared by the thread ranks): the dataset in the
+ * partition's order. */
+typedef struct fd_shared {
+    int64_t n, f, C;
+    const float *x;     /* features after --feature-norm, in the dataset's order */
+    float *xw;          /* owned copy behind x when normalised */
+    int64_t *inv;       /* inv[new id] = dataset id */
+    int32_t *y;         /* labels by new id */
+    int64_t *ids[3];    /* train, valid, test: new ids, sorted */
+    int64_t nids[3];
+    csr_t adjp;         /* the graph renumbered */
+    csr_t a, at;        /* Â and, when not symmetric (mean), Âᵀ; empty for mlp */
+    dist_plan_t plan;
+    int sparse;         /* the features go in as a CSR (bag of words: <= 25% nonzero) */
+    model_config_t mc;
+} fd_shared_t;
+
+static int cmp_i64(const void *a, const void *b) {
+    const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static void fd_shared_free(fd_shared_t *S) {
+    inca_free(S->xw);
+    inca_free(S->inv);
+    inca_free(S->y);
+    for (int k = 0; k < 3; k++) inca_free(S->ids[k]);
+    csr_free(&S->adjp);
+    csr_free(&S->a);
+    csr_free(&S->at);
+    dist_plan_free(&S->plan);
+    memset(S, 0, sizeof *S);
+}
+
+static int fd_shared_make(const dataset_t *d, const train_config_t *c, const int64_t *tidx, int64_t ntr,
+                          const partition_t *p, int ranks, fd_shared_t *S) {
+    const int64_t n = d->n, f = d->f;
+    int rc;
+    memset(S, 0, sizeof *S);
+    S->n = n;
+    S->f = f;
+    if ((rc = train_model_config(d, c, c->seed, &S->mc))) return rc;
+    S->mc.transform_first = 1;   /* the distributed SpMM is linear, as the one-process operator */
+    S->C = S->mc.out_dim;
+    const int norm = nn_kind_norm(S->mc.kind);
+    if ((rc = csr_permute(&d->adj, p->perm, &S->adjp))) goto fail;
+    if (norm != NN_NORM_NONE && (rc = nn_adj_build(&S->adjp, norm, &S->a, &S->at))) goto fail;
+    if ((rc = dist_plan_make(&S->adjp, p->bounds, p->k, ranks, &S->plan))) goto fail;
+    S->x = d->x;
+    if (c->feature_norm != TRAIN_FEATNORM_NONE) {
+        if (!(S->xw = inca_malloc(sizeof(float) * (size_t)(n * f > 0 ? n * f : 1)))) { rc = INCA_ENOMEM; goto fail; }
+        train_features_prepare(c->feature_norm, n, f, d->x, S->xw);
+        S->x = S->xw;
+    }
+    if (!c->dense_input) {   /* one decision for the job, from all the features (train_full's rule) */
+        int64_t nnz = 0;
+        for (int64_t i = 0; i < n * f; i++) nnz += S->x[i] != 0.0f;
+        S->sparse = (double)nnz <= 0.25 * (double)n * (double)f;
+    }
+    S->inv = inca_malloc(sizeof *S->inv * (size_t)(n ? n : 1));
+    S->y = inca_malloc(sizeof *S->y * (size_t)(n ? n : 1));
+    const int64_t *src[3] = {tidx, d->split[SPLIT_VALID], d->split[SPLIT_TEST]};
+    const int64_t cnt[3] = {ntr, d->split_n[SPLIT_VALID], d->split_n[SPLIT_TEST]};
+    for (int k = 0; k < 3; k++) {
+        S->nids[k] = cnt[k];
+        if (!(S->ids[k] = inca_malloc(sizeof(int64_t) * (size_t)(cnt[k] ? cnt[k] : 1)))) { rc = INCA_ENOMEM; goto fail; }
+        for (int64_t i = 0; i < cnt[k]; i++) S->ids[k][i] = p->perm[src[k][i]];
+        qsort(S->ids[k], (size_t)cnt[k], sizeof(int64_t), cmp_i64);
+    }
+    if (!S->inv || !S->y) { rc = INCA_ENOMEM; goto fail; }
+    for (int64_t v = 0; v < n; v++) {
+        S->inv[p->perm[v]] = v;
+        S->y[p->perm[v]] = d->y[v];
+    }
+    return INCA_OK;
+fail:
+    fd_shared_free(S);
+    return rc;
+}
+
+/* The distributed operator of one rank: tables by global id, one per site width, whose own and
+ * halo rows are written (calloc'd: the other rows are never touched, so never committed). */
+typedef struct fd_op {
+    kern_ctx_t *kc;
+    kern_mat_t *own_a, *own_at;   /* the rank's rows of Â and Âᵀ (NULL: Â symmetric) */
+    halo_t *halo;
+    comm_t *comm;
+    int64_t lo, no, n;
+    int ntab;
+    int64_t tab_f[FD_MAX_WIDTHS];
+    float *tab[FD_MAX_WIDTHS];
+    int phase;                    /* COMM_HALO in training, COMM_EVAL in evaluation */
+} fd_op_t;
+
+static float *fd_table(fd_op_t *o, int64_t f) {
+    for (int i = 0; i < o->ntab; i++)
+        if (o->tab_f[i] == f) return o->tab[i];
+    return NULL;
+}
+
+/* out (own rows) = Â[own, :] in, or Âᵀ[own, :] in for the backward */
+static int fd_spmm(fd_op_t *o, kern_mat_t *a, int64_t n, int64_t f, const float *in, float *out) {
+    float *t = fd_table(o, f);
+    if (!t || n != o->no) return inca_fail(INCA_ERR, "distributed SpMM: %lld rows of width %lld, expected %lld rows of a "
+                                                     "site's width", (long long)n, (long long)f, (long long)o->no);
+    memcpy(t + o->lo * f, in, sizeof(float) * (size_t)(n * f));
+    int rc = halo_exchange(o->halo, o->comm, t, (int64_t)sizeof(float) * f, o->phase);
+    return rc != INCA_OK ? rc : kc_spmm(o->kc, a, NULL, t, f, 1.f, 0.f, out);
+}
+static int fd_fwd(void *ctx, int site, int64_t n, int64_t f, const float *in_raw, const float *in, float *out) {
+    (void)site;
+    (void)in_raw;
+    fd_op_t *o = ctx;
+    return fd_spmm(o, o->own_a, n, f, in, out);
+}
+static int fd_bwd(void *ctx, int site, int64_t n, int64_t f, const float *dout, float *din) {
+    (void)site;
+    fd_op_t *o = ctx;
+    return fd_spmm(o, o->own_at ? o->own_at : o->own_a, n, f, dout, din);
+}
+
+/* The rank's state for one run. */
+typedef struct fd_rank {
+    kern_ctx_t *kc;
+    comm_t *comm;
+    int rank, P, mpi;
+    int64_t lo, no;
+    float *x_own;
+    csr_t xs;
+    kern_mat_t *a_m, *at_m;
+    fd_op_t op;
+    nn_agg_t agg;                 /* fd_fwd / fd_bwd on op */
+    model_t *m;
+    optim_t *o;
+    int32_t *y_d;
+    int64_t *ids[3], nids[3];     /* the rank's ids of each split, local (new id - lo) */
+    int64_t *ids_d[3];
+    float *dlog, *logp, *gbuf, *grecv;
+    int64_t ng;
+    train_meter_t *meter_d;
+    char ckdir[4200];
+} fd_rank_t;
+
+static void fd_rank_free(fd_rank_t *R) {
+    kern_ctx_t *kc = R->kc;
+    for (int k = 0; k < 3; k++) {
+        kc_mirror_free(kc, R->ids[k], R->ids_d[k]);
+        inca_free(R->ids[k]);
+    }
+    kc_release(kc, KERN_MEM_DEVICE, R->dlog);
+    kc_release(kc, KERN_MEM_DEVICE, R->logp);
+    kc_release(kc, KERN_MEM_DEVICE, R->meter_d);
+    inca_free(R->gbuf);
+    inca_free(R->grecv);
+    optim_free(&R->o);
+    model_free(&R->m);
+    for (int i = 0; i < R->op.ntab; i++) inca_free(R->op.tab[i]);
+    halo_free(&R->op.halo);
+    kc_mat_free(kc, &R->op.own_a);
+    kc_mat_free(kc, &R->op.own_at);
+    kc_mat_free(kc, &R->a_m);
+    kc_mat_free(kc, &R->at_m);
+    csr_free(&R->xs);
+    inca_free(R->x_own);
+}
+
+static int fd_rank_setup(fd_rank_t *R, const fd_shared_t *S, const train_config_t *c) {
+    const int64_t f = S->f, C = S->C;
+    kern_ctx_t *kc = R->kc;
+    int rc;
+    R->lo = S->plan.node_lo[R->rank];
+    R->no = S->plan.node_lo[R->rank + 1] - R->lo;
+    /* this rank's rows of the features, in the partition's order */
+    if (!(R->x_own = inca_malloc(sizeof(float) * (size_t)(R->no * f > 0 ? R->no * f : 1)))) return INCA_ENOMEM;
+    for (int64_t i = 0; i < R->no; i++)
+        memcpy(R->x_own + i * f, S->x + S->inv[R->lo + i] * f, sizeof(float) * (size_t)f);
+    for (int k = 0; k < 3; k++) {   /* sorted: one slice each */
+        int64_t a = 0, b = S->nids[k];
+        while (a < b) { const int64_t h = a + (b - a) / 2; if (S->ids[k][h] < R->lo) a = h + 1; else b = h; }
+        int64_t e = a;
+        while (e < S->nids[k] && S->ids[k][e] < R->lo + R->no) e++;
+        R->nids[k] = e - a;
+        if (!(R->ids[k] = inca_malloc(sizeof(int64_t) * (size_t)(R->nids[k] ? R->nids[k] : 1)))) return INCA_ENOMEM;
+        for (int64_t i = 0; i < R->nids[k]; i++) R->ids[k][i] = S->ids[k][a + i] - R->lo;
+    }
+    if ((rc = model_create_on(&S->mc, R->no > 0 ? R->no : 1, kc, &R->m))) return rc;
+    if (S->sparse) {
+        if ((rc = train_features_csr(R->no, f, R->x_own, 1.0, &R->xs)) < 0) return rc;
+        if (model_set_sparse_input(R->m, &R->xs) != INCA_OK) {   /* a first layer that needs dense input */
+            inca_err_clear();
+            csr_free(&R->xs);
+        } else INCA_FREE(R->x_own);
+    }
+    /* every rank starts from rank 0's parameters */
+    for (int i = 0; i < model_nparams(R->m); i++) {
+        nn_param_t *pp = model_param(R->m, i);
+        if ((rc = comm_bcast(R->comm, pp->w, (int64_t)sizeof(float) * pp->n, 0, COMM_SETUP))) return rc;
+        R->ng += pp->n;
+    }
+    if ((rc = train_optim_build(c, R->m, &R->o))) return rc;
+    if (!(R->gbuf = inca_malloc(sizeof(float) * (size_t)(R->ng ? R->ng : 1))) ||
+        (c->grad_reduce == TRAIN_GRAD_ALLGATHER &&
+         !(R->grecv = inca_malloc(sizeof(float) * (size_t)(R->ng ? R->ng : 1) * (size_t)R->P))))
+        return INCA_ENOMEM;
+    /* the operator: the rank's rows of Â (Âᵀ), its halo, a table per site width */
+    const int ns = model_num_sites(&S->mc);
+    R->op = (fd_op_t){.kc = kc, .comm = R->comm, .lo = R->lo, .no = R->no, .n = S->n, .phase = COMM_HALO};
+    if (ns > 0) {
+        const csr_t *atp = S->at.rowptr ? &S->at : NULL;
+        if ((rc = kc_mat_upload(kc, &S->a, &R->a_m)) || (atp && (rc = kc_mat_upload(kc, atp, &R->at_m))) ||
+            (rc = kc_mat_rows_view(kc, R->a_m, R->lo, R->lo + R->no, &R->op.own_a)) ||
+            (atp && (rc = kc_mat_rows_view(kc, R->at_m, R->lo, R->lo + R->no, &R->op.own_at))))
+            return rc;
+        int64_t *hid = NULL, hm = 0;
+        if ((rc = dist_halo(&S->a, &S->plan, R->rank, &hid, &hm))) return rc;
+        rc = halo_plan(R->comm, &S->plan, hid, hm, COMM_SETUP, &R->op.halo);
+        inca_free(hid);
+        if (rc) return rc;
+        for (int s = 0; s < ns; s++) {
+            const int64_t w = model_site_dim(&S->mc, s);
+            if (fd_table(&R->op, w)) continue;
+            if (R->op.ntab == FD_MAX_WIDTHS) return inca_fail(INCA_ERR, "distributed SpMM: more than %d site widths", FD_MAX_WIDTHS);
+            R->op.tab_f[R->op.ntab] = w;
+            if (!(R->op.tab[R->op.ntab++] = inca_calloc((size_t)(S->n * w), sizeof(float)))) return INCA_ENOMEM;
+        }
+    }
+    if ((rc = kc_mirror(kc, S->y + R->lo, sizeof(int32_t) * (size_t)(R->no ? R->no : 1), (void **)&R->y_d))) return rc;
+    for (int k = 0; k < 3; k++)
+        if (R->nids[k] > 0 && (rc = kc_mirror(kc, R->ids[k], sizeof(int64_t) * (size_t)R->nids[k], (void **)&R->ids_d[k])))
+            return rc;
+    if ((rc = kc_alloc(kc, KERN_MEM_DEVICE, sizeof *R->meter_d, (void **)&R->meter_d)) ||
+        (rc = kc_alloc(kc, KERN_MEM_DEVICE, sizeof(float) * (size_t)(R->no * C > 0 ? R->no * C : 1), (void **)&R->dlog)) ||
+        (rc = kc_alloc(kc, KERN_MEM_DEVICE, sizeof(float) * (size_t)(R->no * C > 0 ? R->no * C : 1), (void **)&R->logp)))
+        return rc;
+    return INCA_OK;
+}
+
+/* The parameter gradients <- their sum over the ranks in rank order (the same bits on every
+ * rank, whichever reduction). */
+static int fd_grad_reduce(fd_rank_t *R, const train_config_t *c) {
+    const int np = model_nparams(R->m);
+    float *g = R->gbuf;
+    int rc = INCA_OK;
+    for (int i = 0; i < np; i++) {
+        const nn_param_t *pp = model_param(R->m, i);
+        memcpy(g, pp->g, sizeof(float) * (size_t)pp->n);
+        g += pp->n;
+    }
+    if (c->grad_reduce == TRAIN_GRAD_ALLGATHER) {
+        if ((rc = comm_allgather(R->comm, R->gbuf, (int64_t)sizeof(float) * R->ng, R->grecv, COMM_GRAD))) return rc;
+        memcpy(R->gbuf, R->grecv, sizeof(float) * (size_t)R->ng);
+        for (int r = 1; r < R->P; r++) {
+            const float *h = R->grecv + (int64_t)r * R->ng;
+            for (int64_t i = 0; i < R->ng; i++) R->gbuf[i] = h[i] + R->gbuf[i];
+        }
+    } else {
+        uint8_t contrib[FD_MAX_RANKS];
+        memset(contrib, 1, sizeof contrib);
+        if ((rc = comm_ordered_sum_f32(R->comm, R->gbuf, R->ng, contrib, COMM_GRAD))) return rc;
+    }
+    g = R->gbuf;
+    for (int i = 0; i < np; i++) {
+        nn_param_t *pp = model_param(R->m, i);
+        memcpy(pp->g, g, sizeof(float) * (size_t)pp->n);
+        g += pp->n;
+    }
+    return INCA_OK;
+}
+
+/* Figures summed over the ranks in rank order: in[0..k) from every rank into out[0..k). */
+static int fd_sum(fd_rank_t *R, const double *in, int k, double *out, int phase) {
+    double *all = inca_malloc(sizeof(double) * (size_t)k * (size_t)R->P);
+    if (!all) return INCA_ENOMEM;
+    int rc = comm_allgather(R->comm, in, (int64_t)sizeof(double) * k, all, phase);
+    for (int j = 0; j < k && rc == INCA_OK; j++) {
+        out[j] = 0;
+        for (int r = 0; r < R->P; r++) out[j] += all[(size_t)r * (size_t)k + (size_t)j];
+    }
+    inca_free(all);
+    return rc;
+}
+
+/* One rank's run: the contract of train_full. */
+static int fd_rank_run(const fd_shared_t *S, const dataset_t *d, const train_config_t *c, comm_t *comm, int run,
+                       train_result_t *r) {
+    fd_rank_t R;
+    memset(&R, 0, sizeof R);
+    memset(r, 0, sizeof *r);
+    R.kc = c->kc ? c->kc : kc_cpu();
+    R.comm = comm;
+    R.rank = comm_rank(comm);
+    R.P = comm_size(comm);
+    R.mpi = comm_size(c->comm) > 1;
+    const int64_t C = S->C, N = S->nids[SPLIT_TRAIN];
+    comm_reset_bytes(comm);
+    int rc = fd_rank_setup(&R, S, c);
+    train_best_t best;
+    train_best_init(&best);
+    best.by_loss = c->select_loss;
+    double t_step = 0, t_eval = 0, t_epoch = 0, loss = 0;
+    int ep = 0, ep0 = 0, finished = 0;
+    /* checkpoints: each MPI rank its own folder; thread ranks share rank 0's file */
+    const char *ckdir = c->checkpoint_dir;
+    if (rc == INCA_OK && c->checkpoint_dir && R.mpi) {
+        rc = ckpt_rank_dir(c, R.rank, R.P, R.ckdir, sizeof R.ckdir);
+        ckdir = R.ckdir;
+    } else if (rc == INCA_OK && c->checkpoint_dir && c->resume)
+        rc = ckpt_manifest_check(c->checkpoint_dir, 1);
+    if (rc == INCA_OK && c->checkpoint_dir && c->resume) {
+        ckpt_state_t cs;
+        rc = ckpt_load(ckdir, run, c, d, R.m, R.o, &cs, NULL, 0);
+        if (rc >= 0) {   /* every rank continues from the same epoch */
+            int64_t e[2] = {rc == CKPT_NONE ? -1 : cs.epoch, rc == CKPT_NONE ? 1 : -(int64_t)cs.epoch};
+            const int found = rc == INCA_OK;
+            rc = comm_allreduce_max_i64(comm, e, 2, COMM_SETUP);
+            if (rc == INCA_OK && e[0] != -e[1])
+                rc = inca_fail(INCA_EINVAL, "%s: the ranks' checkpoints end at different epochs (%lld to %lld; -1: none): "
+                               "the job stopped between two ranks' saves; train again without --resume",
+                               c->checkpoint_dir, (long long)-e[1], (long long)e[0]);
+            if (rc == INCA_OK && found) {
+                best = cs.best;
+                loss = cs.train_loss;
+                t_step = cs.t_step;
+                t_eval = cs.t_eval;
+                t_epoch = cs.t_epoch;
+                ep0 = cs.epoch + 1;
+                finished = cs.finished;
+            }
+        }
+    }
+    const float *xin = R.xs.rowptr ? NULL : R.x_own;
+    R.agg = (nn_agg_t){.forward = fd_fwd, .backward = fd_bwd, .ctx = &R.op};
+    for (ep = ep0; rc == INCA_OK && ep < c->epochs && !finished; ep++) {
+        const double t0 = inca_now();
+        const float *logits;
+        train_meter_t h;
+        /* the training step: the mean loss over the job's train nodes, so the ranks' gradients add up */
+        R.op.phase = COMM_HALO;
+        if ((rc = model_forward(R.m, R.no, xin, &R.agg, 1, c->seed, (uint64_t)ep * (uint64_t)R.P + (uint64_t)R.rank,
+                                &logits)) ||
+            (rc = kc_zero(R.kc, R.meter_d, sizeof *R.meter_d, KERN_STREAM_COMPUTE)))
+            break;
+        if (R.nids[SPLIT_TRAIN] > 0) {
+            if ((rc = kc_softmax_xent(R.kc, R.no, C, logits, R.y_d, R.ids_d[SPLIT_TRAIN], R.nids[SPLIT_TRAIN], NULL, R.dlog,
+                                      &R.meter_d->loss[0])) ||
+                (rc = kc_accuracy(R.kc, C, logits, R.y_d, R.ids_d[SPLIT_TRAIN], R.nids[SPLIT_TRAIN], R.meter_d->count[0])) ||
+                (rc = kc_axpby(R.kc, R.no * C, (float)((double)R.nids[SPLIT_TRAIN] / (double)N), R.dlog, 0.f, R.dlog)))
+                break;
+        } else if ((rc = kc_zero(R.kc, R.dlog, sizeof(float) * (size_t)(R.no * C), KERN_STREAM_COMPUTE)))
+            break;
+        if ((rc = kc_copy(R.kc, &h, R.meter_d, sizeof h, KERN_D2H, KERN_STREAM_COMPUTE)) ||
+            (rc = model_backward(R.m, R.dlog, &R.agg)) || (rc = fd_grad_reduce(&R, c)))
+            break;
+        const double mine[3] = {h.loss[0] * (double)R.nids[SPLIT_TRAIN], (double)h.count[0][0], (double)h.count[0][1]};
+        double tot[3];
+        if ((rc = fd_sum(&R, mine, 3, tot, COMM_GRAD))) break;
+        loss = tot[0] / (double)N;
+        if (!isfinite(loss)) {
+            rc = inca_fail(INCA_ERR, "epoch %d: training loss is not finite (%g); lower --lr?", ep, loss);
+            break;
+        }
+        if ((rc = optim_step(R.o))) break;
+        const double t1 = inca_now();
+        /* evaluation: the rank's rows, the meters summed in rank order */
+        R.op.phase = COMM_EVAL;
+        train_epoch_eval_t e = {.run = run, .epoch = ep, .train_loss = loss,
+                                .train_acc = tot[2] > 0 ? tot[1] / tot[2] : 0.0, .n_valid = S->nids[SPLIT_VALID]};
+        if ((rc = model_forward(R.m, R.no, xin, &R.agg, 0, c->seed, (uint64_t)ep, &logits)) ||
+            (rc = train_eval_meter(R.kc, logits, R.no, C, R.y_d, NULL, 0, R.ids_d[SPLIT_VALID], R.nids[SPLIT_VALID],
+                                   R.ids_d[SPLIT_TEST], R.nids[SPLIT_TEST], R.logp, R.meter_d, &e, &h)))
+            break;
+        double mv[6], tv[6];
+        for (int k = 1; k < 3; k++) {
+            mv[3 * (k - 1)] = h.loss[k] * (double)h.count[k][1];
+            mv[3 * (k - 1) + 1] = (double)h.count[k][0];
+            mv[3 * (k - 1) + 2] = (double)h.count[k][1];
+        }
+        if ((rc = fd_sum(&R, mv, 6, tv, COMM_EVAL))) break;
+        train_meter_t t;
+        memset(&t, 0, sizeof t);
+        for (int k = 1; k < 3; k++) {
+            t.count[k][0] = (int64_t)tv[3 * (k - 1) + 1];
+            t.count[k][1] = (int64_t)tv[3 * (k - 1) + 2];
+            t.loss[k] = t.count[k][1] ? tv[3 * (k - 1)] / (double)t.count[k][1] : 0;
+        }
+        train_eval_apply(&t, 0, S->nids[SPLIT_VALID], &e);
+        const double t2 = inca_now();
+        e.epoch_s = t2 - t0;
+        t_step += t1 - t0;
+        t_eval += t2 - t1;
+        t_epoch += t2 - t0;
+        if ((rc = train_epoch_end(c, &e, NULL, 0, (int32_t)C, &best))) break;
+        const int stop = c->patience > 0 && best.since >= c->patience;
+        if (c->checkpoint_dir && (R.mpi || R.rank == 0)) {
+            ckpt_state_t cs = {.epoch = ep, .finished = stop, .best = best, .train_loss = loss,
+                               .t_step = t_step, .t_eval = t_eval, .t_epoch = t_epoch};
+            if ((rc = ckpt_save(ckdir, run, c, d, R.m, R.o, &cs, NULL, 0))) break;
+        }
+        if (stop) { ep++; break; }
+    }
+    if (rc == INCA_OK) {
+        train_result_set(r, &best, ep, loss, t_step, t_eval, t_epoch);
+        r->nparams = R.ng;
+        r->steps_per_epoch = 1;
+        for (int ph = 0; ph < COMM_NPHASES; ph++) {
+            r->comm_bytes[ph] = comm_bytes_sent(comm, ph);
+            r->comm_s[ph] = comm_seconds(comm, ph);
+        }
+        if (c->keep_params) rc = train_keep_params(R.kc, R.m, r);
+    }
+    r->peak_rss_mb = inca_peak_rss_mb();
+    fd_rank_free(&R);
+    return rc;
+}
+
+/* One thread rank of --workers P. */
+typedef struct fd_thread {
+    const fd_shared_t *S;
+    const dataset_t *d;
+    const train_config_t *c;
+    comm_t *comm;
+    int run, rc, first;
+    train_result_t r;
+    char msg[1024];
+} fd_thread_t;
+
+static void *fd_thread_main(void *arg) {
+    fd_thread_t *T = arg;
+    train_config_t c = *T->c;
+    kern_ctx_t *kc = NULL;
+    if (comm_rank(T->comm) != 0) {   /* rank 0 alone logs and writes the metrics */
+        c.log = NULL;
+        c.metrics_fp = NULL;
+        c.metrics_path = NULL;
+    }
+    c.comm = NULL;
+    kern_ctx_opts_t ko = {.device = "cpu"};
+    T->rc = kc_create(&ko, &kc);   /* a context of its own: a context's sticky status is per thread */
+    c.kc = kc;
+    if (T->rc == INCA_OK) T->rc = fd_rank_run(T->S, T->d, &c, T->comm, T->run, &T->r);
+    if (T->rc != INCA_OK) {
+        snprintf(T->msg, sizeof T->msg, "%s", inca_errmsg());
+        T->first = comm_poison(T->comm);
+    }
+    kc_free(&kc);
+    return NULL;
+}
+
+int train_full_dist(const dataset_t *d, const train_config_t *c, const int64_t *train_idx, int64_t n_train, int run,
+                    const partition_t *p, train_result_t *r) {
+    const int mpi = comm_size(c->comm) > 1;
+    const int P = mpi ? comm_size(c->comm) : c->workers;
+    memset(r, 0, sizeof *r);
+    if (P < 2 || P > FD_MAX_RANKS) return inca_fail(INCA_EINVAL, "full-batch over %d ranks: expected 2..%d", P, FD_MAX_RANKS);
+    if (mpi && c->workers > 1 && c->workers != P)
+        return inca_fail(INCA_EINVAL, "--workers %d under mpirun -np %d: the processes are the ranks (omit --workers or give %d)",
+                         c->workers, P, P);
+    if (c->kc && kc_device(c->kc) != KERN_DEV_CPU)
+        return inca_fail(INCA_EINVAL, "%d ranks with --method full: data-parallel ranks run on the CPU backend for now "
+                         "(NCCL between devices is not built)", P);
+    if (c->batchnorm)
+        return inca_fail(INCA_EINVAL, "%d ranks with --batchnorm: BatchNorm's batch statistics would be each rank's own; "
+                         "not supported", P);
+    if (c->batch_size > 0) return inca_fail(INCA_EINVAL, "--batch-size with %d ranks: one process only", P);
+    if (c->on_epoch || c->out_logits)
+        return inca_fail(INCA_EINVAL, "%d ranks: the per-node logits hooks (on_epoch, out_logits) are one process's", P);
+    if (!dataset_has_graph(d) || !d->adj.rowptr)
+        return inca_fail(INCA_EINVAL, "%d ranks with --method full: the ranks own METIS parts, which needs a graph", P);
+    if (!d->y) return inca_fail(INCA_EINVAL, "--method full needs labels; this dataset has none");
+    if (n_train < 1) return inca_fail(INCA_EINVAL, "no training nodes (empty train split)");
+    if (c->epochs < 1) return inca_fail(INCA_EINVAL, "--epochs: expected >= 1, got %d", c->epochs);
+    if (!p || p->n != d->n)
+        return inca_fail(INCA_EINVAL, "partitioning covers %lld nodes, dataset has %lld", (long long)(p ? p->n : -1),
+                         (long long)d->n);
+    fd_shared_t S;
+    int rc = fd_shared_make(d, c, train_idx, n_train, p, P, &S);
+    if (rc) return rc;
+    if (mpi) {
+        rc = fd_rank_run(&S, d, c, c->comm, run, r);
+        fd_shared_free(&S);
+        return rc;
+    }
+    comm_t *ranks[FD_MAX_RANKS];
+    fd_thread_t T[FD_MAX_RANKS];
+    pthread_t th[FD_MAX_RANKS];
+    int started = 0;
+    memset(T, 0, sizeof T);
+    if ((rc = comm_threads_create(P, ranks))) {
+        fd_shared_free(&S);
+        return rc;
+    }
+    for (int q = 0; q < P; q++) {
+        T[q] = (fd_thread_t){.S = &S, .d = d, .c = c, .comm = ranks[q], .run = run};
+        if (pthread_create(&th[q], NULL, fd_thread_main, &T[q]) != 0) {
+            comm_poison(ranks[q]);   /* the started ones stop at their next collective */
+            rc = inca_fail(INCA_ERR, "--workers %d: cannot start the thread of rank %d", P, q);
+            break;
+        }
+        started++;
+    }
+    for (int q = 0; q < started; q++) pthread_join(th[q], NULL);
+    for (int q = 0; q < started && rc == INCA_OK; q++)   /* the cause: the rank that failed first */
+        if (T[q].rc != INCA_OK && T[q].first) rc = inca_fail(T[q].rc, "rank %d of %d: %s", q, P, T[q].msg);
+    for (int q = 0; q < started && rc == INCA_OK; q++)
+        if (T[q].rc != INCA_OK) rc = inca_fail(T[q].rc, "rank %d of %d: %s", q, P, T[q].msg);
+    if (rc == INCA_OK) {
+        *r = T[0].r;
+        memset(&T[0].r, 0, sizeof T[0].r);
+    }
+    for (int q = 0; q < started; q++) train_result_free(&T[q].r);
+    comm_threads_free(ranks, P);
+    fd_shared_free(&S);
+    return rc;
+}
