@@ -16,7 +16,9 @@
  * --model-ranks: a model on paper for more ranks than this machine has (2 cores, no network),
  * from the store's METIS partitioning (its k parts bound P <= k): for each P the exact halo of
  * every rank (graph/dist.h) and, for GAS, the remote halo of each part summed over the rank's
- * parts (an upper bound of its per-epoch pulls: batches of several parts share rows); compute
+ * parts (an upper bound of its per-epoch pulls: batches of several parts share rows), and its
+ * nonzeros into other ranks' rows (the pulls of one-node batches: the ceiling of GAS / IncAgg
+ * bytes on this graph, whatever the batch size); compute
  * per rank = the measured P=1 epoch time / P (perfect split, so the model shows what the
  * communication alone costs); communication = bytes / link bandwidth + 5 µs per message;
  * gradients as built (an allgather: (P-1) records per step per rank). Prints per link and P the
@@ -174,18 +176,21 @@ static int graph_load(const char *path, const train_config_t *c, sc_graph_t *g) 
     return rc;
 }
 
-/* For P ranks: the largest rank halo (rows), and the largest sum over a rank's parts of each
- * part's rows owned by other ranks (GAS's per-epoch pulls with one-part batches: a bound). */
-static int halo_sizes(const sc_graph_t *g, int P, int64_t *halo_max, int64_t *gas_max) {
+/* For P ranks: the largest rank halo (rows), the largest sum over a rank's parts of each
+ * part's rows owned by other ranks (GAS's per-epoch pulls with one-part batches: a bound), and
+ * the largest count of a rank's nonzeros into other ranks' rows (its pulls with one-node
+ * batches: no batching of a rank's parts pulls more, so GAS / IncAgg bytes cannot exceed what
+ * this gives on this graph, whatever the batch size). */
+static int halo_sizes(const sc_graph_t *g, int P, int64_t *halo_max, int64_t *gas_max, int64_t *cross_max) {
     dist_plan_t plan;
     int rc = dist_plan_make(&g->a, g->p.bounds, g->p.k, P, &plan);
     if (rc != INCA_OK) return rc;
     int64_t *stamp = inca_malloc(sizeof *stamp * (size_t)(g->a.n_rows ? g->a.n_rows : 1));
     if (!stamp) { dist_plan_free(&plan); return INCA_ENOMEM; }
     for (int64_t v = 0; v < g->a.n_rows; v++) stamp[v] = -1;
-    *halo_max = *gas_max = 0;
+    *halo_max = *gas_max = *cross_max = 0;
     for (int r = 0; r < P && rc == INCA_OK; r++) {
-        int64_t *ids = NULL, m = 0, pulls = 0;
+        int64_t *ids = NULL, m = 0, pulls = 0, cross = 0;
         if ((rc = dist_halo(&g->a, &plan, r, &ids, &m)) != INCA_OK) break;
         inca_free(ids);
         *halo_max = m > *halo_max ? m : *halo_max;
@@ -194,12 +199,14 @@ static int halo_sizes(const sc_graph_t *g, int P, int64_t *halo_max, int64_t *ga
             for (int64_t v = g->p.bounds[i]; v < g->p.bounds[i + 1]; v++)
                 for (int64_t e = g->a.rowptr[v]; e < g->a.rowptr[v + 1]; e++) {
                     const int64_t u = g->a.col[e];
+                    cross += u < lo || u >= hi;
                     if ((u < lo || u >= hi) && stamp[u] != i) {
                         stamp[u] = i;
                         pulls++;
                     }
                 }
         *gas_max = pulls > *gas_max ? pulls : *gas_max;
+        *cross_max = cross > *cross_max ? cross : *cross_max;
     }
     inca_free(stamp);
     dist_plan_free(&plan);
@@ -225,14 +232,16 @@ static int run_model(const char *path, const train_config_t *c, const int *mr, i
                     (long long)g.p.k);
             continue;
         }
-        int64_t hmax = 0, gmax = 0;
-        if ((rc = halo_sizes(&g, P, &hmax, &gmax)) != INCA_OK) break;
-        /* per epoch and rank: spe steps, each an allgather of (P-1) records; IncAgg one refresh
-         * (and one evaluation) pass moving its halo rows; GAS its pulls (rows + 8-byte ids) and
+        int64_t hmax = 0, gmax = 0, xmax = 0;
+        if ((rc = halo_sizes(&g, P, &hmax, &gmax, &xmax)) != INCA_OK) break;
+        /* per epoch and rank: spe steps, each an allgather of (P-1) records; IncAgg's halo rows
+         * once (--refresh-source recompute: the refresh shares the evaluation's pass) or twice
+         * (push: the exchange of S, then the evaluation); GAS its pulls (rows + 8-byte ids) and
          * the evaluation pass's halo rows */
         const double grad = (double)spe1 * (chain ? 16.0 * (P - 1) + 2.0 * (rec - 16.0) : rec * (P - 1)),
-                     inc = grad + 2.0 * (double)hmax * row,
-                     gas = grad + (double)gmax * (row + 8.0) + (double)hmax * row;
+                     inc = grad + (c->refresh_source == AGG_SRC_PUSH ? 2.0 : 1.0) * (double)hmax * row,
+                     gas = grad + (double)gmax * (row + 8.0) + (double)hmax * row,
+                     gas_ceil = grad + (double)xmax * (row + 8.0) + (double)hmax * row;
         /* the chain's latency: P hops down and P around, per step (pipelined chunks) */
         const double msgs_inc = (double)spe1 * (chain ? 2.0 * P : (double)(P - 1)) + 2.0 * (c->layers) * (P - 1),
                      msgs_gas = msgs_inc + (double)spe1 * 2 * (P - 1);
@@ -246,8 +255,13 @@ static int run_model(const char *path, const train_config_t *c, const int *mr, i
             json_num(j, "incagg_bytes_per_epoch", inc);
             json_num(j, "gas_bytes_per_epoch", gas);
             json_num(j, "gas_over_incagg_bytes", inc > 0 ? gas / inc : 0);
+            json_int(j, "cross_nonzeros_max", xmax);
+            json_num(j, "gas_over_incagg_ceiling", inc > 0 ? gas_ceil / inc : 0);
             json_arr_begin(j, "links");
         }
+        fprintf(stderr, "bench scale: model P=%-3d halo %lld rows, GAS pulls %lld rows/epoch with one-part batches, at "
+                "most %lld (one-node batches): GAS/IncAgg bytes %.2fx, ceiling %.2fx\n", P, (long long)hmax,
+                (long long)gmax, (long long)xmax, inc > 0 ? gas / inc : 0, inc > 0 ? gas_ceil / inc : 0);
         for (int l = 0; l < nl; l++) {
             const double bw = (double)links[l] * 1e9 / 8.0;
             double t[2], eff[2];
