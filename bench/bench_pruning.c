@@ -14,7 +14,7 @@
 #include "core/util.h"
 #include "kernels/kernels.h"
 #include "graph/split.h"
-#include "pruning/npy.h"
+#include "loaders/npy.h"
 #include "pruning/pipeline.h"
 #include <stdio.h>
 #include <stdlib.h>

@@ -10,7 +10,7 @@
 #include "core/status.h"
 #include "core/util.h"
 #include "graph/split.h"
-#include "pruning/npy.h"
+#include "loaders/npy.h"
 #include "pruning/pipeline.h"
 #include "pruning/prune_args.h"
 #include <math.h>

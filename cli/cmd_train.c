@@ -16,7 +16,7 @@
 #include "nn/train.h"
 #include "nn/model.h"
 #include "nn/layer.h"
-#include "pruning/npy.h"
+#include "loaders/npy.h"
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>

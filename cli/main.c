@@ -36,9 +36,12 @@ static const struct { const char *name; int (*fn)(int, char **); const char *hel
      "  run       --runs N [1] --seed S [0] --threads T [all cores] --device cpu|cuda|auto [cpu]\n"
      "            --deterministic (cuda SpMM) --tf32 (cuda GEMM) --metrics FILE.jsonl --json\n"
      "            --checkpoint DIR --resume --save-params FILE.npy (the last run's final parameters)\n"
-     "  ranks     mpirun -np P inca train ...: P data-parallel processes (cluster, gas, incagg; CPU);\n"
+     "  ranks     mpirun -np P inca train ...: P data-parallel processes (every method; CPU);\n"
      "            --workers P [1]: the same P ranks simulated in one process (bit for bit the same)\n"
      "            --grad-reduce chain|allgather [chain] (MPI: how gradients are summed in rank order)"},
+    {"export", cmd_export,
+     "export STORE OUT --format ogb|npz|npy [--split-name NAME] [--json]   the store's dataset for other tools:\n"
+     "            OGB raw layout (inca ingest --format ogb reads it back), one .npz, or a folder of .npy"},
     {"shard", cmd_shard,
      "shard STORE --ranks P --out DIR [--parts K] [--feature-norm none|row|standard] [--model gcn|sage]\n"
      "            [--history-dtype fp32|bf16] [--json]   per-rank stores for mpirun -np P inca train DIR"},

@@ -1,7 +1,7 @@
 /* .npy (format 1.0 writer; 1.0-3.0 reader) and text index files; see npy.h.
  * Tested in test_pruning_core.c: round trips, a header written byte-for-byte as NumPy writes it,
  * int32/uint8 arrays, (n,1) shapes, text with comments, and malformed inputs. */
-#include "pruning/npy.h"
+#include "loaders/npy.h"
 #include "core/alloc.h"
 #include "core/status.h"
 #include <ctype.h>
@@ -34,27 +34,34 @@ static int out_commit(FILE *f, int ok, const char *tmp, const char *path) {
 
 /* Header dict padded with spaces so that magic + version + len + dict ends on a multiple of 64,
  * terminated by '\n', exactly as numpy.lib.format.write_array_header_1_0 does. */
-static int npy_write_raw(const char *path, const char *descr, const char *shape, const void *data,
-                         size_t bytes) {
+int64_t npy_header(const char *descr, const char *shape, unsigned char *out, size_t cap) {
     char dict[256];
     int dl = snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': %s, }", descr, shape);
-    if (dl < 0 || dl >= (int)sizeof dict - 70) return inca_fail(INCA_ERR, "%s: .npy header too long", path);
+    if (dl < 0 || dl >= (int)sizeof dict - 70) return inca_fail(INCA_ERR, ".npy header too long");
     size_t total = 10 + (size_t)dl + 1;
     size_t pad = (64 - total % 64) % 64;
     memset(dict + dl, ' ', pad);
     dict[dl + (int)pad] = '\n';
     size_t hlen = (size_t)dl + pad + 1;
-    unsigned char pre[10];
-    memcpy(pre, npy_magic, 6);
-    pre[6] = 1;
-    pre[7] = 0;
-    pre[8] = (unsigned char)(hlen & 0xff);
-    pre[9] = (unsigned char)(hlen >> 8);
+    if (10 + hlen > cap) return inca_fail(INCA_ERR, ".npy header: %zu bytes do not fit %zu", 10 + hlen, cap);
+    memcpy(out, npy_magic, 6);
+    out[6] = 1;
+    out[7] = 0;
+    out[8] = (unsigned char)(hlen & 0xff);
+    out[9] = (unsigned char)(hlen >> 8);
+    memcpy(out + 10, dict, hlen);
+    return (int64_t)(10 + hlen);
+}
+
+static int npy_write_raw(const char *path, const char *descr, const char *shape, const void *data,
+                         size_t bytes) {
+    unsigned char head[NPY_HEADER_MAX];
+    const int64_t hl = npy_header(descr, shape, head, sizeof head);
+    if (hl < 0) return inca_fail_ctx((int)hl, "%s", path);
     char tmp[4200];
     FILE *f = out_open(path, tmp, sizeof tmp);
     if (!f) return INCA_EIO;
-    int ok = fwrite(pre, 1, 10, f) == 10 && fwrite(dict, 1, hlen, f) == hlen &&
-             (bytes == 0 || fwrite(data, 1, bytes, f) == bytes);
+    int ok = fwrite(head, 1, (size_t)hl, f) == (size_t)hl && (bytes == 0 || fwrite(data, 1, bytes, f) == bytes);
     return out_commit(f, ok, tmp, path);
 }
 

@@ -3,6 +3,7 @@
  * Tested in test_pruning_core.c (round trips, NumPy-style headers, malformed files). */
 #ifndef INCA_NPY_H
 #define INCA_NPY_H
+#include <stddef.h>
 #include <stdint.h>
 
 /* Writers replace `path` atomically (a temporary file renamed over it).
@@ -10,6 +11,12 @@
 int npy_write_i64(const char *path, const int64_t *a, int64_t n);
 /* Write a row-major float32 matrix ('<f4', shape (rows, cols); cols == 0 writes shape (rows,)). */
 int npy_write_f32(const char *path, const float *a, int64_t rows, int64_t cols);
+
+/* The .npy 1.0 header of an array (descr '<f4', '<i8', ...; shape "(n,)" or "(r, c)") into
+ * out[cap], as NumPy writes it: its length (a multiple of 64, at most NPY_HEADER_MAX), or a
+ * negative status. */
+#define NPY_HEADER_MAX 320
+int64_t npy_header(const char *descr, const char *shape, unsigned char *out, size_t cap);
 
 /* Read a list of indices from `path`, which is either a .npy file (recognised by its magic,
  * whatever the name: dtype '<i8', '<i4', '|i1'..., '<u4', '<u8' accepted, 1-D or (n,1), C order)

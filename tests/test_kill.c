@@ -16,7 +16,7 @@
 #include "loaders/partition_store.h"
 #include "loaders/dataset.h"
 #include "loaders/store.h"
-#include "pruning/npy.h"
+#include "loaders/npy.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>

@@ -5,7 +5,7 @@
 #include "core/alloc.h"
 #include "core/status.h"
 #include "pruning/dynamics.h"
-#include "pruning/npy.h"
+#include "loaders/npy.h"
 #include "pruning/select.h"
 #include <math.h>
 #include <stdio.h>

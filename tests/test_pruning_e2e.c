@@ -12,7 +12,7 @@
 #include "loaders/dataset.h"
 #include "graph/split.h"
 #include "loaders/store.h"
-#include "pruning/npy.h"
+#include "loaders/npy.h"
 #include "pruning/pipeline.h"
 #include <math.h>
 #include <stdio.h>

@@ -5,7 +5,7 @@
 #include "fuzz_util.h"
 #include "core/alloc.h"
 #include "core/status.h"
-#include "pruning/npy.h"
+#include "loaders/npy.h"
 #include <stdio.h>
 #include <stdlib.h>
 

@@ -1,0 +1,290 @@
+/* inca export (loaders/export.h): the OGB raw layout ingests back to the same arrays (the
+ * bundled Cora, and a generated csbm whose features are arbitrary floats: %.9g must give every
+ * bit back); the .npz is a valid zip whose members (CRC checked with zlib) are .npy files
+ * holding the dataset's arrays, PyG's edge_index layout included; the .npy folder reads back;
+ * outputs that exist are refused and a failed export leaves nothing; through the CLI, export ->
+ * ingest -> info -> train gives the same counts and the same accuracy. */
+#include "testutil.h"
+#include "core/alloc.h"
+#include "core/status.h"
+#include "graph/gen.h"
+#include "loaders/export.h"
+#include "loaders/ingest.h"
+#include "loaders/npy.h"
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+static char *dir;
+
+static void setup(void) { dir = tu_mkdtemp(); }
+static void teardown(void) {
+    tu_rmrf(dir);
+    free(dir);
+}
+
+static void same_dataset(const dataset_t *a, const dataset_t *b) {
+    ck_assert_int_eq(a->n, b->n);
+    ck_assert_int_eq(a->f, b->f);
+    ck_assert_int_eq(a->c, b->c);
+    ck_assert_int_eq(memcmp(a->x, b->x, sizeof(float) * (size_t)(a->n * a->f)), 0);   /* bit for bit */
+    ck_assert_int_eq(memcmp(a->y, b->y, sizeof(int32_t) * (size_t)a->n), 0);
+    ck_assert_int_eq(a->adj.nnz, b->adj.nnz);
+    ck_assert_int_eq(memcmp(a->adj.rowptr, b->adj.rowptr, sizeof(int64_t) * (size_t)(a->n + 1)), 0);
+    ck_assert_int_eq(memcmp(a->adj.col, b->adj.col, sizeof(int32_t) * (size_t)a->adj.nnz), 0);
+    for (int s = 0; s < SPLIT_COUNT; s++) {
+        ck_assert_int_eq(a->split_n[s], b->split_n[s]);
+        ck_assert_int_eq(memcmp(a->split[s], b->split[s], sizeof(int64_t) * (size_t)a->split_n[s]), 0);
+    }
+}
+
+static void round_trip_ogb(const dataset_t *d, const char *name) {
+    char out[1024];
+    snprintf(out, sizeof out, "%s/%s", dir, name);
+    export_stats_t st;
+    ck_assert_msg(export_dataset(d, EXPORT_OGB, out, "mine", &st) == INCA_OK, "%s", inca_errmsg());
+    ck_assert_int_eq(st.files, 8);
+    ck_assert_int_eq(st.edges * 2, d->adj.nnz);
+    ingest_opts_t o = {0};
+    o.split = "mine";
+    dataset_t e;
+    ck_assert_msg(ingest_ogb(out, &o, &e) == INCA_OK, "%s", inca_errmsg());
+    same_dataset(d, &e);
+    dataset_free(&e);
+}
+
+START_TEST(ogb_round_trip) {
+    char cora[1024];
+    snprintf(cora, sizeof cora, "%s/data/cora", tu_src());
+    dataset_t d;
+    ingest_opts_t o0 = {0};
+    ck_assert_int_eq(ingest_ogb(cora, &o0, &d), INCA_OK);
+    round_trip_ogb(&d, "cora");
+    dataset_free(&d);
+    gen_opts_t g;
+    gen_opts_default(&g);
+    g.nodes = 500;
+    g.avg_degree = 6;
+    g.features = 7;
+    g.classes = 3;
+    g.seed = 5;
+    ck_assert_int_eq(gen_csbm(&g, &d, NULL), INCA_OK);
+    int frac = 0;   /* the features are not small integers: the text must carry every bit */
+    for (int64_t i = 0; i < d.n * d.f; i++) frac += d.x[i] != (float)(int)d.x[i];
+    ck_assert(frac > d.n);
+    round_trip_ogb(&d, "csbm");
+    dataset_free(&d);
+}
+END_TEST
+
+/* the .npy member at p (len bytes): descr and shape as expected, and its data */
+static const unsigned char *npy_member(const unsigned char *p, size_t len, const char *descr, const char *shape,
+                                       size_t *data_len) {
+    ck_assert(len >= 10 && memcmp(p, "\x93NUMPY\x01\x00", 8) == 0);
+    const size_t hl = (size_t)p[8] | (size_t)p[9] << 8;
+    ck_assert((10 + hl) % 64 == 0 && 10 + hl <= len);
+    char h[512];
+    ck_assert(hl < sizeof h);
+    memcpy(h, p + 10, hl);
+    h[hl] = 0;
+    char want[256];
+    snprintf(want, sizeof want, "{'descr': '%s', 'fortran_order': False, 'shape': %s, }", descr, shape);
+    ck_assert_msg(strncmp(h, want, strlen(want)) == 0, "header %s, expected %s", h, want);
+    *data_len = len - 10 - hl;
+    return p + 10 + hl;
+}
+
+static uint32_t rd32(const unsigned char *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
+static unsigned rd16(const unsigned char *p) { return (unsigned)p[0] | (unsigned)p[1] << 8; }
+
+START_TEST(npz_and_npy) {
+    gen_opts_t g;
+    gen_opts_default(&g);
+    g.nodes = 300;
+    g.avg_degree = 5;
+    g.features = 4;
+    g.classes = 3;
+    g.seed = 2;
+    dataset_t d;
+    ck_assert_int_eq(gen_csbm(&g, &d, NULL), INCA_OK);
+    d.y[7] = -1;   /* an unlabelled node */
+    char out[1024];
+    snprintf(out, sizeof out, "%s/d.npz", dir);
+    export_stats_t st;
+    ck_assert_msg(export_dataset(&d, EXPORT_NPZ, out, NULL, &st) == INCA_OK, "%s", inca_errmsg());
+    FILE *f = fopen(out, "rb");
+    ck_assert_ptr_nonnull(f);
+    unsigned char *z = malloc((size_t)st.bytes);
+    ck_assert_uint_eq(fread(z, 1, (size_t)st.bytes, f), (size_t)st.bytes);
+    ck_assert_int_eq(fgetc(f), EOF);   /* the size it reported */
+    fclose(f);
+    /* the end record points at a central directory of six entries, each at its local header */
+    const unsigned char *end = z + st.bytes - 22;
+    ck_assert_uint_eq(rd32(end), 0x06054b50);
+    ck_assert_uint_eq(rd16(end + 10), 6);
+    const unsigned char *cd = z + rd32(end + 16);
+    static const char *const names[6] = {"x.npy", "y.npy", "edge_index.npy", "train_idx.npy", "valid_idx.npy",
+                                         "test_idx.npy"};
+    for (int i = 0; i < 6; i++) {
+        ck_assert_uint_eq(rd32(cd), 0x02014b50);
+        const unsigned nl = rd16(cd + 28);
+        ck_assert(nl == strlen(names[i]) && memcmp(cd + 46, names[i], nl) == 0);
+        const unsigned char *lh = z + rd32(cd + 42);
+        ck_assert_uint_eq(rd32(lh), 0x04034b50);
+        ck_assert_uint_eq(rd16(lh + 8), 0);   /* stored */
+        const uint32_t size = rd32(lh + 18);
+        const unsigned char *m = lh + 30 + rd16(lh + 26);
+        ck_assert_uint_eq(crc32(crc32(0L, Z_NULL, 0), m, size), rd32(lh + 14));
+        ck_assert_uint_eq(size, rd32(cd + 20));
+        size_t dl = 0;
+        char shape[64];
+        if (i == 0) {
+            snprintf(shape, sizeof shape, "(%lld, %lld)", (long long)d.n, (long long)d.f);
+            const unsigned char *x = npy_member(m, size, "<f4", shape, &dl);
+            ck_assert(dl == sizeof(float) * (size_t)(d.n * d.f) && memcmp(x, d.x, dl) == 0);
+        } else if (i == 1) {
+            snprintf(shape, sizeof shape, "(%lld,)", (long long)d.n);
+            const int64_t *y = (const int64_t *)npy_member(m, size, "<i8", shape, &dl);
+            for (int64_t v = 0; v < d.n; v++) ck_assert_int_eq(y[v], d.y[v] < 0 ? -1 : d.y[v]);
+            ck_assert_int_eq(y[7], -1);
+        } else if (i == 2) {   /* both directions of every edge, sources sorted: the CSR in COO */
+            snprintf(shape, sizeof shape, "(2, %lld)", (long long)d.adj.nnz);
+            const int64_t *ei = (const int64_t *)npy_member(m, size, "<i8", shape, &dl);
+            for (int64_t u = 0; u < d.n; u++)
+                for (int64_t e = d.adj.rowptr[u]; e < d.adj.rowptr[u + 1]; e++) {
+                    ck_assert_int_eq(ei[e], u);
+                    ck_assert_int_eq(ei[d.adj.nnz + e], d.adj.col[e]);
+                }
+        } else {
+            const int s = i - 3;
+            snprintf(shape, sizeof shape, "(%lld,)", (long long)d.split_n[s]);
+            const unsigned char *ids = npy_member(m, size, "<i8", shape, &dl);
+            ck_assert(dl == sizeof(int64_t) * (size_t)d.split_n[s] && memcmp(ids, d.split[s], dl) == 0);
+        }
+        cd += 46 + nl;
+    }
+    free(z);
+    /* the folder of .npy files: the index files read back with the project's reader */
+    snprintf(out, sizeof out, "%s/d-npy", dir);
+    ck_assert_int_eq(export_dataset(&d, EXPORT_NPY, out, NULL, &st), INCA_OK);
+    ck_assert_int_eq(st.files, 6);
+    char p[1100];
+    snprintf(p, sizeof p, "%s/test_idx.npy", out);
+    int64_t *ids = NULL, n = 0;
+    ck_assert_int_eq(npy_read_indices(p, &ids, &n), INCA_OK);
+    ck_assert(n == d.split_n[SPLIT_TEST] && memcmp(ids, d.split[SPLIT_TEST], sizeof(int64_t) * (size_t)n) == 0);
+    inca_free(ids);
+    dataset_free(&d);
+}
+END_TEST
+
+static int entries(const char *path) {
+    DIR *dh = opendir(path);
+    ck_assert_ptr_nonnull(dh);
+    int k = 0;
+    struct dirent *de;
+    while ((de = readdir(dh)))
+        if (de->d_name[0] != '.') k++;
+    closedir(dh);
+    return k;
+}
+
+START_TEST(refusals_leave_nothing) {
+    gen_opts_t g;
+    gen_opts_default(&g);
+    g.nodes = 200;
+    g.avg_degree = 5;
+    g.features = 3;
+    g.classes = 3;
+    g.seed = 1;
+    dataset_t d;
+    ck_assert_int_eq(gen_csbm(&g, &d, NULL), INCA_OK);
+    char out[1024];
+    export_stats_t st;
+    snprintf(out, sizeof out, "%s/a", dir);
+    ck_assert_int_eq(export_dataset(&d, EXPORT_OGB, out, NULL, &st), INCA_OK);
+    ck_assert_int_eq(export_dataset(&d, EXPORT_NPZ, out, NULL, &st), INCA_EINVAL);   /* exists */
+    ck_assert_ptr_nonnull(strstr(inca_errmsg(), "exists"));
+    snprintf(out, sizeof out, "%s/b", dir);
+    ck_assert_int_eq(export_dataset(&d, EXPORT_OGB, out, "../up", &st), INCA_EINVAL);
+    int fmt = 0;
+    ck_assert_int_eq(export_format_parse("csv", &fmt), INCA_EINVAL);
+    ck_assert_ptr_nonnull(strstr(inca_errmsg(), "--format"));
+    csr_t keep = d.adj;   /* no graph: the OGB layout needs one */
+    memset(&d.adj, 0, sizeof d.adj);
+    ck_assert_int_eq(export_dataset(&d, EXPORT_OGB, out, NULL, &st), INCA_EINVAL);
+    ck_assert_ptr_nonnull(strstr(inca_errmsg(), "no graph"));
+    d.adj = keep;
+    ck_assert_int_eq(entries(dir), 1);
+    /* an allocation that fails part way: nothing but the first export remains */
+    int k = 1, rc;
+    for (; (rc = (inca_alloc_fail_after(k), export_dataset(&d, EXPORT_NPZ, out, NULL, &st))) != INCA_OK; k++) {
+        inca_alloc_fail_after(0);
+        ck_assert_int_eq(rc, INCA_ENOMEM);
+        ck_assert_int_eq(entries(dir), 1);
+    }
+    inca_alloc_fail_after(0);
+    ck_assert_int_ge(k, 3);   /* y and edge_index failed before it went through */
+    ck_assert_int_eq(entries(dir), 2);
+    dataset_free(&d);
+}
+END_TEST
+
+START_TEST(cli_export_ingest_train) {
+    char args[8192], store[1024], ex[1024], back[1024];
+    char *out = NULL, *err = NULL;
+    snprintf(store, sizeof store, "%s/cora.lmdb", dir);
+    snprintf(ex, sizeof ex, "%s/cora-ogb", dir);
+    snprintf(back, sizeof back, "%s/back.lmdb", dir);
+    snprintf(args, sizeof args, "ingest --format ogb '%s/data/cora' --out '%s'", tu_src(), store);
+    ck_assert_int_eq(tu_inca(args, NULL, NULL), 0);
+    snprintf(args, sizeof args, "export '%s' '%s' --format ogb --split-name public --json", store, ex);
+    ck_assert_int_eq(tu_inca(args, &out, &err), 0);
+    cJSON *j = tu_json_last(out);
+    ck_assert_double_eq(tu_json_dbl(j, "nodes"), 2708);
+    ck_assert_double_eq(tu_json_dbl(j, "edges"), 5278);
+    cJSON_Delete(j);
+    free(out);
+    free(err);
+    snprintf(args, sizeof args, "ingest --format ogb '%s' --out '%s'", ex, back);
+    ck_assert_int_eq(tu_inca(args, NULL, NULL), 0);
+    cJSON *ia = tu_json_parse(tu_info_json(store)), *ib = tu_json_parse(tu_info_json(back));
+    static const char *const keys[] = {"nodes", "edges", "features", "classes", "labeled"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        ck_assert_double_eq(tu_json_dbl(ia, keys[i]), tu_json_dbl(ib, keys[i]));
+    cJSON_Delete(ia);
+    cJSON_Delete(ib);
+    double acc[2];
+    for (int k = 0; k < 2; k++) {
+        snprintf(args, sizeof args, "train '%s' --epochs 30 --threads 1 --json", k ? back : store);
+        ck_assert_int_eq(tu_inca(args, &out, &err), 0);
+        j = tu_json_last(out);
+        acc[k] = tu_json_dbl(j, "test_acc");
+        cJSON_Delete(j);
+        free(out);
+        free(err);
+    }
+    ck_assert_double_eq(acc[0], acc[1]);
+    ck_assert(acc[0] > 0.7);
+    snprintf(args, sizeof args, "export '%s' '%s' --format ogb", store, ex);   /* exists */
+    ck_assert_int_eq(tu_inca(args, &out, &err), 2);
+    ck_assert_ptr_nonnull(strstr(err, "exists"));
+    free(out);
+    free(err);
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("export");
+    TCase *t = tcase_create("core");
+    tcase_add_checked_fixture(t, setup, teardown);
+    tcase_set_timeout(t, 120);
+    tcase_add_test(t, ogb_round_trip);
+    tcase_add_test(t, npz_and_npy);
+    tcase_add_test(t, refusals_leave_nothing);
+    tcase_add_test(t, cli_export_ingest_train);
+    suite_add_tcase(s, t);
+    return tu_run_suite(s);
+}
