@@ -23,7 +23,8 @@
 
 /* Phases the bytes are counted under. */
 /* setup: parameters, plans, figures, IncAgg's initial snapshot pass; grad: the per-step gradient records; refresh: IncAgg's
- * snapshot halos (and the refresh passes' layer halos); halo: GAS's per-step pulls; eval: the
+ * snapshot halos (and the refresh passes' layer halos); halo: GAS's per-step pulls and full-batch
+ * training's layer halos (forward and backward); eval: the
  * evaluation passes' layer halos. */
 enum { COMM_SETUP = 0, COMM_GRAD = 1, COMM_REFRESH = 2, COMM_HALO = 3, COMM_EVAL = 4, COMM_NPHASES = 5 };
 
