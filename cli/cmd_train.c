@@ -125,7 +125,7 @@ static int config_from_args(const args_t *a, train_config_t *c, log_state_t *ls)
     if (mb && (rc = train_size_parse(mb, &c->memory_budget))) return rc;
     if (mb && c->loader == TRAIN_LOADER_COPY)
         return inca_fail(INCA_EINVAL, "--memory-budget: needs --loader view (or auto); --loader copy holds the dataset in memory");
-    c->log = train_log_stderr;
+    c->log = args_has(a, "--quiet") ? NULL : train_log_stderr;   /* --quiet: no status or progress lines */
     c->log_ctx = ls;
     return INCA_OK;
 }
@@ -172,7 +172,8 @@ static void config_json(json_t *j, const args_t *a, const train_config_t *c) {
     json_str(j, "cluster-norm", c->cluster_global_norm ? "global" : "batch");
     json_str(j, "partition", c->partition);
     json_str(j, "loader", c->loader == TRAIN_LOADER_VIEW ? "view" : c->loader == TRAIN_LOADER_COPY ? "copy" : "auto");
-    json_int(j, "memory-budget", c->memory_budget);
+    if (c->memory_budget > 0) json_int(j, "memory-budget", c->memory_budget);
+    else json_null(j, "memory-budget");   /* none: a rerun with --config must not set one */
     json_int(j, "workers", c->workers > 1 ? c->workers : 1);
     json_str(j, "grad-reduce", c->grad_reduce == TRAIN_GRAD_ALLGATHER ? "allgather" : "chain");
     json_str(j, "split", args_str(a, "--split", "stored"));
@@ -189,7 +190,7 @@ int cmd_train(int argc, char **argv) {
         "--wd-conv", "--wd-first-layer!", "--adamw!", "--feature-norm", "--alpha", "--theta", "--K",
         "--batchnorm!", "--residual!", "--dense-input!", "--batch-size", "--checkpoint", "--resume!", "--parts", "--batch-parts", "--refresh", "--history-dtype", "--refresh-source", "--cluster-norm",
         "--partition", "--threads", "--device", "--deterministic!", "--tf32!", "--history-location", "--seed", "--metrics", "--runs", "--json!",
-        "--train-indices", "--split", "--patience", "--select", "--loader", "--memory-budget", "--workers", "--save-params", "--grad-reduce", NULL};
+        "--train-indices", "--split", "--patience", "--select", "--loader", "--memory-budget", "--workers", "--save-params", "--grad-reduce", "--config", "--quiet!", NULL};
     args_t *a = NULL;
     dataset_t d;
     train_config_t c;
@@ -346,7 +347,7 @@ int cmd_train(int argc, char **argv) {
         for (int i = 0; i < r.runs; i++) json_num(j, NULL, r.run_test_acc[i]);
         json_arr_end(j);
         config_json(j, a, &c);
-        json_str(j, "version", INCA_VERSION);
+        json_str(j, "version", cli_version());
         rc = json_write(j, stdout);
     } else {
         if (nranks > 1) printf("%d ranks: ", nranks);

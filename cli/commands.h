@@ -18,4 +18,6 @@ int cmd_export(int argc, char **argv);
  * before the command runs; train (and bench scale) use it, every other command refuses more than
  * one rank. */
 struct comm *cli_comm(void);
+/* The build's version: "0.10.0-<git describe>" (generated from cli/version.c.in). */
+const char *cli_version(void);
 #endif

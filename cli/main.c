@@ -36,6 +36,8 @@ static const struct { const char *name; int (*fn)(int, char **); const char *hel
      "  run       --runs N [1] --seed S [0] --threads T [all cores] --device cpu|cuda|auto [cpu]\n"
      "            --deterministic (cuda SpMM) --tf32 (cuda GEMM) --metrics FILE.jsonl --json\n"
      "            --checkpoint DIR --resume --save-params FILE.npy (the last run's final parameters)\n"
+     "            --config RESULT.json (rerun the \"config\" of a --json result; flags given here win)\n"
+     "            --quiet (no status or progress lines on stderr)\n"
      "  ranks     mpirun -np P inca train ...: P data-parallel processes (every method; CPU);\n"
      "            --workers P [1]: the same P ranks simulated in one process (bit for bit the same)\n"
      "            --grad-reduce chain|allgather [chain] (MPI: how gradients are summed in rank order)"},
@@ -77,7 +79,7 @@ static const struct { const char *name; int (*fn)(int, char **); const char *hel
 
 /* The overview prints the first line of each command's help; `inca CMD --help` all of it. */
 static void usage(FILE *f) {
-    fprintf(f, "usage: inca <command> [args]   (inca <command> --help for its flags)\ncommands:\n");
+    fprintf(f, "usage: inca <command> [args]   (inca <command> --help for its flags; inca --version)\ncommands:\n");
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
         const char *h = cmds[i].help, *nl = strchr(h, '\n');
         fprintf(f, "  inca %.*s\n", (int)(nl ? nl - h : (long)strlen(h)), h);
@@ -88,6 +90,10 @@ int main(int argc, char **argv) {
     /* peak anonymous / file-backed memory for every --json (a sampling thread; without
      * /proc the peaks stay 0) */
     if (memstat_start() != INCA_OK) inca_err_clear();
+    if (argc >= 2 && strcmp(argv[1], "--version") == 0) {
+        printf("inca %s\n", cli_version());
+        return 0;
+    }
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;

@@ -2,16 +2,18 @@
 #include "core/args.h"
 #include "core/alloc.h"
 #include "core/status.h"
+#include <cjson/cJSON.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 typedef struct { const char *name; const char *val; } kv_t;
 struct args {
-    int npos, nkv;
+    int npos, nkv, cap;   /* cap: entries of kv and owned */
     const char **pos;
     kv_t *kv;
-    char **owned;   /* names split from "--k=v" */
+    char **owned;   /* names split from "--k=v", and names and values from --config */
     int nowned;
 };
 
@@ -37,6 +39,122 @@ void args_free(args_t **a) {
     INCA_FREE(*a);
 }
 
+/* A copy kept with a (freed by args_free). */
+static char *keep(args_t *a, const char *s) {
+    if (a->nowned == a->cap) {
+        const int cap = a->cap * 2 + 8;
+        kv_t *kv = inca_realloc(a->kv, sizeof *kv * (size_t)cap);
+        if (!kv) return NULL;
+        a->kv = kv;
+        char **ow = inca_realloc(a->owned, sizeof *ow * (size_t)cap);
+        if (!ow) return NULL;
+        a->owned = ow;
+        a->cap = cap;
+    }
+    const size_t n = strlen(s);
+    char *c = inca_malloc(n + 1);
+    if (!c) return NULL;
+    memcpy(c, s, n + 1);
+    a->owned[a->nowned++] = c;
+    return c;
+}
+
+/* The "config" object of the last line of the file at path that is a JSON object with one
+ * (*root owned: cJSON_Delete). */
+static int config_read(const char *path, cJSON **root, const cJSON **cfg) {
+    *root = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f) return inca_fail(errno == ENOENT ? INCA_ENOTFOUND : INCA_EIO, "--config %s: cannot open: %s", path, strerror(errno));
+    char *buf = NULL;
+    size_t len = 0, cap = 0;
+    int rc = INCA_OK;
+    for (;;) {
+        if (len + 65536 + 1 > cap) {
+            if (cap > ((size_t)256 << 20)) { rc = inca_fail(INCA_EINVAL, "--config %s: larger than 256 MiB", path); break; }
+            cap = cap * 2 + 65536 + 1;
+            char *nb = inca_realloc(buf, cap);
+            if (!nb) { rc = INCA_ENOMEM; break; }
+            buf = nb;
+        }
+        const size_t k = fread(buf + len, 1, 65536, f);
+        len += k;
+        if (k < 65536) break;
+    }
+    if (rc == INCA_OK && ferror(f)) rc = inca_fail(INCA_EIO, "--config %s: read failed", path);
+    fclose(f);
+    if (rc) { inca_free(buf); return rc; }
+    buf[len] = '\0';
+    for (size_t end = len; end > 0 && !*root;) {   /* lines from the last */
+        size_t b = end;
+        while (b > 0 && buf[b - 1] != '\n') b--;
+        buf[end] = '\0';
+        const char *line = buf + b;
+        while (*line == ' ' || *line == '\t' || *line == '\r') line++;
+        if (*line == '{') {
+            cJSON *j = cJSON_Parse(line);
+            const cJSON *c = j ? cJSON_GetObjectItemCaseSensitive(j, "config") : NULL;
+            if (c && cJSON_IsObject(c)) { *root = j; *cfg = c; }
+            else cJSON_Delete(j);
+        }
+        end = b > 0 ? b - 1 : 0;
+    }
+    inca_free(buf);
+    if (!*root)
+        return inca_fail(INCA_EINVAL, "--config %s: no JSON line with a \"config\" object (expected the --json output of an "
+                         "inca command)", path);
+    return INCA_OK;
+}
+
+int args_apply_config(args_t *a, const char *const *known, const char *cmd, const char *path) {
+    cJSON *root = NULL;
+    const cJSON *cfg = NULL, *it;
+    int rc = config_read(path, &root, &cfg);
+    if (rc) return rc;
+    cJSON_ArrayForEach(it, cfg) {
+        const char *k = it->string;
+        if (!k || cJSON_IsNull(it)) continue;
+        if (strcmp(k, "store") == 0) {   /* the positional, unless the command line gives one */
+            if (a->npos == 0 && cJSON_IsString(it)) {
+                const char *v = keep(a, it->valuestring);
+                if (!v) { rc = INCA_ENOMEM; break; }
+                a->pos[a->npos++] = v;
+            }
+            continue;
+        }
+        char name[128];
+        snprintf(name, sizeof name, "--%s", k);
+        int is_bool = 0;
+        if (!spec_find(known, name, strlen(name), &is_bool) || strcmp(name, "--config") == 0) {
+            rc = inca_fail(INCA_EINVAL, "--config %s: key '%s' is not a flag of inca %s (a result of another command?)", path,
+                           k, cmd);
+            break;
+        }
+        int given = 0;
+        for (int j = 0; j < a->nkv && !given; j++) given = strcmp(a->kv[j].name, name) == 0;
+        if (given) continue;   /* the command line overrides the file */
+        char val[64];
+        const char *v = NULL;
+        if (is_bool) {
+            if (!cJSON_IsBool(it)) { rc = inca_fail(INCA_EINVAL, "--config %s: '%s' expected true or false", path, k); break; }
+            if (cJSON_IsFalse(it)) continue;
+            v = "1";
+        } else if (cJSON_IsString(it)) v = it->valuestring;
+        else if (cJSON_IsNumber(it)) {
+            const double d = it->valuedouble;
+            if (d == (double)(long long)d && d > -9e15 && d < 9e15) snprintf(val, sizeof val, "%lld", (long long)d);
+            else snprintf(val, sizeof val, "%.17g", d);
+            v = val;
+        } else { rc = inca_fail(INCA_EINVAL, "--config %s: '%s' expected a string or a number", path, k); break; }
+        char *nk = keep(a, name), *nv = nk ? keep(a, v) : NULL;
+        if (!nv) { rc = INCA_ENOMEM; break; }
+        if (a->nkv == a->cap) { rc = inca_fail(INCA_ERR, "--config: too many flags"); break; }
+        a->kv[a->nkv].name = nk;
+        a->kv[a->nkv++].val = nv;
+    }
+    cJSON_Delete(root);
+    return rc;
+}
+
 /* The command whose --help the unknown-flag message points to (NULL: argv[0] itself). */
 static const char *help_cmd;
 void args_set_help_command(const char *cmd) { help_cmd = cmd; }
@@ -45,9 +163,10 @@ int args_parse(int argc, char **argv, const char *const *known, args_t **out) {
     *out = NULL;
     args_t *a = inca_calloc(1, sizeof *a);
     if (!a) return INCA_ENOMEM;
-    a->pos = inca_calloc((size_t)argc + 1, sizeof *a->pos);
-    a->kv = inca_calloc((size_t)argc + 1, sizeof *a->kv);
-    a->owned = inca_calloc((size_t)argc + 1, sizeof *a->owned);
+    a->cap = argc + 1;
+    a->pos = inca_calloc((size_t)argc + 2, sizeof *a->pos);
+    a->kv = inca_calloc((size_t)a->cap, sizeof *a->kv);
+    a->owned = inca_calloc((size_t)a->cap, sizeof *a->owned);
     if (!a->pos || !a->kv || !a->owned) { args_free(&a); return INCA_ENOMEM; }
     const char *cmd = argc > 0 ? argv[0] : "inca";
     for (int i = 1; i < argc; i++) {
@@ -90,6 +209,13 @@ int args_parse(int argc, char **argv, const char *const *known, args_t **out) {
         a->kv[j].name = name;
         a->kv[j].val = val;
         if (j == a->nkv) a->nkv++;
+    }
+    const char *cfg = NULL;
+    for (int j = 0; j < a->nkv; j++)
+        if (strcmp(a->kv[j].name, "--config") == 0) cfg = a->kv[j].val;
+    if (cfg) {
+        int rc = args_apply_config(a, known, cmd, cfg);
+        if (rc) { args_free(&a); return rc; }
     }
     *out = a;
     return INCA_OK;

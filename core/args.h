@@ -10,6 +10,12 @@ typedef struct args args_t;
 /* known: NULL-terminated list of flag specs, "--name" for flags taking a value and
  * "--name!" for boolean flags. argv[0] is the command name. */
 int args_parse(int argc, char **argv, const char *const *known, args_t **out);
+/* --config FILE, when the command knows "--config" (args_parse applies it): the "config" object
+ * of FILE's last JSON line that has one (a --json result of inca) gives the flags the command
+ * line does not: key k is flag --k (true/false for boolean flags; null: not given), key
+ * "store" the positional when none is given. A key that is not a flag of the command is
+ * INCA_EINVAL naming it. Exposed for tests. */
+int args_apply_config(args_t *a, const char *const *known, const char *cmd, const char *path);
 /* Name the command whose --help the unknown-flag error points to (e.g. "bench" for its
  * benchmarks, whose argv[0] is the benchmark name); NULL restores argv[0]. */
 void args_set_help_command(const char *cmd);

@@ -213,6 +213,77 @@ START_TEST(test_train) {
 }
 END_TEST
 
+static void write_text(const char *path, const char *a, const char *b) {
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(a, f);
+    if (b) fputs(b, f);
+    fclose(f);
+}
+
+static int same_bytes(const char *a, const char *b) {
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "cmp -s '%s' '%s'", a, b);
+    return tu_sh(cmd, NULL, NULL) == 0;
+}
+
+/* A result reruns itself: --config RESULT.json gives the same configuration (the "config"
+ * objects equal) and the same numbers bit for bit; flags on the command line win; --quiet
+ * leaves stderr empty; the version is --version's. */
+START_TEST(test_train_config_rerun) {
+    char *out = NULL, *err = NULL, args[8192], res[1100], p1[1100], p2[1100];
+    snprintf(res, sizeof res, "%s/res.json", dir);
+    snprintf(p1, sizeof p1, "%s/p1.npy", dir);
+    snprintf(p2, sizeof p2, "%s/p2.npy", dir);
+    snprintf(args, sizeof args, "train '%s' --model sage --method incagg --parts 8 --batch-parts 2 --epochs 3 --hidden 8 "
+             "--threads 1 --seed 3 --dropout 0.3 --wd-first-layer --save-params '%s' --json --quiet", g, p1);
+    ck_assert_int_eq(tu_inca(args, &out, &err), 0);
+    ck_assert_msg(err == NULL || err[0] == '\0', "--quiet printed: %s", err);
+    free(err);
+    /* the result after some other JSON line (a metrics file's, say): the last line with a config counts */
+    write_text(res, "{\"run\":0,\"epoch\":0}\n", out);
+    cJSON *o1 = tu_json_last(out);
+    free(out);
+    out = run_ok(NULL, "train --config '%s' --save-params '%s' --json", res, p2);
+    cJSON *o2 = tu_json_last(out);
+    free(out);
+    ck_assert(cJSON_Compare(tu_json_get(o1, "config", OBJ), tu_json_get(o2, "config", OBJ), 1));
+    ck_assert_double_eq(tu_json_dbl(o1, "test_acc"), tu_json_dbl(o2, "test_acc"));
+    ck_assert_msg(same_bytes(p1, p2), "the rerun's parameters differ");
+    /* the command line overrides the file */
+    out = run_ok(NULL, "train --config '%s' --epochs 2 --json", res);
+    cJSON *o3 = tu_json_last(out);
+    free(out);
+    const cJSON *c3 = tu_json_get(o3, "config", OBJ);
+    ck_assert_int_eq((int)tu_json_dbl(c3, "epochs"), 2);
+    ck_assert_int_eq((int)tu_json_dbl(c3, "hidden"), 8);
+    ck_assert_str_eq(tu_json_get(c3, "model", STR)->valuestring, "sage");
+    ck_assert(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(c3, "wd-first-layer")));
+    ck_assert_int_eq((int)tu_json_dbl(o3, "epochs"), 2);
+    /* the version names the build */
+    out = run_ok(NULL, "--version");
+    char want[256];
+    snprintf(want, sizeof want, "inca %s\n", tu_json_get(o1, "version", STR)->valuestring);
+    ck_assert_str_eq(out, want);
+    free(out);
+    cJSON_Delete(o1);
+    cJSON_Delete(o2);
+    cJSON_Delete(o3);
+    /* a key that is no flag of train, and a file without a config, are refused naming them */
+    write_text(res, "{\"config\":{\"store\":\"x\",\"bogus\":1}}\n", NULL);
+    snprintf(args, sizeof args, "train --config '%s'", res);
+    ck_assert_int_eq(tu_inca(args, &out, &err), 2);
+    ck_assert_msg(strstr(err, "'bogus' is not a flag of inca train"), "%s", err);
+    free(out);
+    free(err);
+    write_text(res, "{\"test_acc\":1}\n", NULL);
+    ck_assert_int_eq(tu_inca(args, &out, &err), 2);
+    ck_assert_msg(strstr(err, "no JSON line with a \"config\""), "%s", err);
+    free(out);
+    free(err);
+}
+END_TEST
+
 START_TEST(test_prune_eval) {
     static const key_t_ keys[] = {{"pool", NUM}, {"labeled", NUM}, {"kept", NUM}, {"pseudo_label_acc", NUM}, {"score", STR},
                                   {"select", STR}, {"keep", NUM}, {"coreset_acc", NUM}, {"coreset_acc_std", NUM},
@@ -404,6 +475,7 @@ int main(void) {
     tcase_add_test(tc, test_ingest_info);
     tcase_add_test(tc, test_gen_partition);
     tcase_add_loop_test(tc, test_train, 0, 4);
+    tcase_add_test(tc, test_train_config_rerun);
     tcase_add_test(tc, test_prune_eval);
     tcase_add_test(tc, test_bench_spmm_gen);
     tcase_add_test(tc, test_bench_loader);
