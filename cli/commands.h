@@ -14,6 +14,7 @@ int cmd_prune(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_shard(int argc, char **argv);
 int cmd_export(int argc, char **argv);
+int cmd_predict(int argc, char **argv);
 /* The job's ranks (core/comm.h): under mpirun the MPI world, else one rank. Made by main()
  * before the command runs; train (and bench scale) use it, every other command refuses more than
  * one rank. */

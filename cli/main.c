@@ -41,6 +41,12 @@ static const struct { const char *name; int (*fn)(int, char **); const char *hel
      "  ranks     mpirun -np P inca train ...: P data-parallel processes (every method; CPU);\n"
      "            --workers P [1]: the same P ranks simulated in one process (bit for bit the same)\n"
      "            --grad-reduce chain|allgather [chain] (MPI: how gradients are summed in rank order)"},
+    {"predict", cmd_predict,
+     "predict [STORE] --checkpoint DIR --out FILE.npy [--embeddings] [--indices FILE] [--run I] [--json]\n"
+     "            the model train --checkpoint DIR left there, in eval mode on the whole graph: class scores\n"
+     "            (logits, n x classes) or the last hidden layer (--embeddings: gcn, sage, mlp) for every\n"
+     "            node or the ids in FILE (.npy or text). Its flags come from DIR/config.json; train's\n"
+     "            flags given here override them"},
     {"export", cmd_export,
      "export STORE OUT --format ogb|npz|npy [--split-name NAME] [--json]   the store's dataset for other tools:\n"
      "            OGB raw layout (inca ingest --format ogb reads it back), one .npz, or a folder of .npy"},

@@ -174,8 +174,8 @@ int ckpt_load(const char *dir, int run, const train_config_t *c, const dataset_t
     for (int i = 0; i < h.nparams && !rc; i++) {
         nn_param_t *p = model_param(m, i);
         float *mo = NULL, *vo = NULL;
-        int64_t n = 0, fn = -1;
-        if (optim_param_state(o, i, &mo, &vo, &n) != INCA_OK || n != p->n) {
+        int64_t n = p->n, fn = -1;
+        if (o && (optim_param_state(o, i, &mo, &vo, &n) != INCA_OK || n != p->n)) {
             rc = inca_fail(INCA_ERR, "checkpoint: optimiser state of parameter %s does not match the model", p->name);
             break;
         }
@@ -184,8 +184,9 @@ int ckpt_load(const char *dir, int run, const train_config_t *c, const dataset_t
                            path, p->name, (long long)fn, (long long)p->n);
             break;
         }
-        if (get_m(fp, kc, p->w, sizeof(float) * (size_t)n) || get_m(fp, kc, mo, sizeof(float) * (size_t)n) ||
-            get_m(fp, kc, vo, sizeof(float) * (size_t)n))
+        if (get_m(fp, kc, p->w, sizeof(float) * (size_t)n) ||
+            (o ? get_m(fp, kc, mo, sizeof(float) * (size_t)n) || get_m(fp, kc, vo, sizeof(float) * (size_t)n)
+               : fseeko(fp, (off_t)(2 * sizeof(float) * (size_t)n), SEEK_CUR) != 0))
             rc = inca_fail(INCA_EINVAL, "%s: truncated in parameter %s", path, p->name);
     }
     for (int i = 0; i < h.nbuffers && !rc; i++) {
@@ -193,6 +194,11 @@ int ckpt_load(const char *dir, int run, const train_config_t *c, const dataset_t
         float *b = model_buffer(m, i, &n);
         if (get(fp, &fn, sizeof fn) || fn != n || get_m(fp, kc, b, sizeof(float) * (size_t)n))
             rc = inca_fail(INCA_EINVAL, "%s: truncated or mismatched in BatchNorm buffer %d", path, i);
+    }
+    if (!o && !rc) {   /* the model alone (prediction): no moments, no history tables */
+        st->finished = h.finished;
+        st->epoch = h.epoch;
+        goto done;
     }
     int32_t nb = -1;
     if (!rc && (get(fp, &nb, sizeof nb) || nb != nblobs))
@@ -227,19 +233,27 @@ done:
 
 /* A resume in DIR by `ranks` ranks: refused when DIR/manifest.json names another rank count
  * (checkpoints of an MPI job hold each rank's histories; one process writes no manifest). */
-int ckpt_manifest_check(const char *dir, int ranks) {
-    char mp[4200];
-    snprintf(mp, sizeof mp, "%s/manifest.json", dir);
+/* The rank count of DIR/manifest.json into *ranks (0 when there is no manifest); the path into
+ * mp[4200]. */
+static int manifest_ranks(const char *dir, char *mp, int *ranks) {
+    snprintf(mp, 4200, "%s/manifest.json", dir);
+    *ranks = 0;
     FILE *mf = fopen(mp, "r");
-    if (!mf) return INCA_OK;   /* none yet: a first run, or one process's checkpoints */
+    if (!mf) return INCA_OK;
     char buf[512] = {0};
     const size_t got = fread(buf, 1, sizeof buf - 1, mf);
     fclose(mf);
     buf[got] = 0;
     const char *k = strstr(buf, "\"ranks\":");
-    int q = 0;
-    if (!k || sscanf(k + 8, "%d", &q) != 1 || q < 1)
+    if (!k || sscanf(k + 8, "%d", ranks) != 1 || *ranks < 1)
         return inca_fail(INCA_EINVAL, "%s: no rank count in the manifest: not a checkpoint folder of inca", mp);
+    return INCA_OK;
+}
+
+int ckpt_manifest_check(const char *dir, int ranks) {
+    char mp[4200];
+    int q = 0, rc = manifest_ranks(dir, mp, &q);
+    if (rc || q == 0) return rc;   /* none yet: a first run, or one process's checkpoints */
     if (q != ranks)
         return inca_fail(INCA_EINVAL, "%s: checkpoints of %d ranks; resume with mpirun -np %d", mp, q, q);
     return INCA_OK;
@@ -280,4 +294,13 @@ int ckpt_rank_dir(const train_config_t *c, int rank, int ranks, char *out, size_
         json_free(&j);
     }
     return rc;
+}
+
+int ckpt_model_dir(const char *dir, char *out, size_t cap) {
+    char mp[4200];
+    int q = 0, rc = manifest_ranks(dir, mp, &q);
+    if (rc) return rc;
+    /* one process's checkpoints are in dir; an MPI job's: rank 0's (every rank holds the same parameters) */
+    const int k = q ? snprintf(out, cap, "%s/rank-0-of-%d", dir, q) : snprintf(out, cap, "%s", dir);
+    return k >= 0 && (size_t)k < cap ? INCA_OK : inca_fail(INCA_EINVAL, "--checkpoint: path '%s' is too long", dir);
 }

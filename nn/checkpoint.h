@@ -49,9 +49,14 @@ int ckpt_save(const char *dir, int run, const train_config_t *c, const dataset_t
               const ckpt_state_t *st, const ckpt_blob_t *blobs, int nblobs);
 /* Restore m, o and *st from DIR/run-<run>.ckpt. CKPT_NONE when the file does not exist;
  * INCA_EINVAL for a checkpoint of another configuration or a damaged file; INCA_EIO when it
- * cannot be read. m and o may be partly overwritten on error. */
+ * cannot be read. m and o may be partly overwritten on error. With o NULL, the model alone
+ * (prediction): the parameters and BatchNorm buffers, st->epoch and st->finished; the
+ * optimiser's moments and any history tables are skipped (blobs ignored). */
 int ckpt_load(const char *dir, int run, const train_config_t *c, const dataset_t *d, model_t *m, optim_t *o,
               ckpt_state_t *st, const ckpt_blob_t *blobs, int nblobs);
+/* The folder holding a model's checkpoint files: dir itself, or for an MPI job's (a manifest
+ * beside them) rank 0's, DIR/rank-0-of-P (every rank holds the same parameters). */
+int ckpt_model_dir(const char *dir, char *out, size_t cap);
 /* Checkpoints of a job of several ranks (MPI): DIR/rank-R-of-P for rank `rank` of `ranks` into
  * out[cap] (DIR made when missing), and from rank 0 DIR/manifest.json (the rank count, method,
  * model and the folders), written whole via rename. With c->resume, a manifest naming another

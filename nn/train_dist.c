@@ -360,10 +360,12 @@ static int fd_rank_run(const fd_shared_t *S, const dataset_t *d, const train_con
             (rc = kc_zero(R.kc, R.meter_d, sizeof *R.meter_d, KERN_STREAM_COMPUTE)))
             break;
         if (R.nids[SPLIT_TRAIN] > 0) {
-            if ((rc = kc_softmax_xent(R.kc, R.no, C, logits, R.y_d, R.ids_d[SPLIT_TRAIN], R.nids[SPLIT_TRAIN], NULL, R.dlog,
+            /* the gradient of the rank's mean (into logp, scratch until the evaluation), scaled
+             * to the job's mean into dlog */
+            if ((rc = kc_softmax_xent(R.kc, R.no, C, logits, R.y_d, R.ids_d[SPLIT_TRAIN], R.nids[SPLIT_TRAIN], NULL, R.logp,
                                       &R.meter_d->loss[0])) ||
                 (rc = kc_accuracy(R.kc, C, logits, R.y_d, R.ids_d[SPLIT_TRAIN], R.nids[SPLIT_TRAIN], R.meter_d->count[0])) ||
-                (rc = kc_axpby(R.kc, R.no * C, (float)((double)R.nids[SPLIT_TRAIN] / (double)N), R.dlog, 0.f, R.dlog)))
+                (rc = kc_axpby(R.kc, R.no * C, (float)((double)R.nids[SPLIT_TRAIN] / (double)N), R.logp, 0.f, R.dlog)))
                 break;
         } else if ((rc = kc_zero(R.kc, R.dlog, sizeof(float) * (size_t)(R.no * C), KERN_STREAM_COMPUTE)))
             break;

@@ -4,6 +4,9 @@
  * --threads gives bit-identical results, --metrics / --train-indices / --split random work,
  * and bad flags exit 2 with a message naming the flag. */
 #include "testutil.h"
+#include "core/status.h"
+#include "graph/csr.h"
+#include "loaders/dataset.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,7 +29,7 @@ static void ingest(void) {
 }
 
 static int train(const char *flags, char **out, char **err) {
-    char args[4096];
+    char args[8192];
     snprintf(args, sizeof args, "train '%s' %s", store, flags);
     return tu_inca(args, out, err);
 }
@@ -187,6 +190,127 @@ START_TEST(test_checkpoint_cli) {
 }
 END_TEST
 
+/* a float32 .npy of shape (rows, cols) into a malloc'd array */
+static float *read_npy_f32(const char *path, long rows, long cols) {
+    FILE *f = fopen(path, "rb");
+    ck_assert_msg(f != NULL, "%s: missing", path);
+    unsigned char pre[10];
+    ck_assert_uint_eq(fread(pre, 1, 10, f), 10);
+    ck_assert(memcmp(pre, "\x93NUMPY", 6) == 0);
+    const size_t hl = (size_t)pre[8] | (size_t)pre[9] << 8;
+    char h[512] = {0}, want[128];
+    ck_assert(hl < sizeof h && fread(h, 1, hl, f) == hl);
+    snprintf(want, sizeof want, "'shape': (%ld, %ld)", rows, cols);
+    ck_assert_msg(strstr(h, "'descr': '<f4'") && strstr(h, want), "%s: header %s, expected %s", path, h, want);
+    float *v = malloc(sizeof(float) * (size_t)(rows * cols));
+    ck_assert_uint_eq(fread(v, sizeof(float), (size_t)(rows * cols), f), (size_t)(rows * cols));
+    ck_assert_int_eq(fgetc(f), EOF);
+    fclose(f);
+    return v;
+}
+
+/* the test accuracy of the metrics file's last line (the last epoch: what a checkpoint holds) */
+static double last_epoch_test_acc(const char *metrics) {
+    char cmd[1200], *text = NULL;
+    snprintf(cmd, sizeof cmd, "tail -n 1 '%s'", metrics);
+    ck_assert_int_eq(tu_sh(cmd, &text, NULL), 0);
+    const double a = tu_json_num(text, "test_acc");
+    free(text);
+    return a;
+}
+
+/* predict: the scores of the checkpoint's model score on the test split what the metrics said
+ * of its epoch (full-batch and Cluster-GCN: the same whole-graph evaluation, so equal; IncAgg's
+ * fused refresh pass evaluates without transform-first: within a node or two); the embeddings
+ * times the output layer (W, b from --save-params, Â computed here) give the scores; --indices
+ * picks rows; an MPI-style folder, a missing checkpoint and --embeddings of a mixing model. */
+START_TEST(test_predict) {
+    ingest();
+    static const char *const methods[] = {"full", "cluster --parts 40 --batch-parts 10", "incagg --parts 40 --batch-parts 10"};
+    char flags[4096], args[8192], m[1100], ck[1100], out[1100], pp[1100];
+    char *o = NULL, *err = NULL;
+    for (int k = 0; k < 3; k++) {
+        snprintf(m, sizeof m, "%s/m%d.jsonl", dir, k);
+        snprintf(ck, sizeof ck, "%s/ck%d", dir, k);
+        snprintf(out, sizeof out, "%s/s%d.npy", dir, k);
+        snprintf(pp, sizeof pp, "%s/p%d.npy", dir, k);
+        snprintf(flags, sizeof flags, "--model gcn --method %s --epochs 25 --feature-norm row --threads 1 --checkpoint '%s' "
+                 "--metrics '%s' --save-params '%s' --quiet", methods[k], ck, m, pp);
+        ck_assert_int_eq(train(flags, NULL, NULL), 0);
+        /* the store, the model and the feature norm come from the folder's config.json */
+        snprintf(args, sizeof args, "predict --checkpoint '%s' --out '%s' --json", ck, out);
+        ck_assert_msg(tu_inca(args, &o, &err) == 0, "%s", err);
+        const char *j = tu_last_line(o);
+        ck_assert_int_eq((int)tu_json_num(j, "checkpoint_epoch"), 24);
+        const double want = last_epoch_test_acc(m), got = tu_json_num(j, "test_acc");
+        if (k < 2) ck_assert_msg(got == want, "%s: predicted scores give %g, the metrics said %g", methods[k], got, want);
+        else ck_assert_msg(fabs(got - want) <= 0.002, "%s: predicted scores give %g, the metrics said %g", methods[k], got, want);
+        free(o);
+        free(err);
+    }
+    /* embeddings: the hidden layer, through the output layer by hand, gives the scores */
+    snprintf(ck, sizeof ck, "%s/ck0", dir);
+    snprintf(out, sizeof out, "%s/e0.npy", dir);
+    snprintf(args, sizeof args, "predict '%s' --checkpoint '%s' --out '%s' --embeddings", store, ck, out);
+    ck_assert_int_eq(tu_inca(args, NULL, NULL), 0);
+    const long n = 2708, H = 16, C = 7, F = 1433;
+    float *E = read_npy_f32(out, n, H);
+    snprintf(out, sizeof out, "%s/s0.npy", dir);
+    float *S = read_npy_f32(out, n, C);
+    snprintf(pp, sizeof pp, "%s/p0.npy", dir);
+    float *P = read_npy_f32(pp, F * H + H + H * C + C, 1);   /* [W0, b0, W1, b1], written as (k, 1) */
+    const float *W1 = P + F * H + H, *b1 = W1 + H * C;
+    for (long i = 0; i < n * H; i++) ck_assert(E[i] >= 0);   /* after ReLU */
+    dataset_t d;
+    ck_assert_int_eq(dataset_load(store, &d), INCA_OK);
+    csr_t a = {0};
+    ck_assert_int_eq(csr_gcn_norm(&d.adj, &a), INCA_OK);
+    double worst = 0;
+    for (long i = 0; i < n; i++)
+        for (long c = 0; c < C; c++) {
+            double z = b1[c];
+            for (int64_t e = a.rowptr[i]; e < a.rowptr[i + 1]; e++) {
+                double t = 0;
+                for (long q = 0; q < H; q++) t += (double)E[a.col[e] * H + q] * W1[q * C + c];
+                z += (double)a.val[e] * t;
+            }
+            const double diff = fabs(z - S[i * C + c]);
+            worst = diff > worst ? diff : worst;
+        }
+    ck_assert_msg(worst < 1e-4, "embeddings through the output layer differ from the scores by %g", worst);
+    csr_free(&a);
+    dataset_free(&d);
+    /* rows of an index file, in its order */
+    char ids[1100];
+    snprintf(ids, sizeof ids, "%s/ids.txt", dir);
+    FILE *f = fopen(ids, "w");
+    fprintf(f, "17\n3\n2707\n");
+    fclose(f);
+    snprintf(out, sizeof out, "%s/sub.npy", dir);
+    snprintf(args, sizeof args, "predict --checkpoint '%s' --out '%s' --indices '%s'", ck, out, ids);
+    ck_assert_int_eq(tu_inca(args, NULL, NULL), 0);
+    float *sub = read_npy_f32(out, 3, C);
+    const long pick[3] = {17, 3, 2707};
+    for (int r = 0; r < 3; r++) ck_assert(memcmp(sub + r * C, S + pick[r] * C, sizeof(float) * (size_t)C) == 0);
+    free(sub);
+    free(E);
+    free(S);
+    free(P);
+    /* refusals name the way out */
+    snprintf(args, sizeof args, "predict --checkpoint '%s/none' --out '%s'", dir, out);
+    ck_assert_int_eq(tu_inca(args, &o, &err), 2);
+    ck_assert_msg(strstr(err, "config.json") || strstr(err, "no checkpoint"), "%s", err);
+    free(o);
+    free(err);
+    snprintf(args, sizeof args, "predict --checkpoint '%s' --out '%s' --model gcnii --embeddings", ck, out);
+    ck_assert_int_ne(tu_inca(args, &o, &err), 0);
+    free(o);
+    free(err);
+    tu_rmrf(dir);
+    free(dir);
+}
+END_TEST
+
 /* Help: `inca` alone exits 2 with the command list; `inca CMD --help` exits 0 and lists the
  * flags, defaults included. */
 START_TEST(test_help) {
@@ -225,6 +349,7 @@ int main(void) {
     tcase_add_test(t, test_cli_features);
     tcase_add_test(t, test_incagg_stored_partition);
     tcase_add_test(t, test_checkpoint_cli);
+    tcase_add_test(t, test_predict);
     tcase_add_test(t, test_help);
     suite_add_tcase(s, t);
     return tu_run_suite(s);

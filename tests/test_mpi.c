@@ -234,6 +234,12 @@ START_TEST(checkpoints_per_rank_resume_bit_for_bit) {
         ck_assert_msg(run(np, args, NULL, &err) == 0, "%s", err);
         free(err);
         same_file(pa, pb, np ? "full-batch -np 2 resumed at epoch 2" : "full-batch --workers 2 resumed at epoch 2");
+        /* inca predict reads the model of either (an MPI job's from rank 0's folder) */
+        snprintf(args, sizeof args, "predict --checkpoint '%s' --out '%s/pred.npy' --json", ck2, dir);
+        ck_assert_msg(run(0, args, &out, &err) == 0, "%s", err);
+        ck_assert_int_eq((int)tu_json_num(tu_last_line(out), "checkpoint_epoch"), 3);
+        free(out);
+        free(err);
     }
 }
 END_TEST

@@ -1,0 +1,204 @@
+/* The flags of `inca train` (shared with `inca predict`, which rebuilds the trained model from
+ * them): the known list, their parsing into train_config_t, and the "config" object of the
+ * JSON (every resolved flag by name, so --config RESULT.json reruns it). */
+#include "cli/train_flags.h"
+#include "core/status.h"
+#include "nn/layer.h"
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+const char *const cli_train_flags[] = {
+        "--model", "--method", "--layers", "--hidden", "--epochs", "--lr", "--dropout", "--weight-decay",
+        "--wd-conv", "--wd-first-layer!", "--adamw!", "--feature-norm", "--alpha", "--theta", "--K",
+        "--batchnorm!", "--residual!", "--dense-input!", "--batch-size", "--checkpoint", "--resume!", "--parts", "--batch-parts", "--refresh", "--history-dtype", "--refresh-source", "--cluster-norm",
+        "--partition", "--threads", "--device", "--deterministic!", "--tf32!", "--history-location", "--seed", "--metrics", "--runs", "--json!",
+        "--train-indices", "--split", "--patience", "--select", "--loader", "--memory-budget", "--workers", "--save-params", "--grad-reduce", "--config", "--quiet!", NULL};
+
+static int copy_name(char *dst, size_t cap, const char *flag, const char *v) {
+    if (strlen(v) >= cap) return inca_fail(INCA_EINVAL, "%s: value '%s' is too long", flag, v);
+    snprintf(dst, cap, "%s", v);
+    return INCA_OK;
+}
+
+/* Integer flag within [lo, hi]. */
+static int flag_int(const args_t *a, const char *name, int64_t def, int64_t lo, int64_t hi, int64_t *out) {
+    int rc = args_int(a, name, def, out);
+    if (rc) return rc;
+    if (*out < lo || *out > hi)
+        return inca_fail(INCA_EINVAL, "%s: expected an integer in [%lld, %lld], got %lld", name, (long long)lo,
+                         (long long)hi, (long long)*out);
+    return INCA_OK;
+}
+
+/* Status lines on stderr: progress lines overwrite each other, and only on a terminal. */
+
+static void train_log_stderr(void *ctx, int level, const char *line) {
+    cli_log_state_t *s = ctx;
+    if (level == TRAIN_LOG_PROGRESS) {
+        if (!s->tty) return;
+        fprintf(stderr, "\r%s ", line);
+        s->open = 1;
+        return;
+    }
+    fprintf(stderr, "%s%s\n", s->open ? "\n" : "", line);
+    s->open = 0;
+}
+
+int cli_train_config(const args_t *a, train_config_t *c, cli_log_state_t *ls) {
+    int rc;
+    int64_t v;
+    train_config_default(c);
+    if ((rc = copy_name(c->model, sizeof c->model, "--model", args_str(a, "--model", "gcn")))) return rc;
+    if ((rc = copy_name(c->method, sizeof c->method, "--method", args_str(a, "--method", "full")))) return rc;
+    if ((rc = flag_int(a, "--layers", 2, 1, 1024, &v))) return rc;
+    c->layers = (int)v;
+    if ((rc = flag_int(a, "--hidden", 16, 1, 1 << 20, &v))) return rc;
+    c->hidden = v;
+    if ((rc = flag_int(a, "--epochs", 200, 1, 1 << 24, &v))) return rc;
+    c->epochs = (int)v;
+    if ((rc = args_double(a, "--lr", 0.01, &c->lr))) return rc;
+    if (!(c->lr > 0)) return inca_fail(INCA_EINVAL, "--lr: expected > 0, got %g", c->lr);
+    if ((rc = args_double(a, "--dropout", 0.5, &c->dropout))) return rc;
+    if (!(c->dropout >= 0 && c->dropout < 1)) return inca_fail(INCA_EINVAL, "--dropout: expected a value in [0,1), got %g", c->dropout);
+    if ((rc = args_double(a, "--weight-decay", 5e-4, &c->weight_decay))) return rc;
+    if (!(c->weight_decay >= 0)) return inca_fail(INCA_EINVAL, "--weight-decay: expected >= 0, got %g", c->weight_decay);
+    if ((rc = args_double(a, "--wd-conv", -1, &c->wd_conv))) return rc;
+    c->wd_first_layer_only = args_has(a, "--wd-first-layer");
+    c->adamw = args_has(a, "--adamw");
+    if ((rc = train_featnorm_parse(args_str(a, "--feature-norm", "none"), &c->feature_norm))) return rc;
+    if ((rc = args_double(a, "--alpha", 0.1, &c->alpha))) return rc;
+    if ((rc = args_double(a, "--theta", 0.5, &c->theta))) return rc;
+    if ((rc = flag_int(a, "--K", 10, 0, 1000, &v))) return rc;
+    c->K = (int)v;
+    c->batchnorm = args_has(a, "--batchnorm");
+    c->residual = args_has(a, "--residual");
+    c->dense_input = args_has(a, "--dense-input");
+    c->checkpoint_dir = args_str(a, "--checkpoint", NULL);
+    c->resume = args_has(a, "--resume");
+    if ((rc = flag_int(a, "--batch-size", 0, 0, INT64_MAX, &v))) return rc;
+    c->batch_size = v;
+    if ((rc = flag_int(a, "--seed", 0, 0, INT64_MAX, &v))) return rc;
+    c->seed = (uint64_t)v;
+    if ((rc = flag_int(a, "--threads", 0, 0, 4096, &v))) return rc;
+    c->threads = (int)v;
+    if ((rc = flag_int(a, "--runs", 1, 1, 100000, &v))) return rc;
+    c->runs = (int)v;
+    if ((rc = flag_int(a, "--patience", 0, 0, INT32_MAX, &v))) return rc;
+    c->patience = (int)v;
+    const char *sel = args_str(a, "--select", "acc");
+    if (strcmp(sel, "acc") != 0 && strcmp(sel, "loss") != 0)
+        return inca_fail(INCA_EINVAL, "--select: expected acc|loss, got '%s'", sel);
+    c->select_loss = strcmp(sel, "loss") == 0;
+    c->metrics_path = args_str(a, "--metrics", NULL);
+    c->device = args_str(a, "--device", "cpu");
+    c->deterministic = args_has(a, "--deterministic");
+    c->tf32 = args_has(a, "--tf32");
+    if ((rc = flag_int(a, "--parts", 40, 1, INT32_MAX, &v))) return rc;
+    c->parts = (int)v;
+    if ((rc = flag_int(a, "--batch-parts", 10, 1, INT32_MAX, &v))) return rc;
+    c->batch_parts = (int)v;
+    if ((rc = flag_int(a, "--refresh", 0, 0, INT32_MAX, &v))) return rc;
+    c->refresh = (int)v;
+    const char *hd = args_str(a, "--history-dtype", "fp32");
+    if (strcmp(hd, "fp32") != 0 && strcmp(hd, "bf16") != 0)
+        return inca_fail(INCA_EINVAL, "--history-dtype: expected fp32|bf16, got '%s'", hd);
+    snprintf(c->history_dtype, sizeof c->history_dtype, "%s", hd);
+    if ((rc = copy_name(c->partition, sizeof c->partition, "--partition", args_str(a, "--partition", "")))) return rc;
+    if ((rc = train_mb_flags_parse(args_str(a, "--refresh-source", NULL), args_str(a, "--cluster-norm", NULL),
+                                   args_str(a, "--history-location", NULL), c))) return rc;
+    if ((rc = train_loader_parse(args_str(a, "--loader", "auto"), &c->loader))) return rc;
+    if ((rc = flag_int(a, "--workers", 1, 1, 64, &v))) return rc;
+    c->workers = (int)v;
+    const char *gr = args_str(a, "--grad-reduce", "chain");
+    if (strcmp(gr, "chain") != 0 && strcmp(gr, "allgather") != 0)
+        return inca_fail(INCA_EINVAL, "--grad-reduce: expected chain|allgather, got '%s'", gr);
+    c->grad_reduce = strcmp(gr, "allgather") == 0 ? TRAIN_GRAD_ALLGATHER : TRAIN_GRAD_CHAIN;
+    const char *mb = args_str(a, "--memory-budget", NULL);
+    if (mb && (rc = train_size_parse(mb, &c->memory_budget))) return rc;
+    if (mb && c->loader == TRAIN_LOADER_COPY)
+        return inca_fail(INCA_EINVAL, "--memory-budget: needs --loader view (or auto); --loader copy holds the dataset in memory");
+    c->log = args_has(a, "--quiet") ? NULL : train_log_stderr;   /* --quiet: no status or progress lines */
+    c->log_ctx = ls;
+    return INCA_OK;
+}
+
+/* "config": every resolved training flag (defaults included), keyed by the flag's name, so a
+ * result line says exactly what produced it. */
+void cli_train_config_json(json_t *j, const args_t *a, const train_config_t *c) {
+    static const char *const featnorm[] = {"none", "row", "standard"};
+    json_obj_begin(j, "config");
+    json_str(j, "store", args_pos(a, 0));
+    json_str(j, "model", c->model);
+    json_str(j, "method", c->method);
+    json_int(j, "layers", c->layers);
+    json_int(j, "hidden", c->hidden);
+    json_int(j, "epochs", c->epochs);
+    json_num(j, "lr", c->lr);
+    json_num(j, "dropout", c->dropout);
+    json_num(j, "weight-decay", c->weight_decay);
+    json_num(j, "wd-conv", c->wd_conv);
+    json_bool(j, "wd-first-layer", c->wd_first_layer_only);
+    json_bool(j, "adamw", c->adamw);
+    json_str(j, "feature-norm", c->feature_norm >= 0 && c->feature_norm < 3 ? featnorm[c->feature_norm] : "?");
+    json_num(j, "alpha", c->alpha);
+    json_num(j, "theta", c->theta);
+    json_int(j, "K", c->K);
+    json_bool(j, "batchnorm", c->batchnorm);
+    json_bool(j, "residual", c->residual);
+    json_bool(j, "dense-input", c->dense_input);
+    json_int(j, "batch-size", c->batch_size);
+    json_int(j, "seed", (int64_t)c->seed);
+    json_int(j, "threads", c->threads);
+    json_int(j, "runs", c->runs);
+    json_int(j, "patience", c->patience);
+    json_str(j, "select", c->select_loss ? "loss" : "acc");
+    json_str(j, "device", c->device);
+    json_bool(j, "deterministic", c->deterministic);
+    json_bool(j, "tf32", c->tf32);
+    json_int(j, "parts", c->parts);
+    json_int(j, "batch-parts", c->batch_parts);
+    json_int(j, "refresh", c->refresh);
+    json_str(j, "history-dtype", c->history_dtype);
+    json_str(j, "history-location", c->history_host ? "host" : "device");
+    json_str(j, "refresh-source", agg_source_name(c->refresh_source));
+    json_str(j, "cluster-norm", c->cluster_global_norm ? "global" : "batch");
+    json_str(j, "partition", c->partition);
+    json_str(j, "loader", c->loader == TRAIN_LOADER_VIEW ? "view" : c->loader == TRAIN_LOADER_COPY ? "copy" : "auto");
+    if (c->memory_budget > 0) json_int(j, "memory-budget", c->memory_budget);
+    else json_null(j, "memory-budget");   /* none: a rerun with --config must not set one */
+    json_int(j, "workers", c->workers > 1 ? c->workers : 1);
+    json_str(j, "grad-reduce", c->grad_reduce == TRAIN_GRAD_ALLGATHER ? "allgather" : "chain");
+    json_str(j, "split", args_str(a, "--split", "stored"));
+    json_str(j, "train-indices", args_str(a, "--train-indices", NULL));
+    json_str(j, "metrics", c->metrics_path);
+    json_str(j, "checkpoint", c->checkpoint_dir);
+    json_bool(j, "resume", c->resume);
+    json_obj_end(j);
+}
+
+
+int cli_train_config_save(const char *dir, const args_t *a, const train_config_t *c, const char *version) {
+    char path[4200], tmp[4300];
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+        return inca_fail(INCA_EIO, "--checkpoint %s: cannot create the folder: %s", dir, strerror(errno));
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    snprintf(tmp, sizeof tmp, "%s.tmp-%ld", path, (long)getpid());
+    json_t *j = NULL;
+    int rc = json_new(&j);
+    if (rc) return rc;
+    cli_train_config_json(j, a, c);
+    json_str(j, "version", version);
+    FILE *f = fopen(tmp, "w");
+    if (!f) rc = inca_fail(INCA_EIO, "%s: cannot write: %s", tmp, strerror(errno));
+    else {
+        rc = json_write(j, f);
+        if (fclose(f) != 0 && rc == INCA_OK) rc = inca_fail(INCA_EIO, "%s: write failed", tmp);
+        if (rc == INCA_OK && rename(tmp, path) != 0) rc = inca_fail(INCA_EIO, "%s: cannot rename into place", path);
+        if (rc != INCA_OK) remove(tmp);
+    }
+    json_free(&j);
+    return rc;
+}

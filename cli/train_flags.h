@@ -1,0 +1,20 @@
+/* `inca train`'s flags (cli/train_flags.c), for train and predict. */
+#ifndef INCA_CLI_TRAIN_FLAGS_H
+#define INCA_CLI_TRAIN_FLAGS_H
+#include "core/args.h"
+#include "core/json.h"
+#include "nn/train.h"
+
+/* NULL-terminated, as args_parse takes them. */
+extern const char *const cli_train_flags[];
+/* Status lines on stderr: progress lines overwrite each other, and only on a terminal. */
+typedef struct cli_log_state { int tty, open; } cli_log_state_t;
+/* c <- the flags of a (defaults for the rest); c->log prints to stderr through ls unless --quiet.
+ * INCA_EINVAL naming a bad flag value. */
+int cli_train_config(const args_t *a, train_config_t *c, cli_log_state_t *ls);
+/* "config": every resolved flag of c (and a's positional STORE) under the flag's name. */
+void cli_train_config_json(json_t *j, const args_t *a, const train_config_t *c);
+/* DIR/config.json (DIR made when missing): {"config": ..., "version": ...}, written whole via
+ * rename, so `inca predict --checkpoint DIR` rebuilds the model trained there. */
+int cli_train_config_save(const char *dir, const args_t *a, const train_config_t *c, const char *version);
+#endif
