@@ -101,7 +101,7 @@ int bench_gen(int argc, char **argv) {
     if ((rc = args_int(a, "--classes", 8, &v)) != INCA_OK) goto done;
     if (v < 0 || v > INT32_MAX) { rc = inca_fail(INCA_EINVAL, "bench gen: --classes %lld out of range", (long long)v); goto done; }
     o.classes = (int32_t)v;
-    if ((rc = args_int(a, "--seed", 1, &v)) != INCA_OK) goto done;
+    if ((rc = args_int(a, "--seed", 0, &v)) != INCA_OK) goto done;
     o.seed = (uint64_t)v;
     if ((rc = args_int(a, "--threads", 0, &v)) != INCA_OK) goto done;
     if (v < 0 || v > 4096) { rc = inca_fail(INCA_EINVAL, "bench gen: --threads %lld, expected 0 (all) .. 4096", (long long)v); goto done; }

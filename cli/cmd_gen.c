@@ -51,7 +51,7 @@ int cmd_gen(int argc, char **argv) {
     if ((rc = args_int(a, "--classes", csbm ? 4 : 0, &v)) != INCA_OK) goto done;
     if (v < 0 || v > INT32_MAX) { rc = inca_fail(INCA_EINVAL, "gen: --classes %lld out of range", (long long)v); goto done; }
     o.classes = (int32_t)v;
-    if ((rc = args_int(a, "--seed", 1, &v)) != INCA_OK) goto done;
+    if ((rc = args_int(a, "--seed", 0, &v)) != INCA_OK) goto done;
     o.seed = (uint64_t)v;
     if ((rc = args_double(a, "--homophily", o.homophily, &o.homophily)) != INCA_OK) goto done;
     if ((rc = args_double(a, "--noise", o.noise, &o.noise)) != INCA_OK) goto done;

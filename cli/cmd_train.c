@@ -129,7 +129,8 @@ int cmd_train(int argc, char **argv) {
         json_int(j, "best_epoch", r.best_epoch);
         json_int(j, "epochs", r.epochs);
         json_num(j, "epoch_time_s", r.epoch_time_s);
-        json_num(j, "step_time_s", r.step_time_s);
+        json_num(j, "step_time_s", r.step_time_s);   /* one optimiser step */
+        json_num(j, "train_time_per_epoch_s", r.step_time_s * (double)(r.steps_per_epoch > 0 ? r.steps_per_epoch : 1));
         json_num(j, "refresh_time_s", r.refresh_time_s);
         json_num(j, "eval_time_s", r.eval_time_s);
         json_num(j, "peak_rss_mb", r.peak_rss_mb);

@@ -2,6 +2,7 @@
  * message on stderr in one line and exits 0 / 1 (runtime) / 2 (bad usage or input).
  * Exercised by the end-to-end tests (test_e2e_*.c). */
 #include "cli/commands.h"
+#include "core/args.h"
 #include "core/comm.h"
 #include "core/memstat.h"
 #include "core/status.h"
@@ -14,12 +15,30 @@ static comm_t *g_comm;
 comm_t *cli_comm(void) { return g_comm; }
 
 static const struct { const char *name; int (*fn)(int, char **); const char *help; } cmds[] = {
-    {"ingest", cmd_ingest, "ingest --format ogb|edgelist|metis|idx|csv SRC --out STORE"},
-    {"gen", cmd_gen, "gen --kind rmat|csbm --nodes N --avg-degree D ... --out STORE"},
+    {"ingest", cmd_ingest,
+     "ingest --format ogb|edgelist|metis|idx|csv SRC --out STORE [flags]\n"
+     "  (defaults in brackets)\n"
+     "  ogb       --split NAME (the split folder) [the only one, or the first by name]\n"
+     "  edgelist  --labels FILE (\"node label\" lines) --features FILE (\"node f1 ... fk\" lines)\n"
+     "  graph     --symmetrize (add each edge's reverse) --self-loops (one per node) [neither]\n"
+     "  output    --force (replace an existing STORE) --json"},
+    {"gen", cmd_gen,
+     "gen --kind rmat|csbm --nodes N --avg-degree D --out STORE [flags]\n"
+     "  (defaults in brackets)\n"
+     "  data      --features F [csbm 32, rmat 0] --classes C [csbm 4, rmat 0] --seed S [0]\n"
+     "  csbm      --homophily H [0.8] --noise S [1] --mean-scale M [1]\n"
+     "  split     --split TR,VA,TE [0.6,0.2,0.2]\n"
+     "  run       --threads T [0: all cores] --force (replace an existing STORE) --json"},
     {"info", cmd_info, "info STORE [--json]"},
     {"verify", cmd_verify,
      "verify STORE [--json]   check every checksum and the dataset's contents (exit 2 names the first bad value)"},
-    {"partition", cmd_partition, "partition STORE --parts K [--method metis|random] [--seed S]"},
+    {"partition", cmd_partition,
+     "partition STORE --parts K [flags]   store a partitioning (and the layout the view loader maps)\n"
+     "  (defaults in brackets)\n"
+     "            --method metis|random [metis] --seed S [0]\n"
+     "  layout    --feature-norm none|row|standard [none] --m0 gcn|sage|none (IncAgg's M^0 = AX) [gcn]\n"
+     "            --history-dtype fp32|bf16 (M^0's) [fp32] --no-layout (the partitioning alone)\n"
+     "            --json"},
     {"train", cmd_train,
      "train STORE --model M --method full|cluster|gas|incagg [flags]\n"
      "  (defaults in brackets)\n"
@@ -40,13 +59,15 @@ static const struct { const char *name; int (*fn)(int, char **); const char *hel
      "            --quiet (no status or progress lines on stderr)\n"
      "  ranks     mpirun -np P inca train ...: P data-parallel processes (every method; CPU);\n"
      "            --workers P [1]: the same P ranks simulated in one process (bit for bit the same)\n"
-     "            --grad-reduce chain|allgather [chain] (MPI: how gradients are summed in rank order)"},
+     "            --grad-reduce chain|allgather [chain] (MPI: how gradients are summed in rank order)\n"
+     "  memory    --loader auto|copy|view [auto: view past 1/8 of RAM] --memory-budget SIZE (view) [none]\n"
+     "            --partition NAME (a stored partitioning) [metis-K-s0]"},
     {"predict", cmd_predict,
-     "predict [STORE] --checkpoint DIR --out FILE.npy [--embeddings] [--indices FILE] [--run I] [--json]\n"
+     "predict [STORE] --checkpoint DIR --out FILE.npy [--embeddings] [--indices FILE] [--run I [0]] [--json]\n"
      "            the model train --checkpoint DIR left there, in eval mode on the whole graph: class scores\n"
      "            (logits, n x classes) or the last hidden layer (--embeddings: gcn, sage, mlp) for every\n"
-     "            node or the ids in FILE (.npy or text). Its flags come from DIR/config.json; train's\n"
-     "            flags given here override them"},
+     "            node or the ids in FILE (.npy or text). Its flags come from DIR/config.json;\n"
+     "            train's flags (see inca train --help) given here override them"},
     {"export", cmd_export,
      "export STORE OUT --format ogb|npz|npy [--split-name NAME] [--json]   the store's dataset for other tools:\n"
      "            OGB raw layout (inca ingest --format ogb reads it back), one .npz, or a folder of .npy"},
@@ -72,9 +93,25 @@ static const struct { const char *name; int (*fn)(int, char **); const char *hel
      "  eval      --eval --runs N [1] --eval-sets coreset,random,full --model M [mlp or gcn]\n"
      "            --epochs E [200] --hidden H [256] --layers L [2] --lr LR [0.01] --dropout P [0.5]\n"
      "            --batch-size N [0] --no-full\n"
-     "  device    --device cpu|cuda|auto [cpu] (proxy and target training) --deterministic --tf32"},
+        "  device    --device cpu|cuda|auto [cpu] (proxy and target training) --deterministic --tf32\n"
+     "            --threads T [0: all cores]"},
     {"bench", cmd_bench,
      "bench spmm|gen|loader|epoch|pruning|scale STORE? [flags]\n"
+     "  (defaults in brackets)\n"
+     "  spmm      --nodes N [1048576] --avg-degree D [16] --features 16,64,256 [16,64,256] --reps R [5]\n"
+     "            --parts K [256] --ordering random,metis|random [random,metis] --seed S [0] --threads T [0: all]\n"
+     "            --device cpu|cuda|auto [cpu] --deterministic --json\n"
+     "  gen       --nodes N [2000000] --avg-degree D [50] --features F [16] --classes C [8] --seed S [0]\n"
+     "            --threads T [0: all] --out DIR [$TMPDIR or /tmp] --keep (the store stays) --json\n"
+     "  loader    STORE --method cluster|gas|incagg [gas] --cold (drop the page cache first) --loader auto|copy|view\n"
+     "            [auto] --memory-budget SIZE + the model/method flags below\n"
+     "  pruning   STORE + prune's flags (see inca prune --help)\n"
+     "  model/method flags of loader, epoch and scale: --model M [gcn] --layers L [2] --hidden H [16]\n"
+     "            --epochs E [3] --lr LR [0.01] --dropout P [0.5] --weight-decay W [5e-4]\n"
+     "            --feature-norm none|row|standard [none] --parts K [40] --batch-parts B [10] --refresh R [0]\n"
+     "            --history-dtype fp32|bf16 [fp32] --refresh-source push|recompute [recompute]\n"
+     "            --cluster-norm batch|global [batch] --history-location device|host [device] --threads T [0]\n"
+     "            --seed S [0] --device cpu|cuda|auto [cpu] --deterministic --tf32 --json\n"
      "  epoch     STORE --methods cluster,gas,incagg [gas,incagg] --refresh-epochs 1,2,4 [1]\n"
      "            --warmup-epochs W [0] --eval-each-epoch + the train model/method flags --json\n"
      "  scale     STORE --ranks 1,2,4 [1,2] --methods incagg,gas [incagg,gas] --batch-parts B (global) [8]\n"
@@ -111,6 +148,20 @@ int main(int argc, char **argv) {
             if (strcmp(argv[j], "--help") == 0 || strcmp(argv[j], "-h") == 0) {
                 printf("usage: inca %s\n", cmds[i].help);
                 return 0;
+            }
+        /* --list-flags: the flags the command's parser knows (tests/test_e2e_help.c) */
+        for (int j = 2; j < argc; j++)
+            if (strcmp(argv[j], "--list-flags") == 0) {
+                args_set_list_mode(1);
+                char *sub[3] = {argv[1], j > 2 ? argv[2] : NULL, NULL};   /* the benchmark's name, for bench */
+                cmds[i].fn(j > 2 ? 2 : 1, sub);
+                const char *const *k = args_listed();
+                for (int q = 0; k && k[q]; q++) {   /* "--name VALUE" or, for a boolean, "--name" */
+                    const size_t kl = strlen(k[q]);
+                    const int b = kl > 0 && k[q][kl - 1] == '!';
+                    printf("%.*s%s\n", (int)(b ? kl - 1 : kl), k[q], b ? "" : " VALUE");
+                }
+                return k ? 0 : 2;
             }
         inca_err_clear();
         /* under mpirun: MPI starts here and ends after the command */

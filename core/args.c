@@ -159,8 +159,17 @@ int args_apply_config(args_t *a, const char *const *known, const char *cmd, cons
 static const char *help_cmd;
 void args_set_help_command(const char *cmd) { help_cmd = cmd; }
 
+static int list_mode;
+static const char *const *listed;
+void args_set_list_mode(int on) { list_mode = on; listed = NULL; }
+const char *const *args_listed(void) { return listed; }
+
 int args_parse(int argc, char **argv, const char *const *known, args_t **out) {
     *out = NULL;
+    if (list_mode) {   /* `inca CMD --list-flags`: keep the list for the caller to print */
+        listed = known;
+        return inca_fail(INCA_EINVAL, "flags listed");
+    }
     args_t *a = inca_calloc(1, sizeof *a);
     if (!a) return INCA_ENOMEM;
     a->cap = argc + 1;

@@ -20,6 +20,10 @@ int args_apply_config(args_t *a, const char *const *known, const char *cmd, cons
  * benchmarks, whose argv[0] is the benchmark name); NULL restores argv[0]. */
 void args_set_help_command(const char *cmd);
 void args_free(args_t **a);
+/* List mode (`inca CMD --list-flags`, for the test that every flag is in --help): the next
+ * args_parse keeps its known list (args_listed: NULL until then) and fails, parsing nothing. */
+void args_set_list_mode(int on);
+const char *const *args_listed(void);
 int args_npos(const args_t *a);
 const char *args_pos(const args_t *a, int i);
 int args_has(const args_t *a, const char *name);        /* flag given (either kind) */

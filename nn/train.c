@@ -552,6 +552,7 @@ int train_full(const dataset_t *d, const train_config_t *c, const int64_t *train
     train_result_set(r, &best, ep, loss, t_step, t_eval, t_epoch);
     for (int i = 0; i < model_nparams(m); i++) r->nparams += model_param(m, i)->n;
     r->steps_per_epoch = c->batch_size > 0 ? mb.steps : 1;
+    r->step_time_s /= (double)r->steps_per_epoch;   /* per optimiser step, as the mini-batch methods report it */
     rc = c->keep_params ? train_keep_params(kc, m, r) : INCA_OK;
 done:
     r->peak_rss_mb = inca_peak_rss_mb();

@@ -134,6 +134,7 @@ START_TEST(test_train) {
                                   {"refresh_time_s", NUM}, {"eval_time_s", NUM}, {"peak_rss_mb", NUM}, {"method", STR},
                                   {"model", STR}, {"device", STR}, {"runs", NUM}, {"seed", NUM}, {"run_test_acc", ARR},
                                   {"config", OBJ}, {"version", STR}, {"peak_rss_anon_mb", NUM}, {"peak_rss_file_mb", NUM},
+                                  {"steps_per_epoch", NUM}, {"train_time_per_epoch_s", NUM}, {"parameters", NUM},
                                   {NULL, 0}};
     static const key_t_ mkeys[] = {{"run", NUM}, {"epoch", NUM}, {"train_loss", NUM}, {"train_acc", NUM}, {"val_loss", NUM},
                                    {"val_acc", NUM}, {"test_acc", NUM}, {"epoch_time_s", NUM}, {NULL, 0}};
@@ -172,6 +173,11 @@ START_TEST(test_train) {
     /* an epoch holds at least one step; all epochs of both runs fit in the process's wall time */
     double ep = tu_json_dbl(o, "epoch_time_s");
     ck_assert_msg(ep >= tu_json_dbl(o, "step_time_s") && ep > 0, "%s: epoch %.3g s < step %.3g s", m, ep, tu_json_dbl(o, "step_time_s"));
+    /* the units: step_time_s is one optimiser step, an epoch's steps fit in the epoch */
+    const double spe = tu_json_dbl(o, "steps_per_epoch"), tpe = tu_json_dbl(o, "train_time_per_epoch_s");
+    ck_assert_int_eq((int)spe, strcmp(m, "full") == 0 ? 1 : 4);   /* 8 parts, 2 per batch */
+    ck_assert_double_eq_tol(tpe, spe * tu_json_dbl(o, "step_time_s"), 1e-12 * (1 + tpe));
+    ck_assert_msg(tpe <= ep * 1.0001, "%s: an epoch's steps %.3g s exceed the epoch %.3g s", m, tpe, ep);
     ck_assert_msg(ep * 4 * 2 <= wall, "%s: 8 epochs of %.3g s exceed the wall time %.3g s", m, ep, wall);
     if (strcmp(m, "incagg") == 0) ck_assert(tu_json_dbl(o, "refresh_time_s") > 0);
     else ck_assert(tu_json_dbl(o, "refresh_time_s") == 0);

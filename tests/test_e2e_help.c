@@ -1,0 +1,91 @@
+/* Every flag a command's parser accepts (`inca CMD --list-flags`) is named in its --help (or,
+ * where the help says so, in train's or prune's, whose flags predict and bench pruning take),
+ * and the README's flags reference is exactly what scripts/flags_reference.sh makes of the
+ * --help texts, so neither can fall behind the code. */
+#include "testutil.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* "--flag" as a whole word in text */
+static int names(const char *text, const char *flag) {
+    const size_t n = strlen(flag);
+    for (const char *p = strstr(text, flag); p; p = strstr(p + 1, flag)) {
+        const char c = p[n];
+        const int before_ok = p == text || !(p[-1] == '-' || (p[-1] >= 'a' && p[-1] <= 'z'));
+        if (before_ok && !(c == '-' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')))
+            return 1;
+    }
+    return 0;
+}
+
+static char *run(const char *args) {
+    char *out = NULL, *err = NULL;
+    ck_assert_msg(tu_inca(args, &out, &err) == 0, "inca %s: %s", args, err ? err : "");
+    free(err);
+    return out;
+}
+
+START_TEST(every_flag_in_help) {
+    static const char *const cmds[] = {"ingest", "gen", "info", "verify", "partition", "train", "predict", "export",
+                                       "shard", "prune", "bench spmm", "bench gen", "bench loader", "bench epoch",
+                                       "bench pruning", "bench scale"};
+    char *train = run("train --help"), *prune = run("prune --help");
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        char args[128];
+        snprintf(args, sizeof args, "%s --list-flags", cmds[i]);
+        char *flags = run(args);
+        snprintf(args, sizeof args, "%.*s --help", (int)strcspn(cmds[i], " "), cmds[i]);
+        char *help = run(args);
+        const int via_train = strstr(help, "train's flags") != NULL, via_prune = strstr(help, "prune's flags") != NULL;
+        int n = 0;
+        for (char *line = strtok(flags, "\n"); line; line = strtok(NULL, "\n"), n++) {
+            line[strcspn(line, " ")] = '\0';
+            ck_assert_msg(names(help, line) || (via_train && names(train, line)) || (via_prune && names(prune, line)),
+                          "inca %s accepts %s, which its --help does not name", cmds[i], line);
+        }
+        ck_assert_msg(n > 0, "inca %s lists no flags", cmds[i]);
+        free(flags);
+        free(help);
+    }
+    free(train);
+    free(prune);
+}
+END_TEST
+
+START_TEST(readme_flags_reference_is_current) {
+    char cmd[4096], readme[1100];
+    snprintf(cmd, sizeof cmd, "bash '%s/scripts/flags_reference.sh' '%s'", tu_src(), tu_bin());
+    char *want = NULL;
+    ck_assert_int_eq(tu_sh(cmd, &want, NULL), 0);
+    snprintf(readme, sizeof readme, "%s/README.md", tu_src());
+    FILE *f = fopen(readme, "rb");
+    ck_assert_ptr_nonnull(f);
+    fseek(f, 0, SEEK_END);
+    const long len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *text = malloc((size_t)len + 1);
+    ck_assert_uint_eq(fread(text, 1, (size_t)len, f), (size_t)len);
+    text[len] = '\0';
+    fclose(f);
+    const char *b = strstr(text, "<!-- flags:begin -->\n"), *e = strstr(text, "<!-- flags:end -->");
+    ck_assert_msg(b && e && e > b, "README.md: no <!-- flags:begin --> ... <!-- flags:end --> section");
+    b += strlen("<!-- flags:begin -->\n");
+    const size_t got = (size_t)(e - b);
+    ck_assert_msg(got == strlen(want) && memcmp(b, want, got) == 0,
+                  "README.md's flags reference differs from the --help texts: run bash scripts/flags_reference.sh "
+                  "and paste its output between the markers");
+    free(text);
+    free(want);
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("e2e_help");
+    TCase *t = tcase_create("help");
+    tcase_set_timeout(t, 120);
+    tcase_add_test(t, every_flag_in_help);
+    tcase_add_test(t, readme_flags_reference_is_current);
+    suite_add_tcase(s, t);
+    return tu_run_suite(s);
+}
