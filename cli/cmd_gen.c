@@ -4,6 +4,7 @@
  * Tested end to end in tests/test_gen.c (store contents, reopen, usage errors). */
 #include "core/args.h"
 #include "cli/commands.h"
+#include "cli/progress.h"
 #include "cli/info.h"
 #include "core/json.h"
 #include "core/memstat.h"
@@ -19,7 +20,7 @@
 
 static const char *const gen_flags[] = {
     "--kind", "--nodes", "--avg-degree", "--features", "--classes", "--seed", "--homophily",
-    "--noise", "--mean-scale", "--split", "--threads", "--out", "--force!", "--json!", NULL};
+    "--noise", "--mean-scale", "--split", "--threads", "--out", "--force!", "--json!", "--quiet!", NULL};
 
 int cmd_gen(int argc, char **argv) {
     args_t *a = NULL;
@@ -73,10 +74,16 @@ int cmd_gen(int argc, char **argv) {
     }
 
     double t0 = inca_now();
+    cli_progress_t pg;
+    cli_progress_init(&pg, "gen", args_has(a, "--quiet"));
+    cli_progress(&pg, 1, "sampling a %s graph of %lld nodes", kind, (long long)o.nodes);
     rc = csbm ? gen_csbm(&o, &d, &st) : gen_rmat(&o, &d, &st);
-    if (rc != INCA_OK) goto done;
+    if (rc == INCA_OK) cli_progress(&pg, 1, "writing %s (%lld edges)", outp, (long long)d.adj.nnz);
+    if (rc != INCA_OK) { cli_progress_end(&pg); goto done; }
     double t1 = inca_now();
-    if ((rc = dataset_save(&d, outp, force)) != INCA_OK) {
+    rc = dataset_save(&d, outp, force);
+    cli_progress_end(&pg);
+    if (rc != INCA_OK) {
         rc = inca_fail_ctx(rc, "gen: writing %s", outp);
         goto done;
     }

@@ -4,6 +4,7 @@
  * Tested by tests/test_e2e_ingest.c (Cora, Facebook, Fashion-MNIST, tests/data/bad/). */
 #include "core/args.h"
 #include "cli/commands.h"
+#include "cli/progress.h"
 #include "cli/info.h"
 #include "core/json.h"
 #include "core/memstat.h"
@@ -16,29 +17,28 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static void ingest_tty_progress(void *ctx, const char *stage, int64_t done, int64_t total) {
-    double *last = ctx;
-    double now = inca_now();
-    if (now - *last < 0.5) return;
-    *last = now;
+/* rows read per stage, and their rate */
+static void ingest_progress_line(void *ctx, const char *stage, int64_t done, int64_t total) {
+    cli_progress_t *p = ctx;
+    const double secs = inca_now() - p->t0, rate = secs > 0 ? (double)done / secs : 0;
     if (total > 0)
-        fprintf(stderr, "\r  ingest: %s %lld / %lld (%.0f%%)   ", stage, (long long)done, (long long)total,
-                100.0 * (double)done / (double)total);
+        cli_progress(p, 0, "%s %lld / %lld rows (%.0f%%), %.0f rows/s", stage, (long long)done, (long long)total,
+                     100.0 * (double)done / (double)total, rate);
     else
-        fprintf(stderr, "\r  ingest: %s %lld   ", stage, (long long)done);
-    fflush(stderr);
+        cli_progress(p, 0, "%s %lld rows, %.0f rows/s", stage, (long long)done, rate);
 }
 
 int cmd_ingest(int argc, char **argv) {
     static const char *const known[] = {"--format", "--out", "--split", "--labels", "--features",
-                                        "--symmetrize!", "--self-loops!", "--force!", "--json!", NULL};
+                                        "--symmetrize!", "--self-loops!", "--force!", "--json!", "--quiet!", NULL};
     args_t *a = NULL;
     dataset_t d;
     dataset_init(&d);
     int rc = args_parse(argc, argv, known, &a);
     if (rc) return rc;
-    double t0 = inca_now(), last = 0;
-    int tty = isatty(STDERR_FILENO);
+    double t0 = inca_now();
+    cli_progress_t pg;
+    cli_progress_init(&pg, "ingest", args_has(a, "--quiet"));
     const char *fmt = args_str(a, "--format", NULL);
     const char *out = args_str(a, "--out", NULL);
     ingest_format_t f;
@@ -73,13 +73,13 @@ int cmd_ingest(int argc, char **argv) {
     o.split = args_str(a, "--split", NULL);
     o.labels = args_str(a, "--labels", NULL);
     o.features = args_str(a, "--features", NULL);
-    if (tty) { o.progress = ingest_tty_progress; o.progress_ctx = &last; }
+    o.progress = ingest_progress_line;
+    o.progress_ctx = &pg;
+    cli_progress(&pg, 1, "reading %s", args_pos(a, 0));
     rc = ingest_run(f, args_pos(a, 0), &o, &d);
-    if (tty) fprintf(stderr, "\r%60s\r", "");
-    if (rc) goto done;
-    if (tty) fprintf(stderr, "  ingest: writing %s ...", out);
-    rc = dataset_save(&d, out, force);
-    if (tty) fprintf(stderr, "\r%60s\r", "");
+    if (rc == INCA_OK) cli_progress(&pg, 1, "writing %s", out);
+    if (rc == INCA_OK) rc = dataset_save(&d, out, force);
+    cli_progress_end(&pg);
     if (rc) goto done;
     double secs = inca_now() - t0;
     if (args_has(a, "--json")) {

@@ -6,6 +6,7 @@
  * Exercised end to end in test_partition.c. */
 #include "core/args.h"
 #include "cli/commands.h"
+#include "cli/progress.h"
 #include "core/json.h"
 #include "core/alloc.h"
 #include "core/status.h"
@@ -22,7 +23,7 @@
 
 int cmd_partition(int argc, char **argv) {
     static const char *const known[] = {"--parts", "--method", "--seed", "--json!", "--feature-norm", "--m0", "--history-dtype",
-                                        "--no-layout!", NULL};
+                                        "--no-layout!", "--quiet!", NULL};
     args_t *a = NULL;
     store_t *s = NULL;
     json_t *j = NULL;
@@ -49,19 +50,25 @@ int cmd_partition(int argc, char **argv) {
     } else if ((rc = model_kind_parse(m0s, &m0_kind)) != INCA_OK) goto done;
     if ((rc = store_open(args_pos(a, 0), STORE_RDWR_MAP, &s)) != INCA_OK) goto done;
     double t0 = inca_now();
+    cli_progress_t pg;
+    cli_progress_init(&pg, "partition", args_has(a, "--quiet"));
+    cli_progress(&pg, 1, "%s into %lld parts", method == PART_METIS ? "METIS" : "random", (long long)k);
     /* the graph is read from the store only when something must be computed from it */
-    if ((rc = store_partition_get(s, NULL, k, method, (uint64_t)seed, &p, &reused)) != INCA_OK) goto done;
+    rc = store_partition_get(s, NULL, k, method, (uint64_t)seed, &p, &reused);
     const double tl = inca_now();
-    if (!args_has(a, "--no-layout") && store_meta(s)->features > 0) {
+    if (rc == INCA_OK && !args_has(a, "--no-layout") && store_meta(s)->features > 0) {
+        cli_progress(&pg, 1, "writing the partition-ordered layout");
         rc = layout_ensure(s, &p, NULL, featnorm, m0_kind >= 0, m0_kind >= 0 ? nn_kind_norm(m0_kind) : NN_NORM_GCN, hd, &built);
-        if (rc != INCA_OK) goto done;
     }
+    cli_progress_end(&pg);
+    if (rc != INCA_OK) goto done;
     const double layout_s = inca_now() - tl;
     double total = inca_now() - t0;
-    fprintf(stderr, "partition %s: %lld parts of %lld..%lld nodes, edge cut %lld, %.3f s%s\n", p.man.name,
+    if (!args_has(a, "--quiet"))
+        fprintf(stderr, "partition %s: %lld parts of %lld..%lld nodes, edge cut %lld, %.3f s%s\n", p.man.name,
             (long long)p.k, (long long)p.man.min_part, (long long)p.man.max_part, (long long)p.man.edge_cut,
             p.man.seconds, reused ? " (reused)" : "");
-    if (built) {
+    if (built && !args_has(a, "--quiet")) {
         char what[64] = "";
         static const char *const names[3] = {"features", "M^0", "adjacency"};
         for (int i = 0; i < 3; i++)

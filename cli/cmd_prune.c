@@ -4,6 +4,7 @@
  * Tested end to end in test_pruning_e2e.c. */
 #include "core/args.h"
 #include "cli/commands.h"
+#include "cli/progress.h"
 #include "core/json.h"
 #include "core/memstat.h"
 #include "core/alloc.h"
@@ -30,6 +31,11 @@ static void indices_paths(const char *p, char *txt, char *npy, size_t len) {
     }
 }
 
+/* the proxy's and the evaluation's status lines (train_log) onto the progress line */
+static void prune_log(void *ctx, int level, const char *line) {
+    cli_progress(ctx, level != TRAIN_LOG_PROGRESS, "%s", line);
+}
+
 int cmd_prune(int argc, char **argv) {
     args_t *a = NULL;
     dataset_t d, pruned;
@@ -43,6 +49,7 @@ int cmd_prune(int argc, char **argv) {
     int32_t *y_vis = NULL;
     json_t *j = NULL;
     double sec[PRUNE_ST_COUNT] = {0}, t_all = inca_now(), t0;
+    cli_progress_t pg = {0};
     prune_eval_t ev;
     memset(&ev, 0, sizeof ev);
     int do_eval = 0;
@@ -51,6 +58,9 @@ int cmd_prune(int argc, char **argv) {
     if (args_npos(a) != 1) { rc = inca_fail(INCA_EINVAL, "prune: expected one STORE argument, got %d", args_npos(a)); goto done; }
     const char *path = args_pos(a, 0);
     if ((rc = prune_config_from_args(a, &cfg, &target))) goto done;
+    cli_progress_init(&pg, "prune", args_has(a, "--quiet"));
+    cfg.proxy.log = target.log = prune_log;
+    cfg.proxy.log_ctx = target.log_ctx = &pg;
     if ((rc = args_int(a, "--threads", 0, &iv))) goto done;
     if (iv > 0) inca_set_threads((int)iv);
     const char *out_path = args_str(a, "--out", NULL), *ind_path = args_str(a, "--indices", NULL);
@@ -59,6 +69,7 @@ int cmd_prune(int argc, char **argv) {
     int reuse = args_has(a, "--reuse-dynamics");
 
     t0 = inca_now();
+    cli_progress(&pg, 1, "loading %s", path);
     if ((rc = dataset_load(path, &d))) goto done;
     const char *split = args_str(a, "--split", NULL);
     if (split) {
@@ -117,6 +128,7 @@ int cmd_prune(int argc, char **argv) {
     double pl_acc = prune_pseudo_acc(d.y, y_vis, &r);
 
     t0 = inca_now();
+    cli_progress(&pg, 1, "writing the dynamics, indices and pruned store");
     if (!reuse && !args_has(a, "--no-save-dynamics") && (rc = prune_dyn_save(path, tag, key, &r, d.c))) goto done;
     if (ind_path) {
         char txt[4096], npy[4096];
@@ -148,11 +160,13 @@ int cmd_prune(int argc, char **argv) {
             q += l + (q[l] == ',');
         }
         if (args_has(a, "--no-full")) sets &= ~(unsigned)PRUNE_EVAL_FULL;
+        cli_progress(&pg, 1, "evaluating (%s)", es);
         if ((rc = prune_eval_run(&d, &target, pool, npool, r.sel, r.nsel, (int)runs, cfg.seed, sets, &ev))) goto done;
         sec[PRUNE_ST_EVAL] = inca_now() - t0;
     }
 
     double total = inca_now() - t_all;
+    cli_progress_end(&pg);
     printf("prune: pool %lld, labelled %lld, pseudo-label accuracy %.4f (on the %lld unlabelled)\n", (long long)npool,
            (long long)nlab, pl_acc, (long long)(npool - nlab));
     printf("prune: score %s, select %s, keep %g, mis-ratio %g%s -> kept %lld\n", score_name(cfg.score),
@@ -195,6 +209,7 @@ int cmd_prune(int argc, char **argv) {
         if ((rc = json_write(j, stdout))) goto done;
     }
 done:
+    cli_progress_end(&pg);
     json_free(&j);
     prune_result_free(&r);
     dataset_free(&pruned);

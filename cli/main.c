@@ -21,14 +21,15 @@ static const struct { const char *name; int (*fn)(int, char **); const char *hel
      "  ogb       --split NAME (the split folder) [the only one, or the first by name]\n"
      "  edgelist  --labels FILE (\"node label\" lines) --features FILE (\"node f1 ... fk\" lines)\n"
      "  graph     --symmetrize (add each edge's reverse) --self-loops (one per node) [neither]\n"
-     "  output    --force (replace an existing STORE) --json"},
+     "  output    --force (replace an existing STORE) --json --quiet (no progress line on a terminal)"},
     {"gen", cmd_gen,
      "gen --kind rmat|csbm --nodes N --avg-degree D --out STORE [flags]\n"
      "  (defaults in brackets)\n"
      "  data      --features F [csbm 32, rmat 0] --classes C [csbm 4, rmat 0] --seed S [0]\n"
      "  csbm      --homophily H [0.8] --noise S [1] --mean-scale M [1]\n"
      "  split     --split TR,VA,TE [0.6,0.2,0.2]\n"
-     "  run       --threads T [0: all cores] --force (replace an existing STORE) --json"},
+     "  run       --threads T [0: all cores] --force (replace an existing STORE) --json\n"
+     "            --quiet (no progress line on a terminal)"},
     {"info", cmd_info, "info STORE [--json]"},
     {"verify", cmd_verify,
      "verify STORE [--json]   check every checksum and the dataset's contents (exit 2 names the first bad value)"},
@@ -38,7 +39,7 @@ static const struct { const char *name; int (*fn)(int, char **); const char *hel
      "            --method metis|random [metis] --seed S [0]\n"
      "  layout    --feature-norm none|row|standard [none] --m0 gcn|sage|none (IncAgg's M^0 = AX) [gcn]\n"
      "            --history-dtype fp32|bf16 (M^0's) [fp32] --no-layout (the partitioning alone)\n"
-     "            --json"},
+     "            --json --quiet (no progress or status lines)"},
     {"train", cmd_train,
      "train STORE --model M --method full|cluster|gas|incagg [flags]\n"
      "  (defaults in brackets)\n"
@@ -94,7 +95,7 @@ static const struct { const char *name; int (*fn)(int, char **); const char *hel
      "            --epochs E [200] --hidden H [256] --layers L [2] --lr LR [0.01] --dropout P [0.5]\n"
      "            --batch-size N [0] --no-full\n"
         "  device    --device cpu|cuda|auto [cpu] (proxy and target training) --deterministic --tf32\n"
-     "            --threads T [0: all cores]"},
+     "            --threads T [0: all cores] --quiet (no progress line on a terminal)"},
     {"bench", cmd_bench,
      "bench spmm|gen|loader|epoch|pruning|scale STORE? [flags]\n"
      "  (defaults in brackets)\n"

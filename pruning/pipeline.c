@@ -274,6 +274,7 @@ int prune_score_select(const prune_config_t *cfg, int32_t c, prune_result_t *r) 
     int rc = INCA_OK;
     int64_t *pos = NULL;
     double t0 = inca_now();
+    train_log(&cfg->proxy, TRAIN_LOG_PROGRESS, "scores and selection");
     inca_free(r->score);
     inca_free(r->aum);
     INCA_FREE(r->sel);
@@ -314,6 +315,8 @@ int prune_run(const dataset_t *dv, const int64_t *pool, int64_t npool, const pru
     if (!r->pool || !r->pseudo || !r->conf) { rc = INCA_ENOMEM; goto fail; }
     memcpy(r->pool, pool, (size_t)npool * sizeof *pool);
     double t0 = inca_now();
+    /* the stages through the proxy's status callback (a progress line on a terminal) */
+    train_log(&cfg->proxy, TRAIN_LOG_PROGRESS, "pseudo-labels (%s)", cfg->ssl == PRUNE_SSL_SELFTRAIN ? "selftrain" : "labelprop");
     if (cfg->ssl == PRUNE_SSL_SELFTRAIN) {
         selftrain_opts_t st = cfg->st;
         st.graph = use_graph;
@@ -330,6 +333,7 @@ int prune_run(const dataset_t *dv, const int64_t *pool, int64_t npool, const pru
     }
     if (rc) goto fail;
     t0 = inca_now();
+    train_log(&cfg->proxy, TRAIN_LOG_PROGRESS, "proxy training (%s)", cfg->proxy.model[0] ? cfg->proxy.model : "auto");
     rc = proxy_train(dv, pool, npool, cfg, use_graph, r);
     if (rc) goto fail;
     r->sec[PRUNE_ST_PROXY] = inca_now() - t0;

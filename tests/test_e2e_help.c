@@ -1,7 +1,8 @@
 /* Every flag a command's parser accepts (`inca CMD --list-flags`) is named in its --help (or,
  * where the help says so, in train's or prune's, whose flags predict and bench pruning take),
  * and the README's flags reference is exactly what scripts/flags_reference.sh makes of the
- * --help texts, so neither can fall behind the code. */
+ * --help texts, so neither can fall behind the code; progress lines appear on a terminal only
+ * (under script(1)), never on a pipe or with --quiet. */
 #include "testutil.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,10 +74,55 @@ START_TEST(readme_flags_reference_is_current) {
     b += strlen("<!-- flags:begin -->\n");
     const size_t got = (size_t)(e - b);
     ck_assert_msg(got == strlen(want) && memcmp(b, want, got) == 0,
-                  "README.md's flags reference differs from the --help texts: run bash scripts/flags_reference.sh "
-                  "and paste its output between the markers");
+                  "README.md's flags reference differs from the --help texts: run python3 "
+                  "scripts/update_flags_reference.py");
     free(text);
     free(want);
+}
+END_TEST
+
+/* a carriage return that rewrites a line (a terminal turns every "\n" into "\r\n") */
+static int rewrites(const char *text) {
+    for (size_t i = 0; text[i]; i++)
+        if (text[i] == '\r' && text[i + 1] != '\n') return 1;
+    return 0;
+}
+
+/* `inca <args>` under a pseudo-terminal (script(1): stderr is a terminal there); its output */
+static char *under_pty(const char *args) {
+    char cmd[16384], *out = NULL;
+    snprintf(cmd, sizeof cmd, "script -qfec \"'%s' %s\" /dev/null", tu_bin(), args);
+    ck_assert_msg(tu_sh(cmd, &out, NULL) == 0, "under a terminal: inca %s failed: %s", args, out ? out : "");
+    return out;
+}
+
+/* Progress: one line rewritten in place (carriage returns) on a terminal, for ingest, gen,
+ * partition and train; nothing on a pipe; nothing with --quiet. */
+START_TEST(progress_only_on_a_terminal) {
+    char *dir = tu_mkdtemp(), args[8192], *out = NULL, *err = NULL;
+    static const char *const steps[][2] = {
+        {"ingest --format ogb '%1$s/data/cora' --out '%2$s/c.lmdb' --force", "ingest: "},
+        {"gen --kind csbm --nodes 2000 --avg-degree 5 --out '%2$s/g.lmdb' --force", "gen: "},
+        {"partition '%2$s/c.lmdb' --parts 8", "partition: "},
+        {"train '%2$s/c.lmdb' --epochs 5 --threads 1", "epoch 5/5"},
+    };
+    for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+        snprintf(args, sizeof args, steps[i][0], tu_src(), dir);
+        char *tty = under_pty(args);
+        ck_assert_msg(rewrites(tty) && strstr(tty, steps[i][1]), "inca %s on a terminal showed no progress: %s", args,
+                      tty);
+        free(tty);
+        ck_assert_int_eq(tu_inca(args, &out, &err), 0);   /* a pipe */
+        ck_assert_msg(!rewrites(err) && !strstr(err, steps[i][1]), "inca %s wrote progress to a pipe: %s", args, err);
+        free(out);
+        free(err);
+        strcat(args, " --quiet");
+        tty = under_pty(args);
+        ck_assert_msg(!rewrites(tty), "inca %s showed progress: %s", args, tty);
+        free(tty);
+    }
+    tu_rmrf(dir);
+    free(dir);
 }
 END_TEST
 
@@ -86,6 +132,7 @@ int main(void) {
     tcase_set_timeout(t, 120);
     tcase_add_test(t, every_flag_in_help);
     tcase_add_test(t, readme_flags_reference_is_current);
+    tcase_add_test(t, progress_only_on_a_terminal);
     suite_add_tcase(s, t);
     return tu_run_suite(s);
 }
