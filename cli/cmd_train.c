@@ -88,8 +88,10 @@ int cmd_train(int argc, char **argv) {
     const char *split = args_str(a, "--split", NULL);
     if (split && strncmp(split, "random:", 7) == 0) {
         double fr[3];
-        if ((rc = split_parse(split, fr))) goto done;
-        if ((rc = split_random(&d, fr, c.seed))) goto done;
+        uint64_t sseed = 0;
+        int has_seed = 0;   /* random:TR,VA,TE:SEED keeps the split whatever --seed */
+        if ((rc = split_parse_seed(split, fr, &sseed, &has_seed))) goto done;
+        if ((rc = split_random(&d, fr, has_seed ? sseed : c.seed))) goto done;
     } else if (split && strcmp(split, "stored") != 0 && strcmp(split, "public") != 0) {
         rc = inca_fail(INCA_EINVAL, "--split: a store holds the one split chosen at ingest; expected 'stored' or "
                                     "random:TR,VA,TE, got '%s'", split);

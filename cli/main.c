@@ -27,7 +27,7 @@ static const struct { const char *name; int (*fn)(int, char **); const char *hel
      "  (defaults in brackets)\n"
      "  data      --features F [csbm 32, rmat 0] --classes C [csbm 4, rmat 0] --seed S [0]\n"
      "  csbm      --homophily H [0.8] --noise S [1] --mean-scale M [1]\n"
-     "  split     --split TR,VA,TE [0.6,0.2,0.2]\n"
+     "  split     --split random:TR,VA,TE [random:0.6,0.2,0.2]\n"
      "  run       --threads T [0: all cores] --force (replace an existing STORE) --json\n"
      "            --quiet (no progress line on a terminal)"},
     {"info", cmd_info, "info STORE [--json]"},
@@ -47,7 +47,7 @@ static const struct { const char *name; int (*fn)(int, char **); const char *hel
      "            --dropout P [0.5] --batchnorm --residual --alpha A [0.1] --theta T [0.5] --K K [10]\n"
      "  optimiser --epochs E [200] --lr LR [0.01] --weight-decay W [5e-4] --wd-first-layer\n"
      "            --wd-conv W --adamw --patience N [0: off] --select acc|loss [acc]\n"
-     "  data      --feature-norm none|row|standard [none] --split NAME|random:TR,VA,TE\n"
+     "  data      --feature-norm none|row|standard [none] --split stored|random:TR,VA,TE[:SEED]\n"
      "            --train-indices FILE(.npy|text) --dense-input --batch-size N (mlp) [0: full batch]\n"
      "  method    --method full|cluster|gas|incagg [full] --parts K [40] --batch-parts B [10]\n"
      "            --refresh R (incagg, steps) [0: once per epoch] --history-dtype fp32|bf16 [fp32]\n"
@@ -79,7 +79,7 @@ static const struct { const char *name; int (*fn)(int, char **); const char *hel
      "prune STORE --labeled F --ssl S --score S --select S --keep F [flags]\n"
      "  (defaults in brackets)\n"
      "  labels    --labeled FRACTION | --labeled-per-class K | --labeled-indices FILE\n"
-     "            --split NAME|random:TR,VA,TE --seed S [0]\n"
+     "            --split random:TR,VA,TE[:SEED] (the split's own seed) --seed S [0]\n"
      "  pseudo    --ssl labelprop|selftrain [labelprop] --graph auto|knn|graph [auto] --knn K [10]\n"
      "            --metric cosine|euclidean [cosine] --alpha A [0.9] --iters N [50] --cmn\n"
      "            --tau T [0.95] --noise S [0.2] --lambda-u L [1] --ssl-epochs E [100]\n"

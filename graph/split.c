@@ -28,7 +28,9 @@ static int fractions_check(const double fr[3], const char *what) {
     return INCA_OK;
 }
 
-int split_parse(const char *spec, double fr[3]) {
+int split_parse(const char *spec, double fr[3]) { return split_parse_seed(spec, fr, NULL, NULL); }
+
+int split_parse_seed(const char *spec, double fr[3], uint64_t *seed, int *has_seed) {
     static const char prefix[] = "random:";
     if (!spec) return inca_fail(INCA_EINVAL, "split: missing spec, expected random:TR,VA,TE");
     if (strncmp(spec, prefix, sizeof prefix - 1) != 0)
@@ -49,6 +51,19 @@ int split_parse(const char *spec, double fr[3]) {
             p++;
         }
     }
+    uint64_t sd = 0;
+    const int with_seed = *p == ':';
+    if (with_seed) {   /* random:TR,VA,TE:SEED */
+        if (!seed) return inca_fail(INCA_EINVAL, "split '%s': a seed (':%s') is not taken here", spec, p + 1);
+        char *end = NULL;
+        errno = 0;
+        const unsigned long long v = p[1] >= '0' && p[1] <= '9' ? strtoull(p + 1, &end, 10) : 0;
+        if (!end || end == p + 1 || *end != '\0' || errno != 0)
+            return inca_fail(INCA_EINVAL, "split '%s': expected a non-negative integer seed after the fractions "
+                             "(random:TR,VA,TE:SEED), got '%s'", spec, p + 1);
+        sd = (uint64_t)v;
+        p = end;
+    }
     if (*p != '\0')
         return inca_fail(INCA_EINVAL, "split '%s': unexpected '%s' after the third fraction", spec, p);
     char what[96];
@@ -56,6 +71,8 @@ int split_parse(const char *spec, double fr[3]) {
     int rc = fractions_check(v, what);
     if (rc != INCA_OK) return rc;
     memcpy(fr, v, sizeof v);
+    if (seed) *seed = sd;
+    if (has_seed) *has_seed = with_seed;
     return INCA_OK;
 }
 

@@ -10,6 +10,10 @@
  * into fr[0..2]. INCA_EINVAL naming the spec and what was expected otherwise; fr is untouched
  * on failure. */
 int split_parse(const char *spec, double fr[3]);
+/* The same, also taking "random:TR,VA,TE:SEED": *has_seed (may be NULL) says whether a seed
+ * was given and *seed receives it (0 otherwise), so a split can stay fixed while the training
+ * seed varies. seed NULL: a seed is refused (split_parse). */
+int split_parse_seed(const char *spec, double fr[3], uint64_t *seed, int *has_seed);
 
 /* Replace d->split with a seeded random split of the labelled nodes (y >= 0); unlabelled
  * nodes belong to no split. Stratified: within each class the nodes are shuffled and the

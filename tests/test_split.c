@@ -23,6 +23,26 @@ START_TEST(parse_accepts) {
 }
 END_TEST
 
+/* random:TR,VA,TE:SEED: the split's own seed, refused where no seed is taken */
+START_TEST(parse_seed) {
+    double fr[3];
+    uint64_t seed = 99;
+    int has = -1;
+    ck_assert_int_eq(split_parse_seed("random:0.5,0.25,0.25:7", fr, &seed, &has), INCA_OK);
+    ck_assert(fr[0] == 0.5 && fr[1] == 0.25 && fr[2] == 0.25 && seed == 7 && has == 1);
+    ck_assert_int_eq(split_parse_seed("random:0.5,0.25,0.25", fr, &seed, &has), INCA_OK);
+    ck_assert(seed == 0 && has == 0);
+    static const char *const bad[] = {"random:0.5,0.25,0.25:", "random:0.5,0.25,0.25:-1", "random:0.5,0.25,0.25:x",
+                                      "random:0.5,0.25,0.25:7:8", "random:0.5,0.25,0.25:7x"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ck_assert_msg(split_parse_seed(bad[i], fr, &seed, &has) == INCA_EINVAL, "accepted '%s'", bad[i]);
+        ck_assert_ptr_nonnull(strstr(inca_errmsg(), "split '"));
+    }
+    ck_assert_int_eq(split_parse("random:0.5,0.25,0.25:7", fr), INCA_EINVAL);
+    ck_assert_ptr_nonnull(strstr(inca_errmsg(), "not taken here"));
+}
+END_TEST
+
 START_TEST(parse_rejects) {
     static const char *const bad[] = {
         "", "0.6,0.2,0.2", "random", "random:", "random:0.6,0.2", "random:0.6;0.2;0.2",
@@ -192,6 +212,7 @@ int main(void) {
     TCase *tc = tcase_create("split");
     tcase_add_test(tc, parse_accepts);
     tcase_add_test(tc, parse_rejects);
+    tcase_add_test(tc, parse_seed);
     tcase_add_test(tc, random_sizes_and_disjoint);
     tcase_add_test(tc, random_deterministic_and_seeded);
     tcase_add_test(tc, random_uniform);
