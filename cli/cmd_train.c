@@ -128,6 +128,11 @@ int cmd_train(int argc, char **argv) {
         json_num(j, "test_acc_std", r.test_acc_std);
         json_num(j, "val_acc", r.val_acc);
         json_num(j, "val_acc_std", r.val_acc_std);
+        json_str(j, "metric", train_metric_name(c.metric));   /* what picked the best epoch */
+        json_num(j, "test_balanced_acc", r.test_bacc);          /* all at the best epochs, means over runs */
+        json_num(j, "test_macro_f1", r.test_f1);
+        json_num(j, "val_balanced_acc", r.val_bacc);
+        json_num(j, "val_macro_f1", r.val_f1);
         json_int(j, "best_epoch", r.best_epoch);
         json_int(j, "epochs", r.epochs);
         json_num(j, "epoch_time_s", r.epoch_time_s);

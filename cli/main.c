@@ -47,6 +47,8 @@ static const struct { const char *name; int (*fn)(int, char **); const char *hel
      "            --dropout P [0.5] --batchnorm --residual --alpha A [0.1] --theta T [0.5] --K K [10]\n"
      "  optimiser --epochs E [200] --lr LR [0.01] --weight-decay W [5e-4] --wd-first-layer\n"
      "            --wd-conv W --adamw --patience N [0: off] --select acc|loss [acc]\n"
+     "            --metric acc|balanced_acc|macro_f1 [acc] (the validation figure that picks the best epoch;\n"
+     "            all three are reported)\n"
      "  data      --feature-norm none|row|standard [none] --split stored|random:TR,VA,TE[:SEED]\n"
      "            --train-indices FILE(.npy|text) --dense-input --batch-size N (mlp) [0: full batch]\n"
      "  method    --method full|cluster|gas|incagg [full] --parts K [40] --batch-parts B [10]\n"

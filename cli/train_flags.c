@@ -15,7 +15,7 @@ const char *const cli_train_flags[] = {
         "--wd-conv", "--wd-first-layer!", "--adamw!", "--feature-norm", "--alpha", "--theta", "--K",
         "--batchnorm!", "--residual!", "--dense-input!", "--batch-size", "--checkpoint", "--resume!", "--parts", "--batch-parts", "--refresh", "--history-dtype", "--refresh-source", "--cluster-norm",
         "--partition", "--threads", "--device", "--deterministic!", "--tf32!", "--history-location", "--seed", "--metrics", "--runs", "--json!",
-        "--train-indices", "--split", "--patience", "--select", "--loader", "--memory-budget", "--workers", "--save-params", "--grad-reduce", "--config", "--quiet!", NULL};
+        "--train-indices", "--split", "--patience", "--select", "--loader", "--memory-budget", "--workers", "--save-params", "--grad-reduce", "--config", "--quiet!", "--metric", NULL};
 
 static int copy_name(char *dst, size_t cap, const char *flag, const char *v) {
     if (strlen(v) >= cap) return inca_fail(INCA_EINVAL, "%s: value '%s' is too long", flag, v);
@@ -92,6 +92,7 @@ int cli_train_config(const args_t *a, train_config_t *c, cli_log_state_t *ls) {
     if (strcmp(sel, "acc") != 0 && strcmp(sel, "loss") != 0)
         return inca_fail(INCA_EINVAL, "--select: expected acc|loss, got '%s'", sel);
     c->select_loss = strcmp(sel, "loss") == 0;
+    if ((rc = train_metric_parse(args_str(a, "--metric", "acc"), &c->metric))) return rc;
     c->metrics_path = args_str(a, "--metrics", NULL);
     c->device = args_str(a, "--device", "cpu");
     c->deterministic = args_has(a, "--deterministic");
@@ -155,6 +156,7 @@ void cli_train_config_json(json_t *j, const args_t *a, const train_config_t *c) 
     json_int(j, "runs", c->runs);
     json_int(j, "patience", c->patience);
     json_str(j, "select", c->select_loss ? "loss" : "acc");
+    json_str(j, "metric", train_metric_name(c->metric));
     json_str(j, "device", c->device);
     json_bool(j, "deterministic", c->deterministic);
     json_bool(j, "tf32", c->tf32);

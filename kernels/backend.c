@@ -226,6 +226,8 @@ int kc_softmax_xent(kern_ctx_t *c, int64_t rows, int64_t cc, const float *logits
 }
 int kc_accuracy(kern_ctx_t *c, int64_t cc, const float *scores, const int32_t *y, const int64_t *idx, int64_t nidx,
                 int64_t *counts) { OP(accuracy, cc, scores, y, idx, nidx, counts); }
+int kc_class_counts(kern_ctx_t *c, int64_t cc, const float *scores, const int32_t *y, const int64_t *idx, int64_t nidx,
+                    int64_t *counts) { OP(class_counts, cc, scores, y, idx, nidx, counts); }
 int kc_adam(kern_ctx_t *c, int64_t n, float *w, const float *g, float *m, float *v, const kern_adam_t *hp) {
     OP(adam, n, w, g, m, v, hp);
 }

@@ -146,6 +146,9 @@ int kc_softmax_xent(kern_ctx_t *ctx, int64_t rows, int64_t c, const float *logit
  * rule, accumulated so an epoch's batches are read back once. */
 int kc_accuracy(kern_ctx_t *ctx, int64_t c, const float *scores, const int32_t *y, const int64_t *idx,
                 int64_t nidx, int64_t *counts);
+/* counts (3c int64 in context memory) += kern_class_counts's per-class counts. */
+int kc_class_counts(kern_ctx_t *ctx, int64_t c, const float *scores, const int32_t *y, const int64_t *idx,
+                    int64_t nidx, int64_t *counts);
 /* One Adam/AdamW step over n elements: w, m, v updated in place from g. */
 int kc_adam(kern_ctx_t *ctx, int64_t n, float *w, const float *g, float *m, float *v, const kern_adam_t *hp);
 /* Row tables of width f and element type dt (fp32 or bf16), rows addressed by ids. */
@@ -199,6 +202,7 @@ typedef struct kern_ops {
     int (*softmax_xent)(kern_ctx_t *, int64_t, int64_t, const float *, const int32_t *, const int64_t *,
                         int64_t, float *, float *, double *);
     int (*accuracy)(kern_ctx_t *, int64_t, const float *, const int32_t *, const int64_t *, int64_t, int64_t *);
+    int (*class_counts)(kern_ctx_t *, int64_t, const float *, const int32_t *, const int64_t *, int64_t, int64_t *);
     int (*adam)(kern_ctx_t *, int64_t, float *, const float *, float *, float *, const kern_adam_t *);
     int (*gather_rows)(kern_ctx_t *, kern_dtype_t, const void *, int64_t, const int64_t *, int64_t, int64_t, float *);
     int (*scatter_rows)(kern_ctx_t *, kern_dtype_t, void *, int64_t, const int64_t *, int64_t, int64_t,

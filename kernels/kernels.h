@@ -59,6 +59,15 @@ double kern_softmax_xent(int64_t rows, int64_t c, const float *logits, const int
 /* Accuracy as OGB's evaluator computes it over idx (argmax of scores, ties to the lowest class),
  * counting only rows with y >= 0. Returns correct / counted (0 when none counted). */
 double kern_accuracy(int64_t c, const float *scores, const int32_t *y, const int64_t *idx, int64_t nidx);
+/* Per-class counts of the labelled rows listed in idx, ACCUMULATED into counts (3c int64):
+ * counts[k] += rows of true class k, counts[c + k] += rows predicted k (argmax, kern_accuracy's
+ * ties), counts[2c + k] += rows of class k predicted k. */
+void kern_class_counts(int64_t c, const float *scores, const int32_t *y, const int64_t *idx, int64_t nidx,
+                       int64_t *counts);
+/* From such counts: balanced accuracy (the mean recall over classes with rows) and macro F1 (the
+ * mean of 2 tp / (true + predicted) over classes that are true or predicted at least once, as
+ * scikit-learn's f1_score(average="macro") on the labels present). 0 when no row counts. */
+void kern_class_metrics(int64_t c, const int64_t *counts, double *balanced_acc, double *macro_f1);
 /* The same rule as counts: rows predicted correctly and rows counted. */
 void kern_accuracy_counts(int64_t c, const float *scores, const int32_t *y, const int64_t *idx, int64_t nidx,
                           int64_t *correct, int64_t *counted);

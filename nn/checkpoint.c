@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define CKPT_MAGIC "INCACKP1"
+#define CKPT_MAGIC "INCACKP2"   /* 2: the best epoch's selection metric, balanced accuracy and macro F1 */
 
 /* Fixed-size header; every field the resumed run must agree on, then the resumable state. */
 typedef struct ckpt_header {
@@ -23,6 +23,8 @@ typedef struct ckpt_header {
     int32_t nparams, nbuffers;
     int32_t best_epoch, best_since;
     double best_val_acc, best_val_loss, best_test_acc;
+    int32_t metric, pad_;
+    double best_val_sel, best_val_bacc, best_val_f1, best_test_bacc, best_test_f1;
     double train_loss, t_step, t_eval, t_epoch;
     int64_t opt_steps;
 } ckpt_header_t;
@@ -46,6 +48,7 @@ static void header_expect(const train_config_t *c, const dataset_t *d, model_t *
     h->layers = c->layers;
     h->run = run;
     h->seed = c->seed;
+    h->metric = c->metric;
     h->nparams = model_nparams(m);
     h->nbuffers = model_nbuffers(m);
 }
@@ -89,6 +92,11 @@ int ckpt_save(const char *dir, int run, const train_config_t *c, const dataset_t
     h.best_val_acc = st->best.val_acc;
     h.best_val_loss = st->best.val_loss;
     h.best_test_acc = st->best.test_acc;
+    h.best_val_sel = st->best.val_sel;
+    h.best_val_bacc = st->best.val_bacc;
+    h.best_val_f1 = st->best.val_f1;
+    h.best_test_bacc = st->best.test_bacc;
+    h.best_test_f1 = st->best.test_f1;
     h.train_loss = st->train_loss;
     h.t_step = st->t_step;
     h.t_eval = st->t_eval;
@@ -167,6 +175,9 @@ int ckpt_load(const char *dir, int run, const train_config_t *c, const dataset_t
     else if (h.seed != want.seed || h.run != want.run)
         rc = inca_fail(INCA_EINVAL, "%s: checkpoint of seed %llu, this run has seed %llu", path, (unsigned long long)h.seed,
                        (unsigned long long)want.seed);
+    else if (h.metric != want.metric)
+        rc = inca_fail(INCA_EINVAL, "%s: checkpoint selects by --metric %s, this run by %s", path, train_metric_name(h.metric),
+                       train_metric_name(want.metric));
     else if (h.nparams != want.nparams || h.nbuffers != want.nbuffers)
         rc = inca_fail(INCA_EINVAL, "%s: checkpoint has %d parameters and %d buffers, the model %d and %d", path, h.nparams,
                        h.nbuffers, want.nparams, want.nbuffers);
@@ -221,7 +232,13 @@ int ckpt_load(const char *dir, int run, const train_config_t *c, const dataset_t
     st->best.val_acc = h.best_val_acc;
     st->best.val_loss = h.best_val_loss;
     st->best.test_acc = h.best_test_acc;
+    st->best.val_sel = h.best_val_sel;
+    st->best.val_bacc = h.best_val_bacc;
+    st->best.val_f1 = h.best_val_f1;
+    st->best.test_bacc = h.best_test_bacc;
+    st->best.test_f1 = h.best_test_f1;
     st->best.by_loss = c->select_loss;
+    st->best.metric = c->metric;
     st->train_loss = h.train_loss;
     st->t_step = h.t_step;
     st->t_eval = h.t_eval;

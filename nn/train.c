@@ -150,15 +150,21 @@ void train_best_init(train_best_t *b) {
     b->test_acc = 0;
     b->since = 0;
     b->by_loss = 0;
+    b->metric = TRAIN_METRIC_ACC;
+    b->val_sel = -1;
+    b->val_bacc = b->val_f1 = b->test_bacc = b->test_f1 = NAN;
+}
+
+static int best_better(const train_best_t *b, double sel, double val_loss) {
+    return b->epoch < 0 || (b->by_loss ? val_loss < b->val_loss || (val_loss == b->val_loss && sel > b->val_sel)
+                                       : sel > b->val_sel || (sel == b->val_sel && val_loss < b->val_loss));
 }
 
 int train_best_update(train_best_t *b, int epoch, double val_acc, double val_loss, double test_acc) {
-    const int better = b->epoch < 0 ||
-                       (b->by_loss ? val_loss < b->val_loss || (val_loss == b->val_loss && val_acc > b->val_acc)
-                                   : val_acc > b->val_acc || (val_acc == b->val_acc && val_loss < b->val_loss));
+    const int better = best_better(b, val_acc, val_loss);
     if (better) {
         b->epoch = epoch;
-        b->val_acc = val_acc;
+        b->val_acc = b->val_sel = val_acc;
         b->val_loss = val_loss;
         b->test_acc = test_acc;
         b->since = 0;
@@ -168,20 +174,54 @@ int train_best_update(train_best_t *b, int epoch, double val_acc, double val_los
     return better;
 }
 
-int train_metrics_line(FILE *f, int run, int epoch, double train_loss, double train_acc, double val_loss,
-                       double val_acc, double test_acc, double epoch_time_s) {
+int train_best_update_e(train_best_t *b, const train_epoch_eval_t *e) {
+    const double sel = b->metric == TRAIN_METRIC_BACC ? e->val_bacc : b->metric == TRAIN_METRIC_F1 ? e->val_f1 : e->val_acc;
+    const int better = best_better(b, isnan(sel) ? -1 : sel, e->val_loss);
+    if (better) {
+        b->epoch = e->epoch;
+        b->val_sel = isnan(sel) ? -1 : sel;
+        b->val_acc = e->val_acc;
+        b->val_loss = e->val_loss;
+        b->test_acc = e->test_acc;
+        b->val_bacc = e->val_bacc;
+        b->val_f1 = e->val_f1;
+        b->test_bacc = e->test_bacc;
+        b->test_f1 = e->test_f1;
+        b->since = 0;
+    } else {
+        b->since++;
+    }
+    return better;
+}
+
+int train_metric_parse(const char *s, int *metric) {
+    static const char *const names[] = {"acc", "balanced_acc", "macro_f1"};
+    for (int i = 0; i < 3; i++)
+        if (s && strcmp(s, names[i]) == 0) { *metric = i; return INCA_OK; }
+    return inca_fail(INCA_EINVAL, "--metric: expected acc|balanced_acc|macro_f1, got '%s'", s ? s : "(null)");
+}
+
+const char *train_metric_name(int metric) {
+    return metric == TRAIN_METRIC_BACC ? "balanced_acc" : metric == TRAIN_METRIC_F1 ? "macro_f1" : "acc";
+}
+
+int train_metrics_line(FILE *f, const train_epoch_eval_t *e) {
     if (!f) return INCA_OK;
     json_t *j = NULL;
     int rc = json_new(&j);
     if (rc != INCA_OK) return rc;
-    json_int(j, "run", run);
-    json_int(j, "epoch", epoch);
-    json_num(j, "train_loss", train_loss);
-    json_num(j, "train_acc", train_acc);
-    json_num(j, "val_loss", val_loss);
-    json_num(j, "val_acc", val_acc);
-    json_num(j, "test_acc", test_acc);
-    json_num(j, "epoch_time_s", epoch_time_s);
+    json_int(j, "run", e->run);
+    json_int(j, "epoch", e->epoch);
+    json_num(j, "train_loss", e->train_loss);
+    json_num(j, "train_acc", e->train_acc);
+    json_num(j, "val_loss", e->val_loss);
+    json_num(j, "val_acc", e->val_acc);
+    json_num(j, "test_acc", e->test_acc);
+    json_num(j, "val_balanced_acc", e->val_bacc);
+    json_num(j, "val_macro_f1", e->val_f1);
+    json_num(j, "test_balanced_acc", e->test_bacc);
+    json_num(j, "test_macro_f1", e->test_f1);
+    json_num(j, "epoch_time_s", e->epoch_s);
     rc = json_write(j, f);
     json_free(&j);
     return rc;
@@ -201,19 +241,21 @@ int train_epoch_end(const train_config_t *c, const train_epoch_eval_t *e, const 
                     train_best_t *best) {
     int is_best = 1;
     memstat_sample();   /* the epoch's memory, for the peaks of --json */
-    if (e->n_valid > 0) is_best = train_best_update(best, e->epoch, e->val_acc, e->val_loss, e->test_acc);
+    if (e->n_valid > 0) is_best = train_best_update_e(best, e);
     else {   /* no validation split: the last epoch counts */
         best->epoch = e->epoch;
-        best->val_acc = 0;
+        best->val_acc = best->val_sel = 0;
         best->val_loss = 0;
         best->test_acc = e->test_acc;
+        best->val_bacc = best->val_f1 = NAN;
+        best->test_bacc = e->test_bacc;
+        best->test_f1 = e->test_f1;
         best->since = 0;
     }
     if (logits && is_best && c->out_logits) memcpy(c->out_logits, logits, (size_t)(n * nc) * sizeof(float));
     int rc = logits && c->on_epoch ? c->on_epoch(c->on_epoch_ctx, e->run, e->epoch, logits, n, nc) : 0;
     if (rc) return rc;
-    if ((rc = train_metrics_line(c->metrics_fp, e->run, e->epoch, e->train_loss, e->train_acc, e->val_loss, e->val_acc,
-                                 e->test_acc, e->epoch_s)))
+    if ((rc = train_metrics_line(c->metrics_fp, e)))
         return inca_fail_ctx(rc, "--metrics %s", c->metrics_path ? c->metrics_path : "");
     train_log(c, TRAIN_LOG_PROGRESS, "[run %d] epoch %d/%d  loss %.4f  val %.4f  test %.4f  best %d", e->run + 1,
               e->epoch + 1, c->epochs, e->train_loss, e->val_acc, e->test_acc, best->epoch + 1);
@@ -359,12 +401,15 @@ int train_eval_meter(kern_ctx_t *kc, const float *logits, int64_t n, int64_t cc,
     train_meter_t h;
     const int64_t *ids[3] = {tr_d, vidx_d, tidx_d};
     const int64_t cnt[3] = {tr_d ? ntr : 0, nv, nt};
+    const int cls = cc <= TRAIN_MAX_CLASSES;   /* per-class counts (balanced accuracy, macro F1) */
     if ((rc = kc_zero(kc, meter_d, sizeof *meter_d, KERN_STREAM_COMPUTE))) return rc;
     for (int k = 0; k < 3; k++)
         if (cnt[k] > 0 && ((rc = kc_softmax_xent(kc, n, cc, logits, y_d, ids[k], cnt[k], logp, NULL, &meter_d->loss[k])) ||
-                           (rc = kc_accuracy(kc, cc, logits, y_d, ids[k], cnt[k], meter_d->count[k]))))
+                           (rc = kc_accuracy(kc, cc, logits, y_d, ids[k], cnt[k], meter_d->count[k])) ||
+                           (cls && k > 0 && (rc = kc_class_counts(kc, cc, logits, y_d, ids[k], cnt[k], meter_d->cls[k])))))
             return rc;
     if ((rc = kc_copy(kc, &h, meter_d, sizeof h, KERN_D2H, KERN_STREAM_COMPUTE))) return rc;
+    h.ncls = cls ? cc : 0;
     if (out) *out = h;
     train_eval_apply(&h, tr_d != NULL, nv, e);
     return INCA_OK;
@@ -377,6 +422,24 @@ void train_eval_apply(const train_meter_t *h, int has_train, int64_t nv, train_e
     e->val_loss = nv > 0 ? h->loss[1] : 0.0;
     e->val_acc = acc[1];
     e->test_acc = acc[2];
+    e->val_bacc = e->val_f1 = e->test_bacc = e->test_f1 = NAN;
+    if (h->ncls > 0) {
+        if (nv > 0) kern_class_metrics(h->ncls, h->cls[1], &e->val_bacc, &e->val_f1);
+        kern_class_metrics(h->ncls, h->cls[2], &e->test_bacc, &e->test_f1);
+    }
+}
+
+void train_meter_sum(train_meter_t *t, const train_meter_t *all, int P) {
+    memset(t, 0, sizeof *t);
+    t->ncls = P > 0 ? all[0].ncls : 0;
+    for (int r = 0; r < P; r++)
+        for (int k = 0; k < 3; k++) {
+            t->loss[k] += all[r].loss[k] * (double)all[r].count[k][1];
+            t->count[k][0] += all[r].count[k][0];
+            t->count[k][1] += all[r].count[k][1];
+            for (int64_t i = 0; i < 3 * t->ncls; i++) t->cls[k][i] += all[r].cls[k][i];
+        }
+    for (int k = 0; k < 3; k++) t->loss[k] = t->count[k][1] ? t->loss[k] / (double)t->count[k][1] : 0;
 }
 
 int train_keep_params(struct kern_ctx *kc, model_t *m, train_result_t *r) {
@@ -399,6 +462,10 @@ void train_result_set(train_result_t *r, const train_best_t *b, int epochs, doub
                       double t_epoch) {
     r->test_acc = b->test_acc;
     r->val_acc = b->val_acc;
+    r->test_bacc = b->test_bacc;
+    r->val_bacc = b->val_bacc;
+    r->test_f1 = b->test_f1;
+    r->val_f1 = b->val_f1;
     r->best_epoch = b->epoch;
     r->epochs = epochs;
     r->train_loss = loss;
@@ -484,6 +551,7 @@ int train_full(const dataset_t *d, const train_config_t *c, const int64_t *train
     train_best_t best;
     train_best_init(&best);
     best.by_loss = c->select_loss;
+    best.metric = c->metric;
     double t_step = 0, t_eval = 0, t_epoch = 0, loss = 0;
     int ep, ep0 = 0, finished = 0;
     ckpt_state_t cs;
@@ -798,6 +866,10 @@ int train_run(const dataset_t *d, const train_config_t *c, const int64_t *train_
         }
         r->run_test_acc[i] = one.test_acc;
         r->run_val_acc[i] = one.val_acc;
+        r->test_bacc += one.test_bacc / c->runs;   /* NaN when not measured */
+        r->val_bacc += one.val_bacc / c->runs;
+        r->test_f1 += one.test_f1 / c->runs;
+        r->val_f1 += one.val_f1 / c->runs;
         r->run_best_epoch[i] = one.best_epoch;
         te += one.epoch_time_s;
         ts += one.step_time_s;

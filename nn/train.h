@@ -61,6 +61,8 @@ typedef struct train_config {
     int runs;                  /* >= 1 */
     int patience;              /* stop after this many epochs without a new best (0: never) */
     int select_loss;           /* 1: best epoch = lowest validation loss (default 0: accuracy) */
+    int metric;                /* TRAIN_METRIC_*: the validation figure that picks the best epoch
+                                  (default accuracy); every one is reported */
     double alpha, theta;       /* gcnii / appnp (0.1, 0.5) */
     int K;                     /* appnp (10) */
     int batchnorm, residual;
@@ -135,10 +137,16 @@ typedef struct train_config {
 } train_config_t;
 
 enum { TRAIN_GRAD_CHAIN = 0, TRAIN_GRAD_ALLGATHER = 1 };
+enum { TRAIN_METRIC_ACC = 0, TRAIN_METRIC_BACC = 1, TRAIN_METRIC_F1 = 2 };
+/* --metric acc|balanced_acc|macro_f1 (INCA_EINVAL naming the flag otherwise), and back. */
+int train_metric_parse(const char *s, int *metric);
+const char *train_metric_name(int metric);
 void train_config_default(train_config_t *c);
 
 typedef struct train_result {
     double test_acc, val_acc;            /* mean over runs */
+    double test_bacc, val_bacc, test_f1, val_f1;   /* balanced accuracy and macro F1 at the best
+                                            epochs, mean over runs (NaN: not measured) */
     double test_acc_std, val_acc_std;    /* sample std over runs (n-1; 0 for one run) */
     double train_loss;                   /* last epoch of the last run */
     int best_epoch;                      /* of the last run (0-based) */
@@ -230,10 +238,16 @@ double train_param_wd(const train_config_t *c, const nn_param_t *p);
 typedef struct train_best {
     int epoch; double val_acc, val_loss, test_acc; int since;   /* epochs since the best */
     int by_loss;                                                /* select by loss (set after init) */
+    int metric;                 /* TRAIN_METRIC_*: what the validation comparison uses (after init) */
+    double val_sel;             /* that metric's validation value at the best epoch */
+    double val_bacc, val_f1, test_bacc, test_f1;   /* at the best epoch (NaN: not measured) */
 } train_best_t;
 void train_best_init(train_best_t *b);
-/* Returns 1 when this epoch is the new best. */
+/* Returns 1 when this epoch is the new best (by validation accuracy: b->metric is not read). */
 int train_best_update(train_best_t *b, int epoch, double val_acc, double val_loss, double test_acc);
+struct train_epoch_eval;
+/* The same by b->metric, keeping every metric of the best epoch. */
+int train_best_update_e(train_best_t *b, const struct train_epoch_eval *e);
 
 /* A run's figures into r: the tracker's best epoch and accuracies, the epochs run, the last
  * training loss and the per-epoch means of the summed step, evaluation and epoch seconds. */
@@ -251,6 +265,7 @@ int train_optim_build(const train_config_t *c, model_t *m, optim_t **out);
 typedef struct train_epoch_eval {
     int run, epoch;
     double train_loss, train_acc, val_loss, val_acc, test_acc, epoch_s;
+    double val_bacc, val_f1, test_bacc, test_f1;   /* balanced accuracy, macro F1 (NaN: not measured) */
     int64_t n_valid;
 } train_epoch_eval_t;
 int train_epoch_end(const train_config_t *c, const train_epoch_eval_t *e, const float *logits, int64_t n,
@@ -260,9 +275,12 @@ void train_log(const train_config_t *c, int level, const char *fmt, ...) __attri
 
 /* Loss and accuracy accumulators in context memory: the ops write them, the trainer reads them
  * back once per epoch (slots: train, valid, test). */
+#define TRAIN_MAX_CLASSES 256   /* per-class metrics (balanced accuracy, macro F1) up to this many classes */
 typedef struct train_meter {
     double loss[3];
     int64_t count[3][2];  /* correct, counted */
+    int64_t ncls;         /* classes in cls (0: per-class counts not taken); set on the host */
+    int64_t cls[3][3 * TRAIN_MAX_CLASSES];   /* kern_class_counts per slot (valid, test) */
 } train_meter_t;
 /* Loss and accuracy of the eval `logits` (n x cc, context memory) over the train (optional:
  * tr_d NULL), validation and test ids (context memory), with one read-back: e->train_acc (when
@@ -279,7 +297,10 @@ int train_eval_dev(struct kern_ctx *kc, const float *logits, int64_t n, int64_t 
                    const int64_t *tr_d, int64_t ntr, const int64_t *vidx_d, int64_t nv, const int64_t *tidx_d,
                    int64_t nt, float *logp, train_meter_t *meter_d, train_epoch_eval_t *e);
 /* Write one JSON line {"run","epoch","train_loss","train_acc","val_loss","val_acc","test_acc",
- * "epoch_time_s"} to f (NULL: nothing) through core/json.h; INCA_ENOMEM / INCA_EIO. */
-int train_metrics_line(FILE *f, int run, int epoch, double train_loss, double train_acc,
-                       double val_loss, double val_acc, double test_acc, double epoch_time_s);
+ * "val_balanced_acc","val_macro_f1","test_balanced_acc","test_macro_f1","epoch_time_s"} of e to f
+ * (NULL: nothing) through core/json.h; INCA_ENOMEM / INCA_EIO. */
+int train_metrics_line(FILE *f, const train_epoch_eval_t *e);
+/* t <- the sum of P ranks' meters all[0..P) in rank order: counts exactly, losses weighted by
+ * their counts (the mean over the union). */
+void train_meter_sum(train_meter_t *t, const train_meter_t *all, int P);
 #endif

@@ -157,6 +157,7 @@ typedef struct fd_rank {
     float *dlog, *logp, *gbuf, *grecv;
     int64_t ng;
     train_meter_t *meter_d;
+    train_meter_t *mh, *mall;     /* this rank's meter, then every rank's and their sum (host) */
     char ckdir[4200];
 } fd_rank_t;
 
@@ -171,6 +172,8 @@ static void fd_rank_free(fd_rank_t *R) {
     kc_release(kc, KERN_MEM_DEVICE, R->meter_d);
     inca_free(R->gbuf);
     inca_free(R->grecv);
+    inca_free(R->mh);
+    inca_free(R->mall);
     optim_free(&R->o);
     model_free(&R->m);
     for (int i = 0; i < R->op.ntab; i++) inca_free(R->op.tab[i]);
@@ -247,6 +250,8 @@ static int fd_rank_setup(fd_rank_t *R, const fd_shared_t *S, const train_config_
     for (int k = 0; k < 3; k++)
         if (R->nids[k] > 0 && (rc = kc_mirror(kc, R->ids[k], sizeof(int64_t) * (size_t)R->nids[k], (void **)&R->ids_d[k])))
             return rc;
+    if (!(R->mh = inca_malloc(sizeof *R->mh)) || !(R->mall = inca_malloc(sizeof *R->mall * (size_t)(R->P + 1))))
+        return INCA_ENOMEM;
     if ((rc = kc_alloc(kc, KERN_MEM_DEVICE, sizeof *R->meter_d, (void **)&R->meter_d)) ||
         (rc = kc_alloc(kc, KERN_MEM_DEVICE, sizeof(float) * (size_t)(R->no * C > 0 ? R->no * C : 1), (void **)&R->dlog)) ||
         (rc = kc_alloc(kc, KERN_MEM_DEVICE, sizeof(float) * (size_t)(R->no * C > 0 ? R->no * C : 1), (void **)&R->logp)))
@@ -316,6 +321,7 @@ static int fd_rank_run(const fd_shared_t *S, const dataset_t *d, const train_con
     train_best_t best;
     train_best_init(&best);
     best.by_loss = c->select_loss;
+    best.metric = c->metric;
     double t_step = 0, t_eval = 0, t_epoch = 0, loss = 0;
     int ep = 0, ep0 = 0, finished = 0;
     /* checkpoints: each MPI rank its own folder; thread ranks share rank 0's file */
@@ -388,23 +394,11 @@ static int fd_rank_run(const fd_shared_t *S, const dataset_t *d, const train_con
                                 .train_acc = tot[2] > 0 ? tot[1] / tot[2] : 0.0, .n_valid = S->nids[SPLIT_VALID]};
         if ((rc = model_forward(R.m, R.no, xin, &R.agg, 0, c->seed, (uint64_t)ep, &logits)) ||
             (rc = train_eval_meter(R.kc, logits, R.no, C, R.y_d, NULL, 0, R.ids_d[SPLIT_VALID], R.nids[SPLIT_VALID],
-                                   R.ids_d[SPLIT_TEST], R.nids[SPLIT_TEST], R.logp, R.meter_d, &e, &h)))
+                                   R.ids_d[SPLIT_TEST], R.nids[SPLIT_TEST], R.logp, R.meter_d, &e, R.mh)) ||
+            (rc = comm_allgather(comm, R.mh, sizeof *R.mh, R.mall, COMM_EVAL)))
             break;
-        double mv[6], tv[6];
-        for (int k = 1; k < 3; k++) {
-            mv[3 * (k - 1)] = h.loss[k] * (double)h.count[k][1];
-            mv[3 * (k - 1) + 1] = (double)h.count[k][0];
-            mv[3 * (k - 1) + 2] = (double)h.count[k][1];
-        }
-        if ((rc = fd_sum(&R, mv, 6, tv, COMM_EVAL))) break;
-        train_meter_t t;
-        memset(&t, 0, sizeof t);
-        for (int k = 1; k < 3; k++) {
-            t.count[k][0] = (int64_t)tv[3 * (k - 1) + 1];
-            t.count[k][1] = (int64_t)tv[3 * (k - 1) + 2];
-            t.loss[k] = t.count[k][1] ? tv[3 * (k - 1)] / (double)t.count[k][1] : 0;
-        }
-        train_eval_apply(&t, 0, S->nids[SPLIT_VALID], &e);
+        train_meter_sum(R.mall + R.P, R.mall, R.P);
+        train_eval_apply(R.mall + R.P, 0, S->nids[SPLIT_VALID], &e);
         const double t2 = inca_now();
         e.epoch_s = t2 - t0;
         t_step += t1 - t0;

@@ -304,24 +304,18 @@ static void id_slice(const int64_t *ids, int64_t m, int64_t lo, int64_t hi, int6
  * (counts exactly: the accuracies equal one process's; the mean losses are weighted by count,
  * which may differ from one process's sum in the last bits). */
 static int mb_eval_ranks(mb_run_t *R, const float *logits, train_epoch_eval_t *e) {
-    train_meter_t h, *all = inca_malloc(sizeof *all * (size_t)R->workers);
-    if (!all) return INCA_ENOMEM;
+    /* meters hold per-class counts (18 KiB): on the heap; the last entry is the sum */
+    train_meter_t *h = inca_malloc(sizeof *h * (size_t)(R->workers + 2));
+    if (!h) return INCA_ENOMEM;
+    train_meter_t *all = h + 1, *t = h + 1 + R->workers;
     int rc = train_eval_meter(R->kc, logits, R->D.n, R->C, R->y_d, R->tr_d + R->tr_lo, R->tr_n, R->va_d + R->va_lo, R->va_n,
-                              R->te_d + R->te_lo, R->te_n, R->logp, R->meter_d, e, &h);
-    if (rc == INCA_OK) rc = comm_allgather(R->comm, &h, sizeof h, all, COMM_EVAL);
+                              R->te_d + R->te_lo, R->te_n, R->logp, R->meter_d, e, h);
+    if (rc == INCA_OK) rc = comm_allgather(R->comm, h, sizeof *h, all, COMM_EVAL);
     if (rc == INCA_OK) {
-        train_meter_t t;
-        memset(&t, 0, sizeof t);
-        for (int r = 0; r < R->workers; r++)
-            for (int k = 0; k < 3; k++) {
-                t.loss[k] += all[r].loss[k] * (double)all[r].count[k][1];
-                t.count[k][0] += all[r].count[k][0];
-                t.count[k][1] += all[r].count[k][1];
-            }
-        for (int k = 0; k < 3; k++) t.loss[k] = t.count[k][1] ? t.loss[k] / (double)t.count[k][1] : 0;
-        train_eval_apply(&t, 1, R->nva_all, e);
+        train_meter_sum(t, all, R->workers);
+        train_eval_apply(t, 1, R->nva_all, e);
     }
-    inca_free(all);
+    inca_free(h);
     return rc;
 }
 
@@ -571,6 +565,7 @@ static int mb_run_setup(mb_run_t *R, const dataset_t *d, const int64_t *train_id
     }
     train_best_init(&R->best);
     R->best.by_loss = c->select_loss;
+    R->best.metric = c->metric;
     return INCA_OK;
 }
 
@@ -964,6 +959,10 @@ static int mb_run_figures(mb_run_t *R, train_result_t *r, mb_stats_t *st) {
     if (rc != INCA_OK) return rc;
     r->test_acc = R->best.test_acc;
     r->val_acc = R->best.val_acc;
+    r->test_bacc = R->best.test_bacc;
+    r->val_bacc = R->best.val_bacc;
+    r->test_f1 = R->best.test_f1;
+    r->val_f1 = R->best.val_f1;
     r->best_epoch = R->best.epoch;
     r->epochs = R->epochs_run;
     r->train_loss = R->train_loss;

@@ -200,6 +200,20 @@ START_TEST(cpu_table_is_the_cpu_kernels) {
     kern_accuracy_counts(f, x, lab, idx + 30, 7, &cor2, &cnt2);
     ck_assert(counts[0] == cor + cor2 && counts[1] == cnt + cnt2 && cnt + cnt2 > 0);
     ck_assert(fabs((double)counts[0] / (double)counts[1] - kern_accuracy(f, x, lab, idx, 37)) < 1e-15);
+    /* per-class counts, accumulated the same way; their diagonal sums to the correct count */
+    int64_t cls[3 * 64] = {0}, ref[3 * 64] = {0};
+    ck_assert(f <= 64);
+    ck_assert_int_eq(kc_class_counts(c, f, x, lab, idx, 30, cls), INCA_OK);
+    ck_assert_int_eq(kc_class_counts(c, f, x, lab, idx + 30, 7, cls), INCA_OK);
+    kern_class_counts(f, x, lab, idx, 37, ref);
+    int64_t diag = 0, tru = 0, pred = 0;
+    for (int64_t k = 0; k < f; k++) {
+        ck_assert(cls[k] == ref[k] && cls[f + k] == ref[f + k] && cls[2 * f + k] == ref[2 * f + k]);
+        tru += cls[k];
+        pred += cls[f + k];
+        diag += cls[2 * f + k];
+    }
+    ck_assert(diag == counts[0] && tru == counts[1] && pred == counts[1]);
     /* Adam */
     float *w0 = rnd(N, 10), *w1 = fdup(w0, N), *mm0 = rnd(N, 11), *mm1 = fdup(mm0, N), *v0 = rnd(N, 12);
     for (int64_t i = 0; i < N; i++) v0[i] = fabsf(v0[i]);

@@ -135,9 +135,11 @@ START_TEST(test_train) {
                                   {"model", STR}, {"device", STR}, {"runs", NUM}, {"seed", NUM}, {"run_test_acc", ARR},
                                   {"config", OBJ}, {"version", STR}, {"peak_rss_anon_mb", NUM}, {"peak_rss_file_mb", NUM},
                                   {"steps_per_epoch", NUM}, {"train_time_per_epoch_s", NUM}, {"parameters", NUM},
-                                  {NULL, 0}};
+                                  {"metric", STR}, {"test_balanced_acc", NUM}, {"test_macro_f1", NUM},
+                                  {"val_balanced_acc", NUM}, {"val_macro_f1", NUM}, {NULL, 0}};
     static const key_t_ mkeys[] = {{"run", NUM}, {"epoch", NUM}, {"train_loss", NUM}, {"train_acc", NUM}, {"val_loss", NUM},
-                                   {"val_acc", NUM}, {"test_acc", NUM}, {"epoch_time_s", NUM}, {NULL, 0}};
+                                   {"val_acc", NUM}, {"test_acc", NUM}, {"epoch_time_s", NUM}, {"val_balanced_acc", NUM},
+                                   {"val_macro_f1", NUM}, {"test_balanced_acc", NUM}, {"test_macro_f1", NUM}, {NULL, 0}};
     const char *m = methods[_i];
     double wall;
     char *out = run_ok(&wall, "train '%s' --model gcn --method %s --parts 8 --batch-parts 2 --epochs 4 --runs 2 "
@@ -232,6 +234,36 @@ static int same_bytes(const char *a, const char *b) {
     snprintf(cmd, sizeof cmd, "cmp -s '%s' '%s'", a, b);
     return tu_sh(cmd, NULL, NULL) == 0;
 }
+
+/* --metric macro_f1 picks the epoch of the highest validation macro F1 (ties: lower validation
+ * loss, then the earlier epoch), as the metrics file shows, and reports that epoch's figures. */
+START_TEST(test_train_metric_selects) {
+    char *out = run_ok(NULL, "train '%s' --model gcn --method full --epochs 12 --hidden 8 --threads 1 --metric macro_f1 "
+                             "--metrics '%s/mf.jsonl' --json", g, dir);
+    cJSON *o = tu_json_last(out);
+    free(out);
+    ck_assert_str_eq(tu_json_get(o, "metric", STR)->valuestring, "macro_f1");
+    char cmd[2048], *text = NULL;
+    snprintf(cmd, sizeof cmd, "cat '%s/mf.jsonl'", dir);
+    ck_assert_int_eq(tu_sh(cmd, &text, NULL), 0);
+    cJSON *l[16];
+    const int n = tu_json_lines(text, l, 16);
+    ck_assert_int_eq(n, 12);
+    int best = -1;
+    double bf = 0, bl = 0;
+    for (int e = 0; e < n; e++) {
+        const double f = tu_json_dbl(l[e], "val_macro_f1"), vl = tu_json_dbl(l[e], "val_loss");
+        if (best < 0 || f > bf || (f == bf && vl < bl)) { best = e; bf = f; bl = vl; }
+    }
+    ck_assert_int_eq((int)tu_json_dbl(o, "best_epoch"), best);
+    ck_assert_double_eq(tu_json_dbl(o, "test_macro_f1"), tu_json_dbl(l[best], "test_macro_f1"));
+    ck_assert_double_eq(tu_json_dbl(o, "test_acc"), tu_json_dbl(l[best], "test_acc"));
+    ck_assert_double_eq(tu_json_dbl(o, "val_macro_f1"), bf);
+    tu_json_free_lines(l, n);
+    free(text);
+    cJSON_Delete(o);
+}
+END_TEST
 
 /* A result reruns itself: --config RESULT.json gives the same configuration (the "config"
  * objects equal) and the same numbers bit for bit; flags on the command line win; --quiet
@@ -482,6 +514,7 @@ int main(void) {
     tcase_add_test(tc, test_gen_partition);
     tcase_add_loop_test(tc, test_train, 0, 4);
     tcase_add_test(tc, test_train_config_rerun);
+    tcase_add_test(tc, test_train_metric_selects);
     tcase_add_test(tc, test_prune_eval);
     tcase_add_test(tc, test_bench_spmm_gen);
     tcase_add_test(tc, test_bench_loader);

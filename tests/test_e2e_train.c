@@ -278,6 +278,33 @@ START_TEST(test_predict) {
             worst = diff > worst ? diff : worst;
         }
     ck_assert_msg(worst < 1e-4, "embeddings through the output layer differ from the scores by %g", worst);
+    /* balanced accuracy and macro F1 of these scores on the test split, by hand, are what the
+     * metrics file said of the last epoch */
+    {
+        int64_t tru[7] = {0}, prd[7] = {0}, tp[7] = {0};
+        for (int64_t t = 0; t < d.split_n[SPLIT_TEST]; t++) {
+            const int64_t i = d.split[SPLIT_TEST][t];
+            int best = 0;
+            for (int q = 1; q < C; q++)
+                if (S[i * C + q] > S[i * C + best]) best = q;
+            tru[d.y[i]]++;
+            prd[best]++;
+            tp[best] += best == d.y[i];
+        }
+        double rec = 0, f1 = 0;
+        int nr = 0, nf = 0;
+        for (int q = 0; q < C; q++) {
+            if (tru[q]) { rec += (double)tp[q] / (double)tru[q]; nr++; }
+            if (tru[q] + prd[q]) { f1 += 2.0 * (double)tp[q] / (double)(tru[q] + prd[q]); nf++; }
+        }
+        char mp[1100], cmd[1200], *text = NULL;
+        snprintf(mp, sizeof mp, "%s/m0.jsonl", dir);
+        snprintf(cmd, sizeof cmd, "tail -n 1 '%s'", mp);
+        ck_assert_int_eq(tu_sh(cmd, &text, NULL), 0);
+        ck_assert_double_eq_tol(tu_json_num(text, "test_balanced_acc"), rec / nr, 1e-12);
+        ck_assert_double_eq_tol(tu_json_num(text, "test_macro_f1"), f1 / nf, 1e-12);
+        free(text);
+    }
     csr_free(&a);
     dataset_free(&d);
     /* rows of an index file, in its order */

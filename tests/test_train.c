@@ -522,6 +522,32 @@ START_TEST(test_errors) {
 }
 END_TEST
 
+/* Balanced accuracy and macro F1 against values worked out by hand: 6 labelled rows of classes
+ * 0..2 (and one unlabelled, ignored) whose argmax predictions are 0,1,1,1,0,2; class 3 neither
+ * true nor predicted, so it counts in neither mean. */
+START_TEST(class_metrics_by_hand) {
+    const int64_t c = 4;
+    const int32_t y[7] = {0, 0, 1, 1, 2, 2, -1};
+    const int pred[7] = {0, 1, 1, 1, 0, 2, 3};
+    float s[7 * 4] = {0};
+    for (int i = 0; i < 7; i++) s[i * c + pred[i]] = 1.0f;
+    const int64_t idx[7] = {0, 1, 2, 3, 4, 5, 6};
+    int64_t cnt[12] = {0};
+    kern_class_counts(c, s, y, idx, 7, cnt);
+    const int64_t want[12] = {2, 2, 2, 0, 2, 3, 1, 0, 1, 2, 1, 0};
+    for (int k = 0; k < 12; k++) ck_assert_int_eq(cnt[k], want[k]);
+    double bacc, f1;
+    kern_class_metrics(c, cnt, &bacc, &f1);
+    ck_assert_double_eq_tol(bacc, (0.5 + 1.0 + 0.5) / 3, 1e-15);                   /* recalls 1/2, 2/2, 1/2 */
+    ck_assert_double_eq_tol(f1, (2.0 / 4 + 4.0 / 5 + 2.0 / 3) / 3, 1e-15);        /* 2tp / (true + predicted) */
+    int m = -1;
+    ck_assert_int_eq(train_metric_parse("macro_f1", &m), INCA_OK);
+    ck_assert_int_eq(m, TRAIN_METRIC_F1);
+    ck_assert_int_eq(train_metric_parse("f1", &m), INCA_EINVAL);
+    ck_assert_str_eq(train_metric_name(TRAIN_METRIC_BACC), "balanced_acc");
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("train");
     TCase *t = tcase_create("train");
@@ -535,6 +561,7 @@ int main(void) {
     tcase_add_test(t, test_metrics_hooks_patience);
     tcase_add_test(t, test_helpers);
     tcase_add_test(t, test_errors);
+    tcase_add_test(t, class_metrics_by_hand);
     suite_add_tcase(s, t);
     return tu_run_suite(s);
 }

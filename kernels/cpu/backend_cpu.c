@@ -95,6 +95,12 @@ static int c_accuracy(kern_ctx_t *c, int64_t cc, const float *s, const int32_t *
     counts[1] += counted;
     return INCA_OK;
 }
+static int c_class_counts(kern_ctx_t *c, int64_t cc, const float *s, const int32_t *y, const int64_t *idx, int64_t nidx,
+                          int64_t *counts) {
+    (void)c;
+    kern_class_counts(cc, s, y, idx, nidx, counts);
+    return INCA_OK;
+}
 static int c_adam(kern_ctx_t *c, int64_t n, float *w, const float *g, float *m, float *v, const kern_adam_t *hp) {
     VOID_OP(kern_adam(n, w, g, m, v, hp));
 }
@@ -123,7 +129,7 @@ static const kern_ops_t cpu_ops = {
     .spmm = c_spmm, .spmm_base = c_spmm_base, .spmm_bf16 = c_spmm_bf16, .gemm = c_gemm, .axpby = c_axpby,
     .sub = c_sub, .add_bias = c_add_bias, .bias_grad = c_bias_grad, .relu = c_relu, .relu_grad = c_relu_grad,
     .dropout = c_dropout, .dropout_grad = c_dropout_grad, .bn_forward = c_bn_forward, .bn_backward = c_bn_backward,
-    .softmax_xent = c_softmax_xent, .accuracy = c_accuracy, .adam = c_adam, .gather_rows = c_gather,
+    .softmax_xent = c_softmax_xent, .accuracy = c_accuracy, .class_counts = c_class_counts, .adam = c_adam, .gather_rows = c_gather,
     .scatter_rows = c_scatter, .sub_rows = c_sub_rows, .encode = c_encode, .decode = c_decode,
 };
 

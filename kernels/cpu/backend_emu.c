@@ -269,6 +269,11 @@ static int e_accuracy(kern_ctx_t *c, int64_t cc, const float *s, const int32_t *
     DEV("accuracy", s, y, idx, counts);
     RUN(cpu()->accuracy(c, cc, s, y, idx, nidx, counts));
 }
+static int e_class_counts(kern_ctx_t *c, int64_t cc, const float *s, const int32_t *y, const int64_t *idx, int64_t nidx,
+                          int64_t *counts) {
+    DEV("class_counts", s, y, idx, counts);
+    RUN(cpu()->class_counts(c, cc, s, y, idx, nidx, counts));
+}
 static int e_adam(kern_ctx_t *c, int64_t n, float *w, const float *g, float *m, float *v, const kern_adam_t *hp) {
     DEV("adam", w, g, m, v);
     RUN(cpu()->adam(c, n, w, g, m, v, hp));
@@ -313,7 +318,7 @@ static const kern_ops_t emu_ops = {
     .spmm = e_spmm, .spmm_base = e_spmm_base, .spmm_bf16 = e_spmm_bf16, .gemm = e_gemm, .axpby = e_axpby,
     .sub = e_sub, .add_bias = e_add_bias, .bias_grad = e_bias_grad, .relu = e_relu, .relu_grad = e_relu_grad,
     .dropout = e_dropout, .dropout_grad = e_dropout_grad, .bn_forward = e_bn_forward, .bn_backward = e_bn_backward,
-    .softmax_xent = e_softmax_xent, .accuracy = e_accuracy, .adam = e_adam, .gather_rows = e_gather,
+    .softmax_xent = e_softmax_xent, .accuracy = e_accuracy, .class_counts = e_class_counts, .adam = e_adam, .gather_rows = e_gather,
     .scatter_rows = e_scatter, .sub_rows = e_sub_rows, .encode = e_encode, .decode = e_decode,
 };
 

@@ -72,6 +72,33 @@ void kern_accuracy_counts(int64_t c, const float *scores, const int32_t *y, cons
     *counted_out = counted;
 }
 
+void kern_class_counts(int64_t c, const float *scores, const int32_t *y, const int64_t *idx, int64_t nidx,
+                       int64_t *counts) {
+    for (int64_t t = 0; t < nidx; t++) {
+        const int64_t i = idx[t];
+        if (y[i] < 0 || y[i] >= c) continue;
+        const float *s = scores + i * c;
+        int64_t best = 0;
+        for (int64_t k = 1; k < c; k++)
+            if (s[k] > s[best]) best = k;
+        counts[y[i]]++;
+        counts[c + best]++;
+        counts[2 * c + y[i]] += best == (int64_t)y[i];
+    }
+}
+
+void kern_class_metrics(int64_t c, const int64_t *counts, double *balanced_acc, double *macro_f1) {
+    double rec = 0, f1 = 0;
+    int64_t nr = 0, nf = 0;
+    for (int64_t k = 0; k < c; k++) {
+        const int64_t tru = counts[k], pred = counts[c + k], tp = counts[2 * c + k];
+        if (tru > 0) { rec += (double)tp / (double)tru; nr++; }
+        if (tru + pred > 0) { f1 += 2.0 * (double)tp / (double)(tru + pred); nf++; }
+    }
+    *balanced_acc = nr ? rec / (double)nr : 0.0;
+    *macro_f1 = nf ? f1 / (double)nf : 0.0;
+}
+
 double kern_accuracy(int64_t c, const float *scores, const int32_t *y, const int64_t *idx, int64_t nidx) {
     int64_t correct, counted;
     kern_accuracy_counts(c, scores, y, idx, nidx, &correct, &counted);

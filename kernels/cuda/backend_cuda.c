@@ -574,6 +574,10 @@ static int kcu_softmax_xent_op(kern_ctx_t *ctx, int64_t rows, int64_t cl, const 
               : kcu_launched(c, "softmax_xent",
                              kcu_softmax_xent(kcu_stream(c), rows, cl, logits, y, idx, nidx, logp, dlogits, sc, loss));
 }
+static int kcu_class_counts_op(kern_ctx_t *ctx, int64_t cl, const float *scores, const int32_t *y, const int64_t *idx,
+                               int64_t nidx, int64_t *counts) {
+    return kcu_launched(kcu(ctx), "class_counts", kcu_class_counts(kcu_stream(kcu(ctx)), cl, scores, y, idx, nidx, counts));
+}
 static int kcu_accuracy_op(kern_ctx_t *ctx, int64_t cl, const float *scores, const int32_t *y, const int64_t *idx,
                            int64_t nidx, int64_t *counts) {
     return kcu_launched(kcu(ctx), "accuracy", kcu_accuracy(kcu_stream(kcu(ctx)), cl, scores, y, idx, nidx, counts));
@@ -656,6 +660,7 @@ static const kern_ops_t kcu_ops = {
     .bn_backward = kcu_bn_backward_op,
     .softmax_xent = kcu_softmax_xent_op,
     .accuracy = kcu_accuracy_op,
+    .class_counts = kcu_class_counts_op,
     .adam = kcu_adam_op,
     .gather_rows = kcu_gather_op,
     .scatter_rows = kcu_scatter_op,

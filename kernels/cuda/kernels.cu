@@ -351,6 +351,23 @@ extern "C" cudaError_t kcu_accuracy(cudaStream_t s, int64_t c, const float *scor
     KCU_LAUNCH(nidx, s, k_accuracy, c, scores, y, idx, nidx, counts);
 }
 
+/* per-class counts: one thread per listed row, an atomic add per count (integers: any order) */
+__global__ void k_class_counts(int64_t c, const float *scores, const int32_t *y, const int64_t *idx, int64_t nidx,
+                               int64_t *counts) {
+    KCU_FOR(t, nidx) {
+        const int64_t i = idx[t];
+        if (y[i] < 0 || y[i] >= c) continue;
+        const int64_t best = kb_argmax(scores + i * c, c);
+        atomicAdd((unsigned long long *)&counts[y[i]], 1ull);
+        atomicAdd((unsigned long long *)&counts[c + best], 1ull);
+        if (best == (int64_t)y[i]) atomicAdd((unsigned long long *)&counts[2 * c + y[i]], 1ull);
+    }
+}
+extern "C" cudaError_t kcu_class_counts(cudaStream_t s, int64_t c, const float *scores, const int32_t *y,
+                                        const int64_t *idx, int64_t nidx, int64_t *counts) {
+    KCU_LAUNCH(nidx, s, k_class_counts, c, scores, y, idx, nidx, counts);
+}
+
 /* ---- row tables: one thread per element of the m x f block ---- */
 __device__ static inline int64_t kcu_row(const int64_t *ids, int64_t start, int64_t i) { return ids ? ids[i] : start + i; }
 __global__ void k_gather_rows(kern_dtype_t dt, const void *table, int64_t f, const int64_t *ids, int64_t start,

@@ -61,6 +61,8 @@ cudaError_t kcu_softmax_xent(cudaStream_t s, int64_t rows, int64_t c, const floa
                              double *loss);
 cudaError_t kcu_accuracy(cudaStream_t s, int64_t c, const float *scores, const int32_t *y, const int64_t *idx,
                          int64_t nidx, int64_t *counts);
+cudaError_t kcu_class_counts(cudaStream_t s, int64_t c, const float *scores, const int32_t *y, const int64_t *idx,
+                             int64_t nidx, int64_t *counts);
 
 /* row tables (ids NULL: rows start + i) */
 cudaError_t kcu_gather_rows(cudaStream_t s, kern_dtype_t dt, const void *table, int64_t f, const int64_t *ids,

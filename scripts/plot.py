@@ -1,0 +1,152 @@
+#!/usr/bin/env python3
+"""Pictures of inca's JSON outputs (issue 14), with Debian's python3-matplotlib:
+
+    python3 scripts/plot.py curves METRICS.jsonl[=LABEL] ... --out curves.png
+        train loss and validation / test accuracy per epoch (train --metrics files; every
+        run of a file, one colour per file)
+    python3 scripts/plot.py times RESULT.json[=LABEL] ... --out times.png
+        epoch-time bars: bench epoch lines (per method: training steps, refresh, the rest)
+        and bench/compare_pyg.py lines (inca vs PyG per case, step and with evaluation)
+    python3 scripts/plot.py budget PRUNE.json ... --out budget.png
+        the pruning budget curve: coreset, random and full-data accuracy (mean ± std) against
+        the kept fraction, from prune --eval --json lines (one per budget)
+
+Every input line that is not a JSON object is skipped; an input with none of the keys a kind
+needs is an error naming the file (exit 2). tests/test_plot.c renders each kind from small
+fixtures and checks the PNG.
+"""
+import argparse
+import json
+import sys
+
+
+def die(msg):
+    print(f"plot: {msg}", file=sys.stderr)
+    sys.exit(2)
+
+
+def lines(spec):
+    path, _, label = spec.partition("=")
+    out = []
+    try:
+        with open(path) as f:
+            for ln in f:
+                ln = ln.strip()
+                if ln.startswith("{"):
+                    try:
+                        out.append(json.loads(ln))
+                    except json.JSONDecodeError:
+                        pass
+    except OSError as e:
+        die(f"{path}: {e.strerror}")
+    return path, label or path.rsplit("/", 1)[-1], out
+
+
+def curves(ax_pair, specs):
+    ax_loss, ax_acc = ax_pair
+    for i, spec in enumerate(specs):
+        path, label, rows = lines(spec)
+        rows = [r for r in rows if "epoch" in r and "train_loss" in r]
+        if not rows:
+            die(f"{path}: no metrics lines (run, epoch, train_loss, ...): expected a train --metrics file")
+        colour = f"C{i % 10}"
+        for run in sorted({r.get("run", 0) for r in rows}):
+            rr = sorted((r for r in rows if r.get("run", 0) == run), key=lambda r: r["epoch"])
+            ep = [r["epoch"] + 1 for r in rr]
+            first = run == min(r.get("run", 0) for r in rows)
+            ax_loss.plot(ep, [r["train_loss"] for r in rr], color=colour, lw=1, label=label if first else None)
+            ax_acc.plot(ep, [100 * r["val_acc"] for r in rr], color=colour, lw=1, label=f"{label} val" if first else None)
+            ax_acc.plot(ep, [100 * r["test_acc"] for r in rr], color=colour, lw=1, ls="--",
+                        label=f"{label} test" if first else None)
+    ax_loss.set_xlabel("epoch")
+    ax_loss.set_ylabel("training loss")
+    ax_loss.legend(fontsize=7)
+    ax_acc.set_xlabel("epoch")
+    ax_acc.set_ylabel("accuracy (%)")
+    ax_acc.legend(fontsize=7)
+
+
+def times(ax, specs):
+    names, parts = [], {}
+    for spec in specs:
+        path, label, rows = lines(spec)
+        got = False
+        for r in rows:
+            if "inca_epoch_time_s" in r and "pyg_epoch_time_s" in r:   # compare_pyg
+                for tool in ("inca", "pyg"):
+                    names.append(f"{r.get('case', label)}\n{'PyG' if tool == 'pyg' else 'inca'}")
+                    step = r[f"{tool}_step_time_s"]
+                    parts.setdefault("training step", []).append(1e3 * step)
+                    parts.setdefault("evaluation and rest", []).append(1e3 * (r[f"{tool}_epoch_time_s"] - step))
+                    parts.setdefault("refresh", []).append(0.0)
+                got = True
+            elif "epoch_time_s" in r and "step_time_per_epoch_s" in r:   # bench epoch
+                tag = r.get("method", "?") + (f" R={r['refresh_epochs']}" if "refresh_epochs" in r else "")
+                names.append(f"{label}\n{tag}")
+                st, rf = r["step_time_per_epoch_s"], r.get("refresh_time_per_epoch_s", 0.0)
+                parts.setdefault("training step", []).append(1e3 * st)
+                parts.setdefault("refresh", []).append(1e3 * rf)
+                parts.setdefault("evaluation and rest", []).append(1e3 * max(r["epoch_time_s"] - st - rf, 0.0))
+                got = True
+        if not got:
+            die(f"{path}: no bench epoch or compare_pyg lines (epoch_time_s with step_time_per_epoch_s, or "
+                f"inca_/pyg_epoch_time_s)")
+    bottom = [0.0] * len(names)
+    for k in ("training step", "refresh", "evaluation and rest"):
+        v = parts.get(k, [0.0] * len(names))
+        ax.bar(range(len(names)), v, bottom=bottom, label=k)
+        bottom = [b + x for b, x in zip(bottom, v)]
+    ax.set_xticks(range(len(names)))
+    ax.set_xticklabels(names, fontsize=7)
+    ax.set_ylabel("ms per epoch")
+    ax.set_yscale("log" if max(bottom) > 20 * max(min(bottom), 1e-9) else "linear")
+    ax.legend(fontsize=7)
+
+
+def budget(ax, specs):
+    pts = []
+    for spec in specs:
+        path, _, rows = lines(spec)
+        rows = [r for r in rows if "keep" in r and "coreset_acc" in r]
+        if not rows:
+            die(f"{path}: no prune --eval lines (keep, coreset_acc, random_acc, ...)")
+        pts += rows
+    pts.sort(key=lambda r: r["keep"])
+    keep = [100 * r["keep"] for r in pts]
+    for key, label in (("coreset_acc", "coreset"), ("random_acc", "random")):
+        ax.errorbar(keep, [100 * r[key] for r in pts], yerr=[100 * r.get(key + "_std", 0) for r in pts], marker="o",
+                    capsize=3, label=label)
+    full = [r for r in pts if r.get("full_acc") is not None]
+    if full:
+        ax.axhline(100 * full[0]["full_acc"], color="k", ls=":", label="full data")
+    ax.set_xscale("log")
+    ax.set_xlabel("kept (%)")
+    ax.set_ylabel("target test accuracy (%)")
+    ax.legend(fontsize=8)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("kind", choices=["curves", "times", "budget"])
+    p.add_argument("inputs", nargs="+", help="JSON / JSON Lines files, each optionally FILE=LABEL")
+    p.add_argument("--out", required=True, help="the PNG to write")
+    p.add_argument("--title", default=None)
+    a = p.parse_args()
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    if a.kind == "curves":
+        fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+        curves(axes, a.inputs)
+    else:
+        fig, ax = plt.subplots(figsize=(7, 4))
+        (times if a.kind == "times" else budget)(ax, a.inputs)
+    if a.title:
+        fig.suptitle(a.title)
+    fig.tight_layout()
+    fig.savefig(a.out, dpi=100)
+    print(a.out)
+
+
+if __name__ == "__main__":
+    main()

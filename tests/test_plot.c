@@ -1,0 +1,192 @@
+/* scripts/plot.py (issue 14): each kind (curves, times, budget) rendered from small fixtures
+ * written here; each PNG is checked by a reader of our own (signature, every chunk's CRC, the
+ * IDAT stream inflated to exactly height x (1 + width x channels) bytes) and must not be blank
+ * (a blank image, made here, fails the same check); inputs with nothing to plot exit 2 naming
+ * the file. Needs python3 with matplotlib (Debian's python3-matplotlib, which scripts/setup.sh
+ * installs); skipped (77) without it. */
+#include "testutil.h"
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+static char *dir;
+static char py[64] = "python3";
+
+static uint32_t be32(const unsigned char *p) { return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]; }
+
+/* 0: a valid, non-blank PNG; otherwise what is wrong */
+static const char *png_check(const char *path, int *distinct_out) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return "missing";
+    fseek(f, 0, SEEK_END);
+    const long len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *b = malloc((size_t)len);
+    if (fread(b, 1, (size_t)len, f) != (size_t)len) { fclose(f); free(b); return "short read"; }
+    fclose(f);
+    static const unsigned char sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+    const char *why = NULL;
+    unsigned char *idat = NULL;
+    size_t nidat = 0;
+    uint32_t w = 0, h = 0;
+    int ch = 0, saw_end = 0;
+    if (len < 8 || memcmp(b, sig, 8) != 0) why = "no PNG signature";
+    for (long o = 8; !why && o + 12 <= len && !saw_end;) {
+        const uint32_t n = be32(b + o);
+        if (o + 12 + (long)n > len) { why = "truncated chunk"; break; }
+        const unsigned char *type = b + o + 4, *data = b + o + 8;
+        if (crc32(crc32(0L, Z_NULL, 0), type, 4 + n) != be32(data + n)) { why = "bad chunk CRC"; break; }
+        if (memcmp(type, "IHDR", 4) == 0) {
+            w = be32(data);
+            h = be32(data + 4);
+            if (data[8] != 8 || (data[9] != 2 && data[9] != 6) || data[12] != 0) why = "not 8-bit RGB(A), non-interlaced";
+            ch = data[9] == 6 ? 4 : 3;
+        } else if (memcmp(type, "IDAT", 4) == 0) {
+            idat = realloc(idat, nidat + n);
+            memcpy(idat + nidat, data, n);
+            nidat += n;
+        } else if (memcmp(type, "IEND", 4) == 0)
+            saw_end = 1;
+        o += 12 + (long)n;
+    }
+    if (!why && (!saw_end || !w || !h || !nidat)) why = "missing IHDR, IDAT or IEND";
+    if (!why) {
+        uLongf want = (uLongf)h * (1 + (uLongf)w * (uLongf)ch), got = want + 1;
+        unsigned char *raw = malloc(got);
+        if (uncompress(raw, &got, idat, (uLong)nidat) != Z_OK || got != want) why = "IDAT does not inflate to the image size";
+        else {
+            int seen[256] = {0}, distinct = 0;
+            for (uLongf i = 0; i < got; i++) distinct += !seen[raw[i]]++;
+            *distinct_out = distinct;
+            if (distinct < 16) why = "blank (fewer than 16 distinct byte values)";
+        }
+        free(raw);
+    }
+    free(idat);
+    free(b);
+    return why;
+}
+
+static void write_file(const char *name, const char *text) {
+    char p[1200];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    FILE *f = fopen(p, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static void plot_ok(const char *kind, const char *inputs, const char *png) {
+    char cmd[4096], *out = NULL, *err = NULL;
+    snprintf(cmd, sizeof cmd, "cd '%s' && %s '%s/scripts/plot.py' %s %s --out %s --title test", dir, py, tu_src(), kind,
+             inputs, png);
+    ck_assert_msg(tu_sh(cmd, &out, &err) == 0, "plot %s: %s", kind, err ? err : "");
+    free(out);
+    free(err);
+    char p[1200];
+    snprintf(p, sizeof p, "%s/%s", dir, png);
+    int distinct = 0;
+    const char *why = png_check(p, &distinct);
+    ck_assert_msg(why == NULL, "%s: %s", png, why ? why : "");
+}
+
+START_TEST(each_kind_renders) {
+    /* train --metrics: two files, two runs each */
+    char m[2048] = "";
+    for (int r = 0; r < 2; r++)
+        for (int e = 0; e < 6; e++) {
+            char l[256];
+            snprintf(l, sizeof l, "{\"run\":%d,\"epoch\":%d,\"train_loss\":%.3f,\"train_acc\":0.5,\"val_loss\":1.0,"
+                     "\"val_acc\":%.3f,\"test_acc\":%.3f,\"epoch_time_s\":0.01}\n", r, e, 2.0 - 0.3 * e, 0.3 + 0.08 * e + 0.01 * r,
+                     0.28 + 0.08 * e);
+            strcat(m, l);
+        }
+    write_file("a.jsonl", m);
+    write_file("b.jsonl", m);
+    plot_ok("curves", "a.jsonl=full b.jsonl=incagg", "curves.png");
+    /* bench epoch and compare_pyg lines */
+    write_file("epoch.json",
+               "{\"method\":\"gas\",\"epoch_time_s\":0.5,\"step_time_per_epoch_s\":0.4,\"refresh_time_per_epoch_s\":0}\n"
+               "{\"method\":\"incagg\",\"refresh_epochs\":1,\"epoch_time_s\":0.3,\"step_time_per_epoch_s\":0.2,"
+               "\"refresh_time_per_epoch_s\":0.05}\n");
+    write_file("pyg.json", "some text first\n{\"case\":\"cora\",\"inca_step_time_s\":0.001,\"inca_epoch_time_s\":0.002,"
+                           "\"pyg_step_time_s\":0.07,\"pyg_epoch_time_s\":0.08}\n");
+    plot_ok("times", "epoch.json pyg.json", "times.png");
+    /* prune --eval, three budgets */
+    write_file("prune.json", "{\"keep\":0.01,\"coreset_acc\":0.6,\"coreset_acc_std\":0.02,\"random_acc\":0.55,"
+                             "\"random_acc_std\":0.03,\"full_acc\":0.85}\n"
+                             "{\"keep\":0.1,\"coreset_acc\":0.75,\"coreset_acc_std\":0.01,\"random_acc\":0.72,"
+                             "\"random_acc_std\":0.02,\"full_acc\":0.85}\n"
+                             "{\"keep\":0.3,\"coreset_acc\":0.8,\"coreset_acc_std\":0.01,\"random_acc\":0.79,"
+                             "\"random_acc_std\":0.01,\"full_acc\":0.85}\n");
+    plot_ok("budget", "prune.json", "budget.png");
+}
+END_TEST
+
+/* the checker rejects a blank image (so the checks above can fail), and plot.py refuses an
+ * input with nothing to plot */
+START_TEST(blank_and_bad_input) {
+    enum { W = 120, H = 80 };
+    static unsigned char raw[H * (1 + W * 3)];
+    for (int y = 0; y < H; y++) {
+        raw[y * (1 + W * 3)] = 0;
+        memset(raw + y * (1 + W * 3) + 1, 255, W * 3);
+    }
+    uLongf zl = compressBound(sizeof raw);
+    unsigned char *z = malloc(zl);
+    ck_assert_int_eq(compress(z, &zl, raw, sizeof raw), Z_OK);
+    char p[1200];
+    snprintf(p, sizeof p, "%s/blank.png", dir);
+    FILE *f = fopen(p, "wb");
+    static const unsigned char sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+    fwrite(sig, 1, 8, f);
+    const unsigned char ihdr[13] = {0, 0, 0, W, 0, 0, 0, H, 8, 2, 0, 0, 0};
+    const struct { const char *t; const unsigned char *d; uint32_t n; } chunks[3] = {
+        {"IHDR", ihdr, 13}, {"IDAT", z, (uint32_t)zl}, {"IEND", NULL, 0}};
+    for (int i = 0; i < 3; i++) {
+        unsigned char hd[8] = {(unsigned char)(chunks[i].n >> 24), (unsigned char)(chunks[i].n >> 16),
+                               (unsigned char)(chunks[i].n >> 8), (unsigned char)chunks[i].n};
+        memcpy(hd + 4, chunks[i].t, 4);
+        uLong c = crc32(crc32(0L, Z_NULL, 0), (const Bytef *)chunks[i].t, 4);
+        if (chunks[i].n) c = crc32(c, chunks[i].d, chunks[i].n);
+        unsigned char cb[4] = {(unsigned char)(c >> 24), (unsigned char)(c >> 16), (unsigned char)(c >> 8), (unsigned char)c};
+        fwrite(hd, 1, 8, f);
+        if (chunks[i].n) fwrite(chunks[i].d, 1, chunks[i].n, f);
+        fwrite(cb, 1, 4, f);
+    }
+    fclose(f);
+    free(z);
+    int distinct = 0;
+    const char *why = png_check(p, &distinct);
+    ck_assert_msg(why && strstr(why, "blank"), "a blank image passed: %s", why ? why : "ok");
+    write_file("empty.json", "not json\n{\"unrelated\":1}\n");
+    char cmd[4096], *out = NULL, *err = NULL;
+    snprintf(cmd, sizeof cmd, "cd '%s' && %s '%s/scripts/plot.py' budget empty.json --out x.png", dir, py, tu_src());
+    ck_assert_int_eq(tu_sh(cmd, &out, &err), 2);
+    ck_assert_msg(strstr(err, "empty.json") != NULL, "%s", err);
+    free(out);
+    free(err);
+}
+END_TEST
+
+int main(void) {
+    /* Debian's python3 (where python3-matplotlib installs), else the first on PATH */
+    if (tu_sh("/usr/bin/python3 -c 'import matplotlib' 2>/dev/null", NULL, NULL) == 0) snprintf(py, sizeof py, "/usr/bin/python3");
+    else if (tu_sh("python3 -c 'import matplotlib' 2>/dev/null", NULL, NULL) != 0) {
+        fprintf(stderr, "test_plot: no python3 with matplotlib (apt-get install python3-matplotlib); skipped\n");
+        return 77;
+    }
+    dir = tu_mkdtemp();
+    Suite *s = suite_create("plot");
+    TCase *t = tcase_create("plot");
+    tcase_set_timeout(t, 120);
+    tcase_add_test(t, each_kind_renders);
+    tcase_add_test(t, blank_and_bad_input);
+    suite_add_tcase(s, t);
+    const int rc = tu_run_suite(s);
+    tu_rmrf(dir);
+    free(dir);
+    return rc;
+}
