@@ -6,6 +6,7 @@
  * with a message naming it, never a hang; bench scale's smoke pass.
  * Runs only where CMake found MPI and mpiexec (INCA_MPIEXEC; skipped otherwise). */
 #include "testutil.h"
+#include "nn/train.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -161,14 +162,14 @@ START_TEST(incagg_sends_only_gradients_between_refreshes) {
     /* full-batch: per epoch the gradients (the chain: one record out of each of two ranks) and
      * [loss, correct, counted]; the training forward and backward exchange the halo rows of
      * every site (gcn: the backward at site 0 too, its input is X W), the evaluation forward
-     * once, plus its six summed figures */
+     * once, plus its meter (summed on every rank) */
     bytes_of("full", 3, g, &np, &spe);
     ck_assert_double_eq(spe, 1);
     for (int r = 0; r < 2; r++) {
         ck_assert_double_eq(g[r][0], 3 * (4.0 * np + 3 * 8.0));
         ck_assert_double_eq(g[r][1], 0);
         ck_assert(g[r][2] > 0);
-        ck_assert_double_eq(g[r][2], 2 * (g[r][3] - 3 * 6 * 8.0));
+        ck_assert_double_eq(g[r][2], 2 * (g[r][3] - 3 * (double)sizeof(train_meter_t)));
     }
 }
 END_TEST
