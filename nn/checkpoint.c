@@ -159,7 +159,7 @@ int ckpt_load(const char *dir, int run, const train_config_t *c, const dataset_t
     if (get(fp, &h, sizeof h) || memcmp(h.magic, CKPT_MAGIC, sizeof h.magic) != 0) {
         rc = memcmp(h.magic, CKPT_MAGIC, 7) == 0
                  ? inca_fail(INCA_EINVAL, "%s: a checkpoint of an older inca (format %.1s, this one reads %.1s): train "
-                             "again without --resume", path, h.magic + 7, CKPT_MAGIC + 7)
+                             "again without --resume", path, &h.magic[7], &CKPT_MAGIC[7])
                  : inca_fail(INCA_EINVAL, "%s: not an inca checkpoint (or truncated header)", path);
         goto done;
     }
