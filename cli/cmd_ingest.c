@@ -14,18 +14,30 @@
 #include "loaders/ingest.h"
 #include "loaders/store.h"
 #include <stdio.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* rows read per stage, and their rate */
+/* rows read per stage, and their rate since the stage began */
+typedef struct ingest_pg {
+    cli_progress_t p;
+    char stage[32];
+    double t0;
+} ingest_pg_t;
+
 static void ingest_progress_line(void *ctx, const char *stage, int64_t done, int64_t total) {
-    cli_progress_t *p = ctx;
-    const double secs = inca_now() - p->t0, rate = secs > 0 ? (double)done / secs : 0;
+    ingest_pg_t *g = ctx;
+    const double now = inca_now();
+    if (strncmp(g->stage, stage, sizeof g->stage - 1) != 0) {
+        snprintf(g->stage, sizeof g->stage, "%s", stage);
+        g->t0 = now;
+    }
+    const double rate = now > g->t0 ? (double)done / (now - g->t0) : 0;
     if (total > 0)
-        cli_progress(p, 0, "%s %lld / %lld rows (%.0f%%), %.0f rows/s", stage, (long long)done, (long long)total,
+        cli_progress(&g->p, 0, "%s %lld / %lld rows (%.0f%%), %.0f rows/s", stage, (long long)done, (long long)total,
                      100.0 * (double)done / (double)total, rate);
     else
-        cli_progress(p, 0, "%s %lld rows, %.0f rows/s", stage, (long long)done, rate);
+        cli_progress(&g->p, 0, "%s %lld rows, %.0f rows/s", stage, (long long)done, rate);
 }
 
 int cmd_ingest(int argc, char **argv) {
@@ -37,8 +49,9 @@ int cmd_ingest(int argc, char **argv) {
     int rc = args_parse(argc, argv, known, &a);
     if (rc) return rc;
     double t0 = inca_now();
-    cli_progress_t pg;
-    cli_progress_init(&pg, "ingest", args_has(a, "--quiet"));
+    ingest_pg_t g = {.stage = ""};
+    cli_progress_t *pg = &g.p;
+    cli_progress_init(pg, "ingest", args_has(a, "--quiet"));
     const char *fmt = args_str(a, "--format", NULL);
     const char *out = args_str(a, "--out", NULL);
     ingest_format_t f;
@@ -74,12 +87,12 @@ int cmd_ingest(int argc, char **argv) {
     o.labels = args_str(a, "--labels", NULL);
     o.features = args_str(a, "--features", NULL);
     o.progress = ingest_progress_line;
-    o.progress_ctx = &pg;
-    cli_progress(&pg, 1, "reading %s", args_pos(a, 0));
+    o.progress_ctx = &g;
+    cli_progress(pg, 1, "reading %s", args_pos(a, 0));
     rc = ingest_run(f, args_pos(a, 0), &o, &d);
-    if (rc == INCA_OK) cli_progress(&pg, 1, "writing %s", out);
+    if (rc == INCA_OK) cli_progress(pg, 1, "writing %s", out);
     if (rc == INCA_OK) rc = dataset_save(&d, out, force);
-    cli_progress_end(&pg);
+    cli_progress_end(pg);
     if (rc) goto done;
     double secs = inca_now() - t0;
     if (args_has(a, "--json")) {

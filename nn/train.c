@@ -458,8 +458,7 @@ int train_keep_params(struct kern_ctx *kc, model_t *m, train_result_t *r) {
     return rc;
 }
 
-void train_result_set(train_result_t *r, const train_best_t *b, int epochs, double loss, double t_step, double t_eval,
-                      double t_epoch) {
+void train_result_best(train_result_t *r, const train_best_t *b) {
     r->test_acc = b->test_acc;
     r->val_acc = b->val_acc;
     r->test_bacc = b->test_bacc;
@@ -467,6 +466,11 @@ void train_result_set(train_result_t *r, const train_best_t *b, int epochs, doub
     r->test_f1 = b->test_f1;
     r->val_f1 = b->val_f1;
     r->best_epoch = b->epoch;
+}
+
+void train_result_set(train_result_t *r, const train_best_t *b, int epochs, double loss, double t_step, double t_eval,
+                      double t_epoch) {
+    train_result_best(r, b);
     r->epochs = epochs;
     r->train_loss = loss;
     r->epoch_time_s = epochs > 0 ? t_epoch / epochs : 0;

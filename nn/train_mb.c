@@ -957,13 +957,7 @@ static void mb_stats_reset_times(mb_run_t *R, mb_stats_t *st) {
 static int mb_run_figures(mb_run_t *R, train_result_t *r, mb_stats_t *st) {
     int rc = agg_flush(R->agg);
     if (rc != INCA_OK) return rc;
-    r->test_acc = R->best.test_acc;
-    r->val_acc = R->best.val_acc;
-    r->test_bacc = R->best.test_bacc;
-    r->val_bacc = R->best.val_bacc;
-    r->test_f1 = R->best.test_f1;
-    r->val_f1 = R->best.val_f1;
-    r->best_epoch = R->best.epoch;
+    train_result_best(r, &R->best);
     r->epochs = R->epochs_run;
     r->train_loss = R->train_loss;
     r->runs = 1;

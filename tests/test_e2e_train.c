@@ -329,8 +329,19 @@ START_TEST(test_predict) {
     ck_assert_msg(strstr(err, "config.json") || strstr(err, "no checkpoint"), "%s", err);
     free(o);
     free(err);
-    snprintf(args, sizeof args, "predict --checkpoint '%s' --out '%s' --model gcnii --embeddings", ck, out);
-    ck_assert_int_ne(tu_inca(args, &o, &err), 0);
+    /* another model than the checkpoint's is refused naming both; --embeddings of a model whose
+     * layers mix (a GCNII checkpoint of its own) is refused naming the ones that work */
+    snprintf(args, sizeof args, "predict --checkpoint '%s' --out '%s' --model sage", ck, out);
+    ck_assert_int_eq(tu_inca(args, &o, &err), 2);
+    ck_assert_msg(strstr(err, "model 'gcn'") && strstr(err, "'sage'"), "%s", err);
+    free(o);
+    free(err);
+    snprintf(ck, sizeof ck, "%s/ck-gcnii", dir);
+    snprintf(flags, sizeof flags, "--model gcnii --layers 2 --epochs 2 --threads 1 --checkpoint '%s' --quiet", ck);
+    ck_assert_int_eq(train(flags, NULL, NULL), 0);
+    snprintf(args, sizeof args, "predict --checkpoint '%s' --out '%s' --embeddings", ck, out);
+    ck_assert_int_eq(tu_inca(args, &o, &err), 2);
+    ck_assert_msg(strstr(err, "--model gcnii mixes its layers"), "%s", err);
     free(o);
     free(err);
     tu_rmrf(dir);

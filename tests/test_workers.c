@@ -290,6 +290,11 @@ START_TEST(full_batch_threads_deterministic) {
     ck_assert_int_eq(train_run(&D, &c, NULL, 0, &b), INCA_OK);
     ck_assert_int_eq(memcmp(a.params, b.params, sizeof(float) * (size_t)a.nparams), 0);
     ck_assert(a.comm_bytes[COMM_HALO] > 0 && a.comm_bytes[COMM_GRAD] > 0 && a.comm_bytes[COMM_REFRESH] == 0);
+    train_result_free(&b);
+    c.workers = 1;   /* one process draws other masks (the ranks' are per rank, step epoch x P + rank) */
+    ck_assert_int_eq(train_run(&D, &c, NULL, 0, &b), INCA_OK);
+    ck_assert_int_eq(b.nparams, a.nparams);
+    ck_assert_int_ne(memcmp(a.params, b.params, sizeof(float) * (size_t)a.nparams), 0);
     train_result_free(&a);
     train_result_free(&b);
 }
