@@ -69,6 +69,7 @@ static int run_one(const dataset_t *d, train_config_t *c, const partition_t *p, 
         if (strcmp(method, "incagg") == 0) {
             json_int(j, "refresh_epochs", refresh_epochs);
             json_str(j, "refresh_source", agg_source_name(c->refresh_source));
+            json_str(j, "refresh_eval", c->refresh_eval_separate ? "separate" : "fused");
         }
         if (strcmp(method, "cluster") == 0) json_str(j, "cluster_norm", c->cluster_global_norm ? "global" : "batch");
         json_int(j, "epochs", r.epochs);
@@ -85,7 +86,8 @@ static int run_one(const dataset_t *d, train_config_t *c, const partition_t *p, 
         json_int(j, "refreshes", st.refreshes);
         json_num(j, "init_time_s", st.init_s);
         json_num(j, "eval_time_s", st.eval_s_total);
-        json_int(j, "fused_refreshes", st.fused);
+        json_int(j, "fused_refreshes", st.fused);   /* counted in refreshes; their time is the refresh's */
+        json_int(j, "evaluations", st.evals);
         json_num(j, "agg_fwd_s", st.agg_fwd_s);
         json_num(j, "agg_bwd_s", st.agg_bwd_s);
         json_num(j, "agg_time_per_epoch_s", out->agg_s);

@@ -65,10 +65,7 @@ int bench_pruning(int argc, char **argv) {
 
     t0 = inca_now();
     if ((rc = dataset_load(path, &d))) goto done;
-    if (args_has(a, "--split")) {
-        double fr[3];
-        if ((rc = split_parse(args_str(a, "--split", ""), fr)) || (rc = split_random(&d, fr, cfg.seed))) goto done;
-    }
+    if ((rc = dataset_split_apply(path, args_str(a, "--split", NULL), cfg.seed, &d))) goto done;
     if (!d.y || d.split_n[SPLIT_TRAIN] < 2) { rc = inca_fail(INCA_EINVAL, "%s: needs labels and a train split", path); goto done; }
     sec[PRUNE_ST_LOAD] = inca_now() - t0;
     t0 = inca_now();

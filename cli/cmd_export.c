@@ -1,4 +1,4 @@
-/* inca export STORE OUT --format ogb|npz|npy [--split-name NAME] [--json]: the store's dataset
+/* inca export STORE OUT --format ogb|npz|npy [--split NAME] [--split-name NAME] [--json]: the store's dataset
  * written for other tools (loaders/export.h): the OGB raw layout that `inca ingest --format ogb`
  * reads back, one NumPy .npz, or a folder of .npy files. Tested in test_export.c (round trip). */
 #include "core/args.h"
@@ -11,7 +11,7 @@
 #include <stdio.h>
 
 int cmd_export(int argc, char **argv) {
-    static const char *const known[] = {"--format", "--split-name", "--json!", NULL};
+    static const char *const known[] = {"--format", "--split-name", "--split", "--json!", NULL};
     args_t *a = NULL;
     json_t *j = NULL;
     dataset_t d;
@@ -24,7 +24,10 @@ int cmd_export(int argc, char **argv) {
     if (!args_str(a, "--format", NULL)) { rc = inca_fail(INCA_EINVAL, "export: --format ogb|npz|npy is required"); goto done; }
     if ((rc = export_format_parse(args_str(a, "--format", NULL), &fmt))) goto done;
     const double t0 = inca_now();
-    if ((rc = dataset_load(args_pos(a, 0), &d))) goto done;
+    /* every named split comes along (the OGB layout writes them all); --split picks the default,
+     * the one npz and npy carry */
+    if ((rc = dataset_load_ex(args_pos(a, 0), DATASET_ALL_SPLITS, &d))) goto done;
+    if ((rc = dataset_split_apply(args_pos(a, 0), args_str(a, "--split", NULL), 0, &d))) goto done;
     if ((rc = export_dataset(&d, fmt, args_pos(a, 1), args_str(a, "--split-name", NULL), &st))) goto done;
     const double secs = inca_now() - t0;
     if (args_has(a, "--json")) {

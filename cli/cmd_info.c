@@ -1,10 +1,12 @@
-/* inca info STORE [--json]: counts, dims, splits, stored partitionings, the arrays of their
+/* inca info STORE [--json]: counts, dims, splits (the default and the named ones), stored partitionings, the arrays of their
  * partition-ordered layouts and size on disk.
  * Tested end to end in test_e2e_ingest.c (Cora's README numbers) and test_store.c. */
 #include "core/args.h"
 #include "cli/commands.h"
 #include "cli/info.h"
+#include "core/alloc.h"
 #include "core/status.h"
+#include "loaders/dataset.h"
 #include <stdio.h>
 #include <string.h>
 
@@ -48,8 +50,21 @@ int info_add_json(store_t *s, json_t *j) {
     json_int(j, "classes", m->classes);
     json_int(j, "labeled", m->labeled);
     info_splits_json(j, m->split_n);
+    dataset_split_info_t *sv = NULL;
+    int ns = 0, rc = dataset_splits_list(s, &sv, &ns);
+    if (rc) return rc;
+    json_str(j, "split_name", sv[0].name[0] ? sv[0].name : NULL);   /* the default's (--split NAME) */
+    json_arr_begin(j, "named_splits");   /* the others stored with it */
+    for (int i = 1; i < ns; i++) {
+        json_obj_begin(j, NULL);
+        json_str(j, "name", sv[i].name);
+        for (int sp = 0; sp < SPLIT_COUNT; sp++) json_int(j, dataset_split_names[sp], sv[i].n[sp]);
+        json_obj_end(j);
+    }
+    json_arr_end(j);
+    inca_free(sv);
     json_arr_begin(j, "partitions");
-    int rc = store_record_each(s, "part:", part_name, j);
+    rc = store_record_each(s, "part:", part_name, j);
     json_arr_end(j);
     json_arr_begin(j, "layouts");   /* the view loader's arrays (inca partition) */
     if (rc == INCA_OK) rc = store_record_each(s, "array:layout/", layout_name, j);
@@ -85,8 +100,14 @@ int cmd_info(int argc, char **argv) {
     printf("features    %lld (float32)\n", (long long)m->features);
     printf("classes     %d\n", m->classes);
     printf("labeled     %lld\n", (long long)m->labeled);
-    printf("splits      train %lld / valid %lld / test %lld\n", (long long)m->split_n[0], (long long)m->split_n[1],
-           (long long)m->split_n[2]);
+    dataset_split_info_t *sv = NULL;
+    int ns = 0;
+    if ((rc = dataset_splits_list(s, &sv, &ns))) goto done;
+    for (int i = 0; i < ns; i++)
+        printf("%s train %lld / valid %lld / test %lld%s%s%s\n", i ? "            " : "splits     ", (long long)sv[i].n[0],
+               (long long)sv[i].n[1], (long long)sv[i].n[2], sv[i].name[0] ? " (" : "", sv[i].name,
+               sv[i].name[0] ? (i ? ")" : ", the default)") : "");
+    inca_free(sv);
     printf("partitions ");
     rc = store_record_each(s, "part:", part_name, NULL);
     printf("\nlayouts    ");

@@ -72,13 +72,7 @@ int cmd_prune(int argc, char **argv) {
     cli_progress(&pg, 1, "loading %s", path);
     if ((rc = dataset_load(path, &d))) goto done;
     const char *split = args_str(a, "--split", NULL);
-    if (split) {
-        double fr[3];
-        uint64_t sseed = 0;
-        int has_seed = 0;   /* random:TR,VA,TE:SEED keeps the split whatever --seed */
-        if ((rc = split_parse_seed(split, fr, &sseed, &has_seed))) goto done;
-        if ((rc = split_random(&d, fr, has_seed ? sseed : cfg.seed))) goto done;
-    }
+    if ((rc = dataset_split_apply(path, split, cfg.seed, &d))) goto done;
     if (!d.y) { rc = inca_fail(INCA_EINVAL, "%s: the store has no labels", path); goto done; }
     if (d.split_n[SPLIT_TRAIN] < 2) { rc = inca_fail(INCA_EINVAL, "%s: the train split (the pool) holds %lld nodes; give --split random:TR,VA,TE", path, (long long)d.split_n[SPLIT_TRAIN]); goto done; }
     const int64_t *pool = d.split[SPLIT_TRAIN];

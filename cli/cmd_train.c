@@ -85,18 +85,8 @@ int cmd_train(int argc, char **argv) {
         store_close(&s);
         if ((rc = dataset_load_ex(c.store_path, view ? DATASET_NO_X | DATASET_NO_GRAPH : 0, &d))) goto done;
     }
-    const char *split = args_str(a, "--split", NULL);
-    if (split && strncmp(split, "random:", 7) == 0) {
-        double fr[3];
-        uint64_t sseed = 0;
-        int has_seed = 0;   /* random:TR,VA,TE:SEED keeps the split whatever --seed */
-        if ((rc = split_parse_seed(split, fr, &sseed, &has_seed))) goto done;
-        if ((rc = split_random(&d, fr, has_seed ? sseed : c.seed))) goto done;
-    } else if (split && strcmp(split, "stored") != 0 && strcmp(split, "public") != 0) {
-        rc = inca_fail(INCA_EINVAL, "--split: a store holds the one split chosen at ingest; expected 'stored' or "
-                                    "random:TR,VA,TE, got '%s'", split);
-        goto done;
-    }
+    /* stored, a stored split by name, or random:TR,VA,TE[:SEED] */
+    if ((rc = dataset_split_apply(c.store_path, args_str(a, "--split", NULL), c.seed, &d))) goto done;
     const char *ti = args_str(a, "--train-indices", NULL);
     if (ti && (rc = npy_read_indices(ti, &ids, &nids))) goto done;
     /* the model's configuration beside its checkpoints, for inca predict */
@@ -143,7 +133,15 @@ int cmd_train(int argc, char **argv) {
         json_num(j, "peak_rss_mb", r.peak_rss_mb);
         memstat_json(j);
         json_str(j, "method", c.method);
-        if (strcmp(c.method, "incagg") == 0) json_str(j, "refresh_source", agg_source_name(c.refresh_source));
+        json_int(j, "evaluations", r.evals);   /* last run: evaluations that ran alone (eval_time_s) */
+        if (strcmp(c.method, "incagg") == 0) {
+            json_str(j, "refresh_source", agg_source_name(c.refresh_source));
+            /* which path made the evaluation figures: "fused" evaluations are refresh passes, timed as
+             * refreshes (refresh_time_s) and not in eval_time_s */
+            json_str(j, "refresh_eval", c.refresh_source == AGG_SRC_RECOMPUTE && !c.refresh_eval_separate ? "fused" : "separate");
+            json_int(j, "refreshes", r.refreshes);
+            json_int(j, "refreshes_fused_with_eval", r.fused);
+        }
         if (strcmp(c.method, "cluster") == 0) json_str(j, "cluster_norm", c.cluster_global_norm ? "global" : "batch");
         if (strcmp(c.method, "full") != 0) {
             json_int(j, "table_bytes", r.table_bytes);

@@ -29,7 +29,8 @@ int cmd_verify(int argc, char **argv) {
     if (!rc) rc = store_verify(s, &st);
     store_close(&s);
     double t_sums = inca_now() - t0;
-    if (!rc) rc = shard_is(path) ? shard_check(path) : dataset_load(path, &d);   /* a shard: nn/shard.h */
+    /* the named splits too (their ids against the node count); a shard: nn/shard.h */
+    if (!rc) rc = shard_is(path) ? shard_check(path) : dataset_load_ex(path, DATASET_ALL_SPLITS, &d);
     double secs = inca_now() - t0;
     if (args_has(a, "--json")) {   /* one object also on failure; the message still goes to stderr */
         int jr = json_new(&j);

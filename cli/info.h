@@ -4,7 +4,7 @@
 #define INCA_INFO_H
 #include "core/json.h"
 #include "loaders/store.h"
-/* Add nodes, edges, features, classes, labeled, splits, partitions, store_bytes, source and
+/* Add nodes, edges, features, classes, labeled, splits, split_name, named_splits, partitions, store_bytes, source and
  * format_version of the open store to j. */
 int info_add_json(store_t *s, json_t *j);
 /* "splits": {"train": n, "valid": n, "test": n} from the split sizes (train, valid, test). */

@@ -18,7 +18,8 @@ static const struct { const char *name; int (*fn)(int, char **); const char *hel
     {"ingest", cmd_ingest,
      "ingest --format ogb|edgelist|metis|idx|csv SRC --out STORE [flags]\n"
      "  (defaults in brackets)\n"
-     "  ogb       --split NAME (the split folder) [the only one, or the first by name]\n"
+     "  ogb       --split NAME (the default split's folder; every split/ folder is stored, and\n"
+     "            train --split NAME picks any of them) [the first by name]\n"
      "  edgelist  --labels FILE (\"node label\" lines) --features FILE (\"node f1 ... fk\" lines)\n"
      "  graph     --symmetrize (add each edge's reverse) --self-loops (one per node) [neither]\n"
      "  output    --force (replace an existing STORE) --json --quiet (no progress line on a terminal)"},
@@ -49,11 +50,15 @@ static const struct { const char *name; int (*fn)(int, char **); const char *hel
      "            --wd-conv W --adamw --patience N [0: off] --select acc|loss [acc]\n"
      "            --metric acc|balanced_acc|macro_f1 [acc] (the validation figure that picks the best epoch;\n"
      "            all three are reported)\n"
-     "  data      --feature-norm none|row|standard [none] --split stored|random:TR,VA,TE[:SEED]\n"
+     "  data      --feature-norm none|row|standard [none]\n"
+     "            --split stored|NAME|random:TR,VA,TE[:SEED] [stored] (NAME: a split stored at ingest,\n"
+     "            see inca info; random: drawn now, seeded by --seed unless SEED is given)\n"
      "            --train-indices FILE(.npy|text) --dense-input --batch-size N (mlp) [0: full batch]\n"
      "  method    --method full|cluster|gas|incagg [full] --parts K [40] --batch-parts B [10]\n"
      "            --refresh R (incagg, steps) [0: once per epoch] --history-dtype fp32|bf16 [fp32]\n"
      "            --refresh-source push|recompute (incagg) [recompute] --cluster-norm batch|global [batch]\n"
+     "            --refresh-eval fused|separate (incagg, recompute: an epoch-end refresh shares the\n"
+     "            evaluation's pass, or each runs its own and is timed apart) [fused]\n"
      "            --history-location device|host (cuda: where history tables live) [device]\n"
      "  run       --runs N [1] --seed S [0] --threads T [all cores] --device cpu|cuda|auto [cpu]\n"
      "            --deterministic (cuda SpMM) --tf32 (cuda GEMM) --metrics FILE.jsonl --json\n"
@@ -72,8 +77,10 @@ static const struct { const char *name; int (*fn)(int, char **); const char *hel
      "            node or the ids in FILE (.npy or text). Its flags come from DIR/config.json;\n"
      "            train's flags (see inca train --help) given here override them"},
     {"export", cmd_export,
-     "export STORE OUT --format ogb|npz|npy [--split-name NAME] [--json]   the store's dataset for other tools:\n"
-     "            OGB raw layout (inca ingest --format ogb reads it back), one .npz, or a folder of .npy"},
+     "export STORE OUT --format ogb|npz|npy [--split NAME] [--split-name NAME] [--json]   the store's dataset\n"
+     "            for other tools: OGB raw layout (inca ingest --format ogb reads it back; every stored split\n"
+     "            in its own folder), one .npz, or a folder of .npy (one split: --split picks it [stored]);\n"
+     "            --split-name names the default's OGB folder [its stored name, or stored]"},
     {"shard", cmd_shard,
      "shard STORE --ranks P --out DIR [--parts K] [--feature-norm none|row|standard] [--model gcn|sage]\n"
      "            [--history-dtype fp32|bf16] [--json]   per-rank stores for mpirun -np P inca train DIR"},
@@ -81,7 +88,7 @@ static const struct { const char *name; int (*fn)(int, char **); const char *hel
      "prune STORE --labeled F --ssl S --score S --select S --keep F [flags]\n"
      "  (defaults in brackets)\n"
      "  labels    --labeled FRACTION | --labeled-per-class K | --labeled-indices FILE\n"
-     "            --split random:TR,VA,TE[:SEED] (the split's own seed) --seed S [0]\n"
+     "            --split stored|NAME|random:TR,VA,TE[:SEED] [stored] --seed S [0]\n"
      "  pseudo    --ssl labelprop|selftrain [labelprop] --graph auto|knn|graph [auto] --knn K [10]\n"
      "            --metric cosine|euclidean [cosine] --alpha A [0.9] --iters N [50] --cmn\n"
      "            --tau T [0.95] --noise S [0.2] --lambda-u L [1] --ssl-epochs E [100]\n"
@@ -114,6 +121,7 @@ static const struct { const char *name; int (*fn)(int, char **); const char *hel
      "            --feature-norm none|row|standard [none] --parts K [40] --batch-parts B [10] --refresh R [0]\n"
      "            --history-dtype fp32|bf16 [fp32] --refresh-source push|recompute [recompute]\n"
      "            --cluster-norm batch|global [batch] --history-location device|host [device] --threads T [0]\n"
+     "            --refresh-eval fused|separate [fused]\n"
      "            --seed S [0] --device cpu|cuda|auto [cpu] --deterministic --tf32 --json\n"
      "  epoch     STORE --methods cluster,gas,incagg [gas,incagg] --refresh-epochs 1,2,4 [1]\n"
      "            --warmup-epochs W [0] --eval-each-epoch + the train model/method flags --json\n"

@@ -13,6 +13,9 @@ void dataset_free(dataset_t *d) {
     inca_free(d->x);
     inca_free(d->y);
     for (int s = 0; s < SPLIT_COUNT; s++) inca_free(d->split[s]);
+    for (int32_t i = 0; i < d->n_more; i++)
+        for (int s = 0; s < SPLIT_COUNT; s++) inca_free(d->more[i].ids[s]);
+    inca_free(d->more);
     memset(d, 0, sizeof *d);
 }
 

@@ -10,6 +10,15 @@
 enum { SPLIT_TRAIN = 0, SPLIT_VALID = 1, SPLIT_TEST = 2, SPLIT_COUNT = 3 };
 extern const char *const dataset_split_names[SPLIT_COUNT]; /* "train","valid","test" */
 
+/* A split stored beside the default one (OGB datasets with several split/ folders): its name and
+ * ids (sorted, owned). */
+#define DATASET_SPLIT_NAME_MAX 64
+typedef struct dataset_named_split {
+    char name[DATASET_SPLIT_NAME_MAX];
+    int64_t *ids[SPLIT_COUNT];
+    int64_t n[SPLIT_COUNT];
+} dataset_named_split_t;
+
 typedef struct dataset {
     int64_t n;          /* nodes / examples */
     int64_t f;          /* feature dimension (0 when there are no features) */
@@ -20,6 +29,10 @@ typedef struct dataset {
     int64_t *split[SPLIT_COUNT];   /* sorted node ids, owned (may be NULL) */
     int64_t split_n[SPLIT_COUNT];
     char source[256];   /* provenance line stored in the meta ("ogb:/path/to/cora") */
+    char split_name[DATASET_SPLIT_NAME_MAX];   /* the name of split[] ("" when it has none) */
+    dataset_named_split_t *more;   /* other splits, stored and loaded with the dataset only on
+                                      request (loaders/dataset.h DATASET_ALL_SPLITS); owned */
+    int32_t n_more;
 } dataset_t;
 
 void dataset_init(dataset_t *d);   /* zero everything */

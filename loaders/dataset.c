@@ -6,6 +6,8 @@
 #include "core/status.h"
 #include "core/util.h"
 #include "loaders/store.h"
+#include "graph/split.h"
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -121,6 +123,46 @@ static int check_contents(const char *path, const store_meta_t *m, const dataset
     return INCA_OK;
 }
 
+/* Named splits: the record DATASET_SPLIT_PREFIX<name> holds their three counts (int64), the
+ * arrays "split:<name>/train|valid|test" their ids; DATASET_SPLIT_NAME_KEY the default's name. */
+#define DATASET_SPLIT_PREFIX "split:"
+#define DATASET_SPLIT_NAME_KEY "split-name"
+
+static void named_array(char *buf, size_t cap, const char *name, int sp) {
+    snprintf(buf, cap, "%s%s/%s", DATASET_SPLIT_PREFIX, name, dataset_split_names[sp]);
+}
+
+int dataset_split_name_check(const char *name) {
+    size_t l = strlen(name);
+    int ok = l > 0 && l < DATASET_SPLIT_NAME_MAX && strcmp(name, "stored") != 0;
+    for (size_t i = 0; i < l && ok; i++) ok = isalnum((unsigned char)name[i]) || strchr("._-", name[i]);
+    if (!ok)
+        return inca_fail(INCA_EINVAL, "split name '%s': expected 1 to %d of A-Z a-z 0-9 . _ - other than 'stored'", name, DATASET_SPLIT_NAME_MAX - 1);
+    return INCA_OK;
+}
+
+/* The named splits' names and counts are valid and unique, and differ from the default's. */
+static int check_named(const dataset_t *d) {
+    int rc;
+    if (d->split_name[0] && (rc = dataset_split_name_check(d->split_name))) return rc;
+    for (int32_t i = 0; i < d->n_more; i++) {
+        const dataset_named_split_t *ns = &d->more[i];
+        if ((rc = dataset_split_name_check(ns->name))) return rc;
+        if (strcmp(ns->name, d->split_name) == 0) return inca_fail(INCA_EINVAL, "split '%s' is named twice", ns->name);
+        for (int32_t k = 0; k < i; k++)
+            if (strcmp(d->more[k].name, ns->name) == 0) return inca_fail(INCA_EINVAL, "split '%s' is named twice", ns->name);
+        for (int sp = 0; sp < SPLIT_COUNT; sp++) {
+            if (ns->n[sp] < 0 || (ns->n[sp] > 0 && !ns->ids[sp]))
+                return inca_fail(INCA_EINVAL, "split '%s': %s has no ids", ns->name, dataset_split_names[sp]);
+            int64_t j = first_outside_i64(ns->ids[sp], ns->n[sp], 0, d->n);
+            if (j < ns->n[sp])
+                return inca_fail(INCA_EINVAL, "split '%s': %s holds id %lld outside [0, %lld)", ns->name,
+                                 dataset_split_names[sp], (long long)ns->ids[sp][j], (long long)d->n);
+        }
+    }
+    return INCA_OK;
+}
+
 static int write_all(const dataset_t *d, const char *tmp) {
     store_t *s = NULL;
     store_wtx_t *w = NULL;
@@ -133,11 +175,22 @@ static int write_all(const dataset_t *d, const char *tmp) {
     }
     if (!rc && d->f > 0) rc = store_wtx_put_array(w, "x", DT_F32, d->x, d->n * d->f);
     if (!rc && d->y) rc = store_wtx_put_array(w, "y", DT_I32, d->y, d->n);
-    char name[64];
+    char name[DATASET_SPLIT_NAME_MAX + 32];
     for (int sp = 0; sp < SPLIT_COUNT && !rc; sp++) {
         if (!d->split[sp] && d->split_n[sp] == 0) continue;
         snprintf(name, sizeof name, "split/%s", dataset_split_names[sp]);
         rc = store_wtx_put_array(w, name, DT_I64, d->split[sp], d->split_n[sp]);
+    }
+    if (!rc && d->split_name[0]) rc = store_wtx_put_record(w, DATASET_SPLIT_NAME_KEY, d->split_name, strlen(d->split_name));
+    for (int32_t i = 0; i < d->n_more && !rc; i++) {   /* the other splits: arrays and their counts */
+        const dataset_named_split_t *ns = &d->more[i];
+        char key[DATASET_SPLIT_NAME_MAX + 16];
+        for (int sp = 0; sp < SPLIT_COUNT && !rc; sp++) {
+            named_array(name, sizeof name, ns->name, sp);
+            rc = store_wtx_put_array(w, name, DT_I64, ns->ids[sp], ns->n[sp]);
+        }
+        snprintf(key, sizeof key, "%s%s", DATASET_SPLIT_PREFIX, ns->name);
+        if (!rc) rc = store_wtx_put_record(w, key, ns->n, sizeof ns->n);
     }
     if (!rc) {
         store_meta_t m;
@@ -184,6 +237,7 @@ static void remove_stale_tmp(const char *path) {
 
 int dataset_save(const dataset_t *d, const char *path, int overwrite) {
     int rc = check_consistent(d);
+    if (!rc) rc = check_named(d);
     if (rc) return rc;
     remove_stale_tmp(path);
     if (inca_path_exists(path) && !overwrite)
@@ -245,6 +299,179 @@ int dataset_load_adj(store_t *s, csr_t *adj) {
     return rc;
 }
 
+typedef struct split_list { dataset_split_info_t *v; int n, cap, rc; const char *path; } split_list_t;
+
+static int split_list_add(split_list_t *l, const char *name, const int64_t n[SPLIT_COUNT], int is_default) {
+    if (l->n == l->cap) {
+        int cap = l->cap ? 2 * l->cap : 4;
+        dataset_split_info_t *v = inca_realloc(l->v, sizeof *v * (size_t)cap);
+        if (!v) return INCA_ENOMEM;
+        l->v = v;
+        l->cap = cap;
+    }
+    dataset_split_info_t *e = &l->v[l->n++];
+    memset(e, 0, sizeof *e);
+    snprintf(e->name, sizeof e->name, "%s", name);
+    memcpy(e->n, n, sizeof e->n);
+    e->is_default = is_default;
+    return INCA_OK;
+}
+
+/* store_record_each callback (the store's lock is held: no store calls here) */
+static int collect_split(void *ctx, const char *key, const void *val, size_t len) {
+    split_list_t *l = ctx;
+    const char *name = key + strlen(DATASET_SPLIT_PREFIX);
+    int64_t n[SPLIT_COUNT];
+    if (len != sizeof n || strlen(name) >= DATASET_SPLIT_NAME_MAX || !*name) {
+        l->rc = inca_fail(INCA_EINVAL, "%s: record '%s' is not a split's counts: the store is corrupt", l->path, key);
+        return 1;
+    }
+    memcpy(n, val, sizeof n);
+    if (n[0] < 0 || n[1] < 0 || n[2] < 0) {
+        l->rc = inca_fail(INCA_EINVAL, "%s: record '%s' holds a negative count: the store is corrupt", l->path, key);
+        return 1;
+    }
+    l->rc = split_list_add(l, name, n, 0);
+    return l->rc != INCA_OK;
+}
+
+/* The default split's name from its record ("" when it has none). */
+static int read_split_name(store_t *s, char *out) {
+    const void *p;
+    size_t len;
+    out[0] = '\0';
+    int rc = store_record_get(s, DATASET_SPLIT_NAME_KEY, &p, &len);
+    if (rc == INCA_ENOTFOUND) {
+        inca_err_clear();
+        return INCA_OK;
+    }
+    if (rc) return rc;
+    if (len == 0 || len >= DATASET_SPLIT_NAME_MAX || memchr(p, '\0', len))
+        return inca_fail(INCA_EINVAL, "%s: record '%s' is not a split name: the store is corrupt", store_path(s),
+                         DATASET_SPLIT_NAME_KEY);
+    memcpy(out, p, len);
+    out[len] = '\0';
+    return INCA_OK;
+}
+
+int dataset_splits_list(store_t *s, dataset_split_info_t **out, int *count) {
+    split_list_t l = {.path = store_path(s)};
+    char def[DATASET_SPLIT_NAME_MAX];
+    *out = NULL;
+    *count = 0;
+    int rc = read_split_name(s, def);
+    if (!rc) rc = split_list_add(&l, def, store_meta(s)->split_n, 1);
+    if (!rc) rc = store_record_each(s, DATASET_SPLIT_PREFIX, collect_split, &l);
+    if (!rc) rc = l.rc;
+    if (rc) {
+        inca_free(l.v);
+        return rc;
+    }
+    *out = l.v;
+    *count = l.n;
+    return INCA_OK;
+}
+
+/* The arrays of a named split, against its counts and the node count. */
+static int load_named(store_t *s, const dataset_split_info_t *inf, int64_t n, dataset_named_split_t *ns) {
+    memset(ns, 0, sizeof *ns);
+    snprintf(ns->name, sizeof ns->name, "%s", inf->name);
+    int rc = INCA_OK;
+    for (int sp = 0; sp < SPLIT_COUNT && !rc; sp++) {
+        char name[DATASET_SPLIT_NAME_MAX + 32];
+        named_array(name, sizeof name, inf->name, sp);
+        rc = store_array_load(s, name, DT_I64, (void **)&ns->ids[sp], &ns->n[sp]);
+        if (!rc && ns->n[sp] != inf->n[sp])
+            rc = inca_fail(INCA_EINVAL, "%s: array '%s' has %lld entries, its record says %lld: the store is corrupt",
+                           store_path(s), name, (long long)ns->n[sp], (long long)inf->n[sp]);
+        int64_t i;
+        if (!rc && (i = first_outside_i64(ns->ids[sp], ns->n[sp], 0, n)) < ns->n[sp])
+            rc = bad_entry(store_path(s), name, i, ns->ids[sp][i], 0, n);
+    }
+    if (rc)
+        for (int sp = 0; sp < SPLIT_COUNT; sp++) {
+            inca_free(ns->ids[sp]);
+            ns->ids[sp] = NULL;
+        }
+    return rc;
+}
+
+/* DATASET_ALL_SPLITS: every named split into d->more. */
+static int load_all_named(store_t *s, dataset_t *d) {
+    dataset_split_info_t *v = NULL;
+    int k = 0, rc = dataset_splits_list(s, &v, &k);
+    if (rc) return rc;
+    if (k > 1 && !(d->more = inca_calloc((size_t)(k - 1), sizeof *d->more))) rc = INCA_ENOMEM;
+    for (int i = 1; i < k && !rc; i++) {
+        rc = load_named(s, &v[i], d->n, &d->more[i - 1]);
+        if (!rc) d->n_more = i;
+    }
+    inca_free(v);
+    return rc;
+}
+
+int dataset_split_apply(const char *path, const char *spec, uint64_t seed, dataset_t *d) {
+    if (!spec || strcmp(spec, "stored") == 0) return INCA_OK;
+    if (strncmp(spec, "random:", 7) == 0) {
+        double fr[3];
+        uint64_t sseed = 0;
+        int has_seed = 0;   /* random:TR,VA,TE:SEED keeps the split whatever the training seed */
+        int rc = split_parse_seed(spec, fr, &sseed, &has_seed);
+        if (!rc) rc = split_random(d, fr, has_seed ? sseed : seed);
+        if (!rc) d->split_name[0] = '\0';
+        return rc;
+    }
+    if (d->split_name[0] && strcmp(spec, d->split_name) == 0) return INCA_OK;
+    for (int32_t i = 0; i < d->n_more; i++) {   /* loaded with DATASET_ALL_SPLITS: swap it in */
+        dataset_named_split_t *ns = &d->more[i];
+        if (strcmp(ns->name, spec) != 0) continue;
+        for (int sp = 0; sp < SPLIT_COUNT; sp++) {
+            int64_t *ids = d->split[sp], n = d->split_n[sp];
+            d->split[sp] = ns->ids[sp];
+            d->split_n[sp] = ns->n[sp];
+            ns->ids[sp] = ids;
+            ns->n[sp] = n;
+        }
+        char old[DATASET_SPLIT_NAME_MAX];
+        snprintf(old, sizeof old, "%s", d->split_name);
+        snprintf(d->split_name, sizeof d->split_name, "%s", spec);
+        snprintf(ns->name, sizeof ns->name, "%s", old);
+        if (!old[0]) {   /* an unnamed default cannot be a named split: it goes */
+            for (int sp = 0; sp < SPLIT_COUNT; sp++) inca_free(ns->ids[sp]);
+            *ns = d->more[--d->n_more];
+        }
+        return INCA_OK;
+    }
+    store_t *s = NULL;
+    dataset_split_info_t *v = NULL;
+    int k = 0, rc = store_open(path, STORE_RDONLY, &s);
+    if (!rc) rc = dataset_splits_list(s, &v, &k);
+    int at = -1;
+    for (int i = 1; i < k && !rc; i++)
+        if (strcmp(v[i].name, spec) == 0) at = i;
+    if (!rc && at < 0) {
+        char avail[1024] = "";
+        size_t l = 0;
+        for (int i = 0; i < k && l < sizeof avail - 80; i++)
+            l += (size_t)snprintf(avail + l, sizeof avail - l, "%s%s%s", i ? ", " : "", v[i].name[0] ? v[i].name : "stored",
+                                  v[i].is_default ? " (the default)" : "");
+        rc = inca_fail(INCA_EINVAL, "%s: --split %s: no such split; the store holds %s; or give random:TR,VA,TE[:SEED]",
+                       path, spec, avail);
+    }
+    dataset_named_split_t ns;
+    if (!rc && !(rc = load_named(s, &v[at], d->n, &ns))) {
+        for (int sp = 0; sp < SPLIT_COUNT; sp++) {
+            inca_free(d->split[sp]);
+            d->split[sp] = ns.ids[sp];
+            d->split_n[sp] = ns.n[sp];
+        }
+        snprintf(d->split_name, sizeof d->split_name, "%s", ns.name);
+    }
+    inca_free(v);
+    store_close(&s);
+    return rc;
+}
+
 int dataset_load_ex(const char *path, int flags, dataset_t *d) {
     dataset_init(d);
     store_t *s = NULL;
@@ -285,6 +512,8 @@ int dataset_load_ex(const char *path, int flags, dataset_t *d) {
         if (!store_has_array(s, name)) continue;
         rc = store_array_load(s, name, DT_I64, (void **)&d->split[sp], &d->split_n[sp]);
     }
+    if (!rc) rc = read_split_name(s, d->split_name);
+    if (!rc && (flags & DATASET_ALL_SPLITS)) rc = load_all_named(s, d);
     if (!rc && m->feat_dtype != DT_F32 && d->f > 0)
         rc = inca_fail(INCA_EINVAL, "%s: meta record says feature dtype %d, expected %d (float32): the store is corrupt",
                        path, m->feat_dtype, DT_F32);

@@ -2,6 +2,7 @@
 #include "loaders/export.h"
 #include "core/alloc.h"
 #include "core/status.h"
+#include "core/util.h"
 #include "loaders/npy.h"
 #include <errno.h>
 #include <inttypes.h>
@@ -119,6 +120,18 @@ static int write_ogb(const dataset_t *d, const char *dir, const char *split, exp
         snprintf(name, sizeof name, "%s.csv.gz", dataset_split_names[s]);
         if ((rc = join(p, sd, name)) || (rc = ids_file(p, d->split[s], d->split_n[s], st))) return rc;
     }
+    /* the named splits stored beside the default, one folder each */
+    for (int32_t i = 0; i < d->n_more; i++) {
+        const dataset_named_split_t *ns = &d->more[i];
+        char sp[EXPORT_PATH_MAX];
+        if ((rc = join(p, dir, "split")) || (rc = join(sp, p, ns->name))) return rc;
+        if (mkdir(sp, 0777) != 0) return inca_fail(INCA_EIO, "%s: cannot create: %s", sp, strerror(errno));
+        for (int s = 0; s < SPLIT_COUNT; s++) {
+            char name[32];
+            snprintf(name, sizeof name, "%s.csv.gz", dataset_split_names[s]);
+            if ((rc = join(p, sp, name)) || (rc = ids_file(p, ns->ids[s], ns->n[s], st))) return rc;
+        }
+    }
     return INCA_OK;
 }
 
@@ -167,8 +180,7 @@ static void arrays_free(arr_t *A) {
     for (int i = 0; i < A_N; i++) inca_free(A[i].own);
 }
 
-static int write_npy_dir(const arr_t *A, const char *dir, export_stats_t *st) {
-    if (mkdir(dir, 0777) != 0) return inca_fail(INCA_EIO, "%s: cannot create: %s", dir, strerror(errno));
+static int write_npy_dir(const arr_t *A, const char *dir, export_stats_t *st) {   /* dir exists */
     for (int i = 0; i < A_N; i++) {
         char p[EXPORT_PATH_MAX], name[64];
         snprintf(name, sizeof name, "%s.npy", A[i].name);
@@ -273,42 +285,21 @@ static int write_npz(const arr_t *A, const char *path, export_stats_t *st) {
     return rc;
 }
 
-/* rm -r of the temporary output after a failure (its own files and folders only) */
-static void remove_tree(const char *path, int fmt, const char *split) {
-    if (fmt == EXPORT_NPZ) { remove(path); return; }
-    static const char *const raw[] = {"num-node-list", "num-edge-list", "edge", "node-feat", "node-label"};
-    static const char *const npy[] = {"x", "y", "edge_index", "train_idx", "valid_idx", "test_idx"};
-    char p[EXPORT_PATH_MAX + 256];
-    if (fmt == EXPORT_NPY) {
-        for (size_t i = 0; i < sizeof npy / sizeof npy[0]; i++) {
-            snprintf(p, sizeof p, "%s/%s.npy", path, npy[i]);
-            remove(p);
-        }
-    } else {
-        for (size_t i = 0; i < sizeof raw / sizeof raw[0]; i++) {
-            snprintf(p, sizeof p, "%s/raw/%s.csv.gz", path, raw[i]);
-            remove(p);
-        }
-        for (int s = 0; s < SPLIT_COUNT; s++) {
-            snprintf(p, sizeof p, "%s/split/%s/%s.csv.gz", path, split, dataset_split_names[s]);
-            remove(p);
-        }
-        snprintf(p, sizeof p, "%s/split/%s", path, split);
-        rmdir(p);
-        snprintf(p, sizeof p, "%s/split", path);
-        rmdir(p);
-        snprintf(p, sizeof p, "%s/raw", path);
-        rmdir(p);
-    }
-    rmdir(path);
+/* rm -r of the temporary output after a failure (export made it: mkdir refuses an existing one) */
+static void remove_tree(const char *path, int fmt) {
+    if (fmt == EXPORT_NPZ) remove(path);
+    else inca_rmtree(path);
 }
 
 int export_dataset(const dataset_t *d, int fmt, const char *out, const char *split_name, export_stats_t *st) {
     memset(st, 0, sizeof *st);
-    const char *split = split_name && *split_name ? split_name : "stored";
+    const char *split = split_name && *split_name ? split_name : d->split_name[0] ? d->split_name : "stored";
     if (fmt < EXPORT_OGB || fmt > EXPORT_NPY) return inca_fail(INCA_EINVAL, "export: unknown format %d", fmt);
     if (strchr(split, '/') || strcmp(split, ".") == 0 || strcmp(split, "..") == 0)
         return inca_fail(INCA_EINVAL, "--split-name: expected a folder name, got '%s'", split);
+    for (int32_t i = 0; i < d->n_more; i++)
+        if (strcmp(d->more[i].name, split) == 0)
+            return inca_fail(INCA_EINVAL, "--split-name %s: the store holds another split of that name", split);
     if (!d->x || d->f < 1) return inca_fail(INCA_EINVAL, "export: the dataset has no features to write");
     if (fmt == EXPORT_OGB && !d->adj.rowptr)
         return inca_fail(INCA_EINVAL, "export --format ogb: the dataset has no graph (OGB node datasets have one); "
@@ -321,8 +312,9 @@ int export_dataset(const dataset_t *d, int fmt, const char *out, const char *spl
     int rc = INCA_OK;
     arr_t A[A_N];
     memset(A, 0, sizeof A);
+    /* a folder of ours (mkdir refuses an existing one), so a failure may remove it whole */
+    if (fmt != EXPORT_NPZ && mkdir(tmp, 0777) != 0) return inca_fail(INCA_EIO, "%s: cannot create: %s", tmp, strerror(errno));
     if (fmt == EXPORT_OGB) {
-        if (mkdir(tmp, 0777) != 0) return inca_fail(INCA_EIO, "%s: cannot create: %s", tmp, strerror(errno));
         rc = write_ogb(d, tmp, split, st);
     } else {
         rc = arrays_make(d, A);
@@ -332,6 +324,6 @@ int export_dataset(const dataset_t *d, int fmt, const char *out, const char *spl
     }
     if (rc == INCA_OK && rename(tmp, out) != 0)
         rc = inca_fail(INCA_EIO, "%s: cannot rename %s into place: %s", out, tmp, strerror(errno));
-    if (rc != INCA_OK) remove_tree(tmp, fmt, split);
+    if (rc != INCA_OK) remove_tree(tmp, fmt);
     return rc;
 }

@@ -3,7 +3,8 @@
  *
  * - EXPORT_OGB: the OGB raw layout that `inca ingest --format ogb` reads: raw/num-node-list,
  *   num-edge-list, edge (each undirected edge once, u < v), node-feat (%.9g: every float32
- *   comes back bit for bit), node-label (-1 for unlabelled), and split/NAME/{train,valid,test},
+ *   comes back bit for bit), node-label (-1 for unlabelled), and split/NAME/{train,valid,test}
+ *   for the default split and for each named split the dataset carries (d->more),
  *   all .csv.gz. Ingesting it gives the same store contents (tested: arrays equal, training
  *   bit for bit).
  * - EXPORT_NPZ: one NumPy .npz (a zip of stored .npy members, as numpy.savez writes): x
@@ -31,6 +32,7 @@ typedef struct export_stats {
 } export_stats_t;
 
 /* Write d to `out` (a folder for ogb and npy, a file for npz) in format fmt; split_name names
- * the OGB split folder (NULL: "stored"). INCA_EINVAL when out exists or d has no features. */
+ * the default split's OGB folder (NULL: d->split_name, else "stored"); npz and npy carry the
+ * default split only. INCA_EINVAL when out exists or d has no features. */
 int export_dataset(const dataset_t *d, int fmt, const char *out, const char *split_name, export_stats_t *st);
 #endif

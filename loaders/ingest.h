@@ -7,7 +7,8 @@
  *
  * Formats (SRC is a folder or a file as noted):
  *   ogb       folder: raw/{edge,node-feat,node-label,num-node-list,num-edge-list}.csv[.gz],
- *             split/<name>/{train,valid,test}.csv[.gz]. Edges are stored once; the reverse is
+ *             split/<name>/{train,valid,test}.csv[.gz] (every folder is kept: the default as the
+ *             store's split, the others as named splits, loaders/dataset.h). Edges are stored once; the reverse is
  *             always added. node-feat and node-label are optional. Missing labels ("", "-1",
  *             "nan") make a node unlabelled; unlabelled nodes are dropped from every split.
  *   edgelist  file: "src dst" per line (whitespace or comma), '#'/'%' comments, n = max id + 1;
@@ -30,7 +31,8 @@ typedef void (*ingest_progress_fn)(void *ctx, const char *stage, int64_t done, i
 
 typedef struct ingest_opts {
     unsigned flags;            /* INGEST_SYMMETRIZE (adds reverses), INGEST_SELF_LOOPS (one per node) */
-    const char *split;         /* ogb: split folder name; NULL = the only one / first sorted */
+    const char *split;         /* ogb: the default split's folder; NULL = the first sorted (the
+                                  other folders are stored as named splits either way) */
     const char *labels;        /* edgelist: optional "node label" file */
     const char *features;      /* edgelist: optional "node f1 ... fk" file */
     ingest_progress_fn progress;

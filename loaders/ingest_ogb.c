@@ -1,8 +1,10 @@
 /* OGB raw node-property layout: counts, edges (stored once; reverses added), streamed
- * node features parsed straight into the n*f array, labels (missing -> unlabelled), splits.
+ * node features parsed straight into the n*f array, labels (missing -> unlabelled), splits
+ * (every split/ folder: the default, and the others as named splits).
  * Tested in tests/test_ingest.c (hand-written folders, gz and plain, missing labels) and in
  * tests/test_e2e_ingest.c (Cora, Facebook, bad-input catalogue). */
 #include "loaders/ingest_internal.h"
+#include "loaders/dataset.h"
 #include "core/alloc.h"
 #include "core/status.h"
 #include <dirent.h>
@@ -151,51 +153,48 @@ static int cmp_str(const void *a, const void *b) {
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Pick split/<name>: opts->split, else the first subfolder in sorted order. *found = 0 when
- * the dataset has no split folder at all (and none was asked for). */
-static int ogb_pick_split(const char *dir, const char *want, char *out, size_t size, int *found) {
-    char sdir[INGEST_PATH_MAX];
-    int rc = ingest_path_join(sdir, sizeof sdir, dir, "split");
-    if (rc) return rc;
-    *found = 0;
+/* The subfolders of DIR/split in sorted order (at most 64; *k = 0 when there is no split
+ * folder). names[i] owned (inca_free each). */
+enum { OGB_MAX_SPLITS = 64 };
+static int ogb_list_splits(const char *sdir, char **names, int *k) {
+    *k = 0;
     DIR *dh = opendir(sdir);
-    if (!dh) {
-        if (want) return inca_fail(INCA_ENOTFOUND, "%s/%s: --split: no such split folder", sdir, want);
-        return INCA_OK;
-    }
-    char *names[64];
-    int k = 0;
+    if (!dh) return INCA_OK;
+    int rc = INCA_OK;
     struct dirent *de;
-    while ((de = readdir(dh)) && k < 64) {
+    while ((de = readdir(dh))) {
         if (de->d_name[0] == '.') continue;
         char p[INGEST_PATH_MAX];
         struct stat st;
         if (ingest_path_join(p, sizeof p, sdir, de->d_name) || stat(p, &st) != 0 || !S_ISDIR(st.st_mode)) continue;
-        names[k] = inca_malloc(strlen(de->d_name) + 1);
-        if (!names[k]) { rc = INCA_ENOMEM; break; }
-        strcpy(names[k++], de->d_name);
+        if (*k == OGB_MAX_SPLITS) {
+            rc = inca_fail(INCA_EINVAL, "%s: more than %d split folders", sdir, OGB_MAX_SPLITS);
+            break;
+        }
+        names[*k] = inca_malloc(strlen(de->d_name) + 1);
+        if (!names[*k]) { rc = INCA_ENOMEM; break; }
+        strcpy(names[(*k)++], de->d_name);
     }
     closedir(dh);
-    if (rc == INCA_OK) {
-        qsort(names, (size_t)k, sizeof names[0], cmp_str);
-        int pick = -1;
-        for (int i = 0; i < k && want; i++) if (strcmp(names[i], want) == 0) pick = i;
-        if (!want && k > 0) pick = 0;
-        if (want && pick < 0) {
-            char avail[512] = "";
-            for (int i = 0; i < k; i++) {
-                size_t l = strlen(avail);
-                snprintf(avail + l, sizeof avail - l, "%s%s", i ? ", " : "", names[i]);
-            }
-            rc = inca_fail(INCA_ENOTFOUND, "%s/%s: --split: no such split folder (available: %s)", sdir,
-                           want, k ? avail : "none");
-        } else if (pick >= 0) {
-            rc = ingest_path_join(out, size, sdir, names[pick]);
-            if (rc == INCA_OK) *found = 1;
-        }
-    }
-    for (int i = 0; i < k; i++) inca_free(names[i]);
+    if (rc == INCA_OK) qsort(names, (size_t)*k, sizeof names[0], cmp_str);
     return rc;
+}
+
+/* The default split: opts->split, else the first folder in sorted order (*pick = -1 when the
+ * dataset has no split folder at all and none was asked for). */
+static int ogb_pick_split(const char *sdir, char *const *names, int k, const char *want, int *pick) {
+    *pick = want ? -1 : k > 0 ? 0 : -1;
+    for (int i = 0; i < k && want; i++) if (strcmp(names[i], want) == 0) *pick = i;
+    if (want && *pick < 0) {
+        char avail[512] = "";
+        for (int i = 0; i < k; i++) {
+            size_t l = strlen(avail);
+            snprintf(avail + l, sizeof avail - l, "%s%s", i ? ", " : "", names[i]);
+        }
+        return inca_fail(INCA_ENOTFOUND, "%s/%s: --split: no such split folder (available: %s)", sdir, want,
+                         k ? avail : "none");
+    }
+    return INCA_OK;
 }
 
 typedef struct split_ctx { int64_t n; unsigned char *mark; } split_ctx_t;
@@ -233,6 +232,10 @@ int ingest_ogb(const char *dir, const ingest_opts_t *o, dataset_t *out) {
     ingest_edges_t e = {0};
     unsigned char *mark = NULL;
     char raw[INGEST_PATH_MAX], path[INGEST_PATH_MAX], sdir[INGEST_PATH_MAX];
+    char *names[OGB_MAX_SPLITS];
+    int nnames = 0;
+    dataset_named_split_t def;
+    memset(&def, 0, sizeof def);
     int64_t n = 0, m = 0;
     struct stat st;
     int rc;
@@ -269,20 +272,54 @@ int ingest_ogb(const char *dir, const ingest_opts_t *o, dataset_t *out) {
     else if (rc == INCA_ENOTFOUND) { inca_err_clear(); rc = INCA_OK; }
     if (rc) goto fail;
 
-    int found = 0;
-    if ((rc = ogb_pick_split(dir, o->split, sdir, sizeof sdir, &found))) goto fail;
-    if (found) {
+    /* every split folder: the default (--split, else the first) into d.split, the others into
+     * d.more, so one store serves each of them (inca train --split NAME) */
+    if ((rc = ingest_path_join(sdir, sizeof sdir, dir, "split"))) goto fail;
+    if ((rc = ogb_list_splits(sdir, names, &nnames))) goto fail;
+    int pick = -1;
+    if ((rc = ogb_pick_split(sdir, names, nnames, o->split, &pick))) goto fail;
+    if (pick >= 0) {
         mark = inca_malloc((size_t)n);
         if (!mark) { rc = INCA_ENOMEM; goto fail; }
-        for (int s = 0; s < SPLIT_COUNT; s++)
-            if ((rc = ogb_read_split(sdir, dataset_split_names[s], &d, s, mark))) goto fail;
+        if (nnames > 1 && !(d.more = inca_calloc((size_t)(nnames - 1), sizeof *d.more))) { rc = INCA_ENOMEM; goto fail; }
+        for (int i = 0; i < nnames; i++) {
+            if (i != pick && (rc = dataset_split_name_check(names[i]))) {
+                inca_fail_ctx(rc, "%s/%s: cannot store this split folder (rename it)", sdir, names[i]);
+                goto fail;
+            }
+            char one[INGEST_PATH_MAX];
+            if ((rc = ingest_path_join(one, sizeof one, sdir, names[i]))) goto fail;
+            for (int s = 0; s < SPLIT_COUNT; s++)
+                if ((rc = ogb_read_split(one, dataset_split_names[s], &d, s, mark))) goto fail;
+            /* the folder's ids move out of d.split (the next folder's read would free them): the
+             * default's to def until the end, the others' to their entry of d.more */
+            dataset_named_split_t *ns = i == pick ? &def : &d.more[d.n_more++];
+            snprintf(ns->name, sizeof ns->name, "%s", names[i]);
+            for (int s = 0; s < SPLIT_COUNT; s++) {
+                ns->ids[s] = d.split[s];
+                ns->n[s] = d.split_n[s];
+                d.split[s] = NULL;
+                d.split_n[s] = 0;
+            }
+        }
+        for (int s = 0; s < SPLIT_COUNT; s++) {
+            d.split[s] = def.ids[s];
+            d.split_n[s] = def.n[s];
+            def.ids[s] = NULL;
+        }
+        /* an unstorable default name (only "stored") leaves the default unnamed: it needs none */
+        if (dataset_split_name_check(names[pick]) == INCA_OK) snprintf(d.split_name, sizeof d.split_name, "%s", names[pick]);
+        else inca_err_clear();
     }
     snprintf(d.source, sizeof d.source, "ogb:%s", dir);
     inca_free(mark);
+    for (int i = 0; i < nnames; i++) inca_free(names[i]);
     *out = d;
     return INCA_OK;
 fail:
     inca_free(mark);
+    for (int i = 0; i < nnames; i++) inca_free(names[i]);
+    for (int s = 0; s < SPLIT_COUNT; s++) inca_free(def.ids[s]);
     ingest_edges_free(&e);
     dataset_free(&d);
     return rc;

@@ -477,6 +477,8 @@ void train_result_set(train_result_t *r, const train_best_t *b, int epochs, doub
     r->step_time_s = epochs > 0 ? t_step / epochs : 0;
     r->eval_time_s = epochs > 0 ? t_eval / epochs : 0;
     r->refresh_time_s = 0;
+    r->evals = epochs;   /* full-batch evaluates after every epoch */
+    r->refreshes = r->fused = 0;
     r->runs = 1;
 }
 
@@ -663,8 +665,13 @@ static double std_of(const double *v, int n) {
 }
 
 int train_mb_flags_parse(const char *refresh_source, const char *cluster_norm, const char *history_location,
-                         train_config_t *c) {
+                         const char *refresh_eval, train_config_t *c) {
     int rc;
+    if (refresh_eval) {
+        if (strcmp(refresh_eval, "fused") == 0) c->refresh_eval_separate = 0;
+        else if (strcmp(refresh_eval, "separate") == 0) c->refresh_eval_separate = 1;
+        else return inca_fail(INCA_EINVAL, "--refresh-eval: expected fused or separate, got '%s'", refresh_eval);
+    }
     if (history_location) {
         if (strcmp(history_location, "device") == 0) c->history_host = 0;
         else if (strcmp(history_location, "host") == 0) c->history_host = 1;
@@ -895,6 +902,9 @@ int train_run(const dataset_t *d, const train_config_t *c, const int64_t *train_
         r->params = one.params;
         r->nparams = one.nparams;
         r->steps_per_epoch = one.steps_per_epoch;
+        r->refreshes = one.refreshes;
+        r->evals = one.evals;
+        r->fused = one.fused;
         one.params = NULL;
         train_result_free(&one);
     }

@@ -87,6 +87,12 @@ typedef struct train_config {
     int refresh;               /* incagg: refresh every R steps (0: once per epoch) */
     int refresh_source;        /* incagg: AGG_SRC_PUSH | AGG_SRC_RECOMPUTE (memory/agg.h;
                                   default TRAIN_REFRESH_SOURCE_DEFAULT) */
+    int refresh_eval_separate; /* incagg, recompute source: 0 (default, --refresh-eval fused) a
+                                  refresh due at an epoch end shares the evaluation's eval-mode
+                                  pass (its time is the refresh's); 1 (--refresh-eval separate)
+                                  the refresh runs its own pass and the evaluation another, so
+                                  each is timed apart. The same model either way, but the two
+                                  evaluations sum in another order (last bits of the logits) */
     int cluster_global_norm;   /* cluster: 0 (default) Â_BB renormalised on the batch subgraph
                                   (Cluster-GCN as published); 1 the global Â restricted to B */
     char history_dtype[8];     /* fp32 | bf16 */
@@ -154,7 +160,9 @@ typedef struct train_result {
     double epoch_time_s;                 /* mean wall time per epoch incl. evaluation */
     double step_time_s;                  /* mean time of one optimiser step (fwd+bwd+update) */
     double refresh_time_s;               /* mean time per refresh (incagg; 0 otherwise) */
-    double eval_time_s;                  /* mean time per evaluation */
+    double eval_time_s;                  /* mean time per evaluation that ran alone */
+    int64_t refreshes, evals, fused;     /* last run: refreshes (fused ones included), evaluations
+                                            that ran alone, refreshes fused with an evaluation */
     double peak_rss_mb;
     int64_t table_bytes;                 /* mini-batch: the operator's history tables (last run) */
     int64_t scratch_bytes;               /* mini-batch: the operator's scratch buffers (last run) */
@@ -201,10 +209,11 @@ int train_view_open(const dataset_t *d, const train_config_t *c, const partition
                     struct layout_views *v);
 /* --memory-budget SIZE: bytes with an optional K, M, G or T suffix (powers of 1024). */
 int train_size_parse(const char *s, int64_t *bytes);
-/* --refresh-source push|recompute, --cluster-norm batch|global and --history-location
- * device|host into c (NULL: keep c's value); INCA_EINVAL naming the flag otherwise. */
+/* --refresh-source push|recompute, --cluster-norm batch|global, --history-location device|host
+ * and --refresh-eval fused|separate into c (NULL: keep c's value); INCA_EINVAL naming the flag
+ * otherwise. */
 int train_mb_flags_parse(const char *refresh_source, const char *cluster_norm, const char *history_location,
-                         train_config_t *c);
+                         const char *refresh_eval, train_config_t *c);
 /* The partitioning a mini-batch method trains on: "metis-K-s0" (or random) from the store at
  * c->store_path when stored there (inca partition), else computed and stored there (computed
  * only, when the store cannot be opened for writing). Owned by the caller (partition_free).

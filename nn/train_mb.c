@@ -869,10 +869,11 @@ static int mb_pass(mb_run_t *R, int refresh, const float **logits) {
 }
 
 /* An IncAgg refresh that is due now. The recompute source shares the pass with an evaluation
- * due at this epoch end (fused_pending); otherwise it runs its own eval-mode pass. */
+ * due at this epoch end (fused_pending) unless --refresh-eval separate; otherwise it runs its
+ * own eval-mode pass. */
 static int mb_refresh(mb_run_t *R, mb_stats_t *st, int shares_eval) {
     int rc;
-    if (agg_source(R->agg) == AGG_SRC_RECOMPUTE && shares_eval) {
+    if (agg_source(R->agg) == AGG_SRC_RECOMPUTE && shares_eval && !R->c->refresh_eval_separate) {
         R->fused_pending = 1;
         return INCA_OK;
     }
@@ -967,6 +968,9 @@ static int mb_run_figures(mb_run_t *R, train_result_t *r, mb_stats_t *st) {
     r->step_time_s = st->steps ? st->step_s_total / (double)st->steps : 0;
     r->refresh_time_s = st->refreshes ? st->refresh_s_total / (double)st->refreshes : 0;
     r->eval_time_s = st->evals ? st->eval_s_total / (double)st->evals : 0;
+    r->refreshes = st->refreshes;
+    r->evals = st->evals;
+    r->fused = st->fused;
     r->peak_rss_mb = inca_peak_rss_mb();
     st->wait_s = st->build_s = st->loader_bytes = 0;
     for (int w = 0; w < R->workers; w++) {   /* every rank's loader (this process's) */

@@ -5,7 +5,7 @@
  *
  * A refresh due at an epoch end where an evaluation is also due shares the evaluation's pass
  * when the source is recompute (both are an eval-mode full forward pass; counted as a refresh,
- * `fused` in mb_stats_t); with the push source the refresh (S <- P, M <- Â S) and the evaluation
+ * `fused` in mb_stats_t) unless c->refresh_eval_separate; with the push source the refresh (S <- P, M <- Â S) and the evaluation
  * are separate. A non-finite training loss stops the run (INCA_ERR naming the run, epoch and
  * step) before any optimiser step or checkpoint is taken from it.
  *

@@ -281,6 +281,110 @@ START_TEST(cli_export_ingest_train) {
 }
 END_TEST
 
+/* One store, every split: Cora with a second split folder "alt" (train 0..999, valid
+ * 1000..1499, test the rest). Training with --split alt on the store of both gives the bits of
+ * a store ingested with --split alt; info lists both; an unknown name is refused with the list;
+ * the OGB export writes both folders and reads back with both. */
+static void write_ids(const char *path, int64_t lo, int64_t hi) {
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    for (int64_t i = lo; i < hi; i++) fprintf(f, "%lld\n", (long long)i);
+    fclose(f);
+}
+
+START_TEST(cli_named_splits) {
+    char args[8192], src[1024], p[1200], both[1024], alt[1024], ex[1024], back[1024];
+    char *out = NULL, *err = NULL;
+    snprintf(src, sizeof src, "%s/cora2", dir);
+    snprintf(args, sizeof args, "cp -r '%s/data/cora' '%s' && mkdir '%s/split/alt'", tu_src(), src, src);
+    ck_assert_int_eq(tu_sh(args, NULL, NULL), 0);
+    snprintf(p, sizeof p, "%s/split/alt/train.csv", src);
+    write_ids(p, 0, 1000);
+    snprintf(p, sizeof p, "%s/split/alt/valid.csv", src);
+    write_ids(p, 1000, 1500);
+    snprintf(p, sizeof p, "%s/split/alt/test.csv", src);
+    write_ids(p, 1500, 2708);
+    snprintf(both, sizeof both, "%s/both.lmdb", dir);
+    snprintf(alt, sizeof alt, "%s/alt.lmdb", dir);
+    snprintf(args, sizeof args, "ingest --format ogb '%s' --split public --out '%s' --quiet", src, both);
+    ck_assert_int_eq(tu_inca(args, NULL, NULL), 0);
+    snprintf(args, sizeof args, "ingest --format ogb '%s' --split alt --out '%s' --quiet", src, alt);
+    ck_assert_int_eq(tu_inca(args, NULL, NULL), 0);
+    cJSON *ia = tu_json_parse(tu_info_json(both));
+    ck_assert_str_eq(tu_json_get(ia, "split_name", cJSON_String)->valuestring, "public");
+    const cJSON *ns = tu_json_get(ia, "named_splits", cJSON_Array);
+    ck_assert_int_eq(cJSON_GetArraySize(ns), 1);
+    const cJSON *e = cJSON_GetArrayItem(ns, 0);
+    ck_assert_str_eq(tu_json_get(e, "name", cJSON_String)->valuestring, "alt");
+    ck_assert_double_eq(tu_json_dbl(e, "train"), 1000);
+    ck_assert_double_eq(tu_json_dbl(e, "valid"), 500);
+    ck_assert_double_eq(tu_json_dbl(e, "test"), 1208);
+    ck_assert_double_eq(tu_json_dbl(tu_json_get(ia, "splits", cJSON_Object), "train"), 140);
+    cJSON_Delete(ia);
+    /* --split alt on the store of both = the store of alt, bit for bit */
+    char params[2][1100];
+    double acc[2];
+    for (int k = 0; k < 2; k++) {
+        snprintf(params[k], sizeof params[k], "%s/p%d.npy", dir, k);
+        snprintf(args, sizeof args, "train '%s' %s --epochs 20 --threads 1 --save-params '%s' --json", k ? alt : both,
+                 k ? "" : "--split alt", params[k]);
+        ck_assert_int_eq(tu_inca(args, &out, &err), 0);
+        cJSON *j = tu_json_last(out);
+        acc[k] = tu_json_dbl(j, "test_acc");
+        ck_assert_double_eq(tu_json_dbl(j, "train_nodes"), 1000);
+        cJSON_Delete(j);
+        free(out);
+        free(err);
+    }
+    ck_assert_double_eq(acc[0], acc[1]);
+    snprintf(args, sizeof args, "cmp '%s' '%s'", params[0], params[1]);
+    ck_assert_int_eq(tu_sh(args, NULL, NULL), 0);
+    /* the default by its name, and an unknown one */
+    snprintf(args, sizeof args, "train '%s' --split public --epochs 1 --json", both);
+    ck_assert_int_eq(tu_inca(args, &out, &err), 0);
+    ck_assert_double_eq(tu_json_num(tu_last_line(out), "train_nodes"), 140);
+    free(out);
+    free(err);
+    snprintf(args, sizeof args, "train '%s' --split nope --epochs 1", both);
+    ck_assert_int_eq(tu_inca(args, &out, &err), 2);
+    ck_assert_msg(strstr(err, "--split nope: no such split; the store holds public (the default), alt"), "%s", err);
+    free(out);
+    free(err);
+    /* the OGB export carries both folders and ingests back to both */
+    snprintf(ex, sizeof ex, "%s/both-ogb", dir);
+    snprintf(back, sizeof back, "%s/back.lmdb", dir);
+    snprintf(args, sizeof args, "export '%s' '%s' --format ogb", both, ex);
+    ck_assert_int_eq(tu_inca(args, NULL, NULL), 0);
+    snprintf(p, sizeof p, "%s/split/alt/test.csv.gz", ex);
+    ck_assert(tu_exists(p));
+    snprintf(p, sizeof p, "%s/split/public/train.csv.gz", ex);
+    ck_assert(tu_exists(p));
+    snprintf(args, sizeof args, "ingest --format ogb '%s' --out '%s' --quiet", ex, back);
+    ck_assert_int_eq(tu_inca(args, NULL, NULL), 0);
+    cJSON *ib = tu_json_parse(tu_info_json(back));
+    ns = tu_json_get(ib, "named_splits", cJSON_Array);
+    ck_assert_int_eq(cJSON_GetArraySize(ns), 1);
+    /* sorted: "alt" comes first, so it is the default of a plain ingest, "public" the named one */
+    ck_assert_str_eq(tu_json_get(ib, "split_name", cJSON_String)->valuestring, "alt");
+    ck_assert_double_eq(tu_json_dbl(tu_json_get(ib, "splits", cJSON_Object), "test"), 1208);
+    ck_assert_str_eq(tu_json_get(cJSON_GetArrayItem(ns, 0), "name", cJSON_String)->valuestring, "public");
+    ck_assert_double_eq(tu_json_dbl(cJSON_GetArrayItem(ns, 0), "test"), 1000);
+    cJSON_Delete(ib);
+    /* --split picks what npz carries */
+    snprintf(ex, sizeof ex, "%s/alt.npz", dir);
+    snprintf(args, sizeof args, "export '%s' '%s' --format npz --split alt", both, ex);
+    ck_assert_int_eq(tu_inca(args, NULL, NULL), 0);
+    snprintf(args, sizeof args, "python3 -c \"import zipfile,sys; z=zipfile.ZipFile(sys.argv[1]); "
+             "print(z.getinfo('train_idx.npy').file_size)\" '%s'", ex);
+    if (tu_sh("python3 -c 1", NULL, NULL) == 0) {
+        ck_assert_int_eq(tu_sh(args, &out, &err), 0);
+        ck_assert_int_eq(atoi(out), 128 + 8 * 1000);   /* the .npy header, then 1000 int64 */
+        free(out);
+        free(err);
+    }
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("export");
     TCase *t = tcase_create("core");
@@ -290,6 +394,7 @@ int main(void) {
     tcase_add_test(t, npz_and_npy);
     tcase_add_test(t, refusals_leave_nothing);
     tcase_add_test(t, cli_export_ingest_train);
+    tcase_add_test(t, cli_named_splits);
     suite_add_tcase(s, t);
     return tu_run_suite(s);
 }

@@ -850,6 +850,54 @@ START_TEST(mb_incagg_single_buffer_equals_p_scheme) {
 }
 END_TEST
 
+/* --refresh-eval: the recompute refresh due at an epoch end stores the same histories whether it
+ * shares the evaluation's pass (fused) or runs its own (separate), so training is the same bits;
+ * only the evaluation's sums run in another order. The counts say which path ran. */
+START_TEST(mb_refresh_eval_fused_equals_separate) {
+    dataset_t d;
+    toy_dataset(&d, 600);
+    partition_t p;
+    ck_assert_int_eq(partition_compute(&d.adj, 12, PART_METIS, 0, &p), INCA_OK);
+    train_result_t r[2];
+    mb_stats_t st[2];
+    for (int sep = 0; sep < 2; sep++) {
+        train_config_t c;
+        train_config_default(&c);
+        snprintf(c.method, sizeof c.method, "incagg");
+        c.refresh_source = AGG_SRC_RECOMPUTE;
+        c.refresh_eval_separate = sep;
+        c.layers = 3;
+        c.hidden = 16;
+        c.epochs = 10;
+        c.batch_parts = 3;
+        c.keep_params = 1;
+        mb_opts_t o;
+        mb_opts_default(&o);
+        ck_assert_int_eq(mb_train(&d, &c, d.split[0], d.split_n[0], 0, &p, &o, &r[sep], &st[sep]), INCA_OK);
+        ck_assert_int_eq(st[sep].refreshes, 10);
+        ck_assert_int_eq(st[sep].fused, sep ? 0 : 10);
+        ck_assert_int_eq(st[sep].evals, sep ? 10 : 0);
+        ck_assert_int_eq(r[sep].refreshes, 10);
+        ck_assert_int_eq(r[sep].fused, sep ? 0 : 10);
+        ck_assert_int_eq(r[sep].evals, sep ? 10 : 0);
+        ck_assert(sep ? r[sep].eval_time_s > 0 : r[sep].eval_time_s == 0);
+    }
+    ck_assert_int_gt(r[0].nparams, 0);
+    ck_assert_int_eq(r[0].nparams, r[1].nparams);
+    ck_assert(memcmp(r[0].params, r[1].params, sizeof(float) * (size_t)r[0].nparams) == 0);
+    ck_assert(r[0].train_loss == r[1].train_loss);
+    /* 120 test nodes: the two evaluations may split a near-tie differently, not more */
+    ck_assert_msg(fabs(r[0].test_acc - r[1].test_acc) <= 1.0 / 120 + 1e-12, "fused %.4f separate %.4f", r[0].test_acc,
+                  r[1].test_acc);
+    for (int i = 0; i < 2; i++) {
+        mb_stats_free(&st[i]);
+        train_result_free(&r[i]);
+    }
+    partition_free(&p);
+    dataset_free(&d);
+}
+END_TEST
+
 /* Every allocation of a mini-batch run may fail: the run then reports INCA_ENOMEM and frees
  * everything it took (leaks are caught under ASan). */
 START_TEST(mb_train_alloc_failures) {
@@ -896,6 +944,26 @@ START_TEST(cli_train_and_benches) {
     double acc = tu_json_num(tu_last_line(out), "test_acc");
     ck_assert_msg(acc > 0.6, "incagg test acc %.3f", acc);
     ck_assert(tu_json_num(tu_last_line(out), "refresh_time_s") > 0);
+    /* the default fuses the epoch-end refresh with the evaluation, and says so */
+    ck_assert(strstr(tu_last_line(out), "\"refresh_eval\":\"fused\""));
+    ck_assert_double_eq(tu_json_num(tu_last_line(out), "refreshes_fused_with_eval"), 20);
+    ck_assert_double_eq(tu_json_num(tu_last_line(out), "evaluations"), 0);
+    free(out);
+    free(err);
+    snprintf(args, sizeof args, "train '%s/g' --model gcn --method incagg --parts 12 --batch-parts 3 --epochs 20 "
+             "--refresh-eval separate --json", dir);
+    ck_assert_int_eq(tu_inca(args, &out, &err), 0);
+    ck_assert(strstr(tu_last_line(out), "\"refresh_eval\":\"separate\""));
+    ck_assert_double_eq(tu_json_num(tu_last_line(out), "refreshes"), 20);
+    ck_assert_double_eq(tu_json_num(tu_last_line(out), "refreshes_fused_with_eval"), 0);
+    ck_assert_double_eq(tu_json_num(tu_last_line(out), "evaluations"), 20);
+    ck_assert(tu_json_num(tu_last_line(out), "eval_time_s") > 0);
+    ck_assert_msg(fabs(tu_json_num(tu_last_line(out), "test_acc") - acc) <= 0.01, "separate %.4f fused %.4f",
+                  tu_json_num(tu_last_line(out), "test_acc"), acc);
+    free(out);
+    free(err);
+    ck_assert_int_ne(tu_inca("train x --refresh-eval sometimes", &out, &err), 0);
+    ck_assert_msg(strstr(err, "--refresh-eval: expected fused or separate"), "%s", err);
     free(out);
     free(err);
     snprintf(args, sizeof args, "bench epoch '%s/g' --methods gas,incagg --parts 12 --batch-parts 3 --epochs 4 "
@@ -963,6 +1031,7 @@ int main(void) {
     tcase_set_timeout(e, 600);
     tcase_add_test(e, mb_train_learns_and_is_deterministic);
     tcase_add_test(e, mb_incagg_single_buffer_equals_p_scheme);
+    tcase_add_test(e, mb_refresh_eval_fused_equals_separate);
     tcase_add_test(e, mb_train_alloc_failures);
     tcase_add_test(e, mb_train_stops_on_nonfinite_loss);
     tcase_add_test(e, cli_train_and_benches);

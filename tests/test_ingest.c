@@ -246,6 +246,13 @@ START_TEST(test_ogb_small) {
         ck_assert_int_eq(d.split_n[SPLIT_VALID], 0);
         ck_assert_int_eq(d.split_n[SPLIT_TEST], 1);
         ck_assert_int_eq(d.split[SPLIT_TEST][0], 3);
+        /* the other folder comes along as a named split: "b" = train {3}, nothing else */
+        ck_assert_str_eq(d.split_name, "a");
+        ck_assert_int_eq(d.n_more, 1);
+        ck_assert_str_eq(d.more[0].name, "b");
+        ck_assert_int_eq(d.more[0].n[SPLIT_TRAIN], 1);
+        ck_assert_int_eq(d.more[0].ids[SPLIT_TRAIN][0], 3);
+        ck_assert_int_eq(d.more[0].n[SPLIT_VALID] + d.more[0].n[SPLIT_TEST], 0);
         dataset_free(&d);
         /* --split b, --self-loops */
         o.split = "b";
@@ -253,6 +260,11 @@ START_TEST(test_ogb_small) {
         ck_assert_int_eq(ingest_ogb(tpath("o"), &o, &d), 0);
         ck_assert_int_eq(d.split_n[SPLIT_TRAIN], 1);
         ck_assert_int_eq(d.split_n[SPLIT_TEST], 0);
+        ck_assert_str_eq(d.split_name, "b");
+        ck_assert_int_eq(d.n_more, 1);
+        ck_assert_str_eq(d.more[0].name, "a");
+        ck_assert_int_eq(d.more[0].n[SPLIT_TRAIN], 2);
+        ck_assert_int_eq(d.more[0].n[SPLIT_TEST], 1);
         static const int64_t rp2[] = {0, 2, 5, 7, 9, 11};
         static const int32_t col2[] = {0, 1, 0, 1, 2, 1, 2, 3, 4, 3, 4};
         check_adj(&d, 5, rp2, col2);

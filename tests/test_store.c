@@ -259,6 +259,131 @@ START_TEST(test_dataset_roundtrip) {
 }
 END_TEST
 
+/* Named splits: saved beside the default, listed, loaded on request, chosen with
+ * dataset_split_apply (by name, "stored", random:), refused by name with the list; bad names
+ * and duplicates refused at save; allocation failures clean. */
+static void add_named(dataset_t *d, const char *name, int64_t first) {
+    dataset_named_split_t *ns = &d->more[d->n_more++];
+    memset(ns, 0, sizeof *ns);
+    snprintf(ns->name, sizeof ns->name, "%s", name);
+    for (int sp = 0; sp < SPLIT_COUNT; sp++) {   /* train {first}, valid {first+1, first+2}, test {} */
+        ns->n[sp] = sp == 0 ? 1 : sp == 1 ? 2 : 0;
+        ns->ids[sp] = inca_malloc(sizeof(int64_t) * 2);
+        for (int64_t i = 0; i < ns->n[sp]; i++) ns->ids[sp][i] = first + sp + i;
+    }
+}
+
+START_TEST(test_named_splits) {
+    dataset_t d, e;
+    small_dataset(&d);
+    snprintf(d.split_name, sizeof d.split_name, "public");
+    d.more = inca_calloc(2, sizeof *d.more);
+    add_named(&d, "time", 0);
+    add_named(&d, "random_20_30_seed0", 2);
+    ck_assert_int_eq(dataset_save(&d, path, 0), INCA_OK);
+    /* a plain load reads the default and its name only */
+    ck_assert_int_eq(dataset_load(path, &e), INCA_OK);
+    ck_assert_str_eq(e.split_name, "public");
+    ck_assert_int_eq(e.n_more, 0);
+    ck_assert_ptr_null(e.more);
+    /* by name: "time" replaces the default's ids */
+    ck_assert_int_eq(dataset_split_apply(path, "time", 0, &e), INCA_OK);
+    ck_assert_str_eq(e.split_name, "time");
+    ck_assert_int_eq(e.split_n[0], 1);
+    ck_assert_int_eq(e.split[0][0], 0);
+    ck_assert_int_eq(e.split_n[1], 2);
+    ck_assert_int_eq(e.split[1][0], 1);
+    ck_assert_int_eq(e.split[1][1], 2);
+    ck_assert_int_eq(e.split_n[2], 0);
+    ck_assert_int_eq(dataset_split_apply(path, "random_20_30_seed0", 0, &e), INCA_OK);
+    ck_assert_int_eq(e.split[0][0], 2);
+    ck_assert_int_eq(e.split[1][1], 4);
+    /* unknown: refused listing what there is, d unchanged */
+    ck_assert_int_eq(dataset_split_apply(path, "nope", 0, &e), INCA_EINVAL);
+    ck_assert_msg(strstr(inca_errmsg(), "--split nope: no such split; the store holds public (the default), "
+                         "random_20_30_seed0, time"), "%s", inca_errmsg());
+    ck_assert_int_eq(e.split[0][0], 2);
+    dataset_free(&e);
+    /* "stored" and the default's own name keep the default; random: draws one */
+    ck_assert_int_eq(dataset_load(path, &e), INCA_OK);
+    ck_assert_int_eq(dataset_split_apply(path, "stored", 0, &e), INCA_OK);
+    ck_assert_int_eq(dataset_split_apply(path, "public", 0, &e), INCA_OK);
+    for (int sp = 0; sp < SPLIT_COUNT; sp++) ck_assert_int_eq(e.split[sp][0], sp);
+    ck_assert_int_eq(dataset_split_apply(path, "random:0.5,0.25,0.25:3", 0, &e), INCA_OK);
+    ck_assert_str_eq(e.split_name, "");
+    ck_assert_int_eq(e.split_n[0] + e.split_n[1] + e.split_n[2], 4);   /* the labelled nodes */
+    dataset_free(&e);
+    /* everything, and swapping one in keeps the old default as a named split */
+    ck_assert_int_eq(dataset_load_ex(path, DATASET_ALL_SPLITS, &e), INCA_OK);
+    ck_assert_int_eq(e.n_more, 2);
+    ck_assert_str_eq(e.more[0].name, "random_20_30_seed0");   /* key order */
+    ck_assert_str_eq(e.more[1].name, "time");
+    ck_assert_int_eq(dataset_split_apply(path, "time", 0, &e), INCA_OK);
+    ck_assert_str_eq(e.split_name, "time");
+    ck_assert_str_eq(e.more[1].name, "public");
+    ck_assert_int_eq(e.more[1].n[0], d.split_n[0]);
+    ck_assert_int_eq(e.more[1].ids[0][0], 0);
+    dataset_free(&e);
+    /* the list, default first */
+    store_t *s;
+    dataset_split_info_t *v;
+    int k;
+    ck_assert_int_eq(store_open(path, STORE_RDONLY, &s), INCA_OK);
+    ck_assert_int_eq(dataset_splits_list(s, &v, &k), INCA_OK);
+    ck_assert_int_eq(k, 3);
+    ck_assert(v[0].is_default && !v[1].is_default);
+    ck_assert_str_eq(v[0].name, "public");
+    ck_assert_int_eq(v[2].n[1], 2);
+    inca_free(v);
+    store_close(&s);
+    /* refused at save: a bad name, a duplicate, an id out of range; nothing written */
+    char p2[4200];
+    snprintf(p2, sizeof p2, "%s/bad", dir);
+    snprintf(d.more[1].name, sizeof d.more[1].name, "a/b");
+    ck_assert_int_eq(dataset_save(&d, p2, 0), INCA_EINVAL);
+    ck_assert_msg(strstr(inca_errmsg(), "split name 'a/b'"), "%s", inca_errmsg());
+    snprintf(d.more[1].name, sizeof d.more[1].name, "stored");
+    ck_assert_int_eq(dataset_save(&d, p2, 0), INCA_EINVAL);
+    snprintf(d.more[1].name, sizeof d.more[1].name, "time");
+    ck_assert_int_eq(dataset_save(&d, p2, 0), INCA_EINVAL);
+    ck_assert_msg(strstr(inca_errmsg(), "split 'time' is named twice"), "%s", inca_errmsg());
+    snprintf(d.more[1].name, sizeof d.more[1].name, "r");
+    d.more[1].ids[1][1] = 5;
+    ck_assert_int_eq(dataset_save(&d, p2, 0), INCA_EINVAL);
+    ck_assert_msg(strstr(inca_errmsg(), "split 'r': valid holds id 5 outside [0, 5)"), "%s", inca_errmsg());
+    ck_assert(!tu_exists(p2));
+    d.more[1].ids[1][1] = 4;
+    /* allocation failures in the save and in every way of loading them */
+    for (int i = 1; i < 60; i++) {
+        snprintf(p2, sizeof p2, "%s/inj%d", dir, i);
+        inca_alloc_fail_after(i);
+        int rc = dataset_save(&d, p2, 0);
+        inca_alloc_fail_after(0);
+        if (rc != INCA_OK) {
+            ck_assert_int_eq(rc, INCA_ENOMEM);
+            ck_assert(!tu_exists(p2));
+            continue;
+        }
+        inca_alloc_fail_after(i);
+        rc = dataset_load_ex(p2, DATASET_ALL_SPLITS, &e);
+        inca_alloc_fail_after(0);
+        if (rc == INCA_OK) dataset_free(&e);
+        else ck_assert_int_eq(rc, INCA_ENOMEM);
+        ck_assert_int_eq(dataset_load(p2, &e), INCA_OK);
+        inca_alloc_fail_after(i);
+        rc = dataset_split_apply(p2, "time", 0, &e);
+        inca_alloc_fail_after(0);
+        if (rc == INCA_OK) ck_assert_str_eq(e.split_name, "time");
+        else {
+            ck_assert_int_eq(rc, INCA_ENOMEM);
+            ck_assert_str_eq(e.split_name, "public");
+        }
+        dataset_free(&e);
+    }
+    dataset_free(&d);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("store");
     TCase *tc = tcase_create("store");
@@ -269,6 +394,7 @@ int main(void) {
     tcase_add_test(tc, test_whole_views);
     tcase_add_test(tc, test_meta_checks);
     tcase_add_test(tc, test_dataset_roundtrip);
+    tcase_add_test(tc, test_named_splits);
     suite_add_tcase(s, tc);
     return tu_run_suite(s);
 }
