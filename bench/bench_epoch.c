@@ -16,6 +16,7 @@
  * has a CPU-time twin (process CPU seconds, all threads: *_cpu_*, speedup_cpu*), steadier than
  * wall time on a shared machine; with --threads 1 it measures the work done. Speed is never asserted; a smoke test lives in test_incagg.c. */
 #include "bench/bench.h"
+#include "bench/bench_progress.h"
 #include "bench/bench_mb.h"
 #include "core/json.h"
 #include "core/memstat.h"
@@ -45,6 +46,8 @@ static int run_one(const dataset_t *d, train_config_t *c, const partition_t *p, 
     o.warmup_epochs = warmup;
     int64_t bb = c->batch_parts < p->k ? c->batch_parts : p->k, spe = (p->k + bb - 1) / bb;
     c->refresh = (int)(refresh_epochs * spe);
+    if (strcmp(method, "incagg") == 0) bench_progress_stage("incagg, refresh every %lld epochs", (long long)refresh_epochs);
+    else bench_progress_stage("%s", method);
     int rc = mb_train(d, c, d->split[SPLIT_TRAIN], d->split_n[SPLIT_TRAIN], 0, p, &o, &r, &st);
     if (rc != INCA_OK) return inca_fail_ctx(rc, "bench epoch, method %s", method);
     int E = st.timed_epochs ? (int)st.timed_epochs : 1;
@@ -60,7 +63,7 @@ static int run_one(const dataset_t *d, train_config_t *c, const partition_t *p, 
     out->acc = r.test_acc;
     out->val = r.val_acc;
     out->ok = 1;
-    fprintf(stderr, "bench epoch: %-7s refresh %lld ep: %.3f s/epoch (steps %.3f + refresh %.3f), test acc %.4f, wait %.3f s\n",
+    bench_say("bench epoch: %-7s refresh %lld ep: %.3f s/epoch (steps %.3f + refresh %.3f), test acc %.4f, wait %.3f s\n",
             method, (long long)refresh_epochs, out->epoch_s, out->step_s, out->refresh_s, r.test_acc, st.wait_s);
     if (json) {
         json_t *j = NULL;
@@ -152,7 +155,7 @@ int bench_epoch(int argc, char **argv) {
     c.kc = kc;
     double t0 = inca_now();
     if ((rc = bench_mb_load(args_pos(a, 0), &c, &d, &p, &reused)) != INCA_OK) goto done;
-    fprintf(stderr, "bench epoch: %lld nodes, %lld edges, partition %s (%s, edge cut %lld, %.2f s), loaded in %.2f s\n",
+    bench_say("bench epoch: %lld nodes, %lld edges, partition %s (%s, edge cut %lld, %.2f s), loaded in %.2f s\n",
             (long long)d.n, (long long)d.adj.nnz, p.man.name, reused ? "reused" : "computed", (long long)p.man.edge_cut,
             p.man.seconds, inca_now() - t0);
     int json = args_has(a, "--json"), ev = args_has(a, "--eval-each-epoch");

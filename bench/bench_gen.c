@@ -5,6 +5,7 @@
  * measured in the same process to read the store write/read rates against. Not a test (speed is
  * never asserted); the generator's correctness is in tests/test_gen.c. */
 #include "bench/bench.h"
+#include "bench/bench_progress.h"
 #include "core/args.h"
 #include "core/json.h"
 #include "core/memstat.h"
@@ -80,7 +81,7 @@ static int store_col_sum(store_t *s, uint64_t *sum, int64_t *count) {
 
 int bench_gen(int argc, char **argv) {
     static const char *const flags[] = {"--nodes", "--avg-degree", "--features", "--classes", "--seed",
-                                        "--threads", "--out", "--keep!", NULL};
+                                        "--threads", "--out", "--keep!", "--quiet!", NULL};
     args_t *a = NULL;
     json_t *j = NULL;
     store_t *s = NULL;
@@ -115,11 +116,13 @@ int bench_gen(int argc, char **argv) {
     if ((rc = copy_baseline(&copy_gbs)) != INCA_OK) goto done;
 
     double c0 = cpu_seconds(), t0 = inca_now();
+    bench_progress_stage("generating %lld nodes", (long long)o.nodes);
     if ((rc = gen_rmat(&o, &d, &st)) != INCA_OK) goto done;
     double t1 = inca_now(), c1 = cpu_seconds();
     nnz = d.adj.nnz;
     for (int64_t i = 0; i < nnz; i++) sum_mem += (uint64_t)d.adj.col[i];
     double rss_gen = inca_peak_rss_mb();
+    bench_progress_stage("saving %s", path);
     if ((rc = dataset_save(&d, path, 0)) != INCA_OK) goto done;
     made = 1;
     double t2 = inca_now(), c2 = cpu_seconds();

@@ -12,6 +12,7 @@
  * the sequential read; opening the views (one CRC pass over each array) is timed apart.
  * Speed is never asserted; a smoke test lives in test_incagg.c. */
 #include "bench/bench.h"
+#include "bench/bench_progress.h"
 #include "bench/bench_mb.h"
 #include "kernels/backend.h"
 #include "core/json.h"
@@ -204,11 +205,12 @@ int bench_loader(int argc, char **argv) {
         o.eval_every_epoch = 0;
         o.prefetch = mode == 0;
         o.view = view ? &views : NULL;
+        bench_progress_stage("%s, %s loader", c.method, mode == 0 ? "prefetching" : "synchronous");
         if ((rc = mb_train(&d, &c, d.split[SPLIT_TRAIN], d.split_n[SPLIT_TRAIN], 0, &p, &o, &r[mode], &st[mode])) != INCA_OK) goto done;
     }
     double wait_frac = st[0].step_s_total > 0 ? st[0].wait_s / st[0].step_s_total : 0;
     double build_per = st[1].steps ? st[1].build_s / (double)st[1].steps : 0;
-    fprintf(stderr, "bench loader: %s, %lld steps: wait %.2f%% of step time with prefetch; build %.4f s/batch; step %.4f s (prefetch) vs %.4f s (sync)\n",
+    bench_say("bench loader: %s, %lld steps: wait %.2f%% of step time with prefetch; build %.4f s/batch; step %.4f s (prefetch) vs %.4f s (sync)\n",
             c.method, (long long)st[0].steps, 100 * wait_frac, build_per, r[0].step_time_s, r[1].step_time_s);
     if (args_has(a, "--json")) {
         if ((rc = json_new(&j)) != INCA_OK) goto done;

@@ -1,6 +1,7 @@
 /* Shared set-up of the mini-batch benchmarks (see bench_mb.h). Exercised by the bench smoke
  * tests in test_incagg.c. */
 #include "bench/bench_mb.h"
+#include "bench/bench_progress.h"
 #include "core/status.h"
 #include "core/util.h"
 #include <stdio.h>
@@ -49,6 +50,7 @@ int bench_mb_config(const args_t *a, train_config_t *c) {
     c->device = args_str(a, "--device", "cpu");
     c->deterministic = args_has(a, "--deterministic");
     c->tf32 = args_has(a, "--tf32");
+    c->log = bench_train_log;   /* the trainer's progress lines under the bench's stage */
     return INCA_OK;
 }
 

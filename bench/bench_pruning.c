@@ -5,6 +5,7 @@
  * process (the kNN is one n×n×f GEMM over the upper block triangle: ≈ n²·f flops).
  * Not a test; speed is never asserted (correctness: test_pruning_*.c). */
 #include "bench/bench.h"
+#include "bench/bench_progress.h"
 #include "core/args.h"
 #include "pruning/prune_args.h"
 #include "core/json.h"
@@ -63,6 +64,8 @@ int bench_pruning(int argc, char **argv) {
     if ((rc = args_int(a, "--threads", 0, &iv))) goto done;
     if (iv > 0) inca_set_threads((int)iv);
 
+    cfg.proxy.log = bench_train_log;   /* the pipeline's stages and the proxy's epochs */
+    bench_progress_stage("loading %s", path);
     t0 = inca_now();
     if ((rc = dataset_load(path, &d))) goto done;
     if ((rc = dataset_split_apply(path, args_str(a, "--split", NULL), cfg.seed, &d))) goto done;
@@ -78,6 +81,7 @@ int bench_pruning(int argc, char **argv) {
     dataset_t dv = d;
     dv.y = yv;
     sec[PRUNE_ST_LABELED] = inca_now() - t0;
+    bench_progress_stage("pruning");
     if ((rc = prune_run(&dv, pool, npool, &cfg, &r))) goto done;
     for (int s = PRUNE_ST_KNN; s <= PRUNE_ST_SELECT; s++) sec[s] = r.sec[s];
     double pl_acc = prune_pseudo_acc(d.y, yv, &r);
@@ -93,6 +97,7 @@ int bench_pruning(int argc, char **argv) {
         snprintf(tmp, len, "%s/inca-bench-pruned-%d", base && *base ? base : "/tmp", (int)getpid());
         out = tmp;
     }
+    bench_progress_stage("writing %s", out);
     if ((rc = prune_make_pruned(&d, r.sel, r.nsel, &pruned))) goto done;
     if ((rc = dataset_save(&pruned, out, 1))) goto done;
     char ip[4200];
@@ -135,7 +140,7 @@ int bench_pruning(int argc, char **argv) {
     if (tmp) {
         char cmd[4300];
         snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s'", tmp, ip);
-        if (system(cmd) != 0) fprintf(stderr, "bench pruning: could not remove %s\n", tmp);
+        if (system(cmd) != 0) bench_say("bench pruning: could not remove %s\n", tmp);
     }
 done:
     json_free(&j);

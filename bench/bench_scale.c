@@ -25,6 +25,7 @@
  * modelled epoch time and parallel efficiency of IncAgg and GAS, and where each falls below 50%.
  * Speed is never asserted; test_mpi runs a smoke pass. */
 #include "bench/bench.h"
+#include "bench/bench_progress.h"
 #include "bench/bench_mb.h"
 #include "core/alloc.h"
 #include "core/comm.h"
@@ -91,6 +92,7 @@ static int run_one(comm_t *sub, const dataset_t *d, const train_config_t *base, 
     c.batch_parts = base->batch_parts / P;
     c.comm = sub;
     memstat_reset_peaks();
+    bench_progress_stage("%s at %d ranks", method, P);
     int rc = train_run(d, &c, NULL, 0, &r);
     if (rc != INCA_OK) return inca_fail_ctx(rc, "bench scale: %s at %d ranks", method, P);
     double rec[R_N], file_mb = 0;
@@ -123,7 +125,7 @@ static void print_run(const char *method, int P, const double *all, int64_t spe,
         for (int ph = 1; ph < COMM_NPHASES; ph++) b += all[q * R_N + R_BYTES + ph];
         eb = b > eb ? b : eb;
     }
-    fprintf(stderr, "bench scale: %-7s P=%d  %.3f s/epoch, test acc %.4f, busiest rank sends %.1f MB/epoch\n", method, P,
+    bench_say("bench scale: %-7s P=%d  %.3f s/epoch, test acc %.4f, busiest rank sends %.1f MB/epoch\n", method, P,
             all[R_EPOCH], all[R_ACC], eb / 1e6);
     if (!json) return;
     json_t *j = NULL;
@@ -228,7 +230,7 @@ static int run_model(const char *path, const train_config_t *c, const int *mr, i
     for (int i = 0; i < nmr && rc == INCA_OK; i++) {
         const int P = mr[i];
         if (P > g.p.k) {
-            fprintf(stderr, "bench scale: model at %d ranks skipped: the store's partitioning has %lld parts\n", P,
+            bench_say("bench scale: model at %d ranks skipped: the store's partitioning has %lld parts\n", P,
                     (long long)g.p.k);
             continue;
         }
@@ -259,7 +261,7 @@ static int run_model(const char *path, const train_config_t *c, const int *mr, i
             json_num(j, "gas_over_incagg_ceiling", inc > 0 ? gas_ceil / inc : 0);
             json_arr_begin(j, "links");
         }
-        fprintf(stderr, "bench scale: model P=%-3d halo %lld rows, GAS pulls %lld rows/epoch with one-part batches, at "
+        bench_say("bench scale: model P=%-3d halo %lld rows, GAS pulls %lld rows/epoch with one-part batches, at "
                 "most %lld (one-node batches): GAS/IncAgg bytes %.2fx, ceiling %.2fx\n", P, (long long)hmax,
                 (long long)gmax, (long long)xmax, inc > 0 ? gas / inc : 0, inc > 0 ? gas_ceil / inc : 0);
         for (int l = 0; l < nl; l++) {
@@ -271,7 +273,7 @@ static int run_model(const char *path, const train_config_t *c, const int *mr, i
                 eff[m] = t[m] > 0 ? t1[m] / (P * t[m]) : 0;
                 if (eff[m] >= 0.5) last_ok[m][l] = P;
             }
-            fprintf(stderr, "bench scale: model P=%-3d %3d Gb/s: incagg %.3f s/epoch (eff %.2f), gas %.3f s/epoch (eff %.2f, "
+            bench_say("bench scale: model P=%-3d %3d Gb/s: incagg %.3f s/epoch (eff %.2f), gas %.3f s/epoch (eff %.2f, "
                     "%.2fx incagg's time); bytes/epoch %.1f vs %.1f MB\n", P, links[l], t[0], eff[0], t[1], eff[1],
                     t[0] > 0 ? t[1] / t[0] : 0, inc / 1e6, gas / 1e6);
             if (j) {
@@ -292,7 +294,7 @@ static int run_model(const char *path, const train_config_t *c, const int *mr, i
         }
     }
     for (int l = 0; l < nl && rc == INCA_OK; l++)
-        fprintf(stderr, "bench scale: model %d Gb/s: efficiency >= 50%% up to P=%g (incagg), P=%g (gas)\n", links[l],
+        bench_say("bench scale: model %d Gb/s: efficiency >= 50%% up to P=%g (incagg), P=%g (gas)\n", links[l],
                 last_ok[0][l], last_ok[1][l]);
     csr_free(&g.a);
     partition_free(&g.p);
@@ -394,7 +396,7 @@ int bench_scale(int argc, char **argv, comm_t *world) {
             const sc_cell_t *x = &cells[i][m], *b = &cells[0][m];
             const double gas_over = m == SC_INCAGG && cells[i][SC_GAS].ok && x->max_bytes_epoch > 0
                                         ? cells[i][SC_GAS].max_bytes_epoch / x->max_bytes_epoch : 0;
-            fprintf(stderr, "bench scale: %-7s P=%d speedup %.2f (vs P=%d), acc %+.4f, busiest rank %.1f MB/epoch, peak anon "
+            bench_say("bench scale: %-7s P=%d speedup %.2f (vs P=%d), acc %+.4f, busiest rank %.1f MB/epoch, peak anon "
                     "%.0f MB = %.2f x (P=%d's / P)\n", sc_names[m], ranks[i], x->epoch_s > 0 ? b->epoch_s / x->epoch_s : 0,
                     ranks[0], x->acc - b->acc, x->max_bytes_epoch / 1e6, x->max_anon,
                     b->max_anon > 0 ? x->max_anon / (b->max_anon * ranks[0] / ranks[i]) : 0, ranks[0]);

@@ -4,6 +4,7 @@
  * same width. Prints one JSON line per (ordering, F) and a summary line. Not a test: speed is
  * never asserted; the kernels' correctness is in test_kernels.c. */
 #include "bench/bench.h"
+#include "bench/bench_progress.h"
 #include "core/args.h"
 #include "core/json.h"
 #include "core/alloc.h"
@@ -104,6 +105,7 @@ static int bench_one(const char *ordering, const csr_t *a, int64_t f, int reps, 
     fill_floats(y, a->n_rows * f, seed + 1);
     double sink = 0.0;
     for (int r = 0; r <= reps; r++) {   /* r == 0 is a warm-up */
+        bench_progress(r == 0, "%s order, %lld features, %s %d/%d", ordering, (long long)f, r ? "rep" : "warm-up", r, reps);
         double tc = copy_once(csrc, cdst, ncopy);
         double tg = gather_once(x, f, ids, a->nnz, acc, ldacc);
         sink += acc[0];
@@ -199,7 +201,7 @@ static int spmm_on_device(const args_t *args, const char *dev, const csr_t *a, i
     double copy_gbs = 0, gr[BENCH_MAX_F] = {0}, gm[BENCH_MAX_F] = {0};
     int rc = kc_create(&ko, &kc);
     if (rc) return rc;
-    if (kc_fallback(kc)) fprintf(stderr, "bench spmm: --device %s: %s; measuring the CPU backend\n", dev, kc_fallback(kc));
+    if (kc_fallback(kc)) bench_say("bench spmm: --device %s: %s; measuring the CPU backend\n", dev, kc_fallback(kc));
     if ((rc = bench_dev_copy_gbs(kc, ncopy, reps, &copy_gbs))) goto done;
     for (int i = 0; i < nf && !rc; i++) rc = bench_dev_spmm(kc, "random", a, fs[i], reps, copy_gbs, spmm_bytes_formula, &gr[i]);
     if (!rc && do_metis && !(rc = partition_compute(a, parts, PART_METIS, seed, &part)) && !(rc = csr_permute(a, part.perm, &am)))
@@ -234,7 +236,7 @@ done:
 
 int bench_spmm(int argc, char **argv) {
     static const char *const known[] = {"--nodes", "--avg-degree", "--features", "--threads", "--seed",
-                                        "--reps", "--parts", "--ordering", "--json!", "--device", "--deterministic!", NULL};
+                                        "--reps", "--parts", "--ordering", "--json!", "--device", "--deterministic!", "--quiet!", NULL};
     args_t *args = NULL;
     dataset_t ds;
     csr_t a = {0}, am = {0};

@@ -1,5 +1,7 @@
 /* inca bench: dispatches to the benchmarks in bench/. */
 #include "bench/bench.h"
+#include "bench/bench_progress.h"
+#include "cli/progress.h"
 #include "core/args.h"
 #include "cli/commands.h"
 #include "core/comm.h"
@@ -37,6 +39,29 @@ static int scale_relaunch(int argc, char **argv) {
 #endif
 }
 
+static void bench_hook(void *ctx, int force, const char *msg) {
+    if (msg) cli_progress(ctx, force, "%s", msg);
+    else cli_progress_end(ctx);
+}
+
+/* The benchmark's progress as the status line (rank 0 alone under MPI), then its status */
+static int bench_with_progress(int (*fn)(int, char **), int argc, char **argv, int rank) {
+    int quiet = rank != 0;
+    for (int i = 1; i < argc; i++) quiet |= strcmp(argv[i], "--quiet") == 0;
+    char label[48];
+    snprintf(label, sizeof label, "bench %s", argv[0]);
+    cli_progress_t pg;
+    cli_progress_init(&pg, label, quiet);
+    bench_progress_set(bench_hook, &pg);
+    int rc = fn(argc, argv);
+    cli_progress_end(&pg);
+    bench_progress_set(NULL, NULL);
+    return rc;
+}
+
+static comm_t *scale_comm;
+static int scale_entry(int argc, char **argv) { return bench_scale(argc, argv, scale_comm); }
+
 int cmd_bench(int argc, char **argv) {
     static const struct { const char *name; int (*fn)(int, char **); } b[] = {
         {"spmm", bench_spmm}, {"gen", bench_gen}, {"loader", bench_loader},
@@ -45,11 +70,12 @@ int cmd_bench(int argc, char **argv) {
     args_set_help_command("bench");   /* the benchmarks' flags are listed by inca bench --help */
     if (argc >= 2 && strcmp(argv[1], "scale") == 0) {
         int rc = scale_relaunch(argc - 1, argv + 1);
-        return rc != INCA_OK ? rc : bench_scale(argc - 1, argv + 1, cli_comm());
+        scale_comm = cli_comm();
+        return rc != INCA_OK ? rc : bench_with_progress(scale_entry, argc - 1, argv + 1, comm_rank(cli_comm()));
     }
     if (comm_size(cli_comm()) > 1) return inca_fail(INCA_EINVAL, "only bench scale runs as several ranks");
     if (argc < 2) return inca_fail(INCA_EINVAL, "expected a benchmark: spmm|gen|loader|epoch|pruning|scale");
     for (size_t i = 0; i < sizeof b / sizeof b[0]; i++)
-        if (strcmp(argv[1], b[i].name) == 0) return b[i].fn(argc - 1, argv + 1);
+        if (strcmp(argv[1], b[i].name) == 0) return bench_with_progress(b[i].fn, argc - 1, argv + 1, 0);
     return inca_fail(INCA_EINVAL, "unknown benchmark '%s' (expected spmm|gen|loader|epoch|pruning|scale)", argv[1]);
 }

@@ -108,6 +108,7 @@ static const struct { const char *name; int (*fn)(int, char **); const char *hel
     {"bench", cmd_bench,
      "bench spmm|gen|loader|epoch|pruning|scale STORE? [flags]\n"
      "  (defaults in brackets)\n"
+     "  all       --quiet (no progress line on a terminal: stage, epoch, loss, s/epoch, ETA)\n"
      "  spmm      --nodes N [1048576] --avg-degree D [16] --features 16,64,256 [16,64,256] --reps R [5]\n"
      "            --parts K [256] --ordering random,metis|random [random,metis] --seed S [0] --threads T [0: all]\n"
      "            --device cpu|cuda|auto [cpu] --deterministic --json\n"

@@ -257,8 +257,16 @@ int train_epoch_end(const train_config_t *c, const train_epoch_eval_t *e, const 
     if (rc) return rc;
     if ((rc = train_metrics_line(c->metrics_fp, e)))
         return inca_fail_ctx(rc, "--metrics %s", c->metrics_path ? c->metrics_path : "");
-    train_log(c, TRAIN_LOG_PROGRESS, "[run %d] epoch %d/%d  loss %.4f  val %.4f  test %.4f  best %d", e->run + 1,
-              e->epoch + 1, c->epochs, e->train_loss, e->val_acc, e->test_acc, best->epoch + 1);
+    /* the time left at this epoch's pace: the rest of this run and the runs after it */
+    const int runs_after = c->runs - e->run - 1 > 0 ? c->runs - e->run - 1 : 0;
+    const double left = e->epoch_s * ((double)(c->epochs - e->epoch - 1) + (double)runs_after * c->epochs);
+    char eta[32];
+    if (left < 60) snprintf(eta, sizeof eta, "%.0fs", left);
+    else if (left < 3600) snprintf(eta, sizeof eta, "%dm%02ds", (int)(left / 60), (int)left % 60);
+    else snprintf(eta, sizeof eta, "%dh%02dm", (int)(left / 3600), (int)(left / 60) % 60);
+    train_log(c, TRAIN_LOG_PROGRESS, "[run %d/%d] epoch %d/%d  loss %.4f  val %.4f  test %.4f  best %d  %.3f s/epoch  ETA %s",
+              e->run + 1, c->runs > 0 ? c->runs : 1, e->epoch + 1, c->epochs, e->train_loss, e->val_acc, e->test_acc,
+              best->epoch + 1, e->epoch_s, eta);
     return 0;
 }
 

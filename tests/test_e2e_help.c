@@ -97,7 +97,7 @@ static char *under_pty(const char *args) {
 }
 
 /* Progress: one line rewritten in place (carriage returns) on a terminal, for ingest, gen,
- * partition and train; nothing on a pipe; nothing with --quiet. */
+ * partition, train and the benchmarks; nothing on a pipe; nothing with --quiet. */
 START_TEST(progress_only_on_a_terminal) {
     char *dir = tu_mkdtemp(), args[8192], *out = NULL, *err = NULL;
     static const char *const steps[][2] = {
@@ -105,6 +105,8 @@ START_TEST(progress_only_on_a_terminal) {
         {"gen --kind csbm --nodes 2000 --avg-degree 5 --out '%2$s/g.lmdb' --force", "gen: "},
         {"partition '%2$s/c.lmdb' --parts 8", "partition: "},
         {"train '%2$s/c.lmdb' --epochs 5 --threads 1", "epoch 5/5"},
+        {"bench epoch '%2$s/c.lmdb' --parts 8 --batch-parts 4 --epochs 2 --methods gas --eval-each-epoch", "\rbench epoch: gas"},
+        {"bench spmm --nodes 2000 --avg-degree 4 --features 8 --reps 2 --parts 4", "\rbench spmm: metis order"},
     };
     for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
         snprintf(args, sizeof args, steps[i][0], tu_src(), dir);
