@@ -116,7 +116,7 @@ static int run_one(const dataset_t *d, train_config_t *c, const partition_t *p, 
 }
 
 int bench_epoch(int argc, char **argv) {
-    static const char *const known[] = {BENCH_MB_FLAGS, "--methods", "--refresh-epochs", "--eval-each-epoch!", "--warmup-epochs", NULL};
+    static const char *const known[] = {BENCH_MB_FLAGS, "--methods", "--refresh-epochs", "--eval-each-epoch!", "--warmup-epochs", "--config", NULL};
     args_t *a = NULL;
     dataset_t d;
     partition_t p = {0};
@@ -216,6 +216,8 @@ int bench_epoch(int argc, char **argv) {
                 json_num(j, k1, gas.epoch_cpu_s / inc[i].epoch_cpu_s);
             }
         }
+        if ((rc = args_config_json(a, j)) != INCA_OK) goto done;   /* --config reruns it */
+        json_str(j, "version", bench_version());
         rc = json_write(j, stdout);
     }
 done:

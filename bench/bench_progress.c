@@ -40,6 +40,10 @@ void bench_say(const char *fmt, ...) {
     va_end(ap);
 }
 
+static const char *g_version = "";
+void bench_set_version(const char *v) { g_version = v ? v : ""; }
+const char *bench_version(void) { return g_version; }
+
 void bench_train_log(void *ctx, int level, const char *line) {
     (void)ctx;   /* a status line (a new pruning stage, the loader chosen) shows at once */
     bench_progress(level != TRAIN_LOG_PROGRESS, "%s: %s", g_stage, line);

@@ -19,4 +19,8 @@ void bench_train_log(void *ctx, int level, const char *line);
 /* A benchmark's result line for a person on stderr (its figures go to stdout as JSON): the
  * status line is erased first, so the two never share a line. */
 void bench_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The build's version (git describe) for a benchmark's JSON: set by the CLI, which knows it
+ * (cli/version.c); "" until then. */
+void bench_set_version(const char *v);
+const char *bench_version(void);
 #endif

@@ -53,6 +53,7 @@ static int bench_with_progress(int (*fn)(int, char **), int argc, char **argv, i
     cli_progress_t pg;
     cli_progress_init(&pg, label, quiet);
     bench_progress_set(bench_hook, &pg);
+    bench_set_version(cli_version());
     int rc = fn(argc, argv);
     cli_progress_end(&pg);
     bench_progress_set(NULL, NULL);

@@ -1,6 +1,7 @@
 /* Flag parsing for the `inca` commands and benchmarks; see args.h. Tested in test_core.c. */
 #include "core/args.h"
 #include "core/alloc.h"
+#include "core/json.h"
 #include "core/status.h"
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -9,13 +10,51 @@
 #include <string.h>
 
 typedef struct { const char *name; const char *val; } kv_t;
+
+/* Every flag a command asked for, as it resolved (given or its default), in the order asked:
+ * what args_config_json writes. Behind a pointer, so the const getters can add to it. */
+enum { RES_STR, RES_INT, RES_NUM, RES_BOOL };
+typedef struct { char *name; int kind; char *s; int64_t i; double d; } resolved_t;   /* name, s owned */
+typedef struct { resolved_t *v; int n, cap, oom; } res_log_t;
+
 struct args {
     int npos, nkv, cap;   /* cap: entries of kv and owned */
     const char **pos;
     kv_t *kv;
     char **owned;   /* names split from "--k=v", and names and values from --config */
     int nowned;
+    const char *const *known;   /* the command's list (static) */
+    res_log_t *res;
 };
+
+/* Record name's resolved value the first time it is asked for; a failed allocation is
+ * remembered and reported by args_config_json. */
+static char *dup_or_null(const char *s) {
+    if (!s) return NULL;
+    char *c = inca_malloc(strlen(s) + 1);
+    if (c) strcpy(c, s);
+    return c;
+}
+
+static resolved_t *res_add(const args_t *a, const char *name, int kind) {
+    res_log_t *l = a->res;
+    if (!l) return NULL;
+    for (int i = 0; i < l->n; i++)
+        if (strcmp(l->v[i].name, name) == 0) return NULL;
+    if (l->n == l->cap) {
+        const int cap = l->cap * 2 + 16;
+        resolved_t *v = inca_realloc(l->v, sizeof *v * (size_t)cap);
+        if (!v) { l->oom = 1; return NULL; }
+        l->v = v;
+        l->cap = cap;
+    }
+    resolved_t *r = &l->v[l->n];
+    memset(r, 0, sizeof *r);
+    if (!(r->name = dup_or_null(name))) { l->oom = 1; return NULL; }
+    r->kind = kind;
+    l->n++;
+    return r;
+}
 
 static const char *spec_find(const char *const *known, const char *name, size_t len, int *is_bool) {
     for (int i = 0; known && known[i]; i++) {
@@ -36,6 +75,14 @@ void args_free(args_t **a) {
     inca_free((*a)->owned);
     inca_free((*a)->pos);
     inca_free((*a)->kv);
+    if ((*a)->res) {
+        for (int i = 0; i < (*a)->res->n; i++) {
+            inca_free((*a)->res->v[i].name);
+            inca_free((*a)->res->v[i].s);
+        }
+        inca_free((*a)->res->v);
+    }
+    inca_free((*a)->res);
     INCA_FREE(*a);
 }
 
@@ -176,7 +223,9 @@ int args_parse(int argc, char **argv, const char *const *known, args_t **out) {
     a->pos = inca_calloc((size_t)argc + 2, sizeof *a->pos);
     a->kv = inca_calloc((size_t)a->cap, sizeof *a->kv);
     a->owned = inca_calloc((size_t)a->cap, sizeof *a->owned);
-    if (!a->pos || !a->kv || !a->owned) { args_free(&a); return INCA_ENOMEM; }
+    a->res = inca_calloc(1, sizeof *a->res);
+    a->known = known;
+    if (!a->pos || !a->kv || !a->owned || !a->res) { args_free(&a); return INCA_ENOMEM; }
     const char *cmd = argc > 0 ? argv[0] : "inca";
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i];
@@ -239,33 +288,70 @@ static const kv_t *find(const args_t *a, const char *name) {
     return NULL;
 }
 
-int args_has(const args_t *a, const char *name) { return find(a, name) != NULL; }
+int args_has(const args_t *a, const char *name) {
+    const int has = find(a, name) != NULL;
+    int is_bool = 0;   /* a boolean flag resolves here; a value flag asked for presence does not */
+    if (spec_find(a->known, name, strlen(name), &is_bool) && is_bool) {
+        resolved_t *r = res_add(a, name, RES_BOOL);
+        if (r) r->i = has;
+    }
+    return has;
+}
 
 const char *args_str(const args_t *a, const char *name, const char *def) {
     const kv_t *kv = find(a, name);
-    return kv ? kv->val : def;
+    resolved_t *r = res_add(a, name, RES_STR);
+    const char *v = kv ? kv->val : def;
+    if (r && v && !(r->s = dup_or_null(v))) a->res->oom = 1;
+    return v;
 }
 
 int args_int(const args_t *a, const char *name, int64_t def, int64_t *out) {
     const kv_t *kv = find(a, name);
-    if (!kv) { *out = def; return INCA_OK; }
-    char *end;
-    errno = 0;
-    long long v = strtoll(kv->val, &end, 10);
-    if (errno || end == kv->val || *end != '\0')
-        return inca_fail(INCA_EINVAL, "%s: expected an integer, got '%s'", name, kv->val);
-    *out = v;
+    if (!kv) *out = def;
+    else {
+        char *end;
+        errno = 0;
+        long long v = strtoll(kv->val, &end, 10);
+        if (errno || end == kv->val || *end != '\0')
+            return inca_fail(INCA_EINVAL, "%s: expected an integer, got '%s'", name, kv->val);
+        *out = v;
+    }
+    resolved_t *r = res_add(a, name, RES_INT);
+    if (r) r->i = *out;
     return INCA_OK;
 }
 
 int args_double(const args_t *a, const char *name, double def, double *out) {
     const kv_t *kv = find(a, name);
-    if (!kv) { *out = def; return INCA_OK; }
-    char *end;
-    errno = 0;
-    double v = strtod(kv->val, &end);
-    if (errno || end == kv->val || *end != '\0')
-        return inca_fail(INCA_EINVAL, "%s: expected a number, got '%s'", name, kv->val);
-    *out = v;
+    if (!kv) *out = def;
+    else {
+        char *end;
+        errno = 0;
+        double v = strtod(kv->val, &end);
+        if (errno || end == kv->val || *end != '\0')
+            return inca_fail(INCA_EINVAL, "%s: expected a number, got '%s'", name, kv->val);
+        *out = v;
+    }
+    resolved_t *r = res_add(a, name, RES_NUM);
+    if (r) r->d = *out;
+    return INCA_OK;
+}
+
+int args_config_json(const args_t *a, json_t *j) {
+    if (a->res->oom) return INCA_ENOMEM;
+    json_obj_begin(j, "config");
+    if (a->npos > 0) json_str(j, "store", a->pos[0]);
+    for (int i = 0; i < a->res->n; i++) {
+        const resolved_t *r = &a->res->v[i];
+        /* how the result is written, not what it is */
+        if (!strcmp(r->name, "--config") || !strcmp(r->name, "--json") || !strcmp(r->name, "--quiet")) continue;
+        const char *k = r->name + 2;
+        if (r->kind == RES_STR) json_str(j, k, r->s);   /* NULL: not given, and no default */
+        else if (r->kind == RES_INT) json_int(j, k, r->i);
+        else if (r->kind == RES_NUM) json_num(j, k, r->d);
+        else json_bool(j, k, (int)r->i);
+    }
+    json_obj_end(j);
     return INCA_OK;
 }

@@ -13,7 +13,7 @@ const char *const prune_flags[] = {
     "--el2n-epochs", "--batch-size", "--proxy-batch-size", "--seed", "--split", "--threads", "--out", "--indices", "--overwrite!", "--eval!", "--quiet!", "--runs",
     "--json!", "--model", "--epochs", "--hidden", "--layers", "--lr", "--dropout", "--weight-decay", "--feature-norm",
     "--no-full!", "--reuse-dynamics!", "--dyn-tag", "--no-save-dynamics!", "--tau", "--noise", "--ssl-epochs",
-    "--lambda-u", "--eval-sets", "--device", "--deterministic!", "--tf32!", NULL};
+    "--lambda-u", "--eval-sets", "--device", "--deterministic!", "--tf32!", "--config", NULL};
 
 int prune_config_from_args(const args_t *a, prune_config_t *cfg, train_config_t *target) {
     int64_t iv;

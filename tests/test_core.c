@@ -108,6 +108,28 @@ START_TEST(test_args) {
     ck_assert_int_eq(seed, 7);
     ck_assert_int_eq(args_double(a, "--lr", 0, &lr), INCA_OK);
     ck_assert_double_eq(lr, 0.5);
+    /* the resolved flags, in the order asked, defaults included; --json left out; a flag asked
+     * twice is recorded once, as first resolved */
+    static const char *const known2[] = {"--out", "--json!", "--seed", "--lr", "--model", "--layers", "--norm",
+                                         "--fast!", NULL};
+    args_free(&a);
+    ck_assert_int_eq(args_parse(8, argv, known2, &a), INCA_OK);
+    int64_t layers;
+    ck_assert_int_eq(args_int(a, "--seed", 0, &seed), INCA_OK);
+    ck_assert_str_eq(args_str(a, "--model", "gcn"), "gcn");
+    ck_assert_int_eq(args_int(a, "--layers", 2, &layers), INCA_OK);
+    ck_assert_ptr_null(args_str(a, "--norm", NULL));
+    ck_assert(!args_has(a, "--fast"));
+    ck_assert(args_has(a, "--json"));
+    ck_assert(args_has(a, "--out"));   /* presence of a value flag: not a resolution */
+    ck_assert_int_eq(args_double(a, "--lr", 0, &lr), INCA_OK);
+    ck_assert_str_eq(args_str(a, "--model", "sage"), "sage");   /* asked again: the record keeps "gcn" */
+    json_t *j = NULL;
+    ck_assert_int_eq(json_new(&j), INCA_OK);
+    ck_assert_int_eq(args_config_json(a, j), INCA_OK);
+    ck_assert_str_eq(json_close(j), "{\"config\":{\"store\":\"store\",\"seed\":7,\"model\":\"gcn\",\"layers\":2,"
+                                    "\"norm\":null,\"fast\":false,\"lr\":0.5}}");
+    json_free(&j);
     args_free(&a);
     char *bad[] = {"train", "--sed", "1", NULL};
     ck_assert_int_eq(args_parse(3, bad, known, &a), INCA_EINVAL);

@@ -347,6 +347,30 @@ START_TEST(test_prune_eval) {
     double sum = 0, total = tu_json_dbl(sec, "total");
     for (int i = 0; stages[i]; i++) sum += tu_json_dbl(sec, stages[i]);
     ck_assert_msg(sum <= total * 1.001 + 1e-4 && total <= wall, "stages %.4f s, total %.4f s, wall %.4f s", sum, total, wall);
+    /* --config reruns it: the same config and the same numbers; a flag given wins */
+    char res[1100];
+    snprintf(res, sizeof res, "%s/prune.json", dir);
+    write_text(res, out, NULL);
+    const cJSON *c1 = tu_json_get(o, "config", OBJ);
+    ck_assert_str_eq(tu_json_get(c1, "store", STR)->valuestring, g);
+    ck_assert_double_eq(tu_json_dbl(c1, "keep"), 0.5);
+    ck_assert_double_eq(tu_json_dbl(c1, "proxy-epochs"), 3);
+    ck_assert_str_eq(tu_json_get(c1, "ssl", STR)->valuestring, "labelprop");   /* a default, resolved */
+    ck_assert(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(c1, "eval")));
+    tu_json_get(o, "version", STR);
+    free(out);
+    out = run_ok(NULL, "prune --config '%s' --json", res);
+    cJSON *o2 = tu_json_last(out);
+    ck_assert(cJSON_Compare(c1, tu_json_get(o2, "config", OBJ), 1));
+    for (int i = 0; i < 3; i++) ck_assert_double_eq(tu_json_dbl(o, acc[i]), tu_json_dbl(o2, acc[i]));
+    ck_assert_double_eq(tu_json_dbl(o, "kept"), tu_json_dbl(o2, "kept"));
+    cJSON_Delete(o2);
+    free(out);
+    out = run_ok(NULL, "prune --config '%s' --keep 0.25 --json", res);
+    o2 = tu_json_last(out);
+    ck_assert_int_eq((long)tu_json_dbl(o2, "kept"), g_train / 4);
+    ck_assert_double_eq(tu_json_dbl(tu_json_get(o2, "config", OBJ), "keep"), 0.25);
+    cJSON_Delete(o2);
     cJSON_Delete(o);
     free(out);
 }
@@ -441,6 +465,21 @@ START_TEST(test_bench_epoch) {
                                   {"speedup_r1", NUM}, {"speedup_r2", NUM}, {"acc_gap_r2", NUM}, {"speedup_ceiling", NUM},
                                   {NULL, 0}};
     has_keys(v[4], keys);
+    /* --config reruns it: the summary's config and accuracies again */
+    char res[1100];
+    snprintf(res, sizeof res, "%s/epoch.json", dir);
+    write_text(res, out, NULL);
+    free(out);
+    const cJSON *c1 = tu_json_get(v[4], "config", OBJ);
+    ck_assert_str_eq(tu_json_get(c1, "refresh-epochs", STR)->valuestring, "1,2");
+    ck_assert_str_eq(tu_json_get(c1, "refresh-eval", STR)->valuestring, "fused");
+    out = run_ok(NULL, "bench epoch --config '%s' --json", res);
+    cJSON *w[8];
+    int m = tu_json_lines(out, w, 8);
+    ck_assert_int_eq(m, 5);
+    ck_assert(cJSON_Compare(c1, tu_json_get(w[4], "config", OBJ), 1));
+    for (int i = 0; i < 4; i++) ck_assert_double_eq(tu_json_dbl(v[i], "test_acc"), tu_json_dbl(w[i], "test_acc"));
+    tu_json_free_lines(w, m);
     tu_json_free_lines(v, n);
     free(out);
 }
