@@ -31,6 +31,39 @@ static void indices_paths(const char *p, char *txt, char *npy, size_t len) {
     }
 }
 
+/* Every class the pool holds needs a labelled example (a class nobody labelled can never be a
+ * pseudo-label); an empty subset is refused too. The pool's classes are the annotator's
+ * knowledge, as in prune_labeled_pick. */
+static int labeled_covers_classes(const dataset_t *d, const int64_t *pool, int64_t npool, const int32_t *y_vis,
+                                  const char *src) {
+    int64_t *seen = inca_calloc((size_t)d->c + 1, 2 * sizeof *seen), nl = 0;   /* [k]: in pool, [c+k]: labelled */
+    if (!seen) return INCA_ENOMEM;
+    for (int64_t i = 0; i < npool; i++) {
+        const int64_t v = pool[i];
+        if (d->y[v] >= 0) seen[d->y[v]]++;
+        if (y_vis[v] >= 0) { seen[d->c + y_vis[v]]++; nl++; }
+    }
+    int rc = INCA_OK;
+    if (nl == 0) rc = inca_fail(INCA_EINVAL, "%s: the labelled subset of the pool is empty", src);
+    for (int32_t k = 0; k < d->c && rc == INCA_OK; k++)
+        if (seen[k] > 0 && seen[d->c + k] == 0)
+            rc = inca_fail(INCA_EINVAL, "%s: class %d (%lld nodes in the pool) has no labelled example; label at least one "
+                           "per class (--labeled-per-class 1, a larger --labeled, or a --labeled-indices file with one)",
+                           src, k, (long long)seen[k]);
+    inca_free(seen);
+    return rc;
+}
+
+/* One output path per budget of a budget curve: PATH itself for one budget, else PATH with
+ * "-keepF" before a ".npy" or ".lmdb" extension (or at the end). */
+static void budget_path(char *buf, size_t len, const char *base, double keep, int nkeeps) {
+    const size_t l = strlen(base);
+    if (nkeeps <= 1) snprintf(buf, len, "%s", base);
+    else if (l > 4 && strcmp(base + l - 4, ".npy") == 0) snprintf(buf, len, "%.*s-keep%g.npy", (int)(l - 4), base, keep);
+    else if (l > 5 && strcmp(base + l - 5, ".lmdb") == 0) snprintf(buf, len, "%.*s-keep%g.lmdb", (int)(l - 5), base, keep);
+    else snprintf(buf, len, "%s-keep%g", base, keep);
+}
+
 /* the proxy's and the evaluation's status lines (train_log) onto the progress line */
 static void prune_log(void *ctx, int level, const char *line) {
     cli_progress(ctx, level != TRAIN_LOG_PROGRESS, "%s", line);
@@ -64,8 +97,38 @@ int cmd_prune(int argc, char **argv) {
     if ((rc = args_int(a, "--threads", 0, &iv))) goto done;
     if (iv > 0) inca_set_threads((int)iv);
     const char *out_path = args_str(a, "--out", NULL), *ind_path = args_str(a, "--indices", NULL);
+    if (out_path && !args_has(a, "--overwrite"))   /* before any work: nothing half-written */
+        for (int b = 0; b < cfg.nkeeps; b++) {
+            char bp[4096];
+            budget_path(bp, sizeof bp, out_path, cfg.keeps[b], cfg.nkeeps);
+            if (inca_path_exists(bp)) { rc = inca_fail(INCA_EINVAL, "--out %s: already exists (pass --overwrite to replace it)", bp); goto done; }
+        }
     do_eval = args_has(a, "--eval");
     const char *tag = args_str(a, "--dyn-tag", "last");
+    /* evaluation settings, checked before any work */
+    int64_t runs = 1;
+    unsigned sets = 0;
+    const char *es = args_str(a, "--eval-sets", "coreset,random,full");
+    const char *eb = args_str(a, "--eval-budget", "epochs");
+    if (strcmp(eb, "epochs") != 0 && strcmp(eb, "steps") != 0) {
+        rc = inca_fail(INCA_EINVAL, "--eval-budget: expected epochs or steps, got '%s'", eb);
+        goto done;
+    }
+    if (do_eval) {
+        if ((rc = args_int(a, "--runs", 1, &runs))) goto done;
+        if (runs < 1) { rc = inca_fail(INCA_EINVAL, "--runs: expected >= 1, got %lld", (long long)runs); goto done; }
+        /* --eval-sets: comma-separated coreset,random,full (default all; --no-full drops full) */
+        for (const char *q = es; *q;) {
+            size_t l = strcspn(q, ",");
+            if (l == 7 && strncmp(q, "coreset", 7) == 0) sets |= PRUNE_EVAL_CORESET;
+            else if (l == 6 && strncmp(q, "random", 6) == 0) sets |= PRUNE_EVAL_RANDOM;
+            else if (l == 4 && strncmp(q, "full", 4) == 0) sets |= PRUNE_EVAL_FULL;
+            else { rc = inca_fail(INCA_EINVAL, "--eval-sets: expected a list of coreset, random, full, got '%s'", es); goto done; }
+            q += l + (q[l] == ',');
+        }
+        if (args_has(a, "--no-full")) sets &= ~(unsigned)PRUNE_EVAL_FULL;
+        if (strcmp(eb, "steps") == 0) sets |= PRUNE_EVAL_SAME_STEPS;
+    }
     int reuse = args_has(a, "--reuse-dynamics");
 
     t0 = inca_now();
@@ -92,6 +155,7 @@ int cmd_prune(int argc, char **argv) {
     y_vis = inca_malloc((size_t)d.n * sizeof *y_vis);
     if (!y_vis) { rc = INCA_ENOMEM; goto done; }
     if ((rc = prune_visible_labels(d.y, d.n, lab, nlab, y_vis))) { inca_fail_ctx(rc, "%s: ", lab_file ? lab_file : "--labeled"); goto done; }
+    if ((rc = labeled_covers_classes(&d, pool, npool, y_vis, lab_file ? lab_file : "--labeled"))) goto done;
     dataset_t dv = d;   /* shallow: same graph and features, visible labels only */
     dv.y = y_vis;
     sec[PRUNE_ST_LABELED] = inca_now() - t0;
@@ -124,87 +188,117 @@ int cmd_prune(int argc, char **argv) {
     double pl_acc = prune_pseudo_acc(d.y, y_vis, &r);
 
     t0 = inca_now();
-    cli_progress(&pg, 1, "writing the dynamics, indices and pruned store");
+    cli_progress(&pg, 1, "writing the dynamics");
     if (!reuse && !args_has(a, "--no-save-dynamics") && (rc = prune_dyn_save(path, tag, key, &r, d.c))) goto done;
-    if (ind_path) {
-        char txt[4096], npy[4096];
-        indices_paths(ind_path, txt, npy, sizeof txt);
-        if ((rc = indices_write_text(txt, r.sel, r.nsel))) goto done;
-        if ((rc = npy_write_i64(npy, r.sel, r.nsel))) goto done;
-    }
-    if (out_path) {
-        if ((rc = prune_make_pruned(&d, r.sel, r.nsel, &pruned))) goto done;
-        if ((rc = dataset_save(&pruned, out_path, args_has(a, "--overwrite")))) goto done;
-    }
     sec[PRUNE_ST_WRITE] = inca_now() - t0;
 
     if (do_eval) {
-        int64_t runs = 1;
-        if ((rc = args_int(a, "--runs", 1, &runs))) goto done;
         int graph = d.adj.rowptr != NULL && d.adj.nnz > 0;
         if (!target.model[0]) snprintf(target.model, sizeof target.model, "%s", graph ? "gcn" : "mlp");
-        t0 = inca_now();
-        /* --eval-sets: comma-separated coreset,random,full (default all; --no-full drops full) */
-        const char *es = args_str(a, "--eval-sets", "coreset,random,full");
-        unsigned sets = 0;
-        for (const char *q = es; *q;) {
-            size_t l = strcspn(q, ",");
-            if (l == 7 && strncmp(q, "coreset", 7) == 0) sets |= PRUNE_EVAL_CORESET;
-            else if (l == 6 && strncmp(q, "random", 6) == 0) sets |= PRUNE_EVAL_RANDOM;
-            else if (l == 4 && strncmp(q, "full", 4) == 0) sets |= PRUNE_EVAL_FULL;
-            else { rc = inca_fail(INCA_EINVAL, "--eval-sets: expected a list of coreset, random, full, got '%s'", es); goto done; }
-            q += l + (q[l] == ',');
-        }
-        if (args_has(a, "--no-full")) sets &= ~(unsigned)PRUNE_EVAL_FULL;
-        cli_progress(&pg, 1, "evaluating (%s)", es);
-        if ((rc = prune_eval_run(&d, &target, pool, npool, r.sel, r.nsel, (int)runs, cfg.seed, sets, &ev))) goto done;
-        sec[PRUNE_ST_EVAL] = inca_now() - t0;
     }
 
-    double total = inca_now() - t_all;
-    cli_progress_end(&pg);
-    printf("prune: pool %lld, labelled %lld, pseudo-label accuracy %.4f (on the %lld unlabelled)\n", (long long)npool,
-           (long long)nlab, pl_acc, (long long)(npool - nlab));
-    printf("prune: score %s, select %s, keep %g, mis-ratio %g%s -> kept %lld\n", score_name(cfg.score),
-           select_name(cfg.sel.kind), cfg.sel.keep, cfg.sel.mis_ratio, cfg.sel.balance ? ", class-balanced" : "",
-           (long long)r.nsel);
-    if (do_eval)
-        printf("eval (%s, %d runs): coreset %.4f ± %.4f, random %.4f ± %.4f, full %.4f ± %.4f\n", target.model, ev.runs,
-               ev.coreset_acc, ev.coreset_std, ev.random_acc, ev.random_std, ev.full_acc, ev.full_std);
-    printf("seconds:");
-    for (int s = 0; s < PRUNE_ST_COUNT; s++) printf(" %s %.2f", prune_stage_names[s], sec[s]);
-    printf(" total %.2f\n", total);
-    if (args_has(a, "--json")) {
-        if ((rc = json_new(&j))) goto done;
-        json_int(j, "pool", npool);
-        json_int(j, "labeled", nlab);
-        json_int(j, "kept", r.nsel);
-        json_num(j, "pseudo_label_acc", pl_acc);
-        json_str(j, "score", score_name(cfg.score));
-        json_str(j, "select", select_name(cfg.sel.kind));
-        json_num(j, "keep", cfg.sel.keep);
-        json_num(j, "mis_ratio", cfg.sel.mis_ratio);
-        json_int(j, "proxy_epochs", r.dyn.epochs);
-        if (do_eval) {
-            json_num(j, "coreset_acc", ev.coreset_acc);
-            json_num(j, "coreset_acc_std", ev.coreset_std);
-            json_num(j, "random_acc", ev.random_acc);
-            json_num(j, "random_acc_std", ev.random_std);
-            json_num(j, "full_acc", ev.full_acc);
-            json_num(j, "full_acc_std", ev.full_std);
-            json_int(j, "runs", ev.runs);
-            json_str(j, "model", target.model);
-            json_str(j, "device", target.device);
+    /* one selection (and evaluation, and output line) per budget, all from the same scores; the
+     * full pool is trained once, at the first budget */
+    prune_eval_t full_ev = {0};
+    for (int b = 0; b < cfg.nkeeps; b++) {
+        double tb = inca_now(), sec_write = sec[PRUNE_ST_WRITE], sec_eval = 0;
+        if (b > 0) {
+            cfg.sel.keep = cfg.keeps[b];
+            cli_progress(&pg, 1, "selecting %g", cfg.sel.keep);
+            if ((rc = prune_score_select(&cfg, d.c, &r))) goto done;
+            sec[PRUNE_ST_SCORE] = r.sec[PRUNE_ST_SCORE];
+            sec[PRUNE_ST_SELECT] = r.sec[PRUNE_ST_SELECT];
         }
-        json_obj_begin(j, "seconds");
-        for (int s = 0; s < PRUNE_ST_COUNT; s++) json_num(j, prune_stage_names[s], sec[s]);
-        json_num(j, "total", total);
-        json_obj_end(j);
-        json_num(j, "peak_rss_mb", inca_peak_rss_mb());
-        memstat_json(j);
-        if ((rc = args_config_json(a, j))) goto done;   /* every flag as resolved: --config reruns it */
-        json_str(j, "version", cli_version());
-        if ((rc = json_write(j, stdout))) goto done;
+        t0 = inca_now();
+        char bpath[4096];
+        if (ind_path) {
+            char txt[4096], npy[4096];
+            budget_path(bpath, sizeof bpath, ind_path, cfg.sel.keep, cfg.nkeeps);
+            indices_paths(bpath, txt, npy, sizeof txt);
+            if ((rc = indices_write_text(txt, r.sel, r.nsel))) goto done;
+            if ((rc = npy_write_i64(npy, r.sel, r.nsel))) goto done;
+        }
+        if (out_path) {
+            budget_path(bpath, sizeof bpath, out_path, cfg.sel.keep, cfg.nkeeps);
+            cli_progress(&pg, 1, "writing %s", bpath);
+            dataset_free(&pruned);
+            if ((rc = prune_make_pruned(&d, r.sel, r.nsel, &pruned))) goto done;
+            if ((rc = dataset_save(&pruned, bpath, args_has(a, "--overwrite")))) goto done;
+        }
+        sec_write += inca_now() - t0;
+        if (do_eval) {
+            t0 = inca_now();
+            unsigned bs = b > 0 ? sets & ~(unsigned)PRUNE_EVAL_FULL : sets;
+            cli_progress(&pg, 1, "evaluating keep %g (%s, %s budget)", cfg.sel.keep, es, eb);
+            if ((rc = prune_eval_run(&d, &target, pool, npool, r.sel, r.nsel, (int)runs, cfg.seed, bs, &ev))) goto done;
+            if (b == 0) full_ev = ev;
+            else {   /* the full pool's figures, trained once */
+                ev.full_acc = full_ev.full_acc;
+                ev.full_std = full_ev.full_std;
+            }
+            sec_eval = inca_now() - t0;
+        }
+        double total = (b == 0 ? inca_now() - t_all : inca_now() - tb);
+        cli_progress_end(&pg);
+        const int json = args_has(a, "--json");   /* stdout: JSON Lines only, or the text */
+        if (b == 0 && !json)
+            printf("prune: pool %lld, labelled %lld, pseudo-label accuracy %.4f (on the %lld unlabelled)\n", (long long)npool,
+                   (long long)nlab, pl_acc, (long long)(npool - nlab));
+        if (!json) printf("prune: score %s, select %s, keep %g, mis-ratio %g%s -> kept %lld\n", score_name(cfg.score),
+               select_name(cfg.sel.kind), cfg.sel.keep, cfg.sel.mis_ratio, cfg.sel.balance ? ", class-balanced" : "",
+               (long long)r.nsel);
+        if (do_eval && !json)
+            printf("eval (%s, %d runs, %s budget: %d epochs, full data %d): coreset %.4f ± %.4f, random %.4f ± %.4f, "
+                   "full %.4f ± %.4f\n", target.model, ev.runs, eb, ev.subset_epochs, ev.full_epochs, ev.coreset_acc,
+                   ev.coreset_std, ev.random_acc, ev.random_std, ev.full_acc, ev.full_std);
+        for (int s = 0; s < PRUNE_ST_COUNT && !json; s++)
+            printf("%s %s %.2f", s ? "" : "seconds:", prune_stage_names[s], s == PRUNE_ST_WRITE ? sec_write : s == PRUNE_ST_EVAL ? sec_eval : (b == 0 || s == PRUNE_ST_SELECT || s == PRUNE_ST_SCORE ? sec[s] : 0));
+        if (!json) printf(" total %.2f\n", total);
+        if (json) {   /* one line per budget */
+            if ((rc = json_new(&j))) goto done;
+            json_int(j, "pool", npool);
+            json_int(j, "labeled", nlab);
+            json_int(j, "kept", r.nsel);
+            json_num(j, "pseudo_label_acc", pl_acc);
+            json_str(j, "score", score_name(cfg.score));
+            json_str(j, "select", select_name(cfg.sel.kind));
+            json_num(j, "keep", cfg.sel.keep);
+            json_int(j, "budget", b);
+            json_int(j, "budgets", cfg.nkeeps);
+            json_num(j, "mis_ratio", cfg.sel.mis_ratio);
+            json_int(j, "proxy_epochs", r.dyn.epochs);
+            if (do_eval) {
+                json_num(j, "coreset_acc", ev.coreset_acc);
+                json_num(j, "coreset_acc_std", ev.coreset_std);
+                json_num(j, "random_acc", ev.random_acc);
+                json_num(j, "random_acc_std", ev.random_std);
+                json_num(j, "full_acc", ev.full_acc);
+                json_num(j, "full_acc_std", ev.full_std);
+                json_int(j, "runs", ev.runs);
+                json_str(j, "model", target.model);
+                json_str(j, "device", target.device);
+                json_str(j, "eval_budget", eb);   /* the protocol: same epochs, or same optimiser steps */
+                json_int(j, "subset_epochs", ev.subset_epochs);
+                json_int(j, "subset_steps", ev.subset_steps);
+                json_int(j, "full_epochs", ev.full_epochs);
+                json_int(j, "full_steps", ev.full_steps);
+            }
+            /* the first line carries the whole pipeline's stages; later ones their own selection,
+             * outputs and evaluation */
+            json_obj_begin(j, "seconds");
+            for (int s = 0; s < PRUNE_ST_COUNT; s++)
+                json_num(j, prune_stage_names[s], s == PRUNE_ST_WRITE ? sec_write : s == PRUNE_ST_EVAL ? sec_eval
+                                                  : (b == 0 || s == PRUNE_ST_SELECT || s == PRUNE_ST_SCORE ? sec[s] : 0));
+            json_num(j, "total", total);
+            json_obj_end(j);
+            json_num(j, "peak_rss_mb", inca_peak_rss_mb());
+            memstat_json(j);
+            if ((rc = args_config_json(a, j))) goto done;   /* every flag as resolved: --config reruns it */
+            json_str(j, "version", cli_version());
+            if ((rc = json_write(j, stdout))) goto done;
+            json_free(&j);
+        }
+        fflush(stdout);
     }
 done:
     cli_progress_end(&pg);

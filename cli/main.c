@@ -19,7 +19,7 @@ static const struct { const char *name; int (*fn)(int, char **); const char *hel
      "ingest --format ogb|edgelist|metis|idx|csv SRC --out STORE [flags]\n"
      "  (defaults in brackets)\n"
      "  ogb       --split NAME (the default split's folder; every split/ folder is stored, and\n"
-     "            train --split NAME picks any of them) [the first by name]\n"
+     "            train --split NAME picks any of them) [stored, else the first by name]\n"
      "  edgelist  --labels FILE (\"node label\" lines) --features FILE (\"node f1 ... fk\" lines)\n"
      "  graph     --symmetrize (add each edge's reverse) --self-loops (one per node) [neither]\n"
      "  output    --force (replace an existing STORE) --json --quiet (no progress line on a terminal)"},
@@ -97,13 +97,16 @@ static const struct { const char *name; int (*fn)(int, char **); const char *hel
      "            --feature-norm none|row|standard --weight-decay W [5e-4]\n"
      "  score     --score aum|forgetting|el2n|cartography [aum] --el2n-epochs N [10]\n"
      "            --reuse-dynamics --dyn-tag T --no-save-dynamics\n"
-     "  select    --select ccs|double-end|topk|random [ccs] --keep F [0.1] --mis-ratio R [0]\n"
+     "  select    --select ccs|double-end|topk|random [ccs] --keep F[,F...] [0.1] (several: a budget curve,\n"
+     "            scored once, one output and JSON line per budget; --out/--indices get -keepF) --mis-ratio R [0]\n"
      "            --strata N [50] --topk hard|easy [hard] --balance\n"
      "  output    --indices FILE[.npy] --out PRUNED_STORE --overwrite --json\n"
      "            --config RESULT.json (rerun the \"config\" of a --json result; flags given here win)\n"
-     "  eval      --eval --runs N [1] --eval-sets coreset,random,full --model M [mlp or gcn]\n"
+     "  eval      --eval --runs N [1] --model M [mlp or gcn]\n"
      "            --epochs E [200] --hidden H [256] --layers L [2] --lr LR [0.01] --dropout P [0.5]\n"
-     "            --batch-size N [0] --no-full\n"
+     "            --batch-size N [0] --no-full --eval-sets coreset,random,full [all three]\n"
+     "            --eval-budget epochs|steps [epochs] (a subset trains --epochs epochs, or as many optimiser\n"
+     "            steps as the full pool's --epochs: more epochs for a smaller subset)\n"
         "  device    --device cpu|cuda|auto [cpu] (proxy and target training) --deterministic --tf32\n"
      "            --threads T [0: all cores] --quiet (no progress line on a terminal)"},
     {"bench", cmd_bench,

@@ -346,6 +346,8 @@ int args_config_json(const args_t *a, json_t *j) {
         const resolved_t *r = &a->res->v[i];
         /* how the result is written, not what it is */
         if (!strcmp(r->name, "--config") || !strcmp(r->name, "--json") || !strcmp(r->name, "--quiet")) continue;
+        /* outputs: a rerun from the file must not overwrite (or trip over) the first run's */
+        if (!strcmp(r->name, "--out") || !strcmp(r->name, "--indices") || !strcmp(r->name, "--overwrite")) continue;
         const char *k = r->name + 2;
         if (r->kind == RES_STR) json_str(j, k, r->s);   /* NULL: not given, and no default */
         else if (r->kind == RES_INT) json_int(j, k, r->i);

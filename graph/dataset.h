@@ -33,6 +33,7 @@ typedef struct dataset {
     dataset_named_split_t *more;   /* other splits, stored and loaded with the dataset only on
                                       request (loaders/dataset.h DATASET_ALL_SPLITS); owned */
     int32_t n_more;
+    int32_t more_loaded;   /* 1: d->more holds every named split of the store (DATASET_ALL_SPLITS) */
 } dataset_t;
 
 void dataset_init(dataset_t *d);   /* zero everything */

@@ -401,7 +401,9 @@ static int load_all_named(store_t *s, dataset_t *d) {
     dataset_split_info_t *v = NULL;
     int k = 0, rc = dataset_splits_list(s, &v, &k);
     if (rc) return rc;
-    if (k > 1 && !(d->more = inca_calloc((size_t)(k - 1), sizeof *d->more))) rc = INCA_ENOMEM;
+    /* one slot more: a random split may push the default out to be kept (dataset_split_apply) */
+    if (!(d->more = inca_calloc((size_t)k, sizeof *d->more))) rc = INCA_ENOMEM;
+    d->more_loaded = rc == INCA_OK;
     for (int i = 1; i < k && !rc; i++) {
         rc = load_named(s, &v[i], d->n, &d->more[i - 1]);
         if (!rc) d->n_more = i;
@@ -417,11 +419,41 @@ int dataset_split_apply(const char *path, const char *spec, uint64_t seed, datas
         uint64_t sseed = 0;
         int has_seed = 0;   /* random:TR,VA,TE:SEED keeps the split whatever the training seed */
         int rc = split_parse_seed(spec, fr, &sseed, &has_seed);
+        if (rc) return rc;
+        /* with every split loaded, a named default stays among them (its slot was kept free) */
+        dataset_named_split_t keep;
+        memset(&keep, 0, sizeof keep);
+        const int move = d->more_loaded && d->split_name[0];
+        if (move) {
+            snprintf(keep.name, sizeof keep.name, "%s", d->split_name);
+            for (int sp = 0; sp < SPLIT_COUNT; sp++) {
+                keep.n[sp] = d->split_n[sp];
+                if (d->split_n[sp] > 0 && !(keep.ids[sp] = inca_malloc(sizeof(int64_t) * (size_t)d->split_n[sp]))) rc = INCA_ENOMEM;
+                else if (d->split_n[sp] > 0) memcpy(keep.ids[sp], d->split[sp], sizeof(int64_t) * (size_t)d->split_n[sp]);
+            }
+        }
         if (!rc) rc = split_random(d, fr, has_seed ? sseed : seed);
-        if (!rc) d->split_name[0] = '\0';
-        return rc;
+        if (rc) {
+            for (int sp = 0; sp < SPLIT_COUNT; sp++) inca_free(keep.ids[sp]);
+            return rc;
+        }
+        if (move) d->more[d->n_more++] = keep;
+        d->split_name[0] = '\0';
+        return INCA_OK;
     }
     if (d->split_name[0] && strcmp(spec, d->split_name) == 0) return INCA_OK;
+    /* stores ingested before splits had names took "public" for their one split */
+    if (!d->split_name[0] && d->n_more == 0 && strcmp(spec, "public") == 0) {
+        store_t *s = NULL;
+        dataset_split_info_t *v = NULL;
+        int k = 0, rc = store_open(path, STORE_RDONLY, &s);
+        if (!rc) rc = dataset_splits_list(s, &v, &k);
+        const int only = !rc && k == 1 && !v[0].name[0];
+        inca_free(v);
+        store_close(&s);
+        if (rc) return rc;
+        if (only) return INCA_OK;
+    }
     for (int32_t i = 0; i < d->n_more; i++) {   /* loaded with DATASET_ALL_SPLITS: swap it in */
         dataset_named_split_t *ns = &d->more[i];
         if (strcmp(ns->name, spec) != 0) continue;

@@ -36,7 +36,10 @@ int dataset_split_name_check(const char *name);
 /* --split SPEC on d, loaded from the store at path: NULL or "stored" keeps the default;
  * "random:TR,VA,TE[:SEED]" draws one (graph/split.h; seed unless the spec names one); any other
  * spec names a stored split (the default's name keeps it), which replaces d->split. An unknown
- * name is INCA_EINVAL listing the store's splits; d is unchanged on failure. */
+ * name is INCA_EINVAL listing the store's splits; d is unchanged on failure. "public" also
+ * keeps the one split of a store whose default has no name (stores ingested before split
+ * names were kept). Meant for a dataset as loaded: after one split replaced the default,
+ * "stored" keeps the current one. */
 int dataset_split_apply(const char *path, const char *spec, uint64_t seed, dataset_t *d);
 /* CSR structure of arrays read from a store at path: rowptr from 0, non-decreasing, ending at
  * nnz; columns in [0, n_cols). INCA_EINVAL naming the store, the array and the first bad entry. */

@@ -4,7 +4,9 @@
  * - EXPORT_OGB: the OGB raw layout that `inca ingest --format ogb` reads: raw/num-node-list,
  *   num-edge-list, edge (each undirected edge once, u < v), node-feat (%.9g: every float32
  *   comes back bit for bit), node-label (-1 for unlabelled), and split/NAME/{train,valid,test}
- *   for the default split and for each named split the dataset carries (d->more),
+ *   for the default split and for each named split the dataset carries (d->more); ingest takes
+ *   the folder named "stored" (an unnamed default) as the default, else the first by name, so
+ *   `ingest --split NAME` keeps a named default the default,
  *   all .csv.gz. Ingesting it gives the same store contents (tested: arrays equal, training
  *   bit for bit).
  * - EXPORT_NPZ: one NumPy .npz (a zip of stored .npy members, as numpy.savez writes): x

@@ -31,7 +31,8 @@ typedef void (*ingest_progress_fn)(void *ctx, const char *stage, int64_t done, i
 
 typedef struct ingest_opts {
     unsigned flags;            /* INGEST_SYMMETRIZE (adds reverses), INGEST_SELF_LOOPS (one per node) */
-    const char *split;         /* ogb: the default split's folder; NULL = the first sorted (the
+    const char *split;         /* ogb: the default split's folder; NULL = "stored" when there is
+                                  one (inca export's unnamed default), else the first sorted (the
                                   other folders are stored as named splits either way) */
     const char *labels;        /* edgelist: optional "node label" file */
     const char *features;      /* edgelist: optional "node f1 ... fk" file */

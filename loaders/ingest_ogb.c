@@ -180,11 +180,13 @@ static int ogb_list_splits(const char *sdir, char **names, int *k) {
     return rc;
 }
 
-/* The default split: opts->split, else the first folder in sorted order (*pick = -1 when the
- * dataset has no split folder at all and none was asked for). */
+/* The default split: opts->split, else a folder named "stored" (inca export's name for an
+ * unnamed default), else the first folder in sorted order (*pick = -1 when the dataset has no
+ * split folder at all and none was asked for). */
 static int ogb_pick_split(const char *sdir, char *const *names, int k, const char *want, int *pick) {
     *pick = want ? -1 : k > 0 ? 0 : -1;
     for (int i = 0; i < k && want; i++) if (strcmp(names[i], want) == 0) *pick = i;
+    for (int i = 0; i < k && !want; i++) if (strcmp(names[i], "stored") == 0) *pick = i;
     if (want && *pick < 0) {
         char avail[512] = "";
         for (int i = 0; i < k; i++) {

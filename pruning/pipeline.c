@@ -543,18 +543,36 @@ static int eval_one(const dataset_t *d, train_config_t *tc, const int64_t *ids, 
     return rc;
 }
 
+int64_t prune_steps_per_epoch(const train_config_t *target, int64_t n) {
+    return target->batch_size > 0 && n > 0 ? (n + target->batch_size - 1) / target->batch_size : 1;
+}
+
 int prune_eval_run(const dataset_t *d, const train_config_t *target, const int64_t *pool, int64_t npool,
                    const int64_t *sel, int64_t nsel, int runs, uint64_t seed, unsigned sets, prune_eval_t *e) {
     memset(e, 0, sizeof *e);
     if (runs < 1) return inca_fail(INCA_EINVAL, "--runs: expected >= 1, got %d", runs);
     if (nsel < 1) return inca_fail(INCA_EINVAL, "eval: the coreset is empty");
     int rc = INCA_OK;
-    train_config_t tc = *target;
+    train_config_t tc = *target, tf = *target;   /* the subsets', the full pool's */
     int64_t *rnd = inca_malloc((size_t)nsel * sizeof *rnd);
     double *acc = inca_malloc((size_t)runs * 3 * sizeof *acc);
     if (!rnd || !acc) { rc = INCA_ENOMEM; goto done; }
-    tc.on_epoch = NULL;
-    tc.out_logits = NULL;
+    tc.on_epoch = tf.on_epoch = NULL;
+    tc.out_logits = tf.out_logits = NULL;
+    const int64_t spe_full = prune_steps_per_epoch(target, npool), spe_sub = prune_steps_per_epoch(target, nsel);
+    if (sets & PRUNE_EVAL_SAME_STEPS) {
+        const int64_t ep = ((int64_t)target->epochs * spe_full + spe_sub - 1) / spe_sub;
+        if (ep > (1 << 24)) {
+            rc = inca_fail(INCA_EINVAL, "--eval-budget steps: a subset of %lld would train %lld epochs; keep more or give "
+                           "--eval-budget epochs", (long long)nsel, (long long)ep);
+            goto done;
+        }
+        tc.epochs = (int)ep;
+    }
+    e->subset_epochs = tc.epochs;
+    e->full_epochs = tf.epochs;
+    e->subset_steps = (int64_t)tc.epochs * spe_sub;
+    e->full_steps = (int64_t)tf.epochs * spe_full;
     for (int i = 0; i < runs; i++) {
         uint64_t si = seed + (uint64_t)i;
         if ((sets & PRUNE_EVAL_CORESET) && (rc = eval_one(d, &tc, sel, nsel, si, "the coreset", &acc[i]))) goto done;
@@ -565,7 +583,7 @@ int prune_eval_run(const dataset_t *d, const train_config_t *target, const int64
             qsort(rnd, (size_t)got, sizeof *rnd, i64_cmp);
             if ((rc = eval_one(d, &tc, rnd, got, si, "a random subset", &acc[runs + i]))) goto done;
         }
-        if ((sets & PRUNE_EVAL_FULL) && (rc = eval_one(d, &tc, pool, npool, si, "the full pool", &acc[2 * runs + i]))) goto done;
+        if ((sets & PRUNE_EVAL_FULL) && (rc = eval_one(d, &tf, pool, npool, si, "the full pool", &acc[2 * runs + i]))) goto done;
     }
     double *mean[3] = {&e->coreset_acc, &e->random_acc, &e->full_acc}, *sd[3] = {&e->coreset_std, &e->random_std, &e->full_std};
     for (int k = 0; k < 3; k++) {

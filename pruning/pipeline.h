@@ -32,6 +32,7 @@ enum { PRUNE_ST_LOAD = 0, PRUNE_ST_LABELED, PRUNE_ST_KNN, PRUNE_ST_SPREAD, PRUNE
 extern const char *const prune_stage_names[PRUNE_ST_COUNT];
 
 typedef enum { PRUNE_SSL_LABELPROP = 0, PRUNE_SSL_SELFTRAIN = 1 } prune_ssl_t;
+enum { PRUNE_MAX_BUDGETS = 16 };
 
 typedef struct prune_config {
     prune_ssl_t ssl;
@@ -51,6 +52,10 @@ typedef struct prune_config {
     int el2n_epochs;        /* 10 */
     select_opts_t sel;      /* kind, keep, mis_ratio, strata 50, hardest, balance, seed */
     uint64_t seed;
+    /* the budget curve: --keep F1,F2,... (sel.keep is keeps[0]); scoring runs once and each
+     * budget is selected (and evaluated) from the same scores */
+    double keeps[PRUNE_MAX_BUDGETS];
+    int nkeeps;
 } prune_config_t;
 
 /* Defaults above; proxy: mlp (gcn for graph datasets is chosen in prune_run when
@@ -116,10 +121,20 @@ double prune_pseudo_acc(const int32_t *y_true, const int32_t *y_vis, const prune
  * leave PRUNE_EVAL_RANDOM out can be compared with another run's random figures. Accuracies are test accuracies at
  * the best validation epoch (last epoch without a valid split), means and population stds. */
 enum { PRUNE_EVAL_CORESET = 1, PRUNE_EVAL_RANDOM = 2, PRUNE_EVAL_FULL = 4 };
+/* PRUNE_EVAL_SAME_STEPS (--eval-budget steps): a subset trains for as many optimiser steps as the
+ * full pool does in target->epochs epochs, epochs x steps_per_epoch(npool) /
+ * steps_per_epoch(nsel) rounded up (steps per epoch: ceil(n / batch_size), 1 for full batch);
+ * without it (--eval-budget epochs, the default) every set trains target->epochs epochs. */
+enum { PRUNE_EVAL_SAME_STEPS = 8 };
 typedef struct prune_eval {
     double coreset_acc, coreset_std, random_acc, random_std, full_acc, full_std;
     int runs;
+    int subset_epochs, full_epochs;   /* the epochs each trained */
+    int64_t subset_steps, full_steps;   /* and the optimiser steps that makes */
 } prune_eval_t;
+/* Optimiser steps per epoch of the target on n training examples: ceil(n / batch_size), or 1
+ * (full batch). */
+int64_t prune_steps_per_epoch(const train_config_t *target, int64_t n);
 int prune_eval_run(const dataset_t *d, const train_config_t *target, const int64_t *pool, int64_t npool,
                    const int64_t *sel, int64_t nsel, int runs, uint64_t seed, unsigned sets, prune_eval_t *e);
 #endif

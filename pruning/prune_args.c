@@ -2,6 +2,8 @@
  * see prune_args.h. Exercised through `inca prune` and `inca bench pruning` in
  * test_pruning_e2e.c and test_e2e_json.c. */
 #include "pruning/prune_args.h"
+#include <errno.h>
+#include <stdlib.h>
 #include "core/status.h"
 #include <stdio.h>
 #include <string.h>
@@ -13,7 +15,7 @@ const char *const prune_flags[] = {
     "--el2n-epochs", "--batch-size", "--proxy-batch-size", "--seed", "--split", "--threads", "--out", "--indices", "--overwrite!", "--eval!", "--quiet!", "--runs",
     "--json!", "--model", "--epochs", "--hidden", "--layers", "--lr", "--dropout", "--weight-decay", "--feature-norm",
     "--no-full!", "--reuse-dynamics!", "--dyn-tag", "--no-save-dynamics!", "--tau", "--noise", "--ssl-epochs",
-    "--lambda-u", "--eval-sets", "--device", "--deterministic!", "--tf32!", "--config", NULL};
+    "--lambda-u", "--eval-sets", "--device", "--deterministic!", "--tf32!", "--config", "--eval-budget", NULL};
 
 int prune_config_from_args(const args_t *a, prune_config_t *cfg, train_config_t *target) {
     int64_t iv;
@@ -24,7 +26,22 @@ int prune_config_from_args(const args_t *a, prune_config_t *cfg, train_config_t 
     if ((rc = score_parse(args_str(a, "--score", "aum"), &cfg->score))) return rc;
     if ((rc = select_parse(args_str(a, "--select", "ccs"), &cfg->sel.kind))) return rc;
     if ((rc = knn_metric_parse(args_str(a, "--metric", "cosine"), &cfg->metric))) return rc;
-    if ((rc = args_double(a, "--keep", 0.1, &cfg->sel.keep))) return rc;
+    /* --keep F or a budget curve F1,F2,...: every fraction in (0, 1], checked before any work */
+    const char *ks = args_str(a, "--keep", "0.1");
+    cfg->nkeeps = 0;
+    for (const char *q = ks;;) {
+        char *end;
+        errno = 0;
+        const double v = strtod(q, &end);
+        if (end == q || errno || (*end != ',' && *end != '\0') || !(v > 0 && v <= 1))
+            return inca_fail(INCA_EINVAL, "--keep: expected fractions in (0, 1], comma-separated, got '%s'", ks);
+        if (cfg->nkeeps == PRUNE_MAX_BUDGETS)
+            return inca_fail(INCA_EINVAL, "--keep: at most %d budgets, got '%s'", PRUNE_MAX_BUDGETS, ks);
+        cfg->keeps[cfg->nkeeps++] = v;
+        if (*end == '\0') break;
+        q = end + 1;
+    }
+    cfg->sel.keep = cfg->keeps[0];
     if ((rc = args_double(a, "--mis-ratio", 0.0, &cfg->sel.mis_ratio))) return rc;
     if ((rc = args_int(a, "--strata", 50, &iv))) return rc;
     cfg->sel.strata = (int)iv;

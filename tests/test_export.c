@@ -370,6 +370,21 @@ START_TEST(cli_named_splits) {
     ck_assert_str_eq(tu_json_get(cJSON_GetArrayItem(ns, 0), "name", cJSON_String)->valuestring, "public");
     ck_assert_double_eq(tu_json_dbl(cJSON_GetArrayItem(ns, 0), "test"), 1000);
     cJSON_Delete(ib);
+    /* an unnamed default (here a random split) goes to split/stored, which ingest takes back as
+     * the default beside the named ones */
+    snprintf(ex, sizeof ex, "%s/rand-ogb", dir);
+    snprintf(back, sizeof back, "%s/rand.lmdb", dir);
+    snprintf(args, sizeof args, "export '%s' '%s' --format ogb --split random:0.5,0.25,0.25:1", both, ex);
+    ck_assert_int_eq(tu_inca(args, NULL, NULL), 0);
+    snprintf(args, sizeof args, "ingest --format ogb '%s' --out '%s' --quiet", ex, back);
+    ck_assert_int_eq(tu_inca(args, NULL, NULL), 0);
+    ib = tu_json_parse(tu_info_json(back));
+    ck_assert(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(ib, "split_name")));
+    /* stratified: round(0.5 n_c) of Cora's classes 351, 217, 418, 818, 426, 298, 180 (halves away
+     * from zero) = 176 + 109 + 209 + 409 + 213 + 149 + 90 */
+    ck_assert_double_eq(tu_json_dbl(tu_json_get(ib, "splits", cJSON_Object), "train"), 1355);
+    ck_assert_int_eq(cJSON_GetArraySize(tu_json_get(ib, "named_splits", cJSON_Array)), 2);
+    cJSON_Delete(ib);
     /* --split picks what npz carries */
     snprintf(ex, sizeof ex, "%s/alt.npz", dir);
     snprintf(args, sizeof args, "export '%s' '%s' --format npz --split alt", both, ex);

@@ -370,6 +370,13 @@ START_TEST(cli_usage_errors) {
     const struct { const char *args, *msg; } cases[] = {
         {"--select best", "--select"},
         {"--keep 1.5", "--keep"},
+        {"--keep 0", "--keep: expected fractions in (0, 1]"},
+        {"--keep 0.1,x", "--keep: expected fractions in (0, 1]"},
+        {"--keep 0.1,1.2", "--keep: expected fractions in (0, 1]"},
+        {"--keep 0.1, --eval", "--keep"},
+        {"--eval --eval-budget hours", "--eval-budget: expected epochs or steps"},
+        {"--labeled-indices %1$s/empty.txt", "the labelled subset of the pool is empty"},
+        {"--labeled-indices %1$s/two.txt", "class 2 (200 nodes in the pool) has no labelled example"},
         {"--score grand", "--score"},
         {"--ssl fixmatch", "--ssl"},
         {"--metric l1", "--metric"},
@@ -380,20 +387,106 @@ START_TEST(cli_usage_errors) {
         {"--reuse-dynamics", "no stored dynamics"},
         {"--bogus 1", "--bogus"},
     };
+    /* labelled subsets: none at all; classes 0 and 1 only (row i is class i % 3) */
+    char *empty = path_in(dir, "empty.txt"), *two = path_in(dir, "two.txt"), *keep = path_in(dir, "k.npy"),
+         *pout = path_in(dir, "p.lmdb");
+    FILE *f = fopen(empty, "w");
+    fclose(f);
+    f = fopen(two, "w");
+    fputs("0\n1\n3\n4\n", f);
+    fclose(f);
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
-        char cmd[1024];
-        snprintf(cmd, sizeof cmd, "prune %s --proxy-epochs 2 --proxy-hidden 4 %s", sa, cases[k].args);
+        char cmd[2048], args[1024];
+        snprintf(args, sizeof args, cases[k].args, dir);
+        /* every refusal comes before anything is written */
+        snprintf(cmd, sizeof cmd, "prune %s --proxy-epochs 2 --proxy-hidden 4 --indices %s --out %s %s", sa, keep, pout, args);
         char *out = NULL, *err = NULL;
         int rc = tu_inca(cmd, &out, &err);
-        ck_assert_msg(rc == 2, "'%s': exit %d, stderr %s", cases[k].args, rc, err);
-        ck_assert_msg(strstr(err, cases[k].msg) != NULL, "'%s': stderr lacks '%s': %s", cases[k].args, cases[k].msg, err);
+        ck_assert_msg(rc == 2, "'%s': exit %d, stderr %s", args, rc, err);
+        ck_assert_msg(strstr(err, cases[k].msg) != NULL, "'%s': stderr lacks '%s': %s", args, cases[k].msg, err);
+        ck_assert_msg(!tu_exists(keep) && !tu_exists(pout), "'%s' wrote its outputs", args);
         free(out); free(err);
     }
+    free(empty); free(two); free(keep); free(pout);
     char *out = NULL, *err = NULL;
     int rc = tu_inca("prune /nonexistent/store --keep 0.1", &out, &err);
     ck_assert_int_eq(rc, 2);
     free(out); free(err);
     free(sa);
+    tu_rmrf(dir);
+    free(dir);
+}
+END_TEST
+
+/* The budget curve: --keep F1,F2,F3 scores once and gives one selection, output and JSON line
+ * per budget; the full pool is trained once; --eval-budget steps trains a subset for the full
+ * pool's optimiser steps (a mini-batch MLP here: ceil(n / 32) steps per epoch). */
+START_TEST(cli_budget_curve) {
+    char *dir = tu_mkdtemp();
+    char *sa = path_in(dir, "a"), *pr = path_in(dir, "p.lmdb"), *ind = path_in(dir, "k.npy");
+    dataset_t d;
+    make_blobs(&d, 6);
+    ck_assert_int_eq(dataset_save(&d, sa, 0), 0);
+    dataset_free(&d);
+    const double keeps[3] = {0.05, 0.1, 0.2};
+    for (int steps = 0; steps < 2; steps++) {
+        char cmd[2048], *out = NULL, *err = NULL;
+        snprintf(cmd, sizeof cmd, "prune %s --labeled-per-class 4 --knn 8 --proxy-hidden 16 --proxy-epochs 5 --keep 0.05,0.1,0.2 "
+                 "--eval --runs 2 --epochs 4 --hidden 16 --batch-size 32 --eval-budget %s --out %s --indices %s --overwrite "
+                 "--seed 1 --threads 1 --json", sa, steps ? "steps" : "epochs", pr, ind);
+        int rc = tu_inca(cmd, &out, &err);
+        ck_assert_msg(rc == 0, "prune failed (%d): %s", rc, err);
+        cJSON *v[4];
+        ck_assert_int_eq(tu_json_lines(out, v, 4), 3);
+        for (int b = 0; b < 3; b++) {
+            const int64_t kept = (int64_t)floor(keeps[b] * NPOOL + 1e-9);
+            ck_assert_int_eq((int64_t)tu_json_dbl(v[b], "kept"), kept);
+            ck_assert_double_eq(tu_json_dbl(v[b], "keep"), keeps[b]);
+            ck_assert_int_eq((int)tu_json_dbl(v[b], "budget"), b);
+            ck_assert_double_eq(tu_json_dbl(v[b], "full_acc"), tu_json_dbl(v[0], "full_acc"));
+            ck_assert_double_eq(tu_json_dbl(v[b], "full_acc_std"), tu_json_dbl(v[0], "full_acc_std"));
+            ck_assert_str_eq(tu_json_get(v[b], "eval_budget", cJSON_String)->valuestring, steps ? "steps" : "epochs");
+            /* 600 examples in 19 batches of 32; a subset of k in ceil(k / 32) */
+            const int64_t spe = (kept + 31) / 32, ep = steps ? (4 * 19 + spe - 1) / spe : 4;
+            ck_assert_int_eq((int64_t)tu_json_dbl(v[b], "subset_epochs"), ep);
+            ck_assert_int_eq((int64_t)tu_json_dbl(v[b], "subset_steps"), ep * spe);
+            ck_assert_int_eq((int64_t)tu_json_dbl(v[b], "full_steps"), 4 * 19);
+            if (steps) ck_assert_int_ge((int64_t)tu_json_dbl(v[b], "subset_steps"), 4 * 19);
+            /* each budget's outputs under its own name, holding its own selection */
+            char p[1200], q[1200];
+            snprintf(p, sizeof p, "%s/k-keep%g.npy", dir, keeps[b]);
+            snprintf(q, sizeof q, "%s/p-keep%g.lmdb", dir, keeps[b]);
+            int64_t *ids = NULL, nids = 0;
+            ck_assert_int_eq(npy_read_indices(p, &ids, &nids), 0);
+            ck_assert_int_eq(nids, kept);
+            inca_free(ids);
+            dataset_t pd;
+            ck_assert_int_eq(dataset_load(q, &pd), 0);
+            ck_assert_int_eq(pd.split_n[SPLIT_TRAIN], kept);
+            dataset_free(&pd);
+        }
+        /* the scores are the same whatever the budgets: the 0.1 selection equals a run of 0.1 alone */
+        if (!steps) {
+            char *o2 = NULL, *e2 = NULL;
+            snprintf(cmd, sizeof cmd, "prune %s --labeled-per-class 4 --knn 8 --proxy-hidden 16 --proxy-epochs 5 --keep 0.1 "
+                     "--indices %s/alone.npy --seed 1 --threads 1", sa, dir);
+            ck_assert_int_eq(tu_inca(cmd, &o2, &e2), 0);
+            char p[1200], q[1200];
+            snprintf(p, sizeof p, "%s/k-keep0.1.npy", dir);
+            snprintf(q, sizeof q, "%s/alone.npy", dir);
+            int64_t *x = NULL, *y = NULL, nx = 0, ny = 0;
+            ck_assert_int_eq(npy_read_indices(p, &x, &nx), 0);
+            ck_assert_int_eq(npy_read_indices(q, &y, &ny), 0);
+            ck_assert_int_eq(nx, ny);
+            ck_assert_mem_eq(x, y, (size_t)nx * sizeof *x);
+            inca_free(x);
+            inca_free(y);
+            free(o2); free(e2);
+        }
+        tu_json_free_lines(v, 3);
+        free(out); free(err);
+    }
+    free(sa); free(pr); free(ind);
     tu_rmrf(dir);
     free(dir);
 }
@@ -439,6 +532,7 @@ int main(void) {
     tcase_add_test(t, cli_outputs_reuse_and_eval);
     tcase_add_test(t, cli_graph_dataset);
     tcase_add_test(t, cli_usage_errors);
+    tcase_add_test(t, cli_budget_curve);
     tcase_add_test(t, bench_smoke);
     suite_add_tcase(s, t);
     return tu_run_suite(s);

@@ -321,8 +321,20 @@ START_TEST(test_named_splits) {
     ck_assert_int_eq(dataset_split_apply(path, "time", 0, &e), INCA_OK);
     ck_assert_str_eq(e.split_name, "time");
     ck_assert_str_eq(e.more[1].name, "public");
-    ck_assert_int_eq(e.more[1].n[0], d.split_n[0]);
-    ck_assert_int_eq(e.more[1].ids[0][0], 0);
+    ck_assert_int_eq(e.split_n[1], 2);   /* time's valid {1, 2} is the default's now */
+    ck_assert_int_eq(e.split[1][1], 2);
+    ck_assert_int_eq(e.more[1].n[1], 1);   /* and public's valid {1} a named split */
+    ck_assert_int_eq(e.more[1].ids[1][0], 1);
+    ck_assert_int_eq(e.more[1].n[2], 1);
+    ck_assert_int_eq(e.more[1].ids[2][0], 2);
+    dataset_free(&e);
+    /* an unnamed default swapped out has no name to be kept by: it goes */
+    ck_assert_int_eq(dataset_load_ex(path, DATASET_ALL_SPLITS, &e), INCA_OK);
+    e.split_name[0] = '\0';
+    ck_assert_int_eq(dataset_split_apply(path, "time", 0, &e), INCA_OK);
+    ck_assert_int_eq(e.n_more, 1);
+    ck_assert_str_eq(e.more[0].name, "random_20_30_seed0");
+    ck_assert_str_eq(e.split_name, "time");
     dataset_free(&e);
     /* the list, default first */
     store_t *s;
