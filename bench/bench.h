@@ -7,6 +7,7 @@ int bench_gen(int argc, char **argv);       /* generate + ingest a large graph: 
 int bench_loader(int argc, char **argv);    /* prefetching loader: trainer wait fraction */
 int bench_epoch(int argc, char **argv);     /* GAS vs IncAgg epoch time and accuracy */
 int bench_pruning(int argc, char **argv);   /* time per pruning stage */
+int bench_knn(int argc, char **argv);       /* exact kNN vs FAISS: time and recall@k */
 /* data-parallel scaling over MPI (bench_scale.c): run by the processes of one mpirun job */
 struct comm;
 int bench_scale(int argc, char **argv, struct comm *world);

@@ -71,6 +71,8 @@ int bench_pruning(int argc, char **argv) {
     if ((rc = dataset_split_apply(path, args_str(a, "--split", NULL), cfg.seed, &d))) goto done;
     if (!d.y || d.split_n[SPLIT_TRAIN] < 2) { rc = inca_fail(INCA_EINVAL, "%s: needs labels and a train split", path); goto done; }
     sec[PRUNE_ST_LOAD] = inca_now() - t0;
+    char kind_def[256];   /* defaults by data kind, as inca prune takes them */
+    if ((rc = prune_kind_defaults(a, &cfg, &target, d.adj.rowptr != NULL && d.adj.nnz > 0, kind_def, sizeof kind_def))) goto done;
     t0 = inca_now();
     const int64_t *pool = d.split[SPLIT_TRAIN];
     int64_t npool = d.split_n[SPLIT_TRAIN];

@@ -66,7 +66,7 @@ static int scale_entry(int argc, char **argv) { return bench_scale(argc, argv, s
 int cmd_bench(int argc, char **argv) {
     static const struct { const char *name; int (*fn)(int, char **); } b[] = {
         {"spmm", bench_spmm}, {"gen", bench_gen}, {"loader", bench_loader},
-        {"epoch", bench_epoch}, {"pruning", bench_pruning},
+        {"epoch", bench_epoch}, {"pruning", bench_pruning}, {"knn", bench_knn},
     };
     args_set_help_command("bench");   /* the benchmarks' flags are listed by inca bench --help */
     if (argc >= 2 && strcmp(argv[1], "scale") == 0) {
@@ -75,8 +75,8 @@ int cmd_bench(int argc, char **argv) {
         return rc != INCA_OK ? rc : bench_with_progress(scale_entry, argc - 1, argv + 1, comm_rank(cli_comm()));
     }
     if (comm_size(cli_comm()) > 1) return inca_fail(INCA_EINVAL, "only bench scale runs as several ranks");
-    if (argc < 2) return inca_fail(INCA_EINVAL, "expected a benchmark: spmm|gen|loader|epoch|pruning|scale");
+    if (argc < 2) return inca_fail(INCA_EINVAL, "expected a benchmark: spmm|gen|loader|epoch|pruning|knn|scale");
     for (size_t i = 0; i < sizeof b / sizeof b[0]; i++)
         if (strcmp(argv[1], b[i].name) == 0) return bench_with_progress(b[i].fn, argc - 1, argv + 1, 0);
-    return inca_fail(INCA_EINVAL, "unknown benchmark '%s' (expected spmm|gen|loader|epoch|pruning|scale)", argv[1]);
+    return inca_fail(INCA_EINVAL, "unknown benchmark '%s' (expected spmm|gen|loader|epoch|pruning|knn|scale)", argv[1]);
 }

@@ -54,6 +54,28 @@ static int labeled_covers_classes(const dataset_t *d, const int64_t *pool, int64
     return rc;
 }
 
+/* The test split's largest class share: what always answering that class scores. */
+static double majority_share(const dataset_t *d) {
+    int64_t best = 0, n = d->split_n[SPLIT_TEST];
+    int64_t *cnt = inca_calloc((size_t)d->c + 1, sizeof *cnt);
+    if (!cnt || n == 0) { inca_free(cnt); return 0; }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t y = d->y[d->split[SPLIT_TEST][i]];
+        if (y >= 0 && ++cnt[y] > best) best = cnt[y];
+    }
+    inca_free(cnt);
+    return (double)best / (double)n;
+}
+
+/* A target near chance: its accuracy (the full pool's when trained, else the coreset's) within
+ * 2 points of the majority share or below 1.5 / classes. */
+static int near_chance(const dataset_t *d, const prune_eval_t *ev, unsigned sets) {
+    const double acc = (sets & PRUNE_EVAL_FULL) ? ev->full_acc : (sets & PRUNE_EVAL_CORESET) ? ev->coreset_acc : NAN;
+    if (!(acc == acc) || d->c < 2) return 0;
+    const double m = majority_share(d), floor_ = 1.5 / d->c;
+    return acc < (m + 0.02 > floor_ ? m + 0.02 : floor_);
+}
+
 /* One output path per budget of a budget curve: PATH itself for one budget, else PATH with
  * "-keepF" before a ".npy" or ".lmdb" extension (or at the end). */
 static void budget_path(char *buf, size_t len, const char *base, double keep, int nkeeps) {
@@ -141,6 +163,14 @@ int cmd_prune(int argc, char **argv) {
     const int64_t *pool = d.split[SPLIT_TRAIN];
     int64_t npool = d.split_n[SPLIT_TRAIN];
     sec[PRUNE_ST_LOAD] = inca_now() - t0;
+    /* defaults by data kind, said once */
+    const int is_graph = d.adj.rowptr != NULL && d.adj.nnz > 0;
+    char kind_def[256];
+    if ((rc = prune_kind_defaults(a, &cfg, &target, is_graph, kind_def, sizeof kind_def))) goto done;
+    if (kind_def[0] && !args_has(a, "--quiet")) {
+        cli_progress_end(&pg);
+        fprintf(stderr, "prune: %s is a table (no graph): defaults %s\n", path, kind_def);
+    }
 
     /* the labelled subset: the only labels the pruning code may see */
     t0 = inca_now();
@@ -162,11 +192,14 @@ int cmd_prune(int argc, char **argv) {
 
     char key[1024];
     snprintf(key, sizeof key,
-             "labeled=%s/%g/%lld seed=%llu split=%s ssl=%d/%g/%g/%g/%d k=%d metric=%d alpha=%g iters=%d graph=%d proxy=%s/%d/%lld/%d/%g/%g/%g fn=%d",
+             "labeled=%s/%g/%lld seed=%llu split=%s ssl=%d/%g/%g/%g/%d k=%d/%d/%s/%d metric=%d alpha=%g iters=%d graph=%d proxy=%s/%d/%lld/%d/%g/%g/%g fn=%d "
+             "pm=%s/%d/%d/%lld dyn=%d/%d/%d",
              lab_file ? lab_file : "pick", frac, (long long)per_class, (unsigned long long)cfg.seed, split ? split : "stored",
-             (int)cfg.ssl, cfg.st.tau, cfg.st.noise_strong, cfg.st.lambda_u, cfg.st.epochs, cfg.knn_k, (int)cfg.metric, cfg.alpha, cfg.iters, cfg.graph, cfg.proxy.model, cfg.proxy.epochs,
+             (int)cfg.ssl, cfg.st.tau, cfg.st.noise_strong, cfg.st.lambda_u, cfg.st.epochs, cfg.knn_k, cfg.knn_search,
+             cfg.faiss.factory ? cfg.faiss.factory : "", cfg.faiss.nprobe, (int)cfg.metric, cfg.alpha, cfg.iters, cfg.graph, cfg.proxy.model, cfg.proxy.epochs,
              (long long)cfg.proxy.hidden, cfg.proxy.layers, cfg.proxy.lr, cfg.proxy.dropout, cfg.proxy.weight_decay,
-             cfg.proxy.feature_norm);
+             cfg.proxy.feature_norm, cfg.proxy.method, cfg.proxy.parts, cfg.proxy.batch_parts, (long long)cfg.proxy.batch_size,
+             cfg.dyn_from, cfg.dyn_layout, cfg.el2n_epochs);
     if (reuse) {
         int32_t c = 0;
         t0 = inca_now();
@@ -267,6 +300,13 @@ int cmd_prune(int argc, char **argv) {
             json_int(j, "budgets", cfg.nkeeps);
             json_num(j, "mis_ratio", cfg.sel.mis_ratio);
             json_int(j, "proxy_epochs", r.dyn.epochs);
+            json_str(j, "defaults", is_graph ? "graph" : "table");   /* the kind whose defaults the flags not given took */
+            json_str(j, "kind_defaults", kind_def);
+            json_str(j, "proxy_method", cfg.proxy.method);
+            json_str(j, "dynamics_from", r.dyn_from == PRUNE_DYN_STEPS ? "steps" : "eval");
+            json_str(j, "dynamics", r.dyn.compact ? "compact" : "full");
+            json_int(j, "dynamics_bytes", dyn_bytes(&r.dyn));
+            json_str(j, "knn_search", r.knn_used == PRUNE_KNN_FAISS ? "faiss" : r.knn_used == PRUNE_KNN_EXACT ? "exact" : NULL);
             if (do_eval) {
                 json_num(j, "coreset_acc", ev.coreset_acc);
                 json_num(j, "coreset_acc_std", ev.coreset_std);
@@ -299,6 +339,13 @@ int cmd_prune(int argc, char **argv) {
             json_free(&j);
         }
         fflush(stdout);
+        if (do_eval && near_chance(&d, &ev, b == 0 ? sets : sets & ~(unsigned)PRUNE_EVAL_FULL)) {
+            cli_progress_end(&pg);
+            fprintf(stderr, "prune: warning: the target (%s) stays near chance at keep %g (test accuracy %.4f; the "
+                    "largest class is %.4f of the test split): it is not learning; try --lr, --epochs, --hidden or "
+                    "--feature-norm standard\n", target.model, cfg.sel.keep,
+                    (b == 0 && (sets & PRUNE_EVAL_FULL)) ? ev.full_acc : ev.coreset_acc, majority_share(&d));
+        }
     }
 done:
     cli_progress_end(&pg);

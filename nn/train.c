@@ -309,6 +309,7 @@ typedef struct mlp_batch {
     float *xb;        /* bs x f (context) */
     double *losses_d; /* steps: each step's loss (context), read back at the epoch's end */
     double *losses_h;
+    int64_t *rows_h;  /* 0..bs-1 on the host: the step hook's rows */
 } mlp_batch_t;
 
 static int mlp_batch_init(kern_ctx_t *kc, mlp_batch_t *b, int64_t bs, int64_t f, int64_t n_train) {
@@ -319,14 +320,15 @@ static int mlp_batch_init(kern_ctx_t *kc, mlp_batch_t *b, int64_t bs, int64_t f,
     b->order = inca_malloc((size_t)n_train * sizeof *b->order);
     b->yo = inca_malloc((size_t)n_train * sizeof *b->yo);
     b->losses_h = inca_malloc((size_t)b->steps * sizeof *b->losses_h);
-    int rc = !rows || !b->order || !b->yo || !b->losses_h ? INCA_ENOMEM : INCA_OK;
+    b->rows_h = inca_malloc((size_t)bs * sizeof *b->rows_h);
+    int rc = !rows || !b->order || !b->yo || !b->losses_h || !b->rows_h ? INCA_ENOMEM : INCA_OK;
     if (!rc) rc = kc_alloc(kc, KERN_MEM_DEVICE, (size_t)n_train * sizeof(int64_t), (void **)&b->order_d);
     if (!rc) rc = kc_alloc(kc, KERN_MEM_DEVICE, (size_t)n_train * sizeof(int32_t), (void **)&b->yo_d);
     if (!rc) rc = kc_alloc(kc, KERN_MEM_DEVICE, (size_t)bs * sizeof(int64_t), (void **)&b->rows);
     if (!rc) rc = kc_alloc(kc, KERN_MEM_DEVICE, (size_t)(bs * f) * sizeof(float), (void **)&b->xb);
     if (!rc) rc = kc_alloc(kc, KERN_MEM_DEVICE, (size_t)b->steps * sizeof(double), (void **)&b->losses_d);
     if (!rc) {
-        for (int64_t i = 0; i < bs; i++) rows[i] = i;
+        for (int64_t i = 0; i < bs; i++) rows[i] = b->rows_h[i] = i;
         rc = kc_copy(kc, b->rows, rows, (size_t)bs * sizeof *rows, KERN_H2D, KERN_STREAM_COMPUTE);
     }
     inca_free(rows);
@@ -337,6 +339,7 @@ static void mlp_batch_free(kern_ctx_t *kc, mlp_batch_t *b) {
     inca_free(b->order);
     inca_free(b->yo);
     inca_free(b->losses_h);
+    inca_free(b->rows_h);
     kc_release(kc, KERN_MEM_DEVICE, b->order_d);
     kc_release(kc, KERN_MEM_DEVICE, b->yo_d);
     kc_release(kc, KERN_MEM_DEVICE, b->rows);
@@ -345,13 +348,27 @@ static void mlp_batch_free(kern_ctx_t *kc, mlp_batch_t *b) {
     memset(b, 0, sizeof *b);
 }
 
+/* The step hook (c->on_step), when set: logits (rows_total x cc on the context) read to the host
+ * first off the CPU (lhost holds rows_total x cc). */
+static int step_hook(kern_ctx_t *kc, const train_config_t *c, int run, int ep, const int64_t *nodes, const int64_t *rows,
+                     int64_t m, const float *logits, int64_t rows_total, int64_t cc, float *lhost) {
+    if (!c->on_step) return INCA_OK;
+    const float *lh = logits;
+    if (kc_device(kc) != KERN_DEV_CPU) {
+        int rc = kc_copy(kc, lhost, logits, (size_t)(rows_total * cc) * sizeof(float), KERN_D2H, KERN_STREAM_COMPUTE);
+        if (rc) return rc;
+        lh = lhost;
+    }
+    return c->on_step(c->on_step_ctx, run, ep, nodes, rows, m, lh, (int32_t)cc);
+}
+
 /* One epoch of mini-batch steps over the training rows in a fresh seeded order (the order of
  * epoch ep depends on the seed and ep only, so runs are reproducible). The last batch may be
  * smaller. *loss and *acc: means over the epoch's training rows. Dropout masks are drawn per
  * step (step number = ep * steps_per_epoch + s). x (n x f) in context memory. */
 static int train_mlp_epoch(model_t *m, optim_t *o, const train_config_t *c, const float *x, int64_t f, int64_t cc,
-                           const int32_t *y, const int64_t *train_idx, int64_t n_train, int ep, mlp_batch_t *b,
-                           float *dlog, train_meter_t *meter_d, double *loss, double *acc) {
+                           const int32_t *y, const int64_t *train_idx, int64_t n_train, int run, int ep, mlp_batch_t *b,
+                           float *dlog, train_meter_t *meter_d, float *lhost, double *loss, double *acc) {
     kern_ctx_t *kc = model_ctx(m);
     rng_t r;
     int rc;
@@ -374,7 +391,8 @@ static int train_mlp_epoch(model_t *m, optim_t *o, const train_config_t *c, cons
         if ((rc = kc_gather_rows(kc, KERN_F32, x, f, b->order_d + lo, 0, nb, b->xb)) ||
             (rc = model_forward(m, nb, b->xb, NULL, 1, c->seed, (uint64_t)ep * (uint64_t)b->steps + (uint64_t)s, &logits)) ||
             (rc = kc_softmax_xent(kc, nb, cc, logits, b->yo_d + lo, b->rows, nb, NULL, dlog, &b->losses_d[s])) ||
-            (rc = kc_accuracy(kc, cc, logits, b->yo_d + lo, b->rows, nb, meter_d->count[0])))
+            (rc = kc_accuracy(kc, cc, logits, b->yo_d + lo, b->rows, nb, meter_d->count[0])) ||
+            (rc = step_hook(kc, c, run, ep, b->order + lo, b->rows_h, nb, logits, nb, cc, lhost)))
             return rc;
         if (host && !isfinite(b->losses_d[s]))
             return inca_fail(INCA_ERR, "epoch %d step %lld: training loss is not finite (%g); lower --lr?", ep, (long long)s,
@@ -558,7 +576,7 @@ int train_full(const dataset_t *d, const train_config_t *c, const int64_t *train
         goto done;
     /* logits on the host for the hooks (pruning's on_epoch, out_logits); on the CPU they are
      * the model's own */
-    const int want_logits = c->on_epoch || c->out_logits;
+    const int want_logits = c->on_epoch || c->out_logits || c->on_step;
     if (want_logits && kc_device(kc) != KERN_DEV_CPU &&
         !(lhost = inca_malloc((size_t)(n * cc) * sizeof(float)))) { rc = INCA_ENOMEM; goto done; }
 
@@ -587,8 +605,8 @@ int train_full(const dataset_t *d, const train_config_t *c, const int64_t *train
         const float *logits;
         double train_acc = 0;
         if (c->batch_size > 0) {
-            if ((rc = train_mlp_epoch(m, o, c, xd, d->f, cc, d->y, train_idx, n_train, ep, &mb, dlog, meter_d, &loss,
-                                      &train_acc)))
+            if ((rc = train_mlp_epoch(m, o, c, xd, d->f, cc, d->y, train_idx, n_train, run, ep, &mb, dlog, meter_d, lhost,
+                                      &loss, &train_acc)))
                 goto done;
         } else {
             train_meter_t h;
@@ -597,6 +615,9 @@ int train_full(const dataset_t *d, const train_config_t *c, const int64_t *train
                 (rc = kc_softmax_xent(kc, n, cc, logits, y_d, trn_d, n_train, NULL, dlog, &meter_d->loss[0])) ||
                 (rc = kc_accuracy(kc, cc, logits, y_d, trn_d, n_train, meter_d->count[0])) ||
                 (rc = kc_copy(kc, &h, meter_d, sizeof h, KERN_D2H, KERN_STREAM_COMPUTE)))
+                goto done;
+            if (c->on_step && isfinite(h.loss[0]) &&
+                (rc = step_hook(kc, c, run, ep, train_idx, train_idx, n_train, logits, n, cc, lhost)))
                 goto done;
             loss = h.loss[0];
             if (!isfinite(loss)) {

@@ -37,6 +37,14 @@ enum { TRAIN_LOADER_AUTO = 0, TRAIN_LOADER_COPY = 1, TRAIN_LOADER_VIEW = 2 };
  * valid during the call only). Return non-zero to stop with that status. For pruning
  * (training dynamics). */
 typedef int (*train_epoch_cb)(void *ctx, int run, int epoch, const float *logits, int64_t n, int32_t c);
+/* Called in every training step, before its backward pass, with the training-mode logits (the
+ * step's own forward: dropout on, parameters before the update) of the m rows that have a loss:
+ * nodes[j] (the dataset's numbering) is row rows[j] of logits (c wide; host memory, valid during
+ * the call only). Each training node comes once per epoch in the methods that visit it once
+ * (full, the MLP's mini-batches, cluster/gas/incagg batches). One process only. For pruning
+ * (training dynamics from the steps). */
+typedef int (*train_step_cb)(void *ctx, int run, int epoch, const int64_t *nodes, const int64_t *rows, int64_t m,
+                             const float *logits, int32_t c);
 /* Status lines for a person (the library never prints): TRAIN_LOG_PROGRESS lines replace each
  * other (a progress bar on a terminal), TRAIN_LOG_INFO lines stay. `line` has no newline and is
  * valid during the call only. */
@@ -139,6 +147,8 @@ typedef struct train_config {
     /* hooks (pruning) */
     train_epoch_cb on_epoch;   /* may be NULL */
     void *on_epoch_ctx;
+    train_step_cb on_step;     /* may be NULL */
+    void *on_step_ctx;
     float *out_logits;         /* NULL or n x c: eval logits at the best epoch of the last run */
 } train_config_t;
 

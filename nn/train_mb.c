@@ -196,6 +196,8 @@ typedef struct mb_run {
     double *losses_d;           /* spe: each step's loss, read back at the epoch's end */
     train_meter_t *meter_d;
     float *logp, *dlogits, *lorig, *lhost;
+    int64_t *iperm, *snodes;    /* on_step: new -> dataset id (n), a batch's loss nodes in it (nbm) */
+    float *shost;               /* on_step off the CPU: a batch's logits on the host (nbm x C) */
     double *losses_h;           /* spe (host) */
     uint8_t *step_has_loss;     /* spe: the step had training rows */
     int64_t *lidx;
@@ -210,6 +212,7 @@ typedef struct mb_run {
     float *logits_all;          /* n x C, the passes' output (context memory) */
     int64_t anon_need;          /* --memory-budget: what the batch needs (checked) */
     int64_t spe, R, gstep;
+    int64_t nb_max, halo_max;   /* the largest batch and halo of any rank's loader (the job's) */
     train_best_t best;
     double epoch_s, train_loss;
     int ep0, epochs_run, finished, fused_pending;
@@ -250,15 +253,22 @@ static void mb_run_free(mb_run_t *R) {
     inca_free(R->lidx);
     inca_free(R->lorig);
     inca_free(R->lhost);
+    inca_free(R->iperm);
+    inca_free(R->snodes);
+    inca_free(R->shost);
     inca_free(R->losses_h);
     inca_free(R->step_has_loss);
 }
 
 /* The loader (or with --workers one per rank: its own parts, its own shuffle stream; under MPI
- * this process's rank's only) from R->bo; R->spe = the most steps any rank has in an epoch. */
+ * this process's rank's only) from R->bo; R->spe = the most steps any rank has in an epoch,
+ * R->nb_max / R->halo_max = the largest batch / halo of any rank's loader. All three are the
+ * job's under MPI too (reduced over the processes), as with --workers: the view path's row
+ * panels are nb_max rows, and a panel's rows must not depend on the transport (a GEMM's bits
+ * may depend on its row count). */
 static int mb_loaders_create(mb_run_t *R) {
     int rc = INCA_OK;
-    R->spe = 0;
+    R->spe = R->nb_max = R->halo_max = 0;
     for (int r = 0; r < R->workers && rc == INCA_OK; r++) {
         if (R->comm && r != R->rank) continue;
         batch_opts_t bo = R->bo;
@@ -271,9 +281,20 @@ static int mb_loaders_create(mb_run_t *R) {
         if ((rc = batch_loader_create(&R->src, &bo, &R->lds[r])) != INCA_OK) break;
         R->spe_r[r] = batch_loader_steps_per_epoch(R->lds[r]);
         R->spe = R->spe_r[r] > R->spe ? R->spe_r[r] : R->spe;
+        int64_t nb = 0, hm = 0;
+        batch_loader_limits(R->lds[r], &nb, &hm);
+        R->nb_max = nb > R->nb_max ? nb : R->nb_max;
+        R->halo_max = hm > R->halo_max ? hm : R->halo_max;
     }
     R->ld = R->lds[R->comm ? R->rank : 0];
-    if (rc == INCA_OK && R->comm) rc = comm_allreduce_max_i64(R->comm, &R->spe, 1, COMM_SETUP);
+    if (rc == INCA_OK && R->comm) {
+        int64_t v[3] = {R->spe, R->nb_max, R->halo_max};
+        if ((rc = comm_allreduce_max_i64(R->comm, v, 3, COMM_SETUP)) == INCA_OK) {
+            R->spe = v[0];
+            R->nb_max = v[1];
+            R->halo_max = v[2];
+        }
+    }
     return rc;
 }
 
@@ -371,8 +392,8 @@ static int mb_run_setup(mb_run_t *R, const dataset_t *d, const int64_t *train_id
         R->comm = c->comm;
         R->rank = comm_rank(c->comm);
         R->workers = P;
-        if (c->on_epoch || c->out_logits)
-            return inca_fail(INCA_EINVAL, "mpirun: the per-node logits hooks (on_epoch, out_logits) are one process's");
+        if (c->on_epoch || c->out_logits || c->on_step)
+            return inca_fail(INCA_EINVAL, "mpirun: the per-node logits hooks (on_epoch, on_step, out_logits) are one process's");
     }
     if (R->workers > 1 && R->method == AGG_GAS && c->history_host)
         return inca_fail(INCA_EINVAL, "%d ranks with --method gas: not with --history-location host", R->workers);
@@ -421,15 +442,8 @@ static int mb_run_setup(mb_run_t *R, const dataset_t *d, const int64_t *train_id
     R->bo = (batch_opts_t){.batch_parts = c->batch_parts, .seed = c->seed, .halo = R->method == AGG_GAS, .prefetch = R->o->prefetch};
     if (R->method == AGG_CLUSTER && !c->cluster_global_norm)
         R->bo.renorm = norm == NN_NORM_MEAN ? BATCH_RENORM_MEAN : BATCH_RENORM_GCN;
-    int64_t nb_max = 0, halo_max = 0;
     if ((rc = mb_loaders_create(R)) != INCA_OK) return rc;
-    for (int r = 0; r < R->workers; r++) {
-        int64_t nb = 0, hm = 0;
-        if (!R->lds[r]) continue;   /* MPI: another process's rank */
-        batch_loader_limits(R->lds[r], &nb, &hm);
-        nb_max = nb > nb_max ? nb : nb_max;
-        halo_max = hm > halo_max ? hm : halo_max;
-    }
+    const int64_t nb_max = R->nb_max, halo_max = R->halo_max;   /* the job's, under MPI too */
     R->R = c->refresh > 0 ? c->refresh : R->spe;
 
     /* model, optimiser, operator */
@@ -510,8 +524,9 @@ static int mb_run_setup(mb_run_t *R, const dataset_t *d, const int64_t *train_id
     }
     if ((rc = agg_create(&ac, &R->agg)) != INCA_OK) return rc;
     if (R->stream) {   /* row panels of a batch's size for the layer-wise passes */
-        /* panels never straddle a rank's node range, so --workers P and P processes run the very
-         * same panels; under MPI a process runs only its own rank's */
+        /* panels never straddle a rank's node range and are the job's nb_max rows (reduced over
+         * the processes), so --workers P and P processes run the very same panels; under MPI a
+         * process runs only its own rank's */
         R->pan_rows = nb_max > 0 ? nb_max : 1;
         const int64_t maxpan = (n + R->pan_rows - 1) / R->pan_rows + R->workers;
         if (!(R->apan = inca_calloc((size_t)maxpan, sizeof *R->apan)) ||
@@ -550,6 +565,13 @@ static int mb_run_setup(mb_run_t *R, const dataset_t *d, const int64_t *train_id
         return INCA_ENOMEM;
     if (R->lorig && R->dev && !(R->lhost = inca_malloc(sizeof *R->lhost * (size_t)(n ? n : 1) * (size_t)R->C)))
         return INCA_ENOMEM;
+    if (c->on_step) {
+        if (!(R->iperm = inca_malloc(sizeof *R->iperm * (size_t)(n ? n : 1))) ||
+            !(R->snodes = inca_malloc(sizeof *R->snodes * (size_t)(nbm ? nbm : 1))) ||
+            (R->dev && !(R->shost = inca_malloc(sizeof *R->shost * (size_t)(nbm ? nbm : 1) * (size_t)R->C))))
+            return INCA_ENOMEM;
+        for (int64_t v = 0; v < n; v++) R->iperm[R->p->perm[v]] = v;
+    }
 
     /* checkpoints: the model, the optimiser and every history table (nn/checkpoint.h); under MPI
      * each rank its own in DIR/rank-R-of-P */
@@ -651,6 +673,16 @@ static int mb_fwd_bwd(mb_run_t *R, batch_loader_t *ld, int ep, int64_t slot, uin
     if ((rc = kc_softmax_xent(kc, b->n_b, R->C, logits, yb, lidx, nidx, R->logp, R->dlogits, &R->losses_d[slot])) != INCA_OK)
         return rc;
     R->step_has_loss[slot] = 1;
+    if (R->c->on_step) {   /* the loss rows' training logits, in the dataset's numbering */
+        const float *lh = logits;
+        if (R->dev) {
+            if ((rc = kc_copy(kc, R->shost, logits, sizeof(float) * (size_t)(b->n_b * R->C), KERN_D2H, KERN_STREAM_COMPUTE)))
+                return rc;
+            lh = R->shost;
+        }
+        for (int64_t j = 0; j < nidx; j++) R->snodes[j] = R->iperm[b->nodes[R->lidx[j]]];
+        if ((rc = R->c->on_step(R->c->on_step_ctx, R->run, ep, R->snodes, R->lidx, nidx, lh, R->C)) != INCA_OK) return rc;
+    }
     if (!R->dev) {
         const double loss = R->losses_d[slot];
         if (!isfinite(loss))

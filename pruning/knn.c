@@ -7,9 +7,22 @@
 #include "core/util.h"
 #include "kernels/kernels.h"
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 enum { KNN_BLOCK = 2048 };   /* square blocks of the distance matrix (16 MiB of floats) */
+
+/* xn = x with every row scaled to unit length (a zero row stays zero): cosine as dot product */
+static void unit_rows(const float *x, int64_t n, int64_t f, float *xn) {
+#pragma omp parallel for schedule(static) num_threads(inca_threads())
+    for (int64_t i = 0; i < n; i++) {
+        double s = 0;
+        for (int64_t t = 0; t < f; t++) s += (double)x[i * f + t] * x[i * f + t];
+        float inv = s > 0 ? (float)(1.0 / sqrt(s)) : 0.0f;
+        for (int64_t t = 0; t < f; t++) xn[i * f + t] = x[i * f + t] * inv;
+    }
+}
+
 
 int knn_metric_parse(const char *name, knn_metric_t *out) {
     if (name && strcmp(name, "euclidean") == 0) { *out = KNN_EUCLIDEAN; return INCA_OK; }
@@ -66,13 +79,7 @@ int knn_exact(const float *x, int64_t n, int64_t f, int k, knn_metric_t metric, 
     if (metric == KNN_COSINE) {
         xn = inca_malloc((size_t)n * (size_t)f * sizeof *xn);
         if (!xn) { rc = INCA_ENOMEM; goto done; }
-#pragma omp parallel for schedule(static) num_threads(inca_threads())
-        for (int64_t i = 0; i < n; i++) {
-            double s = 0;
-            for (int64_t t = 0; t < f; t++) s += (double)x[i * f + t] * x[i * f + t];
-            float inv = s > 0 ? (float)(1.0 / sqrt(s)) : 0.0f;
-            for (int64_t t = 0; t < f; t++) xn[i * f + t] = x[i * f + t] * inv;
-        }
+        unit_rows(x, n, f, xn);
         xs = xn;
     } else {
 #pragma omp parallel for schedule(static) num_threads(inca_threads())
@@ -167,4 +174,50 @@ done:
     inca_free(src);
     inca_free(dst);
     return rc;
+}
+
+/* ---- approximate search through FAISS (pruning/knn_faiss.cpp) ---- */
+#ifdef INCA_HAS_FAISS
+int knn_faiss_raw(const float *x, int64_t n, int64_t f, int k, const char *factory, int nprobe, uint64_t seed,
+                  int32_t *nbr, float *dist, char *err, size_t errlen);
+int knn_faiss_available(void) { return 1; }
+#else
+int knn_faiss_available(void) { return 0; }
+#endif
+
+int knn_faiss(const float *x, int64_t n, int64_t f, int k, knn_metric_t metric, const knn_faiss_opts_t *o, int32_t *nbr,
+              float *dist) {
+#ifndef INCA_HAS_FAISS
+    (void)x; (void)n; (void)f; (void)k; (void)metric; (void)o; (void)nbr; (void)dist;
+    return inca_fail(INCA_EINVAL, "--knn-search faiss: this build has no FAISS (install libfaiss-dev and rebuild, or use "
+                     "--knn-search exact)");
+#else
+    if (k < 1 || (int64_t)k >= n || f < 1)
+        return inca_fail(INCA_EINVAL, "knn: need 1 <= k < n and f >= 1 (k=%d, n=%lld, f=%lld)", k, (long long)n, (long long)f);
+    if (n > INT32_MAX) return inca_fail(INCA_EINVAL, "knn: n=%lld exceeds int32 ids", (long long)n);
+    char factory[64], err[512] = "";
+    if (o && o->factory && *o->factory) snprintf(factory, sizeof factory, "%s", o->factory);
+    else {
+        int64_t nlist = (int64_t)llround(4.0 * sqrt((double)n));
+        if (nlist > n / 39) nlist = n / 39;
+        if (nlist < 1) nlist = 1;
+        snprintf(factory, sizeof factory, "IVF%lld,Flat", (long long)nlist);
+    }
+    const float *xs = x;
+    float *xn = NULL;
+    if (metric == KNN_COSINE) {   /* unit rows: squared L2 = 2 - 2 cos */
+        xn = inca_malloc((size_t)n * (size_t)f * sizeof *xn);
+        if (!xn) return INCA_ENOMEM;
+        unit_rows(x, n, f, xn);
+        xs = xn;
+    }
+    const int r = knn_faiss_raw(xs, n, f, k, factory, o && o->nprobe > 0 ? o->nprobe : 8, o ? o->seed : 0, nbr, dist, err,
+                                sizeof err);
+    inca_free(xn);
+    if (r == 2) return INCA_ENOMEM;
+    if (r != 0) return inca_fail(INCA_EINVAL, "--knn-search faiss (%s): %s", factory, err);
+    if (dist && metric == KNN_COSINE)
+        for (int64_t i = 0; i < n * k; i++) dist[i] *= 0.5f;
+    return INCA_OK;
+#endif
 }

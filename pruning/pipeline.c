@@ -12,6 +12,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 
 const char *const prune_stage_names[PRUNE_ST_COUNT] = {"load", "labeled", "knn", "spread", "proxy",
@@ -21,6 +22,8 @@ void prune_config_default(prune_config_t *c) {
     memset(c, 0, sizeof *c);
     c->ssl = PRUNE_SSL_LABELPROP;
     c->knn_k = 10;
+    c->knn_search = PRUNE_KNN_AUTO;
+    c->faiss.nprobe = 8;
     c->metric = KNN_COSINE;
     c->alpha = 0.9;   /* Zhou et al. use 0.99; 0.9 spreads better on Fashion-MNIST (79.8% vs 76.9%) and Facebook (74.0% vs 63.2%) */
     c->iters = 50;
@@ -37,6 +40,8 @@ void prune_config_default(prune_config_t *c) {
     selftrain_opts_default(&c->st);
     c->score = SCORE_AUM;
     c->el2n_epochs = 10;
+    c->dyn_from = PRUNE_DYN_AUTO;
+    c->dyn_layout = PRUNE_DYN_AUTO;
     c->sel.kind = SEL_CCS;
     c->sel.keep = 0.1;
     c->sel.mis_ratio = 0.0;
@@ -149,7 +154,14 @@ static int pseudo_labelprop(const dataset_t *dv, const int64_t *pool, int64_t np
         nbr = inca_malloc((size_t)npool * (size_t)cfg->knn_k * sizeof *nbr);
         ylab = inca_malloc((size_t)npool * sizeof *ylab);
         if (!nbr || !ylab) { rc = INCA_ENOMEM; goto done; }
-        rc = knn_exact(x, npool, dv->f, cfg->knn_k, cfg->metric, nbr, NULL);
+        r->knn_used = cfg->knn_search == PRUNE_KNN_AUTO
+                          ? (knn_faiss_available() && npool >= PRUNE_KNN_FAISS_ROWS ? PRUNE_KNN_FAISS : PRUNE_KNN_EXACT)
+                          : cfg->knn_search;
+        if (r->knn_used == PRUNE_KNN_FAISS) {
+            knn_faiss_opts_t fo = cfg->faiss;
+            fo.seed = cfg->seed;
+            rc = knn_faiss(x, npool, dv->f, cfg->knn_k, cfg->metric, &fo, nbr, NULL);
+        } else rc = knn_exact(x, npool, dv->f, cfg->knn_k, cfg->metric, nbr, NULL);
         if (rc) goto done;
         rc = knn_graph(nbr, npool, cfg->knn_k, &w);
         if (rc) goto done;
@@ -192,24 +204,43 @@ typedef struct dyn_ctx {
     const int64_t *rows;   /* row of the logits for each pool position */
     const int32_t *pseudo;
     float *probs;   /* npool x c */
+    const int64_t *pos;    /* steps: pool position of each node of the proxy's dataset (-1: none) */
 } dyn_ctx_t;
+
+static void softmax_row(const float *z, int32_t c, float *p) {
+    float m = z[0];
+    for (int32_t j = 1; j < c; j++) if (z[j] > m) m = z[j];
+    double s = 0;
+    for (int32_t j = 0; j < c; j++) s += exp((double)z[j] - m);
+    for (int32_t j = 0; j < c; j++) p[j] = (float)(exp((double)z[j] - m) / s);
+}
 
 static int dyn_on_epoch(void *ctx, int run, int epoch, const float *logits, int64_t n, int32_t c) {
     (void)run; (void)epoch; (void)n;
     dyn_ctx_t *k = ctx;
     int64_t np = k->dyn->n;
 #pragma omp parallel for schedule(static) num_threads(inca_threads())
-    for (int64_t i = 0; i < np; i++) {
-        const float *z = logits + k->rows[i] * c;
-        float *p = k->probs + i * c;
-        float m = z[0];
-        for (int32_t j = 1; j < c; j++) if (z[j] > m) m = z[j];
-        double s = 0;
-        for (int32_t j = 0; j < c; j++) s += exp((double)z[j] - m);
-        for (int32_t j = 0; j < c; j++) p[j] = (float)(exp((double)z[j] - m) / s);
-    }
+    for (int64_t i = 0; i < np; i++) softmax_row(logits + k->rows[i] * c, c, k->probs + i * c);
     if (k->dyn->epochs >= k->dyn->cap) return INCA_OK;   /* more epochs than planned: keep the first */
     return dyn_record(k->dyn, k->probs, c, c, k->pseudo, NULL);
+}
+
+/* --dynamics-from steps: each pool node as its training step saw it (training-mode logits
+ * before the update), once per epoch */
+static int dyn_on_step(void *ctx, int run, int epoch, const int64_t *nodes, const int64_t *rows, int64_t m,
+                       const float *logits, int32_t c) {
+    (void)run;
+    dyn_ctx_t *k = ctx;
+    if (epoch >= k->dyn->cap) return INCA_OK;
+    float *p = k->probs;   /* one row's worth is enough: the rows go one by one */
+    for (int64_t j = 0; j < m; j++) {
+        const int64_t i = k->pos[nodes[j]];
+        if (i < 0) continue;
+        softmax_row(logits + rows[j] * c, c, p);
+        int rc = dyn_record_one(k->dyn, i, epoch, p, c, k->pseudo[i]);
+        if (rc) return rc;
+    }
+    return INCA_OK;
 }
 
 static int proxy_train(const dataset_t *dv, const int64_t *pool, int64_t npool, const prune_config_t *cfg,
@@ -219,9 +250,10 @@ static int proxy_train(const dataset_t *dv, const int64_t *pool, int64_t npool, 
     int64_t n = use_graph ? dv->n : npool;
     int32_t *yp = inca_malloc((size_t)n * sizeof *yp);
     int64_t *rows = inca_malloc((size_t)npool * sizeof *rows);
-    float *probs = inca_malloc((size_t)npool * (size_t)c * sizeof *probs), *xp = NULL;
+    float *probs = NULL, *xp = NULL;
+    int64_t *pos = NULL;
     train_result_t tr = {0};
-    if (!yp || !rows || !probs) { rc = INCA_ENOMEM; goto done; }
+    if (!yp || !rows) { rc = INCA_ENOMEM; goto done; }
     /* graph: the whole graph with pseudo-labels on the pool; features: the pool rows alone */
     dataset_t pd = *dv;   /* shallow: same graph and features, pseudo-labels, no splits */
     for (int s = 0; s < SPLIT_COUNT; s++) { pd.split[s] = NULL; pd.split_n[s] = 0; }
@@ -247,26 +279,52 @@ static int proxy_train(const dataset_t *dv, const int64_t *pool, int64_t npool, 
     pd.y = yp;
     train_config_t tc = cfg->proxy;
     if (!tc.model[0]) snprintf(tc.model, sizeof tc.model, "%s", use_graph ? "gcn" : "mlp");
-    snprintf(tc.method, sizeof tc.method, "full");
+    if (!tc.method[0]) snprintf(tc.method, sizeof tc.method, "full");
+    const int minibatch = strcmp(tc.method, "full") != 0;
+    if (minibatch && !use_graph) {
+        rc = inca_fail(INCA_EINVAL, "--proxy-method %s: needs a graph (a table's proxy is full, in mini-batches with "
+                       "--proxy-batch-size)", tc.method);
+        goto done;
+    }
+    r->dyn_from = cfg->dyn_from == PRUNE_DYN_AUTO ? (minibatch ? PRUNE_DYN_STEPS : PRUNE_DYN_EVAL) : cfg->dyn_from;
+    /* eval: every pool row's probabilities at once; steps: one row at a time */
+    if (!(probs = inca_malloc((size_t)(r->dyn_from == PRUNE_DYN_STEPS ? 1 : npool) * (size_t)c * sizeof *probs))) {
+        rc = INCA_ENOMEM;
+        goto done;
+    }
     tc.runs = 1;
     tc.seed = cfg->seed;
     tc.out_logits = NULL;
     tc.metrics_path = NULL;
     if (tc.epochs < 1) { rc = inca_fail(INCA_EINVAL, "--proxy-epochs: expected >= 1, got %d", tc.epochs); goto done; }
-    rc = dyn_init(&r->dyn, npool, tc.epochs);
+    const int compact = cfg->dyn_layout == PRUNE_DYN_COMPACT ||
+                        (cfg->dyn_layout == PRUNE_DYN_AUTO && (double)npool * tc.epochs * 13.0 > (double)PRUNE_DYN_COMPACT_BYTES);
+    rc = compact ? dyn_init_compact(&r->dyn, npool, tc.epochs, cfg->el2n_epochs) : dyn_init(&r->dyn, npool, tc.epochs);
     if (rc) goto done;
-    dyn_ctx_t ctx = {&r->dyn, rows, r->pseudo, probs};
-    tc.on_epoch = dyn_on_epoch;
-    tc.on_epoch_ctx = &ctx;
+    dyn_ctx_t ctx = {&r->dyn, rows, r->pseudo, probs, NULL};
+    if (r->dyn_from == PRUNE_DYN_STEPS) {
+        if (!(pos = inca_malloc((size_t)(n ? n : 1) * sizeof *pos))) { rc = INCA_ENOMEM; goto done; }
+        for (int64_t v = 0; v < n; v++) pos[v] = -1;
+        for (int64_t i = 0; i < npool; i++) pos[rows[i]] = i;
+        ctx.pos = pos;
+        tc.on_step = dyn_on_step;
+        tc.on_step_ctx = &ctx;
+    } else {
+        tc.on_epoch = dyn_on_epoch;
+        tc.on_epoch_ctx = &ctx;
+    }
+    r->dyn_bytes = dyn_bytes(&r->dyn);
     rc = train_run(&pd, &tc, rows, npool, &tr);
     if (rc) { inca_fail_ctx(rc, "proxy training: "); goto done; }
     if (r->dyn.epochs < 1) rc = inca_fail(INCA_ERR, "proxy training recorded no epoch");
+    else if ((rc = dyn_check_complete(&r->dyn))) inca_fail_ctx(rc, "proxy training (--proxy-method %s): ", tc.method);
 done:
     train_result_free(&tr);
     inca_free(yp);
     inca_free(rows);
     inca_free(probs);
     inca_free(xp);
+    inca_free(pos);
     return rc;
 }
 
@@ -299,6 +357,7 @@ int prune_score_select(const prune_config_t *cfg, int32_t c, prune_result_t *r) 
 
 int prune_run(const dataset_t *dv, const int64_t *pool, int64_t npool, const prune_config_t *cfg, prune_result_t *r) {
     memset(r, 0, sizeof *r);
+    r->knn_used = -1;
     if (!dv->y) return inca_fail(INCA_EINVAL, "prune: the dataset has no labels");
     if (dv->c < 2) return inca_fail(INCA_EINVAL, "prune: need at least 2 classes, got %d", dv->c);
     if (npool < 2) return inca_fail(INCA_EINVAL, "prune: the pool (train split) holds %lld examples; need >= 2", (long long)npool);
@@ -352,10 +411,22 @@ typedef struct dyn_header {
     int64_t npool;
     int32_t epochs, classes;
     char key[1024];
+    int32_t el2n_epochs, dyn_from;   /* the compact EL2N window (version 2); PRUNE_DYN_EVAL | _STEPS */
 } dyn_header_t;
 
 static void dyn_name(char *buf, size_t len, const char *tag, const char *what) {
     snprintf(buf, len, "dyn/%s/%s", tag, what);
+}
+
+/* version 1: the full matrices; version 2: the compact running sums (dyn_init_compact) */
+static const char *const dyn_full_what[4] = {"py", "pmo", "sq", "correct"};
+static const char *const dyn_compact_what[7] = {"s_margin", "s_el2n", "s_py", "s_py2", "n_forget", "n_correct", "state"};
+static const store_dtype_t dyn_compact_dt[7] = {DT_F64, DT_F64, DT_F64, DT_F64, DT_I32, DT_I32, DT_U8};
+
+static void **dyn_compact_ptr(prune_dyn_t *d, int k) {
+    void **p[7] = {(void **)&d->s_margin, (void **)&d->s_el2n, (void **)&d->s_py, (void **)&d->s_py2,
+                   (void **)&d->n_forget, (void **)&d->n_correct, (void **)&d->state};
+    return p[k];
 }
 
 int prune_dyn_save(const char *path, const char *tag, const char *key, const prune_result_t *r, int32_t c) {
@@ -364,30 +435,34 @@ int prune_dyn_save(const char *path, const char *tag, const char *key, const pru
     dyn_header_t h;
     memset(&h, 0, sizeof h);
     h.magic = DYN_MAGIC;
-    h.version = 1;
+    h.version = r->dyn.compact ? 2 : 1;
     h.npool = r->npool;
     h.epochs = r->dyn.epochs;
     h.classes = c;
+    if (r->dyn.compact) h.el2n_epochs = r->dyn.el2n_epochs;
+    h.dyn_from = r->dyn_from;
     snprintf(h.key, sizeof h.key, "%s", key ? key : "");
-    char rec[160], n1[160], n2[160], n3[160], n4[160], n5[160], n6[160], n7[160];
+    char rec[160], nm[160];
     snprintf(rec, sizeof rec, "dyn:%s", tag);
-    dyn_name(n1, sizeof n1, tag, "pool");
-    dyn_name(n2, sizeof n2, tag, "pseudo");
-    dyn_name(n3, sizeof n3, tag, "conf");
-    dyn_name(n4, sizeof n4, tag, "py");
-    dyn_name(n5, sizeof n5, tag, "pmo");
-    dyn_name(n6, sizeof n6, tag, "sq");
-    dyn_name(n7, sizeof n7, tag, "correct");
-    int64_t m = r->npool * r->dyn.epochs;
+    const int64_t m = r->npool * r->dyn.epochs;
     int rc = store_open(path, STORE_RDWR, &s);
     if (!rc) rc = store_write_begin(s, &w);
-    if (!rc) rc = store_wtx_put_array(w, n1, DT_I64, r->pool, r->npool);
-    if (!rc) rc = store_wtx_put_array(w, n2, DT_I32, r->pseudo, r->npool);
-    if (!rc) rc = store_wtx_put_array(w, n3, DT_F32, r->conf, r->npool);
-    if (!rc) rc = store_wtx_put_array(w, n4, DT_F32, r->dyn.py, m);
-    if (!rc) rc = store_wtx_put_array(w, n5, DT_F32, r->dyn.pmo, m);
-    if (!rc) rc = store_wtx_put_array(w, n6, DT_F32, r->dyn.sq, m);
-    if (!rc) rc = store_wtx_put_array(w, n7, DT_U8, r->dyn.correct, m);
+    if (!rc) { dyn_name(nm, sizeof nm, tag, "pool"); rc = store_wtx_put_array(w, nm, DT_I64, r->pool, r->npool); }
+    if (!rc) { dyn_name(nm, sizeof nm, tag, "pseudo"); rc = store_wtx_put_array(w, nm, DT_I32, r->pseudo, r->npool); }
+    if (!rc) { dyn_name(nm, sizeof nm, tag, "conf"); rc = store_wtx_put_array(w, nm, DT_F32, r->conf, r->npool); }
+    if (r->dyn.compact) {
+        prune_dyn_t *d = (prune_dyn_t *)&r->dyn;
+        for (int k = 0; k < 7 && !rc; k++) {
+            dyn_name(nm, sizeof nm, tag, dyn_compact_what[k]);
+            rc = store_wtx_put_array(w, nm, dyn_compact_dt[k], *dyn_compact_ptr(d, k), r->npool);
+        }
+    } else {
+        const void *a[4] = {r->dyn.py, r->dyn.pmo, r->dyn.sq, r->dyn.correct};
+        for (int k = 0; k < 4 && !rc; k++) {
+            dyn_name(nm, sizeof nm, tag, dyn_full_what[k]);
+            rc = store_wtx_put_array(w, nm, k == 3 ? DT_U8 : DT_F32, a[k], m);
+        }
+    }
     if (!rc) rc = store_wtx_put_record(w, rec, &h, sizeof h);
     if (!rc) rc = store_write_commit(&w);
     store_write_abort(&w);
@@ -409,10 +484,18 @@ int prune_dyn_load(const char *path, const char *tag, const char *key, prune_res
     rc = store_record_get(s, rec, &p, &len);
     if (rc == INCA_ENOTFOUND) { rc = inca_fail(INCA_ENOTFOUND, "%s: no stored dynamics '%s' (run inca prune without --reuse-dynamics first)", path, tag); goto done; }
     if (rc) goto done;
-    if (len != sizeof h) { rc = inca_fail(INCA_EINVAL, "%s: record %s has %zu bytes, expected %zu", path, rec, len, sizeof h); goto done; }
-    memcpy(&h, p, sizeof h);
+    /* version 1 records end before el2n_epochs */
+    if (len != sizeof h && len != offsetof(dyn_header_t, el2n_epochs)) {
+        rc = inca_fail(INCA_EINVAL, "%s: record %s has %zu bytes, expected %zu", path, rec, len, sizeof h);
+        goto done;
+    }
+    memset(&h, 0, sizeof h);
+    memcpy(&h, p, len);
     h.key[sizeof h.key - 1] = '\0';
-    if (h.magic != DYN_MAGIC || h.version != 1) { rc = inca_fail(INCA_EINVAL, "%s: record %s is not a version-1 dynamics header", path, rec); goto done; }
+    if (h.magic != DYN_MAGIC || (h.version != 1 && h.version != 2)) {
+        rc = inca_fail(INCA_EINVAL, "%s: record %s is not a version-1 or -2 dynamics header", path, rec);
+        goto done;
+    }
     if (key && strcmp(key, h.key) != 0) {
         rc = inca_fail(INCA_EINVAL, "%s: stored dynamics '%s' were made with [%s], not [%s]; rerun without --reuse-dynamics", path, tag, h.key, key);
         goto done;
@@ -420,17 +503,29 @@ int prune_dyn_load(const char *path, const char *tag, const char *key, prune_res
     int64_t m = h.npool * h.epochs, got = 0;
     r->npool = h.npool;
     *c = h.classes;
-    r->dyn.n = h.npool;
-    r->dyn.epochs = r->dyn.cap = h.epochs;
-    const char *what[7] = {"pool", "pseudo", "conf", "py", "pmo", "sq", "correct"};
-    store_dtype_t dt[7] = {DT_I64, DT_I32, DT_F32, DT_F32, DT_F32, DT_F32, DT_U8};
-    void **dst[7] = {(void **)&r->pool, (void **)&r->pseudo, (void **)&r->conf, (void **)&r->dyn.py,
-                     (void **)&r->dyn.pmo, (void **)&r->dyn.sq, (void **)&r->dyn.correct};
-    for (int k = 0; k < 7 && !rc; k++) {
+    const char *what[3] = {"pool", "pseudo", "conf"};
+    store_dtype_t dt[3] = {DT_I64, DT_I32, DT_F32};
+    void **dst[3] = {(void **)&r->pool, (void **)&r->pseudo, (void **)&r->conf};
+    for (int k = 0; k < 3 && !rc; k++) {
         dyn_name(name, sizeof name, tag, what[k]);
         rc = store_array_load(s, name, dt[k], dst[k], &got);
-        if (!rc && got != (k < 3 ? h.npool : m))
-            rc = inca_fail(INCA_EINVAL, "%s: array %s has %lld elements, expected %lld", path, name, (long long)got, (long long)(k < 3 ? h.npool : m));
+        if (!rc && got != h.npool)
+            rc = inca_fail(INCA_EINVAL, "%s: array %s has %lld elements, expected %lld", path, name, (long long)got, (long long)h.npool);
+    }
+    r->dyn.n = h.npool;
+    r->dyn.epochs = r->dyn.cap = h.epochs;
+    r->dyn.compact = h.version == 2;
+    r->dyn.el2n_epochs = h.el2n_epochs;
+    r->dyn_from = h.dyn_from;
+    for (int k = 0; k < (r->dyn.compact ? 7 : 4) && !rc; k++) {
+        const int cp = r->dyn.compact;
+        dyn_name(name, sizeof name, tag, cp ? dyn_compact_what[k] : dyn_full_what[k]);
+        void **p = cp ? dyn_compact_ptr(&r->dyn, k) : k == 0 ? (void **)&r->dyn.py : k == 1 ? (void **)&r->dyn.pmo
+                                                     : k == 2 ? (void **)&r->dyn.sq : (void **)&r->dyn.correct;
+        const int64_t want = cp ? h.npool : m;
+        rc = store_array_load(s, name, cp ? dyn_compact_dt[k] : k == 3 ? DT_U8 : DT_F32, p, &got);
+        if (!rc && got != want)
+            rc = inca_fail(INCA_EINVAL, "%s: array %s has %lld elements, expected %lld", path, name, (long long)got, (long long)want);
     }
 done:
     store_close(&s);

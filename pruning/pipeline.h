@@ -33,6 +33,9 @@ extern const char *const prune_stage_names[PRUNE_ST_COUNT];
 
 typedef enum { PRUNE_SSL_LABELPROP = 0, PRUNE_SSL_SELFTRAIN = 1 } prune_ssl_t;
 enum { PRUNE_MAX_BUDGETS = 16 };
+enum { PRUNE_KNN_EXACT = 0, PRUNE_KNN_FAISS = 1, PRUNE_KNN_AUTO = -1 };
+/* --knn-search auto: exact below this many pool rows, FAISS from it (README: measured) */
+#define PRUNE_KNN_FAISS_ROWS 100000
 
 typedef struct prune_config {
     prune_ssl_t ssl;
@@ -43,6 +46,9 @@ typedef struct prune_config {
     int iters;              /* 50 */
     int cmn;                /* 1: class mass normalisation of the spread scores (labelprop_class_mass) */
     int graph;              /* -1 auto (graph datasets spread over their graph), 0 kNN, 1 graph */
+    int knn_search;         /* PRUNE_KNN_EXACT | PRUNE_KNN_FAISS | PRUNE_KNN_AUTO (default: FAISS
+                               from PRUNE_KNN_FAISS_ROWS pool rows when the build has it) */
+    knn_faiss_opts_t faiss; /* --faiss-index, --faiss-nprobe; seed = the run's */
     /* selftrain: tau, lambda_u, noise, epochs (model width/lr/dropout/wd follow `proxy`) */
     selftrain_opts_t st;
     /* proxy: model/epochs/lr/... (method "full"; runs = 1; hooks are set by prune_run) */
@@ -56,7 +62,21 @@ typedef struct prune_config {
      * budget is selected (and evaluated) from the same scores */
     double keeps[PRUNE_MAX_BUDGETS];
     int nkeeps;
+    unsigned given;         /* PRUNE_GIVEN_*: kind-dependent flags the command line gave */
+    /* the proxy's dynamics: from its training steps (each pool node's training-mode logits when
+     * its batch runs) or from an evaluation pass after every epoch; PRUNE_DYN_AUTO: eval for the
+     * full-batch proxy (as measured in README), steps for the mini-batch methods (no full pass) */
+    int dyn_from;
+    /* the recorder's layout: PRUNE_DYN_FULL matrices (13 B per node per epoch; what
+     * --reuse-dynamics stores), PRUNE_DYN_COMPACT running sums (45 B per node), PRUNE_DYN_AUTO:
+     * compact when the matrices would pass PRUNE_DYN_COMPACT_BYTES */
+    int dyn_layout;
 } prune_config_t;
+enum { PRUNE_DYN_AUTO = -1, PRUNE_DYN_EVAL = 0, PRUNE_DYN_STEPS = 1 };
+enum { PRUNE_DYN_FULL = 0, PRUNE_DYN_COMPACT = 1 };
+#define PRUNE_DYN_COMPACT_BYTES (256LL << 20)
+enum { PRUNE_GIVEN_FEATNORM = 1, PRUNE_GIVEN_PROXY_EPOCHS = 2, PRUNE_GIVEN_PROXY_BATCH = 4, PRUNE_GIVEN_PROXY_LR = 8,
+       PRUNE_GIVEN_EPOCHS = 16, PRUNE_GIVEN_BATCH = 32, PRUNE_GIVEN_LR = 64, PRUNE_GIVEN_DROPOUT = 128 };
 
 /* Defaults above; proxy: mlp (gcn for graph datasets is chosen in prune_run when
  * proxy.model is ""), 2 layers, hidden 256, 30 epochs, lr 0.01, dropout 0.2, wd 5e-4. */
@@ -73,6 +93,10 @@ typedef struct prune_result {
     float *aum;             /* npool AUM (CCS drops by it) */
     int64_t nsel;
     int64_t *sel;           /* selected node ids, sorted */
+    int knn_used;           /* the kNN search that ran: PRUNE_KNN_EXACT or _FAISS (-1: none, the
+                               dataset's graph was used) */
+    int dyn_from;           /* PRUNE_DYN_EVAL | PRUNE_DYN_STEPS: what the dynamics were recorded from */
+    int64_t dyn_bytes;      /* the recorder's bytes (dyn_bytes) */
     double sec[PRUNE_ST_COUNT];
 } prune_result_t;
 void prune_result_free(prune_result_t *r);   /* NULL-safe; zeroes *r */

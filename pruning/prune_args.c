@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include "core/status.h"
+#include "nn/layout.h"
 #include <stdio.h>
 #include <string.h>
 
@@ -15,7 +16,69 @@ const char *const prune_flags[] = {
     "--el2n-epochs", "--batch-size", "--proxy-batch-size", "--seed", "--split", "--threads", "--out", "--indices", "--overwrite!", "--eval!", "--quiet!", "--runs",
     "--json!", "--model", "--epochs", "--hidden", "--layers", "--lr", "--dropout", "--weight-decay", "--feature-norm",
     "--no-full!", "--reuse-dynamics!", "--dyn-tag", "--no-save-dynamics!", "--tau", "--noise", "--ssl-epochs",
-    "--lambda-u", "--eval-sets", "--device", "--deterministic!", "--tf32!", "--config", "--eval-budget", NULL};
+    "--lambda-u", "--eval-sets", "--device", "--deterministic!", "--tf32!", "--config", "--eval-budget", "--knn-search", "--faiss-index", "--faiss-nprobe",
+    "--proxy-method", "--proxy-parts", "--proxy-batch-parts", "--dynamics-from", "--dynamics", NULL};
+
+/* A flag whose default depends on the data kind (prune_kind_defaults): read only when given
+ * (recorded then, and marked in *given); one not given is recorded by prune_kind_defaults once its
+ * kind's value is known, so the result's config holds the value that ran. */
+static int kind_int(const args_t *a, const char *name, int64_t def, int64_t lo, int64_t *out, unsigned *given, unsigned bit) {
+    *out = def;
+    if (!args_has(a, name)) return INCA_OK;
+    int rc = args_int(a, name, def, out);
+    if (rc) return rc;
+    if (*out < lo) return inca_fail(INCA_EINVAL, "%s: expected >= %lld, got %lld", name, (long long)lo, (long long)*out);
+    *given |= bit;
+    return INCA_OK;
+}
+
+static int kind_double(const args_t *a, const char *name, double def, double *out, unsigned *given, unsigned bit) {
+    *out = def;
+    if (!args_has(a, name)) return INCA_OK;
+    int rc = args_double(a, name, def, out);
+    if (rc) return rc;
+    *given |= bit;
+    return INCA_OK;
+}
+
+int prune_kind_defaults(const args_t *a, prune_config_t *cfg, train_config_t *target, int graph, char *what, size_t len) {
+    what[0] = '\0';
+    if (!graph) {
+        /* tables: what Fashion-MNIST was measured with (README): standardised features, MLPs of
+         * 256 in mini-batches of 128 at lr 0.001, dropout 0.2, 20 epochs */
+        const struct { unsigned bit; const char *flag; } t[] = {
+            {PRUNE_GIVEN_FEATNORM, "--feature-norm standard"}, {PRUNE_GIVEN_PROXY_EPOCHS, "--proxy-epochs 20"},
+            {PRUNE_GIVEN_PROXY_BATCH, "--proxy-batch-size 128"}, {PRUNE_GIVEN_PROXY_LR, "--proxy-lr 0.001"},
+            {PRUNE_GIVEN_EPOCHS, "--epochs 20"}, {PRUNE_GIVEN_BATCH, "--batch-size 128"}, {PRUNE_GIVEN_LR, "--lr 0.001"},
+            {PRUNE_GIVEN_DROPOUT, "--dropout 0.2"}};
+        size_t l = 0;
+        for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+            if (cfg->given & t[i].bit) continue;
+            switch (t[i].bit) {
+            case PRUNE_GIVEN_FEATNORM: cfg->proxy.feature_norm = target->feature_norm = TRAIN_FEATNORM_STANDARD; break;
+            case PRUNE_GIVEN_PROXY_EPOCHS: cfg->proxy.epochs = 20; break;
+            case PRUNE_GIVEN_PROXY_BATCH: cfg->proxy.batch_size = 128; break;
+            case PRUNE_GIVEN_PROXY_LR: cfg->proxy.lr = 0.001; break;
+            case PRUNE_GIVEN_EPOCHS: target->epochs = 20; break;
+            case PRUNE_GIVEN_BATCH: target->batch_size = 128; break;
+            case PRUNE_GIVEN_LR: target->lr = 0.001; break;
+            default: target->dropout = 0.2; break;
+            }
+            if (l + strlen(t[i].flag) + 2 < len) l += (size_t)snprintf(what + l, len - l, "%s%s", l ? " " : "", t[i].flag);
+        }
+    }
+    /* the values that run, recorded for the config (a flag not given resolves to them here) */
+    int64_t iv;
+    double dv;
+    int rc;
+    args_str(a, "--feature-norm", layout_featnorm_name(target->feature_norm));
+    if ((rc = args_int(a, "--proxy-epochs", cfg->proxy.epochs, &iv)) || (rc = args_int(a, "--proxy-batch-size", cfg->proxy.batch_size, &iv)) ||
+        (rc = args_double(a, "--proxy-lr", cfg->proxy.lr, &dv)) || (rc = args_int(a, "--epochs", target->epochs, &iv)) ||
+        (rc = args_int(a, "--batch-size", target->batch_size, &iv)) || (rc = args_double(a, "--lr", target->lr, &dv)) ||
+        (rc = args_double(a, "--dropout", target->dropout, &dv)))
+        return rc;
+    return INCA_OK;
+}
 
 int prune_config_from_args(const args_t *a, prune_config_t *cfg, train_config_t *target) {
     int64_t iv;
@@ -51,6 +114,18 @@ int prune_config_from_args(const args_t *a, prune_config_t *cfg, train_config_t 
     cfg->sel.balance = args_has(a, "--balance");
     if ((rc = args_int(a, "--knn", 10, &iv))) return rc;
     cfg->knn_k = (int)iv;
+    const char *ks2 = args_str(a, "--knn-search", "auto");
+    if (strcmp(ks2, "auto") == 0) cfg->knn_search = PRUNE_KNN_AUTO;
+    else if (strcmp(ks2, "exact") == 0) cfg->knn_search = PRUNE_KNN_EXACT;
+    else if (strcmp(ks2, "faiss") == 0) cfg->knn_search = PRUNE_KNN_FAISS;
+    else return inca_fail(INCA_EINVAL, "--knn-search: expected exact, faiss or auto, got '%s'", ks2);
+    if (cfg->knn_search == PRUNE_KNN_FAISS && !knn_faiss_available())   /* before any work */
+        return inca_fail(INCA_EINVAL, "--knn-search faiss: this build has no FAISS (install libfaiss-dev and rebuild, or "
+                         "use --knn-search exact)");
+    cfg->faiss.factory = args_str(a, "--faiss-index", NULL);
+    if ((rc = args_int(a, "--faiss-nprobe", 8, &iv))) return rc;
+    if (iv < 1 || iv > 1 << 20) return inca_fail(INCA_EINVAL, "--faiss-nprobe: expected >= 1, got %lld", (long long)iv);
+    cfg->faiss.nprobe = (int)iv;
     if ((rc = args_double(a, "--alpha", 0.9, &cfg->alpha))) return rc;
     cfg->cmn = args_has(a, "--cmn");
     if ((rc = args_int(a, "--iters", 50, &iv))) return rc;
@@ -72,36 +147,58 @@ int prune_config_from_args(const args_t *a, prune_config_t *cfg, train_config_t 
     cfg->st.epochs = (int)iv;
     train_config_t *p = &cfg->proxy;
     snprintf(p->model, sizeof p->model, "%s", args_str(a, "--proxy-model", ""));
-    if ((rc = args_int(a, "--proxy-epochs", 30, &iv))) return rc;
+    const char *pm = args_str(a, "--proxy-method", "full");
+    if (strcmp(pm, "full") && strcmp(pm, "cluster") && strcmp(pm, "gas") && strcmp(pm, "incagg"))
+        return inca_fail(INCA_EINVAL, "--proxy-method: expected full, cluster, gas or incagg, got '%s'", pm);
+    snprintf(p->method, sizeof p->method, "%s", pm);
+    if ((rc = args_int(a, "--proxy-parts", 40, &iv))) return rc;
+    if (iv < 1) return inca_fail(INCA_EINVAL, "--proxy-parts: expected >= 1, got %lld", (long long)iv);
+    p->parts = (int)iv;
+    if ((rc = args_int(a, "--proxy-batch-parts", 10, &iv))) return rc;
+    if (iv < 1 || iv > p->parts)
+        return inca_fail(INCA_EINVAL, "--proxy-batch-parts: expected 1..--proxy-parts (%d), got %lld", p->parts, (long long)iv);
+    p->batch_parts = (int)iv;
+    const char *df = args_str(a, "--dynamics-from", "auto");
+    if (strcmp(df, "auto") == 0) cfg->dyn_from = PRUNE_DYN_AUTO;
+    else if (strcmp(df, "eval") == 0) cfg->dyn_from = PRUNE_DYN_EVAL;
+    else if (strcmp(df, "steps") == 0) cfg->dyn_from = PRUNE_DYN_STEPS;
+    else return inca_fail(INCA_EINVAL, "--dynamics-from: expected auto, eval or steps, got '%s'", df);
+    const char *dl = args_str(a, "--dynamics", "auto");
+    if (strcmp(dl, "auto") == 0) cfg->dyn_layout = PRUNE_DYN_AUTO;
+    else if (strcmp(dl, "full") == 0) cfg->dyn_layout = PRUNE_DYN_FULL;
+    else if (strcmp(dl, "compact") == 0) cfg->dyn_layout = PRUNE_DYN_COMPACT;
+    else return inca_fail(INCA_EINVAL, "--dynamics: expected auto, full or compact, got '%s'", dl);
+    if ((rc = kind_int(a, "--proxy-epochs", 30, 1, &iv, &cfg->given, PRUNE_GIVEN_PROXY_EPOCHS))) return rc;
     p->epochs = (int)iv;
     if ((rc = args_int(a, "--proxy-hidden", 256, &iv))) return rc;
     p->hidden = iv;
     if ((rc = args_int(a, "--proxy-layers", 2, &iv))) return rc;
     p->layers = (int)iv;
-    if ((rc = args_double(a, "--proxy-lr", 0.01, &p->lr))) return rc;
+    if ((rc = kind_double(a, "--proxy-lr", 0.01, &p->lr, &cfg->given, PRUNE_GIVEN_PROXY_LR))) return rc;
     if ((rc = args_double(a, "--proxy-dropout", 0.2, &p->dropout))) return rc;
-    if ((rc = args_int(a, "--proxy-batch-size", 0, &iv))) return rc;
-    if (iv < 0) return inca_fail(INCA_EINVAL, "--proxy-batch-size: expected >= 0, got %lld", (long long)iv);
+    if ((rc = kind_int(a, "--proxy-batch-size", 0, 0, &iv, &cfg->given, PRUNE_GIVEN_PROXY_BATCH))) return rc;
     p->batch_size = iv;
     if ((rc = args_double(a, "--weight-decay", 5e-4, &dv))) return rc;
     p->weight_decay = dv;
     int fn = TRAIN_FEATNORM_NONE;
-    if (args_has(a, "--feature-norm") && (rc = train_featnorm_parse(args_str(a, "--feature-norm", "none"), &fn))) return rc;
+    if (args_has(a, "--feature-norm")) {
+        if ((rc = train_featnorm_parse(args_str(a, "--feature-norm", "none"), &fn))) return rc;
+        cfg->given |= PRUNE_GIVEN_FEATNORM;
+    }
     p->feature_norm = fn;
     /* target model for --eval */
     train_config_default(target);
     snprintf(target->model, sizeof target->model, "%s", args_str(a, "--model", ""));
     snprintf(target->method, sizeof target->method, "full");
-    if ((rc = args_int(a, "--epochs", 200, &iv))) return rc;
+    if ((rc = kind_int(a, "--epochs", 200, 1, &iv, &cfg->given, PRUNE_GIVEN_EPOCHS))) return rc;
     target->epochs = (int)iv;
     if ((rc = args_int(a, "--hidden", 256, &iv))) return rc;
     target->hidden = iv;
     if ((rc = args_int(a, "--layers", 2, &iv))) return rc;
     target->layers = (int)iv;
-    if ((rc = args_double(a, "--lr", 0.01, &target->lr))) return rc;
-    if ((rc = args_double(a, "--dropout", 0.5, &target->dropout))) return rc;
-    if ((rc = args_int(a, "--batch-size", 0, &iv))) return rc;
-    if (iv < 0) return inca_fail(INCA_EINVAL, "--batch-size: expected >= 0, got %lld", (long long)iv);
+    if ((rc = kind_double(a, "--lr", 0.01, &target->lr, &cfg->given, PRUNE_GIVEN_LR))) return rc;
+    if ((rc = kind_double(a, "--dropout", 0.5, &target->dropout, &cfg->given, PRUNE_GIVEN_DROPOUT))) return rc;
+    if ((rc = kind_int(a, "--batch-size", 0, 0, &iv, &cfg->given, PRUNE_GIVEN_BATCH))) return rc;
     target->batch_size = iv;
     target->weight_decay = dv;
     target->feature_norm = fn;

@@ -12,4 +12,10 @@ extern const char *const prune_flags[];   /* NULL-terminated, for args_parse */
  * the parsed flags; INCA_EINVAL naming the flag for a bad value. --labeled, --threads, --split
  * and the outputs are read by the commands themselves. */
 int prune_config_from_args(const args_t *a, prune_config_t *cfg, train_config_t *target);
+/* Defaults by data kind, for the flags not given (cfg->given): graphs keep the flags' defaults
+ * (GCN-on-Cora settings); tables (no graph) take the settings measured on Fashion-MNIST:
+ * --feature-norm standard --proxy-epochs 20 --proxy-batch-size 128 --proxy-lr 0.001 --epochs 20
+ * --batch-size 128 --lr 0.001 --dropout 0.2. what[] receives the ones applied ("" for none). The
+ * values that run are recorded in a's config (args_config_json), given or not. */
+int prune_kind_defaults(const args_t *a, prune_config_t *cfg, train_config_t *target, int graph, char *what, size_t len);
 #endif

@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 
 PKGS="build-essential cmake pkg-config liblmdb-dev lmdb-utils libmetis-dev libnuma-dev check
 libsubunit-dev libcjson-dev libopenblas-dev zlib1g-dev libopenmpi-dev openmpi-bin dataset-fashion-mnist
-clang libclang-rt-14-dev libomp-dev python3 python3-matplotlib python3-venv"
+clang libclang-rt-14-dev libomp-dev python3 python3-matplotlib python3-venv libfaiss-dev"
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
 # shellcheck disable=SC2086

@@ -3,6 +3,7 @@
  * cartography on hand-made probability trajectories, and .npy / text index files. */
 #include "testutil.h"
 #include "core/alloc.h"
+#include "core/rng.h"
 #include "core/status.h"
 #include "pruning/dynamics.h"
 #include "loaders/npy.h"
@@ -221,6 +222,62 @@ static void write_bytes(const char *path, const void *b, size_t n) {
     fclose(f);
 }
 
+/* The compact recorder (running sums, examples recorded one by one and out of example order,
+ * as mini-batch steps visit them) against the full matrices filled epoch by epoch: AUM,
+ * forgetting, EL2N, confidence and correctness bit for bit, variability within 1e-6; and the
+ * refusals of a skipped or repeated epoch. */
+START_TEST(compact_equals_full) {
+    enum { N = 37, E = 9, CC = 4 };
+    static float prob[E][N][CC];
+    int32_t y[N];
+    rng_t g;
+    rng_seed(&g, 11);
+    for (int i = 0; i < N; i++) y[i] = (int32_t)(rng_next(&g) % CC);
+    for (int t = 0; t < E; t++)
+        for (int i = 0; i < N; i++) {
+            double s = 0;
+            for (int k = 0; k < CC; k++) s += prob[t][i][k] = (float)(rng_uniform(&g) + (k == y[i] ? 0.3 * t / E : 0));
+            for (int k = 0; k < CC; k++) prob[t][i][k] = (float)(prob[t][i][k] / s);
+        }
+    prune_dyn_t full, cmp;
+    ck_assert_int_eq(dyn_init(&full, N, E), 0);
+    ck_assert_int_eq(dyn_init_compact(&cmp, N, E, 4), 0);
+    ck_assert_int_eq(dyn_bytes(&cmp), (int64_t)N * 45);
+    for (int t = 0; t < E; t++) {
+        ck_assert_int_eq(dyn_record(&full, &prob[t][0][0], CC, CC, y, NULL), 0);
+        for (int j = 0; j < N; j++) {   /* a step order: a stride through the examples */
+            const int i = (j * 7 + t) % N;
+            ck_assert_int_eq(dyn_record_one(&cmp, i, t, prob[t][i], CC, y[i]), 0);
+        }
+    }
+    ck_assert_int_eq(cmp.epochs, E);
+    ck_assert_int_eq(dyn_check_complete(&cmp), 0);
+    ck_assert_int_eq(dyn_check_complete(&full), 0);
+    float a[N], b[N], va[N], vb[N], ca[N], cb[N];
+    for (int kind = SCORE_AUM; kind <= SCORE_CARTOGRAPHY; kind++) {
+        ck_assert_int_eq(dyn_score(&full, (score_kind_t)kind, 4, a), 0);
+        ck_assert_int_eq(dyn_score(&cmp, (score_kind_t)kind, 4, b), 0);
+        ck_assert_mem_eq(a, b, sizeof a);
+    }
+    ck_assert_int_eq(dyn_score(&cmp, SCORE_EL2N, 5, b), INCA_EINVAL);   /* not the window it summed */
+    ck_assert_int_eq(dyn_cartography(&full, NULL, va, ca), 0);
+    ck_assert_int_eq(dyn_cartography(&cmp, NULL, vb, cb), 0);
+    ck_assert_mem_eq(ca, cb, sizeof ca);
+    for (int i = 0; i < N; i++) ck_assert_float_eq_tol(va[i], vb[i], 1e-6);
+    /* once per epoch, in order */
+    prune_dyn_t d;
+    ck_assert_int_eq(dyn_init_compact(&d, 3, 4, 2), 0);
+    ck_assert_int_eq(dyn_record_one(&d, 0, 0, prob[0][0], CC, y[0]), 0);
+    ck_assert_int_eq(dyn_record_one(&d, 0, 0, prob[0][0], CC, y[0]), INCA_EINVAL);   /* twice */
+    ck_assert_int_eq(dyn_record_one(&d, 1, 1, prob[0][1], CC, y[1]), INCA_EINVAL);   /* epoch 0 skipped */
+    ck_assert_int_eq(dyn_record_one(&d, 1, 0, prob[0][1], CC, y[1]), 0);
+    ck_assert_int_eq(dyn_check_complete(&d), INCA_ERR);   /* example 2 never came */
+    dyn_free(&d);
+    dyn_free(&full);
+    dyn_free(&cmp);
+}
+END_TEST
+
 START_TEST(npy_round_trip_and_formats) {
     char *dir = tu_mkdtemp();
     char *p = tmp_path(dir, "a.npy");
@@ -335,6 +392,7 @@ int main(void) {
     tcase_add_test(t, random_reproducible);
     tcase_add_test(t, balanced_quotas);
     tcase_add_test(t, scores_hand_trajectories);
+    tcase_add_test(t, compact_equals_full);
     tcase_add_test(t, npy_round_trip_and_formats);
     tcase_add_test(t, npy_alloc_failures);
     suite_add_tcase(s, t);

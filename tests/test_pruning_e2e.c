@@ -13,11 +13,13 @@
 #include "graph/split.h"
 #include "loaders/store.h"
 #include "loaders/npy.h"
+#include "pruning/knn.h"
 #include "pruning/pipeline.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 enum { NPOOL = 600, NTEST = 150, F = 8, C = 3 };
 
@@ -190,6 +192,7 @@ static void hidden_label_case(const char *ssl) {
     char flags[512];
     snprintf(flags, sizeof flags,
              "--ssl %s --labeled-indices %s --knn 8 --proxy-hidden 16 --proxy-epochs 12 --ssl-epochs 20 --keep 0.2 "
+             "--proxy-lr 0.01 --proxy-batch-size 0 --feature-norm none "   /* full-batch, not the table defaults */
              "--mis-ratio 0.1 --select ccs --seed 4 --threads 2 --json", ssl, labf);
     char *out = NULL, *err = NULL;
     char fmt[1024];
@@ -201,7 +204,7 @@ static void hidden_label_case(const char *ssl) {
     double acc_b = tu_json_num(tu_last_line(out), "pseudo_label_acc");
     free(out); free(err);
     /* the evaluation differs (B's hidden labels are wrong) but nothing the pruning produced does */
-    ck_assert(acc_a > 0.8 && acc_b < 0.2);
+    ck_assert_msg(acc_a > 0.8 && acc_b < 0.2, "%s: pseudo-label accuracy %g (A) and %g (B, labels rotated)", ssl, acc_a, acc_b);
     char *ta = slurp(ia), *tb = slurp(ib);
     ck_assert_str_eq(ta, tb);
     free(ta); free(tb);
@@ -325,6 +328,9 @@ START_TEST(cli_graph_dataset) {
     ck_assert(tu_json_num(js, "pseudo_label_acc") > 0.5);
     ck_assert(tu_json_num(js, "coreset_acc") > 0.4);
     ck_assert(strstr(js, "\"model\":\"gcn\"") != NULL);
+    /* a graph keeps the flags' own defaults (GCN-on-Cora settings), and says none were swapped */
+    ck_assert(strstr(js, "\"defaults\":\"graph\"") != NULL && strstr(js, "\"kind_defaults\":\"\"") != NULL);
+    ck_assert(strstr(err, "is a table") == NULL);
     free(out); free(err);
     /* the whole graph; train split = the kept nodes; other pool nodes unlabelled */
     dataset_t p, o;
@@ -386,6 +392,11 @@ START_TEST(cli_usage_errors) {
         {"--labeled-indices /nonexistent/ids.txt", "/nonexistent/ids.txt"},
         {"--reuse-dynamics", "no stored dynamics"},
         {"--bogus 1", "--bogus"},
+        {"--knn-search fast", "--knn-search: expected exact, faiss or auto"},
+        {"--faiss-nprobe 0", "--faiss-nprobe: expected >= 1"},
+        {"--epochs 0", "--epochs: expected >= 1"},
+        {"--batch-size -1", "--batch-size: expected >= 0"},
+        {"--lr fast", "--lr: expected a number"},
     };
     /* labelled subsets: none at all; classes 0 and 1 only (row i is class i % 3) */
     char *empty = path_in(dir, "empty.txt"), *two = path_in(dir, "two.txt"), *keep = path_in(dir, "k.npy"),
@@ -413,6 +424,189 @@ START_TEST(cli_usage_errors) {
     ck_assert_int_eq(rc, 2);
     free(out); free(err);
     free(sa);
+    tu_rmrf(dir);
+    free(dir);
+}
+END_TEST
+
+/* The proxy trained by any method, its dynamics from the training steps: with one part per batch
+ * holding every node, cluster, gas and incagg record what the full-batch proxy records (stored
+ * dynamics compared array by array: correctness exactly, probabilities to float rounding) and
+ * select the same coreset; IncAgg over 8 METIS parts runs end to end; the
+ * compact recorder selects the same coreset as the matrices and says its bytes; a table refuses
+ * a graph method. */
+static void load_dyn(const char *store, const char *what, float **out, int64_t *n) {
+    store_t *s = NULL;
+    char name[128];
+    snprintf(name, sizeof name, "dyn/t/%s", what);
+    ck_assert_int_eq(store_open(store, STORE_RDONLY, &s), 0);
+    ck_assert_msg(store_array_load(s, name, strcmp(what, "correct") ? DT_F32 : DT_U8, (void **)out, n) == 0, "%s: %s", store, name);
+    store_close(&s);
+}
+
+START_TEST(cli_proxy_methods) {
+    char *dir = tu_mkdtemp();
+    char *g = path_in(dir, "g"), *ia = path_in(dir, "ia.txt"), *ib = path_in(dir, "ib.txt");
+    char *out = NULL, *err = NULL, cmd[4096];
+    int rc = run_inca("gen --kind csbm --nodes 800 --avg-degree 8 --features 16 --classes 3 --seed 3 --out %s%s%s", g, "", "", &out, &err);
+    ck_assert_msg(rc == 0, "gen failed: %s", err);
+    free(out); free(err);
+    const char *common = "--split random:0.6,0.2,0.2 --labeled 0.05 --proxy-hidden 16 --proxy-epochs 5 --keep 0.3 --seed 1 "
+                         "--threads 2 --json --dynamics-from steps --dynamics full --dyn-tag t";
+    const char *methods[] = {"full", "cluster --proxy-parts 1 --proxy-batch-parts 1", "gas --proxy-parts 1 --proxy-batch-parts 1",
+                             "incagg --proxy-parts 1 --proxy-batch-parts 1"};
+    float *ref[4] = {0};
+    int64_t nref[4] = {0};
+    const char *what[4] = {"py", "pmo", "sq", "correct"};
+    for (int m = 0; m < 4; m++) {
+        char *gm = path_in(dir, m == 0 ? "g0" : m == 1 ? "g1" : m == 2 ? "g2" : "g3");
+        snprintf(cmd, sizeof cmd, "cp -r '%s' '%s'", g, gm);
+        ck_assert_int_eq(tu_sh(cmd, NULL, NULL), 0);
+        snprintf(cmd, sizeof cmd, "prune %s %s --proxy-method %s --indices %s", gm, common, methods[m], m == 0 ? ia : ib);
+        rc = tu_inca(cmd, &out, &err);
+        ck_assert_msg(rc == 0, "%s: %s", methods[m], err);
+        const char *js = tu_last_line(out);
+        ck_assert(strstr(js, "\"dynamics_from\":\"steps\"") && strstr(js, "\"dynamics\":\"full\""));
+        free(out); free(err);
+        for (int k = 0; k < 4; k++) {
+            float *v = NULL;
+            int64_t n = 0;
+            load_dyn(gm, what[k], &v, &n);
+            if (m == 0) { ref[k] = v; nref[k] = n; continue; }
+            ck_assert_int_eq(n, nref[k]);
+            /* the recorder is exact (test_pruning_core: compact_equals_full); the one-batch methods'
+             * aggregation kernels round differently from full-batch's (test_incagg bounds their
+             * logits), so their probabilities agree to float rounding and their correctness exactly */
+            double mx = 0;
+            for (int64_t q = 0; q < (k == 3 ? 0 : n); q++) mx = fmax(mx, fabs((double)v[q] - ref[k][q]));
+            ck_assert_msg(mx <= 1e-6, "%s: dyn %s differs from full's by %g", methods[m], what[k], mx);
+            if (k == 3) ck_assert_msg(memcmp(v, ref[k], (size_t)n) == 0, "%s: correctness differs from full's", methods[m]);
+            inca_free(v);
+        }
+        if (m > 0) {
+            char *ta = slurp(ia), *tb = slurp(ib);
+            ck_assert_str_eq(ta, tb);
+            free(ta); free(tb);
+        }
+        free(gm);
+    }
+    for (int k = 0; k < 4; k++) inca_free(ref[k]);
+    /* IncAgg over 8 parts, 2 per batch: steps by default, compact on request selects as full does */
+    snprintf(cmd, sizeof cmd, "prune %s --split random:0.6,0.2,0.2 --labeled 0.05 --proxy-hidden 16 --proxy-epochs 5 --keep 0.3 "
+             "--seed 1 --threads 2 --json --no-save-dynamics --proxy-method incagg --proxy-parts 8 --proxy-batch-parts 2 --indices %s", g, ia);
+    rc = tu_inca(cmd, &out, &err);
+    ck_assert_msg(rc == 0, "incagg: %s", err);
+    cJSON *j = tu_json_last(out);
+    ck_assert_str_eq(tu_json_get(j, "proxy_method", cJSON_String)->valuestring, "incagg");
+    ck_assert_str_eq(tu_json_get(j, "dynamics_from", cJSON_String)->valuestring, "steps");
+    const double pool = tu_json_dbl(j, "pool");
+    ck_assert_double_eq(tu_json_dbl(j, "dynamics_bytes"), pool * (5 * 13 + 4));
+    cJSON_Delete(j);
+    free(out); free(err);
+    snprintf(cmd, sizeof cmd, "prune %s --split random:0.6,0.2,0.2 --labeled 0.05 --proxy-hidden 16 --proxy-epochs 5 --keep 0.3 "
+             "--seed 1 --threads 2 --json --no-save-dynamics --proxy-method incagg --proxy-parts 8 --proxy-batch-parts 2 "
+             "--dynamics compact --indices %s", g, ib);
+    rc = tu_inca(cmd, &out, &err);
+    ck_assert_msg(rc == 0, "incagg compact: %s", err);
+    j = tu_json_last(out);
+    ck_assert_str_eq(tu_json_get(j, "dynamics", cJSON_String)->valuestring, "compact");
+    ck_assert_double_eq(tu_json_dbl(j, "dynamics_bytes"), pool * 45);
+    cJSON_Delete(j);
+    free(out); free(err);
+    char *ta = slurp(ia), *tb = slurp(ib);
+    ck_assert_str_eq(ta, tb);   /* AUM from running sums: the same bits, the same coreset */
+    free(ta); free(tb);
+    /* refusals, before anything is written */
+    dataset_t d;
+    char *t = path_in(dir, "table");
+    make_blobs(&d, 2);
+    ck_assert_int_eq(dataset_save(&d, t, 0), 0);
+    dataset_free(&d);
+    const struct { const char *store, *args, *msg; } bad[] = {
+        {t, "--proxy-method cluster", "--proxy-method cluster: needs a graph"},
+        {g, "--proxy-method sampled", "--proxy-method: expected full, cluster, gas or incagg"},
+        {g, "--dynamics-from logits", "--dynamics-from: expected auto, eval or steps"},
+        {g, "--dynamics sparse", "--dynamics: expected auto, full or compact"},
+        {g, "--proxy-batch-parts 50", "--proxy-batch-parts: expected 1..--proxy-parts (40)"},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        unlink(ia);
+        snprintf(cmd, sizeof cmd, "prune %s --labeled 0.05 --proxy-epochs 2 --split random:0.6,0.2,0.2 --indices %s %s", bad[k].store, ia, bad[k].args);
+        rc = tu_inca(cmd, &out, &err);
+        ck_assert_msg(rc == 2 && strstr(err, bad[k].msg), "'%s': exit %d, %s", bad[k].args, rc, err);
+        ck_assert(!tu_exists(ia));
+        free(out); free(err);
+    }
+    free(t); free(g); free(ia); free(ib);
+    tu_rmrf(dir);
+    free(dir);
+}
+END_TEST
+
+/* Defaults by data kind: a table (no graph) takes the settings measured on Fashion-MNIST for the
+ * flags not given, says which on stderr and in the JSON, and records the values that ran in the
+ * config; a given flag stays. A target that cannot learn (every feature zero: it can only answer
+ * one class) is warned about. */
+START_TEST(cli_kind_defaults_and_chance_warning) {
+    char *dir = tu_mkdtemp();
+    char *sa = path_in(dir, "a"), *sz = path_in(dir, "z");
+    dataset_t d;
+    make_blobs(&d, 6);
+    ck_assert_int_eq(dataset_save(&d, sa, 0), 0);
+    memset(d.x, 0, (size_t)d.n * F * sizeof *d.x);
+    ck_assert_int_eq(dataset_save(&d, sz, 0), 0);
+    dataset_free(&d);
+    char cmd[2048];
+    char *out = NULL, *err = NULL;
+    snprintf(cmd, sizeof cmd, "prune %s --labeled 0.05 --proxy-epochs 5 --proxy-hidden 16 --hidden 16 --keep 0.3 --eval --runs 1 "
+             "--seed 2 --threads 2 --json", sa);
+    int rc = tu_inca(cmd, &out, &err);
+    ck_assert_msg(rc == 0, "prune failed (%d): %s", rc, err);
+    ck_assert_msg(strstr(err, "is a table (no graph): defaults --feature-norm standard --proxy-batch-size 128 --proxy-lr 0.001 "
+                              "--epochs 20 --batch-size 128 --lr 0.001 --dropout 0.2") != NULL, "stderr: %s", err);
+    ck_assert_msg(strstr(err, "near chance") == NULL, "a learning target was warned about: %s", err);
+    cJSON *j = tu_json_last(out);
+    ck_assert_str_eq(tu_json_get(j, "defaults", cJSON_String)->valuestring, "table");
+    ck_assert(strstr(tu_json_get(j, "kind_defaults", cJSON_String)->valuestring, "--proxy-epochs") == NULL);
+    const cJSON *c = tu_json_get(j, "config", cJSON_Object);
+    ck_assert_double_eq(tu_json_dbl(c, "proxy-epochs"), 5);   /* given */
+    ck_assert_double_eq(tu_json_dbl(c, "epochs"), 20);        /* the table's */
+    ck_assert_double_eq(tu_json_dbl(c, "batch-size"), 128);
+    ck_assert_double_eq(tu_json_dbl(c, "proxy-batch-size"), 128);
+    ck_assert_double_eq_tol(tu_json_dbl(c, "lr"), 0.001, 1e-12);
+    ck_assert_double_eq_tol(tu_json_dbl(c, "dropout"), 0.2, 1e-12);
+    ck_assert_str_eq(tu_json_get(c, "feature-norm", cJSON_String)->valuestring, "standard");
+    ck_assert(tu_json_dbl(j, "full_acc") > 0.9);
+    cJSON_Delete(j);
+    free(out); free(err);
+    /* a flag given keeps its value and leaves the list */
+    snprintf(cmd, sizeof cmd, "prune %s --labeled 0.05 --proxy-epochs 5 --proxy-hidden 16 --feature-norm none --lr 0.01 --keep 0.3 "
+             "--seed 2 --threads 2 --json", sa);
+    rc = tu_inca(cmd, &out, &err);
+    ck_assert_msg(rc == 0, "prune failed (%d): %s", rc, err);
+    ck_assert_msg(strstr(err, "defaults --proxy-batch-size 128 --proxy-lr 0.001 --epochs 20 --batch-size 128 --dropout 0.2") != NULL,
+                  "stderr: %s", err);
+    j = tu_json_last(out);
+    c = tu_json_get(j, "config", cJSON_Object);
+    ck_assert_str_eq(tu_json_get(c, "feature-norm", cJSON_String)->valuestring, "none");
+    ck_assert_double_eq_tol(tu_json_dbl(c, "lr"), 0.01, 1e-12);
+    cJSON_Delete(j);
+    free(out); free(err);
+    /* nothing to learn from: the warning, and still exit 0 with the JSON */
+    snprintf(cmd, sizeof cmd, "prune %s --labeled 0.05 --proxy-epochs 3 --proxy-hidden 8 --hidden 8 --epochs 3 --keep 0.3 --eval "
+             "--runs 1 --seed 2 --threads 2 --json", sz);
+    rc = tu_inca(cmd, &out, &err);
+    ck_assert_msg(rc == 0, "prune failed (%d): %s", rc, err);
+    ck_assert_msg(strstr(err, "warning: the target (mlp) stays near chance at keep 0.3") != NULL, "stderr: %s", err);
+    ck_assert(tu_json_num(tu_last_line(out), "full_acc") <= 1.0 / 3 + 1e-9);   /* one class of three, balanced test split */
+    free(out); free(err);
+    /* --quiet: no defaults line; the warning stays (it is not progress) */
+    snprintf(cmd, sizeof cmd, "prune %s --labeled 0.05 --proxy-epochs 3 --proxy-hidden 8 --hidden 8 --epochs 3 --keep 0.3 --eval "
+             "--runs 1 --seed 2 --threads 2 --json --quiet", sz);
+    rc = tu_inca(cmd, &out, &err);
+    ck_assert_msg(rc == 0 && strstr(err, "defaults") == NULL && strstr(err, "near chance") != NULL, "--quiet: %s", err);
+    free(out); free(err);
+    free(sa); free(sz);
     tu_rmrf(dir);
     free(dir);
 }
@@ -515,6 +709,21 @@ START_TEST(bench_smoke) {
     ck_assert_int_eq(p.split_n[SPLIT_TRAIN], 120);
     dataset_free(&p);
     free(out); free(err);
+    /* bench knn: exact against FAISS on the pool's 600 rows (every list probed: IVF is exact, so
+     * recall 1 up to distance ties); without FAISS, the refusal */
+    rc = run_inca("bench knn %s --knn 5 --faiss-index IVF8,Flat --faiss-nprobe 8 --threads 2 --json --quiet%s%s", sa, "", "", &out, &err);
+    if (knn_faiss_available()) {
+        ck_assert_msg(rc == 0, "bench knn failed (%d): %s", rc, err);
+        cJSON *j = tu_json_last(out);
+        ck_assert_double_eq(tu_json_dbl(j, "rows"), NPOOL);
+        ck_assert_str_eq(tu_json_get(j, "faiss_index", cJSON_String)->valuestring, "IVF8,Flat");
+        ck_assert(tu_json_dbl(j, "recall") >= 0.999 && tu_json_dbl(j, "recall") <= 1.0);
+        ck_assert(tu_json_dbl(j, "exact_s") > 0 && tu_json_dbl(j, "faiss_s") > 0);
+        cJSON_Delete(j);
+    } else {
+        ck_assert_msg(rc == 2 && strstr(err, "no FAISS"), "bench knn without FAISS: %d %s", rc, err);
+    }
+    free(out); free(err);
     free(sa); free(pr);
     tu_rmrf(dir);
     free(dir);
@@ -533,6 +742,8 @@ int main(void) {
     tcase_add_test(t, cli_graph_dataset);
     tcase_add_test(t, cli_usage_errors);
     tcase_add_test(t, cli_budget_curve);
+    tcase_add_test(t, cli_kind_defaults_and_chance_warning);
+    tcase_add_test(t, cli_proxy_methods);
     tcase_add_test(t, bench_smoke);
     suite_add_tcase(s, t);
     return tu_run_suite(s);
