@@ -65,6 +65,7 @@ int bench_pruning(int argc, char **argv) {
     if (iv > 0) inca_set_threads((int)iv);
 
     cfg.proxy.log = bench_train_log;   /* the pipeline's stages and the proxy's epochs */
+    cfg.proxy.store_path = target.store_path = path;
     bench_progress_stage("loading %s", path);
     t0 = inca_now();
     if ((rc = dataset_load(path, &d))) goto done;

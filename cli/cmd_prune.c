@@ -116,6 +116,7 @@ int cmd_prune(int argc, char **argv) {
     cli_progress_init(&pg, "prune", args_has(a, "--quiet"));
     cfg.proxy.log = target.log = prune_log;
     cfg.proxy.log_ctx = target.log_ctx = &pg;
+    cfg.proxy.store_path = target.store_path = path;   /* METIS batches: the store's partitioning, computed once */
     if ((rc = args_int(a, "--threads", 0, &iv))) goto done;
     if (iv > 0) inca_set_threads((int)iv);
     const char *out_path = args_str(a, "--out", NULL), *ind_path = args_str(a, "--indices", NULL);
@@ -316,6 +317,7 @@ int cmd_prune(int argc, char **argv) {
                 json_num(j, "full_acc_std", ev.full_std);
                 json_int(j, "runs", ev.runs);
                 json_str(j, "model", target.model);
+                json_str(j, "method", target.method);
                 json_str(j, "device", target.device);
                 json_str(j, "eval_budget", eb);   /* the protocol: same epochs, or same optimiser steps */
                 json_int(j, "subset_epochs", ev.subset_epochs);

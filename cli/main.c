@@ -110,6 +110,7 @@ static const struct { const char *name; int (*fn)(int, char **); const char *hel
      "  output    --indices FILE[.npy] --out PRUNED_STORE --overwrite --json\n"
      "            --config RESULT.json (rerun the \"config\" of a --json result; flags given here win)\n"
      "  eval      --eval --runs N [1] --model M [mlp or gcn]\n"
+     "            --method full|cluster|gas|incagg [full] --parts K [40] --batch-parts B [10]\n"
      "            --epochs E [200] --hidden H [256] --layers L [2] --lr LR [0.01] --dropout P [0.5]\n"
      "            --batch-size N [0] --no-full --eval-sets coreset,random,full [all three]\n"
      "            --eval-budget epochs|steps [epochs] (a subset trains --epochs epochs, or as many optimiser\n"

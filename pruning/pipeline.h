@@ -156,8 +156,9 @@ typedef struct prune_eval {
     int subset_epochs, full_epochs;   /* the epochs each trained */
     int64_t subset_steps, full_steps;   /* and the optimiser steps that makes */
 } prune_eval_t;
-/* Optimiser steps per epoch of the target on n training examples: ceil(n / batch_size), or 1
- * (full batch). */
+/* Optimiser steps per epoch of the target on n training examples: ceil(n / batch_size), 1 (full
+ * batch), or the METIS batches ceil(parts / batch_parts) of cluster, gas and incagg (a batch
+ * without a training node takes no step, so this is an upper bound for a small subset). */
 int64_t prune_steps_per_epoch(const train_config_t *target, int64_t n);
 int prune_eval_run(const dataset_t *d, const train_config_t *target, const int64_t *pool, int64_t npool,
                    const int64_t *sel, int64_t nsel, int runs, uint64_t seed, unsigned sets, prune_eval_t *e);

@@ -17,7 +17,8 @@ const char *const prune_flags[] = {
     "--json!", "--model", "--epochs", "--hidden", "--layers", "--lr", "--dropout", "--weight-decay", "--feature-norm",
     "--no-full!", "--reuse-dynamics!", "--dyn-tag", "--no-save-dynamics!", "--tau", "--noise", "--ssl-epochs",
     "--lambda-u", "--eval-sets", "--device", "--deterministic!", "--tf32!", "--config", "--eval-budget", "--knn-search", "--faiss-index", "--faiss-nprobe",
-    "--proxy-method", "--proxy-parts", "--proxy-batch-parts", "--dynamics-from", "--dynamics", NULL};
+    "--proxy-method", "--proxy-parts", "--proxy-batch-parts", "--dynamics-from", "--dynamics", "--method", "--parts",
+    "--batch-parts", NULL};
 
 /* A flag whose default depends on the data kind (prune_kind_defaults): read only when given
  * (recorded then, and marked in *given); one not given is recorded by prune_kind_defaults once its
@@ -38,6 +39,23 @@ static int kind_double(const args_t *a, const char *name, double def, double *ou
     int rc = args_double(a, name, def, out);
     if (rc) return rc;
     *given |= bit;
+    return INCA_OK;
+}
+
+/* A training method and its METIS batches: FLAG full|cluster|gas|incagg, PARTS, BATCH parts. */
+static int method_from_args(const args_t *a, const char *flag, const char *parts, const char *batch, train_config_t *t) {
+    int64_t iv;
+    int rc;
+    const char *m = args_str(a, flag, "full");
+    if (strcmp(m, "full") && strcmp(m, "cluster") && strcmp(m, "gas") && strcmp(m, "incagg"))
+        return inca_fail(INCA_EINVAL, "%s: expected full, cluster, gas or incagg, got '%s'", flag, m);
+    snprintf(t->method, sizeof t->method, "%s", m);
+    if ((rc = args_int(a, parts, 40, &iv))) return rc;
+    if (iv < 1 || iv > (1 << 24)) return inca_fail(INCA_EINVAL, "%s: expected >= 1, got %lld", parts, (long long)iv);
+    t->parts = (int)iv;
+    if ((rc = args_int(a, batch, 10, &iv))) return rc;
+    if (iv < 1 || iv > t->parts) return inca_fail(INCA_EINVAL, "%s: expected 1..%s (%d), got %lld", batch, parts, t->parts, (long long)iv);
+    t->batch_parts = (int)iv;
     return INCA_OK;
 }
 
@@ -147,17 +165,7 @@ int prune_config_from_args(const args_t *a, prune_config_t *cfg, train_config_t 
     cfg->st.epochs = (int)iv;
     train_config_t *p = &cfg->proxy;
     snprintf(p->model, sizeof p->model, "%s", args_str(a, "--proxy-model", ""));
-    const char *pm = args_str(a, "--proxy-method", "full");
-    if (strcmp(pm, "full") && strcmp(pm, "cluster") && strcmp(pm, "gas") && strcmp(pm, "incagg"))
-        return inca_fail(INCA_EINVAL, "--proxy-method: expected full, cluster, gas or incagg, got '%s'", pm);
-    snprintf(p->method, sizeof p->method, "%s", pm);
-    if ((rc = args_int(a, "--proxy-parts", 40, &iv))) return rc;
-    if (iv < 1) return inca_fail(INCA_EINVAL, "--proxy-parts: expected >= 1, got %lld", (long long)iv);
-    p->parts = (int)iv;
-    if ((rc = args_int(a, "--proxy-batch-parts", 10, &iv))) return rc;
-    if (iv < 1 || iv > p->parts)
-        return inca_fail(INCA_EINVAL, "--proxy-batch-parts: expected 1..--proxy-parts (%d), got %lld", p->parts, (long long)iv);
-    p->batch_parts = (int)iv;
+    if ((rc = method_from_args(a, "--proxy-method", "--proxy-parts", "--proxy-batch-parts", p))) return rc;
     const char *df = args_str(a, "--dynamics-from", "auto");
     if (strcmp(df, "auto") == 0) cfg->dyn_from = PRUNE_DYN_AUTO;
     else if (strcmp(df, "eval") == 0) cfg->dyn_from = PRUNE_DYN_EVAL;
@@ -189,7 +197,7 @@ int prune_config_from_args(const args_t *a, prune_config_t *cfg, train_config_t 
     /* target model for --eval */
     train_config_default(target);
     snprintf(target->model, sizeof target->model, "%s", args_str(a, "--model", ""));
-    snprintf(target->method, sizeof target->method, "full");
+    if ((rc = method_from_args(a, "--method", "--parts", "--batch-parts", target))) return rc;
     if ((rc = kind_int(a, "--epochs", 200, 1, &iv, &cfg->given, PRUNE_GIVEN_EPOCHS))) return rc;
     target->epochs = (int)iv;
     if ((rc = args_int(a, "--hidden", 256, &iv))) return rc;

@@ -505,12 +505,17 @@ START_TEST(cli_proxy_methods) {
     free(out); free(err);
     snprintf(cmd, sizeof cmd, "prune %s --split random:0.6,0.2,0.2 --labeled 0.05 --proxy-hidden 16 --proxy-epochs 5 --keep 0.3 "
              "--seed 1 --threads 2 --json --no-save-dynamics --proxy-method incagg --proxy-parts 8 --proxy-batch-parts 2 "
-             "--dynamics compact --indices %s", g, ib);
+             "--dynamics compact --indices %s --eval --method incagg --parts 8 --batch-parts 2 --epochs 30 --hidden 16 --runs 1 "
+             "--no-full", g, ib);
     rc = tu_inca(cmd, &out, &err);
     ck_assert_msg(rc == 0, "incagg compact: %s", err);
     j = tu_json_last(out);
     ck_assert_str_eq(tu_json_get(j, "dynamics", cJSON_String)->valuestring, "compact");
     ck_assert_double_eq(tu_json_dbl(j, "dynamics_bytes"), pool * 45);
+    /* the target trained by IncAgg on the coreset and on a random subset, its steps counted as batches */
+    ck_assert_str_eq(tu_json_get(j, "method", cJSON_String)->valuestring, "incagg");
+    ck_assert(tu_json_dbl(j, "coreset_acc") > 0.5 && tu_json_dbl(j, "random_acc") > 0.5);
+    ck_assert_double_eq(tu_json_dbl(j, "subset_steps"), 30 * 4);
     cJSON_Delete(j);
     free(out); free(err);
     char *ta = slurp(ia), *tb = slurp(ib);
