@@ -74,7 +74,9 @@ int bench_knn(int argc, char **argv) {
         json_int(j, "features", d.f);
         json_int(j, "k", k);
         json_str(j, "metric", metric == KNN_COSINE ? "cosine" : "euclidean");
-        json_str(j, "faiss_index", o.factory);
+        char fac[64];
+        knn_faiss_default_factory(n, fac, sizeof fac);
+        json_str(j, "faiss_index", o.factory ? o.factory : fac);
         json_int(j, "faiss_nprobe", np);
         json_num(j, "exact_s", exact ? te : NAN);
         json_num(j, "faiss_s", tf);

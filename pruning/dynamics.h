@@ -12,7 +12,7 @@
  *               of p_t[y], correctness = fraction of epochs correct (Swayamdipta et al.).
  * Two layouts. Full (dyn_init): epoch-major matrices, entry [t * n + i], 13 bytes per example
  * per epoch (what --reuse-dynamics has always stored). Compact (dyn_init_compact): running sums
- * per example, 45 bytes whatever the epochs: Σ margin, Σ EL2N norm over the first el2n_epochs,
+ * per example, 41 bytes whatever the epochs: Σ margin, Σ EL2N norm over the first el2n_epochs,
  * Σ p[y], Σ p[y]², the forgetting count, the correct count and two bits (last correct, ever
  * correct). AUM, forgetting, EL2N, confidence and correctness come out bit for bit as from the
  * matrices (the same double sums in the same epoch order); variability is sqrt(Σp²/E − μ²)
@@ -46,7 +46,8 @@ void dyn_free(prune_dyn_t *d);   /* NULL-safe; zeroes *d */
 /* The compact layout for n examples and at most cap epochs; EL2N is then fixed to the first
  * el2n_epochs (>= 1) epochs. */
 int dyn_init_compact(prune_dyn_t *d, int64_t n, int32_t cap, int32_t el2n_epochs);
-/* Bytes the recorder holds. */
+/* Bytes of the dynamics themselves (the matrices, or the running sums), without the 4-byte
+ * per-example epoch count both layouts keep to check coverage. */
 int64_t dyn_bytes(const prune_dyn_t *d);
 /* Record example i at epoch t (0-based; t < cap) from its probabilities p (c of them) and label
  * y, as one step saw it. Each example must be recorded once per epoch, in epoch order (t = its

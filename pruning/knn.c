@@ -185,6 +185,13 @@ int knn_faiss_available(void) { return 1; }
 int knn_faiss_available(void) { return 0; }
 #endif
 
+void knn_faiss_default_factory(int64_t n, char *buf, size_t len) {
+    int64_t nlist = (int64_t)llround(4.0 * sqrt((double)n));
+    if (nlist > n / 39) nlist = n / 39;
+    if (nlist < 1) nlist = 1;
+    snprintf(buf, len, "IVF%lld,Flat", (long long)nlist);
+}
+
 int knn_faiss(const float *x, int64_t n, int64_t f, int k, knn_metric_t metric, const knn_faiss_opts_t *o, int32_t *nbr,
               float *dist) {
 #ifndef INCA_HAS_FAISS
@@ -197,12 +204,7 @@ int knn_faiss(const float *x, int64_t n, int64_t f, int k, knn_metric_t metric, 
     if (n > INT32_MAX) return inca_fail(INCA_EINVAL, "knn: n=%lld exceeds int32 ids", (long long)n);
     char factory[64], err[512] = "";
     if (o && o->factory && *o->factory) snprintf(factory, sizeof factory, "%s", o->factory);
-    else {
-        int64_t nlist = (int64_t)llround(4.0 * sqrt((double)n));
-        if (nlist > n / 39) nlist = n / 39;
-        if (nlist < 1) nlist = 1;
-        snprintf(factory, sizeof factory, "IVF%lld,Flat", (long long)nlist);
-    }
+    else knn_faiss_default_factory(n, factory, sizeof factory);
     const float *xs = x;
     float *xn = NULL;
     if (metric == KNN_COSINE) {   /* unit rows: squared L2 = 2 - 2 cos */

@@ -4,6 +4,7 @@
  * brute-force double-precision search and on a hand-built point set. */
 #ifndef INCA_KNN_H
 #define INCA_KNN_H
+#include <stddef.h>
 #include <stdint.h>
 #include "graph/csr.h"
 
@@ -33,6 +34,8 @@ typedef struct knn_faiss_opts {
     uint64_t seed;         /* k-means' seed */
 } knn_faiss_opts_t;
 int knn_faiss_available(void);
+/* The default factory string for n rows: "IVF<nlist>,Flat" as above. */
+void knn_faiss_default_factory(int64_t n, char *buf, size_t len);
 int knn_faiss(const float *x, int64_t n, int64_t f, int k, knn_metric_t metric, const knn_faiss_opts_t *o, int32_t *nbr,
               float *dist);
 

@@ -512,6 +512,7 @@ int prune_dyn_load(const char *path, const char *tag, const char *key, prune_res
         if (!rc && got != h.npool)
             rc = inca_fail(INCA_EINVAL, "%s: array %s has %lld elements, expected %lld", path, name, (long long)got, (long long)h.npool);
     }
+    r->knn_used = -1;   /* not known from the stored dynamics */
     r->dyn.n = h.npool;
     r->dyn.epochs = r->dyn.cap = h.epochs;
     r->dyn.compact = h.version == 2;

@@ -242,7 +242,7 @@ START_TEST(compact_equals_full) {
     prune_dyn_t full, cmp;
     ck_assert_int_eq(dyn_init(&full, N, E), 0);
     ck_assert_int_eq(dyn_init_compact(&cmp, N, E, 4), 0);
-    ck_assert_int_eq(dyn_bytes(&cmp), (int64_t)N * 45);
+    ck_assert_int_eq(dyn_bytes(&cmp), (int64_t)N * 41);
     for (int t = 0; t < E; t++) {
         ck_assert_int_eq(dyn_record(&full, &prob[t][0][0], CC, CC, y, NULL), 0);
         for (int j = 0; j < N; j++) {   /* a step order: a stride through the examples */

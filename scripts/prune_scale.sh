@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Pruning at scale (issue 15), as run for the README and the issue's note. Usage:
+# scripts/prune_scale.sh [INCA_BIN] [WORKDIR] [PARTS...]; PARTS: any of curve table big-table
+# big-graph (default all). Every command prints its JSON lines; /usr/bin/time -v gives the wall
+# time and peak memory of the timed runs. Fashion-MNIST from Debian's dataset-fashion-mnist.
+set -euo pipefail
+B=${1:-build/inca}
+W=${2:-out/scale}
+shift 2 || true
+PARTS=${*:-curve table big-table big-graph}
+mkdir -p "$W"
+FM=${INCA_FMNIST:-/usr/share/datasets/fashion-mnist}
+T="/usr/bin/time -v"
+has() { case " $PARTS " in *" $1 "*) return 0;; esac; return 1; }
+
+if has curve; then   # Fashion-MNIST, 1% labels, the budget curve, 5 target seeds, table defaults
+  [ -d "$W/fmnist" ] || "$B" ingest --format idx "$FM" --out "$W/fmnist" --quiet
+  "$B" prune "$W/fmnist" --labeled 0.01 --seed 0 --threads 2 --keep 0.01,0.02,0.05,0.1,0.3 --mis-ratio 0.1 --balance \
+    --eval --runs 5 --eval-sets coreset,random,full --eval-budget epochs --json --quiet
+fi
+if has table; then   # a new table with every flag at its default: 26 classes, 16 features, 16000 rows
+  "$B" gen --kind csbm --nodes 16000 --avg-degree 0 --features 16 --classes 26 --mean-scale 2.5 --seed 7 \
+    --out "$W/t26" --force --quiet
+  for eb in epochs steps; do
+    "$B" prune "$W/t26" --labeled 0.01 --keep 0.05,0.1,0.3 --eval --runs 5 --eval-budget $eb --json --quiet
+  done
+fi
+if has big-table; then   # a pool of 1M rows (a Gaussian mixture: csbm without edges), FAISS kNN
+  [ -d "$W/t1m" ] || "$B" gen --kind csbm --nodes 1250000 --avg-degree 0 --features 64 --classes 10 --mean-scale 2 \
+    --split random:0.8,0.1,0.1 --seed 3 --out "$W/t1m" --quiet
+  "$B" bench knn "$W/t1m" --max-rows 200000 --threads 2 --json --quiet   # FAISS's recall on 200k of the rows
+  $T "$B" prune "$W/t1m" --labeled 0.01 --knn-search faiss --keep 0.1 --out "$W/t1m_keep10" --overwrite \
+    --indices "$W/t1m_keep10.npy" --threads 2 --json --quiet
+fi
+if has big-graph; then   # 1M nodes, degree 20, 128 features; IncAgg proxy and IncAgg target
+  [ -d "$W/g1m" ] || "$B" gen --kind csbm --nodes 1000000 --avg-degree 20 --features 128 --classes 8 --homophily 0.4 \
+    --seed 0 --out "$W/g1m" --quiet
+  M="--proxy-method incagg --proxy-parts 256 --proxy-batch-parts 32 --proxy-hidden 64 --proxy-epochs 10"
+  $T "$B" prune "$W/g1m" --labeled 0.01 $M --keep 0.1 --out "$W/g1m_keep10" --overwrite --threads 2 --json --quiet
+  "$B" prune "$W/g1m" --labeled 0.01 $M --keep 0.1 --reuse-dynamics --eval --method incagg --parts 256 --batch-parts 32 \
+    --hidden 64 --epochs 20 --runs 3 --eval-sets coreset,random --threads 2 --json --quiet
+fi
