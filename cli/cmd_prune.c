@@ -194,13 +194,13 @@ int cmd_prune(int argc, char **argv) {
     char key[1024];
     snprintf(key, sizeof key,
              "labeled=%s/%g/%lld seed=%llu split=%s ssl=%d/%g/%g/%g/%d k=%d/%d/%s/%d metric=%d alpha=%g iters=%d graph=%d proxy=%s/%d/%lld/%d/%g/%g/%g fn=%d "
-             "pm=%s/%d/%d/%lld dyn=%d/%d/%d",
+             "pm=%s/%d/%d/%lld dyn=%d/%d/%d relabel=%d/%g",
              lab_file ? lab_file : "pick", frac, (long long)per_class, (unsigned long long)cfg.seed, split ? split : "stored",
              (int)cfg.ssl, cfg.st.tau, cfg.st.noise_strong, cfg.st.lambda_u, cfg.st.epochs, cfg.knn_k, cfg.knn_search,
              cfg.faiss.factory ? cfg.faiss.factory : "", cfg.faiss.nprobe, (int)cfg.metric, cfg.alpha, cfg.iters, cfg.graph, cfg.proxy.model, cfg.proxy.epochs,
              (long long)cfg.proxy.hidden, cfg.proxy.layers, cfg.proxy.lr, cfg.proxy.dropout, cfg.proxy.weight_decay,
              cfg.proxy.feature_norm, cfg.proxy.method, cfg.proxy.parts, cfg.proxy.batch_parts, (long long)cfg.proxy.batch_size,
-             cfg.dyn_from, cfg.dyn_layout, cfg.el2n_epochs);
+             cfg.dyn_from, cfg.dyn_layout, cfg.el2n_epochs, cfg.relabel, cfg.relabel_confident);
     if (reuse) {
         int32_t c = 0;
         t0 = inca_now();
@@ -304,6 +304,7 @@ int cmd_prune(int argc, char **argv) {
             json_str(j, "defaults", is_graph ? "graph" : "table");   /* the kind whose defaults the flags not given took */
             json_str(j, "kind_defaults", kind_def);
             json_str(j, "proxy_method", cfg.proxy.method);
+            json_int(j, "relabel", cfg.relabel);
             json_str(j, "dynamics_from", r.dyn_from == PRUNE_DYN_STEPS ? "steps" : "eval");
             json_str(j, "dynamics", r.dyn.compact ? "compact" : "full");
             json_int(j, "dynamics_bytes", dyn_bytes(&r.dyn));

@@ -98,6 +98,8 @@ static const struct { const char *name; int (*fn)(int, char **); const char *hel
      "            --proxy-lr LR [0.01] --proxy-dropout P [0.2] --proxy-batch-size N [0]\n"
      "            --feature-norm none|row|standard --weight-decay W [5e-4]\n"
      "            --proxy-method full|cluster|gas|incagg [full] --proxy-parts K [40] --proxy-batch-parts B [10]\n"
+     "            --relabel N [0] (rounds: a proxy trained on the most confident --relabel-confident F [0.5]\n"
+     "            of the pseudo-labels relabels the unlabelled pool, then the recording proxy trains)\n"
      "  tables    (no graph) flags not given take: --feature-norm standard --proxy-epochs 20\n"
      "            --proxy-batch-size 128 --proxy-lr 0.001 --epochs 20 --batch-size 128 --lr 0.001 --dropout 0.2\n"
      "  score     --score aum|forgetting|el2n|cartography [aum] --el2n-epochs N [10]\n"

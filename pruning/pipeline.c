@@ -42,6 +42,7 @@ void prune_config_default(prune_config_t *c) {
     c->el2n_epochs = 10;
     c->dyn_from = PRUNE_DYN_AUTO;
     c->dyn_layout = PRUNE_DYN_AUTO;
+    c->relabel_confident = 0.5;
     c->sel.kind = SEL_CCS;
     c->sel.keep = 0.1;
     c->sel.mis_ratio = 0.0;
@@ -198,6 +199,11 @@ done:
     return rc;
 }
 
+static int f32_cmp(const void *a, const void *b) {
+    const float x = *(const float *)a, y = *(const float *)b;
+    return x < y ? -1 : x > y;
+}
+
 /* ---- proxy training with the dynamics recorder ---- */
 typedef struct dyn_ctx {
     prune_dyn_t *dyn;
@@ -243,8 +249,11 @@ static int dyn_on_step(void *ctx, int run, int epoch, const int64_t *nodes, cons
     return INCA_OK;
 }
 
+/* The proxy on the pool's pseudo-labels, recording r->dyn. A relabelling round instead (out:
+ * the proxy dataset's rows x c) trains on the pool rows whose confidence is at least conf_min
+ * only, records nothing, and leaves its eval logits after the last epoch in out. */
 static int proxy_train(const dataset_t *dv, const int64_t *pool, int64_t npool, const prune_config_t *cfg,
-                       int use_graph, prune_result_t *r) {
+                       int use_graph, prune_result_t *r, float *out, float conf_min) {
     int rc = INCA_OK;
     int32_t c = dv->c;
     int64_t n = use_graph ? dv->n : npool;
@@ -294,11 +303,19 @@ static int proxy_train(const dataset_t *dv, const int64_t *pool, int64_t npool, 
     }
     tc.runs = 1;
     tc.seed = cfg->seed;
-    tc.out_logits = NULL;
+    tc.out_logits = out;   /* no validation split: the last epoch's */
     tc.metrics_path = NULL;
     if (tc.epochs < 1) { rc = inca_fail(INCA_EINVAL, "--proxy-epochs: expected >= 1, got %d", tc.epochs); goto done; }
     const int compact = cfg->dyn_layout == PRUNE_DYN_COMPACT ||
                         (cfg->dyn_layout == PRUNE_DYN_AUTO && (double)npool * tc.epochs * 13.0 > (double)PRUNE_DYN_COMPACT_BYTES);
+    if (out) {   /* a relabelling round: the confident rows, no dynamics */
+        int64_t m = 0;
+        for (int64_t i = 0; i < npool; i++)
+            if (r->conf[i] >= conf_min) rows[m++] = rows[i];
+        rc = train_run(&pd, &tc, rows, m, &tr);
+        if (rc) inca_fail_ctx(rc, "proxy training (relabelling): ");
+        goto done;
+    }
     rc = compact ? dyn_init_compact(&r->dyn, npool, tc.epochs, cfg->el2n_epochs) : dyn_init(&r->dyn, npool, tc.epochs);
     if (rc) goto done;
     dyn_ctx_t ctx = {&r->dyn, rows, r->pseudo, probs, NULL};
@@ -366,6 +383,13 @@ int prune_run(const dataset_t *dv, const int64_t *pool, int64_t npool, const pru
     int has_graph = dv->adj.rowptr != NULL && dv->adj.nnz > 0;
     int use_graph = cfg->graph < 0 ? has_graph : cfg->graph;
     if (use_graph && !has_graph) return inca_fail(INCA_EINVAL, "--graph: the dataset has no graph");
+    /* the proxy: a graph method trains on the dataset's graph even when the spreading used a kNN
+     * graph (--graph knn); refused before any work on a table */
+    const int proxy_mb = cfg->proxy.method[0] && strcmp(cfg->proxy.method, "full") != 0;
+    if (proxy_mb && !has_graph)
+        return inca_fail(INCA_EINVAL, "--proxy-method %s: needs a graph (a table's proxy is full, in mini-batches with "
+                         "--proxy-batch-size)", cfg->proxy.method);
+    const int proxy_graph = use_graph || proxy_mb;
     int rc = INCA_OK;
     r->npool = npool;
     r->pool = inca_malloc((size_t)npool * sizeof *r->pool);
@@ -392,8 +416,42 @@ int prune_run(const dataset_t *dv, const int64_t *pool, int64_t npool, const pru
     }
     if (rc) goto fail;
     t0 = inca_now();
+    /* relabelling: the proxy trained on the pseudo-labels relabels the unlabelled pool with its
+     * own predictions (a network fitted to noisy labels predicts better than them), then trains
+     * again; the labelled subset keeps its labels */
+    if (cfg->relabel > 0) {
+        const int64_t rows_n = proxy_graph ? dv->n : npool;
+        const int32_t c = dv->c;
+        float *lg = inca_malloc((size_t)rows_n * (size_t)c * sizeof *lg);
+        if (!lg) { rc = INCA_ENOMEM; goto fail; }
+        float *cs = inca_malloc((size_t)npool * sizeof *cs);
+        if (!cs) { inca_free(lg); rc = INCA_ENOMEM; goto fail; }
+        for (int round = 0; round < cfg->relabel && !rc; round++) {
+            train_log(&cfg->proxy, TRAIN_LOG_PROGRESS, "relabelling round %d of %d", round + 1, cfg->relabel);
+            /* the confidence that keeps the top --relabel-confident share of the pool */
+            memcpy(cs, r->conf, (size_t)npool * sizeof *cs);
+            qsort(cs, (size_t)npool, sizeof *cs, f32_cmp);
+            int64_t at = (int64_t)floor((1.0 - cfg->relabel_confident) * (double)npool);
+            if (at >= npool) at = npool - 1;
+            rc = proxy_train(dv, pool, npool, cfg, proxy_graph, r, lg, cs[at < 0 ? 0 : at]);
+            dyn_free(&r->dyn);
+            for (int64_t i = 0; i < npool && !rc; i++) {
+                if (dv->y[pool[i]] >= 0) continue;   /* labelled: its label stays */
+                const float *z = lg + (proxy_graph ? pool[i] : i) * c;
+                int32_t arg = 0;
+                for (int32_t k = 1; k < c; k++) if (z[k] > z[arg]) arg = k;
+                double se = 0;   /* the top class's softmax probability */
+                for (int32_t k = 0; k < c; k++) se += exp((double)z[k] - z[arg]);
+                r->pseudo[i] = arg;
+                r->conf[i] = (float)(1.0 / se);
+            }
+        }
+        inca_free(lg);
+        inca_free(cs);
+        if (rc) goto fail;
+    }
     train_log(&cfg->proxy, TRAIN_LOG_PROGRESS, "proxy training (%s)", cfg->proxy.model[0] ? cfg->proxy.model : "auto");
-    rc = proxy_train(dv, pool, npool, cfg, use_graph, r);
+    rc = proxy_train(dv, pool, npool, cfg, proxy_graph, r, NULL, 0);
     if (rc) goto fail;
     r->sec[PRUNE_ST_PROXY] = inca_now() - t0;
     rc = prune_score_select(cfg, dv->c, r);

@@ -71,6 +71,8 @@ typedef struct prune_config {
      * --reuse-dynamics stores), PRUNE_DYN_COMPACT running sums (45 B per node), PRUNE_DYN_AUTO:
      * compact when the matrices would pass PRUNE_DYN_COMPACT_BYTES */
     int dyn_layout;
+    int relabel;            /* rounds of proxy relabelling before the proxy that records (0) */
+    double relabel_confident;   /* a round trains on this share of the pool, the most confident (0.5) */
 } prune_config_t;
 enum { PRUNE_DYN_AUTO = -1, PRUNE_DYN_EVAL = 0, PRUNE_DYN_STEPS = 1 };
 enum { PRUNE_DYN_FULL = 0, PRUNE_DYN_COMPACT = 1 };

@@ -18,7 +18,7 @@ const char *const prune_flags[] = {
     "--no-full!", "--reuse-dynamics!", "--dyn-tag", "--no-save-dynamics!", "--tau", "--noise", "--ssl-epochs",
     "--lambda-u", "--eval-sets", "--device", "--deterministic!", "--tf32!", "--config", "--eval-budget", "--knn-search", "--faiss-index", "--faiss-nprobe",
     "--proxy-method", "--proxy-parts", "--proxy-batch-parts", "--dynamics-from", "--dynamics", "--method", "--parts",
-    "--batch-parts", NULL};
+    "--batch-parts", "--relabel", "--relabel-confident", NULL};
 
 /* A flag whose default depends on the data kind (prune_kind_defaults): read only when given
  * (recorded then, and marked in *given); one not given is recorded by prune_kind_defaults once its
@@ -166,6 +166,12 @@ int prune_config_from_args(const args_t *a, prune_config_t *cfg, train_config_t 
     train_config_t *p = &cfg->proxy;
     snprintf(p->model, sizeof p->model, "%s", args_str(a, "--proxy-model", ""));
     if ((rc = method_from_args(a, "--proxy-method", "--proxy-parts", "--proxy-batch-parts", p))) return rc;
+    if ((rc = args_int(a, "--relabel", 0, &iv))) return rc;
+    if (iv < 0 || iv > 10) return inca_fail(INCA_EINVAL, "--relabel: expected 0..10 rounds, got %lld", (long long)iv);
+    cfg->relabel = (int)iv;
+    if ((rc = args_double(a, "--relabel-confident", 0.5, &cfg->relabel_confident))) return rc;
+    if (!(cfg->relabel_confident > 0 && cfg->relabel_confident <= 1))
+        return inca_fail(INCA_EINVAL, "--relabel-confident: expected a share in (0, 1], got %g", cfg->relabel_confident);
     const char *df = args_str(a, "--dynamics-from", "auto");
     if (strcmp(df, "auto") == 0) cfg->dyn_from = PRUNE_DYN_AUTO;
     else if (strcmp(df, "eval") == 0) cfg->dyn_from = PRUNE_DYN_EVAL;

@@ -172,7 +172,7 @@ static int run_inca(const char *fmt, const char *a, const char *b, const char *c
 
 /* Store B = store A with every label outside the labelled subset rotated (hidden pool labels
  * and test labels). With the same --labeled-indices, pruning must not notice. */
-static void hidden_label_case(const char *ssl) {
+static void hidden_label_case(const char *ssl, const char *extra) {
     char *dir = tu_mkdtemp();
     char *sa = path_in(dir, "a"), *sb = path_in(dir, "b"), *labf = path_in(dir, "lab.txt");
     char *ia = path_in(dir, "ia.txt"), *ib = path_in(dir, "ib.txt");
@@ -193,7 +193,7 @@ static void hidden_label_case(const char *ssl) {
     snprintf(flags, sizeof flags,
              "--ssl %s --labeled-indices %s --knn 8 --proxy-hidden 16 --proxy-epochs 12 --ssl-epochs 20 --keep 0.2 "
              "--proxy-lr 0.01 --proxy-batch-size 0 --feature-norm none "   /* full-batch, not the table defaults */
-             "--mis-ratio 0.1 --select ccs --seed 4 --threads 2 --json", ssl, labf);
+             "--mis-ratio 0.1 --select ccs --seed 4 --threads 2 --json %s", ssl, labf, extra);
     char *out = NULL, *err = NULL;
     char fmt[1024];
     snprintf(fmt, sizeof fmt, "prune %%s --indices %%s %s%%s", flags);
@@ -234,10 +234,14 @@ static void hidden_label_case(const char *ssl) {
     free(dir);
 }
 
-START_TEST(hidden_labels_never_read_labelprop) { hidden_label_case("labelprop"); }
+START_TEST(hidden_labels_never_read_labelprop) { hidden_label_case("labelprop", ""); }
 END_TEST
 
-START_TEST(hidden_labels_never_read_selftrain) { hidden_label_case("selftrain"); }
+START_TEST(hidden_labels_never_read_selftrain) { hidden_label_case("selftrain", ""); }
+END_TEST
+
+/* relabelling rounds read the proxy's predictions and the visible labels only */
+START_TEST(hidden_labels_never_read_relabel) { hidden_label_case("labelprop", "--relabel 2"); }
 END_TEST
 
 START_TEST(cli_outputs_reuse_and_eval) {
@@ -397,6 +401,8 @@ START_TEST(cli_usage_errors) {
         {"--epochs 0", "--epochs: expected >= 1"},
         {"--batch-size -1", "--batch-size: expected >= 0"},
         {"--lr fast", "--lr: expected a number"},
+        {"--relabel 11", "--relabel: expected 0..10 rounds"},
+        {"--relabel 1 --relabel-confident 0", "--relabel-confident: expected a share in (0, 1]"},
     };
     /* labelled subsets: none at all; classes 0 and 1 only (row i is class i % 3) */
     char *empty = path_in(dir, "empty.txt"), *two = path_in(dir, "two.txt"), *keep = path_in(dir, "k.npy"),
@@ -743,6 +749,7 @@ int main(void) {
     tcase_add_test(t, pipeline_blobs_selftrain);
     tcase_add_test(t, hidden_labels_never_read_labelprop);
     tcase_add_test(t, hidden_labels_never_read_selftrain);
+    tcase_add_test(t, hidden_labels_never_read_relabel);
     tcase_add_test(t, cli_outputs_reuse_and_eval);
     tcase_add_test(t, cli_graph_dataset);
     tcase_add_test(t, cli_usage_errors);
