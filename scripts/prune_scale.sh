@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Pruning at scale (issue 15), as run for the README and the issue's note. Usage:
 # scripts/prune_scale.sh [INCA_BIN] [WORKDIR] [PARTS...]; PARTS: any of curve table big-table
-# big-graph (default all). Every command prints its JSON lines; /usr/bin/time -v gives the wall
+# big-graph relabel (default all; about an hour on 2 cores). Every command prints its JSON lines; /usr/bin/time -v gives the wall
 # time and peak memory of the timed runs. Fashion-MNIST from Debian's dataset-fashion-mnist.
 set -euo pipefail
 B=${1:-build/inca}
 W=${2:-out/scale}
 shift 2 || true
-PARTS=${*:-curve table big-table big-graph}
+PARTS=${*:-curve table big-table big-graph relabel}
 mkdir -p "$W"
 FM=${INCA_FMNIST:-/usr/share/datasets/fashion-mnist}
 T="/usr/bin/time -v"
@@ -39,4 +39,19 @@ if has big-graph; then   # 1M nodes, degree 20, 128 features; IncAgg proxy and I
   $T "$B" prune "$W/g1m" --labeled 0.01 $M --keep 0.1 --out "$W/g1m_keep10" --overwrite --threads 2 --json --quiet
   "$B" prune "$W/g1m" --labeled 0.01 $M --keep 0.1 --reuse-dynamics --eval --method incagg --parts 256 --batch-parts 32 \
     --hidden 64 --epochs 20 --runs 3 --eval-sets coreset,random --threads 2 --json --quiet
+  # self-training pseudo-labels instead of spreading over the (heterophilous) graph
+  S="--ssl selftrain --ssl-epochs 50 --noise 0 --dyn-tag st"
+  $T "$B" prune "$W/g1m" --labeled 0.01 $M $S --keep 0.1 --out "$W/g1m_st_keep10" --overwrite --threads 2 --json --quiet
+  for mr in "--mis-ratio 0" "--mis-ratio 0.3 --balance" "--mis-ratio 0.1 --balance"; do
+    "$B" prune "$W/g1m" --labeled 0.01 $M $S --keep 0.1 $mr --reuse-dynamics --eval --method incagg --parts 256 \
+      --batch-parts 32 --hidden 64 --epochs 20 --runs 3 --eval-sets coreset,random --threads 2 --json --quiet
+  done
+fi
+if has relabel; then   # pseudo-labels on Fashion-MNIST with proxy relabelling rounds
+  [ -d "$W/fmnist" ] || "$B" ingest --format idx "$FM" --out "$W/fmnist" --quiet
+  for r in "--relabel 0" "--relabel 1 --relabel-confident 1" "--relabel 2 --relabel-confident 1" \
+           "--relabel 1 --relabel-confident 0.5" "--relabel 1 --relabel-confident 0.3" "--relabel 1 --relabel-confident 0.7"; do
+    "$B" prune "$W/fmnist" --labeled 0.01 --seed 0 --threads 2 --keep 0.1 --mis-ratio 0.1 --balance $r --no-save-dynamics \
+      --json --quiet
+  done
 fi
