@@ -69,11 +69,12 @@ static double majority_share(const dataset_t *d) {
 
 /* A target near chance: its accuracy (the full pool's when trained, else the coreset's) within
  * 2 points of the majority share or below 1.5 / classes. */
-static int near_chance(const dataset_t *d, const prune_eval_t *ev, unsigned sets) {
-    const double acc = (sets & PRUNE_EVAL_FULL) ? ev->full_acc : (sets & PRUNE_EVAL_CORESET) ? ev->coreset_acc : NAN;
-    if (!(acc == acc) || d->c < 2) return 0;
-    const double m = majority_share(d), floor_ = 1.5 / d->c;
-    return acc < (m + 0.02 > floor_ ? m + 0.02 : floor_);
+static int near_chance(const dataset_t *d, const prune_eval_t *ev, unsigned sets, double *acc, double *share) {
+    *acc = (sets & PRUNE_EVAL_FULL) ? ev->full_acc : (sets & PRUNE_EVAL_CORESET) ? ev->coreset_acc : NAN;
+    if (!(*acc == *acc) || d->c < 2) return 0;
+    const double floor_ = 1.5 / d->c;
+    *share = majority_share(d);
+    return *acc < (*share + 0.02 > floor_ ? *share + 0.02 : floor_);
 }
 
 /* One output path per budget of a budget curve: PATH itself for one budget, else PATH with
@@ -227,8 +228,7 @@ int cmd_prune(int argc, char **argv) {
     sec[PRUNE_ST_WRITE] = inca_now() - t0;
 
     if (do_eval) {
-        int graph = d.adj.rowptr != NULL && d.adj.nnz > 0;
-        if (!target.model[0]) snprintf(target.model, sizeof target.model, "%s", graph ? "gcn" : "mlp");
+        if (!target.model[0]) snprintf(target.model, sizeof target.model, "%s", is_graph ? "gcn" : "mlp");
     }
 
     /* one selection (and evaluation, and output line) per budget, all from the same scores; the
@@ -342,12 +342,12 @@ int cmd_prune(int argc, char **argv) {
             json_free(&j);
         }
         fflush(stdout);
-        if (do_eval && near_chance(&d, &ev, b == 0 ? sets : sets & ~(unsigned)PRUNE_EVAL_FULL)) {
+        double acc, share;
+        if (do_eval && near_chance(&d, &ev, b == 0 ? sets : sets & ~(unsigned)PRUNE_EVAL_FULL, &acc, &share)) {
             cli_progress_end(&pg);
             fprintf(stderr, "prune: warning: the target (%s) stays near chance at keep %g (test accuracy %.4f; the "
                     "largest class is %.4f of the test split): it is not learning; try --lr, --epochs, --hidden or "
-                    "--feature-norm standard\n", target.model, cfg.sel.keep,
-                    (b == 0 && (sets & PRUNE_EVAL_FULL)) ? ev.full_acc : ev.coreset_acc, majority_share(&d));
+                    "--feature-norm standard\n", target.model, cfg.sel.keep, acc, share);
         }
     }
 done:

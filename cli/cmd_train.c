@@ -138,7 +138,7 @@ int cmd_train(int argc, char **argv) {
             json_str(j, "refresh_source", agg_source_name(c.refresh_source));
             /* which path made the evaluation figures: "fused" evaluations are refresh passes, timed as
              * refreshes (refresh_time_s) and not in eval_time_s */
-            json_str(j, "refresh_eval", c.refresh_source == AGG_SRC_RECOMPUTE && !c.refresh_eval_separate ? "fused" : "separate");
+            json_str(j, "refresh_eval", train_refresh_eval_name(&c));
             json_int(j, "refreshes", r.refreshes);
             json_int(j, "refreshes_fused_with_eval", r.fused);
         }

@@ -59,6 +59,10 @@ void train_result_free(train_result_t *r) {
     memset(r, 0, sizeof *r);
 }
 
+const char *train_refresh_eval_name(const train_config_t *c) {
+    return c->refresh_source == AGG_SRC_RECOMPUTE && !c->refresh_eval_separate ? "fused" : "separate";
+}
+
 int train_featnorm_parse(const char *s, int *out) {
     if (s && strcmp(s, "none") == 0) *out = TRAIN_FEATNORM_NONE;
     else if (s && strcmp(s, "row") == 0) *out = TRAIN_FEATNORM_ROW;
@@ -309,29 +313,27 @@ typedef struct mlp_batch {
     float *xb;        /* bs x f (context) */
     double *losses_d; /* steps: each step's loss (context), read back at the epoch's end */
     double *losses_h;
-    int64_t *rows_h;  /* 0..bs-1 on the host: the step hook's rows */
+    int64_t *rows_h;  /* the same on the host (the step hook's rows) */
 } mlp_batch_t;
 
 static int mlp_batch_init(kern_ctx_t *kc, mlp_batch_t *b, int64_t bs, int64_t f, int64_t n_train) {
     b->bs = bs;
     b->f = f;
     b->steps = (n_train + bs - 1) / bs;
-    int64_t *rows = inca_malloc((size_t)bs * sizeof *rows);
     b->order = inca_malloc((size_t)n_train * sizeof *b->order);
     b->yo = inca_malloc((size_t)n_train * sizeof *b->yo);
     b->losses_h = inca_malloc((size_t)b->steps * sizeof *b->losses_h);
     b->rows_h = inca_malloc((size_t)bs * sizeof *b->rows_h);
-    int rc = !rows || !b->order || !b->yo || !b->losses_h || !b->rows_h ? INCA_ENOMEM : INCA_OK;
+    int rc = !b->order || !b->yo || !b->losses_h || !b->rows_h ? INCA_ENOMEM : INCA_OK;
     if (!rc) rc = kc_alloc(kc, KERN_MEM_DEVICE, (size_t)n_train * sizeof(int64_t), (void **)&b->order_d);
     if (!rc) rc = kc_alloc(kc, KERN_MEM_DEVICE, (size_t)n_train * sizeof(int32_t), (void **)&b->yo_d);
     if (!rc) rc = kc_alloc(kc, KERN_MEM_DEVICE, (size_t)bs * sizeof(int64_t), (void **)&b->rows);
     if (!rc) rc = kc_alloc(kc, KERN_MEM_DEVICE, (size_t)(bs * f) * sizeof(float), (void **)&b->xb);
     if (!rc) rc = kc_alloc(kc, KERN_MEM_DEVICE, (size_t)b->steps * sizeof(double), (void **)&b->losses_d);
     if (!rc) {
-        for (int64_t i = 0; i < bs; i++) rows[i] = b->rows_h[i] = i;
-        rc = kc_copy(kc, b->rows, rows, (size_t)bs * sizeof *rows, KERN_H2D, KERN_STREAM_COMPUTE);
+        for (int64_t i = 0; i < bs; i++) b->rows_h[i] = i;
+        rc = kc_copy(kc, b->rows, b->rows_h, (size_t)bs * sizeof *b->rows_h, KERN_H2D, KERN_STREAM_COMPUTE);
     }
-    inca_free(rows);
     return rc;
 }
 
@@ -391,13 +393,14 @@ static int train_mlp_epoch(model_t *m, optim_t *o, const train_config_t *c, cons
         if ((rc = kc_gather_rows(kc, KERN_F32, x, f, b->order_d + lo, 0, nb, b->xb)) ||
             (rc = model_forward(m, nb, b->xb, NULL, 1, c->seed, (uint64_t)ep * (uint64_t)b->steps + (uint64_t)s, &logits)) ||
             (rc = kc_softmax_xent(kc, nb, cc, logits, b->yo_d + lo, b->rows, nb, NULL, dlog, &b->losses_d[s])) ||
-            (rc = kc_accuracy(kc, cc, logits, b->yo_d + lo, b->rows, nb, meter_d->count[0])) ||
-            (rc = step_hook(kc, c, run, ep, b->order + lo, b->rows_h, nb, logits, nb, cc, lhost)))
+            (rc = kc_accuracy(kc, cc, logits, b->yo_d + lo, b->rows, nb, meter_d->count[0])))
             return rc;
         if (host && !isfinite(b->losses_d[s]))
             return inca_fail(INCA_ERR, "epoch %d step %lld: training loss is not finite (%g); lower --lr?", ep, (long long)s,
                              b->losses_d[s]);
-        if ((rc = model_backward(m, dlog, NULL)) || (rc = optim_step(o))) return rc;
+        if ((rc = step_hook(kc, c, run, ep, b->order + lo, b->rows_h, nb, logits, nb, cc, lhost)) ||
+            (rc = model_backward(m, dlog, NULL)) || (rc = optim_step(o)))
+            return rc;
     }
     if ((rc = kc_copy(kc, b->losses_h, b->losses_d, (size_t)b->steps * sizeof *b->losses_h, KERN_D2H, KERN_STREAM_COMPUTE)) ||
         (rc = kc_copy(kc, h.count[0], meter_d->count[0], sizeof h.count[0], KERN_D2H, KERN_STREAM_COMPUTE)))

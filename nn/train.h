@@ -157,6 +157,9 @@ enum { TRAIN_METRIC_ACC = 0, TRAIN_METRIC_BACC = 1, TRAIN_METRIC_F1 = 2 };
 /* --metric acc|balanced_acc|macro_f1 (INCA_EINVAL naming the flag otherwise), and back. */
 int train_metric_parse(const char *s, int *metric);
 const char *train_metric_name(int metric);
+/* "fused" when an epoch's last IncAgg refresh shares the evaluation's pass (recompute source,
+ * --refresh-eval fused), else "separate": what the JSON's refresh_eval says. */
+const char *train_refresh_eval_name(const train_config_t *c);
 void train_config_default(train_config_t *c);
 
 typedef struct train_result {

@@ -673,7 +673,16 @@ static int mb_fwd_bwd(mb_run_t *R, batch_loader_t *ld, int ep, int64_t slot, uin
     if ((rc = kc_softmax_xent(kc, b->n_b, R->C, logits, yb, lidx, nidx, R->logp, R->dlogits, &R->losses_d[slot])) != INCA_OK)
         return rc;
     R->step_has_loss[slot] = 1;
-    if (R->c->on_step) {   /* the loss rows' training logits, in the dataset's numbering */
+    if (!R->dev) {
+        const double loss = R->losses_d[slot];
+        if (!isfinite(loss))
+            return inca_fail(INCA_ERR, "run %d, epoch %d, step %lld: training loss is not finite (%g); lower --lr?", R->run,
+                             ep, (long long)(slot / R->workers), loss);
+        *loss_sum += loss;
+        (*loss_n)++;
+    }
+    if (R->c->on_step) {   /* the loss rows' training logits, in the dataset's numbering (a non-finite loss
+                              * stopped the CPU above; off it the epoch's end checks) */
         const float *lh = logits;
         if (R->dev) {
             if ((rc = kc_copy(kc, R->shost, logits, sizeof(float) * (size_t)(b->n_b * R->C), KERN_D2H, KERN_STREAM_COMPUTE)))
@@ -682,14 +691,6 @@ static int mb_fwd_bwd(mb_run_t *R, batch_loader_t *ld, int ep, int64_t slot, uin
         }
         for (int64_t j = 0; j < nidx; j++) R->snodes[j] = R->iperm[b->nodes[R->lidx[j]]];
         if ((rc = R->c->on_step(R->c->on_step_ctx, R->run, ep, R->snodes, R->lidx, nidx, lh, R->C)) != INCA_OK) return rc;
-    }
-    if (!R->dev) {
-        const double loss = R->losses_d[slot];
-        if (!isfinite(loss))
-            return inca_fail(INCA_ERR, "run %d, epoch %d, step %lld: training loss is not finite (%g); lower --lr?", R->run,
-                             ep, (long long)(slot / R->workers), loss);
-        *loss_sum += loss;
-        (*loss_n)++;
     }
     *had = 1;
     return model_backward(R->m, R->dlogits, &R->op_batch);

@@ -45,9 +45,11 @@ int dyn_init_compact(prune_dyn_t *d, int64_t n, int32_t cap, int32_t el2n_epochs
     return INCA_OK;
 }
 
+int64_t dyn_full_bytes(int64_t n, int32_t epochs) { return n * (int64_t)epochs * (int64_t)(3 * sizeof(float) + 1); }
+
 int64_t dyn_bytes(const prune_dyn_t *d) {
     if (d->compact) return d->n * (int64_t)(4 * sizeof(double) + 2 * sizeof(int32_t) + 1);   /* the running sums */
-    return d->n * (int64_t)d->cap * (int64_t)(3 * sizeof(float) + 1);   /* the per-epoch matrices */
+    return dyn_full_bytes(d->n, d->cap);
 }
 
 void dyn_free(prune_dyn_t *d) {

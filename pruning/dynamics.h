@@ -49,6 +49,8 @@ int dyn_init_compact(prune_dyn_t *d, int64_t n, int32_t cap, int32_t el2n_epochs
 /* Bytes of the dynamics themselves (the matrices, or the running sums), without the 4-byte
  * per-example epoch count both layouts keep to check coverage. */
 int64_t dyn_bytes(const prune_dyn_t *d);
+/* What the full layout takes for n examples and the given epochs (13 bytes each). */
+int64_t dyn_full_bytes(int64_t n, int32_t epochs);
 /* Record example i at epoch t (0-based; t < cap) from its probabilities p (c of them) and label
  * y, as one step saw it. Each example must be recorded once per epoch, in epoch order (t = its
  * previous epoch + 1): INCA_EINVAL otherwise (a method that skipped or repeated a node).

@@ -12,7 +12,6 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <stddef.h>
 #include <string.h>
 
 const char *const prune_stage_names[PRUNE_ST_COUNT] = {"load", "labeled", "knn", "spread", "proxy",
@@ -289,25 +288,13 @@ static int proxy_train(const dataset_t *dv, const int64_t *pool, int64_t npool, 
     train_config_t tc = cfg->proxy;
     if (!tc.model[0]) snprintf(tc.model, sizeof tc.model, "%s", use_graph ? "gcn" : "mlp");
     if (!tc.method[0]) snprintf(tc.method, sizeof tc.method, "full");
-    const int minibatch = strcmp(tc.method, "full") != 0;
-    if (minibatch && !use_graph) {
-        rc = inca_fail(INCA_EINVAL, "--proxy-method %s: needs a graph (a table's proxy is full, in mini-batches with "
-                       "--proxy-batch-size)", tc.method);
-        goto done;
-    }
+    const int minibatch = strcmp(tc.method, "full") != 0;   /* prune_run refused it on a table */
     r->dyn_from = cfg->dyn_from == PRUNE_DYN_AUTO ? (minibatch ? PRUNE_DYN_STEPS : PRUNE_DYN_EVAL) : cfg->dyn_from;
-    /* eval: every pool row's probabilities at once; steps: one row at a time */
-    if (!(probs = inca_malloc((size_t)(r->dyn_from == PRUNE_DYN_STEPS ? 1 : npool) * (size_t)c * sizeof *probs))) {
-        rc = INCA_ENOMEM;
-        goto done;
-    }
     tc.runs = 1;
     tc.seed = cfg->seed;
     tc.out_logits = out;   /* no validation split: the last epoch's */
     tc.metrics_path = NULL;
     if (tc.epochs < 1) { rc = inca_fail(INCA_EINVAL, "--proxy-epochs: expected >= 1, got %d", tc.epochs); goto done; }
-    const int compact = cfg->dyn_layout == PRUNE_DYN_COMPACT ||
-                        (cfg->dyn_layout == PRUNE_DYN_AUTO && (double)npool * tc.epochs * 13.0 > (double)PRUNE_DYN_COMPACT_BYTES);
     if (out) {   /* a relabelling round: the confident rows, no dynamics */
         int64_t m = 0;
         for (int64_t i = 0; i < npool; i++)
@@ -316,6 +303,13 @@ static int proxy_train(const dataset_t *dv, const int64_t *pool, int64_t npool, 
         if (rc) inca_fail_ctx(rc, "proxy training (relabelling): ");
         goto done;
     }
+    /* eval: every pool row's probabilities at once; steps: one row at a time */
+    if (!(probs = inca_malloc((size_t)(r->dyn_from == PRUNE_DYN_STEPS ? 1 : npool) * (size_t)c * sizeof *probs))) {
+        rc = INCA_ENOMEM;
+        goto done;
+    }
+    const int compact = cfg->dyn_layout == PRUNE_DYN_COMPACT ||
+                        (cfg->dyn_layout == PRUNE_DYN_AUTO && dyn_full_bytes(npool, tc.epochs) > PRUNE_DYN_COMPACT_BYTES);
     rc = compact ? dyn_init_compact(&r->dyn, npool, tc.epochs, cfg->el2n_epochs) : dyn_init(&r->dyn, npool, tc.epochs);
     if (rc) goto done;
     dyn_ctx_t ctx = {&r->dyn, rows, r->pseudo, probs, NULL};
@@ -350,16 +344,20 @@ int prune_score_select(const prune_config_t *cfg, int32_t c, prune_result_t *r) 
     int64_t *pos = NULL;
     double t0 = inca_now();
     train_log(&cfg->proxy, TRAIN_LOG_PROGRESS, "scores and selection");
-    inca_free(r->score);
-    inca_free(r->aum);
     INCA_FREE(r->sel);
-    r->score = inca_malloc((size_t)(r->npool ? r->npool : 1) * sizeof *r->score);
-    r->aum = inca_malloc((size_t)(r->npool ? r->npool : 1) * sizeof *r->aum);
-    if (!r->score || !r->aum) return INCA_ENOMEM;
-    rc = dyn_score(&r->dyn, SCORE_AUM, cfg->el2n_epochs, r->aum);
-    if (!rc) rc = dyn_score(&r->dyn, cfg->score, cfg->el2n_epochs, r->score);
-    if (rc) return rc;
-    r->sec[PRUNE_ST_SCORE] = inca_now() - t0;
+    if (!r->score || !r->aum) {   /* scored once: the next budgets of a curve select from the same scores */
+        r->score = inca_malloc((size_t)(r->npool ? r->npool : 1) * sizeof *r->score);
+        r->aum = inca_malloc((size_t)(r->npool ? r->npool : 1) * sizeof *r->aum);
+        if (!r->score || !r->aum) return INCA_ENOMEM;
+        rc = dyn_score(&r->dyn, SCORE_AUM, cfg->el2n_epochs, r->aum);
+        if (!rc) rc = dyn_score(&r->dyn, cfg->score, cfg->el2n_epochs, r->score);
+        if (rc) {
+            INCA_FREE(r->score);
+            INCA_FREE(r->aum);
+            return rc;
+        }
+        r->sec[PRUNE_ST_SCORE] = inca_now() - t0;
+    }
     t0 = inca_now();
     int64_t np = 0;
     rc = select_run(&cfg->sel, r->score, score_higher_is_harder(cfg->score), r->aum, r->pseudo, c, r->npool, &pos, &np);
@@ -434,7 +432,6 @@ int prune_run(const dataset_t *dv, const int64_t *pool, int64_t npool, const pru
             int64_t at = (int64_t)floor((1.0 - cfg->relabel_confident) * (double)npool);
             if (at >= npool) at = npool - 1;
             rc = proxy_train(dv, pool, npool, cfg, proxy_graph, r, lg, cs[at < 0 ? 0 : at]);
-            dyn_free(&r->dyn);
             for (int64_t i = 0; i < npool && !rc; i++) {
                 if (dv->y[pool[i]] >= 0) continue;   /* labelled: its label stays */
                 const float *z = lg + (proxy_graph ? pool[i] : i) * c;
@@ -542,15 +539,14 @@ int prune_dyn_load(const char *path, const char *tag, const char *key, prune_res
     rc = store_record_get(s, rec, &p, &len);
     if (rc == INCA_ENOTFOUND) { rc = inca_fail(INCA_ENOTFOUND, "%s: no stored dynamics '%s' (run inca prune without --reuse-dynamics first)", path, tag); goto done; }
     if (rc) goto done;
-    /* version 1 records end before el2n_epochs */
-    if (len != sizeof h && len != offsetof(dyn_header_t, el2n_epochs)) {
-        rc = inca_fail(INCA_EINVAL, "%s: record %s has %zu bytes, expected %zu", path, rec, len, sizeof h);
+    if (len != sizeof h) {
+        rc = inca_fail(INCA_EINVAL, "%s: record %s has %zu bytes, expected %zu (stored by an older inca?); rerun without "
+                       "--reuse-dynamics", path, rec, len, sizeof h);
         goto done;
     }
-    memset(&h, 0, sizeof h);
-    memcpy(&h, p, len);
+    memcpy(&h, p, sizeof h);
     h.key[sizeof h.key - 1] = '\0';
-    if (h.magic != DYN_MAGIC || (h.version != 1 && h.version != 2)) {
+    if (h.magic != DYN_MAGIC || (h.version != 1 && h.version != 2) || (h.version == 2 && h.el2n_epochs < 1)) {
         rc = inca_fail(INCA_EINVAL, "%s: record %s is not a version-1 or -2 dynamics header", path, rec);
         goto done;
     }

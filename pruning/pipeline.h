@@ -68,7 +68,7 @@ typedef struct prune_config {
      * full-batch proxy (as measured in README), steps for the mini-batch methods (no full pass) */
     int dyn_from;
     /* the recorder's layout: PRUNE_DYN_FULL matrices (13 B per node per epoch; what
-     * --reuse-dynamics stores), PRUNE_DYN_COMPACT running sums (45 B per node), PRUNE_DYN_AUTO:
+     * --reuse-dynamics stores), PRUNE_DYN_COMPACT running sums (41 B per node), PRUNE_DYN_AUTO:
      * compact when the matrices would pass PRUNE_DYN_COMPACT_BYTES */
     int dyn_layout;
     int relabel;            /* rounds of proxy relabelling before the proxy that records (0) */

@@ -735,6 +735,29 @@ START_TEST(bench_smoke) {
         ck_assert_msg(rc == 2 && strstr(err, "no FAISS"), "bench knn without FAISS: %d %s", rc, err);
     }
     free(out); free(err);
+    /* prune with FAISS's kNN graph (every list probed: the exact neighbours up to ties), the same
+     * seed twice: the same selection; the JSON says which search ran */
+    if (knn_faiss_available()) {
+        char *ia = path_in(dir, "fa.txt"), *ib = path_in(dir, "fb.txt");
+        char *pseudo[2] = {0};
+        for (int k = 0; k < 2; k++) {
+            rc = run_inca("prune %s --labeled 0.05 --knn-search faiss --faiss-index IVF8,Flat --faiss-nprobe 8 --proxy-epochs 3 "
+                          "--proxy-hidden 8 --keep 0.2 --seed 3 --threads 2 --no-save-dynamics --json --quiet --indices %s%s",
+                          sa, k ? ib : ia, "", &out, &err);
+            ck_assert_msg(rc == 0, "prune --knn-search faiss (%d): %s", rc, err);
+            cJSON *j = tu_json_last(out);
+            ck_assert_str_eq(tu_json_get(j, "knn_search", cJSON_String)->valuestring, "faiss");
+            ck_assert(tu_json_dbl(j, "pseudo_label_acc") > 0.8);
+            cJSON_Delete(j);
+            free(out); free(err);
+            pseudo[k] = slurp(k ? ib : ia);
+        }
+        ck_assert_str_eq(pseudo[0], pseudo[1]);
+        free(pseudo[0]); free(pseudo[1]);
+        free(ia); free(ib);
+    } else {
+        fprintf(stderr, "bench_smoke: prune --knn-search faiss skipped: this build has no FAISS\n");
+    }
     free(sa); free(pr);
     tu_rmrf(dir);
     free(dir);
