@@ -167,6 +167,7 @@ int cmd_prune(int argc, char **argv) {
     sec[PRUNE_ST_LOAD] = inca_now() - t0;
     /* defaults by data kind, said once */
     const int is_graph = d.adj.rowptr != NULL && d.adj.nnz > 0;
+    const int spread_on_graph = cfg.graph < 0 ? is_graph : cfg.graph;   /* --graph auto: spread over a graph when there is one */
     char kind_def[256];
     if ((rc = prune_kind_defaults(a, &cfg, &target, is_graph, kind_def, sizeof kind_def))) goto done;
     if (kind_def[0] && !args_has(a, "--quiet")) {
@@ -194,11 +195,11 @@ int cmd_prune(int argc, char **argv) {
 
     char key[1024];
     snprintf(key, sizeof key,
-             "labeled=%s/%g/%lld seed=%llu split=%s ssl=%d/%g/%g/%g/%d k=%d/%d/%s/%d metric=%d alpha=%g iters=%d graph=%d proxy=%s/%d/%lld/%d/%g/%g/%g fn=%d "
+             "labeled=%s/%g/%lld seed=%llu split=%s ssl=%d/%g/%g/%g/%d k=%d/%d/%s/%d/%d/%lld metric=%d alpha=%g iters=%d graph=%d proxy=%s/%d/%lld/%d/%g/%g/%g fn=%d "
              "pm=%s/%d/%d/%lld dyn=%d/%d/%d relabel=%d/%g",
              lab_file ? lab_file : "pick", frac, (long long)per_class, (unsigned long long)cfg.seed, split ? split : "stored",
              (int)cfg.ssl, cfg.st.tau, cfg.st.noise_strong, cfg.st.lambda_u, cfg.st.epochs, cfg.knn_k, cfg.knn_search,
-             cfg.faiss.factory ? cfg.faiss.factory : "", cfg.faiss.nprobe, (int)cfg.metric, cfg.alpha, cfg.iters, cfg.graph, cfg.proxy.model, cfg.proxy.epochs,
+             cfg.faiss.factory ? cfg.faiss.factory : "", cfg.faiss.nprobe, cfg.knn_features, (long long)cfg.knn_pca, (int)cfg.metric, cfg.alpha, cfg.iters, cfg.graph, cfg.proxy.model, cfg.proxy.epochs,
              (long long)cfg.proxy.hidden, cfg.proxy.layers, cfg.proxy.lr, cfg.proxy.dropout, cfg.proxy.weight_decay,
              cfg.proxy.feature_norm, cfg.proxy.method, cfg.proxy.parts, cfg.proxy.batch_parts, (long long)cfg.proxy.batch_size,
              cfg.dyn_from, cfg.dyn_layout, cfg.el2n_epochs, cfg.relabel, cfg.relabel_confident);
@@ -216,7 +217,7 @@ int cmd_prune(int argc, char **argv) {
         if ((rc = prune_run(&dv, pool, npool, &cfg, &r))) goto done;
     }
     /* with --reuse-dynamics the "proxy" stage is the time to load the stored dynamics */
-    for (int s = PRUNE_ST_KNN; s <= PRUNE_ST_SELECT; s++)
+    for (int s = PRUNE_ST_CHECK; s <= PRUNE_ST_SELECT; s++)
         if (!reuse || s >= PRUNE_ST_SCORE) sec[s] = r.sec[s];
 
     /* evaluation only: pseudo-label accuracy against the hidden labels */
@@ -276,8 +277,14 @@ int cmd_prune(int argc, char **argv) {
         cli_progress_end(&pg);
         const int json = args_has(a, "--json");   /* stdout: JSON Lines only, or the text */
         if (b == 0 && !json)
-            printf("prune: pool %lld, labelled %lld, pseudo-label accuracy %.4f (on the %lld unlabelled)\n", (long long)npool,
-                   (long long)nlab, pl_acc, (long long)(npool - nlab));
+            printf("prune: pool %lld, labelled %lld, pseudo-labels by %s, accuracy %.4f (on the %lld unlabelled)\n",
+                   (long long)npool, (long long)nlab, prune_ssl_name(r.ssl_used), pl_acc, (long long)(npool - nlab));
+        if (b == 0 && !json && r.ssl_check_n > 0) {
+            printf("prune: pseudo-labellers checked on the %lld labelled rows (%d folds):", (long long)r.ssl_check_n, PRUNE_SSL_CHECK_FOLDS);
+            for (int k = 0; k < PRUNE_CAND_COUNT; k++)
+                if (!isnan(r.ssl_check_acc[k])) printf(" %s %.4f", prune_ssl_cand_name(k, spread_on_graph), r.ssl_check_acc[k]);
+            printf("\n");
+        }
         if (!json) printf("prune: score %s, select %s, keep %g, mis-ratio %g%s -> kept %lld\n", score_name(cfg.score),
                select_name(cfg.sel.kind), cfg.sel.keep, cfg.sel.mis_ratio, cfg.sel.balance ? ", class-balanced" : "",
                (long long)r.nsel);
@@ -294,6 +301,16 @@ int cmd_prune(int argc, char **argv) {
             json_int(j, "labeled", nlab);
             json_int(j, "kept", r.nsel);
             json_num(j, "pseudo_label_acc", pl_acc);
+            json_str(j, "ssl", prune_ssl_name(r.ssl_used));   /* the pseudo-labeller that ran */
+            json_str(j, "knn_features", r.knn_features_used >= 0 ? prune_knn_features_name(r.knn_features_used) : NULL);
+            if (r.ssl_check_n > 0) {   /* the check among candidates on held-out labelled rows */
+                json_obj_begin(j, "ssl_check");
+                json_int(j, "labeled", r.ssl_check_n);
+                json_int(j, "folds", PRUNE_SSL_CHECK_FOLDS);
+                for (int k = 0; k < PRUNE_CAND_COUNT; k++)
+                    if (!isnan(r.ssl_check_acc[k])) json_num(j, prune_ssl_cand_name(k, spread_on_graph), r.ssl_check_acc[k]);
+                json_obj_end(j);
+            } else json_null(j, "ssl_check");
             json_str(j, "score", score_name(cfg.score));
             json_str(j, "select", select_name(cfg.sel.kind));
             json_num(j, "keep", cfg.sel.keep);

@@ -9,18 +9,21 @@
 #include "core/util.h"
 #include "loaders/store.h"
 #include "pruning/labelprop.h"
+#include "pruning/pca.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-const char *const prune_stage_names[PRUNE_ST_COUNT] = {"load", "labeled", "knn", "spread", "proxy",
+const char *const prune_stage_names[PRUNE_ST_COUNT] = {"load", "labeled", "check", "knn", "spread", "proxy",
                                                        "score", "select", "write", "eval"};
 
 void prune_config_default(prune_config_t *c) {
     memset(c, 0, sizeof *c);
-    c->ssl = PRUNE_SSL_LABELPROP;
+    c->ssl = PRUNE_SSL_AUTO;
     c->knn_k = 10;
+    c->knn_features = PRUNE_KF_AUTO;
+    c->knn_pca = 200;
     c->knn_search = PRUNE_KNN_AUTO;
     c->faiss.nprobe = 8;
     c->metric = KNN_COSINE;
@@ -49,10 +52,35 @@ void prune_config_default(prune_config_t *c) {
     c->sel.hardest = 1;
 }
 
+static const char *const prune_ssl_names[] = {"labelprop", "selftrain", "proxy", "auto"};
+
+const char *prune_ssl_name(prune_ssl_t s) {
+    return s >= 0 && s <= PRUNE_SSL_AUTO ? prune_ssl_names[s] : "?";
+}
+
 int prune_ssl_parse(const char *name, prune_ssl_t *out) {
-    if (name && strcmp(name, "labelprop") == 0) { *out = PRUNE_SSL_LABELPROP; return INCA_OK; }
-    if (name && strcmp(name, "selftrain") == 0) { *out = PRUNE_SSL_SELFTRAIN; return INCA_OK; }
-    return inca_fail(INCA_EINVAL, "--ssl: expected labelprop or selftrain, got '%s'", name ? name : "");
+    for (int s = 0; s <= PRUNE_SSL_AUTO; s++)
+        if (name && strcmp(name, prune_ssl_names[s]) == 0) { *out = (prune_ssl_t)s; return INCA_OK; }
+    return inca_fail(INCA_EINVAL, "--ssl: expected labelprop, selftrain, proxy or auto, got '%s'", name ? name : "");
+}
+
+static const char *const prune_kf_names[PRUNE_KF_COUNT] = {"raw", "whiten", "sqrt-whiten"};
+
+const char *prune_knn_features_name(int kf) {
+    return kf == PRUNE_KF_AUTO ? "auto" : kf >= 0 && kf < PRUNE_KF_COUNT ? prune_kf_names[kf] : "?";
+}
+
+const char *prune_ssl_cand_name(int k, int on_graph) {
+    static const char *const tab[PRUNE_CAND_COUNT] = {"labelprop-raw", "labelprop-whiten", "labelprop-sqrt-whiten", "proxy"};
+    if (k == PRUNE_CAND_LABELPROP && on_graph) return "labelprop";
+    return k >= 0 && k < PRUNE_CAND_COUNT ? tab[k] : "?";
+}
+
+int prune_knn_features_parse(const char *name, int *out) {
+    if (name && strcmp(name, "auto") == 0) { *out = PRUNE_KF_AUTO; return INCA_OK; }
+    for (int k = 0; k < PRUNE_KF_COUNT; k++)
+        if (name && strcmp(name, prune_kf_names[k]) == 0) { *out = k; return INCA_OK; }
+    return inca_fail(INCA_EINVAL, "--knn-features: expected raw, whiten, sqrt-whiten or auto, got '%s'", name ? name : "");
 }
 
 void prune_result_free(prune_result_t *r) {
@@ -119,26 +147,34 @@ int prune_visible_labels(const int32_t *y_true, int64_t n, const int64_t *ids, i
 }
 
 /* ---- pseudo-labelling by label spreading ---- */
+/* w: the pool's kNN graph, built on the first call (when w->rowptr is NULL) and kept for the
+ * next (the caller frees it): --ssl auto spreads twice over the same graph */
 static int pseudo_labelprop(const dataset_t *dv, const int64_t *pool, int64_t npool, const prune_config_t *cfg,
-                            int use_graph, prune_result_t *r) {
+                            int use_graph, int kf, prune_result_t *r, csr_t *w) {
     int rc = INCA_OK;
     int32_t c = dv->c;
     float *xp = NULL;
     int32_t *nbr = NULL, *ylab = NULL, *lab = NULL;
     float *conf = NULL, *fsp = NULL;
-    csr_t w = {0};
     double t0 = inca_now();
     if (use_graph) {
         /* spread over the whole graph (visible labels exist only in the pool) */
         lab = inca_malloc((size_t)dv->n * sizeof *lab);
         conf = inca_malloc((size_t)dv->n * sizeof *conf);
         if (!lab || !conf) { rc = INCA_ENOMEM; goto done; }
-        r->sec[PRUNE_ST_KNN] = 0;
         if (cfg->cmn && !(fsp = inca_malloc((size_t)dv->n * (size_t)c * sizeof *fsp))) { rc = INCA_ENOMEM; goto done; }
         rc = labelprop_spread(&dv->adj, dv->y, c, cfg->alpha, cfg->iters, lab, conf, fsp);
         if (!rc && cfg->cmn) rc = labelprop_class_mass(fsp, dv->n, c, dv->y, lab, conf);
         if (rc) goto done;
         for (int64_t i = 0; i < npool; i++) { r->pseudo[i] = lab[pool[i]]; r->conf[i] = conf[pool[i]]; }
+    } else if (w->rowptr) {
+        ylab = inca_malloc((size_t)npool * sizeof *ylab);
+        if (!ylab) { rc = INCA_ENOMEM; goto done; }
+        for (int64_t i = 0; i < npool; i++) ylab[i] = dv->y[pool[i]];
+        if (cfg->cmn && !(fsp = inca_malloc((size_t)npool * (size_t)c * sizeof *fsp))) { rc = INCA_ENOMEM; goto done; }
+        rc = labelprop_spread(w, ylab, c, cfg->alpha, cfg->iters, r->pseudo, r->conf, fsp);
+        if (!rc && cfg->cmn) rc = labelprop_class_mass(fsp, npool, c, ylab, r->pseudo, r->conf);
+        if (rc) goto done;
     } else {
         if (dv->f < 1 || !dv->x) { rc = inca_fail(INCA_EINVAL, "labelprop: the dataset has neither features nor a graph"); goto done; }
         if (cfg->knn_k < 1 || cfg->knn_k >= npool) { rc = inca_fail(INCA_EINVAL, "--knn: expected 1 <= k < pool size (%lld), got %d", (long long)npool, cfg->knn_k); goto done; }
@@ -151,6 +187,25 @@ static int pseudo_labelprop(const dataset_t *dv, const int64_t *pool, int64_t np
             for (int64_t i = 0; i < npool; i++) memcpy(xp + i * dv->f, dv->x + pool[i] * dv->f, (size_t)dv->f * sizeof *xp);
             x = xp;
         }
+        int64_t f = dv->f;
+        if (kf == PRUNE_KF_SQRT_WHITEN) {   /* square roots of a copy (the dataset's rows stay) */
+            float *sq = xp ? xp : inca_malloc((size_t)npool * (size_t)f * sizeof *sq);
+            if (!sq) { rc = INCA_ENOMEM; goto done; }
+            for (int64_t i = 0; i < npool * f && !rc; i++) {
+                if (!(x[i] >= 0)) rc = inca_fail(INCA_EINVAL, "--knn-features sqrt-whiten: feature %lld of pool row %lld is %g; "
+                                                 "needs non-negative features", (long long)(i % f), (long long)(i / f), x[i]);
+                else sq[i] = sqrtf(x[i]);
+            }
+            x = xp = sq;
+            if (rc) goto done;
+        }
+        if (kf == PRUNE_KF_WHITEN || kf == PRUNE_KF_SQRT_WHITEN) {   /* whitened principal components */
+            float *z = NULL;
+            f = cfg->knn_pca < dv->f ? cfg->knn_pca : dv->f;
+            if ((rc = pca_whiten(x, npool, dv->f, f, &z, NULL))) goto done;
+            inca_free(xp);
+            x = xp = z;
+        }
         nbr = inca_malloc((size_t)npool * (size_t)cfg->knn_k * sizeof *nbr);
         ylab = inca_malloc((size_t)npool * sizeof *ylab);
         if (!nbr || !ylab) { rc = INCA_ENOMEM; goto done; }
@@ -160,16 +215,16 @@ static int pseudo_labelprop(const dataset_t *dv, const int64_t *pool, int64_t np
         if (r->knn_used == PRUNE_KNN_FAISS) {
             knn_faiss_opts_t fo = cfg->faiss;
             fo.seed = cfg->seed;
-            rc = knn_faiss(x, npool, dv->f, cfg->knn_k, cfg->metric, &fo, nbr, NULL);
-        } else rc = knn_exact(x, npool, dv->f, cfg->knn_k, cfg->metric, nbr, NULL);
+            rc = knn_faiss(x, npool, f, cfg->knn_k, cfg->metric, &fo, nbr, NULL);
+        } else rc = knn_exact(x, npool, f, cfg->knn_k, cfg->metric, nbr, NULL);
         if (rc) goto done;
-        rc = knn_graph(nbr, npool, cfg->knn_k, &w);
+        rc = knn_graph(nbr, npool, cfg->knn_k, w);
         if (rc) goto done;
-        r->sec[PRUNE_ST_KNN] = inca_now() - t0;
+        r->sec[PRUNE_ST_KNN] += inca_now() - t0;
         t0 = inca_now();
         for (int64_t i = 0; i < npool; i++) ylab[i] = dv->y[pool[i]];
         if (cfg->cmn && !(fsp = inca_malloc((size_t)npool * (size_t)c * sizeof *fsp))) { rc = INCA_ENOMEM; goto done; }
-        rc = labelprop_spread(&w, ylab, c, cfg->alpha, cfg->iters, r->pseudo, r->conf, fsp);
+        rc = labelprop_spread(w, ylab, c, cfg->alpha, cfg->iters, r->pseudo, r->conf, fsp);
         if (!rc && cfg->cmn) rc = labelprop_class_mass(fsp, npool, c, ylab, r->pseudo, r->conf);
         if (rc) goto done;
     }
@@ -194,7 +249,6 @@ done:
     inca_free(lab);
     inca_free(conf);
     inca_free(fsp);
-    csr_free(&w);
     return rc;
 }
 
@@ -339,6 +393,127 @@ done:
     return rc;
 }
 
+/* The unlabelled pool rows take the argmax of the proxy's logits lg (rows: node ids on a graph,
+ * pool positions on a table), confidence = its softmax probability; labelled rows keep theirs. */
+static void relabel_from_logits(const dataset_t *dv, const int64_t *pool, int64_t npool, int on_graph, const float *lg,
+                                prune_result_t *r) {
+    const int32_t c = dv->c;
+    for (int64_t i = 0; i < npool; i++) {
+        if (dv->y[pool[i]] >= 0) continue;
+        const float *z = lg + (on_graph ? pool[i] : i) * c;
+        int32_t arg = 0;
+        for (int32_t k = 1; k < c; k++) if (z[k] > z[arg]) arg = k;
+        double se = 0;   /* the top class's softmax probability */
+        for (int32_t k = 0; k < c; k++) se += exp((double)z[k] - z[arg]);
+        r->pseudo[i] = arg;
+        r->conf[i] = (float)(1.0 / se);
+    }
+}
+
+/* --ssl proxy: the proxy (its model, method, epochs) trained on the labelled rows alone predicts
+ * the rest of the pool. Where the features carry the class and the graph does not (a
+ * heterophilous graph), this beats spreading over the graph (README: the 1M-node graph). */
+static int pseudo_proxy(const dataset_t *dv, const int64_t *pool, int64_t npool, const prune_config_t *cfg, int on_graph,
+                        prune_result_t *r) {
+    double t0 = inca_now();
+    float *lg = inca_malloc((size_t)(on_graph ? dv->n : npool) * (size_t)dv->c * sizeof *lg);
+    if (!lg) return INCA_ENOMEM;
+    for (int64_t i = 0; i < npool; i++) {
+        r->pseudo[i] = dv->y[pool[i]];
+        r->conf[i] = dv->y[pool[i]] >= 0 ? 1.0f : 0.0f;
+    }
+    int rc = proxy_train(dv, pool, npool, cfg, on_graph, r, lg, 1.0f);   /* the rows of confidence 1: the labelled */
+    if (!rc) relabel_from_logits(dv, pool, npool, on_graph, lg, r);
+    inca_free(lg);
+    r->sec[PRUNE_ST_SPREAD] = inca_now() - t0;
+    return rc;
+}
+
+/* The candidates --ssl and --knn-features leave open: spreading (over the graph, or over each kNN
+ * view allowed; sqrt-whiten only for non-negative features) and the proxy. */
+static int ssl_candidates(const dataset_t *dv, const int64_t *pool, int64_t npool, const prune_config_t *cfg, int use_graph,
+                          int cand[PRUNE_CAND_COUNT]) {
+    int nc = 0;
+    for (int k = 0; k < PRUNE_CAND_COUNT; k++) cand[k] = 0;
+    if (cfg->ssl == PRUNE_SSL_SELFTRAIN) return 0;
+    if (cfg->ssl == PRUNE_SSL_AUTO || cfg->ssl == PRUNE_SSL_LABELPROP) {
+        if (use_graph) cand[PRUNE_CAND_LABELPROP] = 1;
+        else if (cfg->knn_features != PRUNE_KF_AUTO) cand[PRUNE_CAND_LABELPROP + cfg->knn_features] = 1;
+        else {
+            int nonneg = 1;
+            for (int64_t i = 0; i < npool && nonneg; i++)
+                for (int64_t t = 0; t < dv->f && nonneg; t++) nonneg = dv->x[pool[i] * dv->f + t] >= 0;
+            cand[PRUNE_CAND_LABELPROP + PRUNE_KF_RAW] = cand[PRUNE_CAND_LABELPROP + PRUNE_KF_WHITEN] = 1;
+            cand[PRUNE_CAND_LABELPROP + PRUNE_KF_SQRT_WHITEN] = nonneg;
+        }
+    }
+    if (cfg->ssl == PRUNE_SSL_AUTO || cfg->ssl == PRUNE_SSL_PROXY) cand[PRUNE_CAND_PROXY] = 1;
+    for (int k = 0; k < PRUNE_CAND_COUNT; k++) nc += cand[k];
+    return nc;
+}
+
+/* The check that picks among several candidates: the labelled rows shuffled with the seed and
+ * dealt into PRUNE_SSL_CHECK_FOLDS folds; each fold is hidden in turn, every candidate labels the
+ * pool from the other folds' labels, and it scores the hidden fold's rows it gets right. The
+ * candidate right most often wins (ties: the earlier, spreading before the proxy, the plainer view
+ * first). No hidden label is read. Fewer than PRUNE_SSL_CHECK_MIN labelled rows: the first
+ * candidate, unchecked. kNN graphs are built once per view (w). */
+#define PRUNE_SSL_CHECK_MIN 10
+static int ssl_choose(const dataset_t *dv, const int64_t *pool, int64_t npool, const prune_config_t *cfg, int use_graph,
+                      int proxy_graph, const int cand[PRUNE_CAND_COUNT], csr_t *w, prune_result_t *r, int *chosen) {
+    int rc = INCA_OK;
+    int64_t nl = 0;
+    for (int64_t i = 0; i < npool; i++) nl += dv->y[pool[i]] >= 0;
+    *chosen = -1;
+    for (int k = 0; k < PRUNE_CAND_COUNT && *chosen < 0; k++) if (cand[k]) *chosen = k;
+    r->ssl_check_n = 0;
+    for (int k = 0; k < PRUNE_CAND_COUNT; k++) r->ssl_check_acc[k] = NAN;
+    if (nl < PRUNE_SSL_CHECK_MIN) return INCA_OK;
+    int64_t *lp = inca_malloc((size_t)nl * sizeof *lp), hit[PRUNE_CAND_COUNT] = {0};
+    int32_t *yf = inca_malloc((size_t)dv->n * sizeof *yf);
+    prune_result_t h = {0};
+    h.npool = npool;
+    h.pseudo = inca_malloc((size_t)npool * sizeof *h.pseudo);
+    h.conf = inca_malloc((size_t)npool * sizeof *h.conf);
+    if (!lp || !yf || !h.pseudo || !h.conf) { rc = INCA_ENOMEM; goto done; }
+    nl = 0;
+    for (int64_t i = 0; i < npool; i++) if (dv->y[pool[i]] >= 0) lp[nl++] = i;
+    rng_t g;
+    rng_seed(&g, rng_hash64(cfg->seed, 0x55c4ec, 0));
+    rng_shuffle_i64(&g, lp, nl);
+    dataset_t df = *dv;
+    df.y = yf;
+    for (int fold = 0; fold < PRUNE_SSL_CHECK_FOLDS && !rc; fold++) {
+        memcpy(yf, dv->y, (size_t)dv->n * sizeof *yf);
+        for (int64_t t = fold; t < nl; t += PRUNE_SSL_CHECK_FOLDS) yf[pool[lp[t]]] = -1;
+        for (int k = 0; k < PRUNE_CAND_COUNT && !rc; k++) {
+            if (!cand[k]) continue;
+            train_log(&cfg->proxy, TRAIN_LOG_PROGRESS, "pseudo-label check, fold %d of %d: %s", fold + 1, PRUNE_SSL_CHECK_FOLDS,
+                      k == PRUNE_CAND_PROXY ? "proxy" : "labelprop");
+            h.sec[PRUNE_ST_KNN] = 0;
+            if (k == PRUNE_CAND_PROXY) rc = pseudo_proxy(&df, pool, npool, cfg, proxy_graph, &h);
+            else rc = pseudo_labelprop(&df, pool, npool, cfg, use_graph, k - PRUNE_CAND_LABELPROP, &h, &w[k - PRUNE_CAND_LABELPROP]);
+            r->sec[PRUNE_ST_KNN] += h.sec[PRUNE_ST_KNN];   /* a view's graph, built on its first use */
+            for (int64_t t = fold; t < nl && !rc; t += PRUNE_SSL_CHECK_FOLDS) hit[k] += h.pseudo[lp[t]] == dv->y[pool[lp[t]]];
+            if (!rc && k != PRUNE_CAND_PROXY && h.knn_used >= 0) r->knn_used = h.knn_used;
+        }
+    }
+    if (rc) goto done;
+    r->ssl_check_n = nl;
+    for (int k = 0; k < PRUNE_CAND_COUNT; k++) {
+        if (!cand[k]) continue;
+        r->ssl_check_acc[k] = (double)hit[k] / (double)nl;
+        if (hit[k] > hit[*chosen]) *chosen = k;
+    }
+done:
+    inca_free(lp);
+    inca_free(yf);
+    inca_free(h.pseudo);
+    inca_free(h.conf);
+    dyn_free(&h.dyn);
+    return rc;
+}
+
 int prune_score_select(const prune_config_t *cfg, int32_t c, prune_result_t *r) {
     int rc = INCA_OK;
     int64_t *pos = NULL;
@@ -397,8 +572,25 @@ int prune_run(const dataset_t *dv, const int64_t *pool, int64_t npool, const pru
     memcpy(r->pool, pool, (size_t)npool * sizeof *pool);
     double t0 = inca_now();
     /* the stages through the proxy's status callback (a progress line on a terminal) */
-    train_log(&cfg->proxy, TRAIN_LOG_PROGRESS, "pseudo-labels (%s)", cfg->ssl == PRUNE_SSL_SELFTRAIN ? "selftrain" : "labelprop");
-    if (cfg->ssl == PRUNE_SSL_SELFTRAIN) {
+    csr_t w[PRUNE_KF_COUNT] = {{0}};
+    int cand[PRUNE_CAND_COUNT], chosen = -1;
+    const int ncand = ssl_candidates(dv, pool, npool, cfg, use_graph, cand);
+    r->ssl_used = cfg->ssl;
+    r->knn_features_used = -1;
+    r->ssl_check_n = 0;
+    for (int k = 0; k < PRUNE_CAND_COUNT; k++) r->ssl_check_acc[k] = NAN;
+    if (ncand > 1) {
+        rc = ssl_choose(dv, pool, npool, cfg, use_graph, proxy_graph, cand, w, r, &chosen);
+        r->sec[PRUNE_ST_CHECK] = inca_now() - t0 - r->sec[PRUNE_ST_KNN];   /* the kNN graphs: their own stage */
+        t0 = inca_now();
+    } else for (int k = 0; k < PRUNE_CAND_COUNT; k++) if (cand[k]) chosen = k;
+    if (!rc && chosen >= 0) {
+        r->ssl_used = chosen == PRUNE_CAND_PROXY ? PRUNE_SSL_PROXY : PRUNE_SSL_LABELPROP;
+        if (chosen != PRUNE_CAND_PROXY && !use_graph) r->knn_features_used = chosen - PRUNE_CAND_LABELPROP;
+    }
+    if (!rc) train_log(&cfg->proxy, TRAIN_LOG_PROGRESS, "pseudo-labels (%s)", prune_ssl_name(r->ssl_used));
+    if (rc) {
+    } else if (r->ssl_used == PRUNE_SSL_SELFTRAIN) {
         selftrain_opts_t st = cfg->st;
         st.graph = use_graph;
         st.hidden = cfg->proxy.hidden;
@@ -409,9 +601,13 @@ int prune_run(const dataset_t *dv, const int64_t *pool, int64_t npool, const pru
         st.seed = cfg->seed;
         rc = selftrain_run(dv, pool, npool, &st, r->pseudo, r->conf);
         r->sec[PRUNE_ST_SPREAD] = inca_now() - t0;
+    } else if (r->ssl_used == PRUNE_SSL_PROXY) {
+        rc = pseudo_proxy(dv, pool, npool, cfg, proxy_graph, r);
     } else {
-        rc = pseudo_labelprop(dv, pool, npool, cfg, use_graph, r);
+        const int kf = chosen - PRUNE_CAND_LABELPROP;
+        rc = pseudo_labelprop(dv, pool, npool, cfg, use_graph, kf, r, &w[kf]);
     }
+    for (int k = 0; k < PRUNE_KF_COUNT; k++) csr_free(&w[k]);
     if (rc) goto fail;
     t0 = inca_now();
     /* relabelling: the proxy trained on the pseudo-labels relabels the unlabelled pool with its
@@ -419,8 +615,7 @@ int prune_run(const dataset_t *dv, const int64_t *pool, int64_t npool, const pru
      * again; the labelled subset keeps its labels */
     if (cfg->relabel > 0) {
         const int64_t rows_n = proxy_graph ? dv->n : npool;
-        const int32_t c = dv->c;
-        float *lg = inca_malloc((size_t)rows_n * (size_t)c * sizeof *lg);
+        float *lg = inca_malloc((size_t)rows_n * (size_t)dv->c * sizeof *lg);
         if (!lg) { rc = INCA_ENOMEM; goto fail; }
         float *cs = inca_malloc((size_t)npool * sizeof *cs);
         if (!cs) { inca_free(lg); rc = INCA_ENOMEM; goto fail; }
@@ -432,16 +627,7 @@ int prune_run(const dataset_t *dv, const int64_t *pool, int64_t npool, const pru
             int64_t at = (int64_t)floor((1.0 - cfg->relabel_confident) * (double)npool);
             if (at >= npool) at = npool - 1;
             rc = proxy_train(dv, pool, npool, cfg, proxy_graph, r, lg, cs[at < 0 ? 0 : at]);
-            for (int64_t i = 0; i < npool && !rc; i++) {
-                if (dv->y[pool[i]] >= 0) continue;   /* labelled: its label stays */
-                const float *z = lg + (proxy_graph ? pool[i] : i) * c;
-                int32_t arg = 0;
-                for (int32_t k = 1; k < c; k++) if (z[k] > z[arg]) arg = k;
-                double se = 0;   /* the top class's softmax probability */
-                for (int32_t k = 0; k < c; k++) se += exp((double)z[k] - z[arg]);
-                r->pseudo[i] = arg;
-                r->conf[i] = (float)(1.0 / se);
-            }
+            if (!rc) relabel_from_logits(dv, pool, npool, proxy_graph, lg, r);
         }
         inca_free(lg);
         inca_free(cs);
@@ -467,6 +653,9 @@ typedef struct dyn_header {
     int32_t epochs, classes;
     char key[1024];
     int32_t el2n_epochs, dyn_from;   /* the compact EL2N window (version 2); PRUNE_DYN_EVAL | _STEPS */
+    int32_t ssl_used, knn_features_used;   /* the pseudo-labeller that ran, its view, and the check */
+    int64_t ssl_check_n;
+    double ssl_check_acc[PRUNE_CAND_COUNT];
 } dyn_header_t;
 
 static void dyn_name(char *buf, size_t len, const char *tag, const char *what) {
@@ -496,6 +685,10 @@ int prune_dyn_save(const char *path, const char *tag, const char *key, const pru
     h.classes = c;
     if (r->dyn.compact) h.el2n_epochs = r->dyn.el2n_epochs;
     h.dyn_from = r->dyn_from;
+    h.ssl_used = (int32_t)r->ssl_used;
+    h.knn_features_used = r->knn_features_used;
+    h.ssl_check_n = r->ssl_check_n;
+    memcpy(h.ssl_check_acc, r->ssl_check_acc, sizeof h.ssl_check_acc);
     snprintf(h.key, sizeof h.key, "%s", key ? key : "");
     char rec[160], nm[160];
     snprintf(rec, sizeof rec, "dyn:%s", tag);
@@ -546,7 +739,8 @@ int prune_dyn_load(const char *path, const char *tag, const char *key, prune_res
     }
     memcpy(&h, p, sizeof h);
     h.key[sizeof h.key - 1] = '\0';
-    if (h.magic != DYN_MAGIC || (h.version != 1 && h.version != 2) || (h.version == 2 && h.el2n_epochs < 1)) {
+    if (h.magic != DYN_MAGIC || (h.version != 1 && h.version != 2) || (h.version == 2 && h.el2n_epochs < 1) ||
+        h.ssl_used < 0 || h.ssl_used > PRUNE_SSL_PROXY || h.knn_features_used < -1 || h.knn_features_used >= PRUNE_KF_COUNT) {
         rc = inca_fail(INCA_EINVAL, "%s: record %s is not a version-1 or -2 dynamics header", path, rec);
         goto done;
     }
@@ -572,6 +766,10 @@ int prune_dyn_load(const char *path, const char *tag, const char *key, prune_res
     r->dyn.compact = h.version == 2;
     r->dyn.el2n_epochs = h.el2n_epochs;
     r->dyn_from = h.dyn_from;
+    r->ssl_used = (prune_ssl_t)h.ssl_used;
+    r->knn_features_used = h.knn_features_used;
+    r->ssl_check_n = h.ssl_check_n;
+    memcpy(r->ssl_check_acc, h.ssl_check_acc, sizeof h.ssl_check_acc);
     for (int k = 0; k < (r->dyn.compact ? 7 : 4) && !rc; k++) {
         const int cp = r->dyn.compact;
         dyn_name(name, sizeof name, tag, cp ? dyn_compact_what[k] : dyn_full_what[k]);

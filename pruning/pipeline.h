@@ -27,11 +27,13 @@
 #include "pruning/select.h"
 #include "pruning/selftrain.h"
 
-enum { PRUNE_ST_LOAD = 0, PRUNE_ST_LABELED, PRUNE_ST_KNN, PRUNE_ST_SPREAD, PRUNE_ST_PROXY, PRUNE_ST_SCORE,
+enum { PRUNE_ST_LOAD = 0, PRUNE_ST_LABELED, PRUNE_ST_CHECK, PRUNE_ST_KNN, PRUNE_ST_SPREAD, PRUNE_ST_PROXY, PRUNE_ST_SCORE,
        PRUNE_ST_SELECT, PRUNE_ST_WRITE, PRUNE_ST_EVAL, PRUNE_ST_COUNT };
 extern const char *const prune_stage_names[PRUNE_ST_COUNT];
 
-typedef enum { PRUNE_SSL_LABELPROP = 0, PRUNE_SSL_SELFTRAIN = 1 } prune_ssl_t;
+/* pseudo-labels: label spreading, FixMatch self-training, the proxy trained on the labelled rows
+ * alone, or auto (spreading or the proxy, whichever a held-out fifth of the labels prefers) */
+typedef enum { PRUNE_SSL_LABELPROP = 0, PRUNE_SSL_SELFTRAIN = 1, PRUNE_SSL_PROXY = 2, PRUNE_SSL_AUTO = 3 } prune_ssl_t;
 enum { PRUNE_MAX_BUDGETS = 16 };
 enum { PRUNE_KNN_EXACT = 0, PRUNE_KNN_FAISS = 1, PRUNE_KNN_AUTO = -1 };
 /* --knn-search auto: exact below this many pool rows, FAISS from it (README: measured) */
@@ -41,6 +43,11 @@ typedef struct prune_config {
     prune_ssl_t ssl;
     /* label spreading */
     int knn_k;              /* 10 */
+    int knn_features;       /* the rows a kNN graph is built from: PRUNE_KF_RAW (as given), _WHITEN
+                               (PCA-whitened, pca.h), _SQRT_WHITEN (square roots, then whitened:
+                               variance-stabilised counts and intensities; non-negative features
+                               only) or PRUNE_KF_AUTO (whichever --ssl auto's check prefers) */
+    int64_t knn_pca;        /* the whitened views' components (200; at most the feature count) */
     knn_metric_t metric;    /* cosine */
     double alpha;           /* 0.9 */
     int iters;              /* 50 */
@@ -75,6 +82,14 @@ typedef struct prune_config {
     double relabel_confident;   /* a round trains on this share of the pool, the most confident (0.5) */
 } prune_config_t;
 enum { PRUNE_DYN_AUTO = -1, PRUNE_DYN_EVAL = 0, PRUNE_DYN_STEPS = 1 };
+enum { PRUNE_KF_AUTO = -1, PRUNE_KF_RAW = 0, PRUNE_KF_WHITEN = 1, PRUNE_KF_SQRT_WHITEN = 2, PRUNE_KF_COUNT = 3 };
+int prune_knn_features_parse(const char *name, int *out);   /* "raw" | "whiten" | "sqrt-whiten" | "auto" */
+const char *prune_knn_features_name(int kf);
+/* --ssl auto's candidates: spreading over the graph or over one of the kNN views, and the proxy */
+enum { PRUNE_CAND_LABELPROP = 0, PRUNE_CAND_PROXY = PRUNE_KF_COUNT, PRUNE_CAND_COUNT = PRUNE_KF_COUNT + 1 };
+#define PRUNE_SSL_CHECK_FOLDS 5
+/* "labelprop" (over the graph: on_graph), "labelprop-raw|-whiten|-sqrt-whiten", "proxy" */
+const char *prune_ssl_cand_name(int k, int on_graph);
 enum { PRUNE_DYN_FULL = 0, PRUNE_DYN_COMPACT = 1 };
 #define PRUNE_DYN_COMPACT_BYTES (256LL << 20)
 enum { PRUNE_GIVEN_FEATNORM = 1, PRUNE_GIVEN_PROXY_EPOCHS = 2, PRUNE_GIVEN_PROXY_BATCH = 4, PRUNE_GIVEN_PROXY_LR = 8,
@@ -83,7 +98,8 @@ enum { PRUNE_GIVEN_FEATNORM = 1, PRUNE_GIVEN_PROXY_EPOCHS = 2, PRUNE_GIVEN_PROXY
 /* Defaults above; proxy: mlp (gcn for graph datasets is chosen in prune_run when
  * proxy.model is ""), 2 layers, hidden 256, 30 epochs, lr 0.01, dropout 0.2, wd 5e-4. */
 void prune_config_default(prune_config_t *c);
-int prune_ssl_parse(const char *name, prune_ssl_t *out);   /* "labelprop" | "selftrain" */
+int prune_ssl_parse(const char *name, prune_ssl_t *out);   /* "labelprop" | "selftrain" | "proxy" | "auto" */
+const char *prune_ssl_name(prune_ssl_t s);
 
 typedef struct prune_result {
     int64_t npool;
@@ -99,6 +115,12 @@ typedef struct prune_result {
                                dataset's graph was used) */
     int dyn_from;           /* PRUNE_DYN_EVAL | PRUNE_DYN_STEPS: what the dynamics were recorded from */
     int64_t dyn_bytes;      /* the recorder's bytes (dyn_bytes) */
+    prune_ssl_t ssl_used;   /* the pseudo-labeller that ran (--ssl auto's choice) */
+    int knn_features_used;  /* its kNN view (PRUNE_KF_*; -1: none, the graph or not spreading) */
+    int64_t ssl_check_n;    /* the check: labelled rows, each held out once over PRUNE_SSL_CHECK_FOLDS
+                               folds (0: not checked, a single candidate) */
+    double ssl_check_acc[PRUNE_CAND_COUNT];   /* the share each candidate (PRUNE_CAND_LABELPROP +
+                               view, PRUNE_CAND_PROXY) got right; NaN: not a candidate */
     double sec[PRUNE_ST_COUNT];
 } prune_result_t;
 void prune_result_free(prune_result_t *r);   /* NULL-safe; zeroes *r */

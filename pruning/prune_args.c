@@ -11,7 +11,7 @@
 
 const char *const prune_flags[] = {
     "--labeled", "--labeled-per-class", "--labeled-indices", "--ssl", "--score", "--select", "--keep",
-    "--mis-ratio", "--strata", "--topk", "--balance!", "--cmn!", "--knn", "--alpha", "--iters", "--metric", "--graph",
+    "--mis-ratio", "--strata", "--topk", "--balance!", "--cmn!", "--knn", "--knn-features", "--knn-pca", "--alpha", "--iters", "--metric", "--graph",
     "--proxy-model", "--proxy-epochs", "--proxy-hidden", "--proxy-lr", "--proxy-dropout", "--proxy-layers",
     "--el2n-epochs", "--batch-size", "--proxy-batch-size", "--seed", "--split", "--threads", "--out", "--indices", "--overwrite!", "--eval!", "--quiet!", "--runs",
     "--json!", "--model", "--epochs", "--hidden", "--layers", "--lr", "--dropout", "--weight-decay", "--feature-norm",
@@ -103,7 +103,7 @@ int prune_config_from_args(const args_t *a, prune_config_t *cfg, train_config_t 
     double dv;
     int rc;
     prune_config_default(cfg);
-    if ((rc = prune_ssl_parse(args_str(a, "--ssl", "labelprop"), &cfg->ssl))) return rc;
+    if ((rc = prune_ssl_parse(args_str(a, "--ssl", "auto"), &cfg->ssl))) return rc;
     if ((rc = score_parse(args_str(a, "--score", "aum"), &cfg->score))) return rc;
     if ((rc = select_parse(args_str(a, "--select", "ccs"), &cfg->sel.kind))) return rc;
     if ((rc = knn_metric_parse(args_str(a, "--metric", "cosine"), &cfg->metric))) return rc;
@@ -132,6 +132,10 @@ int prune_config_from_args(const args_t *a, prune_config_t *cfg, train_config_t 
     cfg->sel.balance = args_has(a, "--balance");
     if ((rc = args_int(a, "--knn", 10, &iv))) return rc;
     cfg->knn_k = (int)iv;
+    if ((rc = prune_knn_features_parse(args_str(a, "--knn-features", "auto"), &cfg->knn_features))) return rc;
+    if ((rc = args_int(a, "--knn-pca", 200, &iv))) return rc;
+    if (iv < 1) return inca_fail(INCA_EINVAL, "--knn-pca: expected a number of components >= 1, got %lld", (long long)iv);
+    cfg->knn_pca = iv;
     const char *ks2 = args_str(a, "--knn-search", "auto");
     if (strcmp(ks2, "auto") == 0) cfg->knn_search = PRUNE_KNN_AUTO;
     else if (strcmp(ks2, "exact") == 0) cfg->knn_search = PRUNE_KNN_EXACT;

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Pruning at scale (issue 15), as run for the README and the issue's note. Usage:
 # scripts/prune_scale.sh [INCA_BIN] [WORKDIR] [PARTS...]; PARTS: any of curve table big-table
-# big-graph relabel (default all; about an hour on 2 cores). Every command prints its JSON lines; /usr/bin/time -v gives the wall
+# big-graph pseudo relabel (default all; about an hour and a half on 2 cores). Every command prints its JSON lines; /usr/bin/time -v gives the wall
 # time and peak memory of the timed runs. Fashion-MNIST from Debian's dataset-fashion-mnist.
 set -euo pipefail
 B=${1:-build/inca}
 W=${2:-out/scale}
 shift 2 || true
-PARTS=${*:-curve table big-table big-graph relabel}
+PARTS=${*:-curve table big-table big-graph pseudo relabel}
 mkdir -p "$W"
 FM=${INCA_FMNIST:-/usr/share/datasets/fashion-mnist}
 T="/usr/bin/time -v"
@@ -36,15 +36,23 @@ if has big-graph; then   # 1M nodes, degree 20, 128 features; IncAgg proxy and I
   [ -d "$W/g1m" ] || "$B" gen --kind csbm --nodes 1000000 --avg-degree 20 --features 128 --classes 8 --homophily 0.4 \
     --seed 0 --out "$W/g1m" --quiet
   M="--proxy-method incagg --proxy-parts 256 --proxy-batch-parts 32 --proxy-hidden 64 --proxy-epochs 10"
+  E="--eval --method incagg --parts 256 --batch-parts 32 --hidden 64 --epochs 20 --runs 3 --threads 2 --json --quiet"
+  # --ssl auto (default): spreading over the graph or the proxy trained on the labels, by 5-fold check
   $T "$B" prune "$W/g1m" --labeled 0.01 $M --keep 0.1 --out "$W/g1m_keep10" --overwrite --threads 2 --json --quiet
-  "$B" prune "$W/g1m" --labeled 0.01 $M --keep 0.1 --reuse-dynamics --eval --method incagg --parts 256 --batch-parts 32 \
-    --hidden 64 --epochs 20 --runs 3 --eval-sets coreset,random --threads 2 --json --quiet
-  # self-training pseudo-labels instead of spreading over the (heterophilous) graph
-  S="--ssl selftrain --ssl-epochs 50 --noise 0 --dyn-tag st"
-  $T "$B" prune "$W/g1m" --labeled 0.01 $M $S --keep 0.1 --out "$W/g1m_st_keep10" --overwrite --threads 2 --json --quiet
-  for mr in "--mis-ratio 0" "--mis-ratio 0.3 --balance" "--mis-ratio 0.1 --balance"; do
-    "$B" prune "$W/g1m" --labeled 0.01 $M $S --keep 0.1 $mr --reuse-dynamics --eval --method incagg --parts 256 \
-      --batch-parts 32 --hidden 64 --epochs 20 --runs 3 --eval-sets coreset,random --threads 2 --json --quiet
+  "$B" prune "$W/g1m" --labeled 0.01 $M --keep 0.1 --reuse-dynamics $E --eval-sets coreset,random
+  for x in "--mis-ratio 0.1 --balance" "--mis-ratio 0.3 --balance" "--score el2n --mis-ratio 0.1 --balance" \
+           "--score forgetting --mis-ratio 0.1 --balance" "--score cartography --mis-ratio 0.1 --balance"; do
+    "$B" prune "$W/g1m" --labeled 0.01 $M --keep 0.1 $x --reuse-dynamics $E --eval-sets coreset
+  done
+  # the earlier pseudo-labellers, for comparison: spreading alone, self-training
+  "$B" prune "$W/g1m" --labeled 0.01 $M --ssl labelprop --keep 0.1 --dyn-tag lp $E --eval-sets coreset
+  "$B" prune "$W/g1m" --labeled 0.01 $M --ssl selftrain --ssl-epochs 50 --noise 0 --keep 0.1 --dyn-tag st $E --eval-sets coreset
+fi
+if has pseudo; then   # Fashion-MNIST's pseudo-labels: each kNN view alone, the check's pick, relabelling
+  [ -d "$W/fmnist" ] || "$B" ingest --format idx "$FM" --out "$W/fmnist" --quiet
+  for v in "--ssl labelprop --knn-features raw" "--ssl labelprop --knn-features whiten" \
+           "--ssl labelprop --knn-features sqrt-whiten" "--ssl proxy" "--ssl auto" "--ssl auto --relabel 1"; do
+    "$B" prune "$W/fmnist" --labeled 0.01 --seed 0 --threads 2 --keep 0.1 $v --no-save-dynamics --json --quiet
   done
 fi
 if has relabel; then   # pseudo-labels on Fashion-MNIST with proxy relabelling rounds

@@ -342,7 +342,7 @@ START_TEST(test_prune_eval) {
     }
     /* the stages are disjoint parts of the run: their sum is within the total, the total
      * within the wall time */
-    static const char *const stages[] = {"load", "labeled", "knn", "spread", "proxy", "score", "select", "write", "eval", NULL};
+    static const char *const stages[] = {"load", "labeled", "check", "knn", "spread", "proxy", "score", "select", "write", "eval", NULL};
     const cJSON *sec = tu_json_get(o, "seconds", OBJ);
     double sum = 0, total = tu_json_dbl(sec, "total");
     for (int i = 0; stages[i]; i++) sum += tu_json_dbl(sec, stages[i]);
@@ -355,7 +355,7 @@ START_TEST(test_prune_eval) {
     ck_assert_str_eq(tu_json_get(c1, "store", STR)->valuestring, g);
     ck_assert_str_eq(tu_json_get(c1, "keep", STR)->valuestring, "0.5");   /* a list of budgets: text */
     ck_assert_double_eq(tu_json_dbl(c1, "proxy-epochs"), 3);
-    ck_assert_str_eq(tu_json_get(c1, "ssl", STR)->valuestring, "labelprop");   /* a default, resolved */
+    ck_assert_str_eq(tu_json_get(c1, "ssl", STR)->valuestring, "auto");   /* a default, resolved */
     ck_assert(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(c1, "eval")));
     tu_json_get(o, "version", STR);
     free(out);
@@ -506,7 +506,7 @@ START_TEST(test_bench_pruning) {
     char *out = run_ok(NULL, "bench pruning '%s' --labeled 0.1 --proxy-epochs 3 --proxy-hidden 16 --keep 0.5", g);
     cJSON *v[16];
     int n = tu_json_lines(out, v, 16);
-    ck_assert_int_eq(n, 8 + 1);   /* load .. write, then the summary */
+    ck_assert_int_eq(n, 9 + 1);   /* load .. write (check included), then the summary */
     double frac = 0;
     for (int i = 0; i < n - 1; i++) {
         ck_assert_str_eq(tu_json_get(v[i], "bench", STR)->valuestring, "pruning");
@@ -516,8 +516,10 @@ START_TEST(test_bench_pruning) {
     }
     ck_assert_msg(frac <= 1.0 + 1e-9, "stage fractions sum to %.6f", frac);
     static const key_t_ keys[] = {{"bench", STR}, {"pool", NUM}, {"labeled", NUM}, {"kept", NUM}, {"total_s", NUM},
-                                  {"knn_gflops", NUM}, {"peak_rss_mb", NUM}, {NULL, 0}};
+                                  {"peak_rss_mb", NUM}, {NULL, 0}};
     has_keys(v[n - 1], keys);
+    /* spread over the graph: no kNN GEMM to rate */
+    ck_assert(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(v[n - 1], "knn_gflops")));
     ck_assert_int_eq((long)tu_json_dbl(v[n - 1], "kept"), g_train / 2);
     tu_json_free_lines(v, n);
     free(out);

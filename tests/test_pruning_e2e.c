@@ -244,6 +244,103 @@ END_TEST
 START_TEST(hidden_labels_never_read_relabel) { hidden_label_case("labelprop", "--relabel 2"); }
 END_TEST
 
+/* --ssl proxy trains on the labelled rows alone, and --ssl auto's check uses them alone */
+START_TEST(hidden_labels_never_read_proxy) { hidden_label_case("proxy", ""); }
+END_TEST
+
+START_TEST(hidden_labels_never_read_auto) { hidden_label_case("auto", ""); }
+END_TEST
+
+/* --ssl auto picks, from held-out visible labels only, the pseudo-labeller that is more accurate
+ * on the hidden ones: on a graph whose edges mostly join classes but whose features separate
+ * them, the proxy (a GCN trained on the labelled nodes); on a homophilous graph with features
+ * that carry almost nothing, spreading. Each case first checks that the two differ by 10 points. */
+START_TEST(cli_ssl_auto_picks_the_better) {
+    char *dir = tu_mkdtemp();
+    const char *gens[2] = {"--homophily 0.15 --mean-scale 3", "--homophily 0.95 --mean-scale 0.1"};
+    const char *want[2] = {"proxy", "labelprop"};
+    for (int g = 0; g < 2; g++) {
+        char *st = path_in(dir, g ? "homo" : "hetero");
+        char *out = NULL, *err = NULL, cmd[1024];
+        snprintf(cmd, sizeof cmd, "gen --kind csbm --nodes 1500 --avg-degree 10 --features 16 --classes 4 %s --seed 2 --out %s",
+                 gens[g], st);
+        ck_assert_msg(tu_inca(cmd, &out, &err) == 0, "gen failed: %s", err);
+        free(out); free(err);
+        double acc[3];
+        const char *ssl[3] = {"labelprop", "proxy", "auto"};
+        char *last = NULL;
+        for (int s = 0; s < 3; s++) {
+            snprintf(cmd, sizeof cmd, "prune %s --split random:0.6,0.2,0.2 --labeled 0.05 --ssl %s --proxy-hidden 32 "
+                     "--proxy-epochs 60 --keep 0.3 --seed 1 --threads 2 --json --quiet", st, ssl[s]);
+            ck_assert_msg(tu_inca(cmd, &out, &err) == 0, "prune --ssl %s failed: %s", ssl[s], err);
+            const char *js = tu_last_line(out);
+            acc[s] = tu_json_num(js, "pseudo_label_acc");
+            char need[64];
+            snprintf(need, sizeof need, "\"ssl\":\"%s\"", s < 2 ? ssl[s] : want[g]);
+            ck_assert_msg(strstr(js, need) != NULL, "%s: expected %s in %s", gens[g], need, js);
+            if (s < 2) ck_assert_msg(strstr(js, "\"ssl_check\":null") != NULL, "%s", js);
+            else {
+                ck_assert_msg(strstr(js, "\"ssl_check\":{\"labeled\":") != NULL, "%s", js);
+                last = strdup(js);
+            }
+            free(out); free(err);
+        }
+        const int better = acc[1] > acc[0];   /* by the hidden labels */
+        ck_assert_msg(fabs(acc[1] - acc[0]) > 0.1, "%s: labelprop %g, proxy %g: the case does not separate them", gens[g],
+                      acc[0], acc[1]);
+        ck_assert_msg(strcmp(want[g], better ? "proxy" : "labelprop") == 0, "%s: labelprop %g, proxy %g", gens[g], acc[0], acc[1]);
+        ck_assert_msg(acc[2] == acc[better], "%s: auto %g, chosen %g", gens[g], acc[2], acc[better]);
+        /* and the check it reports covers every labelled node, over 5 folds */
+        ck_assert(tu_json_num(last, "labeled") >= 10 && strstr(last, "\"folds\":5") != NULL);
+        free(last);
+        free(st);
+    }
+    /* a table whose rows carry 6 noise factors 10 times wider than the class signal, each spread
+     * over every feature by a fixed mixing (standardising each feature keeps them): cosine
+     * neighbours of the raw rows follow the factors, of the whitened rows (the factors' directions
+     * scaled down) the classes. auto's check lists the views (no sqrt-whiten: the features go
+     * negative) and its pick labels the hidden rows about as well as the best candidate run alone. */
+    enum { NF = 3 };
+    dataset_t d;
+    make_blobs(&d, 11);
+    rng_t gn;
+    rng_seed(&gn, 12);
+    double mix[NF][F];
+    for (int j = 0; j < NF; j++)
+        for (int t = 0; t < F; t++) mix[j][t] = rng_normal(&gn);
+    for (int64_t i = 0; i < d.n; i++)
+        for (int j = 0; j < NF; j++) {
+            const double g = rng_normal(&gn) * 10.0;
+            for (int t = 0; t < F; t++) d.x[i * F + t] += (float)(g * mix[j][t]);
+        }
+    char *tb = path_in(dir, "table");
+    ck_assert_int_eq(dataset_save(&d, tb, 0), 0);
+    dataset_free(&d);
+    const char *views[4] = {"--ssl labelprop --knn-features raw", "--ssl labelprop --knn-features whiten", "--ssl proxy", "--ssl auto"};
+    double tacc[4];
+    for (int v = 0; v < 4; v++) {
+        char *out = NULL, *err = NULL, cmd[1024];
+        snprintf(cmd, sizeof cmd, "prune %s --labeled 0.1 %s --knn 8 --knn-pca 8 --keep 0.3 --seed 1 --threads 2 --json --quiet",
+                 tb, views[v]);
+        ck_assert_msg(tu_inca(cmd, &out, &err) == 0, "prune %s failed: %s", views[v], err);
+        const char *js = tu_last_line(out);
+        tacc[v] = tu_json_num(js, "pseudo_label_acc");
+        if (v == 3) {
+            ck_assert_msg(strstr(js, "\"labelprop-raw\":") && strstr(js, "\"labelprop-whiten\":") && strstr(js, "\"proxy\":") &&
+                          !strstr(js, "sqrt-whiten\":"), "%s", js);
+            ck_assert_msg(strstr(js, "\"folds\":5") && tu_json_num(js, "labeled") == 60, "%s", js);
+        }
+        free(out); free(err);
+    }
+    ck_assert_msg(tacc[1] - tacc[0] > 0.1, "raw %g, whitened %g: the case does not separate them", tacc[0], tacc[1]);
+    const double best = fmax(tacc[0], fmax(tacc[1], tacc[2]));
+    ck_assert_msg(tacc[3] >= best - 0.03, "auto %g; raw %g, whitened %g, proxy %g", tacc[3], tacc[0], tacc[1], tacc[2]);
+    free(tb);
+    tu_rmrf(dir);
+    free(dir);
+}
+END_TEST
+
 START_TEST(cli_outputs_reuse_and_eval) {
     char *dir = tu_mkdtemp();
     char *sa = path_in(dir, "a"), *pr = path_in(dir, "pruned"), *ind = path_in(dir, "keep.npy");
@@ -402,6 +499,9 @@ START_TEST(cli_usage_errors) {
         {"--batch-size -1", "--batch-size: expected >= 0"},
         {"--lr fast", "--lr: expected a number"},
         {"--relabel 11", "--relabel: expected 0..10 rounds"},
+        {"--ssl labelprop --knn-features sqrt-whiten", "needs non-negative features"},
+        {"--knn-features pca", "--knn-features: expected raw, whiten, sqrt-whiten or auto"},
+        {"--knn-pca 0", "--knn-pca: expected a number of components >= 1"},
         {"--relabel 1 --relabel-confident 0", "--relabel-confident: expected a share in (0, 1]"},
     };
     /* labelled subsets: none at all; classes 0 and 1 only (row i is class i % 3) */
@@ -706,7 +806,8 @@ START_TEST(bench_smoke) {
     ck_assert_int_eq(dataset_save(&d, sa, 0), 0);
     dataset_free(&d);
     char *out = NULL, *err = NULL;
-    int rc = run_inca("bench pruning %s --knn 5 --proxy-epochs 3 --proxy-hidden 8 --keep 0.2 --threads 2 --out %s%s", sa, pr, "",
+    int rc = run_inca("bench pruning %s --ssl labelprop --knn-features raw --knn 5 --proxy-epochs 3 --proxy-hidden 8 --keep 0.2 "
+                      "--threads 2 --out %s%s", sa, pr, "",
                       &out, &err);
     ck_assert_msg(rc == 0, "bench failed (%d): %s", rc, err);
     const char *stages[] = {"\"stage\":\"load\"", "\"stage\":\"knn\"", "\"stage\":\"spread\"", "\"stage\":\"proxy\"",
@@ -773,6 +874,9 @@ int main(void) {
     tcase_add_test(t, hidden_labels_never_read_labelprop);
     tcase_add_test(t, hidden_labels_never_read_selftrain);
     tcase_add_test(t, hidden_labels_never_read_relabel);
+    tcase_add_test(t, hidden_labels_never_read_proxy);
+    tcase_add_test(t, hidden_labels_never_read_auto);
+    tcase_add_test(t, cli_ssl_auto_picks_the_better);
     tcase_add_test(t, cli_outputs_reuse_and_eval);
     tcase_add_test(t, cli_graph_dataset);
     tcase_add_test(t, cli_usage_errors);

@@ -9,6 +9,7 @@
 #include "graph/csr.h"
 #include "pruning/knn.h"
 #include "pruning/labelprop.h"
+#include "pruning/pca.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -199,6 +200,82 @@ static void solve(double *a, double *b, int n) {
     }
 }
 
+/* PCA whitening against a construction whose answer is known: latent coordinates u with standard
+ * deviations 3, 2, 1, 0.5 (independent draws), rotated into 6 features by a fixed orthonormal
+ * matrix (Gram-Schmidt of a seeded random one) plus an offset. Whitened to d = 4, the sample
+ * covariance of z (computed here in double) is the identity; z's axis a equals ±(u_a − mean)/sd
+ * up to sampling error (|correlation| > 0.99); d = 2 keeps (9 + 4) / 14.25 of the variance;
+ * a zero-variance feature direction is never amplified; bad d is refused. */
+START_TEST(pca_whiten_known_axes) {
+    enum { N = 4000, FF = 6, L = 4 };
+    const double sd[L] = {3, 2, 1, 0.5};
+    double q[FF][FF];
+    rng_t g;
+    rng_seed(&g, 17);
+    for (int i = 0; i < FF; i++)
+        for (int j = 0; j < FF; j++) q[i][j] = rng_normal(&g);
+    for (int i = 0; i < FF; i++) {   /* rows of q orthonormal */
+        for (int k = 0; k < i; k++) {
+            double dp = 0;
+            for (int j = 0; j < FF; j++) dp += q[i][j] * q[k][j];
+            for (int j = 0; j < FF; j++) q[i][j] -= dp * q[k][j];
+        }
+        double nr = 0;
+        for (int j = 0; j < FF; j++) nr += q[i][j] * q[i][j];
+        for (int j = 0; j < FF; j++) q[i][j] /= sqrt(nr);
+    }
+    float *x = inca_malloc((size_t)N * FF * sizeof *x);
+    double *u = inca_malloc((size_t)N * L * sizeof *u);
+    ck_assert(x && u);
+    for (int64_t i = 0; i < N; i++) {
+        for (int a = 0; a < L; a++) u[i * L + a] = rng_normal(&g) * sd[a];
+        for (int j = 0; j < FF; j++) {
+            double v = 5.0 + j;   /* the offset */
+            for (int a = 0; a < L; a++) v += u[i * L + a] * q[a][j];
+            x[i * FF + j] = (float)v;
+        }
+    }
+    float *z = NULL;
+    double kept = 0;
+    ck_assert_int_eq(pca_whiten(x, N, FF, L, &z, &kept), 0);
+    ck_assert_msg(fabs(kept - 1.0) < 1e-4, "kept %g", kept);
+    for (int a = 0; a < L; a++)
+        for (int b = 0; b < L; b++) {
+            double ma = 0, mb = 0, c = 0;
+            for (int64_t i = 0; i < N; i++) { ma += z[i * L + a]; mb += z[i * L + b]; }
+            ma /= N; mb /= N;
+            for (int64_t i = 0; i < N; i++) c += (z[i * L + a] - ma) * (z[i * L + b] - mb);
+            c /= N;
+            ck_assert_msg(fabs(c - (a == b)) < 1e-3, "cov(z)[%d][%d] = %g", a, b, c);
+        }
+    for (int a = 0; a < L; a++) {   /* axis a is latent a (variances ordered 9 > 4 > 1 > 0.25) */
+        double mu = 0, mz = 0, suz = 0, suu = 0, szz = 0;
+        for (int64_t i = 0; i < N; i++) { mu += u[i * L + a]; mz += z[i * L + a]; }
+        mu /= N; mz /= N;
+        for (int64_t i = 0; i < N; i++) {
+            double du = u[i * L + a] - mu, dz = z[i * L + a] - mz;
+            suz += du * dz; suu += du * du; szz += dz * dz;
+        }
+        ck_assert_msg(fabs(suz / sqrt(suu * szz)) > 0.99, "axis %d: correlation %g", a, suz / sqrt(suu * szz));
+    }
+    inca_free(z);
+    ck_assert_int_eq(pca_whiten(x, N, FF, 2, &z, &kept), 0);
+    ck_assert_msg(fabs(kept - 13.0 / 14.25) < 0.02, "kept %g", kept);
+    inca_free(z);
+    /* 6 features in a 4-dimensional subspace: d = 6 leaves the two empty directions at zero */
+    ck_assert_int_eq(pca_whiten(x, N, FF, FF, &z, NULL), 0);
+    for (int64_t i = 0; i < N; i++)
+        for (int a = L; a < FF; a++) ck_assert_msg(fabs(z[i * FF + a]) < 1e-6, "z[%lld][%d] = %g", (long long)i, a, z[i * FF + a]);
+    inca_free(z);
+    ck_assert_int_eq(pca_whiten(x, N, FF, 0, &z, NULL), INCA_EINVAL);
+    ck_assert_int_eq(pca_whiten(x, N, FF, FF + 1, &z, NULL), INCA_EINVAL);
+    ck_assert_int_eq(pca_whiten(x, 1, FF, 2, &z, NULL), INCA_EINVAL);
+    ck_assert(z == NULL);
+    inca_free(x);
+    inca_free(u);
+}
+END_TEST
+
 START_TEST(labelprop_closed_form) {
     /* 7 nodes: weighted path 0-1-2-3-4-5 plus chord 1-4 (weight 2); node 6 isolated */
     enum { N = 7, C = 2 };
@@ -288,6 +365,7 @@ int main(void) {
     tcase_add_test(t, knn_hand_points);
     tcase_add_test(t, knn_faiss_recall);
     tcase_add_test(t, labelprop_closed_form);
+    tcase_add_test(t, pca_whiten_known_axes);
     tcase_add_test(t, labelprop_class_mass_hand);
     suite_add_tcase(s, t);
     return tu_run_suite(s);
