@@ -196,8 +196,7 @@ int knn_faiss(const float *x, int64_t n, int64_t f, int k, knn_metric_t metric, 
               float *dist) {
 #ifndef INCA_HAS_FAISS
     (void)x; (void)n; (void)f; (void)k; (void)metric; (void)o; (void)nbr; (void)dist;
-    return inca_fail(INCA_EINVAL, "--knn-search faiss: this build has no FAISS (install libfaiss-dev and rebuild, or use "
-                     "--knn-search exact)");
+    return inca_fail(INCA_EINVAL, "%s", KNN_NO_FAISS_MSG);
 #else
     if (k < 1 || (int64_t)k >= n || f < 1)
         return inca_fail(INCA_EINVAL, "knn: need 1 <= k < n and f >= 1 (k=%d, n=%lld, f=%lld)", k, (long long)n, (long long)f);

@@ -34,6 +34,8 @@ typedef struct knn_faiss_opts {
     uint64_t seed;         /* k-means' seed */
 } knn_faiss_opts_t;
 int knn_faiss_available(void);
+/* What a FAISS request says in a build without it (knn_faiss, and prune's flags before any work) */
+#define KNN_NO_FAISS_MSG "--knn-search faiss: this build has no FAISS (install libfaiss-dev and rebuild, or use --knn-search exact)"
 /* The default factory string for n rows: "IVF<nlist>,Flat" as above. */
 void knn_faiss_default_factory(int64_t n, char *buf, size_t len);
 int knn_faiss(const float *x, int64_t n, int64_t f, int k, knn_metric_t metric, const knn_faiss_opts_t *o, int32_t *nbr,

@@ -142,8 +142,7 @@ int prune_config_from_args(const args_t *a, prune_config_t *cfg, train_config_t 
     else if (strcmp(ks2, "faiss") == 0) cfg->knn_search = PRUNE_KNN_FAISS;
     else return inca_fail(INCA_EINVAL, "--knn-search: expected exact, faiss or auto, got '%s'", ks2);
     if (cfg->knn_search == PRUNE_KNN_FAISS && !knn_faiss_available())   /* before any work */
-        return inca_fail(INCA_EINVAL, "--knn-search faiss: this build has no FAISS (install libfaiss-dev and rebuild, or "
-                         "use --knn-search exact)");
+        return inca_fail(INCA_EINVAL, "%s", KNN_NO_FAISS_MSG);
     cfg->faiss.factory = args_str(a, "--faiss-index", NULL);
     if ((rc = args_int(a, "--faiss-nprobe", 8, &iv))) return rc;
     if (iv < 1 || iv > 1 << 20) return inca_fail(INCA_EINVAL, "--faiss-nprobe: expected >= 1, got %lld", (long long)iv);

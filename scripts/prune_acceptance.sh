@@ -14,12 +14,12 @@ FM=${INCA_FMNIST:-/usr/share/datasets/fashion-mnist}
 [ -d "$W/facebook" ] || "$B" ingest --format ogb ../shared/datasets/facebook --out "$W/facebook"
 
 # whole prune run on 60000 images, time per stage
-"$B" bench pruning "$W/fmnist" --labeled 0.01 --keep 0.1 --feature-norm standard --proxy-epochs 20 --proxy-batch-size 128 \
+"$B" bench pruning "$W/fmnist" --labeled 0.01 --ssl labelprop --knn-features raw --keep 0.1 --feature-norm standard --proxy-epochs 20 --proxy-batch-size 128 \
   --proxy-lr 0.001 --mis-ratio 0.1 --balance --threads 2
 
 # Fashion-MNIST: standardised pixels, spreading alpha 0.9 on the 10-NN cosine graph, MLP proxy
 # and target trained with mini-batches of 128 (Adam 1e-3, 20 epochs; full data reaches ~88%)
-P="--labeled 0.01 --ssl labelprop --alpha 0.9 --feature-norm standard --proxy-epochs 20 --proxy-batch-size 128 \
+P="--labeled 0.01 --ssl labelprop --knn-features raw --alpha 0.9 --feature-norm standard --proxy-epochs 20 --proxy-batch-size 128 \
    --proxy-lr 0.001 --seed 0 --threads 2"
 T="--model mlp --hidden 256 --epochs 20 --batch-size 128 --lr 0.001 --dropout 0.2 --runs 5 --json --eval"
 "$B" prune "$W/fmnist" $P $T --score aum --select ccs --keep 0.1 --mis-ratio 0.1 --balance --indices "$W/fm_ccs10.npy" \
