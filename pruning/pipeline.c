@@ -10,6 +10,7 @@
 #include "loaders/store.h"
 #include "pruning/labelprop.h"
 #include "pruning/pca.h"
+#include "pruning/sgc.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,16 +53,16 @@ void prune_config_default(prune_config_t *c) {
     c->sel.hardest = 1;
 }
 
-static const char *const prune_ssl_names[] = {"labelprop", "selftrain", "proxy", "auto"};
+static const char *const prune_ssl_names[] = {"labelprop", "selftrain", "proxy", "auto", "sgc"};
 
 const char *prune_ssl_name(prune_ssl_t s) {
-    return s >= 0 && s <= PRUNE_SSL_AUTO ? prune_ssl_names[s] : "?";
+    return s >= 0 && s <= PRUNE_SSL_SGC ? prune_ssl_names[s] : "?";
 }
 
 int prune_ssl_parse(const char *name, prune_ssl_t *out) {
-    for (int s = 0; s <= PRUNE_SSL_AUTO; s++)
+    for (int s = 0; s <= PRUNE_SSL_SGC; s++)
         if (name && strcmp(name, prune_ssl_names[s]) == 0) { *out = (prune_ssl_t)s; return INCA_OK; }
-    return inca_fail(INCA_EINVAL, "--ssl: expected labelprop, selftrain, proxy or auto, got '%s'", name ? name : "");
+    return inca_fail(INCA_EINVAL, "--ssl: expected labelprop, selftrain, proxy, sgc or auto, got '%s'", name ? name : "");
 }
 
 static const char *const prune_kf_names[PRUNE_KF_COUNT] = {"raw", "whiten", "sqrt-whiten"};
@@ -71,8 +72,10 @@ const char *prune_knn_features_name(int kf) {
 }
 
 const char *prune_ssl_cand_name(int k, int on_graph) {
-    static const char *const tab[PRUNE_CAND_COUNT] = {"labelprop-raw", "labelprop-whiten", "labelprop-sqrt-whiten", "proxy"};
+    static const char *const tab[PRUNE_CAND_COUNT] = {"labelprop-raw", "labelprop-whiten", "labelprop-sqrt-whiten",
+                                                      "sgc-raw", "sgc-whiten", "sgc-sqrt-whiten", "proxy"};
     if (k == PRUNE_CAND_LABELPROP && on_graph) return "labelprop";
+    if (k == PRUNE_CAND_SGC && on_graph) return "sgc";
     return k >= 0 && k < PRUNE_CAND_COUNT ? tab[k] : "?";
 }
 
@@ -147,17 +150,103 @@ int prune_visible_labels(const int32_t *y_true, int64_t n, const int64_t *ids, i
 }
 
 /* ---- pseudo-labelling by label spreading ---- */
-/* w: the pool's kNN graph, built on the first call (when w->rowptr is NULL) and kept for the
- * next (the caller frees it): --ssl auto spreads twice over the same graph */
+/* The rows of kNN view kf of the pool into *xv (npool x *fv, owned): the rows as given, their
+ * PCA-whitened components, or their square roots whitened (non-negative features only). */
+static int view_rows(const dataset_t *dv, const int64_t *pool, int64_t npool, const prune_config_t *cfg, int kf,
+                     float **xv, int64_t *fv) {
+    *xv = NULL;
+    *fv = dv->f;
+    if (dv->f < 1 || !dv->x) return inca_fail(INCA_EINVAL, "labelprop: the dataset has neither features nor a graph");
+    int rc = INCA_OK;
+    int64_t f = dv->f;
+    float *x = inca_malloc((size_t)npool * (size_t)f * sizeof *x);
+    if (!x) return INCA_ENOMEM;
+    for (int64_t i = 0; i < npool; i++) memcpy(x + i * f, dv->x + pool[i] * f, (size_t)f * sizeof *x);
+    if (kf == PRUNE_KF_SQRT_WHITEN) {   /* square roots of the copy (the dataset's rows stay) */
+        for (int64_t i = 0; i < npool * f && !rc; i++) {
+            if (!(x[i] >= 0)) rc = inca_fail(INCA_EINVAL, "--knn-features sqrt-whiten: feature %lld of pool row %lld is %g; "
+                                             "needs non-negative features", (long long)(i % f), (long long)(i / f), x[i]);
+            else x[i] = sqrtf(x[i]);
+        }
+        if (rc) { inca_free(x); return rc; }
+    }
+    if (kf == PRUNE_KF_WHITEN || kf == PRUNE_KF_SQRT_WHITEN) {   /* whitened principal components */
+        float *z = NULL;
+        const int64_t d = cfg->knn_pca < f ? cfg->knn_pca : f;
+        rc = pca_whiten(x, npool, f, d, &z, NULL);
+        inca_free(x);
+        if (rc) return rc;
+        x = z;
+        f = d;
+    }
+    *xv = x;
+    *fv = f;
+    return INCA_OK;
+}
+
+/* The kNN graph of the view's rows (npool x f) into w; r->knn_used says which search ran. */
+static int view_graph(const float *x, int64_t npool, int64_t f, const prune_config_t *cfg, csr_t *w, prune_result_t *r) {
+    if (cfg->knn_k < 1 || cfg->knn_k >= npool)
+        return inca_fail(INCA_EINVAL, "--knn: expected 1 <= k < pool size (%lld), got %d", (long long)npool, cfg->knn_k);
+    int32_t *nbr = inca_malloc((size_t)npool * (size_t)cfg->knn_k * sizeof *nbr);
+    if (!nbr) return INCA_ENOMEM;
+    r->knn_used = cfg->knn_search == PRUNE_KNN_AUTO
+                      ? (knn_faiss_available() && npool >= PRUNE_KNN_FAISS_ROWS ? PRUNE_KNN_FAISS : PRUNE_KNN_EXACT)
+                      : cfg->knn_search;
+    int rc;
+    if (r->knn_used == PRUNE_KNN_FAISS) {
+        knn_faiss_opts_t fo = cfg->faiss;
+        fo.seed = cfg->seed;
+        rc = knn_faiss(x, npool, f, cfg->knn_k, cfg->metric, &fo, nbr, NULL);
+    } else rc = knn_exact(x, npool, f, cfg->knn_k, cfg->metric, nbr, NULL);
+    if (!rc) rc = knn_graph(nbr, npool, cfg->knn_k, w);
+    inca_free(nbr);
+    return rc;
+}
+
+/* View kf's kNN graph in w, built on first use (the caller frees it): --ssl auto spreads and
+ * smooths over the same graph fold after fold. The time goes to stage knn. */
+static int view_graph_once(const dataset_t *dv, const int64_t *pool, int64_t npool, const prune_config_t *cfg, int kf,
+                           csr_t *w, prune_result_t *r) {
+    if (w->rowptr) return INCA_OK;
+    const double t0 = inca_now();
+    float *x = NULL;
+    int64_t f = 0;
+    int rc = view_rows(dv, pool, npool, cfg, kf, &x, &f);
+    if (!rc) rc = view_graph(x, npool, f, cfg, w, r);
+    inca_free(x);
+    r->sec[PRUNE_ST_KNN] += inca_now() - t0;
+    return rc;
+}
+
+/* After a pseudo-labeller: the labelled rows keep their labels (confidence 1); rows it left
+ * without one take the most frequent visible class, confidence 0. */
+static int pseudo_finish(const dataset_t *dv, const int64_t *pool, int64_t npool, prune_result_t *r) {
+    int64_t *cnt = inca_calloc((size_t)dv->c, sizeof *cnt);
+    if (!cnt) return INCA_ENOMEM;
+    for (int64_t i = 0; i < npool; i++)
+        if (dv->y[pool[i]] >= 0) cnt[dv->y[pool[i]]]++;
+    int32_t major = 0;
+    for (int32_t k = 1; k < dv->c; k++) if (cnt[k] > cnt[major]) major = k;
+    inca_free(cnt);
+    for (int64_t i = 0; i < npool; i++) {
+        int32_t v = dv->y[pool[i]];
+        if (v >= 0) { r->pseudo[i] = v; r->conf[i] = 1.0f; }
+        else if (r->pseudo[i] < 0) { r->pseudo[i] = major; r->conf[i] = 0.0f; }
+    }
+    return INCA_OK;
+}
+
+/* Label spreading over the dataset's graph (use_graph) or view kf's kNN graph w (built on the
+ * first call and kept for the next: the caller frees it). */
 static int pseudo_labelprop(const dataset_t *dv, const int64_t *pool, int64_t npool, const prune_config_t *cfg,
                             int use_graph, int kf, prune_result_t *r, csr_t *w) {
     int rc = INCA_OK;
     int32_t c = dv->c;
-    float *xp = NULL;
-    int32_t *nbr = NULL, *ylab = NULL, *lab = NULL;
+    int32_t *ylab = NULL, *lab = NULL;
     float *conf = NULL, *fsp = NULL;
-    double t0 = inca_now();
     if (use_graph) {
+        const double t0 = inca_now();
         /* spread over the whole graph (visible labels exist only in the pool) */
         lab = inca_malloc((size_t)dv->n * sizeof *lab);
         conf = inca_malloc((size_t)dv->n * sizeof *conf);
@@ -167,88 +256,81 @@ static int pseudo_labelprop(const dataset_t *dv, const int64_t *pool, int64_t np
         if (!rc && cfg->cmn) rc = labelprop_class_mass(fsp, dv->n, c, dv->y, lab, conf);
         if (rc) goto done;
         for (int64_t i = 0; i < npool; i++) { r->pseudo[i] = lab[pool[i]]; r->conf[i] = conf[pool[i]]; }
-    } else if (w->rowptr) {
-        ylab = inca_malloc((size_t)npool * sizeof *ylab);
-        if (!ylab) { rc = INCA_ENOMEM; goto done; }
-        for (int64_t i = 0; i < npool; i++) ylab[i] = dv->y[pool[i]];
-        if (cfg->cmn && !(fsp = inca_malloc((size_t)npool * (size_t)c * sizeof *fsp))) { rc = INCA_ENOMEM; goto done; }
-        rc = labelprop_spread(w, ylab, c, cfg->alpha, cfg->iters, r->pseudo, r->conf, fsp);
-        if (!rc && cfg->cmn) rc = labelprop_class_mass(fsp, npool, c, ylab, r->pseudo, r->conf);
-        if (rc) goto done;
-    } else {
-        if (dv->f < 1 || !dv->x) { rc = inca_fail(INCA_EINVAL, "labelprop: the dataset has neither features nor a graph"); goto done; }
-        if (cfg->knn_k < 1 || cfg->knn_k >= npool) { rc = inca_fail(INCA_EINVAL, "--knn: expected 1 <= k < pool size (%lld), got %d", (long long)npool, cfg->knn_k); goto done; }
-        int contiguous = 1;
-        for (int64_t i = 0; i < npool && contiguous; i++) contiguous = pool[i] == pool[0] + i;
-        const float *x = dv->x + (npool ? pool[0] : 0) * dv->f;
-        if (!contiguous) {
-            xp = inca_malloc((size_t)npool * (size_t)dv->f * sizeof *xp);
-            if (!xp) { rc = INCA_ENOMEM; goto done; }
-            for (int64_t i = 0; i < npool; i++) memcpy(xp + i * dv->f, dv->x + pool[i] * dv->f, (size_t)dv->f * sizeof *xp);
-            x = xp;
-        }
-        int64_t f = dv->f;
-        if (kf == PRUNE_KF_SQRT_WHITEN) {   /* square roots of a copy (the dataset's rows stay) */
-            float *sq = xp ? xp : inca_malloc((size_t)npool * (size_t)f * sizeof *sq);
-            if (!sq) { rc = INCA_ENOMEM; goto done; }
-            for (int64_t i = 0; i < npool * f && !rc; i++) {
-                if (!(x[i] >= 0)) rc = inca_fail(INCA_EINVAL, "--knn-features sqrt-whiten: feature %lld of pool row %lld is %g; "
-                                                 "needs non-negative features", (long long)(i % f), (long long)(i / f), x[i]);
-                else sq[i] = sqrtf(x[i]);
-            }
-            x = xp = sq;
-            if (rc) goto done;
-        }
-        if (kf == PRUNE_KF_WHITEN || kf == PRUNE_KF_SQRT_WHITEN) {   /* whitened principal components */
-            float *z = NULL;
-            f = cfg->knn_pca < dv->f ? cfg->knn_pca : dv->f;
-            if ((rc = pca_whiten(x, npool, dv->f, f, &z, NULL))) goto done;
-            inca_free(xp);
-            x = xp = z;
-        }
-        nbr = inca_malloc((size_t)npool * (size_t)cfg->knn_k * sizeof *nbr);
-        ylab = inca_malloc((size_t)npool * sizeof *ylab);
-        if (!nbr || !ylab) { rc = INCA_ENOMEM; goto done; }
-        r->knn_used = cfg->knn_search == PRUNE_KNN_AUTO
-                          ? (knn_faiss_available() && npool >= PRUNE_KNN_FAISS_ROWS ? PRUNE_KNN_FAISS : PRUNE_KNN_EXACT)
-                          : cfg->knn_search;
-        if (r->knn_used == PRUNE_KNN_FAISS) {
-            knn_faiss_opts_t fo = cfg->faiss;
-            fo.seed = cfg->seed;
-            rc = knn_faiss(x, npool, f, cfg->knn_k, cfg->metric, &fo, nbr, NULL);
-        } else rc = knn_exact(x, npool, f, cfg->knn_k, cfg->metric, nbr, NULL);
-        if (rc) goto done;
-        rc = knn_graph(nbr, npool, cfg->knn_k, w);
-        if (rc) goto done;
-        r->sec[PRUNE_ST_KNN] += inca_now() - t0;
-        t0 = inca_now();
-        for (int64_t i = 0; i < npool; i++) ylab[i] = dv->y[pool[i]];
-        if (cfg->cmn && !(fsp = inca_malloc((size_t)npool * (size_t)c * sizeof *fsp))) { rc = INCA_ENOMEM; goto done; }
-        rc = labelprop_spread(w, ylab, c, cfg->alpha, cfg->iters, r->pseudo, r->conf, fsp);
-        if (!rc && cfg->cmn) rc = labelprop_class_mass(fsp, npool, c, ylab, r->pseudo, r->conf);
-        if (rc) goto done;
+        if (!(rc = pseudo_finish(dv, pool, npool, r))) r->sec[PRUNE_ST_SPREAD] = inca_now() - t0;
+        goto done;
     }
-    /* rows no labelled node reached: the most frequent visible class, confidence 0 */
-    int64_t *cnt = inca_calloc((size_t)c, sizeof *cnt);
-    if (!cnt) { rc = INCA_ENOMEM; goto done; }
-    for (int64_t i = 0; i < npool; i++)
-        if (dv->y[pool[i]] >= 0) cnt[dv->y[pool[i]]]++;
-    int32_t major = 0;
-    for (int32_t k = 1; k < c; k++) if (cnt[k] > cnt[major]) major = k;
-    inca_free(cnt);
-    for (int64_t i = 0; i < npool; i++) {
-        int32_t v = dv->y[pool[i]];
-        if (v >= 0) { r->pseudo[i] = v; r->conf[i] = 1.0f; }
-        else if (r->pseudo[i] < 0) { r->pseudo[i] = major; r->conf[i] = 0.0f; }
-    }
-    r->sec[PRUNE_ST_SPREAD] = inca_now() - t0;
+    if ((rc = view_graph_once(dv, pool, npool, cfg, kf, w, r))) goto done;
+    const double t0 = inca_now();
+    ylab = inca_malloc((size_t)npool * sizeof *ylab);
+    if (!ylab) { rc = INCA_ENOMEM; goto done; }
+    for (int64_t i = 0; i < npool; i++) ylab[i] = dv->y[pool[i]];
+    if (cfg->cmn && !(fsp = inca_malloc((size_t)npool * (size_t)c * sizeof *fsp))) { rc = INCA_ENOMEM; goto done; }
+    rc = labelprop_spread(w, ylab, c, cfg->alpha, cfg->iters, r->pseudo, r->conf, fsp);
+    if (!rc && cfg->cmn) rc = labelprop_class_mass(fsp, npool, c, ylab, r->pseudo, r->conf);
+    if (!rc) rc = pseudo_finish(dv, pool, npool, r);
+    if (!rc) r->sec[PRUNE_ST_SPREAD] = inca_now() - t0;
 done:
-    inca_free(xp);
-    inca_free(nbr);
     inca_free(ylab);
     inca_free(lab);
     inca_free(conf);
     inca_free(fsp);
+    return rc;
+}
+
+/* SGC's smoothed rows, computed once per graph (they do not depend on the labels) */
+typedef struct sgc_rows { float *z; int64_t n, f; } sgc_rows_t;
+
+/* SGC (pruning/sgc.h) over the dataset's graph (use_graph: every node's features) or view kf's
+ * kNN graph w (the view's rows); zc caches the smoothed rows for the next call (caller frees). */
+static int pseudo_sgc(const dataset_t *dv, const int64_t *pool, int64_t npool, const prune_config_t *cfg, int use_graph,
+                      int kf, prune_result_t *r, csr_t *w, sgc_rows_t *zc) {
+    int rc = INCA_OK;
+    sgc_opts_t o;
+    sgc_opts_default(&o);
+    int32_t *y = NULL, *lab = NULL;
+    float *conf = NULL;
+    if (!zc->z) {
+        if (use_graph) {
+            if (dv->f < 1 || !dv->x) return inca_fail(INCA_EINVAL, "--ssl sgc: the dataset has no features");
+            const double t0 = inca_now();
+            if ((rc = sgc_smooth(&dv->adj, dv->x, dv->n, dv->f, &o, &zc->z))) return rc;
+            zc->n = dv->n;
+            zc->f = dv->f;
+            r->sec[PRUNE_ST_SPREAD] += inca_now() - t0;
+        } else {
+            float *x = NULL;
+            int64_t f = 0;
+            if ((rc = view_graph_once(dv, pool, npool, cfg, kf, w, r))) return rc;
+            const double t0 = inca_now();
+            if ((rc = view_rows(dv, pool, npool, cfg, kf, &x, &f))) return rc;
+            rc = sgc_smooth(w, x, npool, f, &o, &zc->z);
+            inca_free(x);
+            if (rc) return rc;
+            zc->n = npool;
+            zc->f = f;
+            r->sec[PRUNE_ST_SPREAD] += inca_now() - t0;
+        }
+    }
+    const double t0 = inca_now();
+    y = inca_malloc((size_t)zc->n * sizeof *y);
+    lab = inca_malloc((size_t)zc->n * sizeof *lab);
+    conf = inca_malloc((size_t)zc->n * sizeof *conf);
+    if (!y || !lab || !conf) { rc = INCA_ENOMEM; goto done; }
+    /* the visible labels of the pool's rows only (on a graph no other node carries one) */
+    for (int64_t i = 0; i < zc->n; i++) y[i] = -1;
+    for (int64_t i = 0; i < npool; i++) y[use_graph ? pool[i] : i] = dv->y[pool[i]];
+    if ((rc = sgc_fit_predict(zc->z, zc->n, zc->f, y, dv->c, &o, lab, conf, NULL))) goto done;
+    for (int64_t i = 0; i < npool; i++) {
+        const int64_t row = use_graph ? pool[i] : i;
+        r->pseudo[i] = lab[row];
+        r->conf[i] = conf[row];
+    }
+    rc = pseudo_finish(dv, pool, npool, r);
+    r->sec[PRUNE_ST_SPREAD] += inca_now() - t0;
+done:
+    inca_free(y);
+    inca_free(lab);
+    inca_free(conf);
     return rc;
 }
 
@@ -429,23 +511,28 @@ static int pseudo_proxy(const dataset_t *dv, const int64_t *pool, int64_t npool,
     return rc;
 }
 
-/* The candidates --ssl and --knn-features leave open: spreading (over the graph, or over each kNN
- * view allowed; sqrt-whiten only for non-negative features) and the proxy. */
+/* The candidates --ssl and --knn-features leave open: spreading and SGC (over the graph, or over
+ * each kNN view allowed; sqrt-whiten only for non-negative features; SGC only with features) and
+ * the proxy. */
 static int ssl_candidates(const dataset_t *dv, const int64_t *pool, int64_t npool, const prune_config_t *cfg, int use_graph,
                           int cand[PRUNE_CAND_COUNT]) {
-    int nc = 0;
+    int nc = 0, views[PRUNE_KF_COUNT] = {0};
     for (int k = 0; k < PRUNE_CAND_COUNT; k++) cand[k] = 0;
     if (cfg->ssl == PRUNE_SSL_SELFTRAIN) return 0;
-    if (cfg->ssl == PRUNE_SSL_AUTO || cfg->ssl == PRUNE_SSL_LABELPROP) {
-        if (use_graph) cand[PRUNE_CAND_LABELPROP] = 1;
-        else if (cfg->knn_features != PRUNE_KF_AUTO) cand[PRUNE_CAND_LABELPROP + cfg->knn_features] = 1;
-        else {
-            int nonneg = 1;
-            for (int64_t i = 0; i < npool && nonneg; i++)
-                for (int64_t t = 0; t < dv->f && nonneg; t++) nonneg = dv->x[pool[i] * dv->f + t] >= 0;
-            cand[PRUNE_CAND_LABELPROP + PRUNE_KF_RAW] = cand[PRUNE_CAND_LABELPROP + PRUNE_KF_WHITEN] = 1;
-            cand[PRUNE_CAND_LABELPROP + PRUNE_KF_SQRT_WHITEN] = nonneg;
-        }
+    if (use_graph) views[0] = 1;
+    else if (cfg->knn_features != PRUNE_KF_AUTO) views[cfg->knn_features] = 1;
+    else {
+        int nonneg = 1;
+        for (int64_t i = 0; i < npool && nonneg; i++)
+            for (int64_t t = 0; t < dv->f && nonneg; t++) nonneg = dv->x[pool[i] * dv->f + t] >= 0;
+        views[PRUNE_KF_RAW] = views[PRUNE_KF_WHITEN] = 1;
+        views[PRUNE_KF_SQRT_WHITEN] = nonneg;
+    }
+    const int spread = cfg->ssl == PRUNE_SSL_AUTO || cfg->ssl == PRUNE_SSL_LABELPROP;
+    const int sgc = (cfg->ssl == PRUNE_SSL_AUTO || cfg->ssl == PRUNE_SSL_SGC) && dv->f >= 1 && dv->x;
+    for (int v = 0; v < PRUNE_KF_COUNT; v++) {
+        cand[PRUNE_CAND_LABELPROP + v] = spread && views[v];
+        cand[PRUNE_CAND_SGC + v] = sgc && views[v];
     }
     if (cfg->ssl == PRUNE_SSL_AUTO || cfg->ssl == PRUNE_SSL_PROXY) cand[PRUNE_CAND_PROXY] = 1;
     for (int k = 0; k < PRUNE_CAND_COUNT; k++) nc += cand[k];
@@ -460,7 +547,8 @@ static int ssl_candidates(const dataset_t *dv, const int64_t *pool, int64_t npoo
  * candidate, unchecked. kNN graphs are built once per view (w). */
 #define PRUNE_SSL_CHECK_MIN 10
 static int ssl_choose(const dataset_t *dv, const int64_t *pool, int64_t npool, const prune_config_t *cfg, int use_graph,
-                      int proxy_graph, const int cand[PRUNE_CAND_COUNT], csr_t *w, prune_result_t *r, int *chosen) {
+                      int proxy_graph, const int cand[PRUNE_CAND_COUNT], csr_t *w, sgc_rows_t *zc, prune_result_t *r,
+                      int *chosen) {
     int rc = INCA_OK;
     int64_t nl = 0;
     for (int64_t i = 0; i < npool; i++) nl += dv->y[pool[i]] >= 0;
@@ -489,10 +577,13 @@ static int ssl_choose(const dataset_t *dv, const int64_t *pool, int64_t npool, c
         for (int k = 0; k < PRUNE_CAND_COUNT && !rc; k++) {
             if (!cand[k]) continue;
             train_log(&cfg->proxy, TRAIN_LOG_PROGRESS, "pseudo-label check, fold %d of %d: %s", fold + 1, PRUNE_SSL_CHECK_FOLDS,
-                      k == PRUNE_CAND_PROXY ? "proxy" : "labelprop");
+                      prune_ssl_cand_name(k, use_graph));
             h.sec[PRUNE_ST_KNN] = 0;
             if (k == PRUNE_CAND_PROXY) rc = pseudo_proxy(&df, pool, npool, cfg, proxy_graph, &h);
-            else rc = pseudo_labelprop(&df, pool, npool, cfg, use_graph, k - PRUNE_CAND_LABELPROP, &h, &w[k - PRUNE_CAND_LABELPROP]);
+            else if (k >= PRUNE_CAND_SGC) {
+                const int v = k - PRUNE_CAND_SGC;
+                rc = pseudo_sgc(&df, pool, npool, cfg, use_graph, v, &h, &w[v], &zc[v]);
+            } else rc = pseudo_labelprop(&df, pool, npool, cfg, use_graph, k - PRUNE_CAND_LABELPROP, &h, &w[k - PRUNE_CAND_LABELPROP]);
             r->sec[PRUNE_ST_KNN] += h.sec[PRUNE_ST_KNN];   /* a view's graph, built on its first use */
             for (int64_t t = fold; t < nl && !rc; t += PRUNE_SSL_CHECK_FOLDS) hit[k] += h.pseudo[lp[t]] == dv->y[pool[lp[t]]];
             if (!rc && k != PRUNE_CAND_PROXY && h.knn_used >= 0) r->knn_used = h.knn_used;
@@ -573,6 +664,7 @@ int prune_run(const dataset_t *dv, const int64_t *pool, int64_t npool, const pru
     double t0 = inca_now();
     /* the stages through the proxy's status callback (a progress line on a terminal) */
     csr_t w[PRUNE_KF_COUNT] = {{0}};
+    sgc_rows_t zc[PRUNE_KF_COUNT] = {{0}};
     int cand[PRUNE_CAND_COUNT], chosen = -1;
     const int ncand = ssl_candidates(dv, pool, npool, cfg, use_graph, cand);
     r->ssl_used = cfg->ssl;
@@ -580,13 +672,13 @@ int prune_run(const dataset_t *dv, const int64_t *pool, int64_t npool, const pru
     r->ssl_check_n = 0;
     for (int k = 0; k < PRUNE_CAND_COUNT; k++) r->ssl_check_acc[k] = NAN;
     if (ncand > 1) {
-        rc = ssl_choose(dv, pool, npool, cfg, use_graph, proxy_graph, cand, w, r, &chosen);
+        rc = ssl_choose(dv, pool, npool, cfg, use_graph, proxy_graph, cand, w, zc, r, &chosen);
         r->sec[PRUNE_ST_CHECK] = inca_now() - t0 - r->sec[PRUNE_ST_KNN];   /* the kNN graphs: their own stage */
         t0 = inca_now();
     } else for (int k = 0; k < PRUNE_CAND_COUNT; k++) if (cand[k]) chosen = k;
     if (!rc && chosen >= 0) {
-        r->ssl_used = chosen == PRUNE_CAND_PROXY ? PRUNE_SSL_PROXY : PRUNE_SSL_LABELPROP;
-        if (chosen != PRUNE_CAND_PROXY && !use_graph) r->knn_features_used = chosen - PRUNE_CAND_LABELPROP;
+        r->ssl_used = chosen == PRUNE_CAND_PROXY ? PRUNE_SSL_PROXY : chosen >= PRUNE_CAND_SGC ? PRUNE_SSL_SGC : PRUNE_SSL_LABELPROP;
+        if (chosen != PRUNE_CAND_PROXY && !use_graph) r->knn_features_used = chosen % PRUNE_KF_COUNT;
     }
     if (!rc) train_log(&cfg->proxy, TRAIN_LOG_PROGRESS, "pseudo-labels (%s)", prune_ssl_name(r->ssl_used));
     if (rc) {
@@ -603,11 +695,17 @@ int prune_run(const dataset_t *dv, const int64_t *pool, int64_t npool, const pru
         r->sec[PRUNE_ST_SPREAD] = inca_now() - t0;
     } else if (r->ssl_used == PRUNE_SSL_PROXY) {
         rc = pseudo_proxy(dv, pool, npool, cfg, proxy_graph, r);
+    } else if (r->ssl_used == PRUNE_SSL_SGC) {
+        const int kf = chosen - PRUNE_CAND_SGC;
+        rc = pseudo_sgc(dv, pool, npool, cfg, use_graph, kf, r, &w[kf], &zc[kf]);
     } else {
         const int kf = chosen - PRUNE_CAND_LABELPROP;
         rc = pseudo_labelprop(dv, pool, npool, cfg, use_graph, kf, r, &w[kf]);
     }
-    for (int k = 0; k < PRUNE_KF_COUNT; k++) csr_free(&w[k]);
+    for (int k = 0; k < PRUNE_KF_COUNT; k++) {
+        csr_free(&w[k]);
+        inca_free(zc[k].z);
+    }
     if (rc) goto fail;
     t0 = inca_now();
     /* relabelling: the proxy trained on the pseudo-labels relabels the unlabelled pool with its
@@ -740,7 +838,7 @@ int prune_dyn_load(const char *path, const char *tag, const char *key, prune_res
     memcpy(&h, p, sizeof h);
     h.key[sizeof h.key - 1] = '\0';
     if (h.magic != DYN_MAGIC || (h.version != 1 && h.version != 2) || (h.version == 2 && h.el2n_epochs < 1) ||
-        h.ssl_used < 0 || h.ssl_used > PRUNE_SSL_PROXY || h.knn_features_used < -1 || h.knn_features_used >= PRUNE_KF_COUNT) {
+        h.ssl_used < 0 || h.ssl_used > PRUNE_SSL_SGC || h.ssl_used == PRUNE_SSL_AUTO || h.knn_features_used < -1 || h.knn_features_used >= PRUNE_KF_COUNT) {
         rc = inca_fail(INCA_EINVAL, "%s: record %s is not a version-1 or -2 dynamics header", path, rec);
         goto done;
     }

@@ -1,7 +1,8 @@
 /* Tests of the pseudo-labelling graph stage: exact kNN (euclidean and cosine) against a
  * brute-force double-precision search, across row and column block boundaries; tie order on
  * hand-built points; the symmetric kNN graph; label spreading against the closed form
- * (1−α)(I−αS)^{-1}Y solved by Gaussian elimination on a tiny weighted graph. */
+ * (1−α)(I−αS)^{-1}Y solved by Gaussian elimination on a tiny weighted graph; SGC's smoothing by
+ * hand on a path and its regression's gradient by finite differences. */
 #include "testutil.h"
 #include "core/alloc.h"
 #include "core/rng.h"
@@ -10,6 +11,7 @@
 #include "pruning/knn.h"
 #include "pruning/labelprop.h"
 #include "pruning/pca.h"
+#include "pruning/sgc.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -356,6 +358,95 @@ START_TEST(labelprop_class_mass_hand) {
 }
 END_TEST
 
+START_TEST(sgc_smooth_path_by_hand) {
+    /* path 0-1-2; with self-loops the degrees are 2, 3, 2, so Â = [[1/2, 1/√6, 0], [1/√6, 1/3,
+     * 1/√6], [0, 1/√6, 1/2]] */
+    int64_t src[2] = {0, 1}, dst[2] = {1, 2};
+    csr_t a;
+    ck_assert_int_eq(csr_from_edges(&a, 3, src, dst, 2, CSR_SYMMETRIZE), 0);
+    const float x[6] = {1, 0, 0, 1, 1, 1};
+    const double r6 = 1.0 / sqrt(6.0);
+    const double A[9] = {0.5, r6, 0, r6, 1.0 / 3, r6, 0, r6, 0.5};
+    double one[6] = {0}, two[6] = {0};
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++)
+            for (int k = 0; k < 2; k++) one[i * 2 + k] += A[i * 3 + j] * x[j * 2 + k];
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++)
+            for (int k = 0; k < 2; k++) two[i * 2 + k] += A[i * 3 + j] * one[j * 2 + k];
+    sgc_opts_t o;
+    sgc_opts_default(&o);
+    o.scale = 3.0f;
+    for (int hops = 1; hops <= 2; hops++) {
+        o.hops = hops;
+        float *z = NULL;
+        ck_assert_int_eq(sgc_smooth(&a, x, 3, 2, &o, &z), 0);
+        const double *e = hops == 1 ? one : two;
+        for (int i = 0; i < 3; i++) {
+            const double nrm = sqrt(e[i * 2] * e[i * 2] + e[i * 2 + 1] * e[i * 2 + 1]);
+            for (int k = 0; k < 2; k++) ck_assert_double_eq_tol(z[i * 2 + k], 3.0 * e[i * 2 + k] / nrm, 1e-5);
+        }
+        inca_free(z);
+    }
+    /* row 0 after one hop, by hand: (1/2, 1/√6) scaled to norm 3 */
+    o.hops = 1;
+    float *z = NULL;
+    ck_assert_int_eq(sgc_smooth(&a, x, 3, 2, &o, &z), 0);
+    const double n0 = sqrt(0.25 + 1.0 / 6.0);
+    ck_assert_double_eq_tol(z[0], 3.0 * 0.5 / n0, 1e-5);
+    ck_assert_double_eq_tol(z[1], 3.0 * r6 / n0, 1e-5);
+    inca_free(z);
+    csr_free(&a);
+}
+END_TEST
+
+START_TEST(sgc_regression_gradient_and_fit) {
+    /* two Gaussian blobs per class in 5 dimensions, 3 classes; every other row labelled */
+    enum { N = 90, F = 5, C = 3 };
+    float z[N * F];
+    int32_t y[N], truth[N];
+    rng_t g;
+    rng_seed(&g, 11);
+    for (int i = 0; i < N; i++) {
+        truth[i] = i % C;
+        for (int k = 0; k < F; k++) z[i * F + k] = (float)(rng_normal(&g) * 0.5 + (k == truth[i] ? 2.0 : 0.0));
+        y[i] = i % 2 ? -1 : truth[i];
+    }
+    /* the gradient against central differences of the loss, at a random W */
+    float w[F * C], gr[F * C];
+    for (int k = 0; k < F * C; k++) w[k] = (float)(rng_normal(&g) * 0.3);
+    const double l2 = 0.05;
+    sgc_loss(z, N, F, y, C, l2, w, gr);
+    for (int k = 0; k < F * C; k++) {
+        const float keep = w[k], h = 1e-2f;
+        w[k] = keep + h;
+        const double up = sgc_loss(z, N, F, y, C, l2, w, NULL);
+        w[k] = keep - h;
+        const double dn = sgc_loss(z, N, F, y, C, l2, w, NULL);
+        w[k] = keep;
+        ck_assert_double_eq_tol(gr[k], (up - dn) / (2.0 * h), 2e-3);
+    }
+    /* fitted on the labelled half, it labels the hidden half (the blobs sit 2 std apart) */
+    sgc_opts_t o;
+    sgc_opts_default(&o);
+    int32_t lab[N];
+    float conf[N];
+    ck_assert_int_eq(sgc_fit_predict(z, N, F, y, C, &o, lab, conf, w), 0);
+    int right = 0;
+    for (int i = 1; i < N; i += 2) right += lab[i] == truth[i];
+    ck_assert_int_ge(right, 40);   /* of 45 */
+    for (int i = 0; i < N; i++) ck_assert(conf[i] >= 1.0f / C - 1e-6f && conf[i] <= 1.0f);
+    /* the fit lowered the objective from W = 0 (log C) */
+    ck_assert_double_lt(sgc_loss(z, N, F, y, C, o.l2, w, NULL), log((double)C) - 0.3);
+    /* no labelled row: a message, not a model */
+    int32_t none[N];
+    for (int i = 0; i < N; i++) none[i] = -1;
+    ck_assert_int_eq(sgc_fit_predict(z, N, F, none, C, &o, lab, conf, NULL), INCA_EINVAL);
+    ck_assert_ptr_nonnull(strstr(inca_errmsg(), "no labelled row"));
+    inca_err_clear();
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("pruning_knn");
     TCase *t = tcase_create("knn");
@@ -367,6 +458,8 @@ int main(void) {
     tcase_add_test(t, labelprop_closed_form);
     tcase_add_test(t, pca_whiten_known_axes);
     tcase_add_test(t, labelprop_class_mass_hand);
+    tcase_add_test(t, sgc_smooth_path_by_hand);
+    tcase_add_test(t, sgc_regression_gradient_and_fit);
     suite_add_tcase(s, t);
     return tu_run_suite(s);
 }
