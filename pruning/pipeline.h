@@ -1,8 +1,9 @@
 /* The label-efficient pruning pipeline behind `inca prune` and `inca bench pruning`:
  *   pool (the training split) -> labelled subset (stratified, seeded: the "annotation oracle")
  *   -> visible labels (-1 everywhere else) -> pseudo-labels (label spreading on a kNN graph of
- *   a view of the features, or on the dataset's graph; or the proxy trained on the labels
- *   alone; --ssl auto picks by a 5-fold check on the visible labels) -> proxy model trained on
+ *   a view of the features, or on the dataset's graph; SGC over the same graphs; or the proxy
+ *   trained on the labels alone; --ssl auto picks by a 5-fold check on the visible labels)
+ *   -> proxy model trained on
  *   the pseudo-labelled pool
  *   while the training dynamics are recorded -> difficulty score -> coreset selection
  *   -> outputs (indices .txt/.npy, pruned store with the TRUE labels of the selected examples,

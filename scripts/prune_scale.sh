@@ -37,7 +37,7 @@ if has big-graph; then   # 1M nodes, degree 20, 128 features; IncAgg proxy and I
     --seed 0 --out "$W/g1m" --quiet
   M="--proxy-method incagg --proxy-parts 256 --proxy-batch-parts 32 --proxy-hidden 64 --proxy-epochs 10"
   E="--eval --method incagg --parts 256 --batch-parts 32 --hidden 64 --epochs 20 --runs 3 --threads 2 --json --quiet"
-  # --ssl auto (default): spreading over the graph or the proxy trained on the labels, by 5-fold check
+  # --ssl auto (default): spreading or SGC over the graph, or the proxy trained on the labels, by 5-fold check
   $T "$B" prune "$W/g1m" --labeled 0.01 $M --keep 0.1 --out "$W/g1m_keep10" --overwrite --threads 2 --json --quiet
   "$B" prune "$W/g1m" --labeled 0.01 $M --keep 0.1 --reuse-dynamics $E --eval-sets coreset,random
   for x in "--mis-ratio 0.1 --balance" "--mis-ratio 0.3 --balance" "--score el2n --mis-ratio 0.1 --balance" \
@@ -48,10 +48,11 @@ if has big-graph; then   # 1M nodes, degree 20, 128 features; IncAgg proxy and I
   "$B" prune "$W/g1m" --labeled 0.01 $M --ssl labelprop --keep 0.1 --dyn-tag lp $E --eval-sets coreset
   "$B" prune "$W/g1m" --labeled 0.01 $M --ssl selftrain --ssl-epochs 50 --noise 0 --keep 0.1 --dyn-tag st $E --eval-sets coreset
 fi
-if has pseudo; then   # Fashion-MNIST's pseudo-labels: each kNN view alone, the check's pick, relabelling
+if has pseudo; then   # Fashion-MNIST's pseudo-labels: spreading and SGC over each kNN view alone, the check's pick, relabelling
   [ -d "$W/fmnist" ] || "$B" ingest --format idx "$FM" --out "$W/fmnist" --quiet
   for v in "--ssl labelprop --knn-features raw" "--ssl labelprop --knn-features whiten" \
-           "--ssl labelprop --knn-features sqrt-whiten" "--ssl proxy" "--ssl auto" "--ssl auto --relabel 1"; do
+           "--ssl labelprop --knn-features sqrt-whiten" "--ssl sgc --knn-features raw" "--ssl sgc --knn-features whiten" \
+           "--ssl sgc --knn-features sqrt-whiten" "--ssl proxy" "--ssl auto" "--ssl auto --relabel 1"; do
     "$B" prune "$W/fmnist" --labeled 0.01 --seed 0 --threads 2 --keep 0.1 $v --no-save-dynamics --json --quiet
   done
 fi
