@@ -150,15 +150,23 @@ int prune_visible_labels(const int32_t *y_true, int64_t n, const int64_t *ids, i
 }
 
 /* ---- pseudo-labelling by label spreading ---- */
-/* The rows of kNN view kf of the pool into *xv (npool x *fv, owned): the rows as given, their
- * PCA-whitened components, or their square roots whitened (non-negative features only). */
+/* The rows of kNN view kf of the pool: *xv (npool x *fv), owned in *own when computed (the rows
+ * as given are borrowed from the dataset when the pool is contiguous: *own = NULL): the rows as
+ * given, their PCA-whitened components, or their square roots whitened (non-negative only). */
 static int view_rows(const dataset_t *dv, const int64_t *pool, int64_t npool, const prune_config_t *cfg, int kf,
-                     float **xv, int64_t *fv) {
+                     const float **xv, float **own, int64_t *fv) {
     *xv = NULL;
+    *own = NULL;
     *fv = dv->f;
     if (dv->f < 1 || !dv->x) return inca_fail(INCA_EINVAL, "labelprop: the dataset has neither features nor a graph");
     int rc = INCA_OK;
     int64_t f = dv->f;
+    int contiguous = 1;
+    for (int64_t i = 0; i < npool && contiguous; i++) contiguous = pool[i] == pool[0] + i;
+    if (kf == PRUNE_KF_RAW && contiguous) {
+        *xv = dv->x + (npool ? pool[0] : 0) * f;
+        return INCA_OK;
+    }
     float *x = inca_malloc((size_t)npool * (size_t)f * sizeof *x);
     if (!x) return INCA_ENOMEM;
     for (int64_t i = 0; i < npool; i++) memcpy(x + i * f, dv->x + pool[i] * f, (size_t)f * sizeof *x);
@@ -179,7 +187,7 @@ static int view_rows(const dataset_t *dv, const int64_t *pool, int64_t npool, co
         x = z;
         f = d;
     }
-    *xv = x;
+    *xv = *own = x;
     *fv = f;
     return INCA_OK;
 }
@@ -205,18 +213,26 @@ static int view_graph(const float *x, int64_t npool, int64_t f, const prune_conf
 }
 
 /* View kf's kNN graph in w, built on first use (the caller frees it): --ssl auto spreads and
- * smooths over the same graph fold after fold. The time goes to stage knn. */
+ * smooths over the same graph. The time goes to stage knn. With rows != NULL the view's rows
+ * come back too (*rows, *own, *fv as view_rows gives them), built now or again. */
 static int view_graph_once(const dataset_t *dv, const int64_t *pool, int64_t npool, const prune_config_t *cfg, int kf,
-                           csr_t *w, prune_result_t *r) {
-    if (w->rowptr) return INCA_OK;
+                           csr_t *w, prune_result_t *r, const float **rows, float **own, int64_t *fv) {
+    if (w->rowptr && !rows) return INCA_OK;
     const double t0 = inca_now();
-    float *x = NULL;
+    const float *x = NULL;
+    float *o = NULL;
     int64_t f = 0;
-    int rc = view_rows(dv, pool, npool, cfg, kf, &x, &f);
-    if (!rc) rc = view_graph(x, npool, f, cfg, w, r);
-    inca_free(x);
+    int rc = view_rows(dv, pool, npool, cfg, kf, &x, &o, &f);
+    if (!rc && !w->rowptr) rc = view_graph(x, npool, f, cfg, w, r);
     r->sec[PRUNE_ST_KNN] += inca_now() - t0;
-    return rc;
+    if (rc || !rows) {
+        inca_free(o);
+        return rc;
+    }
+    *rows = x;
+    *own = o;
+    *fv = f;
+    return INCA_OK;
 }
 
 /* After a pseudo-labeller: the labelled rows keep their labels (confidence 1); rows it left
@@ -259,7 +275,7 @@ static int pseudo_labelprop(const dataset_t *dv, const int64_t *pool, int64_t np
         if (!(rc = pseudo_finish(dv, pool, npool, r))) r->sec[PRUNE_ST_SPREAD] = inca_now() - t0;
         goto done;
     }
-    if ((rc = view_graph_once(dv, pool, npool, cfg, kf, w, r))) goto done;
+    if ((rc = view_graph_once(dv, pool, npool, cfg, kf, w, r, NULL, NULL, NULL))) goto done;
     const double t0 = inca_now();
     ylab = inca_malloc((size_t)npool * sizeof *ylab);
     if (!ylab) { rc = INCA_ENOMEM; goto done; }
@@ -298,13 +314,13 @@ static int pseudo_sgc(const dataset_t *dv, const int64_t *pool, int64_t npool, c
             zc->f = dv->f;
             r->sec[PRUNE_ST_SPREAD] += inca_now() - t0;
         } else {
-            float *x = NULL;
+            const float *x = NULL;
+            float *own = NULL;
             int64_t f = 0;
-            if ((rc = view_graph_once(dv, pool, npool, cfg, kf, w, r))) return rc;
+            if ((rc = view_graph_once(dv, pool, npool, cfg, kf, w, r, &x, &own, &f))) return rc;
             const double t0 = inca_now();
-            if ((rc = view_rows(dv, pool, npool, cfg, kf, &x, &f))) return rc;
             rc = sgc_smooth(w, x, npool, f, &o, &zc->z);
-            inca_free(x);
+            inca_free(own);
             if (rc) return rc;
             zc->n = npool;
             zc->f = f;
@@ -519,17 +535,17 @@ static int ssl_candidates(const dataset_t *dv, const int64_t *pool, int64_t npoo
     int nc = 0, views[PRUNE_KF_COUNT] = {0};
     for (int k = 0; k < PRUNE_CAND_COUNT; k++) cand[k] = 0;
     if (cfg->ssl == PRUNE_SSL_SELFTRAIN) return 0;
+    const int spread = cfg->ssl == PRUNE_SSL_AUTO || cfg->ssl == PRUNE_SSL_LABELPROP;
+    const int sgc = (cfg->ssl == PRUNE_SSL_AUTO || cfg->ssl == PRUNE_SSL_SGC) && dv->f >= 1 && dv->x;
     if (use_graph) views[0] = 1;
     else if (cfg->knn_features != PRUNE_KF_AUTO) views[cfg->knn_features] = 1;
-    else {
+    else if (spread || sgc) {
         int nonneg = 1;
         for (int64_t i = 0; i < npool && nonneg; i++)
             for (int64_t t = 0; t < dv->f && nonneg; t++) nonneg = dv->x[pool[i] * dv->f + t] >= 0;
         views[PRUNE_KF_RAW] = views[PRUNE_KF_WHITEN] = 1;
         views[PRUNE_KF_SQRT_WHITEN] = nonneg;
     }
-    const int spread = cfg->ssl == PRUNE_SSL_AUTO || cfg->ssl == PRUNE_SSL_LABELPROP;
-    const int sgc = (cfg->ssl == PRUNE_SSL_AUTO || cfg->ssl == PRUNE_SSL_SGC) && dv->f >= 1 && dv->x;
     for (int v = 0; v < PRUNE_KF_COUNT; v++) {
         cand[PRUNE_CAND_LABELPROP + v] = spread && views[v];
         cand[PRUNE_CAND_SGC + v] = sgc && views[v];
@@ -571,11 +587,14 @@ static int ssl_choose(const dataset_t *dv, const int64_t *pool, int64_t npool, c
     rng_shuffle_i64(&g, lp, nl);
     dataset_t df = *dv;
     df.y = yf;
-    for (int fold = 0; fold < PRUNE_SSL_CHECK_FOLDS && !rc; fold++) {
-        memcpy(yf, dv->y, (size_t)dv->n * sizeof *yf);
-        for (int64_t t = fold; t < nl; t += PRUNE_SSL_CHECK_FOLDS) yf[pool[lp[t]]] = -1;
-        for (int k = 0; k < PRUNE_CAND_COUNT && !rc; k++) {
-            if (!cand[k]) continue;
+    h.knn_used = -1;
+    /* candidate by candidate, so that one view's SGC rows at a time are held (freed after its
+     * folds; the chosen one's are smoothed again) */
+    for (int k = 0; k < PRUNE_CAND_COUNT && !rc; k++) {
+        if (!cand[k]) continue;
+        for (int fold = 0; fold < PRUNE_SSL_CHECK_FOLDS && !rc; fold++) {
+            memcpy(yf, dv->y, (size_t)dv->n * sizeof *yf);
+            for (int64_t t = fold; t < nl; t += PRUNE_SSL_CHECK_FOLDS) yf[pool[lp[t]]] = -1;
             train_log(&cfg->proxy, TRAIN_LOG_PROGRESS, "pseudo-label check, fold %d of %d: %s", fold + 1, PRUNE_SSL_CHECK_FOLDS,
                       prune_ssl_cand_name(k, use_graph));
             h.sec[PRUNE_ST_KNN] = 0;
@@ -588,6 +607,7 @@ static int ssl_choose(const dataset_t *dv, const int64_t *pool, int64_t npool, c
             for (int64_t t = fold; t < nl && !rc; t += PRUNE_SSL_CHECK_FOLDS) hit[k] += h.pseudo[lp[t]] == dv->y[pool[lp[t]]];
             if (!rc && k != PRUNE_CAND_PROXY && h.knn_used >= 0) r->knn_used = h.knn_used;
         }
+        if (k >= PRUNE_CAND_SGC && k < PRUNE_CAND_PROXY) INCA_FREE(zc[k - PRUNE_CAND_SGC].z);
     }
     if (rc) goto done;
     r->ssl_check_n = nl;
@@ -676,6 +696,9 @@ int prune_run(const dataset_t *dv, const int64_t *pool, int64_t npool, const pru
         r->sec[PRUNE_ST_CHECK] = inca_now() - t0 - r->sec[PRUNE_ST_KNN];   /* the kNN graphs: their own stage */
         t0 = inca_now();
     } else for (int k = 0; k < PRUNE_CAND_COUNT; k++) if (cand[k]) chosen = k;
+    /* SGC is the one pseudo-labeller that may have no candidate: it needs features */
+    if (!rc && chosen < 0 && cfg->ssl != PRUNE_SSL_SELFTRAIN)
+        rc = inca_fail(INCA_EINVAL, "--ssl %s: the dataset has no features to smooth", prune_ssl_name(cfg->ssl));
     if (!rc && chosen >= 0) {
         r->ssl_used = chosen == PRUNE_CAND_PROXY ? PRUNE_SSL_PROXY : chosen >= PRUNE_CAND_SGC ? PRUNE_SSL_SGC : PRUNE_SSL_LABELPROP;
         if (chosen != PRUNE_CAND_PROXY && !use_graph) r->knn_features_used = chosen % PRUNE_KF_COUNT;

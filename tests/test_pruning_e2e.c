@@ -63,6 +63,55 @@ static void small_config(prune_config_t *cfg) {
     cfg->sel.seed = 5;
 }
 
+/* SGC over a dataset's graph, with a pool listed in reverse so that pool positions and node ids
+ * differ (each class a ring: node i linked to i + C and i + 2C); then the same dataset without
+ * features, which SGC refuses. */
+START_TEST(pipeline_sgc_graph_and_no_features) {
+    dataset_t d;
+    make_blobs(&d, 4);
+    int64_t src[2 * (NPOOL + NTEST)], dst[2 * (NPOOL + NTEST)];
+    for (int64_t i = 0; i < d.n; i++) {
+        src[2 * i] = src[2 * i + 1] = i;
+        dst[2 * i] = (i + C) % d.n;
+        dst[2 * i + 1] = (i + 2 * C) % d.n;
+    }
+    ck_assert_int_eq(csr_from_edges(&d.adj, d.n, src, dst, 2 * d.n, CSR_SYMMETRIZE), 0);
+    int64_t pool[NPOOL];
+    for (int64_t i = 0; i < NPOOL; i++) pool[i] = NPOOL - 1 - i;
+    int64_t *lab = NULL, nlab = 0;
+    ck_assert_int_eq(prune_labeled_pick(d.y, C, pool, NPOOL, 0.02, 0, 3, &lab, &nlab), 0);
+    int32_t *yv = inca_malloc((size_t)d.n * sizeof *yv);
+    ck_assert_int_eq(prune_visible_labels(d.y, d.n, lab, nlab, yv), 0);
+    dataset_t dv = d;
+    dv.y = yv;
+    prune_config_t cfg;
+    small_config(&cfg);
+    cfg.ssl = PRUNE_SSL_SGC;
+    cfg.graph = 1;
+    prune_result_t r;
+    ck_assert_int_eq(prune_run(&dv, pool, NPOOL, &cfg, &r), 0);
+    ck_assert_int_eq(r.ssl_used, PRUNE_SSL_SGC);
+    ck_assert_int_eq(r.knn_features_used, -1);
+    int right = 0;
+    for (int64_t i = 0; i < NPOOL; i++) right += r.pseudo[i] == d.y[pool[i]];
+    ck_assert_msg(right > 0.95 * NPOOL, "sgc over the graph: %d of %d right", right, NPOOL);
+    for (int64_t i = 0; i < NPOOL; i++)
+        if (yv[pool[i]] >= 0) ck_assert(r.pseudo[i] == yv[pool[i]] && r.conf[i] == 1.0f);
+    prune_result_free(&r);
+    /* no features: a message, nothing run */
+    INCA_FREE(d.x);
+    d.f = 0;
+    dv = d;
+    dv.y = yv;
+    ck_assert_int_eq(prune_run(&dv, pool, NPOOL, &cfg, &r), INCA_EINVAL);
+    ck_assert_ptr_nonnull(strstr(inca_errmsg(), "--ssl sgc: the dataset has no features"));
+    inca_err_clear();
+    inca_free(lab);
+    inca_free(yv);
+    dataset_free(&d);
+}
+END_TEST
+
 START_TEST(pipeline_blobs_labelprop) {
     dataset_t d;
     make_blobs(&d, 1);
@@ -294,6 +343,8 @@ START_TEST(cli_ssl_auto_picks_the_better) {
         ck_assert_msg(acc[2] == acc[better], "%s: auto %g, chosen %g", gens[g], acc[2], acc[better]);
         /* and the check it reports covers every labelled node, over 5 folds */
         ck_assert(tu_json_num(last, "labeled") >= 10 && strstr(last, "\"folds\":5") != NULL);
+        /* SGC over the homophilous graph gets the held-out nodes right too (4 classes) */
+        if (g == 1) ck_assert_msg(tu_json_num(last, "sgc") > 0.9, "%s", last);
         free(last);
         free(st);
     }
@@ -884,6 +935,7 @@ int main(void) {
     tcase_add_test(t, hidden_labels_never_read_proxy);
     tcase_add_test(t, hidden_labels_never_read_auto);
     tcase_add_test(t, cli_ssl_auto_picks_the_better);
+    tcase_add_test(t, pipeline_sgc_graph_and_no_features);
     tcase_add_test(t, cli_outputs_reuse_and_eval);
     tcase_add_test(t, cli_graph_dataset);
     tcase_add_test(t, cli_usage_errors);

@@ -13,6 +13,7 @@
 #include "pruning/pca.h"
 #include "pruning/sgc.h"
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -438,6 +439,16 @@ START_TEST(sgc_regression_gradient_and_fit) {
     for (int i = 0; i < N; i++) ck_assert(conf[i] >= 1.0f / C - 1e-6f && conf[i] <= 1.0f);
     /* the fit lowered the objective from W = 0 (log C) */
     ck_assert_double_lt(sgc_loss(z, N, F, y, C, o.l2, w, NULL), log((double)C) - 0.3);
+    /* the fit minimises the penalised objective (the L2 goes in through Adam's weight decay): at
+     * its end the penalised gradient is near zero, the unpenalised one is not */
+    o.iters = 3000;
+    ck_assert_int_eq(sgc_fit_predict(z, N, F, y, C, &o, NULL, NULL, w), 0);
+    double gmax = 0, g0max = 0;
+    sgc_loss(z, N, F, y, C, o.l2, w, gr);
+    for (int k = 0; k < F * C; k++) gmax = fmax(gmax, fabs(gr[k]));
+    sgc_loss(z, N, F, y, C, 0.0, w, gr);
+    for (int k = 0; k < F * C; k++) g0max = fmax(g0max, fabs(gr[k]));
+    ck_assert_msg(gmax < 1e-3 && g0max > 1e-2, "penalised gradient %g, unpenalised %g", gmax, g0max);
     /* no labelled row: a message, not a model */
     int32_t none[N];
     for (int i = 0; i < N; i++) none[i] = -1;
