@@ -50,6 +50,16 @@ static void make_blobs(dataset_t *d, uint64_t seed) {
     snprintf(d->source, sizeof d->source, "test:blobs");
 }
 
+/* The labelled subset of the pool (prune_labeled_pick) and the visible labels it leaves (owned) */
+static int32_t *visible_labels(const dataset_t *d, const int64_t *pool, double frac, int64_t per_class, uint64_t seed,
+                               int64_t **lab, int64_t *nlab) {
+    ck_assert_int_eq(prune_labeled_pick(d->y, C, pool, NPOOL, frac, per_class, seed, lab, nlab), 0);
+    int32_t *yv = inca_malloc((size_t)d->n * sizeof *yv);
+    ck_assert_ptr_nonnull(yv);
+    ck_assert_int_eq(prune_visible_labels(d->y, d->n, *lab, *nlab, yv), 0);
+    return yv;
+}
+
 static void small_config(prune_config_t *cfg) {
     prune_config_default(cfg);
     cfg->knn_k = 8;
@@ -79,9 +89,7 @@ START_TEST(pipeline_sgc_graph_and_no_features) {
     int64_t pool[NPOOL];
     for (int64_t i = 0; i < NPOOL; i++) pool[i] = NPOOL - 1 - i;
     int64_t *lab = NULL, nlab = 0;
-    ck_assert_int_eq(prune_labeled_pick(d.y, C, pool, NPOOL, 0.02, 0, 3, &lab, &nlab), 0);
-    int32_t *yv = inca_malloc((size_t)d.n * sizeof *yv);
-    ck_assert_int_eq(prune_visible_labels(d.y, d.n, lab, nlab, yv), 0);
+    int32_t *yv = visible_labels(&d, pool, 0.02, 0, 3, &lab, &nlab);
     dataset_t dv = d;
     dv.y = yv;
     prune_config_t cfg;
@@ -173,10 +181,8 @@ START_TEST(pipeline_blobs_selftrain) {
     dataset_t d;
     make_blobs(&d, 2);
     int64_t *lab = NULL, nlab = 0;
-    ck_assert_int_eq(prune_labeled_pick(d.y, C, d.split[SPLIT_TRAIN], NPOOL, 0, 5, 4, &lab, &nlab), 0);
+    int32_t *yv = visible_labels(&d, d.split[SPLIT_TRAIN], 0, 5, 4, &lab, &nlab);
     ck_assert_int_eq(nlab, 15);
-    int32_t *yv = inca_malloc((size_t)d.n * sizeof *yv);
-    ck_assert_int_eq(prune_visible_labels(d.y, d.n, lab, nlab, yv), 0);
     dataset_t dv = d;
     dv.y = yv;
     prune_config_t cfg;
