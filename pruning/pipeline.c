@@ -293,60 +293,110 @@ done:
     return rc;
 }
 
-/* SGC's smoothed rows, computed once per graph (they do not depend on the labels) */
-typedef struct sgc_rows { float *z; int64_t n, f; } sgc_rows_t;
+/* SGC's graph and rows: the dataset's graph and every node's features (use_graph), or view kf's
+ * kNN graph (built once into w) and the view's rows (*own: what to free). */
+static int sgc_source(const dataset_t *dv, const int64_t *pool, int64_t npool, const prune_config_t *cfg, int use_graph,
+                      int kf, csr_t *w, prune_result_t *r, const csr_t **g, const float **x, float **own, int64_t *n,
+                      int64_t *f) {
+    *own = NULL;
+    if (use_graph) {
+        if (dv->f < 1 || !dv->x) return inca_fail(INCA_EINVAL, "--ssl sgc: the dataset has no features to smooth");
+        *g = &dv->adj;
+        *x = dv->x;
+        *n = dv->n;
+        *f = dv->f;
+        return INCA_OK;
+    }
+    *g = w;
+    *n = npool;
+    return view_graph_once(dv, pool, npool, cfg, kf, w, r, x, own, f);
+}
 
-/* SGC (pruning/sgc.h) over the dataset's graph (use_graph: every node's features) or view kf's
- * kNN graph w (the view's rows); zc caches the smoothed rows for the next call (caller frees). */
+/* SGC (pruning/sgc.h) over the dataset's graph (use_graph) or view kf's kNN graph w: fitted to the
+ * labelled pool rows' hop features, then every row predicted in one sweep. */
 static int pseudo_sgc(const dataset_t *dv, const int64_t *pool, int64_t npool, const prune_config_t *cfg, int use_graph,
-                      int kf, prune_result_t *r, csr_t *w, sgc_rows_t *zc) {
-    int rc = INCA_OK;
+                      int kf, prune_result_t *r, csr_t *w) {
     sgc_opts_t o;
     sgc_opts_default(&o);
-    int32_t *y = NULL, *lab = NULL;
-    float *conf = NULL;
-    if (!zc->z) {
-        if (use_graph) {
-            if (dv->f < 1 || !dv->x) return inca_fail(INCA_EINVAL, "--ssl sgc: the dataset has no features");
-            const double t0 = inca_now();
-            if ((rc = sgc_smooth(&dv->adj, dv->x, dv->n, dv->f, &o, &zc->z))) return rc;
-            zc->n = dv->n;
-            zc->f = dv->f;
-            r->sec[PRUNE_ST_SPREAD] += inca_now() - t0;
-        } else {
-            const float *x = NULL;
-            float *own = NULL;
-            int64_t f = 0;
-            if ((rc = view_graph_once(dv, pool, npool, cfg, kf, w, r, &x, &own, &f))) return rc;
-            const double t0 = inca_now();
-            rc = sgc_smooth(w, x, npool, f, &o, &zc->z);
-            inca_free(own);
-            if (rc) return rc;
-            zc->n = npool;
-            zc->f = f;
-            r->sec[PRUNE_ST_SPREAD] += inca_now() - t0;
-        }
-    }
+    const csr_t *g = NULL;
+    const float *x = NULL;
+    float *own = NULL, *zl = NULL, *wt = NULL, *conf = NULL;
+    int64_t n = 0, f = 0, m = 0, *rows = NULL;
+    int32_t *yl = NULL, *lab = NULL;
+    int rc = sgc_source(dv, pool, npool, cfg, use_graph, kf, w, r, &g, &x, &own, &n, &f);
+    if (rc) return rc;
     const double t0 = inca_now();
-    y = inca_malloc((size_t)zc->n * sizeof *y);
-    lab = inca_malloc((size_t)zc->n * sizeof *lab);
-    conf = inca_malloc((size_t)zc->n * sizeof *conf);
-    if (!y || !lab || !conf) { rc = INCA_ENOMEM; goto done; }
-    /* the visible labels of the pool's rows only (on a graph no other node carries one) */
-    for (int64_t i = 0; i < zc->n; i++) y[i] = -1;
-    for (int64_t i = 0; i < npool; i++) y[use_graph ? pool[i] : i] = dv->y[pool[i]];
-    if ((rc = sgc_fit_predict(zc->z, zc->n, zc->f, y, dv->c, &o, lab, conf, NULL))) goto done;
+    rows = inca_malloc((size_t)npool * sizeof *rows);
+    yl = inca_malloc((size_t)npool * sizeof *yl);
+    lab = inca_malloc((size_t)n * sizeof *lab);
+    conf = inca_malloc((size_t)n * sizeof *conf);
+    if (!rows || !yl || !lab || !conf) { rc = INCA_ENOMEM; goto done; }
+    for (int64_t i = 0; i < npool; i++)
+        if (dv->y[pool[i]] >= 0) {
+            rows[m] = use_graph ? pool[i] : i;
+            yl[m++] = dv->y[pool[i]];
+        }
+    if (m == 0) { rc = inca_fail(INCA_EINVAL, "--ssl sgc: no labelled row in the pool"); goto done; }
+    if ((rc = sgc_features(g, x, n, f, &o, rows, m, &zl))) goto done;
+    if ((rc = sgc_fit(zl, m, f * o.nhops, yl, dv->c, &o, &wt))) goto done;
+    if ((rc = sgc_predict_graph(g, x, n, f, &o, wt, dv->c, lab, conf))) goto done;
     for (int64_t i = 0; i < npool; i++) {
         const int64_t row = use_graph ? pool[i] : i;
         r->pseudo[i] = lab[row];
         r->conf[i] = conf[row];
     }
     rc = pseudo_finish(dv, pool, npool, r);
-    r->sec[PRUNE_ST_SPREAD] += inca_now() - t0;
+    r->sec[PRUNE_ST_SPREAD] = inca_now() - t0;
 done:
-    inca_free(y);
-    inca_free(lab);
+    inca_free(own);
+    inca_free(zl);
+    inca_free(wt);
     inca_free(conf);
+    inca_free(rows);
+    inca_free(yl);
+    inca_free(lab);
+    return rc;
+}
+
+/* SGC's part of the check: the labelled rows' hop features once (lp: their pool positions in the
+ * check's shuffled order; row t is in fold t % PRUNE_SSL_CHECK_FOLDS), then per fold a fit on the
+ * other folds and a prediction of the hidden one; hits counted into *hit. */
+static int sgc_check(const dataset_t *dv, const int64_t *pool, int64_t npool, const prune_config_t *cfg, int use_graph,
+                     int kf, csr_t *w, const int64_t *lp, int64_t nl, prune_result_t *r, int64_t *hit) {
+    sgc_opts_t o;
+    sgc_opts_default(&o);
+    const csr_t *g = NULL;
+    const float *x = NULL;
+    float *own = NULL, *zl = NULL, *wt = NULL;
+    int64_t n = 0, f = 0, *rows = NULL;
+    int32_t *yt = NULL, *yf = NULL, *pred = NULL;
+    int rc = sgc_source(dv, pool, npool, cfg, use_graph, kf, w, r, &g, &x, &own, &n, &f);
+    if (rc) return rc;
+    rows = inca_malloc((size_t)nl * sizeof *rows);
+    yt = inca_malloc((size_t)nl * sizeof *yt);
+    yf = inca_malloc((size_t)nl * sizeof *yf);
+    pred = inca_malloc((size_t)nl * sizeof *pred);
+    if (!rows || !yt || !yf || !pred) { rc = INCA_ENOMEM; goto done; }
+    for (int64_t t = 0; t < nl; t++) {
+        rows[t] = use_graph ? pool[lp[t]] : lp[t];
+        yt[t] = dv->y[pool[lp[t]]];
+    }
+    if ((rc = sgc_features(g, x, n, f, &o, rows, nl, &zl))) goto done;
+    for (int fold = 0; fold < PRUNE_SSL_CHECK_FOLDS && !rc; fold++) {
+        for (int64_t t = 0; t < nl; t++) yf[t] = t % PRUNE_SSL_CHECK_FOLDS == fold ? -1 : yt[t];
+        INCA_FREE(wt);
+        if ((rc = sgc_fit(zl, nl, f * o.nhops, yf, dv->c, &o, &wt))) break;
+        if ((rc = sgc_predict(zl, nl, f * o.nhops, wt, dv->c, pred, NULL))) break;
+        for (int64_t t = fold; t < nl; t += PRUNE_SSL_CHECK_FOLDS) *hit += pred[t] == yt[t];
+    }
+done:
+    inca_free(own);
+    inca_free(zl);
+    inca_free(wt);
+    inca_free(rows);
+    inca_free(yt);
+    inca_free(yf);
+    inca_free(pred);
     return rc;
 }
 
@@ -563,8 +613,7 @@ static int ssl_candidates(const dataset_t *dv, const int64_t *pool, int64_t npoo
  * candidate, unchecked. kNN graphs are built once per view (w). */
 #define PRUNE_SSL_CHECK_MIN 10
 static int ssl_choose(const dataset_t *dv, const int64_t *pool, int64_t npool, const prune_config_t *cfg, int use_graph,
-                      int proxy_graph, const int cand[PRUNE_CAND_COUNT], csr_t *w, sgc_rows_t *zc, prune_result_t *r,
-                      int *chosen) {
+                      int proxy_graph, const int cand[PRUNE_CAND_COUNT], csr_t *w, prune_result_t *r, int *chosen) {
     int rc = INCA_OK;
     int64_t nl = 0;
     for (int64_t i = 0; i < npool; i++) nl += dv->y[pool[i]] >= 0;
@@ -588,10 +637,13 @@ static int ssl_choose(const dataset_t *dv, const int64_t *pool, int64_t npool, c
     dataset_t df = *dv;
     df.y = yf;
     h.knn_used = -1;
-    /* candidate by candidate, so that one view's SGC rows at a time are held (freed after its
-     * folds; the chosen one's are smoothed again) */
     for (int k = 0; k < PRUNE_CAND_COUNT && !rc; k++) {
         if (!cand[k]) continue;
+        if (k >= PRUNE_CAND_SGC && k < PRUNE_CAND_PROXY) {   /* SGC: the labelled rows' features, once */
+            train_log(&cfg->proxy, TRAIN_LOG_PROGRESS, "pseudo-label check: %s", prune_ssl_cand_name(k, use_graph));
+            rc = sgc_check(dv, pool, npool, cfg, use_graph, k - PRUNE_CAND_SGC, &w[k - PRUNE_CAND_SGC], lp, nl, r, &hit[k]);
+            continue;
+        }
         for (int fold = 0; fold < PRUNE_SSL_CHECK_FOLDS && !rc; fold++) {
             memcpy(yf, dv->y, (size_t)dv->n * sizeof *yf);
             for (int64_t t = fold; t < nl; t += PRUNE_SSL_CHECK_FOLDS) yf[pool[lp[t]]] = -1;
@@ -599,15 +651,11 @@ static int ssl_choose(const dataset_t *dv, const int64_t *pool, int64_t npool, c
                       prune_ssl_cand_name(k, use_graph));
             h.sec[PRUNE_ST_KNN] = 0;
             if (k == PRUNE_CAND_PROXY) rc = pseudo_proxy(&df, pool, npool, cfg, proxy_graph, &h);
-            else if (k >= PRUNE_CAND_SGC) {
-                const int v = k - PRUNE_CAND_SGC;
-                rc = pseudo_sgc(&df, pool, npool, cfg, use_graph, v, &h, &w[v], &zc[v]);
-            } else rc = pseudo_labelprop(&df, pool, npool, cfg, use_graph, k - PRUNE_CAND_LABELPROP, &h, &w[k - PRUNE_CAND_LABELPROP]);
+            else rc = pseudo_labelprop(&df, pool, npool, cfg, use_graph, k - PRUNE_CAND_LABELPROP, &h, &w[k - PRUNE_CAND_LABELPROP]);
             r->sec[PRUNE_ST_KNN] += h.sec[PRUNE_ST_KNN];   /* a view's graph, built on its first use */
             for (int64_t t = fold; t < nl && !rc; t += PRUNE_SSL_CHECK_FOLDS) hit[k] += h.pseudo[lp[t]] == dv->y[pool[lp[t]]];
             if (!rc && k != PRUNE_CAND_PROXY && h.knn_used >= 0) r->knn_used = h.knn_used;
         }
-        if (k >= PRUNE_CAND_SGC && k < PRUNE_CAND_PROXY) INCA_FREE(zc[k - PRUNE_CAND_SGC].z);
     }
     if (rc) goto done;
     r->ssl_check_n = nl;
@@ -684,7 +732,6 @@ int prune_run(const dataset_t *dv, const int64_t *pool, int64_t npool, const pru
     double t0 = inca_now();
     /* the stages through the proxy's status callback (a progress line on a terminal) */
     csr_t w[PRUNE_KF_COUNT] = {{0}};
-    sgc_rows_t zc[PRUNE_KF_COUNT] = {{0}};
     int cand[PRUNE_CAND_COUNT], chosen = -1;
     const int ncand = ssl_candidates(dv, pool, npool, cfg, use_graph, cand);
     r->ssl_used = cfg->ssl;
@@ -692,7 +739,7 @@ int prune_run(const dataset_t *dv, const int64_t *pool, int64_t npool, const pru
     r->ssl_check_n = 0;
     for (int k = 0; k < PRUNE_CAND_COUNT; k++) r->ssl_check_acc[k] = NAN;
     if (ncand > 1) {
-        rc = ssl_choose(dv, pool, npool, cfg, use_graph, proxy_graph, cand, w, zc, r, &chosen);
+        rc = ssl_choose(dv, pool, npool, cfg, use_graph, proxy_graph, cand, w, r, &chosen);
         r->sec[PRUNE_ST_CHECK] = inca_now() - t0 - r->sec[PRUNE_ST_KNN];   /* the kNN graphs: their own stage */
         t0 = inca_now();
     } else for (int k = 0; k < PRUNE_CAND_COUNT; k++) if (cand[k]) chosen = k;
@@ -720,15 +767,12 @@ int prune_run(const dataset_t *dv, const int64_t *pool, int64_t npool, const pru
         rc = pseudo_proxy(dv, pool, npool, cfg, proxy_graph, r);
     } else if (r->ssl_used == PRUNE_SSL_SGC) {
         const int kf = chosen - PRUNE_CAND_SGC;
-        rc = pseudo_sgc(dv, pool, npool, cfg, use_graph, kf, r, &w[kf], &zc[kf]);
+        rc = pseudo_sgc(dv, pool, npool, cfg, use_graph, kf, r, &w[kf]);
     } else {
         const int kf = chosen - PRUNE_CAND_LABELPROP;
         rc = pseudo_labelprop(dv, pool, npool, cfg, use_graph, kf, r, &w[kf]);
     }
-    for (int k = 0; k < PRUNE_KF_COUNT; k++) {
-        csr_free(&w[k]);
-        inca_free(zc[k].z);
-    }
+    for (int k = 0; k < PRUNE_KF_COUNT; k++) csr_free(&w[k]);
     if (rc) goto fail;
     t0 = inca_now();
     /* relabelling: the proxy trained on the pseudo-labels relabels the unlabelled pool with its

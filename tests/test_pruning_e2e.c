@@ -313,7 +313,10 @@ END_TEST
 START_TEST(cli_ssl_auto_picks_the_better) {
     char *dir = tu_mkdtemp();
     const char *gens[2] = {"--homophily 0.15 --mean-scale 3", "--homophily 0.95 --mean-scale 0.1"};
-    const char *want[2] = {"proxy", "labelprop"};
+    /* over the heterophilous graph spreading fails and SGC (whose first block is the node's own
+     * features) beats the GCN proxy; over the homophilous one spreading and SGC are both right and
+     * the tie goes to spreading */
+    const char *want[2] = {"sgc", "labelprop"};
     for (int g = 0; g < 2; g++) {
         char *st = path_in(dir, g ? "homo" : "hetero");
         char *out = NULL, *err = NULL, cmd[1024];
@@ -321,19 +324,19 @@ START_TEST(cli_ssl_auto_picks_the_better) {
                  gens[g], st);
         ck_assert_msg(tu_inca(cmd, &out, &err) == 0, "gen failed: %s", err);
         free(out); free(err);
-        double acc[3];
-        const char *ssl[3] = {"labelprop", "proxy", "auto"};
+        double acc[4];
+        const char *ssl[4] = {"labelprop", "proxy", "sgc", "auto"};
         char *last = NULL;
-        for (int s = 0; s < 3; s++) {
+        for (int s = 0; s < 4; s++) {
             snprintf(cmd, sizeof cmd, "prune %s --split random:0.6,0.2,0.2 --labeled 0.05 --ssl %s --proxy-hidden 32 "
                      "--proxy-epochs 60 --keep 0.3 --seed 1 --threads 2 --json --quiet", st, ssl[s]);
             ck_assert_msg(tu_inca(cmd, &out, &err) == 0, "prune --ssl %s failed: %s", ssl[s], err);
             const char *js = tu_last_line(out);
             acc[s] = tu_json_num(js, "pseudo_label_acc");
             char need[64];
-            snprintf(need, sizeof need, "\"ssl\":\"%s\"", s < 2 ? ssl[s] : want[g]);
+            snprintf(need, sizeof need, "\"ssl\":\"%s\"", s < 3 ? ssl[s] : want[g]);
             ck_assert_msg(strstr(js, need) != NULL, "%s: expected %s in %s", gens[g], need, js);
-            if (s < 2) ck_assert_msg(strstr(js, "\"ssl_check\":null") != NULL, "%s", js);
+            if (s < 3) ck_assert_msg(strstr(js, "\"ssl_check\":null") != NULL, "%s", js);
             else {
                 /* over a graph: spreading, SGC and the proxy, each once */
                 ck_assert_msg(strstr(js, "\"ssl_check\":{\"labeled\":") && strstr(js, "\"labelprop\":") && strstr(js, "\"sgc\":") &&
@@ -342,11 +345,14 @@ START_TEST(cli_ssl_auto_picks_the_better) {
             }
             free(out); free(err);
         }
-        const int better = acc[1] > acc[0];   /* by the hidden labels */
-        ck_assert_msg(fabs(acc[1] - acc[0]) > 0.1, "%s: labelprop %g, proxy %g: the case does not separate them", gens[g],
-                      acc[0], acc[1]);
-        ck_assert_msg(strcmp(want[g], better ? "proxy" : "labelprop") == 0, "%s: labelprop %g, proxy %g", gens[g], acc[0], acc[1]);
-        ck_assert_msg(acc[2] == acc[better], "%s: auto %g, chosen %g", gens[g], acc[2], acc[better]);
+        /* by the hidden labels: auto's pick is the best of the three (ties within 0.02), and the
+         * case separates spreading from the best other by more than 0.1 one way or the other */
+        const int pick = g ? 0 : 2;
+        const double best = fmax(acc[0], fmax(acc[1], acc[2]));
+        ck_assert_msg(acc[3] == acc[pick] && acc[pick] >= best - 0.02, "%s: labelprop %g, proxy %g, sgc %g, auto %g", gens[g],
+                      acc[0], acc[1], acc[2], acc[3]);
+        ck_assert_msg(g ? acc[0] - acc[1] > 0.1 : fmax(acc[1], acc[2]) - acc[0] > 0.1,
+                      "%s: labelprop %g, proxy %g, sgc %g: the case does not separate them", gens[g], acc[0], acc[1], acc[2]);
         /* and the check it reports covers every labelled node, over 5 folds */
         ck_assert(tu_json_num(last, "labeled") >= 10 && strstr(last, "\"folds\":5") != NULL);
         /* SGC over the homophilous graph gets the held-out nodes right too (4 classes) */

@@ -359,7 +359,7 @@ START_TEST(labelprop_class_mass_hand) {
 }
 END_TEST
 
-START_TEST(sgc_smooth_path_by_hand) {
+START_TEST(sgc_hops_path_by_hand) {
     /* path 0-1-2; with self-loops the degrees are 2, 3, 2, so Â = [[1/2, 1/√6, 0], [1/√6, 1/3,
      * 1/√6], [0, 1/√6, 1/2]] */
     int64_t src[2] = {0, 1}, dst[2] = {1, 2};
@@ -368,41 +368,53 @@ START_TEST(sgc_smooth_path_by_hand) {
     const float x[6] = {1, 0, 0, 1, 1, 1};
     const double r6 = 1.0 / sqrt(6.0);
     const double A[9] = {0.5, r6, 0, r6, 1.0 / 3, r6, 0, r6, 0.5};
-    double one[6] = {0}, two[6] = {0};
-    for (int i = 0; i < 3; i++)
-        for (int j = 0; j < 3; j++)
-            for (int k = 0; k < 2; k++) one[i * 2 + k] += A[i * 3 + j] * x[j * 2 + k];
-    for (int i = 0; i < 3; i++)
-        for (int j = 0; j < 3; j++)
-            for (int k = 0; k < 2; k++) two[i * 2 + k] += A[i * 3 + j] * one[j * 2 + k];
+    double h[3][6] = {{1, 0, 0, 1, 1, 1}};
+    for (int k = 1; k < 3; k++)
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 3; j++)
+                for (int t = 0; t < 2; t++) h[k][i * 2 + t] += A[i * 3 + j] * h[k - 1][j * 2 + t];
     sgc_opts_t o;
     sgc_opts_default(&o);
     o.scale = 3.0f;
-    for (int hops = 1; hops <= 2; hops++) {
-        o.hops = hops;
+    /* one hop count at a time: the block is the whole row, norm 3 */
+    for (int hop = 1; hop <= 2; hop++) {
+        o.nhops = 1;
+        o.hop[0] = hop;
         float *z = NULL;
-        ck_assert_int_eq(sgc_smooth(&a, x, 3, 2, &o, &z), 0);
-        const double *e = hops == 1 ? one : two;
+        ck_assert_int_eq(sgc_features(&a, x, 3, 2, &o, NULL, 0, &z), 0);
         for (int i = 0; i < 3; i++) {
-            const double nrm = sqrt(e[i * 2] * e[i * 2] + e[i * 2 + 1] * e[i * 2 + 1]);
-            for (int k = 0; k < 2; k++) ck_assert_double_eq_tol(z[i * 2 + k], 3.0 * e[i * 2 + k] / nrm, 1e-5);
+            const double nrm = hypot(h[hop][i * 2], h[hop][i * 2 + 1]);
+            for (int t = 0; t < 2; t++) ck_assert_double_eq_tol(z[i * 2 + t], 3.0 * h[hop][i * 2 + t] / nrm, 1e-5);
         }
         inca_free(z);
     }
     /* row 0 after one hop, by hand: (1/2, 1/√6) scaled to norm 3 */
-    o.hops = 1;
-    float *z = NULL;
-    ck_assert_int_eq(sgc_smooth(&a, x, 3, 2, &o, &z), 0);
     const double n0 = sqrt(0.25 + 1.0 / 6.0);
-    ck_assert_double_eq_tol(z[0], 3.0 * 0.5 / n0, 1e-5);
-    ck_assert_double_eq_tol(z[1], 3.0 * r6 / n0, 1e-5);
+    ck_assert_double_eq_tol(3.0 * h[1][0] / hypot(h[1][0], h[1][1]), 3.0 * 0.5 / n0, 1e-12);
+    /* hops 0 and 2 side by side for rows 2 and 0: each block of norm 3/√2 */
+    o.nhops = 2;
+    o.hop[0] = 0;
+    o.hop[1] = 2;
+    const int64_t rows[2] = {2, 0};
+    float *z = NULL;
+    ck_assert_int_eq(sgc_features(&a, x, 3, 2, &o, rows, 2, &z), 0);
+    for (int r = 0; r < 2; r++)
+        for (int b = 0; b < 2; b++) {
+            const double *e = h[b ? 2 : 0] + rows[r] * 2;
+            const double nrm = hypot(e[0], e[1]);
+            for (int t = 0; t < 2; t++) ck_assert_double_eq_tol(z[r * 4 + b * 2 + t], 3.0 / sqrt(2.0) * e[t] / nrm, 1e-5);
+        }
     inca_free(z);
+    /* hop counts must ascend */
+    o.hop[1] = 0;
+    ck_assert_int_eq(sgc_features(&a, x, 3, 2, &o, NULL, 0, &z), INCA_EINVAL);
+    inca_err_clear();
     csr_free(&a);
 }
 END_TEST
 
 START_TEST(sgc_regression_gradient_and_fit) {
-    /* two Gaussian blobs per class in 5 dimensions, 3 classes; every other row labelled */
+    /* a blob per class in 5 dimensions, 3 classes; every other row labelled */
     enum { N = 90, F = 5, C = 3 };
     float z[N * F];
     int32_t y[N], truth[N];
@@ -419,42 +431,89 @@ START_TEST(sgc_regression_gradient_and_fit) {
     const double l2 = 0.05;
     sgc_loss(z, N, F, y, C, l2, w, gr);
     for (int k = 0; k < F * C; k++) {
-        const float keep = w[k], h = 1e-2f;
-        w[k] = keep + h;
+        const float keep = w[k], hh = 1e-2f;
+        w[k] = keep + hh;
         const double up = sgc_loss(z, N, F, y, C, l2, w, NULL);
-        w[k] = keep - h;
+        w[k] = keep - hh;
         const double dn = sgc_loss(z, N, F, y, C, l2, w, NULL);
         w[k] = keep;
-        ck_assert_double_eq_tol(gr[k], (up - dn) / (2.0 * h), 2e-3);
+        ck_assert_double_eq_tol(gr[k], (up - dn) / (2.0 * hh), 2e-3);
     }
-    /* fitted on the labelled half, it labels the hidden half (the blobs sit 2 std apart) */
+    /* fitted on the labelled half, it labels the hidden half (the blobs sit 2 apart, std 0.5) */
     sgc_opts_t o;
     sgc_opts_default(&o);
     int32_t lab[N];
-    float conf[N];
-    ck_assert_int_eq(sgc_fit_predict(z, N, F, y, C, &o, lab, conf, w), 0);
+    float conf[N], *wf = NULL;
+    ck_assert_int_eq(sgc_fit(z, N, F, y, C, &o, &wf), 0);
+    ck_assert_int_eq(sgc_predict(z, N, F, wf, C, lab, conf), 0);
     int right = 0;
     for (int i = 1; i < N; i += 2) right += lab[i] == truth[i];
     ck_assert_int_ge(right, 40);   /* of 45 */
     for (int i = 0; i < N; i++) ck_assert(conf[i] >= 1.0f / C - 1e-6f && conf[i] <= 1.0f);
-    /* the fit lowered the objective from W = 0 (log C) */
-    ck_assert_double_lt(sgc_loss(z, N, F, y, C, o.l2, w, NULL), log((double)C) - 0.3);
+    ck_assert_double_lt(sgc_loss(z, N, F, y, C, o.l2, wf, NULL), log((double)C) - 0.3);   /* W = 0 gives log C */
+    inca_free(wf);
     /* the fit minimises the penalised objective (the L2 goes in through Adam's weight decay): at
      * its end the penalised gradient is near zero, the unpenalised one is not */
     o.iters = 3000;
-    ck_assert_int_eq(sgc_fit_predict(z, N, F, y, C, &o, NULL, NULL, w), 0);
+    ck_assert_int_eq(sgc_fit(z, N, F, y, C, &o, &wf), 0);
     double gmax = 0, g0max = 0;
-    sgc_loss(z, N, F, y, C, o.l2, w, gr);
+    sgc_loss(z, N, F, y, C, o.l2, wf, gr);
     for (int k = 0; k < F * C; k++) gmax = fmax(gmax, fabs(gr[k]));
-    sgc_loss(z, N, F, y, C, 0.0, w, gr);
+    sgc_loss(z, N, F, y, C, 0.0, wf, gr);
     for (int k = 0; k < F * C; k++) g0max = fmax(g0max, fabs(gr[k]));
     ck_assert_msg(gmax < 1e-3 && g0max > 1e-2, "penalised gradient %g, unpenalised %g", gmax, g0max);
+    inca_free(wf);
     /* no labelled row: a message, not a model */
     int32_t none[N];
     for (int i = 0; i < N; i++) none[i] = -1;
-    ck_assert_int_eq(sgc_fit_predict(z, N, F, none, C, &o, lab, conf, NULL), INCA_EINVAL);
+    ck_assert_int_eq(sgc_fit(z, N, F, none, C, &o, &wf), INCA_EINVAL);
+    ck_assert_ptr_null(wf);
     ck_assert_ptr_nonnull(strstr(inca_errmsg(), "no labelled row"));
     inca_err_clear();
+}
+END_TEST
+
+START_TEST(sgc_sweep_equals_features) {
+    /* a ring of 200 nodes with chords, 7 features, the default hops (0 to 16): predicting every
+     * row by the sweep gives what the gathered features give */
+    enum { N = 200, F = 7, C = 4 };
+    int64_t src[2 * N], dst[2 * N];
+    for (int i = 0; i < N; i++) {
+        src[2 * i] = src[2 * i + 1] = i;
+        dst[2 * i] = (i + 1) % N;
+        dst[2 * i + 1] = (i * 7 + 3) % N;
+    }
+    csr_t a;
+    ck_assert_int_eq(csr_from_edges(&a, N, src, dst, 2 * N, CSR_SYMMETRIZE | CSR_DROP_SELF_LOOPS), 0);
+    float x[N * F];
+    rng_t g;
+    rng_seed(&g, 5);
+    for (int k = 0; k < N * F; k++) x[k] = (float)rng_normal(&g);
+    sgc_opts_t o;
+    sgc_opts_default(&o);
+    const int64_t FW = (int64_t)F * o.nhops;
+    float *w = inca_malloc((size_t)FW * C * sizeof *w), *z = NULL;
+    ck_assert_ptr_nonnull(w);
+    for (int64_t k = 0; k < FW * C; k++) w[k] = (float)rng_normal(&g);
+    ck_assert_int_eq(sgc_features(&a, x, N, F, &o, NULL, 0, &z), 0);
+    int32_t l1[N], l2[N];
+    float c1[N], c2[N];
+    ck_assert_int_eq(sgc_predict(z, N, FW, w, C, l1, c1), 0);
+    ck_assert_int_eq(sgc_predict_graph(&a, x, N, F, &o, w, C, l2, c2), 0);
+    for (int i = 0; i < N; i++) {
+        ck_assert_float_eq_tol(c1[i], c2[i], 1e-5f);
+        ck_assert_int_eq(l1[i], l2[i]);
+    }
+    /* and the hop blocks are the hops: block j of row i has norm 10/√6 unless that hop is zero */
+    for (int i = 0; i < N; i++)
+        for (int j = 0; j < o.nhops; j++) {
+            double q = 0;
+            for (int t = 0; t < F; t++) q += (double)z[i * FW + j * F + t] * z[i * FW + j * F + t];
+            ck_assert_double_eq_tol(sqrt(q), 10.0 / sqrt(6.0), 1e-4);
+        }
+    inca_free(z);
+    inca_free(w);
+    csr_free(&a);
 }
 END_TEST
 
@@ -469,7 +528,8 @@ int main(void) {
     tcase_add_test(t, labelprop_closed_form);
     tcase_add_test(t, pca_whiten_known_axes);
     tcase_add_test(t, labelprop_class_mass_hand);
-    tcase_add_test(t, sgc_smooth_path_by_hand);
+    tcase_add_test(t, sgc_hops_path_by_hand);
+    tcase_add_test(t, sgc_sweep_equals_features);
     tcase_add_test(t, sgc_regression_gradient_and_fit);
     suite_add_tcase(s, t);
     return tu_run_suite(s);
