@@ -186,14 +186,14 @@ def main():
         return 10 * a / np.linalg.norm(a, axis=1, keepdims=True)
     X4, X8 = unit(hops[4]), unit(hops[8])
     row("SGC, K = 4, L2 0.03", lambda lab: softmax_reg(X4, y, lab, 0.03))
-    row("SGC, K = 8, L2 0.03 (inca's --ssl sgc)", lambda lab: softmax_reg(X8, y, lab, 0.03))
+    row("SGC, K = 8, L2 0.03", lambda lab: softmax_reg(X8, y, lab, 0.03))
     sign = np.concatenate([unit(hops[k]) for k in (0, 2, 4, 8)], 1) / 2
     row("SIGN: hops 0, 2, 4, 8 side by side", lambda lab: softmax_reg(sign, y, lab, 0.03))
     X = hops[8]
     for K in range(9, 17):
         X = Sl @ X
     sign6 = np.concatenate([unit(hops[k]) for k in (0, 1, 2, 4, 8)] + [unit(X)], 1) / np.sqrt(6)
-    row("SIGN: hops 0, 1, 2, 4, 8, 16 side by side", lambda lab: softmax_reg(sign6, y, lab, 0.03))
+    row("SIGN: hops 0, 1, 2, 4, 8, 16 side by side (inca's --ssl sgc)", lambda lab: softmax_reg(sign6, y, lab, 0.03))
 
     def probs(s):
         p = np.exp(s - s.max(1, keepdims=True))
