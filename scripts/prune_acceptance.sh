@@ -34,7 +34,7 @@ R="$P --reuse-dynamics $T"
 "$B" prune "$W/fmnist" $R --select topk --topk easy --keep 0.3 --eval-sets coreset
 
 # Facebook: spreading over the graph (alpha 0.9), GCN proxy 64 hidden x 100 epochs, GCN target
-G="--split random:0.6,0.2,0.2 --labeled 0.01 --seed 0 --alpha 0.9 --proxy-hidden 64 --proxy-epochs 100 \
+G="--split random:0.6,0.2,0.2 --labeled 0.01 --ssl labelprop --seed 0 --alpha 0.9 --proxy-hidden 64 --proxy-epochs 100 \
    --proxy-dropout 0.5 --model gcn --hidden 16 --epochs 100 --dropout 0.5 --runs 5 --threads 2 --json --eval"
 "$B" prune "$W/facebook" $G --select ccs --keep 0.1 --mis-ratio 0.1 --eval-sets coreset,random,full
 "$B" prune "$W/facebook" $G --reuse-dynamics --select ccs --keep 0.3 --mis-ratio 0.1 --eval-sets coreset,random
