@@ -386,11 +386,13 @@ START_TEST(sgc_hops_path_by_hand) {
             const double nrm = hypot(h[hop][i * 2], h[hop][i * 2 + 1]);
             for (int t = 0; t < 2; t++) ck_assert_double_eq_tol(z[i * 2 + t], 3.0 * h[hop][i * 2 + t] / nrm, 1e-5);
         }
+        if (hop == 1) {   /* row 0 after one hop, written out: (1/2, 1/√6) scaled to norm 3 */
+            const double n0 = sqrt(0.25 + 1.0 / 6.0);
+            ck_assert_double_eq_tol(z[0], 3.0 * 0.5 / n0, 1e-5);
+            ck_assert_double_eq_tol(z[1], 3.0 * r6 / n0, 1e-5);
+        }
         inca_free(z);
     }
-    /* row 0 after one hop, by hand: (1/2, 1/√6) scaled to norm 3 */
-    const double n0 = sqrt(0.25 + 1.0 / 6.0);
-    ck_assert_double_eq_tol(3.0 * h[1][0] / hypot(h[1][0], h[1][1]), 3.0 * 0.5 / n0, 1e-12);
     /* hops 0 and 2 side by side for rows 2 and 0: each block of norm 3/√2 */
     o.nhops = 2;
     o.hop[0] = 0;
