@@ -3,12 +3,14 @@
 
 Spreading over the 10-NN cosine graph of the square roots of the pixels, PCA-200 whitened, labels
 82.9% of the unlabelled rows right (inca, seed 0); inca's default now (--ssl auto -> sgc, SIGN's
-hops 0, 1, 2, 4, 8, 16 over the same graph) 83.9%. The issue asks for 84%. This
+hops 0, 1, 2, 4, 8, 16 over the same graph) 83.9%, and SGC then Correct and Smooth (--ssl cs)
+84.2%. The issue asks for 84%. This
 script measures the alternatives on the same graph, so the figures in the README and the issue's
 note can be reproduced: edge weights, alpha, class mass normalisation, within-class whitening from
 the visible labels, seed expansion, harmonic (clamped) propagation, Poisson learning, SGC (a
 softmax regression on features smoothed K hops over the graph, Wu et al. 2019), SIGN-style hops
-side by side (inca's --ssl sgc), SGC and spreading averaged, and the ceiling:
+side by side (inca's --ssl sgc), SIGN then Correct and Smooth (Huang et al. 2021, inca's --ssl
+cs), SGC and spreading averaged, and the ceiling:
 leave-one-out kNN votes on the same graph with every label visible. Three labelled draws (60 per
 class, numpy's seeds 0-2, not inca's draw) for the main rows.
 
@@ -195,6 +197,22 @@ def main():
         X = Sl @ X
     sign6 = np.concatenate([unit(hops[k]) for k in (0, 1, 2, 4, 8)] + [unit(X)], 1) / np.sqrt(6)
     row("SIGN: hops 0, 1, 2, 4, 8, 16 side by side (inca's --ssl sgc)", lambda lab: softmax_reg(sign6, y, lab, 0.03))
+    S0 = sym(W0)
+
+    def correct_smooth(lab, a_c=0.8, a_s=0.8):
+        """Correct and Smooth (Huang et al. 2021) on SIGN's probabilities, autoscaled (inca's --ssl cs)"""
+        s = softmax_reg(sign6, y, lab, 0.03)
+        p = np.exp(s - s.max(1, keepdims=True))
+        p /= p.sum(1, keepdims=True)
+        y0 = onehot(y, lab, n)
+        e = np.zeros((n, C))
+        e[lab] = y0[lab] - p[lab]
+        f = spread(S0, e, alpha=a_c)
+        scale = np.abs(e[lab]).sum(1).mean() / np.maximum(np.abs(f).sum(1, keepdims=True), 1e-12)
+        z = p + scale * f
+        z[lab] = y0[lab]
+        return spread(S0, z, alpha=a_s)
+    row("SIGN, then Correct and Smooth (inca's --ssl cs)", correct_smooth)
 
     def probs(s):
         p = np.exp(s - s.max(1, keepdims=True))

@@ -15,6 +15,14 @@
 int labelprop_spread(const csr_t *w, const int32_t *y, int32_t c, double alpha, int iters,
                      int32_t *label, float *conf, float *f_out);
 
+/* The pieces, for other propagations over the same operator (pruning/cs.h):
+ * s (caller frees with csr_free) = D^-½ W D^-½ of a square non-negative w;
+ * f (n x c) = F after `iters` steps of F ← α S F + (1−α) F0 from F = F0 (any real F0);
+ * label/conf (either may be NULL) from F as labelprop_spread defines them. */
+int labelprop_operator(const csr_t *w, csr_t *s);
+int labelprop_iterate(const csr_t *s, const float *f0, int32_t c, double alpha, int iters, float *f);
+void labelprop_decide(const float *f, int64_t n, int32_t c, int32_t *label, float *conf);
+
 /* Class mass normalisation (Zhu, Ghahramani & Lafferty 2003): spreading favours the classes
  * whose seeds sit in dense, high-degree regions. Rescale column k of f (n x c, as filled by
  * labelprop_spread) so that the total mass over the rows without a label matches the class

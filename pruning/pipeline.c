@@ -8,6 +8,7 @@
 #include "core/status.h"
 #include "core/util.h"
 #include "loaders/store.h"
+#include "pruning/cs.h"
 #include "pruning/labelprop.h"
 #include "pruning/pca.h"
 #include "pruning/sgc.h"
@@ -53,16 +54,16 @@ void prune_config_default(prune_config_t *c) {
     c->sel.hardest = 1;
 }
 
-static const char *const prune_ssl_names[] = {"labelprop", "selftrain", "proxy", "auto", "sgc"};
+static const char *const prune_ssl_names[PRUNE_SSL_COUNT] = {"labelprop", "selftrain", "proxy", "auto", "sgc", "cs"};
 
 const char *prune_ssl_name(prune_ssl_t s) {
-    return s >= 0 && s <= PRUNE_SSL_SGC ? prune_ssl_names[s] : "?";
+    return s >= 0 && s < PRUNE_SSL_COUNT ? prune_ssl_names[s] : "?";
 }
 
 int prune_ssl_parse(const char *name, prune_ssl_t *out) {
-    for (int s = 0; s <= PRUNE_SSL_SGC; s++)
+    for (int s = 0; s < PRUNE_SSL_COUNT; s++)
         if (name && strcmp(name, prune_ssl_names[s]) == 0) { *out = (prune_ssl_t)s; return INCA_OK; }
-    return inca_fail(INCA_EINVAL, "--ssl: expected labelprop, selftrain, proxy, sgc or auto, got '%s'", name ? name : "");
+    return inca_fail(INCA_EINVAL, "--ssl: expected labelprop, selftrain, proxy, sgc, cs or auto, got '%s'", name ? name : "");
 }
 
 static const char *const prune_kf_names[PRUNE_KF_COUNT] = {"raw", "whiten", "sqrt-whiten"};
@@ -73,9 +74,11 @@ const char *prune_knn_features_name(int kf) {
 
 const char *prune_ssl_cand_name(int k, int on_graph) {
     static const char *const tab[PRUNE_CAND_COUNT] = {"labelprop-raw", "labelprop-whiten", "labelprop-sqrt-whiten",
-                                                      "sgc-raw", "sgc-whiten", "sgc-sqrt-whiten", "proxy"};
+                                                      "sgc-raw", "sgc-whiten", "sgc-sqrt-whiten",
+                                                      "cs-raw", "cs-whiten", "cs-sqrt-whiten", "proxy"};
     if (k == PRUNE_CAND_LABELPROP && on_graph) return "labelprop";
     if (k == PRUNE_CAND_SGC && on_graph) return "sgc";
+    if (k == PRUNE_CAND_CS && on_graph) return "cs";
     return k >= 0 && k < PRUNE_CAND_COUNT ? tab[k] : "?";
 }
 
@@ -312,17 +315,28 @@ static int sgc_source(const dataset_t *dv, const int64_t *pool, int64_t npool, c
     return view_graph_once(dv, pool, npool, cfg, kf, w, r, x, own, f);
 }
 
+/* The visible labels of SGC's rows (n: the graph's nodes, or the pool positions of a view) for
+ * Correct and Smooth, with the pool positions hide[t] for t = fold, fold + step, ... hidden
+ * (hide NULL: none). */
+static void cs_labels(const dataset_t *dv, const int64_t *pool, int64_t npool, int use_graph, const int64_t *hide,
+                      int64_t nhide, int fold, int step, int32_t *y) {
+    if (use_graph) memcpy(y, dv->y, (size_t)dv->n * sizeof *y);
+    else for (int64_t i = 0; i < npool; i++) y[i] = dv->y[pool[i]];
+    for (int64_t t = fold; hide && t < nhide; t += step) y[use_graph ? pool[hide[t]] : hide[t]] = -1;
+}
+
 /* SGC (pruning/sgc.h) over the dataset's graph (use_graph) or view kf's kNN graph w: fitted to the
- * labelled pool rows' hop features, then every row predicted in one sweep. */
+ * labelled pool rows' hop features, then every row predicted in one sweep; with cs, its
+ * probabilities corrected and smoothed over the same graph (pruning/cs.h). */
 static int pseudo_sgc(const dataset_t *dv, const int64_t *pool, int64_t npool, const prune_config_t *cfg, int use_graph,
-                      int kf, prune_result_t *r, csr_t *w) {
+                      int kf, int cs, prune_result_t *r, csr_t *w) {
     sgc_opts_t o;
     sgc_opts_default(&o);
     const csr_t *g = NULL;
     const float *x = NULL;
-    float *own = NULL, *zl = NULL, *wt = NULL, *conf = NULL;
+    float *own = NULL, *zl = NULL, *wt = NULL, *conf = NULL, *probs = NULL;
     int64_t n = 0, f = 0, m = 0, *rows = NULL;
-    int32_t *yl = NULL, *lab = NULL;
+    int32_t *yl = NULL, *lab = NULL, *ycs = NULL;
     int rc = sgc_source(dv, pool, npool, cfg, use_graph, kf, w, r, &g, &x, &own, &n, &f);
     if (rc) return rc;
     const double t0 = inca_now();
@@ -336,10 +350,23 @@ static int pseudo_sgc(const dataset_t *dv, const int64_t *pool, int64_t npool, c
             rows[m] = use_graph ? pool[i] : i;
             yl[m++] = dv->y[pool[i]];
         }
-    if (m == 0) { rc = inca_fail(INCA_EINVAL, "--ssl sgc: no labelled row in the pool"); goto done; }
+    if (m == 0) { rc = inca_fail(INCA_EINVAL, "--ssl %s: no labelled row in the pool", cs ? "cs" : "sgc"); goto done; }
     if ((rc = sgc_features(g, x, n, f, &o, rows, m, &zl))) goto done;
     if ((rc = sgc_fit(zl, m, f * o.nhops, yl, dv->c, &o, &wt))) goto done;
-    if ((rc = sgc_predict_graph(g, x, n, f, &o, wt, dv->c, lab, conf))) goto done;
+    if (!cs) {
+        if ((rc = sgc_predict_graph(g, x, n, f, &o, wt, dv->c, lab, conf))) goto done;
+    } else {
+        cs_opts_t co;
+        cs_opts_default(&co);
+        co.iters = cfg->iters;
+        probs = inca_malloc((size_t)n * (size_t)dv->c * sizeof *probs);
+        ycs = inca_malloc((size_t)n * sizeof *ycs);
+        if (!probs || !ycs) { rc = INCA_ENOMEM; goto done; }
+        const float *wl[1] = {wt};
+        if ((rc = sgc_probs_graph(g, x, n, f, &o, wl, 1, dv->c, probs))) goto done;
+        cs_labels(dv, pool, npool, use_graph, NULL, 0, 0, 1, ycs);
+        if ((rc = cs_run(g, probs, dv->c, ycs, &co, lab, conf, NULL))) goto done;
+    }
     for (int64_t i = 0; i < npool; i++) {
         const int64_t row = use_graph ? pool[i] : i;
         r->pseudo[i] = lab[row];
@@ -352,24 +379,29 @@ done:
     inca_free(zl);
     inca_free(wt);
     inca_free(conf);
+    inca_free(probs);
     inca_free(rows);
     inca_free(yl);
+    inca_free(ycs);
     inca_free(lab);
     return rc;
 }
 
 /* SGC's part of the check: the labelled rows' hop features once (lp: their pool positions in the
  * check's shuffled order; row t is in fold t % PRUNE_SSL_CHECK_FOLDS), then per fold a fit on the
- * other folds and a prediction of the hidden one; hits counted into *hit. */
+ * other folds and a prediction of the hidden one; hits counted into *hit_sgc (NULL: SGC is not a
+ * candidate). With hit_cs, Correct and Smooth too: every row's probabilities under the five fold
+ * fits in one sweep, then per fold C&S from the other folds' labels. */
 static int sgc_check(const dataset_t *dv, const int64_t *pool, int64_t npool, const prune_config_t *cfg, int use_graph,
-                     int kf, csr_t *w, const int64_t *lp, int64_t nl, prune_result_t *r, int64_t *hit) {
+                     int kf, csr_t *w, const int64_t *lp, int64_t nl, prune_result_t *r, int64_t *hit_sgc, int64_t *hit_cs) {
+    enum { NF = PRUNE_SSL_CHECK_FOLDS };
     sgc_opts_t o;
     sgc_opts_default(&o);
     const csr_t *g = NULL;
     const float *x = NULL;
-    float *own = NULL, *zl = NULL, *wt = NULL;
+    float *own = NULL, *zl = NULL, *wt[NF] = {NULL}, *probs = NULL;
     int64_t n = 0, f = 0, *rows = NULL;
-    int32_t *yt = NULL, *yf = NULL, *pred = NULL;
+    int32_t *yt = NULL, *yf = NULL, *pred = NULL, *ycs = NULL, *lab = NULL;
     int rc = sgc_source(dv, pool, npool, cfg, use_graph, kf, w, r, &g, &x, &own, &n, &f);
     if (rc) return rc;
     rows = inca_malloc((size_t)nl * sizeof *rows);
@@ -382,21 +414,39 @@ static int sgc_check(const dataset_t *dv, const int64_t *pool, int64_t npool, co
         yt[t] = dv->y[pool[lp[t]]];
     }
     if ((rc = sgc_features(g, x, n, f, &o, rows, nl, &zl))) goto done;
-    for (int fold = 0; fold < PRUNE_SSL_CHECK_FOLDS && !rc; fold++) {
-        for (int64_t t = 0; t < nl; t++) yf[t] = t % PRUNE_SSL_CHECK_FOLDS == fold ? -1 : yt[t];
-        INCA_FREE(wt);
-        if ((rc = sgc_fit(zl, nl, f * o.nhops, yf, dv->c, &o, &wt))) break;
-        if ((rc = sgc_predict(zl, nl, f * o.nhops, wt, dv->c, pred, NULL))) break;
-        for (int64_t t = fold; t < nl; t += PRUNE_SSL_CHECK_FOLDS) *hit += pred[t] == yt[t];
+    for (int fold = 0; fold < NF && !rc; fold++) {
+        for (int64_t t = 0; t < nl; t++) yf[t] = t % NF == fold ? -1 : yt[t];
+        if ((rc = sgc_fit(zl, nl, f * o.nhops, yf, dv->c, &o, &wt[fold]))) break;
+        if (!hit_sgc) continue;
+        if ((rc = sgc_predict(zl, nl, f * o.nhops, wt[fold], dv->c, pred, NULL))) break;
+        for (int64_t t = fold; t < nl; t += NF) *hit_sgc += pred[t] == yt[t];
+    }
+    if (rc || !hit_cs) goto done;
+    if (hit_sgc) train_log(&cfg->proxy, TRAIN_LOG_PROGRESS, "pseudo-label check: %s", prune_ssl_cand_name(PRUNE_CAND_CS + kf, use_graph));
+    cs_opts_t co;
+    cs_opts_default(&co);
+    co.iters = cfg->iters;
+    probs = inca_malloc((size_t)NF * (size_t)n * (size_t)dv->c * sizeof *probs);
+    ycs = inca_malloc((size_t)n * sizeof *ycs);
+    lab = inca_malloc((size_t)n * sizeof *lab);
+    if (!probs || !ycs || !lab) { rc = INCA_ENOMEM; goto done; }
+    if ((rc = sgc_probs_graph(g, x, n, f, &o, (const float *const *)wt, NF, dv->c, probs))) goto done;
+    for (int fold = 0; fold < NF && !rc; fold++) {
+        cs_labels(dv, pool, npool, use_graph, lp, nl, fold, NF, ycs);
+        rc = cs_run(g, probs + (int64_t)fold * n * dv->c, dv->c, ycs, &co, lab, NULL, NULL);
+        for (int64_t t = fold; t < nl && !rc; t += NF) *hit_cs += lab[rows[t]] == yt[t];
     }
 done:
     inca_free(own);
     inca_free(zl);
-    inca_free(wt);
+    for (int k = 0; k < NF; k++) inca_free(wt[k]);
+    inca_free(probs);
     inca_free(rows);
     inca_free(yt);
     inca_free(yf);
     inca_free(pred);
+    inca_free(ycs);
+    inca_free(lab);
     return rc;
 }
 
@@ -579,17 +629,24 @@ static int pseudo_proxy(const dataset_t *dv, const int64_t *pool, int64_t npool,
 
 /* The candidates --ssl and --knn-features leave open: spreading and SGC (over the graph, or over
  * each kNN view allowed; sqrt-whiten only for non-negative features; SGC only with features) and
- * the proxy. */
+ * the proxy; SGC then C&S over each view for --ssl cs. */
 static int ssl_candidates(const dataset_t *dv, const int64_t *pool, int64_t npool, const prune_config_t *cfg, int use_graph,
                           int cand[PRUNE_CAND_COUNT]) {
     int nc = 0, views[PRUNE_KF_COUNT] = {0};
     for (int k = 0; k < PRUNE_CAND_COUNT; k++) cand[k] = 0;
     if (cfg->ssl == PRUNE_SSL_SELFTRAIN) return 0;
     const int spread = cfg->ssl == PRUNE_SSL_AUTO || cfg->ssl == PRUNE_SSL_LABELPROP;
-    const int sgc = (cfg->ssl == PRUNE_SSL_AUTO || cfg->ssl == PRUNE_SSL_SGC) && dv->f >= 1 && dv->x;
+    const int feat = dv->f >= 1 && dv->x != NULL;
+    const int sgc = (cfg->ssl == PRUNE_SSL_AUTO || cfg->ssl == PRUNE_SSL_SGC) && feat;
+    /* C&S is asked for, never auto's: against SGC alone (README, 3 draws each) it gains a few
+     * tenths on Fashion-MNIST's and two tables' kNN graphs and on Facebook's graph at 20% labels,
+     * and loses up to a point on Cora's graph and 3.5 points over Cora's kNN graph; the check's few
+     * hundred labelled rows cannot tell gains that small apart (on Cora it preferred C&S by 4 rows
+     * of 325, where C&S is worse) */
+    const int cs = cfg->ssl == PRUNE_SSL_CS && feat;
     if (use_graph) views[0] = 1;
     else if (cfg->knn_features != PRUNE_KF_AUTO) views[cfg->knn_features] = 1;
-    else if (spread || sgc) {
+    else if (spread || sgc || cs) {
         int nonneg = 1;
         for (int64_t i = 0; i < npool && nonneg; i++)
             for (int64_t t = 0; t < dv->f && nonneg; t++) nonneg = dv->x[pool[i] * dv->f + t] >= 0;
@@ -599,6 +656,7 @@ static int ssl_candidates(const dataset_t *dv, const int64_t *pool, int64_t npoo
     for (int v = 0; v < PRUNE_KF_COUNT; v++) {
         cand[PRUNE_CAND_LABELPROP + v] = spread && views[v];
         cand[PRUNE_CAND_SGC + v] = sgc && views[v];
+        cand[PRUNE_CAND_CS + v] = cs && views[v];
     }
     if (cfg->ssl == PRUNE_SSL_AUTO || cfg->ssl == PRUNE_SSL_PROXY) cand[PRUNE_CAND_PROXY] = 1;
     for (int k = 0; k < PRUNE_CAND_COUNT; k++) nc += cand[k];
@@ -639,9 +697,14 @@ static int ssl_choose(const dataset_t *dv, const int64_t *pool, int64_t npool, c
     h.knn_used = -1;
     for (int k = 0; k < PRUNE_CAND_COUNT && !rc; k++) {
         if (!cand[k]) continue;
-        if (k >= PRUNE_CAND_SGC && k < PRUNE_CAND_PROXY) {   /* SGC: the labelled rows' features, once */
-            train_log(&cfg->proxy, TRAIN_LOG_PROGRESS, "pseudo-label check: %s", prune_ssl_cand_name(k, use_graph));
-            rc = sgc_check(dv, pool, npool, cfg, use_graph, k - PRUNE_CAND_SGC, &w[k - PRUNE_CAND_SGC], lp, nl, r, &hit[k]);
+        if (k >= PRUNE_CAND_SGC && k < PRUNE_CAND_PROXY) {   /* SGC and C&S: the labelled rows' features, once */
+            const int v = (k - PRUNE_CAND_SGC) % PRUNE_KF_COUNT;
+            if (k >= PRUNE_CAND_CS && cand[PRUNE_CAND_SGC + v]) continue;   /* checked with SGC */
+            train_log(&cfg->proxy, TRAIN_LOG_PROGRESS, "pseudo-label check: %s",
+                      prune_ssl_cand_name(cand[PRUNE_CAND_SGC + v] ? PRUNE_CAND_SGC + v : PRUNE_CAND_CS + v, use_graph));
+            rc = sgc_check(dv, pool, npool, cfg, use_graph, v, &w[v], lp, nl, r,
+                           cand[PRUNE_CAND_SGC + v] ? &hit[PRUNE_CAND_SGC + v] : NULL,
+                           cand[PRUNE_CAND_CS + v] ? &hit[PRUNE_CAND_CS + v] : NULL);
             continue;
         }
         for (int fold = 0; fold < PRUNE_SSL_CHECK_FOLDS && !rc; fold++) {
@@ -747,7 +810,10 @@ int prune_run(const dataset_t *dv, const int64_t *pool, int64_t npool, const pru
     if (!rc && chosen < 0 && cfg->ssl != PRUNE_SSL_SELFTRAIN)
         rc = inca_fail(INCA_EINVAL, "--ssl %s: the dataset has no features to smooth", prune_ssl_name(cfg->ssl));
     if (!rc && chosen >= 0) {
-        r->ssl_used = chosen == PRUNE_CAND_PROXY ? PRUNE_SSL_PROXY : chosen >= PRUNE_CAND_SGC ? PRUNE_SSL_SGC : PRUNE_SSL_LABELPROP;
+        r->ssl_used = chosen == PRUNE_CAND_PROXY ? PRUNE_SSL_PROXY
+                      : chosen >= PRUNE_CAND_CS  ? PRUNE_SSL_CS
+                      : chosen >= PRUNE_CAND_SGC ? PRUNE_SSL_SGC
+                                                 : PRUNE_SSL_LABELPROP;
         if (chosen != PRUNE_CAND_PROXY && !use_graph) r->knn_features_used = chosen % PRUNE_KF_COUNT;
     }
     if (!rc) train_log(&cfg->proxy, TRAIN_LOG_PROGRESS, "pseudo-labels (%s)", prune_ssl_name(r->ssl_used));
@@ -765,9 +831,9 @@ int prune_run(const dataset_t *dv, const int64_t *pool, int64_t npool, const pru
         r->sec[PRUNE_ST_SPREAD] = inca_now() - t0;
     } else if (r->ssl_used == PRUNE_SSL_PROXY) {
         rc = pseudo_proxy(dv, pool, npool, cfg, proxy_graph, r);
-    } else if (r->ssl_used == PRUNE_SSL_SGC) {
-        const int kf = chosen - PRUNE_CAND_SGC;
-        rc = pseudo_sgc(dv, pool, npool, cfg, use_graph, kf, r, &w[kf]);
+    } else if (r->ssl_used == PRUNE_SSL_SGC || r->ssl_used == PRUNE_SSL_CS) {
+        const int kf = chosen % PRUNE_KF_COUNT;
+        rc = pseudo_sgc(dv, pool, npool, cfg, use_graph, kf, r->ssl_used == PRUNE_SSL_CS, r, &w[kf]);
     } else {
         const int kf = chosen - PRUNE_CAND_LABELPROP;
         rc = pseudo_labelprop(dv, pool, npool, cfg, use_graph, kf, r, &w[kf]);
@@ -905,7 +971,7 @@ int prune_dyn_load(const char *path, const char *tag, const char *key, prune_res
     memcpy(&h, p, sizeof h);
     h.key[sizeof h.key - 1] = '\0';
     if (h.magic != DYN_MAGIC || (h.version != 1 && h.version != 2) || (h.version == 2 && h.el2n_epochs < 1) ||
-        h.ssl_used < 0 || h.ssl_used > PRUNE_SSL_SGC || h.ssl_used == PRUNE_SSL_AUTO || h.knn_features_used < -1 || h.knn_features_used >= PRUNE_KF_COUNT) {
+        h.ssl_used < 0 || h.ssl_used >= PRUNE_SSL_COUNT || h.ssl_used == PRUNE_SSL_AUTO || h.knn_features_used < -1 || h.knn_features_used >= PRUNE_KF_COUNT) {
         rc = inca_fail(INCA_EINVAL, "%s: record %s is not a version-1 or -2 dynamics header", path, rec);
         goto done;
     }

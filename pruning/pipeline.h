@@ -35,10 +35,11 @@ enum { PRUNE_ST_LOAD = 0, PRUNE_ST_LABELED, PRUNE_ST_CHECK, PRUNE_ST_KNN, PRUNE_
 extern const char *const prune_stage_names[PRUNE_ST_COUNT];
 
 /* pseudo-labels: label spreading, FixMatch self-training, the proxy trained on the labelled rows
- * alone, SGC (pruning/sgc.h: a softmax regression on the rows smoothed over the graph), or auto
- * (spreading, SGC or the proxy, whichever gets more held-out labelled rows right) */
+ * alone, SGC (pruning/sgc.h: a softmax regression on the rows smoothed over the graph), SGC then
+ * Correct and Smooth (pruning/cs.h), or auto (spreading, SGC or the proxy, whichever gets more
+ * held-out labelled rows right) */
 typedef enum { PRUNE_SSL_LABELPROP = 0, PRUNE_SSL_SELFTRAIN = 1, PRUNE_SSL_PROXY = 2, PRUNE_SSL_AUTO = 3,
-               PRUNE_SSL_SGC = 4 } prune_ssl_t;
+               PRUNE_SSL_SGC = 4, PRUNE_SSL_CS = 5, PRUNE_SSL_COUNT = 6 } prune_ssl_t;
 enum { PRUNE_MAX_BUDGETS = 16 };
 enum { PRUNE_KNN_EXACT = 0, PRUNE_KNN_FAISS = 1, PRUNE_KNN_AUTO = -1 };
 /* --knn-search auto: exact below this many pool rows, FAISS from it (README: measured) */
@@ -90,13 +91,14 @@ enum { PRUNE_DYN_AUTO = -1, PRUNE_DYN_EVAL = 0, PRUNE_DYN_STEPS = 1 };
 enum { PRUNE_KF_AUTO = -1, PRUNE_KF_RAW = 0, PRUNE_KF_WHITEN = 1, PRUNE_KF_SQRT_WHITEN = 2, PRUNE_KF_COUNT = 3 };
 int prune_knn_features_parse(const char *name, int *out);   /* "raw" | "whiten" | "sqrt-whiten" | "auto" */
 const char *prune_knn_features_name(int kf);
-/* --ssl auto's candidates: spreading over the graph or over one of the kNN views, SGC over the
- * same, and the proxy (in this order: the check's ties go to the earlier) */
-enum { PRUNE_CAND_LABELPROP = 0, PRUNE_CAND_SGC = PRUNE_KF_COUNT, PRUNE_CAND_PROXY = 2 * PRUNE_KF_COUNT,
-       PRUNE_CAND_COUNT = 2 * PRUNE_KF_COUNT + 1 };
+/* The check's candidates: spreading over the graph or over one of the kNN views, SGC over the
+ * same, SGC with Correct and Smooth over the same (--ssl cs only), and the proxy (in this order:
+ * the check's ties go to the earlier) */
+enum { PRUNE_CAND_LABELPROP = 0, PRUNE_CAND_SGC = PRUNE_KF_COUNT, PRUNE_CAND_CS = 2 * PRUNE_KF_COUNT,
+       PRUNE_CAND_PROXY = 3 * PRUNE_KF_COUNT, PRUNE_CAND_COUNT = 3 * PRUNE_KF_COUNT + 1 };
 #define PRUNE_SSL_CHECK_FOLDS 5
-/* "labelprop" / "sgc" (over the graph: on_graph), "labelprop-raw|-whiten|-sqrt-whiten", likewise
- * "sgc-...", "proxy" */
+/* "labelprop" / "sgc" / "cs" (over the graph: on_graph), "labelprop-raw|-whiten|-sqrt-whiten",
+ * likewise "sgc-..." and "cs-...", "proxy" */
 const char *prune_ssl_cand_name(int k, int on_graph);
 enum { PRUNE_DYN_FULL = 0, PRUNE_DYN_COMPACT = 1 };
 #define PRUNE_DYN_COMPACT_BYTES (256LL << 20)
@@ -106,7 +108,7 @@ enum { PRUNE_GIVEN_FEATNORM = 1, PRUNE_GIVEN_PROXY_EPOCHS = 2, PRUNE_GIVEN_PROXY
 /* Defaults above; proxy: mlp (gcn for graph datasets is chosen in prune_run when
  * proxy.model is ""), 2 layers, hidden 256, 30 epochs, lr 0.01, dropout 0.2, wd 5e-4. */
 void prune_config_default(prune_config_t *c);
-int prune_ssl_parse(const char *name, prune_ssl_t *out);   /* "labelprop" | "selftrain" | "proxy" | "auto" | "sgc" */
+int prune_ssl_parse(const char *name, prune_ssl_t *out);   /* "labelprop" | "selftrain" | "proxy" | "auto" | "sgc" | "cs" */
 const char *prune_ssl_name(prune_ssl_t s);
 
 typedef struct prune_result {
@@ -128,7 +130,7 @@ typedef struct prune_result {
     int64_t ssl_check_n;    /* the check: labelled rows, each held out once over PRUNE_SSL_CHECK_FOLDS
                                folds (0: not checked, a single candidate) */
     double ssl_check_acc[PRUNE_CAND_COUNT];   /* the share each candidate (PRUNE_CAND_LABELPROP +
-                               view, PRUNE_CAND_SGC + view, PRUNE_CAND_PROXY) got right; NaN: not a candidate */
+                               view, PRUNE_CAND_SGC + view, PRUNE_CAND_CS + view, PRUNE_CAND_PROXY) got right; NaN: not a candidate */
     double sec[PRUNE_ST_COUNT];
 } prune_result_t;
 void prune_result_free(prune_result_t *r);   /* NULL-safe; zeroes *r */

@@ -214,34 +214,44 @@ typedef struct pred_ctx {
     const sgc_opts_t *o;
     int64_t n, f;
     int32_t c;
-    const float *w;
-    float *logits, *buf;
+    const float *const *w;
+    int nw;
+    float *logits, *buf;   /* nw x n x c; SGC_BLOCK x f */
 } pred_ctx_t;
 
-/* logits += (hop j's blocks of every row) W_j, block by block */
+/* model k's logits += (hop j's blocks of every row) W_k,j, block by block */
 static int pred_visit(void *vc, int j, const float *cur) {
     pred_ctx_t *p = vc;
     const double s = p->o->scale / sqrt((double)p->o->nhops);
     for (int64_t i0 = 0; i0 < p->n; i0 += SGC_BLOCK) {
         const int64_t b = p->n - i0 < SGC_BLOCK ? p->n - i0 : SGC_BLOCK;
         for (int64_t i = 0; i < b; i++) scaled_row(p->buf + i * p->f, cur + (i0 + i) * p->f, p->f, s);
-        kern_gemm(0, 0, b, p->c, p->f, 1.0f, p->buf, p->f, p->w + (int64_t)j * p->f * p->c, p->c, j ? 1.0f : 0.0f,
-                  p->logits + i0 * p->c, p->c);
+        for (int k = 0; k < p->nw; k++)
+            kern_gemm(0, 0, b, p->c, p->f, 1.0f, p->buf, p->f, p->w[k] + (int64_t)j * p->f * p->c, p->c, j ? 1.0f : 0.0f,
+                      p->logits + ((int64_t)k * p->n + i0) * p->c, p->c);
     }
     return INCA_OK;
+}
+
+int sgc_probs_graph(const csr_t *a, const float *x, int64_t n, int64_t f, const sgc_opts_t *o, const float *const *w, int nw,
+                    int32_t c, float *probs) {
+    int ok = w && nw >= 1 && probs && c >= 2 && n >= 1 && f >= 1;
+    for (int k = 0; ok && k < nw; k++) ok = w[k] != NULL;
+    if (!ok) return inca_fail(INCA_EINVAL, "sgc_probs_graph: expected weights, rows and >= 2 classes");
+    pred_ctx_t p = {o, n, f, c, w, nw, probs, inca_malloc((size_t)(n < SGC_BLOCK ? n : SGC_BLOCK) * (size_t)f * sizeof(float))};
+    int rc = !p.buf ? INCA_ENOMEM : hop_sweep(a, x, n, f, o, pred_visit, &p);
+    if (!rc) softmax_rows(probs, (int64_t)nw * n, c, NULL);
+    inca_free(p.buf);
+    return rc;
 }
 
 int sgc_predict_graph(const csr_t *a, const float *x, int64_t n, int64_t f, const sgc_opts_t *o, const float *w, int32_t c,
                       int32_t *label, float *conf) {
     if (!w || c < 2 || n < 1 || f < 1) return inca_fail(INCA_EINVAL, "sgc_predict_graph: expected weights, rows and >= 2 classes");
-    pred_ctx_t p = {o, n, f, c, w, inca_malloc((size_t)n * (size_t)c * sizeof(float)),
-                    inca_malloc((size_t)(n < SGC_BLOCK ? n : SGC_BLOCK) * (size_t)f * sizeof(float))};
-    int rc = !p.logits || !p.buf ? INCA_ENOMEM : hop_sweep(a, x, n, f, o, pred_visit, &p);
-    if (!rc) {
-        softmax_rows(p.logits, n, c, NULL);
-        argmax_rows(p.logits, n, c, label, conf);
-    }
-    inca_free(p.logits);
-    inca_free(p.buf);
+    float *probs = inca_malloc((size_t)n * (size_t)c * sizeof *probs);
+    if (!probs) return INCA_ENOMEM;
+    int rc = sgc_probs_graph(a, x, n, f, o, &w, 1, c, probs);
+    if (!rc) argmax_rows(probs, n, c, label, conf);
+    inca_free(probs);
     return rc;
 }

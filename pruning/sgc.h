@@ -45,6 +45,10 @@ int sgc_predict(const float *z, int64_t m, int64_t F, const float *w, int32_t c,
  * what sgc_predict gives on sgc_features of every row, to float rounding. */
 int sgc_predict_graph(const csr_t *a, const float *x, int64_t n, int64_t f, const sgc_opts_t *o, const float *w, int32_t c,
                       int32_t *label, float *conf);
+/* The softmax probabilities of every row of the graph under each of nw fitted weights w[k], in
+ * one sweep: probs (caller-owned, nw x n x c; model k's rows from k n c). */
+int sgc_probs_graph(const csr_t *a, const float *x, int64_t n, int64_t f, const sgc_opts_t *o, const float *const *w, int nw,
+                    int32_t c, float *probs);
 /* The objective sgc_fit minimises, at W: mean cross-entropy over the labelled rows + l2/2 |W|^2;
  * g (may be NULL; F x c) receives its gradient. NAN on a bad call. */
 double sgc_loss(const float *z, int64_t m, int64_t F, const int32_t *y, int32_t c, double l2, const float *w, float *g);

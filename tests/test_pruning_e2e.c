@@ -106,11 +106,27 @@ START_TEST(pipeline_sgc_graph_and_no_features) {
     for (int64_t i = 0; i < NPOOL; i++)
         if (yv[pool[i]] >= 0) ck_assert(r.pseudo[i] == yv[pool[i]] && r.conf[i] == 1.0f);
     prune_result_free(&r);
+    /* SGC then Correct and Smooth over the same graph: the labelled rows keep their labels, the
+     * rest are at least as right as SGC's (on rings of one class each, smoothing cannot mislead) */
+    cfg.ssl = PRUNE_SSL_CS;
+    ck_assert_int_eq(prune_run(&dv, pool, NPOOL, &cfg, &r), 0);
+    ck_assert_int_eq(r.ssl_used, PRUNE_SSL_CS);
+    ck_assert_int_eq(r.knn_features_used, -1);
+    int right_cs = 0;
+    for (int64_t i = 0; i < NPOOL; i++) right_cs += r.pseudo[i] == d.y[pool[i]];
+    ck_assert_msg(right_cs >= right, "cs over the graph: %d of %d right, sgc %d", right_cs, NPOOL, right);
+    for (int64_t i = 0; i < NPOOL; i++)
+        if (yv[pool[i]] >= 0) ck_assert(r.pseudo[i] == yv[pool[i]] && r.conf[i] == 1.0f);
+    prune_result_free(&r);
     /* no features: a message, nothing run */
     INCA_FREE(d.x);
     d.f = 0;
     dv = d;
     dv.y = yv;
+    ck_assert_int_eq(prune_run(&dv, pool, NPOOL, &cfg, &r), INCA_EINVAL);
+    ck_assert_ptr_nonnull(strstr(inca_errmsg(), "--ssl cs: the dataset has no features"));
+    inca_err_clear();
+    cfg.ssl = PRUNE_SSL_SGC;
     ck_assert_int_eq(prune_run(&dv, pool, NPOOL, &cfg, &r), INCA_EINVAL);
     ck_assert_ptr_nonnull(strstr(inca_errmsg(), "--ssl sgc: the dataset has no features"));
     inca_err_clear();
@@ -306,6 +322,10 @@ END_TEST
 START_TEST(hidden_labels_never_read_auto) { hidden_label_case("auto", ""); }
 END_TEST
 
+/* --ssl cs: SGC fitted to the visible labels, corrected and smoothed from them, over each view */
+START_TEST(hidden_labels_never_read_cs) { hidden_label_case("cs", ""); }
+END_TEST
+
 /* --ssl auto picks, from held-out visible labels only, the pseudo-labeller that is more accurate
  * on the hidden ones: on a graph whose edges mostly join classes but whose features separate
  * them, the proxy (a GCN trained on the labelled nodes); on a homophilous graph with features
@@ -381,10 +401,10 @@ START_TEST(cli_ssl_auto_picks_the_better) {
     char *tb = path_in(dir, "table");
     ck_assert_int_eq(dataset_save(&d, tb, 0), 0);
     dataset_free(&d);
-    const char *views[5] = {"--ssl labelprop --knn-features raw", "--ssl labelprop --knn-features whiten", "--ssl proxy",
-                            "--ssl sgc --knn-features whiten", "--ssl auto"};
-    double tacc[5];
-    for (int v = 0; v < 5; v++) {
+    const char *views[6] = {"--ssl labelprop --knn-features raw", "--ssl labelprop --knn-features whiten", "--ssl proxy",
+                            "--ssl sgc --knn-features whiten", "--ssl auto", "--ssl cs"};
+    double tacc[6];
+    for (int v = 0; v < 6; v++) {
         char *out = NULL, *err = NULL, cmd[1024];
         snprintf(cmd, sizeof cmd, "prune %s --labeled 0.1 %s --knn 8 --knn-pca 8 --keep 0.3 --seed 1 --threads 2 --json --quiet",
                  tb, views[v]);
@@ -396,12 +416,19 @@ START_TEST(cli_ssl_auto_picks_the_better) {
             ck_assert_msg(strstr(js, "\"labelprop-raw\":") && strstr(js, "\"labelprop-whiten\":") && strstr(js, "\"proxy\":") &&
                           strstr(js, "\"sgc-raw\":") && strstr(js, "\"sgc-whiten\":") && !strstr(js, "sqrt-whiten\":"), "%s", js);
             ck_assert_msg(strstr(js, "\"folds\":5") && tu_json_num(js, "labeled") == 60, "%s", js);
+            ck_assert_msg(!strstr(js, "\"cs-"), "auto checks no C&S: %s", js);
+        }
+        if (v == 5) {   /* --ssl cs with the views open: C&S over each view, nothing else */
+            const char *ck = strstr(js, "\"ssl_check\":{\"labeled\":60,\"folds\":5,\"cs-raw\":");
+            const char *cw = ck ? strstr(ck, ",\"cs-whiten\":") : NULL;
+            ck_assert_msg(strstr(js, "\"ssl\":\"cs\"") && cw && strchr(cw + 1, '}') < strchr(cw + 1, ','), "%s", js);
         }
         free(out); free(err);
     }
     ck_assert_msg(tacc[1] - tacc[0] > 0.1, "raw %g, whitened %g: the case does not separate them", tacc[0], tacc[1]);
     /* SGC over the whitened view learns the classes too (chance: 1 / C) */
     ck_assert_msg(tacc[3] > 1.0 / C + 0.3, "sgc over the whitened view: %g", tacc[3]);
+    ck_assert_msg(tacc[5] > 1.0 / C + 0.3, "cs over its checked view: %g", tacc[5]);
     const double best = fmax(fmax(tacc[0], tacc[1]), fmax(tacc[2], tacc[3]));
     ck_assert_msg(tacc[4] >= best - 0.03, "auto %g; raw %g, whitened %g, proxy %g, sgc %g", tacc[4], tacc[0], tacc[1], tacc[2],
                   tacc[3]);
@@ -946,6 +973,7 @@ int main(void) {
     tcase_add_test(t, hidden_labels_never_read_relabel);
     tcase_add_test(t, hidden_labels_never_read_proxy);
     tcase_add_test(t, hidden_labels_never_read_auto);
+    tcase_add_test(t, hidden_labels_never_read_cs);
     tcase_add_test(t, cli_ssl_auto_picks_the_better);
     tcase_add_test(t, pipeline_sgc_graph_and_no_features);
     tcase_add_test(t, cli_outputs_reuse_and_eval);

@@ -1,13 +1,15 @@
 /* Tests of the pseudo-labelling graph stage: exact kNN (euclidean and cosine) against a
  * brute-force double-precision search, across row and column block boundaries; tie order on
  * hand-built points; the symmetric kNN graph; label spreading against the closed form
- * (1−α)(I−αS)^{-1}Y solved by Gaussian elimination on a tiny weighted graph; SGC's smoothing by
- * hand on a path and its regression's gradient by finite differences. */
+ * (1−α)(I−αS)^{-1}Y solved by Gaussian elimination on a tiny weighted graph; Correct and Smooth
+ * against the same closed form for both propagations; SGC's smoothing by hand on a path, its
+ * regression's gradient by finite differences, several models in one sweep. */
 #include "testutil.h"
 #include "core/alloc.h"
 #include "core/rng.h"
 #include "core/status.h"
 #include "graph/csr.h"
+#include "pruning/cs.h"
 #include "pruning/knn.h"
 #include "pruning/labelprop.h"
 #include "pruning/pca.h"
@@ -279,23 +281,31 @@ START_TEST(pca_whiten_known_axes) {
 }
 END_TEST
 
-START_TEST(labelprop_closed_form) {
-    /* 7 nodes: weighted path 0-1-2-3-4-5 plus chord 1-4 (weight 2); node 6 isolated */
-    enum { N = 7, C = 2 };
+/* 7 nodes: weighted path 0-1-2-3-4-5 plus chord 1-4 (weight 2); node 6 isolated. w (weighted
+ * CSR) and W (dense, 7 x 7) hold the same graph. */
+enum { CHORD_N = 7 };
+static void chord_graph(csr_t *w, double *W) {
     int64_t src[6] = {0, 1, 2, 3, 4, 1}, dst[6] = {1, 2, 3, 4, 5, 4};
     csr_t pat;
-    ck_assert_int_eq(csr_from_edges(&pat, N, src, dst, 6, CSR_SYMMETRIZE), 0);
-    csr_t w;
-    ck_assert_int_eq(csr_alloc(&w, N, N, pat.nnz, 1), 0);
-    memcpy(w.rowptr, pat.rowptr, (N + 1) * sizeof *w.rowptr);
-    memcpy(w.col, pat.col, (size_t)pat.nnz * sizeof *w.col);
-    double W[N * N] = {0};
-    for (int64_t i = 0; i < N; i++)
-        for (int64_t e = w.rowptr[i]; e < w.rowptr[i + 1]; e++) {
-            int j = w.col[e];
-            w.val[e] = ((i == 1 && j == 4) || (i == 4 && j == 1)) ? 2.0f : 1.0f;
-            W[i * N + j] = w.val[e];
+    ck_assert_int_eq(csr_from_edges(&pat, CHORD_N, src, dst, 6, CSR_SYMMETRIZE), 0);
+    ck_assert_int_eq(csr_alloc(w, CHORD_N, CHORD_N, pat.nnz, 1), 0);
+    memcpy(w->rowptr, pat.rowptr, (CHORD_N + 1) * sizeof *w->rowptr);
+    memcpy(w->col, pat.col, (size_t)pat.nnz * sizeof *w->col);
+    for (int i = 0; i < CHORD_N * CHORD_N; i++) W[i] = 0;
+    for (int64_t i = 0; i < CHORD_N; i++)
+        for (int64_t e = w->rowptr[i]; e < w->rowptr[i + 1]; e++) {
+            const int j = w->col[e];
+            w->val[e] = ((i == 1 && j == 4) || (i == 4 && j == 1)) ? 2.0f : 1.0f;
+            W[i * CHORD_N + j] = w->val[e];
         }
+    csr_free(&pat);
+}
+
+START_TEST(labelprop_closed_form) {
+    enum { N = CHORD_N, C = 2 };
+    csr_t w;
+    double W[N * N];
+    chord_graph(&w, W);
     int32_t y[N] = {0, -1, -1, -1, -1, 1, -1};
     const double alpha = 0.8;
     int32_t lab[N];
@@ -336,7 +346,72 @@ START_TEST(labelprop_closed_form) {
     y[2] = 2;
     ck_assert_int_eq(labelprop_spread(&w, y, C, 0.5, 10, lab, conf, NULL), INCA_EINVAL);
     csr_free(&w);
-    csr_free(&pat);
+}
+END_TEST
+
+/* Correct and Smooth against the dense closed form on the weighted 7-node graph above (each
+ * propagation run to convergence is (1−α)(I−αS)^{-1} of its start): base probabilities that call
+ * node 1 (next to the class-0 seed 0) class 1 and node 4 (next to the class-1 seed 5) class 0.
+ * The reference builds E0, spreads it, autoscales (σ = mean L1 residual of the seeds), clamps the
+ * seeds and spreads again, all in double. The isolated node 6 keeps its base prediction. */
+START_TEST(cs_closed_form) {
+    enum { N = CHORD_N, C = 2 };
+    csr_t wv;
+    double W[N * N], deg[N] = {0};
+    chord_graph(&wv, W);
+    for (int i = 0; i < N; i++) for (int j = 0; j < N; j++) deg[i] += W[i * N + j];
+    const float p[N * C] = {0.6f, 0.4f, 0.3f, 0.7f, 0.5f, 0.5f, 0.45f, 0.55f, 0.8f, 0.2f, 0.3f, 0.7f, 0.35f, 0.65f};
+    int32_t y[N] = {0, -1, -1, -1, -1, 1, -1};
+    cs_opts_t o;
+    cs_opts_default(&o);
+    ck_assert(o.alpha_correct == 0.8 && o.alpha_smooth == 0.8 && o.iters == 50);
+    o.iters = 300;
+    o.alpha_correct = 0.7;   /* two different alphas: each propagation uses its own */
+    int32_t lab[N];
+    float conf[N], g[N * C];
+    ck_assert_int_eq(cs_run(&wv, p, C, y, &o, lab, conf, g), 0);
+    /* the reference */
+    double e[N * C], z[N * C], ref[N * C], sigma = 0;
+    for (int i = 0; i < N * C; i++) e[i] = 0;
+    for (int i = 0; i < N; i++)
+        if (y[i] >= 0) for (int c = 0; c < C; c++) { e[i * C + c] = (c == y[i]) - p[i * C + c]; sigma += fabs(e[i * C + c]); }
+    sigma /= 2;   /* two seeds */
+    double *outs[2] = {e, ref}, alphas[2] = {0.7, 0.8};
+    for (int stage = 0; stage < 2; stage++) {
+        const double al = alphas[stage];
+        for (int c = 0; c < C; c++) {
+            double A[N * N], b[N];
+            for (int i = 0; i < N; i++) {
+                for (int j = 0; j < N; j++) {
+                    const double sij = deg[i] > 0 && deg[j] > 0 ? W[i * N + j] / sqrt(deg[i] * deg[j]) : 0;
+                    A[i * N + j] = (i == j) - al * sij;
+                }
+                b[i] = (1 - al) * (stage == 0 ? e[i * C + c] : z[i * C + c]);
+            }
+            solve(A, b, N);
+            for (int i = 0; i < N; i++) outs[stage][i * C + c] = b[i];
+        }
+        if (stage == 1) break;
+        for (int i = 0; i < N; i++) {   /* autoscale, then clamp the seeds */
+            double l1 = 0;
+            for (int c = 0; c < C; c++) l1 += fabs(e[i * C + c]);
+            for (int c = 0; c < C; c++)
+                z[i * C + c] = y[i] >= 0 ? (c == y[i]) : p[i * C + c] + (l1 > 0 ? sigma / l1 : 0) * e[i * C + c];
+        }
+    }
+    for (int i = 0; i < N * C; i++) ck_assert_msg(fabs(g[i] - ref[i]) < 1e-5, "g[%d] = %g, closed form %g", i, g[i], ref[i]);
+    for (int i = 0; i < N; i++) {
+        const int want = ref[i * C + 1] > ref[i * C] ? 1 : 0;
+        ck_assert_int_eq(lab[i], want);
+        ck_assert_double_eq_tol(conf[i], ref[i * C + want] / (ref[i * C] + ref[i * C + 1]), 1e-5);
+    }
+    ck_assert_int_eq(lab[1], 0);   /* the seeds' neighbours turn to the seeds' classes */
+    ck_assert_int_eq(lab[4], 1);
+    ck_assert_int_eq(lab[6], 1);   /* isolated: the base prediction, its probability */
+    ck_assert_double_eq_tol(conf[6], 0.65, 1e-6);
+    y[3] = 2;
+    ck_assert_int_eq(cs_run(&wv, p, C, y, &o, lab, conf, NULL), INCA_EINVAL);
+    csr_free(&wv);
 }
 END_TEST
 
@@ -506,6 +581,23 @@ START_TEST(sgc_sweep_equals_features) {
         ck_assert_float_eq_tol(c1[i], c2[i], 1e-5f);
         ck_assert_int_eq(l1[i], l2[i]);
     }
+    /* two models in one sweep: each model's probabilities, the second's rows after the first's */
+    float *w2 = inca_malloc((size_t)FW * C * sizeof *w2), *pr = inca_malloc((size_t)2 * N * C * sizeof *pr);
+    ck_assert(w2 && pr);
+    for (int64_t k = 0; k < FW * C; k++) w2[k] = (float)rng_normal(&g);
+    const float *ws[2] = {w, w2};
+    ck_assert_int_eq(sgc_probs_graph(&a, x, N, F, &o, ws, 2, C, pr), 0);
+    for (int m = 0; m < 2; m++) {
+        ck_assert_int_eq(sgc_predict(z, N, FW, ws[m], C, l1, c1), 0);
+        for (int i = 0; i < N; i++) {
+            double sum = 0;
+            for (int c = 0; c < C; c++) sum += pr[((int64_t)m * N + i) * C + c];
+            ck_assert_double_eq_tol(sum, 1.0, 1e-5);
+            ck_assert_float_eq_tol(pr[((int64_t)m * N + i) * C + l1[i]], c1[i], 1e-5f);
+        }
+    }
+    inca_free(w2);
+    inca_free(pr);
     /* and the hop blocks are the hops: block j of row i has norm 10/√6 unless that hop is zero */
     for (int i = 0; i < N; i++)
         for (int j = 0; j < o.nhops; j++) {
@@ -530,6 +622,7 @@ int main(void) {
     tcase_add_test(t, labelprop_closed_form);
     tcase_add_test(t, pca_whiten_known_axes);
     tcase_add_test(t, labelprop_class_mass_hand);
+    tcase_add_test(t, cs_closed_form);
     tcase_add_test(t, sgc_hops_path_by_hand);
     tcase_add_test(t, sgc_sweep_equals_features);
     tcase_add_test(t, sgc_regression_gradient_and_fit);
