@@ -50,6 +50,8 @@ if has big-graph; then   # 1M nodes, degree 20, 128 features; IncAgg proxy and I
   # the earlier pseudo-labellers, for comparison: spreading alone, self-training
   "$B" prune "$W/g1m" --labeled 0.01 $M --ssl labelprop --keep 0.1 --dyn-tag lp $E --eval-sets coreset
   "$B" prune "$W/g1m" --labeled 0.01 $M --ssl selftrain --ssl-epochs 50 --noise 0 --keep 0.1 --dyn-tag st $E --eval-sets coreset
+  # SGC then Correct and Smooth over this heterophilous graph (pseudo-labels only)
+  "$B" prune "$W/g1m" --labeled 0.01 $M --ssl cs --keep 0.1 --no-save-dynamics --threads 2 --json --quiet
 fi
 if has pseudo; then   # Fashion-MNIST's pseudo-labels: spreading and SGC over each kNN view alone, the check's pick, relabelling, C&S
   [ -d "$W/fmnist" ] || "$B" ingest --format idx "$FM" --out "$W/fmnist" --quiet
