@@ -208,7 +208,9 @@ def main():
         e = np.zeros((n, C))
         e[lab] = y0[lab] - p[lab]
         f = spread(S0, e, alpha=a_c)
-        scale = np.abs(e[lab]).sum(1).mean() / np.maximum(np.abs(f).sum(1, keepdims=True), 1e-12)
+        l1 = np.abs(f).sum(1, keepdims=True)
+        scale = np.abs(e[lab]).sum(1).mean() / np.maximum(l1, 1e-300)
+        scale[(l1 == 0) | (scale > 1000)] = 1.0   # as the authors' code: a faint residual stays as it is
         z = p + scale * f
         z[lab] = y0[lab]
         return spread(S0, z, alpha=a_s)

@@ -6,6 +6,8 @@
 #include <math.h>
 #include <string.h>
 
+#define CS_MAX_SCALE 1000.0
+
 void cs_opts_default(cs_opts_t *o) {
     o->alpha_correct = 0.8;
     o->alpha_smooth = 0.8;
@@ -40,7 +42,9 @@ int cs_run(const csr_t *w, const float *p, int32_t c, const int32_t *y, const cs
     for (int64_t i = 0; i < n; i++) {   /* e0 becomes Z, then the smoothing's start */
         double l1 = 0;
         for (int32_t k = 0; k < c; k++) l1 += fabs((double)e[i * c + k]);
-        const double m = l1 > 0 ? sigma / l1 : 0.0;
+        /* a row the residuals barely reach keeps them as they are (scale 1), as the authors' code
+         * and PyG's CorrectAndSmooth do, rather than blowing a trace up to the full σ */
+        const double m = l1 > 0 && sigma / l1 <= CS_MAX_SCALE ? sigma / l1 : 1.0;
         for (int32_t k = 0; k < c; k++)
             e0[i * c + k] = y[i] >= 0 ? (k == y[i] ? 1.0f : 0.0f) : (float)(p[i * c + k] + m * e[i * c + k]);
     }

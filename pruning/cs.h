@@ -3,7 +3,8 @@
  * pruning/sgc.h) corrected and smoothed over the graph with S = D^-½ W D^-½ (labelprop.h).
  *   correct: E0 = Y − P on the labelled rows, 0 elsewhere; E = E0 spread with α_c
  *            (F ← α S F + (1−α) E0); every row's E scaled to the labelled rows' mean L1 residual
- *            ("autoscale": σ / |E_i|_1), Z = P + scaled E;
+ *            ("autoscale": σ / |E_i|_1; a scale past 1000, a row the residuals barely reach, is
+ *            1 instead, as in the authors' code), Z = P + scaled E;
  *   smooth:  Z's labelled rows set to their one-hot labels, spread with α_s; the result's argmax
  *            labels, its positive part's share the confidence (as labelprop_spread).
  * Where SGC's linear boundary errs in clusters, the residuals of nearby labelled rows move it:

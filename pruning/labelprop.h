@@ -17,7 +17,8 @@ int labelprop_spread(const csr_t *w, const int32_t *y, int32_t c, double alpha, 
 
 /* The pieces, for other propagations over the same operator (pruning/cs.h):
  * s (caller frees with csr_free) = D^-½ W D^-½ of a square non-negative w;
- * f (n x c) = F after `iters` steps of F ← α S F + (1−α) F0 from F = F0 (any real F0);
+ * f (n x c, not overlapping f0) = F after `iters` steps of F ← α S F + (1−α) F0 from F = F0 (any
+ * real F0);
  * label/conf (either may be NULL) from F as labelprop_spread defines them. */
 int labelprop_operator(const csr_t *w, csr_t *s);
 int labelprop_iterate(const csr_t *s, const float *f0, int32_t c, double alpha, int iters, float *f);

@@ -389,11 +389,11 @@ done:
 
 /* SGC's part of the check: the labelled rows' hop features once (lp: their pool positions in the
  * check's shuffled order; row t is in fold t % PRUNE_SSL_CHECK_FOLDS), then per fold a fit on the
- * other folds and a prediction of the hidden one; hits counted into *hit_sgc (NULL: SGC is not a
- * candidate). With hit_cs, Correct and Smooth too: every row's probabilities under the five fold
- * fits in one sweep, then per fold C&S from the other folds' labels. */
+ * other folds and a prediction of the hidden one; hits counted into *hit. With cs, Correct and
+ * Smooth's hits instead: every row's probabilities under the five fold fits in one sweep, then per
+ * fold C&S from the other folds' labels. */
 static int sgc_check(const dataset_t *dv, const int64_t *pool, int64_t npool, const prune_config_t *cfg, int use_graph,
-                     int kf, csr_t *w, const int64_t *lp, int64_t nl, prune_result_t *r, int64_t *hit_sgc, int64_t *hit_cs) {
+                     int kf, csr_t *w, const int64_t *lp, int64_t nl, prune_result_t *r, int cs, int64_t *hit) {
     enum { NF = PRUNE_SSL_CHECK_FOLDS };
     sgc_opts_t o;
     sgc_opts_default(&o);
@@ -417,12 +417,11 @@ static int sgc_check(const dataset_t *dv, const int64_t *pool, int64_t npool, co
     for (int fold = 0; fold < NF && !rc; fold++) {
         for (int64_t t = 0; t < nl; t++) yf[t] = t % NF == fold ? -1 : yt[t];
         if ((rc = sgc_fit(zl, nl, f * o.nhops, yf, dv->c, &o, &wt[fold]))) break;
-        if (!hit_sgc) continue;
+        if (cs) continue;
         if ((rc = sgc_predict(zl, nl, f * o.nhops, wt[fold], dv->c, pred, NULL))) break;
-        for (int64_t t = fold; t < nl; t += NF) *hit_sgc += pred[t] == yt[t];
+        for (int64_t t = fold; t < nl; t += NF) *hit += pred[t] == yt[t];
     }
-    if (rc || !hit_cs) goto done;
-    if (hit_sgc) train_log(&cfg->proxy, TRAIN_LOG_PROGRESS, "pseudo-label check: %s", prune_ssl_cand_name(PRUNE_CAND_CS + kf, use_graph));
+    if (rc || !cs) goto done;
     cs_opts_t co;
     cs_opts_default(&co);
     co.iters = cfg->iters;
@@ -434,7 +433,7 @@ static int sgc_check(const dataset_t *dv, const int64_t *pool, int64_t npool, co
     for (int fold = 0; fold < NF && !rc; fold++) {
         cs_labels(dv, pool, npool, use_graph, lp, nl, fold, NF, ycs);
         rc = cs_run(g, probs + (int64_t)fold * n * dv->c, dv->c, ycs, &co, lab, NULL, NULL);
-        for (int64_t t = fold; t < nl && !rc; t += NF) *hit_cs += lab[rows[t]] == yt[t];
+        for (int64_t t = fold; t < nl && !rc; t += NF) *hit += lab[rows[t]] == yt[t];
     }
 done:
     inca_free(own);
@@ -697,14 +696,10 @@ static int ssl_choose(const dataset_t *dv, const int64_t *pool, int64_t npool, c
     h.knn_used = -1;
     for (int k = 0; k < PRUNE_CAND_COUNT && !rc; k++) {
         if (!cand[k]) continue;
-        if (k >= PRUNE_CAND_SGC && k < PRUNE_CAND_PROXY) {   /* SGC and C&S: the labelled rows' features, once */
-            const int v = (k - PRUNE_CAND_SGC) % PRUNE_KF_COUNT;
-            if (k >= PRUNE_CAND_CS && cand[PRUNE_CAND_SGC + v]) continue;   /* checked with SGC */
-            train_log(&cfg->proxy, TRAIN_LOG_PROGRESS, "pseudo-label check: %s",
-                      prune_ssl_cand_name(cand[PRUNE_CAND_SGC + v] ? PRUNE_CAND_SGC + v : PRUNE_CAND_CS + v, use_graph));
-            rc = sgc_check(dv, pool, npool, cfg, use_graph, v, &w[v], lp, nl, r,
-                           cand[PRUNE_CAND_SGC + v] ? &hit[PRUNE_CAND_SGC + v] : NULL,
-                           cand[PRUNE_CAND_CS + v] ? &hit[PRUNE_CAND_CS + v] : NULL);
+        if (k >= PRUNE_CAND_SGC && k < PRUNE_CAND_PROXY) {   /* SGC or C&S: the labelled rows' features, once */
+            const int v = k % PRUNE_KF_COUNT;
+            train_log(&cfg->proxy, TRAIN_LOG_PROGRESS, "pseudo-label check: %s", prune_ssl_cand_name(k, use_graph));
+            rc = sgc_check(dv, pool, npool, cfg, use_graph, v, &w[v], lp, nl, r, k >= PRUNE_CAND_CS, &hit[k]);
             continue;
         }
         for (int fold = 0; fold < PRUNE_SSL_CHECK_FOLDS && !rc; fold++) {

@@ -326,6 +326,48 @@ END_TEST
 START_TEST(hidden_labels_never_read_cs) { hidden_label_case("cs", ""); }
 END_TEST
 
+/* The check never lets a candidate see the fold it is scored on: with labels drawn independently
+ * of the rows (the blobs' labels shuffled), no candidate can beat chance (1/3) by much, while one
+ * that saw a hidden row's label would label that row right (C&S and spreading clamp it; SGC and
+ * the proxy fit it): every candidate of auto's check and of --ssl cs's stays under 0.6. */
+START_TEST(check_folds_stay_hidden) {
+    char *dir = tu_mkdtemp();
+    char *st = path_in(dir, "shuffled");
+    dataset_t d;
+    make_blobs(&d, 21);
+    rng_t g;
+    rng_seed(&g, 22);
+    for (int64_t i = d.n - 1; i > 0; i--) {
+        const int64_t j = (int64_t)(rng_next(&g) % (uint64_t)(i + 1));
+        const int32_t t = d.y[i];
+        d.y[i] = d.y[j];
+        d.y[j] = t;
+    }
+    ck_assert_int_eq(dataset_save(&d, st, 0), 0);
+    dataset_free(&d);
+    const char *ssl[2] = {"auto", "cs"};
+    const char *keys[2][7] = {{"labelprop-raw", "labelprop-whiten", "sgc-raw", "sgc-whiten", "proxy", NULL},
+                              {"cs-raw", "cs-whiten", NULL}};
+    for (int v = 0; v < 2; v++) {
+        char *out = NULL, *err = NULL, cmd[1024];
+        snprintf(cmd, sizeof cmd, "prune %s --labeled 0.1 --ssl %s --knn 8 --knn-pca 8 --proxy-epochs 30 --keep 0.3 --seed 3 "
+                 "--threads 2 --no-save-dynamics --json --quiet", st, ssl[v]);
+        ck_assert_msg(tu_inca(cmd, &out, &err) == 0, "prune --ssl %s failed: %s", ssl[v], err);
+        const char *js = tu_last_line(out);
+        ck_assert_msg(tu_json_num(js, "labeled") == 60, "%s", js);
+        for (int k = 0; keys[v][k]; k++) {
+            const double a = tu_json_num(js, keys[v][k]);
+            ck_assert_msg(a >= 0 && a < 0.6, "--ssl %s: the check scores %s %g on labels independent of the rows", ssl[v],
+                          keys[v][k], a);
+        }
+        free(out); free(err);
+    }
+    free(st);
+    tu_rmrf(dir);
+    free(dir);
+}
+END_TEST
+
 /* --ssl auto picks, from held-out visible labels only, the pseudo-labeller that is more accurate
  * on the hidden ones: on a graph whose edges mostly join classes but whose features separate
  * them, the proxy (a GCN trained on the labelled nodes); on a homophilous graph with features
@@ -974,6 +1016,7 @@ int main(void) {
     tcase_add_test(t, hidden_labels_never_read_proxy);
     tcase_add_test(t, hidden_labels_never_read_auto);
     tcase_add_test(t, hidden_labels_never_read_cs);
+    tcase_add_test(t, check_folds_stay_hidden);
     tcase_add_test(t, cli_ssl_auto_picks_the_better);
     tcase_add_test(t, pipeline_sgc_graph_and_no_features);
     tcase_add_test(t, cli_outputs_reuse_and_eval);
