@@ -8,7 +8,7 @@
  *   smooth:  Z's labelled rows set to their one-hot labels, spread with α_s; the result's argmax
  *            labels, its positive part's share the confidence (as labelprop_spread).
  * Where SGC's linear boundary errs in clusters, the residuals of nearby labelled rows move it:
- * on Fashion-MNIST's kNN graph (1% labels) 0.24 points above SGC over three draws, 84.40% (README;
+ * on Fashion-MNIST's kNN graph (1% labels) 0.23 points above SGC over three draws, 84.39% (README;
  * bench/labelprop_variants.py). Where neighbours disagree more it loses (Cora, up to 3.5 points):
  * --ssl cs only, never one of --ssl auto's candidates.
  * Tested in test_pruning_knn.c (the two propagations against a dense closed form). */
