@@ -216,7 +216,7 @@ int bench_epoch(int argc, char **argv) {
                 json_num(j, k1, gas.epoch_cpu_s / inc[i].epoch_cpu_s);
             }
         }
-        if ((rc = args_config_json(a, j)) != INCA_OK) goto done;   /* --config reruns it */
+        if ((rc = args_config_json(a, j, NULL)) != INCA_OK) goto done;   /* --config reruns it */
         json_str(j, "version", bench_version());
         rc = json_write(j, stdout);
     }

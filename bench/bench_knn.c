@@ -83,7 +83,7 @@ int bench_knn(int argc, char **argv) {
         json_num(j, "speedup", exact ? te / tf : NAN);
         json_num(j, "recall", recall);
         json_int(j, "threads", inca_threads());
-        if ((rc = args_config_json(a, j))) goto done;
+        if ((rc = args_config_json(a, j, NULL))) goto done;
         json_str(j, "version", bench_version());
         rc = json_write(j, stdout);
     }

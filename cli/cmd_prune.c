@@ -353,7 +353,8 @@ int cmd_prune(int argc, char **argv) {
             json_obj_end(j);
             json_num(j, "peak_rss_mb", inca_peak_rss_mb());
             memstat_json(j);
-            if ((rc = args_config_json(a, j))) goto done;   /* every flag as resolved: --config reruns it */
+            static const char *const outputs[] = {"--out", "--indices", "--overwrite", NULL};
+            if ((rc = args_config_json(a, j, outputs))) goto done;   /* every flag as resolved: --config reruns it */
             json_str(j, "version", cli_version());
             if ((rc = json_write(j, stdout))) goto done;
             json_free(&j);

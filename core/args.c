@@ -338,7 +338,7 @@ int args_double(const args_t *a, const char *name, double def, double *out) {
     return INCA_OK;
 }
 
-int args_config_json(const args_t *a, json_t *j) {
+int args_config_json(const args_t *a, json_t *j, const char *const *outputs) {
     if (a->res->oom) return INCA_ENOMEM;
     json_obj_begin(j, "config");
     if (a->npos > 0) json_str(j, "store", a->pos[0]);
@@ -346,8 +346,9 @@ int args_config_json(const args_t *a, json_t *j) {
         const resolved_t *r = &a->res->v[i];
         /* how the result is written, not what it is */
         if (!strcmp(r->name, "--config") || !strcmp(r->name, "--json") || !strcmp(r->name, "--quiet")) continue;
-        /* outputs: a rerun from the file must not overwrite (or trip over) the first run's */
-        if (!strcmp(r->name, "--out") || !strcmp(r->name, "--indices") || !strcmp(r->name, "--overwrite")) continue;
+        int output = 0;   /* a rerun from the file must not overwrite (or trip over) the first run's */
+        for (int k = 0; outputs && outputs[k] && !output; k++) output = !strcmp(r->name, outputs[k]);
+        if (output) continue;
         const char *k = r->name + 2;
         if (r->kind == RES_STR) json_str(j, k, r->s);   /* NULL: not given, and no default */
         else if (r->kind == RES_INT) json_int(j, k, r->i);

@@ -33,9 +33,11 @@ int args_int(const args_t *a, const char *name, int64_t def, int64_t *out);
 int args_double(const args_t *a, const char *name, double def, double *out);
 /* "config": every flag the command asked for (args_str/int/double, and args_has of a boolean
  * flag), as it resolved, its default included, keyed by the flag's name without "--" (null: not
- * given and no default), and "store": the first positional; --config, --json, --quiet and the
- * outputs (--out, --indices, --overwrite) are left out. What --config FILE reads back, so a result reruns exactly. INCA_ENOMEM when the
+ * given and no default), and "store": the first positional. Left out: --config, --json, --quiet
+ * and the command's outputs (NULL-terminated, may be NULL: e.g. prune's --out, --indices,
+ * --overwrite), so that a rerun from the result neither overwrites nor trips over the first
+ * run's files. What --config FILE reads back, so a result reruns exactly. INCA_ENOMEM when the
  * record of a resolved flag could not be kept. */
 struct json;
-int args_config_json(const args_t *a, struct json *j);
+int args_config_json(const args_t *a, struct json *j, const char *const *outputs);
 #endif

@@ -126,9 +126,20 @@ START_TEST(test_args) {
     ck_assert_str_eq(args_str(a, "--model", "sage"), "sage");   /* asked again: the record keeps "gcn" */
     json_t *j = NULL;
     ck_assert_int_eq(json_new(&j), INCA_OK);
-    ck_assert_int_eq(args_config_json(a, j), INCA_OK);
+    ck_assert_int_eq(args_config_json(a, j, NULL), INCA_OK);
     ck_assert_str_eq(json_close(j), "{\"config\":{\"store\":\"store\",\"seed\":7,\"model\":\"gcn\",\"layers\":2,"
                                     "\"norm\":null,\"fast\":false,\"lr\":0.5}}");
+    json_free(&j);
+    /* an output flag, resolved, is in the config unless the command names it as an output */
+    ck_assert_str_eq(args_str(a, "--out", NULL), "x");
+    static const char *const outputs[] = {"--out", NULL};
+    ck_assert_int_eq(json_new(&j), INCA_OK);
+    ck_assert_int_eq(args_config_json(a, j, NULL), INCA_OK);
+    ck_assert_ptr_nonnull(strstr(json_close(j), "\"out\":\"x\""));
+    json_free(&j);
+    ck_assert_int_eq(json_new(&j), INCA_OK);
+    ck_assert_int_eq(args_config_json(a, j, outputs), INCA_OK);
+    ck_assert_ptr_null(strstr(json_close(j), "\"out\""));
     json_free(&j);
     args_free(&a);
     char *bad[] = {"train", "--sed", "1", NULL};
