@@ -29,4 +29,8 @@ void cs_opts_default(cs_opts_t *o);
  * g_out (may be NULL, n x c) receives the smoothed scores. */
 int cs_run(const csr_t *w, const float *p, int32_t c, const int32_t *y, const cs_opts_t *o, int32_t *label, float *conf,
            float *g_out);
+/* The same over S already built (labelprop_operator of w): several runs over one graph (the
+ * check's folds) build it once. */
+int cs_run_op(const csr_t *s, const float *p, int32_t c, const int32_t *y, const cs_opts_t *o, int32_t *label, float *conf,
+              float *g_out);
 #endif

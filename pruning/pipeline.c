@@ -400,6 +400,7 @@ static int sgc_check(const dataset_t *dv, const int64_t *pool, int64_t npool, co
     const csr_t *g = NULL;
     const float *x = NULL;
     float *own = NULL, *zl = NULL, *wt[NF] = {NULL}, *probs = NULL;
+    csr_t sn = {0};
     int64_t n = 0, f = 0, *rows = NULL;
     int32_t *yt = NULL, *yf = NULL, *pred = NULL, *ycs = NULL, *lab = NULL;
     int rc = sgc_source(dv, pool, npool, cfg, use_graph, kf, w, r, &g, &x, &own, &n, &f);
@@ -430,9 +431,10 @@ static int sgc_check(const dataset_t *dv, const int64_t *pool, int64_t npool, co
     lab = inca_malloc((size_t)n * sizeof *lab);
     if (!probs || !ycs || !lab) { rc = INCA_ENOMEM; goto done; }
     if ((rc = sgc_probs_graph(g, x, n, f, &o, (const float *const *)wt, NF, dv->c, probs))) goto done;
+    if ((rc = labelprop_operator(g, &sn))) goto done;   /* one normalised graph for the five folds */
     for (int fold = 0; fold < NF && !rc; fold++) {
         cs_labels(dv, pool, npool, use_graph, lp, nl, fold, NF, ycs);
-        rc = cs_run(g, probs + (int64_t)fold * n * dv->c, dv->c, ycs, &co, lab, NULL, NULL);
+        rc = cs_run_op(&sn, probs + (int64_t)fold * n * dv->c, dv->c, ycs, &co, lab, NULL, NULL);
         for (int64_t t = fold; t < nl && !rc; t += NF) *hit += lab[rows[t]] == yt[t];
     }
 done:
@@ -440,6 +442,7 @@ done:
     inca_free(zl);
     for (int k = 0; k < NF; k++) inca_free(wt[k]);
     inca_free(probs);
+    csr_free(&sn);
     inca_free(rows);
     inca_free(yt);
     inca_free(yf);
