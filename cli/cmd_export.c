@@ -1,6 +1,7 @@
-/* inca export STORE OUT --format ogb|npz|npy [--split NAME] [--split-name NAME] [--json]: the store's dataset
- * written for other tools (loaders/export.h): the OGB raw layout that `inca ingest --format ogb`
- * reads back, one NumPy .npz, or a folder of .npy files. Tested in test_export.c (round trip). */
+/* inca export STORE OUT --format ogb|npz|npy [--split NAME] [--split-name NAME] [--partition NAME] [--json]:
+ * the store's dataset written for other tools (loaders/export.h): the OGB raw layout that `inca
+ * ingest --format ogb` reads back, one NumPy .npz, or a folder of .npy files; with --partition
+ * also each node's part of a stored partitioning. Tested in test_export.c (round trip). */
 #include "core/args.h"
 #include "cli/commands.h"
 #include "core/json.h"
@@ -8,15 +9,40 @@
 #include "core/util.h"
 #include "loaders/dataset.h"
 #include "loaders/export.h"
+#include "loaders/partition_store.h"
+#include "core/alloc.h"
 #include <stdio.h>
 
+/* each node's part (store numbering) of the stored partitioning `name` */
+static int part_vector(const char *path, const char *name, const dataset_t *d, partition_t *p, int64_t **out) {
+    store_t *s = NULL;
+    int rc = store_open(path, STORE_RDONLY, &s);
+    if (rc == INCA_OK) rc = store_partition_load(s, name, p);
+    store_close(&s);
+    if (rc == INCA_ENOTFOUND) return inca_fail(INCA_EINVAL, "--partition %s: no such partitioning in %s (inca info lists them)", name, path);
+    if (rc != INCA_OK) return rc;
+    if (p->n != d->n) return inca_fail(INCA_EINVAL, "--partition %s covers %lld nodes, the dataset has %lld", name, (long long)p->n, (long long)d->n);
+    int64_t *part = inca_malloc(sizeof *part * (size_t)(p->n ? p->n : 1));
+    if (!part) return INCA_ENOMEM;
+    for (int64_t k = 0; k < p->k; k++)
+        for (int64_t v = p->bounds[k]; v < p->bounds[k + 1]; v++) part[v] = k;   /* new id -> part */
+    int64_t *byold = inca_malloc(sizeof *byold * (size_t)(p->n ? p->n : 1));
+    if (!byold) { inca_free(part); return INCA_ENOMEM; }
+    for (int64_t v = 0; v < p->n; v++) byold[v] = part[p->perm[v]];
+    inca_free(part);
+    *out = byold;
+    return INCA_OK;
+}
+
 int cmd_export(int argc, char **argv) {
-    static const char *const known[] = {"--format", "--split-name", "--split", "--json!", NULL};
+    static const char *const known[] = {"--format", "--split-name", "--split", "--partition", "--json!", NULL};
     args_t *a = NULL;
     json_t *j = NULL;
     dataset_t d;
     dataset_init(&d);
     export_stats_t st = {0};
+    partition_t p = {0};
+    int64_t *part = NULL;
     int fmt = 0;
     int rc = args_parse(argc, argv, known, &a);
     if (rc) return rc;
@@ -28,7 +54,9 @@ int cmd_export(int argc, char **argv) {
      * the one npz and npy carry */
     if ((rc = dataset_load_ex(args_pos(a, 0), DATASET_ALL_SPLITS, &d))) goto done;
     if ((rc = dataset_split_apply(args_pos(a, 0), args_str(a, "--split", NULL), 0, &d))) goto done;
-    if ((rc = export_dataset(&d, fmt, args_pos(a, 1), args_str(a, "--split-name", NULL), &st))) goto done;
+    if (args_str(a, "--partition", NULL) && (rc = part_vector(args_pos(a, 0), args_str(a, "--partition", NULL), &d, &p, &part)))
+        goto done;
+    if ((rc = export_dataset_parts(&d, fmt, args_pos(a, 1), args_str(a, "--split-name", NULL), part, &st))) goto done;
     const double secs = inca_now() - t0;
     if (args_has(a, "--json")) {
         if ((rc = json_new(&j))) goto done;
@@ -47,6 +75,8 @@ int cmd_export(int argc, char **argv) {
         printf("%s: %lld nodes, %lld features -> %s (%d files, %.1f MiB, %.2f s)\n", args_pos(a, 0), (long long)d.n,
                (long long)d.f, args_pos(a, 1), st.files, (double)st.bytes / (1 << 20), secs);
 done:
+    inca_free(part);
+    partition_free(&p);
     json_free(&j);
     dataset_free(&d);
     args_free(&a);

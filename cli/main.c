@@ -48,6 +48,8 @@ static const struct { const char *name; int (*fn)(int, char **); const char *hel
      "            --dropout P [0.5] --batchnorm --residual --alpha A [0.1] --theta T [0.5] --K K [10]\n"
      "  optimiser --epochs E [200] --lr LR [0.01] --weight-decay W [5e-4] --wd-first-layer\n"
      "            --wd-conv W --adamw --patience N [0: off] --select acc|loss [acc]\n"
+     "            --beta1 B|auto (Adam's momentum) [auto: 0.9; 0 for gas and incagg, whose histories\n"
+     "            delay the loop from a step back to its input: README, \"Histories and momentum\"]\n"
      "            --metric acc|balanced_acc|macro_f1 [acc] (the validation figure that picks the best epoch;\n"
      "            all three are reported)\n"
      "  data      --feature-norm none|row|standard [none]\n"
@@ -77,10 +79,12 @@ static const struct { const char *name; int (*fn)(int, char **); const char *hel
      "            node or the ids in FILE (.npy or text). Its flags come from DIR/config.json;\n"
      "            train's flags (see inca train --help) given here override them"},
     {"export", cmd_export,
-     "export STORE OUT --format ogb|npz|npy [--split NAME] [--split-name NAME] [--json]   the store's dataset\n"
-     "            for other tools: OGB raw layout (inca ingest --format ogb reads it back; every stored split\n"
-     "            in its own folder), one .npz, or a folder of .npy (one split: --split picks it [stored]);\n"
-     "            --split-name names the default's OGB folder [its stored name, or stored]"},
+     "export STORE OUT --format ogb|npz|npy [--split NAME] [--split-name NAME] [--partition NAME] [--json]\n"
+     "            the store's dataset for other tools: OGB raw layout (inca ingest --format ogb reads it\n"
+     "            back; every stored split in its own folder), one .npz, or a folder of .npy (one split:\n"
+     "            --split picks it [stored]);\n"
+     "            --split-name names the default's OGB folder [its stored name, or stored]; --partition NAME\n"
+     "            (npz, npy): also part, each node's part of that stored partitioning (inca info lists them)"},
     {"shard", cmd_shard,
      "shard STORE --ranks P --out DIR [--parts K] [--feature-norm none|row|standard] [--model gcn|sage]\n"
      "            [--history-dtype fp32|bf16] [--json]   per-rank stores for mpirun -np P inca train DIR"},

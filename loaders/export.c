@@ -145,10 +145,16 @@ typedef struct arr {
     int64_t *own;         /* owned data (edge_index, y) */
 } arr_t;
 
-enum { A_X = 0, A_Y, A_EI, A_TR, A_VA, A_TE, A_N };
+enum { A_X = 0, A_Y, A_EI, A_TR, A_VA, A_TE, A_PART, A_N };
 
-static int arrays_make(const dataset_t *d, arr_t *A) {
+/* the arrays of d (and part, when given) ; *na: how many */
+static int arrays_make(const dataset_t *d, const int64_t *part, arr_t *A, int *na) {
     memset(A, 0, sizeof(arr_t) * A_N);
+    *na = part ? A_N : A_PART;
+    if (part) {
+        A[A_PART] = (arr_t){.name = "part", .descr = "<i8", .data = part, .bytes = (int64_t)sizeof(int64_t) * d->n};
+        snprintf(A[A_PART].shape, sizeof A[A_PART].shape, "(%" PRId64 ",)", d->n);
+    }
     const csr_t *g = &d->adj;
     A[A_X] = (arr_t){.name = "x", .descr = "<f4", .data = d->x, .bytes = (int64_t)sizeof(float) * d->n * d->f};
     snprintf(A[A_X].shape, sizeof A[A_X].shape, "(%" PRId64 ", %" PRId64 ")", d->n, d->f);
@@ -180,8 +186,8 @@ static void arrays_free(arr_t *A) {
     for (int i = 0; i < A_N; i++) inca_free(A[i].own);
 }
 
-static int write_npy_dir(const arr_t *A, const char *dir, export_stats_t *st) {   /* dir exists */
-    for (int i = 0; i < A_N; i++) {
+static int write_npy_dir(const arr_t *A, int na, const char *dir, export_stats_t *st) {   /* dir exists */
+    for (int i = 0; i < na; i++) {
         char p[EXPORT_PATH_MAX], name[64];
         snprintf(name, sizeof name, "%s.npy", A[i].name);
         unsigned char head[NPY_HEADER_MAX];
@@ -209,7 +215,7 @@ static void le32(unsigned char *p, uint32_t v) {
 
 /* A zip of stored (uncompressed) members, as numpy.savez writes: local header, data, then the
  * central directory and its end record. No ZIP64: members and offsets below 4 GiB. */
-static int write_npz(const arr_t *A, const char *path, export_stats_t *st) {
+static int write_npz(const arr_t *A, int na, const char *path, export_stats_t *st) {
     FILE *f = fopen(path, "wb");
     if (!f) return inca_fail(INCA_EIO, "%s: cannot create: %s", path, strerror(errno));
     uint32_t crc[A_N], size[A_N], off[A_N];
@@ -217,7 +223,7 @@ static int write_npz(const arr_t *A, const char *path, export_stats_t *st) {
     int64_t hl[A_N];
     int64_t pos = 0;
     int ok = 1, rc = INCA_OK;
-    for (int i = 0; i < A_N && ok && rc == INCA_OK; i++) {
+    for (int i = 0; i < na && ok && rc == INCA_OK; i++) {
         char name[64];
         const int nl = snprintf(name, sizeof name, "%s.npy", A[i].name);
         if ((hl[i] = npy_header(A[i].descr, A[i].shape, head[i], sizeof head[i])) < 0) { rc = (int)hl[i]; break; }
@@ -249,7 +255,7 @@ static int write_npz(const arr_t *A, const char *path, export_stats_t *st) {
         pos += 30 + nl + total;
     }
     const int64_t cd = pos;
-    for (int i = 0; i < A_N && ok && rc == INCA_OK; i++) {
+    for (int i = 0; i < na && ok && rc == INCA_OK; i++) {
         char name[64];
         const int nl = snprintf(name, sizeof name, "%s.npy", A[i].name);
         unsigned char ch[46] = {0};
@@ -269,8 +275,8 @@ static int write_npz(const arr_t *A, const char *path, export_stats_t *st) {
     if (ok && rc == INCA_OK) {
         unsigned char e[22] = {0};
         le32(e, 0x06054b50);
-        le16(e + 8, A_N);
-        le16(e + 10, A_N);
+        le16(e + 8, (unsigned)na);
+        le16(e + 10, (unsigned)na);
         le32(e + 12, (uint32_t)(pos - cd));
         le32(e + 16, (uint32_t)cd);
         ok = fwrite(e, 1, 22, f) == 22;
@@ -292,6 +298,11 @@ static void remove_tree(const char *path, int fmt) {
 }
 
 int export_dataset(const dataset_t *d, int fmt, const char *out, const char *split_name, export_stats_t *st) {
+    return export_dataset_parts(d, fmt, out, split_name, NULL, st);
+}
+
+int export_dataset_parts(const dataset_t *d, int fmt, const char *out, const char *split_name, const int64_t *part,
+                         export_stats_t *st) {
     memset(st, 0, sizeof *st);
     const char *split = split_name && *split_name ? split_name : d->split_name[0] ? d->split_name : "stored";
     if (fmt < EXPORT_OGB || fmt > EXPORT_NPY) return inca_fail(INCA_EINVAL, "export: unknown format %d", fmt);
@@ -301,6 +312,8 @@ int export_dataset(const dataset_t *d, int fmt, const char *out, const char *spl
         if (strcmp(d->more[i].name, split) == 0)
             return inca_fail(INCA_EINVAL, "--split-name %s: the store holds another split of that name", split);
     if (!d->x || d->f < 1) return inca_fail(INCA_EINVAL, "export: the dataset has no features to write");
+    if (part && fmt == EXPORT_OGB)
+        return inca_fail(INCA_EINVAL, "export --partition: the OGB layout has no place for a part vector; use --format npz or npy");
     if (fmt == EXPORT_OGB && !d->adj.rowptr)
         return inca_fail(INCA_EINVAL, "export --format ogb: the dataset has no graph (OGB node datasets have one); "
                          "use --format npz or npy");
@@ -317,9 +330,10 @@ int export_dataset(const dataset_t *d, int fmt, const char *out, const char *spl
     if (fmt == EXPORT_OGB) {
         rc = write_ogb(d, tmp, split, st);
     } else {
-        rc = arrays_make(d, A);
+        int na = 0;
+        rc = arrays_make(d, part, A, &na);
         st->edges = d->adj.rowptr ? d->adj.nnz : 0;
-        if (rc == INCA_OK) rc = fmt == EXPORT_NPZ ? write_npz(A, tmp, st) : write_npy_dir(A, tmp, st);
+        if (rc == INCA_OK) rc = fmt == EXPORT_NPZ ? write_npz(A, na, tmp, st) : write_npy_dir(A, na, tmp, st);
         arrays_free(A);
     }
     if (rc == INCA_OK && rename(tmp, out) != 0)

@@ -14,6 +14,9 @@
  *   every edge, rows sorted: PyG's layout), train_idx, valid_idx, test_idx (int64). Members of
  *   4 GiB and more need ZIP64, which is not written: EXPORT_NPY then.
  * - EXPORT_NPY: the same arrays as DIR/<name>.npy files.
+ * - npz and npy with a partitioning (export_dataset_parts): also part (int64 n: each node's part,
+ *   in the store's node order), so another tool batches the same METIS parts
+ *   (bench/gas_reference.py).
  *
  * Nothing half-written: everything goes to a temporary path beside the output, renamed into
  * place at the end; an existing output is refused. Tested in tests/test_export.c. */
@@ -37,4 +40,8 @@ typedef struct export_stats {
  * the default split's OGB folder (NULL: d->split_name, else "stored"); npz and npy carry the
  * default split only. INCA_EINVAL when out exists or d has no features. */
 int export_dataset(const dataset_t *d, int fmt, const char *out, const char *split_name, export_stats_t *st);
+/* The same with part (n entries, borrowed; NULL: none) written as the member "part" of npz/npy
+ * (INCA_EINVAL with --format ogb, which has no place for it). */
+int export_dataset_parts(const dataset_t *d, int fmt, const char *out, const char *split_name, const int64_t *part,
+                         export_stats_t *st);
 #endif

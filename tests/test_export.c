@@ -11,6 +11,8 @@
 #include "loaders/export.h"
 #include "loaders/ingest.h"
 #include "loaders/npy.h"
+#include "loaders/dataset.h"
+#include "graph/partition.h"
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -281,6 +283,65 @@ START_TEST(cli_export_ingest_train) {
 }
 END_TEST
 
+/* --partition NAME adds each node's part: read back from the .npy folder, the parts hold
+ * METIS's sizes (the manifest's smallest and largest part) and the edge cut recomputed from the
+ * exported vector on the store's graph is the one METIS reported when it partitioned; the OGB
+ * layout and an unknown name are refused, nothing written. */
+START_TEST(cli_export_partition) {
+    char args[8192], store[1024], ex[1024];
+    char *out = NULL, *err = NULL;
+    snprintf(store, sizeof store, "%s/g.lmdb", dir);
+    snprintf(ex, sizeof ex, "%s/g-npy", dir);
+    snprintf(args, sizeof args, "gen --kind csbm --nodes 600 --avg-degree 6 --features 4 --classes 3 --seed 5 --out '%s'", store);
+    ck_assert_int_eq(tu_inca(args, NULL, NULL), 0);
+    snprintf(args, sizeof args, "partition '%s' --parts 5 --seed 0 --json", store);
+    ck_assert_int_eq(tu_inca(args, &out, &err), 0);
+    cJSON *j = tu_json_last(out);
+    const double cut = tu_json_dbl(j, "edge_cut");
+    cJSON_Delete(j);
+    free(out);
+    free(err);
+    snprintf(args, sizeof args, "export '%s' '%s' --format npy --partition metis-5-s0", store, ex);
+    ck_assert_int_eq(tu_inca(args, NULL, NULL), 0);
+    char p[1100];
+    snprintf(p, sizeof p, "%s/part.npy", ex);
+    int64_t *part = NULL, n = 0;
+    ck_assert_int_eq(npy_read_indices(p, &part, &n), INCA_OK);
+    ck_assert_int_eq(n, 600);
+    int64_t size[5] = {0};
+    for (int64_t v = 0; v < n; v++) {
+        ck_assert(part[v] >= 0 && part[v] < 5);
+        size[part[v]]++;
+    }
+    int64_t lo = n, hi = 0;
+    for (int k = 0; k < 5; k++) {
+        lo = size[k] < lo ? size[k] : lo;
+        hi = size[k] > hi ? size[k] : hi;
+    }
+    ck_assert(lo > 0 && hi < 200);   /* balanced: 120 each, METIS's 3% imbalance */
+    dataset_t d;
+    dataset_init(&d);
+    ck_assert_int_eq(dataset_load(store, &d), INCA_OK);
+    int32_t *p32 = malloc(sizeof *p32 * (size_t)n);
+    for (int64_t v = 0; v < n; v++) p32[v] = (int32_t)part[v];
+    ck_assert_int_eq(partition_edge_cut(&d.adj, p32), (int64_t)cut);
+    free(p32);
+    dataset_free(&d);
+    inca_free(part);
+    snprintf(args, sizeof args, "export '%s' '%s/o' --format ogb --partition metis-5-s0", store, dir);
+    ck_assert_int_eq(tu_inca(args, &out, &err), 2);
+    ck_assert_ptr_nonnull(strstr(err, "npz or npy"));
+    free(out);
+    free(err);
+    snprintf(args, sizeof args, "export '%s' '%s/q.npz' --format npz --partition metis-7-s0", store, dir);
+    ck_assert_int_eq(tu_inca(args, &out, &err), 2);
+    ck_assert_ptr_nonnull(strstr(err, "metis-7-s0"));
+    free(out);
+    free(err);
+    ck_assert_int_eq(entries(dir), 2);   /* the store and the npy folder */
+}
+END_TEST
+
 /* One store, every split: Cora with a second split folder "alt" (train 0..999, valid
  * 1000..1499, test the rest). Training with --split alt on the store of both gives the bits of
  * a store ingested with --split alt; info lists both; an unknown name is refused with the list;
@@ -437,6 +498,7 @@ int main(void) {
     tcase_add_test(t, refusals_leave_nothing);
     tcase_add_test(t, cli_export_ingest_train);
     tcase_add_test(t, cli_named_splits);
+    tcase_add_test(t, cli_export_partition);
     suite_add_tcase(s, t);
     return tu_run_suite(s);
 }
