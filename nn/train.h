@@ -63,6 +63,7 @@ typedef struct train_config {
     int wd_first_layer_only;   /* 1: weight decay only on NN_P_FIRST parameters (Kipf & Welling) */
     double wd_conv;            /* gcnii conv weights (NN_P_CONV); < 0: use weight_decay */
     int adamw;                 /* 1: decoupled weight decay (AdamW) instead of L2 in the grad */
+    double beta1;              /* Adam's first-moment decay; < 0 (default): train_beta1_auto */
     int feature_norm;          /* TRAIN_FEATNORM_* (default none) */
     uint64_t seed;             /* run i uses seed + i: parameters, dropout, batches */
     int threads;               /* 0: leave inca_threads() as it is */
@@ -161,6 +162,13 @@ const char *train_metric_name(int metric);
  * --refresh-eval fused), else "separate": what the JSON's refresh_eval says. */
 const char *train_refresh_eval_name(const train_config_t *c);
 void train_config_default(train_config_t *c);
+/* Adam's beta1 when --beta1 is not given: 0.9 (the usual) for full, cluster and the MLP; for
+ * the methods with histories (gas, incagg) whose batches leave parts out (batch_parts < parts)
+ * TRAIN_BETA1_HISTORY (issue 33, README "Histories and momentum"). train_beta1: the configured
+ * value, else this. */
+#define TRAIN_BETA1_HISTORY 0.0
+double train_beta1_auto(const train_config_t *c);
+double train_beta1(const train_config_t *c);
 
 typedef struct train_result {
     double test_acc, val_acc;            /* mean over runs */
