@@ -72,6 +72,7 @@ static int run_one(const dataset_t *d, train_config_t *c, const partition_t *p, 
         if (strcmp(method, "incagg") == 0) {
             json_int(j, "refresh_epochs", refresh_epochs);
             json_str(j, "refresh_source", agg_source_name(c->refresh_source));
+            if (c->refresh_source == AGG_SRC_RECOMPUTE) json_num(j, "refresh_relax", c->refresh_relax);
             json_str(j, "refresh_eval", train_refresh_eval_name(c));
         }
         if (strcmp(method, "cluster") == 0) json_str(j, "cluster_norm", c->cluster_global_norm ? "global" : "batch");

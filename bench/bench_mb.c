@@ -39,6 +39,7 @@ int bench_mb_config(const args_t *a, train_config_t *c) {
     const char *hd = args_str(a, "--history-dtype", "fp32");
     if (strcmp(hd, "fp32") && strcmp(hd, "bf16")) return inca_fail(INCA_EINVAL, "--history-dtype: expected fp32 or bf16, got '%s'", hd);
     snprintf(c->history_dtype, sizeof c->history_dtype, "%s", hd);
+    if ((rc = args_double(a, "--refresh-relax", c->refresh_relax, &c->refresh_relax))) return rc;
     if ((rc = train_mb_flags_parse(args_str(a, "--refresh-source", NULL), args_str(a, "--cluster-norm", NULL),
                                    args_str(a, "--history-location", NULL), args_str(a, "--refresh-eval", "fused"), c))) return rc;
     if ((rc = flag_range(a, "--threads", 0, 0, 4096, &v))) return rc;

@@ -32,6 +32,8 @@ Options that name choices the paper leaves open:
   --beta1 B       Adam's first-moment decay (0.9 as torch; inca's history methods default to 0,
                   README "Histories and momentum"); --optimizer sgd: SGD with momentum 0.9.
   --no-push       histories change only at --eval-push (IncAgg's recompute source, period 1 epoch).
+  --relax W       --eval-push moves every history a fraction W of the way to the exact rows, the
+                  first push excepted (IncAgg's --refresh-relax; default 1: replaced).
   --push-eval, --extrapolate C, --mean-drift: history policies tried and ruled out (README).
   --method cluster|full: the same batches without the halo (Â restricted, not renormalised) or
                   full-batch training, as sanity checks of the script.
@@ -178,6 +180,8 @@ def main():
     ap.add_argument("--eval-push", action="store_true")
     ap.add_argument("--no-push", action="store_true",
                     help="no pushes in training: the histories change only at --eval-push (IncAgg's recompute)")
+    ap.add_argument("--relax", type=float, default=1.0,
+                    help="--eval-push moves each history a fraction W of the way to the exact rows")
     ap.add_argument("--diag", action="store_true")
     ap.add_argument("--extrapolate", type=float, default=0,
                     help="scale the batch's drift from its histories by min(cap, row mass / in-batch mass); 0: off")
@@ -270,8 +274,9 @@ def main():
         with torch.no_grad():
             logits, hs = model.full(a_full, x)
             if a.eval_push and a.method == "gas":
+                w = a.relax if ep > 0 else 1.0   # the first push replaces the zero histories
                 for l in range(1, a.layers):
-                    hist[l].copy_(hs[l])
+                    hist[l].add_(hs[l] - hist[l], alpha=w)
             lp = F.log_softmax(logits, 1)
             acc = {k: float((lp[v].argmax(1) == y[v]).float().mean()) for k, v in idx.items()}
             vloss = float(F.nll_loss(lp[idx["valid"]], y[idx["valid"]]))
@@ -288,7 +293,7 @@ def main():
         mf.close()
     res = {"tool": "gas_reference.py", "method": a.method, "test_acc": best[2], "val_acc": best[0],
            "best_epoch": best[3], "epochs": a.epochs, "epoch_time_s": t_train / max(1, a.epochs),
-           "seed": a.seed, "clip": a.clip, "halo_dropout": a.halo_dropout, "eval_push": a.eval_push,
+           "seed": a.seed, "clip": a.clip, "halo_dropout": a.halo_dropout, "eval_push": a.eval_push, "relax": a.relax,
            "lr": a.lr, "layers": a.layers, "hidden": a.hidden, "dropout": a.dropout, "batch_parts": a.batch_parts,
            "parts": K}
     print(json.dumps(res) if a.json else

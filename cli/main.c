@@ -59,6 +59,8 @@ static const struct { const char *name; int (*fn)(int, char **); const char *hel
      "  method    --method full|cluster|gas|incagg [full] --parts K [40] --batch-parts B [10]\n"
      "            --refresh R (incagg, steps) [0: once per epoch] --history-dtype fp32|bf16 [fp32]\n"
      "            --refresh-source push|recompute (incagg) [recompute] --cluster-norm batch|global [batch]\n"
+     "            --refresh-relax W (incagg, recompute: a refresh moves the snapshot a fraction W of\n"
+     "            the way to the exact rows; 1 replaces it) [0.3]\n"
      "            --refresh-eval fused|separate (incagg, recompute: an epoch-end refresh shares the\n"
      "            evaluation's pass, or each runs its own and is timed apart) [fused]\n"
      "            --history-location device|host (cuda: where history tables live) [device]\n"

@@ -13,7 +13,7 @@
 const char *const cli_train_flags[] = {
         "--model", "--method", "--layers", "--hidden", "--epochs", "--lr", "--dropout", "--weight-decay",
         "--wd-conv", "--wd-first-layer!", "--adamw!", "--beta1", "--feature-norm", "--alpha", "--theta", "--K",
-        "--batchnorm!", "--residual!", "--dense-input!", "--batch-size", "--checkpoint", "--resume!", "--parts", "--batch-parts", "--refresh", "--history-dtype", "--refresh-source", "--refresh-eval", "--cluster-norm",
+        "--batchnorm!", "--residual!", "--dense-input!", "--batch-size", "--checkpoint", "--resume!", "--parts", "--batch-parts", "--refresh", "--history-dtype", "--refresh-source", "--refresh-relax", "--refresh-eval", "--cluster-norm",
         "--partition", "--threads", "--device", "--deterministic!", "--tf32!", "--history-location", "--seed", "--metrics", "--runs", "--json!",
         "--train-indices", "--split", "--patience", "--select", "--loader", "--memory-budget", "--workers", "--save-params", "--grad-reduce", "--config", "--quiet!", "--metric", NULL};
 
@@ -113,6 +113,7 @@ int cli_train_config(const args_t *a, train_config_t *c, cli_log_state_t *ls) {
         return inca_fail(INCA_EINVAL, "--history-dtype: expected fp32|bf16, got '%s'", hd);
     snprintf(c->history_dtype, sizeof c->history_dtype, "%s", hd);
     if ((rc = copy_name(c->partition, sizeof c->partition, "--partition", args_str(a, "--partition", "")))) return rc;
+    if ((rc = args_double(a, "--refresh-relax", c->refresh_relax, &c->refresh_relax))) return rc;
     if ((rc = train_mb_flags_parse(args_str(a, "--refresh-source", NULL), args_str(a, "--cluster-norm", NULL),
                                    args_str(a, "--history-location", NULL), args_str(a, "--refresh-eval", NULL), c))) return rc;
     if ((rc = train_loader_parse(args_str(a, "--loader", "auto"), &c->loader))) return rc;
@@ -172,6 +173,7 @@ void cli_train_config_json(json_t *j, const args_t *a, const train_config_t *c) 
     json_str(j, "history-dtype", c->history_dtype);
     json_str(j, "history-location", c->history_host ? "host" : "device");
     json_str(j, "refresh-source", agg_source_name(c->refresh_source));
+    json_num(j, "refresh-relax", c->refresh_relax);
     json_str(j, "refresh-eval", c->refresh_eval_separate ? "separate" : "fused");
     json_str(j, "cluster-norm", c->cluster_global_norm ? "global" : "batch");
     json_str(j, "partition", c->partition);

@@ -60,6 +60,9 @@ struct agg {
     int ndev, capdev;
     int method, source, nsites;
     int single;          /* incagg push: pushes go to S, no P tables */
+    float relax;         /* incagg recompute: a refresh moves S and M this fraction of the way */
+    int64_t snap_rows[AGG_MAX_SITES];   /* rows of the site's first (exact) snapshot written */
+    int64_t sbuf_rows;   /* rows of sbuf */
     int64_t n, in_dim, maxdim;   /* maxdim: the widest site */
     const float *x;
     const batch_t *b;
@@ -352,19 +355,6 @@ static int t_get_all(agg_t *g, const hist_t *t, float *out) {
     return INCA_OK;
 }
 
-static int t_put_all(agg_t *g, hist_t *t, const float *in) {
-    if (!g->host_tables) return kc_scatter_rows(g->kc, kdt(t), t->data, t->f, NULL, 0, t->n, in);
-    for (int64_t i0 = 0; i0 < t->n; i0 += g->stage_rows) {
-        const int64_t k = t->n - i0 < g->stage_rows ? t->n - i0 : g->stage_rows;
-        int rc = kc_copy(g->kc, g->stage, in + i0 * t->f, sizeof(float) * (size_t)(k * t->f), KERN_D2H, KERN_STREAM_COMPUTE);
-        if (rc == INCA_OK) rc = kc_sync(g->kc);
-        if (rc != INCA_OK) return rc;
-        kern_rows_scatter(kdt(t), t->data, t->f, NULL, i0, k, g->stage);
-    }
-    return INCA_OK;
-}
-
-
 /* M[site] <- Â src, where src is fp32 x (at a fixed site) or the table S[site]. fp32 tables:
  * one SpMM straight into M. bf16: row panels of Â through the fp32 panel, encoded into M
  * panel by panel (the same bits as decoding all of S first: kern_spmm_bf16). */
@@ -447,6 +437,7 @@ int agg_create(const agg_config_t *cfg, agg_t **out) {
     if (rc != INCA_OK) { agg_free(&g); return rc; }
     g->method = method;
     g->source = cfg->source;
+    g->relax = cfg->relax > 0 && cfg->relax < 1 && cfg->source == AGG_SRC_RECOMPUTE ? cfg->relax : 1.f;
     g->single = method == AGG_INCAGG && cfg->source == AGG_SRC_PUSH && cfg->single_buffer;
     g->nsites = ns;
     g->n = cfg->n;
@@ -476,7 +467,8 @@ int agg_create(const agg_config_t *cfg, agg_t **out) {
         }
     }
     if (rc == INCA_OK && method == AGG_INCAGG) {
-        if (!(g->sbuf = scratch(g, (cfg->nb_max ? cfg->nb_max : 1) * g->maxdim, "scratch_delta", g->dev))) rc = INCA_ENOMEM;
+        g->sbuf_rows = cfg->nb_max ? cfg->nb_max : 1;
+        if (!(g->sbuf = scratch(g, g->sbuf_rows * g->maxdim, "scratch_delta", g->dev))) rc = INCA_ENOMEM;
         if (rc == INCA_OK && g->dtype == HIST_BF16) {
             const int64_t row_bytes = (int64_t)sizeof(float) * g->maxdim;
             if (cfg->panel_bytes > 0) g->panel_rows = cfg->panel_bytes / row_bytes;
@@ -703,6 +695,8 @@ int agg_refresh(agg_t *g) {
     return INCA_OK;
 }
 
+static int snapshot_rows(agg_t *g, int site, int64_t r0, int64_t m, const float *in, const float *out, int skip_s);
+
 int agg_refresh_forward(void *ctx, int site, int64_t n, int64_t f, const float *in_raw, const float *in, float *out) {
     agg_t *g = ctx;
     (void)in_raw;   /* eval mode: in_raw == in */
@@ -716,9 +710,7 @@ int agg_refresh_forward(void *ctx, int site, int64_t n, int64_t f, const float *
     }
     int rc = kc_spmm(g->kc, g->a_m, NULL, in, f, 1.f, 0.f, out);
     if (rc != INCA_OK || g->method != AGG_INCAGG) return rc;
-    if ((rc = t_put_all(g, &g->S[site], in)) != INCA_OK) return rc;
-    if (g->P[site].data && (rc = t_put_all(g, &g->P[site], in)) != INCA_OK) return rc;
-    return t_put_all(g, &g->M[site], out);
+    return snapshot_rows(g, site, 0, n, in, out, 0);
 }
 
 const hist_t *agg_m0(const agg_t *g, int site) {
@@ -730,6 +722,7 @@ int64_t agg_spilled_bytes(const agg_t *g) { return (int64_t)mem_arena_spilled_by
 
 float *agg_s_direct(agg_t *g, int site) {
     if (g->method != AGG_INCAGG || site < 0 || site >= g->nsites || g->fixed[site] || g->host_tables) return NULL;
+    if (g->relax < 1.f && g->snap_rows[site] >= g->n) return NULL;   /* S is blended, not overwritten */
     return hist_f32(&g->S[site]);
 }
 
@@ -762,13 +755,48 @@ static int t_put_rows(agg_t *g, hist_t *t, int64_t r0, int64_t m, const float *s
     return INCA_OK;
 }
 
+/* rows [r0, r0+m) of t <- t + w (src − t) (src in the context's memory): on the CPU in place,
+ * host tables through the stage, device tables through sbuf (gather, axpby, scatter) */
+static int t_blend_rows(agg_t *g, hist_t *t, int64_t r0, int64_t m, const float *src, float w) {
+    if (!g->dev) {
+        kern_rows_blend(kdt(t), t->data, t->f, r0, m, w, src);
+        return INCA_OK;
+    }
+    const int64_t chunk = g->host_tables ? g->stage_rows : g->sbuf_rows;
+    int rc = INCA_OK;
+    for (int64_t i0 = 0; i0 < m && rc == INCA_OK; i0 += chunk) {
+        const int64_t k = m - i0 < chunk ? m - i0 : chunk;
+        const float *s = src + i0 * t->f;
+        if (g->host_tables) {
+            rc = kc_copy(g->kc, g->stage, s, sizeof(float) * (size_t)(k * t->f), KERN_D2H, KERN_STREAM_COMPUTE);
+            if (rc == INCA_OK) rc = kc_sync(g->kc);
+            if (rc == INCA_OK) kern_rows_blend(kdt(t), t->data, t->f, r0 + i0, k, w, g->stage);
+            continue;
+        }
+        rc = kc_gather_rows(g->kc, kdt(t), t->data, t->f, NULL, r0 + i0, k, g->sbuf);
+        if (rc == INCA_OK) rc = kc_axpby(g->kc, k * t->f, w, s, 1.f - w, g->sbuf);
+        if (rc == INCA_OK) rc = kc_scatter_rows(g->kc, kdt(t), t->data, t->f, NULL, r0 + i0, k, g->sbuf);
+    }
+    return rc;
+}
+
+/* A recompute refresh of rows [r0, r0+m) at a site: S <- in and M <- out = Â in for the site's
+ * first snapshot (the exact rows of the initial model), afterwards S and M move a fraction
+ * relax of the way (M = Â S stays true: Â is linear). P (push source) is replaced. */
+static int snapshot_rows(agg_t *g, int site, int64_t r0, int64_t m, const float *in, const float *out, int skip_s) {
+    const float w = g->snap_rows[site] >= g->n ? g->relax : 1.f;
+    int rc = INCA_OK;
+    if (!skip_s) rc = w == 1.f ? t_put_rows(g, &g->S[site], r0, m, in) : t_blend_rows(g, &g->S[site], r0, m, in, w);
+    if (rc == INCA_OK && g->P[site].data) rc = t_put_rows(g, &g->P[site], r0, m, in);
+    if (rc == INCA_OK) rc = w == 1.f ? t_put_rows(g, &g->M[site], r0, m, out) : t_blend_rows(g, &g->M[site], r0, m, out, w);
+    if (rc == INCA_OK && g->snap_rows[site] < g->n) g->snap_rows[site] += m;
+    return rc;
+}
+
 int agg_refresh_rows(agg_t *g, int site, int64_t r0, int64_t m, const float *in, const float *out, int skip_s) {
     if (g->method != AGG_INCAGG || site < 0 || site >= g->nsites || g->fixed[site]) return INCA_OK;
     if (r0 < 0 || m < 0 || r0 + m > g->n)
         return inca_fail(INCA_ERR, "refresh rows [%lld, %lld) outside [0, %lld)", (long long)r0, (long long)(r0 + m), (long long)g->n);
     int rc = agg_flush(g);
-    if (rc == INCA_OK && !skip_s) rc = t_put_rows(g, &g->S[site], r0, m, in);
-    if (rc == INCA_OK && g->P[site].data) rc = t_put_rows(g, &g->P[site], r0, m, in);
-    if (rc == INCA_OK) rc = t_put_rows(g, &g->M[site], r0, m, out);
-    return rc;
+    return rc == INCA_OK ? snapshot_rows(g, site, r0, m, in, out, skip_s) : rc;
 }

@@ -27,6 +27,13 @@
  *                      pass of the model over the whole graph with the current weights, run with
  *                      agg_refresh_forward as its operator: each site stores S = in, M = Â in
  *                      (and returns Â in, so an evaluation due at the same time shares the pass).
+ *                      With relax w < 1 every refresh after the first moves S and M a fraction
+ *                      w of the way: S <- S + w (in − S), M <- M + w (Â in − M) (= Â S still).
+ *                      Why: a refresh replaces every out-of-batch row at once, like a Jacobi
+ *                      sweep; on graphs where most of a row's mass comes from outside its batch
+ *                      the weights and the snapshot then overshoot each other epoch by epoch
+ *                      (issue 33: a hard csbm at 50% where full-batch reaches 76%). Push
+ *                      refreshes are not relaxed: their rows already change batch by batch.
  *   Both sources start from agg_refresh_forward's exact snapshot of the initial model.
  * Invariant between refreshes (S frozen): Agg = Â_BB in + Â_{B,V∖B} S_{V∖B}.
  * With bf16 tables, M, S and P are rounded to bf16 when stored; the residual subtracts the stored
@@ -71,6 +78,8 @@ typedef struct agg_config {
     int method;              /* AGG_CLUSTER | AGG_GAS | AGG_INCAGG */
     int source;              /* incagg: AGG_SRC_PUSH | AGG_SRC_RECOMPUTE */
     int single_buffer;       /* incagg with push: see above (ignored for recompute) */
+    float relax;             /* incagg recompute: see above; 0 or 1 (or any other value outside
+                                (0, 1)): a refresh replaces S and M */
     hist_dtype_t dtype;      /* history tables, baselines and snapshots */
     int nsites;              /* aggregation sites, <= AGG_MAX_SITES */
     const int64_t *dims;     /* nsites widths (copied) */

@@ -48,6 +48,7 @@ void train_config_default(train_config_t *c) {
     c->batch_parts = 10;
     snprintf(c->history_dtype, sizeof c->history_dtype, "fp32");
     c->refresh_source = TRAIN_REFRESH_SOURCE_DEFAULT;
+    c->refresh_relax = TRAIN_REFRESH_RELAX_DEFAULT;
     c->beta1 = -1;
 }
 

@@ -32,6 +32,8 @@ enum { TRAIN_LOADER_AUTO = 0, TRAIN_LOADER_COPY = 1, TRAIN_LOADER_VIEW = 2 };
 #define TRAIN_VIEW_FRACTION 0.125   /* auto: features above 1/8 of physical memory go by view */
 /* IncAgg's default refresh source (memory/agg.h), chosen from the measurements in README.md. */
 #define TRAIN_REFRESH_SOURCE_DEFAULT AGG_SRC_RECOMPUTE
+/* The fraction of the way a recompute refresh moves IncAgg's snapshot (memory/agg.h, issue 33). */
+#define TRAIN_REFRESH_RELAX_DEFAULT 0.3
 
 /* Called after every epoch's evaluation with the eval-mode logits of all d->n nodes (n x c,
  * valid during the call only). Return non-zero to stop with that status. For pruning
@@ -96,6 +98,9 @@ typedef struct train_config {
     int refresh;               /* incagg: refresh every R steps (0: once per epoch) */
     int refresh_source;        /* incagg: AGG_SRC_PUSH | AGG_SRC_RECOMPUTE (memory/agg.h;
                                   default TRAIN_REFRESH_SOURCE_DEFAULT) */
+    double refresh_relax;      /* incagg, recompute source: a refresh moves S and M this fraction
+                                  of the way to the exact rows, in (0, 1] (--refresh-relax;
+                                  default TRAIN_REFRESH_RELAX_DEFAULT; 1: replaced) */
     int refresh_eval_separate; /* incagg, recompute source: 0 (default, --refresh-eval fused) a
                                   refresh due at an epoch end shares the evaluation's eval-mode
                                   pass (its time is the refresh's); 1 (--refresh-eval separate)

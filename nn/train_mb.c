@@ -361,6 +361,8 @@ static int mb_run_setup(mb_run_t *R, const dataset_t *d, const int64_t *train_id
     if (!dataset_has_graph(d)) return inca_fail(INCA_EINVAL, "--method %s needs a graph; this dataset has none", c->method);
     if (!d->adj.rowptr && !R->o->view) return inca_fail(INCA_EINVAL, "--method %s: the graph was not loaded (needs --loader view)", c->method);
     if (!d->y) return inca_fail(INCA_EINVAL, "--method %s needs labels; this dataset has none", c->method);
+    if (!(c->refresh_relax > 0 && c->refresh_relax <= 1))
+        return inca_fail(INCA_EINVAL, "--refresh-relax: expected a value in (0,1], got %g", c->refresh_relax);
     if (!R->p || R->p->n != d->n)
         return inca_fail(INCA_EINVAL, "partitioning covers %lld nodes, dataset has %lld", (long long)(R->p ? R->p->n : -1), (long long)d->n);
     /* a shard holds its rank's share of the splits: the job's counts are the sums */
@@ -485,7 +487,7 @@ static int mb_run_setup(mb_run_t *R, const dataset_t *d, const int64_t *train_id
     uint8_t fixed[AGG_MAX_SITES];
     const int ns = mb_model_sites(&R->mc, dims, fixed);
     if (ns < 0) return ns;
-    agg_config_t ac = {.method = R->method, .source = c->refresh_source, .dtype = hd,
+    agg_config_t ac = {.method = R->method, .source = c->refresh_source, .relax = (float)c->refresh_relax, .dtype = hd,
                        .single_buffer = R->o->single_buffer && R->R == R->spe, .nsites = ns, .dims = dims,
                        .fixed = fixed, .n = n, .in_dim = R->mc.in_dim, .x = R->x_d, .a = &R->D.a,
                        .nb_max = nb_max, .halo_max = halo_max, .kc = kc, .a_m = R->a_m,

@@ -99,8 +99,10 @@ static batch_loader_t *fx_loader(fx_t *t, int64_t bp, int halo) {
     return l;
 }
 
-/* An operator for t's model over loader l's batches (P scheme for the push source). */
-static agg_t *fx_agg_src(fx_t *t, int method, int source, batch_loader_t *l, hist_dtype_t dt, int64_t panel_bytes) {
+/* An operator for t's model over loader l's batches (P scheme for the push source); relax:
+ * agg_config_t's (0: a refresh replaces the snapshot). */
+static agg_t *fx_agg_relax(fx_t *t, int method, int source, batch_loader_t *l, hist_dtype_t dt, int64_t panel_bytes,
+                           float relax) {
     int64_t nb, nh, dims[AGG_MAX_SITES];
     uint8_t fixed[AGG_MAX_SITES];
     batch_loader_limits(l, &nb, &nh);
@@ -108,10 +110,13 @@ static agg_t *fx_agg_src(fx_t *t, int method, int source, batch_loader_t *l, his
     ck_assert_int_ge(ns, 1);
     agg_config_t ac = {.method = method, .source = source, .dtype = dt, .nsites = ns, .dims = dims, .fixed = fixed,
                        .n = t->n, .in_dim = t->f, .x = t->x, .a = &t->a, .nb_max = nb, .halo_max = nh,
-                       .panel_bytes = panel_bytes};
+                       .panel_bytes = panel_bytes, .relax = relax};
     agg_t *c = NULL;
     ck_assert_int_eq(agg_create(&ac, &c), INCA_OK);
     return c;
+}
+static agg_t *fx_agg_src(fx_t *t, int method, int source, batch_loader_t *l, hist_dtype_t dt, int64_t panel_bytes) {
+    return fx_agg_relax(t, method, source, l, dt, panel_bytes, 0.f);
 }
 static agg_t *fx_ctx(fx_t *t, int method, batch_loader_t *l, hist_dtype_t dt) {
     return fx_agg_src(t, method, AGG_SRC_PUSH, l, dt, 0);
@@ -342,6 +347,82 @@ static void exact_snapshots(int kind) {
 }
 
 START_TEST(exact_snapshots_give_exact_aggregation) { exact_snapshots(kinds[_i]); }
+END_TEST
+
+/* A relaxed recompute refresh (issue 33): the first pass stores the exact rows S0 of model m0;
+ * after m1's pass the snapshot is S0 + w (S1 − S0), S1 being m1's exact rows (taken from an
+ * operator that replaces), and M is Â of that snapshot, both checked in double. */
+static void relaxed_refresh(int kind, hist_dtype_t dt) {
+    const float w = 0.3f;
+    fx_t t;
+    fx_make(&t, kind, 90, 9);
+    batch_loader_t *l = fx_loader(&t, 2, 0);
+    agg_t *g = fx_agg_relax(&t, AGG_INCAGG, AGG_SRC_RECOMPUTE, l, dt, 0, w);
+    agg_t *ref = fx_agg_relax(&t, AGG_INCAGG, AGG_SRC_RECOMPUTE, l, HIST_F32, 0, 1.f);
+    model_t *m0 = NULL, *m1 = NULL;
+    ck_assert_int_eq(model_create(&t.mc, t.n, &m0), INCA_OK);
+    model_config_t mc1 = t.mc;
+    mc1.seed = 77;
+    ck_assert_int_eq(model_create(&mc1, t.n, &m1), INCA_OK);
+    nn_agg_t og = refresh_op_of(g), oref = refresh_op_of(ref);
+    const float *lg = NULL;
+    ck_assert_int_eq(model_forward(m0, t.n, t.x, &og, 0, 1, 0, &lg), INCA_OK);
+    ck_assert_int_eq(model_forward(m0, t.n, t.x, &oref, 0, 1, 0, &lg), INCA_OK);   /* S0 */
+    const int ns = agg_num_sites(g);
+    double *s0[AGG_MAX_SITES] = {0};
+    int checked = 0;
+    for (int s = 0; s < ns; s++) {
+        if (agg_fixed_site(g, s)) continue;
+        const hist_t *h = agg_table(ref, 'S', s);
+        s0[s] = malloc(sizeof(double) * (size_t)(h->n * h->f));
+        for (int64_t i = 0; i < h->n * h->f; i++) s0[s][i] = hist_f32(h)[i];
+    }
+    ck_assert_int_eq(model_forward(m1, t.n, t.x, &og, 0, 1, 0, &lg), INCA_OK);
+    ck_assert_int_eq(model_forward(m1, t.n, t.x, &oref, 0, 1, 0, &lg), INCA_OK);   /* S1 */
+    const double tol = dt == HIST_BF16 ? 1e-2 : 1e-5;
+    for (int s = 0; s < ns; s++) {
+        if (agg_fixed_site(g, s)) continue;
+        const hist_t *S1 = agg_table(ref, 'S', s), *S = agg_table(g, 'S', s), *M = agg_table(g, 'M', s);
+        const int64_t n = S1->n, f = S1->f;
+        float *got_s = malloc(sizeof(float) * (size_t)(n * f)), *got_m = malloc(sizeof(float) * (size_t)(n * f));
+        float *want_s = malloc(sizeof(float) * (size_t)(n * f)), *want_m = malloc(sizeof(float) * (size_t)(n * f));
+        hist_pull_range(S, 0, n, got_s);
+        hist_pull_range(M, 0, n, got_m);
+        double dist = 0, norm = 0;   /* the two models' rows must differ, or the test is empty */
+        for (int64_t i = 0; i < n * f; i++) {
+            const double e = hist_f32(S1)[i];
+            want_s[i] = (float)(s0[s][i] + (double)w * (e - s0[s][i]));
+            dist += (e - s0[s][i]) * (e - s0[s][i]);
+            norm += e * e;
+        }
+        ck_assert_msg(dist > 1e-4 * norm, "site %d: the two models give the same rows", s);
+        for (int64_t r = 0; r < n; r++)   /* M = Â S of the blended snapshot, in double */
+            for (int64_t j = 0; j < f; j++) {
+                double acc = 0;
+                for (int64_t e = t.a.rowptr[r]; e < t.a.rowptr[r + 1]; e++)
+                    acc += (double)t.a.val[e] * ((double)s0[s][t.a.col[e] * f + j] +
+                                                 (double)w * (hist_f32(S1)[t.a.col[e] * f + j] - s0[s][t.a.col[e] * f + j]));
+                want_m[r * f + j] = (float)acc;
+            }
+        char what[96];
+        snprintf(what, sizeof what, "%s site %d relaxed S", model_kind_name(kind), s);
+        expect_close(what, got_s, want_s, n * f, tol);
+        snprintf(what, sizeof what, "%s site %d relaxed M", model_kind_name(kind), s);
+        expect_close(what, got_m, want_m, n * f, tol);
+        checked++;
+        free(got_s); free(got_m); free(want_s); free(want_m);
+        free(s0[s]);
+    }
+    ck_assert_int_ge(checked, 1);
+    model_free(&m0);
+    model_free(&m1);
+    agg_free(&g);
+    agg_free(&ref);
+    batch_loader_free(&l);
+    fx_free(&t);
+}
+
+START_TEST(incagg_relaxed_refresh) { relaxed_refresh(kinds[_i / 2], _i % 2 ? HIST_BF16 : HIST_F32); }
 END_TEST
 
 
@@ -1023,6 +1104,7 @@ int main(void) {
     tcase_add_test(t, layer0_baseline_is_ax);
     tcase_add_loop_test(t, exact_snapshots_give_exact_aggregation, 0, 4);
     tcase_add_loop_test(t, incagg_frozen_snapshot_invariant, 0, 8);
+    tcase_add_loop_test(t, incagg_relaxed_refresh, 0, 8);
     tcase_add_test(t, cluster_batch_renormalisation);
     tcase_add_test(t, bf16_refresh_in_panels);
     tcase_add_test(t, bf16_halves_operator_memory);

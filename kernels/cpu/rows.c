@@ -1,4 +1,4 @@
-/* CPU row-table kernels: gather, scatter and residual over fp32 or bf16 tables addressed by
+/* CPU row-table kernels: gather, scatter, blend and residual over fp32 or bf16 tables addressed by
  * row ids (GAS histories, IncAgg baselines and snapshots; memory/history.c wraps them), and
  * the bf16 conversions. Parallel over rows, each row written by one thread. Tested in
  * test_memory.c (bf16 bits by hand, round trips) and test_incagg.c. */
@@ -48,6 +48,23 @@ void kern_rows_scatter(kern_dtype_t dt, void *t, int64_t f, const int64_t *ids, 
                        const float *in) {
 #pragma omp parallel for schedule(static) if (m * f >= KERN_ROWS_PAR_MIN)
     for (int64_t i = 0; i < m; i++) row_put(dt, t, f, ids ? ids[i] : start + i, in + i * f);
+}
+
+void kern_rows_blend(kern_dtype_t dt, void *t, int64_t f, int64_t start, int64_t m, float w, const float *in) {
+#pragma omp parallel for schedule(static) if (m * f >= KERN_ROWS_PAR_MIN)
+    for (int64_t i = 0; i < m; i++) {
+        const float *a = in + i * f;
+        if (dt == KERN_F32) {
+            float *s = (float *)t + (start + i) * f;
+            for (int64_t j = 0; j < f; j++) s[j] += w * (a[j] - s[j]);
+        } else {
+            uint16_t *s = (uint16_t *)t + (start + i) * f;
+            for (int64_t j = 0; j < f; j++) {
+                const float o = kern_bf16_to_f32(s[j]);
+                s[j] = kern_f32_to_bf16(o + w * (a[j] - o));
+            }
+        }
+    }
 }
 
 void kern_rows_sub(kern_dtype_t dt, void *t, int64_t f, const int64_t *ids, int64_t m, const float *in, float *out,
