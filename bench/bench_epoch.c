@@ -182,6 +182,7 @@ int bench_epoch(int argc, char **argv) {
                                         : kc_device(kc) != KERN_DEV_CPU ? "device" : "host");
         json_bool(j, "eval_each_epoch", ev);
         json_str(j, "refresh_source", agg_source_name(c.refresh_source));
+        json_num(j, "eval_average", c.eval_average);
         if (want_cl) { json_num(j, "cluster_epoch_time_s", cluster.epoch_s); json_num(j, "cluster_test_acc", cluster.acc); }
         if (want_gas) {
             json_num(j, "gas_epoch_time_s", gas.epoch_s);

@@ -48,6 +48,11 @@ int bench_mb_config(const args_t *a, train_config_t *c) {
     if ((rc = flag_range(a, "--seed", 0, 0, INT64_MAX, &v))) return rc;
     c->seed = (uint64_t)v;
     c->runs = 1;
+    /* the benches time the methods' own steps and refreshes: by default they evaluate the
+     * weights themselves (an averaged evaluation unfuses IncAgg's recompute refresh) */
+    if ((rc = args_double(a, "--eval-average", 0, &c->eval_average))) return rc;
+    if (!(c->eval_average >= 0 && c->eval_average < 1))
+        return inca_fail(INCA_EINVAL, "--eval-average: expected a decay in [0,1), got %g", c->eval_average);
     c->device = args_str(a, "--device", "cpu");
     c->deterministic = args_has(a, "--deterministic");
     c->tf32 = args_has(a, "--tf32");

@@ -182,6 +182,8 @@ def main():
                     help="no pushes in training: the histories change only at --eval-push (IncAgg's recompute)")
     ap.add_argument("--relax", type=float, default=1.0,
                     help="--eval-push moves each history a fraction W of the way to the exact rows")
+    ap.add_argument("--ema", type=float, default=0.0,
+                    help="evaluate an exponential moving average of the weights, decay D per step")
     ap.add_argument("--diag", action="store_true")
     ap.add_argument("--extrapolate", type=float, default=0,
                     help="scale the batch's drift from its histories by min(cap, row mass / in-batch mass); 0: off")
@@ -216,6 +218,13 @@ def main():
     else:
         opt = torch.optim.Adam(model.parameters(), lr=a.lr, betas=(a.beta1, 0.999), weight_decay=a.weight_decay)
     hist = [torch.zeros(n, a.hidden) for _ in range(a.layers)]   # hist[0] unused (exact x)
+    ema = [p.detach().clone() for p in model.parameters()] if a.ema > 0 else None
+
+    def ema_update():
+        if ema is not None:
+            with torch.no_grad():
+                for e, p in zip(ema, model.parameters()):
+                    e.mul_(a.ema).add_(p, alpha=1 - a.ema)
     members = [np.flatnonzero(part == k) for k in range(K)]
     mf = open(a.metrics, "w") if a.metrics else None
     best = (-1.0, 0.0, 0.0, -1)   # val_acc, -val_loss, test_acc, epoch
@@ -232,6 +241,7 @@ def main():
             if a.clip > 0:
                 torch.nn.utils.clip_grad_norm_(model.parameters(), a.clip)
             opt.step()
+            ema_update()
             losses.append(float(loss))
         else:
             order = rng.permutation(K)
@@ -268,11 +278,19 @@ def main():
                 if a.clip > 0:
                     torch.nn.utils.clip_grad_norm_(model.parameters(), a.clip)
                 opt.step()
+                ema_update()
                 losses.append(float(loss))
         t_train += time.perf_counter() - t0
         model.eval()
         with torch.no_grad():
+            if ema is not None:   # evaluate the averaged weights, train on with the current ones
+                cur = [p.detach().clone() for p in model.parameters()]
+                for e, p in zip(ema, model.parameters()):
+                    p.copy_(e)
             logits, hs = model.full(a_full, x)
+            if ema is not None:
+                for c_, p in zip(cur, model.parameters()):
+                    p.copy_(c_)
             if a.eval_push and a.method == "gas":
                 w = a.relax if ep > 0 else 1.0   # the first push replaces the zero histories
                 for l in range(1, a.layers):

@@ -12,7 +12,7 @@
 
 const char *const cli_train_flags[] = {
         "--model", "--method", "--layers", "--hidden", "--epochs", "--lr", "--dropout", "--weight-decay",
-        "--wd-conv", "--wd-first-layer!", "--adamw!", "--beta1", "--feature-norm", "--alpha", "--theta", "--K",
+        "--wd-conv", "--wd-first-layer!", "--adamw!", "--beta1", "--eval-average", "--feature-norm", "--alpha", "--theta", "--K",
         "--batchnorm!", "--residual!", "--dense-input!", "--batch-size", "--checkpoint", "--resume!", "--parts", "--batch-parts", "--refresh", "--history-dtype", "--refresh-source", "--refresh-relax", "--refresh-eval", "--cluster-norm",
         "--partition", "--threads", "--device", "--deterministic!", "--tf32!", "--history-location", "--seed", "--metrics", "--runs", "--json!",
         "--train-indices", "--split", "--patience", "--select", "--loader", "--memory-budget", "--workers", "--save-params", "--grad-reduce", "--config", "--quiet!", "--metric", NULL};
@@ -72,6 +72,12 @@ int cli_train_config(const args_t *a, train_config_t *c, cli_log_state_t *ls) {
     if (strcmp(b1, "auto") != 0) {
         if ((rc = args_double(a, "--beta1", 0.9, &c->beta1))) return rc;
         if (!(c->beta1 >= 0 && c->beta1 < 1)) return inca_fail(INCA_EINVAL, "--beta1: expected auto or a value in [0,1), got %s", b1);
+    }
+    const char *ea = args_str(a, "--eval-average", "auto");
+    if (strcmp(ea, "auto") != 0) {
+        if ((rc = args_double(a, "--eval-average", 0, &c->eval_average))) return rc;
+        if (!(c->eval_average >= 0 && c->eval_average < 1))
+            return inca_fail(INCA_EINVAL, "--eval-average: expected auto or a decay in [0,1), got %s", ea);
     }
     if ((rc = train_featnorm_parse(args_str(a, "--feature-norm", "none"), &c->feature_norm))) return rc;
     if ((rc = args_double(a, "--alpha", 0.1, &c->alpha))) return rc;
@@ -150,6 +156,7 @@ void cli_train_config_json(json_t *j, const args_t *a, const train_config_t *c) 
     json_bool(j, "wd-first-layer", c->wd_first_layer_only);
     json_bool(j, "adamw", c->adamw);
     json_num(j, "beta1", train_beta1(c));
+    json_num(j, "eval-average", train_eval_average(c));
     json_str(j, "feature-norm", c->feature_norm >= 0 && c->feature_norm < 3 ? featnorm[c->feature_norm] : "?");
     json_num(j, "alpha", c->alpha);
     json_num(j, "theta", c->theta);

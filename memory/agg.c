@@ -793,6 +793,10 @@ static int snapshot_rows(agg_t *g, int site, int64_t r0, int64_t m, const float 
     return rc;
 }
 
+void agg_snapshots_restored(agg_t *g) {
+    for (int s = 0; s < g->nsites; s++) g->snap_rows[s] = g->n;
+}
+
 int agg_refresh_rows(agg_t *g, int site, int64_t r0, int64_t m, const float *in, const float *out, int skip_s) {
     if (g->method != AGG_INCAGG || site < 0 || site >= g->nsites || g->fixed[site]) return INCA_OK;
     if (r0 < 0 || m < 0 || r0 + m > g->n)

@@ -160,9 +160,13 @@ int agg_refresh(agg_t *g);
  * M^0 at a fixed site of incagg (borrowed or computed), NULL otherwise. */
 const hist_t *agg_m0(const agg_t *g, int site);
 /* The refresh of rows [r0, r0+m) at a history site: S and P rows <- in (S skipped when
- * skip_s: the pass wrote its input straight into S), M rows <- out; in and out are m x f in
- * the context's memory. INCA_OK doing nothing for other methods and fixed sites. */
+ * skip_s: the pass wrote its input straight into S), M rows <- out, or with relax < 1 after the
+ * site's first snapshot S and M moved that fraction of the way; in and out are m x f in the
+ * context's memory. INCA_OK doing nothing for other methods and fixed sites. */
 int agg_refresh_rows(agg_t *g, int site, int64_t r0, int64_t m, const float *in, const float *out, int skip_s);
+/* Every site's snapshot counts as taken (the tables came from a checkpoint): the next recompute
+ * refresh is relaxed, not the first exact one. */
+void agg_snapshots_restored(agg_t *g);
 /* S at site as an fp32 n x dim table in the context's memory that a refresh pass may write
  * its layer outputs into directly (so the next layer's input needs no buffer of its own), or
  * NULL (another method, a fixed site, bf16, host tables). */

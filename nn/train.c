@@ -50,6 +50,7 @@ void train_config_default(train_config_t *c) {
     c->refresh_source = TRAIN_REFRESH_SOURCE_DEFAULT;
     c->refresh_relax = TRAIN_REFRESH_RELAX_DEFAULT;
     c->beta1 = -1;
+    c->eval_average = -1;
 }
 
 double train_beta1_auto(const train_config_t *c) {
@@ -66,6 +67,15 @@ double train_beta1_auto(const train_config_t *c) {
 
 double train_beta1(const train_config_t *c) { return c->beta1 >= 0 ? c->beta1 : train_beta1_auto(c); }
 
+double train_eval_average_auto(const train_config_t *c) {
+    const int mb = strcmp(c->method, "cluster") == 0 || strcmp(c->method, "gas") == 0 || strcmp(c->method, "incagg") == 0;
+    return mb && c->parts > 0 && c->batch_parts < c->parts ? 1.0 - (double)c->batch_parts / (double)c->parts : 0.0;
+}
+
+double train_eval_average(const train_config_t *c) {
+    return c->eval_average >= 0 ? c->eval_average : train_eval_average_auto(c);
+}
+
 void train_result_free(train_result_t *r) {
     if (!r) return;
     inca_free(r->run_test_acc);
@@ -76,7 +86,9 @@ void train_result_free(train_result_t *r) {
 }
 
 const char *train_refresh_eval_name(const train_config_t *c) {
-    return c->refresh_source == AGG_SRC_RECOMPUTE && !c->refresh_eval_separate ? "fused" : "separate";
+    /* an evaluation of averaged weights cannot be the refresh's pass: that needs the weights */
+    return c->refresh_source == AGG_SRC_RECOMPUTE && !c->refresh_eval_separate && train_eval_average(c) == 0 ? "fused"
+                                                                                                          : "separate";
 }
 
 int train_featnorm_parse(const char *s, int *out) {

@@ -66,6 +66,9 @@ typedef struct train_config {
     double wd_conv;            /* gcnii conv weights (NN_P_CONV); < 0: use weight_decay */
     int adamw;                 /* 1: decoupled weight decay (AdamW) instead of L2 in the grad */
     double beta1;              /* Adam's first-moment decay; < 0 (default): train_beta1_auto */
+    double eval_average;       /* mini-batch methods: evaluate an average of the weights with this
+                                  decay per step (nn/wavg.h; 0: the weights themselves);
+                                  < 0 (default): train_eval_average_auto */
     int feature_norm;          /* TRAIN_FEATNORM_* (default none) */
     uint64_t seed;             /* run i uses seed + i: parameters, dropout, batches */
     int threads;               /* 0: leave inca_threads() as it is */
@@ -173,6 +176,12 @@ void train_config_default(train_config_t *c);
  * value, else this. */
 #define TRAIN_BETA1_HISTORY 0.0
 double train_beta1_auto(const train_config_t *c);
+/* The weight average's decay when --eval-average is not given: 1 - B/K (an average over about
+ * the last epoch's steps) for cluster, gas and incagg when a batch of B parts leaves some of the
+ * K parts out, else 0 (full-batch, one batch of every part: the weights themselves).
+ * train_eval_average: the configured value, or the automatic one. */
+double train_eval_average_auto(const train_config_t *c);
+double train_eval_average(const train_config_t *c);
 double train_beta1(const train_config_t *c);
 
 typedef struct train_result {

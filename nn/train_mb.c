@@ -5,6 +5,7 @@
  * epoch shared with the full-batch trainer, checkpoint) and mb_run_figures.
  * Tested in test_incagg.c (equivalences, determinism, accuracy against full-batch, Cora). */
 #include "nn/train_mb.h"
+#include "nn/wavg.h"
 #include "core/alloc.h"
 #include "core/comm.h"
 #include "core/json.h"
@@ -217,6 +218,7 @@ typedef struct mb_run {
     double epoch_s, train_loss;
     int ep0, epochs_run, finished, fused_pending;
     int init_pass;              /* the initial snapshot pass is running (its traffic: setup) */
+    wavg_t *avg;                /* the weights evaluated (train_eval_average > 0), else NULL */
     int64_t nva_all;            /* validation nodes of the whole job (a shard holds its share) */
 } mb_run_t;
 
@@ -231,6 +233,7 @@ static void mb_run_free(mb_run_t *R) {
     dist_plan_free(&R->plan);
     agg_free(&R->agg);
     optim_free(&R->opt);
+    wavg_free(&R->avg);
     model_free(&R->m);
     if (kc) {
         for (int i = 0; i < R->npan; i++) kc_mat_free(kc, &R->apan[i]);   /* views of a_m: first */
@@ -452,6 +455,7 @@ static int mb_run_setup(mb_run_t *R, const dataset_t *d, const int64_t *train_id
     /* the view path runs the model on a batch or a row panel of a batch's size, never on all n */
     if ((rc = model_create_on(&R->mc, R->stream ? (nb_max > 0 ? nb_max : 1) : n, kc, &R->m)) != INCA_OK) return rc;
     if ((rc = train_optim_build(c, R->m, &R->opt)) != INCA_OK) return rc;
+    if (train_eval_average(c) > 0 && (rc = wavg_create(R->m, train_eval_average(c), &R->avg)) != INCA_OK) return rc;
     if (R->workers > 1) {   /* the ranks' gradient sums */
         const int np = model_nparams(R->m);
         if (!(R->gacc = inca_calloc((size_t)(np > 0 ? np : 1), sizeof *R->gacc))) return INCA_ENOMEM;
@@ -580,12 +584,15 @@ static int mb_run_setup(mb_run_t *R, const dataset_t *d, const int64_t *train_id
     if (c->checkpoint_dir && R->comm && (rc = mb_rank_ckdir(R)) != INCA_OK) return rc;
     if (c->checkpoint_dir && !R->comm && c->resume && (rc = ckpt_manifest_check(c->checkpoint_dir, 1)) != INCA_OK) return rc;
     if (c->checkpoint_dir) {
-        if (!(R->blobs = inca_malloc(sizeof *R->blobs * (size_t)(4 * ns + 1)))) return INCA_ENOMEM;
+        if (!(R->blobs = inca_malloc(sizeof *R->blobs * (size_t)(4 * ns + 2)))) return INCA_ENOMEM;
         for (int t = 0; t < 4; t++)
             for (int s = 0; s < ns; s++) {
                 hist_t *h = agg_table(R->agg, "HMSP"[t], s);
                 if (h) R->blobs[R->nblobs++] = (ckpt_blob_t){.p = h->data, .bytes = hist_bytes(h), .dev = !agg_tables_on_host(R->agg)};
             }
+        if (R->avg)
+            R->blobs[R->nblobs++] = (ckpt_blob_t){.p = wavg_data(R->avg), .bytes = (int64_t)sizeof(float) * wavg_floats(R->avg),
+                                                  .dev = R->dev};
     }
     train_best_init(&R->best);
     R->best.by_loss = c->select_loss;
@@ -608,6 +615,10 @@ static int mb_run_resume(mb_run_t *R, const dataset_t *d) {
                              R->c->checkpoint_dir, (long long)-e[1], (long long)e[0]);
     }
     if (rc == CKPT_NONE) return INCA_OK;
+    /* the model was saved holding the average, its buffer the training weights (mb_epoch_eval);
+     * the tables hold snapshots already (a recompute refresh relaxes from them) */
+    if (R->avg && (rc = wavg_swap(R->avg)) != INCA_OK) return rc;
+    agg_snapshots_restored(R->agg);
     R->best = cs.best;
     R->train_loss = cs.train_loss;
     R->epoch_s = cs.t_epoch;
@@ -712,6 +723,12 @@ static int mb_grad_add(mb_run_t *R, const float *g, int first) {
     return rc;
 }
 
+/* The optimiser's step, then the evaluated average's. */
+static int mb_opt_step(mb_run_t *R) {
+    int rc = optim_step(R->opt);
+    return rc == INCA_OK && R->avg ? wavg_update(R->avg) : rc;
+}
+
 /* The step's gradient = sum / nc (sum flat in model_param order; NULL: gacc), then the shared
  * optimiser's step; nothing when no rank had a loss. */
 static int mb_grad_apply(mb_run_t *R, const float *sum, int nc) {
@@ -722,7 +739,7 @@ static int mb_grad_apply(mb_run_t *R, const float *sum, int nc) {
         rc = kc_axpby(R->kc, pp->n, 1.f / (float)nc, sum ? sum : R->gacc[i], 0.f, pp->g);
         if (sum) sum += pp->n;
     }
-    return rc != INCA_OK ? rc : optim_step(R->opt);
+    return rc != INCA_OK ? rc : mb_opt_step(R);
 }
 
 /* mb_step under MPI: this rank's batch (dropout step gstep * P + rank), then every rank's
@@ -791,7 +808,7 @@ static int mb_step(mb_run_t *R, int ep, int64_t s, double *loss_sum, int64_t *lo
     if (R->comm) return mb_step_mpi(R, ep, s, loss_sum, loss_n);
     if (R->workers == 1) {
         rc = mb_fwd_bwd(R, R->ld, ep, s, (uint64_t)R->gstep, loss_sum, loss_n, &had);
-        return rc != INCA_OK || !had ? rc : optim_step(R->opt);
+        return rc != INCA_OK || !had ? rc : mb_opt_step(R);
     }
     int nc = 0;
     for (int r = 0; r < R->workers; r++) {
@@ -908,7 +925,7 @@ static int mb_pass(mb_run_t *R, int refresh, const float **logits) {
  * own eval-mode pass. */
 static int mb_refresh(mb_run_t *R, mb_stats_t *st, int shares_eval) {
     int rc;
-    if (agg_source(R->agg) == AGG_SRC_RECOMPUTE && shares_eval && !R->c->refresh_eval_separate) {
+    if (agg_source(R->agg) == AGG_SRC_RECOMPUTE && shares_eval && !R->c->refresh_eval_separate && !R->avg) {
         R->fused_pending = 1;
         return INCA_OK;
     }
@@ -932,8 +949,8 @@ static int mb_refresh(mb_run_t *R, mb_stats_t *st, int shares_eval) {
     return rc;
 }
 
-/* Evaluation at the end of epoch ep, the end of epoch every trainer shares, the checkpoint. */
-static int mb_epoch_eval(mb_run_t *R, const dataset_t *d, mb_stats_t *st, int ep, double te0) {
+/* The evaluation at the end of epoch ep (a refresh riding on it) and its bookkeeping. */
+static int mb_eval_pass(mb_run_t *R, mb_stats_t *st, int ep, double te0) {
     const train_config_t *c = R->c;
     const int64_t n = R->D.n;
     const float *logits = NULL;
@@ -970,14 +987,27 @@ static int mb_epoch_eval(mb_run_t *R, const dataset_t *d, mb_stats_t *st, int ep
     }
     e.epoch_s = inca_now() - te0;
     R->epoch_s += e.epoch_s;
-    if ((rc = train_epoch_end(c, &e, R->lorig, n, R->C, &R->best)) != 0) return rc;
+    return train_epoch_end(c, &e, R->lorig, n, R->C, &R->best);
+}
+
+/* Evaluation at the end of epoch ep, the end of epoch every trainer shares, the checkpoint.
+ * With a weight average, the model holds the average from the evaluation to the checkpoint
+ * (what `inca predict` loads is what was evaluated; the training weights are a blob of it, in
+ * the average's buffer) and the training weights again after. */
+static int mb_epoch_eval(mb_run_t *R, const dataset_t *d, mb_stats_t *st, int ep, double te0) {
+    const train_config_t *c = R->c;
+    int rc = R->avg ? wavg_swap(R->avg) : INCA_OK;
+    if (rc == INCA_OK) rc = mb_eval_pass(R, st, ep, te0);
     const int stop = c->patience > 0 && R->best.since >= c->patience;
-    if (c->checkpoint_dir) {   /* after the evaluation: no refresh is pending here */
+    if (rc == INCA_OK && c->checkpoint_dir) {   /* after the evaluation: no refresh is pending here */
         /* only the epoch time carries over a resume: the step / refresh / eval means are this
          * process's (mb_stats_t counts its own steps) */
         ckpt_state_t cs = {.epoch = ep, .finished = stop, .best = R->best, .train_loss = R->train_loss, .t_epoch = R->epoch_s};
-        if ((rc = ckpt_save(mb_ckdir(R), R->run, c, d, R->m, R->opt, &cs, R->blobs, R->nblobs)) != INCA_OK) return rc;
+        rc = ckpt_save(mb_ckdir(R), R->run, c, d, R->m, R->opt, &cs, R->blobs, R->nblobs);
     }
+    const int back = R->avg ? wavg_swap(R->avg) : INCA_OK;
+    if (rc != 0) return rc;
+    if (back != INCA_OK) return back;
     if (stop) R->finished = 1;
     return INCA_OK;
 }
@@ -1026,7 +1056,13 @@ static int mb_run_figures(mb_run_t *R, train_result_t *r, mb_stats_t *st) {
         r->comm_bytes[ph] = comm_bytes_sent(R->comm, ph);
         r->comm_s[ph] = comm_seconds(R->comm, ph);
     }
-    if (R->c->keep_params && (rc = train_keep_params(R->kc, R->m, r)) != INCA_OK) return rc;
+    if (R->c->keep_params) {   /* the parameters that were evaluated */
+        if (R->avg && (rc = wavg_swap(R->avg)) != INCA_OK) return rc;
+        rc = train_keep_params(R->kc, R->m, r);
+        const int back = R->avg ? wavg_swap(R->avg) : INCA_OK;
+        if (rc != INCA_OK) return rc;
+        if (back != INCA_OK) return back;
+    }
     r->nparams = 0;
     for (int i = 0; i < model_nparams(R->m); i++) r->nparams += model_param(R->m, i)->n;
     r->steps_per_epoch = R->spe;

@@ -396,7 +396,11 @@ static double train_acc(const char *args, double *std) {
  * default (train_beta1_auto) they stay within a few points of full-batch (73.4, 75.1 at 5 seeds).
  * --beta1 0.9 must still collapse (the cause, not the seed, is what changed). IncAgg's default
  * recompute refresh collapsed even so (50.0 +- 3.3) until its snapshot was relaxed
- * (--refresh-relax, memory/agg.h: 74.0 +- 1.4); --refresh-relax 1 must still collapse. */
+ * (--refresh-relax, memory/agg.h: 74.0 +- 1.4), and all three ended 1-3 points under
+ * full-batch, their last weights swinging from epoch to epoch, until the weights evaluated were
+ * an average over about an epoch's steps (--eval-average, nn/wavg.h). Now, 5 seeds: GAS 77.3,
+ * IncAgg 77.8, push 77.5 against full-batch's 76.1; each must stay within 2 points of
+ * full-batch, and collapse when its remedy is undone. */
 START_TEST(test_history_methods_hard_csbm) {
     char g[1100], args[4096];
     char *own = tu_mkdtemp();
@@ -411,16 +415,18 @@ START_TEST(test_history_methods_hard_csbm) {
     full = train_acc(args, &sd);
     ck_assert_msg(full > 0.72, "full-batch %.4f", full);
     /* each method with its default, then with the one default that used to make it collapse */
-    static const char *const m[][2] = {{"gas", "--beta1 0.9"},
-                                       {"incagg --refresh-source push", "--beta1 0.9"},
-                                       {"incagg", "--refresh-relax 1"}};
+    static const struct { const char *method, *undo; double under; } m[] = {
+        {"gas", "--beta1 0.9", 0.10},
+        {"incagg --refresh-source push", "--beta1 0.9", 0.10},
+        {"incagg", "--refresh-relax 1 --eval-average 0", 0.15}};
     for (int i = 0; i < 3; i++) {
-        snprintf(args, sizeof args, "train '%s' %s --method %s --parts 16 --batch-parts 2 --epochs 60", g, common, m[i][0]);
+        snprintf(args, sizeof args, "train '%s' %s --method %s --parts 16 --batch-parts 2 --epochs 60", g, common, m[i].method);
         const double acc = train_acc(args, &sd);
-        ck_assert_msg(acc > full - 0.06 && sd < 0.05, "%s: %.4f +- %.4f, full-batch %.4f", m[i][0], acc, sd, full);
-        snprintf(args + strlen(args), sizeof args - strlen(args), " %s", m[i][1]);
+        ck_assert_msg(acc > full - 0.02 && sd < 0.04, "%s: %.4f +- %.4f, full-batch %.4f", m[i].method, acc, sd, full);
+        snprintf(args + strlen(args), sizeof args - strlen(args), " %s", m[i].undo);
         const double old = train_acc(args, &sd);
-        ck_assert_msg(old < full - 0.15, "%s %s: %.4f, full-batch %.4f (no longer collapses?)", m[i][0], m[i][1], old, full);
+        ck_assert_msg(old < full - m[i].under, "%s %s: %.4f, full-batch %.4f (no longer collapses?)", m[i].method, m[i].undo,
+                      old, full);
     }
     tu_rmrf(own);
     free(own);

@@ -1,7 +1,11 @@
 /* Tests of nn/optim (Adam, AdamW): three steps on the 1-D quadratic f(w) = (w-3)²/2 against
  * values computed by hand from the torch.optim formulas, per-group weight decay on vectors
- * against an in-test reference, thread-count independence, bad input and allocation failure. */
+ * against an in-test reference, thread-count independence, bad input and allocation failure;
+ * and of nn/wavg (the evaluated average of the weights): two updates against the recurrence
+ * written out, swaps, bad decay and allocation failure. */
 #include "nn/optim.h"
+#include "nn/model.h"
+#include "nn/wavg.h"
 #include "core/alloc.h"
 #include "core/rng.h"
 #include "core/status.h"
@@ -147,12 +151,71 @@ START_TEST(bad_input_and_alloc_failure) {
 }
 END_TEST
 
+/* avg_0 = w0 (the initial parameters); the parameters set to 1, then to v_i = 0.5 i - 2, with
+ * an update after each: avg = d (d w0 + (1 - d) 1) + (1 - d) v, d = 0.75. */
+START_TEST(weight_average_by_hand) {
+    model_config_t mc;
+    model_config_default(&mc);
+    mc.kind = NN_GCN;
+    mc.in_dim = 3;
+    mc.out_dim = 2;
+    mc.hidden = 4;
+    mc.layers = 2;
+    model_t *m = NULL;
+    ck_assert_int_eq(model_create(&mc, 8, &m), INCA_OK);
+    int64_t nf = 0;
+    for (int i = 0; i < model_nparams(m); i++) nf += model_param(m, i)->n;
+    double *w0 = malloc(sizeof(double) * (size_t)nf);
+    int64_t k = 0;
+    for (int i = 0; i < model_nparams(m); i++)
+        for (int64_t j = 0; j < model_param(m, i)->n; j++) w0[k++] = model_param(m, i)->w[j];
+    wavg_t *w = NULL;
+    ck_assert_int_eq(wavg_create(m, 1.0, &w), INCA_EINVAL);
+    ck_assert_int_eq(wavg_create(m, 0.0, &w), INCA_EINVAL);
+    for (long f = 1; f <= 4; f++) {   /* each allocation fails in turn: nothing leaks (ASan) */
+        inca_alloc_fail_after(f);
+        int rc = wavg_create(m, 0.75, &w);
+        inca_alloc_fail_after(0);
+        if (rc == INCA_OK) { wavg_free(&w); break; }
+        ck_assert_int_eq(rc, INCA_ENOMEM);
+        ck_assert_ptr_null(w);
+    }
+    ck_assert_int_eq(wavg_create(m, 0.75, &w), INCA_OK);
+    ck_assert_int_eq(wavg_floats(w), nf);
+    for (int i = 0; i < model_nparams(m); i++)
+        for (int64_t j = 0; j < model_param(m, i)->n; j++) model_param(m, i)->w[j] = 1.f;
+    ck_assert_int_eq(wavg_update(w), INCA_OK);
+    k = 0;
+    for (int i = 0; i < model_nparams(m); i++)
+        for (int64_t j = 0; j < model_param(m, i)->n; j++, k++) model_param(m, i)->w[j] = (float)(0.5 * (double)k - 2.0);
+    ck_assert_int_eq(wavg_update(w), INCA_OK);
+    ck_assert_int_eq(wavg_swap(w), INCA_OK);   /* the model holds the average, the buffer v */
+    k = 0;
+    for (int i = 0; i < model_nparams(m); i++)
+        for (int64_t j = 0; j < model_param(m, i)->n; j++, k++) {
+            const double v = 0.5 * (double)k - 2.0, want = 0.75 * (0.75 * w0[k] + 0.25) + 0.25 * v;
+            ck_assert_msg(fabs(model_param(m, i)->w[j] - want) <= 1e-6 * (1 + fabs(want)), "param %lld: %g vs %g",
+                          (long long)k, model_param(m, i)->w[j], want);
+            ck_assert(wavg_data(w)[k] == (float)v);
+        }
+    ck_assert_int_eq(wavg_swap(w), INCA_OK);   /* and back */
+    k = 0;
+    for (int i = 0; i < model_nparams(m); i++)
+        for (int64_t j = 0; j < model_param(m, i)->n; j++, k++) ck_assert(model_param(m, i)->w[j] == (float)(0.5 * (double)k - 2.0));
+    wavg_free(&w);
+    wavg_free(&w);   /* NULL-safe */
+    free(w0);
+    model_free(&m);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("optim");
     TCase *tc = tcase_create("adam");
     tcase_add_test(tc, adam_quadratic_by_hand);
     tcase_add_test(tc, groups_match_reference_and_threads);
     tcase_add_test(tc, bad_input_and_alloc_failure);
+    tcase_add_test(tc, weight_average_by_hand);
     suite_add_tcase(s, tc);
     return tu_run_suite(s);
 }
