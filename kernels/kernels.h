@@ -107,7 +107,7 @@ void kern_rows_gather(kern_dtype_t dt, const void *table, int64_t f, const int64
 /* table[ids[i],:] = in[i,:] (ids == NULL: rows start + i). */
 void kern_rows_scatter(kern_dtype_t dt, void *table, int64_t f, const int64_t *ids, int64_t start,
                        int64_t m, const float *in);
-/* rows start..start+m-1 of table <- table + w (in - table), each element computed in fp32 and
+/* rows start..start+m-1 of table <- w in + (1 - w) table (kern_axpby's float operations),
  * stored in dt: a relaxed refresh (memory/agg.h) of host tables. */
 void kern_rows_blend(kern_dtype_t dt, void *table, int64_t f, int64_t start, int64_t m, float w, const float *in);
 /* out[i,:] = in[i,:] - table[ids[i],:]; then, when push != NULL, table[ids[i],:] = push[i,:],

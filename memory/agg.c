@@ -61,7 +61,7 @@ struct agg {
     int method, source, nsites;
     int single;          /* incagg push: pushes go to S, no P tables */
     float relax;         /* incagg recompute: a refresh moves S and M this fraction of the way */
-    int64_t snap_rows[AGG_MAX_SITES];   /* rows of the site's first (exact) snapshot written */
+    int relaxing;        /* agg_snapshot_taken was called: recompute refreshes blend */
     int64_t sbuf_rows;   /* rows of sbuf */
     int64_t n, in_dim, maxdim;   /* maxdim: the widest site */
     const float *x;
@@ -722,7 +722,7 @@ int64_t agg_spilled_bytes(const agg_t *g) { return (int64_t)mem_arena_spilled_by
 
 float *agg_s_direct(agg_t *g, int site) {
     if (g->method != AGG_INCAGG || site < 0 || site >= g->nsites || g->fixed[site] || g->host_tables) return NULL;
-    if (g->relax < 1.f && g->snap_rows[site] >= g->n) return NULL;   /* S is blended, not overwritten */
+    if (g->relax < 1.f && g->relaxing) return NULL;   /* S is blended, not overwritten */
     return hist_f32(&g->S[site]);
 }
 
@@ -755,8 +755,9 @@ static int t_put_rows(agg_t *g, hist_t *t, int64_t r0, int64_t m, const float *s
     return INCA_OK;
 }
 
-/* rows [r0, r0+m) of t <- t + w (src − t) (src in the context's memory): on the CPU in place,
- * host tables through the stage, device tables through sbuf (gather, axpby, scatter) */
+/* rows [r0, r0+m) of t <- w src + (1 − w) t (src in the context's memory; the same float
+ * operations as kc_axpby, so every path gives the same bits): on the CPU in place, host tables
+ * through the stage, device tables through sbuf (gather, axpby, scatter) */
 static int t_blend_rows(agg_t *g, hist_t *t, int64_t r0, int64_t m, const float *src, float w) {
     if (!g->dev) {
         kern_rows_blend(kdt(t), t->data, t->f, r0, m, w, src);
@@ -780,22 +781,19 @@ static int t_blend_rows(agg_t *g, hist_t *t, int64_t r0, int64_t m, const float 
     return rc;
 }
 
-/* A recompute refresh of rows [r0, r0+m) at a site: S <- in and M <- out = Â in for the site's
- * first snapshot (the exact rows of the initial model), afterwards S and M move a fraction
- * relax of the way (M = Â S stays true: Â is linear). P (push source) is replaced. */
+/* A recompute refresh of rows [r0, r0+m) at a site: S <- in and M <- out = Â in for the
+ * initial snapshot (the exact rows of the initial model), after agg_snapshot_taken S and M
+ * move a fraction relax of the way (M = Â S stays true: Â is linear). P (push) is replaced. */
 static int snapshot_rows(agg_t *g, int site, int64_t r0, int64_t m, const float *in, const float *out, int skip_s) {
-    const float w = g->snap_rows[site] >= g->n ? g->relax : 1.f;
+    const float w = g->relaxing ? g->relax : 1.f;
     int rc = INCA_OK;
     if (!skip_s) rc = w == 1.f ? t_put_rows(g, &g->S[site], r0, m, in) : t_blend_rows(g, &g->S[site], r0, m, in, w);
     if (rc == INCA_OK && g->P[site].data) rc = t_put_rows(g, &g->P[site], r0, m, in);
     if (rc == INCA_OK) rc = w == 1.f ? t_put_rows(g, &g->M[site], r0, m, out) : t_blend_rows(g, &g->M[site], r0, m, out, w);
-    if (rc == INCA_OK && g->snap_rows[site] < g->n) g->snap_rows[site] += m;
     return rc;
 }
 
-void agg_snapshots_restored(agg_t *g) {
-    for (int s = 0; s < g->nsites; s++) g->snap_rows[s] = g->n;
-}
+void agg_snapshot_taken(agg_t *g) { g->relaxing = 1; }
 
 int agg_refresh_rows(agg_t *g, int site, int64_t r0, int64_t m, const float *in, const float *out, int skip_s) {
     if (g->method != AGG_INCAGG || site < 0 || site >= g->nsites || g->fixed[site]) return INCA_OK;

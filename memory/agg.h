@@ -27,8 +27,8 @@
  *                      pass of the model over the whole graph with the current weights, run with
  *                      agg_refresh_forward as its operator: each site stores S = in, M = Â in
  *                      (and returns Â in, so an evaluation due at the same time shares the pass).
- *                      With relax w < 1 every refresh after the first moves S and M a fraction
- *                      w of the way: S <- S + w (in − S), M <- M + w (Â in − M) (= Â S still).
+ *                      With relax w < 1 every refresh after agg_snapshot_taken moves S and M a
+ *                      fraction w of the way: S <- S + w (in − S), M <- M + w (Â in − M) (= Â S still).
  *                      Why: a refresh replaces every out-of-batch row at once, like a Jacobi
  *                      sweep; on graphs where most of a row's mass comes from outside its batch
  *                      the weights and the snapshot then overshoot each other epoch by epoch
@@ -160,13 +160,13 @@ int agg_refresh(agg_t *g);
  * M^0 at a fixed site of incagg (borrowed or computed), NULL otherwise. */
 const hist_t *agg_m0(const agg_t *g, int site);
 /* The refresh of rows [r0, r0+m) at a history site: S and P rows <- in (S skipped when
- * skip_s: the pass wrote its input straight into S), M rows <- out, or with relax < 1 after the
- * site's first snapshot S and M moved that fraction of the way; in and out are m x f in the
+ * skip_s: the pass wrote its input straight into S), M rows <- out, or with relax < 1 after
+ * agg_snapshot_taken S and M moved that fraction of the way; in and out are m x f in the
  * context's memory. INCA_OK doing nothing for other methods and fixed sites. */
 int agg_refresh_rows(agg_t *g, int site, int64_t r0, int64_t m, const float *in, const float *out, int skip_s);
-/* Every site's snapshot counts as taken (the tables came from a checkpoint): the next recompute
- * refresh is relaxed, not the first exact one. */
-void agg_snapshots_restored(agg_t *g);
+/* The initial exact snapshot is in the tables (after its pass, or restored from a checkpoint):
+ * from now on recompute refreshes are relaxed (relax < 1); before, they replace. */
+void agg_snapshot_taken(agg_t *g);
 /* S at site as an fp32 n x dim table in the context's memory that a refresh pass may write
  * its layer outputs into directly (so the next layer's input needs no buffer of its own), or
  * NULL (another method, a fixed site, bf16, host tables). */

@@ -618,7 +618,7 @@ static int mb_run_resume(mb_run_t *R, const dataset_t *d) {
     /* the model was saved holding the average, its buffer the training weights (mb_epoch_eval);
      * the tables hold snapshots already (a recompute refresh relaxes from them) */
     if (R->avg && (rc = wavg_swap(R->avg)) != INCA_OK) return rc;
-    agg_snapshots_restored(R->agg);
+    agg_snapshot_taken(R->agg);
     R->best = cs.best;
     R->train_loss = cs.train_loss;
     R->epoch_s = cs.t_epoch;
@@ -1099,6 +1099,7 @@ int mb_train(const dataset_t *d, const train_config_t *c, const int64_t *train_i
             rc = model_forward(R.m, R.D.n, R.x_d, &R.op_refresh, 0, c->seed, 0, &logits);
         }
         st->init_s = inca_now() - t0;
+        agg_snapshot_taken(R.agg);
     }
     for (int ep = R.ep0; rc == INCA_OK && ep < c->epochs && !R.finished; ep++) {
         if (ep == o->warmup_epochs && ep > 0) mb_stats_reset_times(&R, st);   /* warm-up epochs leave the figures */

@@ -56,12 +56,12 @@ void kern_rows_blend(kern_dtype_t dt, void *t, int64_t f, int64_t start, int64_t
         const float *a = in + i * f;
         if (dt == KERN_F32) {
             float *s = (float *)t + (start + i) * f;
-            for (int64_t j = 0; j < f; j++) s[j] += w * (a[j] - s[j]);
+            for (int64_t j = 0; j < f; j++) s[j] = w * a[j] + (1.f - w) * s[j];
         } else {
             uint16_t *s = (uint16_t *)t + (start + i) * f;
             for (int64_t j = 0; j < f; j++) {
                 const float o = kern_bf16_to_f32(s[j]);
-                s[j] = kern_f32_to_bf16(o + w * (a[j] - o));
+                s[j] = kern_f32_to_bf16(w * a[j] + (1.f - w) * o);
             }
         }
     }
