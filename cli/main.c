@@ -49,7 +49,7 @@ static const struct { const char *name; int (*fn)(int, char **); const char *hel
      "  optimiser --epochs E [200] --lr LR [0.01] --weight-decay W [5e-4] --wd-first-layer\n"
      "            --wd-conv W --adamw --patience N [0: off] --select acc|loss [acc]\n"
      "            --beta1 B|auto (Adam's momentum) [auto: 0.9; 0 for gas and incagg, whose histories\n"
-     "            delay the loop from a step back to its input: README, \"Histories and momentum\"]\n"
+     "            delay the loop from a step back to its input: README, \"Histories\"]\n"
      "            --eval-average D|auto (evaluate an average of the weights, decay D per step; 0: the\n"
      "            weights themselves) [auto: 1 - B/K for cluster, gas and incagg with B of K parts a\n"
      "            batch, else 0]\n"
