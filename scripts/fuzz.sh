@@ -14,7 +14,7 @@ targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(ogb edgelist metis idx csv npy checkpoint store_meta)
 B=build-fuzz
 
-cmake -S . -B "$B" -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo -DINCA_FUZZ=ON \
+cmake -S . -B "$B" -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo -DINCA_FUZZ=ON -DINCA_WERROR="${INCA_WERROR:-OFF}" \
   -DINCA_CUDA=OFF -DUSE_MPI=OFF >/dev/null
 cmake --build "$B" -j"$(nproc)" --target fuzz_all >/dev/null
 

@@ -17,7 +17,7 @@ if ! dpkg -s $PKGS >/dev/null 2>&1; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends $PKGS
 fi
 
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DINCA_WERROR="${INCA_WERROR:-OFF}"
 cmake --build build -j"$(nproc)"
 
 [ "${INCA_SETUP_BUILD_ONLY:-0}" = 1 ] && exit 0

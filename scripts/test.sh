@@ -6,14 +6,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs="$(nproc)"
 
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DINCA_WERROR="${INCA_WERROR:-OFF}" >/dev/null
 cmake --build build -j"$jobs"
 ctest --test-dir build --output-on-failure -j"$jobs"
 
 if [ "${INCA_TEST_ASAN:-1}" = 1 ]; then
   # CUDA off: cudart under ASan needs ASAN_OPTIONS=protect_shadow_gap=0, and the CUDA code is
   # compiled (and its host-side bodies tested) by the Release build above; no GPU here to run it.
-  cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DINCA_SANITIZE=ON -DINCA_CUDA=OFF >/dev/null
+  cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DINCA_SANITIZE=ON -DINCA_CUDA=OFF \
+    -DINCA_WERROR="${INCA_WERROR:-OFF}" >/dev/null
   cmake --build build-asan -j"$jobs"
   # Check forks each test; CK_FORK=no keeps leak reports in one process per suite.
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
