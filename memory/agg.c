@@ -757,8 +757,9 @@ static int t_put_rows(agg_t *g, hist_t *t, int64_t r0, int64_t m, const float *s
 
 /* rows [r0, r0+m) of t <- w src + (1 − w) t (src in the context's memory; the same float
  * operations as kc_axpby, so every path gives the same bits): on the CPU in place, host tables
- * through the stage, device tables through sbuf (gather, axpby, scatter) */
+ * through the stage, device tables through sbuf (gather, axpby, scatter); w = 1 replaces */
 static int t_blend_rows(agg_t *g, hist_t *t, int64_t r0, int64_t m, const float *src, float w) {
+    if (w == 1.f) return t_put_rows(g, t, r0, m, src);
     if (!g->dev) {
         kern_rows_blend(kdt(t), t->data, t->f, r0, m, w, src);
         return INCA_OK;
@@ -787,9 +788,9 @@ static int t_blend_rows(agg_t *g, hist_t *t, int64_t r0, int64_t m, const float 
 static int snapshot_rows(agg_t *g, int site, int64_t r0, int64_t m, const float *in, const float *out, int skip_s) {
     const float w = g->relaxing ? g->relax : 1.f;
     int rc = INCA_OK;
-    if (!skip_s) rc = w == 1.f ? t_put_rows(g, &g->S[site], r0, m, in) : t_blend_rows(g, &g->S[site], r0, m, in, w);
+    if (!skip_s) rc = t_blend_rows(g, &g->S[site], r0, m, in, w);
     if (rc == INCA_OK && g->P[site].data) rc = t_put_rows(g, &g->P[site], r0, m, in);
-    if (rc == INCA_OK) rc = w == 1.f ? t_put_rows(g, &g->M[site], r0, m, out) : t_blend_rows(g, &g->M[site], r0, m, out, w);
+    if (rc == INCA_OK) rc = t_blend_rows(g, &g->M[site], r0, m, out, w);
     return rc;
 }
 

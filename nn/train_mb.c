@@ -357,6 +357,21 @@ static int mb_rank_ckdir(mb_run_t *R) {
     return ckpt_rank_dir(R->c, R->rank, R->workers, R->ckdir, sizeof R->ckdir);
 }
 
+/* What a checkpoint holds besides the model and the optimiser: every history table of the ns
+ * sites and the weight average (its buffer holds the training weights when saved). */
+static int mb_ckpt_blobs(mb_run_t *R, int ns) {
+    if (!(R->blobs = inca_malloc(sizeof *R->blobs * (size_t)(4 * ns + 1)))) return INCA_ENOMEM;
+    for (int t = 0; t < 4; t++)
+        for (int s = 0; s < ns; s++) {
+            hist_t *h = agg_table(R->agg, "HMSP"[t], s);
+            if (h) R->blobs[R->nblobs++] = (ckpt_blob_t){.p = h->data, .bytes = hist_bytes(h), .dev = !agg_tables_on_host(R->agg)};
+        }
+    if (R->avg)
+        R->blobs[R->nblobs++] = (ckpt_blob_t){.p = wavg_data(R->avg), .bytes = (int64_t)sizeof(float) * wavg_floats(R->avg),
+                                              .dev = R->dev};
+    return INCA_OK;
+}
+
 static int mb_run_setup(mb_run_t *R, const dataset_t *d, const int64_t *train_idx, int64_t n_train) {
     const train_config_t *c = R->c;
     int rc;
@@ -583,17 +598,7 @@ static int mb_run_setup(mb_run_t *R, const dataset_t *d, const int64_t *train_id
      * each rank its own in DIR/rank-R-of-P */
     if (c->checkpoint_dir && R->comm && (rc = mb_rank_ckdir(R)) != INCA_OK) return rc;
     if (c->checkpoint_dir && !R->comm && c->resume && (rc = ckpt_manifest_check(c->checkpoint_dir, 1)) != INCA_OK) return rc;
-    if (c->checkpoint_dir) {
-        if (!(R->blobs = inca_malloc(sizeof *R->blobs * (size_t)(4 * ns + 2)))) return INCA_ENOMEM;
-        for (int t = 0; t < 4; t++)
-            for (int s = 0; s < ns; s++) {
-                hist_t *h = agg_table(R->agg, "HMSP"[t], s);
-                if (h) R->blobs[R->nblobs++] = (ckpt_blob_t){.p = h->data, .bytes = hist_bytes(h), .dev = !agg_tables_on_host(R->agg)};
-            }
-        if (R->avg)
-            R->blobs[R->nblobs++] = (ckpt_blob_t){.p = wavg_data(R->avg), .bytes = (int64_t)sizeof(float) * wavg_floats(R->avg),
-                                                  .dev = R->dev};
-    }
+    if (c->checkpoint_dir && (rc = mb_ckpt_blobs(R, ns)) != INCA_OK) return rc;
     train_best_init(&R->best);
     R->best.by_loss = c->select_loss;
     R->best.metric = c->metric;

@@ -1017,6 +1017,15 @@ START_TEST(mb_train_alloc_failures) {
 }
 END_TEST
 
+/* a train --json line's refresh_eval, refreshes_fused_with_eval and evaluations */
+static void expect_refresh_eval(const char *line, const char *mode, double fused, double evals) {
+    char want[64];
+    snprintf(want, sizeof want, "\"refresh_eval\":\"%s\"", mode);
+    ck_assert_msg(strstr(line, want), "no %s in %s", want, line);
+    ck_assert_double_eq(tu_json_num(line, "refreshes_fused_with_eval"), fused);
+    ck_assert_double_eq(tu_json_num(line, "evaluations"), evals);
+}
+
 START_TEST(cli_train_and_benches) {
     char *dir = tu_mkdtemp(), args[1024], *out = NULL, *err = NULL;
     snprintf(args, sizeof args, "gen --kind csbm --nodes 1500 --avg-degree 10 --features 16 --classes 3 --seed 2 --out '%s/g'", dir);
@@ -1027,10 +1036,8 @@ START_TEST(cli_train_and_benches) {
     ck_assert_int_eq(tu_inca(args, &out, &err), 0);
     ck_assert_msg(tu_json_num(tu_last_line(out), "test_acc") > 0.6, "incagg test acc %.3f", tu_json_num(tu_last_line(out), "test_acc"));
     /* the default evaluates the average of the weights (1 - 3/12), so the refresh has its own pass */
-    ck_assert(strstr(tu_last_line(out), "\"refresh_eval\":\"separate\""));
+    expect_refresh_eval(tu_last_line(out), "separate", 0, 20);
     ck_assert(strstr(tu_last_line(out), "\"eval-average\":0.75"));
-    ck_assert_double_eq(tu_json_num(tu_last_line(out), "refreshes_fused_with_eval"), 0);
-    ck_assert_double_eq(tu_json_num(tu_last_line(out), "evaluations"), 20);
     free(out);
     free(err);
     snprintf(args, sizeof args, "train '%s/g' --model gcn --method incagg --parts 12 --batch-parts 3 --epochs 20 "
@@ -1040,18 +1047,14 @@ START_TEST(cli_train_and_benches) {
     ck_assert_msg(acc > 0.6, "incagg test acc %.3f", acc);
     ck_assert(tu_json_num(tu_last_line(out), "refresh_time_s") > 0);
     /* with the weights themselves the epoch-end refresh is fused with the evaluation, and says so */
-    ck_assert(strstr(tu_last_line(out), "\"refresh_eval\":\"fused\""));
-    ck_assert_double_eq(tu_json_num(tu_last_line(out), "refreshes_fused_with_eval"), 20);
-    ck_assert_double_eq(tu_json_num(tu_last_line(out), "evaluations"), 0);
+    expect_refresh_eval(tu_last_line(out), "fused", 20, 0);
     free(out);
     free(err);
     snprintf(args, sizeof args, "train '%s/g' --model gcn --method incagg --parts 12 --batch-parts 3 --epochs 20 "
              "--eval-average 0 --refresh-eval separate --json", dir);
     ck_assert_int_eq(tu_inca(args, &out, &err), 0);
-    ck_assert(strstr(tu_last_line(out), "\"refresh_eval\":\"separate\""));
+    expect_refresh_eval(tu_last_line(out), "separate", 0, 20);
     ck_assert_double_eq(tu_json_num(tu_last_line(out), "refreshes"), 20);
-    ck_assert_double_eq(tu_json_num(tu_last_line(out), "refreshes_fused_with_eval"), 0);
-    ck_assert_double_eq(tu_json_num(tu_last_line(out), "evaluations"), 20);
     ck_assert(tu_json_num(tu_last_line(out), "eval_time_s") > 0);
     ck_assert_msg(fabs(tu_json_num(tu_last_line(out), "test_acc") - acc) <= 0.01, "separate %.4f fused %.4f",
                   tu_json_num(tu_last_line(out), "test_acc"), acc);
