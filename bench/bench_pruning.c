@@ -142,11 +142,8 @@ int bench_pruning(int argc, char **argv) {
     json_num(j, "peak_rss_mb", inca_peak_rss_mb());
     memstat_json(j);
     rc = json_write(j, stdout);
-    if (tmp) {
-        char cmd[4300];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s'", tmp, ip);
-        if (system(cmd) != 0) bench_say("bench pruning: could not remove %s\n", tmp);
-    }
+    if (tmp && (inca_rmtree(tmp) != INCA_OK || inca_rmtree(ip) != INCA_OK))
+        bench_say("bench pruning: could not remove %s: %s\n", tmp, inca_errmsg());
 done:
     json_free(&j);
     inca_free(tmp);

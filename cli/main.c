@@ -230,7 +230,8 @@ int main(int argc, char **argv) {
             if (nr > 1) {   /* name the rank, then end the whole job: the others may wait in a collective */
                 fprintf(stderr, "inca %s: rank %d of %d: %s\n", cmds[i].name, me, nr, m[0] ? m : "failed");
                 fflush(stderr);
-                comm_abort(g_comm, inca_exit_code(rc));
+                comm_abort(g_comm, inca_exit_code(rc));   /* returns only without MPI */
+                return inca_exit_code(rc);                 /* no finalize: peers may be gone */
             }
             fprintf(stderr, "inca %s: %s\n", cmds[i].name, m[0] ? m : "failed");
         }

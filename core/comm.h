@@ -15,7 +15,8 @@
  *   loader threads never do).
  * - Collectives must be called by every rank in the same order; a rank that fails between two
  *   of them must end the job (comm_abort), or the others wait forever.
- * - comm_abort ends the process (and the job): it is for the CLI's error path only.
+ * - comm_abort ends the job under MPI (MPI_Abort does not return); the caller then returns its
+ *   error as with one rank. It is for the CLI's error path only.
  * Tested in test_mpi.c (under mpirun: collectives, counters) and test_core.c (one rank). */
 #ifndef INCA_CORE_COMM_H
 #define INCA_CORE_COMM_H
@@ -89,7 +90,9 @@ double comm_seconds(const comm_t *c, int phase);
 void comm_reset_bytes(comm_t *c);
 const char *comm_phase_name(int phase);   /* "setup", "grad", "refresh", "halo", "eval" */
 
-/* End the whole job with exit status code (MPI_Abort; exit() with one rank). The CLI's error
- * path only: the message naming the rank is printed first by the caller. */
+/* End the whole job with exit status code when MPI is running (MPI_Abort, which does not
+ * return); otherwise (no MPI, or one process) it returns and the caller ends as it would with
+ * one rank. The CLI's error path only: the message naming the rank is printed first. The
+ * library never exits the process itself. */
 void comm_abort(comm_t *c, int code);
 #endif

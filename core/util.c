@@ -6,7 +6,9 @@
 #include <time.h>
 #include <unistd.h>
 
-void openblas_set_num_threads(int);   /* from OpenBLAS; declared here to avoid cblas.h */
+#ifdef INCA_HAVE_OPENBLAS_THREADS
+void openblas_set_num_threads(int);   /* OpenBLAS's own; declared here to avoid cblas.h */
+#endif
 
 static int g_threads = 0;
 
@@ -30,8 +32,11 @@ void inca_set_threads(int t) {
     g_threads = t;
     omp_set_num_threads(t);
     /* BLAS calls run single-threaded inside inca's own OpenMP blocks (kern_gemm): one thread
-     * pool instead of two pools spin-waiting against each other. */
+     * pool instead of two pools spin-waiting against each other. (Other CBLAS builds Debian
+     * ships, BLIS and the reference BLAS, are single-threaded unless told otherwise.) */
+#ifdef INCA_HAVE_OPENBLAS_THREADS
     openblas_set_num_threads(1);
+#endif
 }
 
 int inca_threads(void) {

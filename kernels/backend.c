@@ -4,13 +4,15 @@
 #include "kernels/backend.h"
 #include "core/alloc.h"
 #include "core/status.h"
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
 const kern_ops_t *kern_cpu_ops(void);   /* kernels/cpu/backend_cpu.c */
 int kern_emu_create(kern_ctx_t **out);  /* kernels/cpu/backend_emu.c */
 
-static kern_ctx_t cpu_shared;           /* kc_cpu(): immutable after first use */
+static kern_ctx_t cpu_shared;           /* kc_cpu(): written once, under cpu_once */
+static pthread_once_t cpu_once = PTHREAD_ONCE_INIT;
 
 static void cpu_init(kern_ctx_t *c) {
     memset(c, 0, sizeof *c);
@@ -19,8 +21,11 @@ static void cpu_init(kern_ctx_t *c) {
     snprintf(c->describe, sizeof c->describe, "cpu");
 }
 
+static void cpu_shared_init(void) { cpu_init(&cpu_shared); }
+
 kern_ctx_t *kc_cpu(void) {
-    if (!cpu_shared.ops) cpu_init(&cpu_shared);   /* idempotent: racing threads write the same bytes */
+    /* threads may ask at once (workers, OpenMP); pthread_once makes the one write visible to all */
+    pthread_once(&cpu_once, cpu_shared_init);
     return &cpu_shared;
 }
 

@@ -23,7 +23,7 @@
 #include "loaders/dataset.h"
 #include "nn/model.h"
 #include "nn/optim.h"
-#include "nn/train.h"
+#include "nn/train_common.h"
 
 enum { CKPT_NONE = 1 };   /* ckpt_load: no checkpoint for this run (not an error) */
 

@@ -6,7 +6,7 @@
 #include "kernels/kernels.h"
 #include "loaders/dataset.h"
 #include "nn/layer.h"
-#include "nn/train.h"
+#include "nn/train_common.h"
 #include <math.h>
 #include <stdio.h>
 #include <string.h>

@@ -10,7 +10,8 @@
 #include "loaders/store.h"
 #include "nn/layer.h"
 #include "nn/model.h"
-#include "nn/train.h"
+#include "nn/train_common.h"
+#include "nn/train_prep.h"
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>

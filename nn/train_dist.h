@@ -31,7 +31,8 @@
 #ifndef INCA_NN_TRAIN_DIST_H
 #define INCA_NN_TRAIN_DIST_H
 #include "graph/partition.h"
-#include "nn/train.h"
+#include "nn/train_common.h"
+#include "nn/train_full.h"
 
 /* One full-batch run over comm_size(c->comm) MPI ranks when that is > 1 (this process being
  * one), else over c->workers thread ranks; p is the job's partitioning (every rank's the same).

@@ -17,7 +17,7 @@
 #include "graph/partition.h"
 #include "memory/agg.h"
 #include "nn/model.h"
-#include "nn/train.h"
+#include "nn/train_common.h"
 
 /* Options beyond train_config_t and figures beyond train_result_t (for `inca bench epoch`). */
 typedef struct mb_opts {

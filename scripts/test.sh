@@ -13,7 +13,9 @@ ctest --test-dir build --output-on-failure -j"$jobs"
 if [ "${INCA_TEST_ASAN:-1}" = 1 ]; then
   # CUDA off: cudart under ASan needs ASAN_OPTIONS=protect_shadow_gap=0, and the CUDA code is
   # compiled (and its host-side bodies tested) by the Release build above; no GPU here to run it.
-  cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DINCA_SANITIZE=ON -DINCA_CUDA=OFF \
+  # -O2 -g without -DNDEBUG: the asserts stay on under the sanitizers
+  cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 -g" \
+    -DINCA_SANITIZE=ON -DINCA_CUDA=OFF \
     -DINCA_WERROR="${INCA_WERROR:-OFF}" >/dev/null
   cmake --build build-asan -j"$jobs"
   # Check forks each test; CK_FORK=no keeps leak reports in one process per suite.

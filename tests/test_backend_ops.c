@@ -3,7 +3,8 @@
  * downloaded and compared: normalised error <= 1e-5 (fp32), <= 1e-4 for reductions, the bits
  * where backend.h promises them (dropout, relu, row tables, bf16, accuracy counts). The device is
  * "cuda", or $INCA_OPS_DEVICE ("emu": the harness itself checked without a GPU). Without a device
- * the test exits 77 (ctest: skipped). Labelled gpu. */
+ * the test exits 77 (ctest: skipped), unless the machine shows an NVIDIA GPU: then it fails
+ * (tu_gpu_unavailable: a build without CUDA must not pass a GPU machine by skipping). Labelled gpu. */
 #include "kernels/backend.h"
 #include "core/rng.h"
 #include "core/status.h"
@@ -454,8 +455,7 @@ static int device_answers(void) {
         kern_ctx_opts_t o = {.device = dev_name()};
         kern_ctx_t *d = NULL;
         if (kc_create(&o, &d) != INCA_OK) {
-            fprintf(stderr, "test_backend_ops: skipped: %s\n", inca_errmsg());
-            _exit(1);
+            _exit(tu_gpu_unavailable("test_backend_ops", inca_errmsg()) == 77 ? 77 : 1);
         }
         printf("test_backend_ops: %s\n", kc_describe(d));
         fflush(stdout);
@@ -463,11 +463,13 @@ static int device_answers(void) {
         _exit(0);
     }
     int st = 0;
-    return waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+    if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st)) return 1;
+    return WEXITSTATUS(st);   /* 0: it answers; 77: skip; 1: a GPU that should have answered */
 }
 
 int main(void) {
-    if (!device_answers()) return 77;
+    const int answers = device_answers();
+    if (answers != 0) return answers;
     Suite *s = suite_create("backend_ops");
     TCase *tc = tcase_create("device_vs_cpu");
     tcase_set_timeout(tc, 600);

@@ -46,7 +46,8 @@ static char *slurp(const char *path) {
     ck_assert_msg(f != NULL, "%s", path);
     char *buf = calloc(1, 1 << 20);
     ck_assert(buf);
-    fread(buf, 1, (1 << 20) - 1, f);
+    const size_t got = fread(buf, 1, (1 << 20) - 1, f);
+    ck_assert_msg(!ferror(f) && got < (1 << 20) - 1, "%s: unreadable or over 1 MiB", path);
     fclose(f);
     return buf;
 }
@@ -138,8 +139,8 @@ START_TEST(mini_batch_every_method) {
         "--method gas --model sage --parts 8 --batch-parts 2 --epochs 2 --history-location host --history-dtype bf16",
         "--method incagg --parts 8 --batch-parts 2 --epochs 3 --history-location host",
         "--method incagg --parts 8 --batch-parts 2 --epochs 3 --refresh-source push --history-location host",
-        "--method incagg --parts 8 --batch-parts 2 --epochs 3 --refresh-source push --refresh 2 --history-dtype bf16 "
-        "--history-location host",
+        ("--method incagg --parts 8 --batch-parts 2 --epochs 3 --refresh-source push --refresh 2 --history-dtype bf16 "
+         "--history-location host"),
         "--method incagg --model gcnii --layers 3 --hidden 32 --parts 8 --batch-parts 2 --epochs 2 --history-location host",
         /* the view loader: features, Â and M^0 mapped from the store's layout and uploaded, the
          * layer-wise passes on the device (tables on it or on the host, spilled to files) */
@@ -183,10 +184,7 @@ int main(void) {
     const char *e = getenv("INCA_TEST_DEVICE");
     if (e && strcmp(e, "cuda") == 0) {
         kern_ctx_t *c = NULL;
-        if (kc_create(&(kern_ctx_opts_t){.device = "cuda"}, &c) != INCA_OK) {
-            fprintf(stderr, "test_device: no CUDA device (%s): skipped\n", inca_errmsg());
-            return 77;
-        }
+        if (kc_create(&(kern_ctx_opts_t){.device = "cuda"}, &c) != INCA_OK) return tu_gpu_unavailable("test_device", inca_errmsg());
         kc_free(&c);
         dut = "cuda";
         exact = 0;

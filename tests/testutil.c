@@ -70,6 +70,18 @@ const char *tu_fmnist(void) {
     return b && *b ? b : "/usr/share/datasets/fashion-mnist";
 }
 
+int tu_gpu_unavailable(const char *test, const char *why) {
+    const char *allow = getenv("INCA_TEST_GPU_SKIP");
+    const int gpu = tu_exists("/dev/nvidia0") || tu_exists("/proc/driver/nvidia/gpus");
+    if (!gpu || (allow && strcmp(allow, "1") == 0)) {
+        fprintf(stderr, "%s: skipped: %s\n", test, why);
+        return 77;
+    }
+    fprintf(stderr, "%s: this machine has an NVIDIA GPU, but %s (a build without CUDA? INCA_TEST_GPU_SKIP=1 to skip)\n",
+            test, why);
+    return 1;
+}
+
 void tu_require_or_skip(const char *path) {
     if (tu_exists(path)) return;
     fprintf(stderr, "skip: %s absent\n", path);

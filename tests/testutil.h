@@ -26,6 +26,11 @@ const char *tu_fmnist(void);
 /* For a test binary whose data is absent: when path does not exist, say so on stderr and exit
  * 77 (ctest shows the test as skipped). Call from main() before the suite runs. */
 void tu_require_or_skip(const char *path);
+/* The exit status of a GPU test whose device does not answer (why: the reason, printed):
+ * 77 (ctest: skipped) when this machine shows no NVIDIA GPU, 1 (failed) when it does, so a
+ * build without CUDA on a GPU machine cannot pass by skipping everything. INCA_TEST_GPU_SKIP=1
+ * allows the skip there too. */
+int tu_gpu_unavailable(const char *test, const char *why);
 /* Last line of s (without newline) in a static buffer. */
 const char *tu_last_line(const char *s);
 /* Extract a number for "key": from a JSON object text; NAN when absent. */

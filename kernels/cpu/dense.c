@@ -1,4 +1,4 @@
-/* CPU dense kernels: GEMM through CBLAS (OpenBLAS), and the elementwise ops (axpby, bias, ReLU,
+/* CPU dense kernels: GEMM through CBLAS (OpenBLAS by default, any CBLAS: CMakeLists.txt INCA_BLAS), and the elementwise ops (axpby, bias, ReLU,
  * counter-based dropout). Elementwise loops are split statically across OpenMP threads and each
  * output element is computed by exactly one thread, so results do not depend on the thread count.
  * Tested in test_kernels.c against naive double references. */
@@ -21,7 +21,7 @@ void kern_gemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float 
             for (int64_t j = 0; j < n; j++) c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
         return;
     }
-    const CBLAS_TRANSPOSE ta = trans_a ? CblasTrans : CblasNoTrans, tb = trans_b ? CblasTrans : CblasNoTrans;
+    const enum CBLAS_TRANSPOSE ta = trans_a ? CblasTrans : CblasNoTrans, tb = trans_b ? CblasTrans : CblasNoTrans;
     /* OpenBLAS runs single-threaded (inca_set_threads): its own pthread pool and OpenMP's
      * spin-waiting against each other made small GEMMs several times slower on 2 cores. The
      * parallelism comes from OpenMP here instead: C is cut into one block of rows (or of
@@ -31,8 +31,8 @@ void kern_gemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float 
     const int T = omp_get_max_threads();
     const double flops = 2.0 * (double)m * (double)n * (double)k;
     if (T <= 1 || flops < 4e6 || omp_in_parallel()) {
-        cblas_sgemm(CblasRowMajor, ta, tb, (blasint)m, (blasint)n, (blasint)k, alpha, a, (blasint)lda, b,
-                    (blasint)ldb, beta, c, (blasint)ldc);
+        cblas_sgemm(CblasRowMajor, ta, tb, (int)m, (int)n, (int)k, alpha, a, (int)lda, b,
+                    (int)ldb, beta, c, (int)ldc);
         return;
     }
     const int by_rows = m >= n || m >= 8 * (int64_t)T;
@@ -42,14 +42,14 @@ void kern_gemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float 
             int64_t r0 = m * t / T, r1 = m * (t + 1) / T;
             if (r1 <= r0) continue;
             const float *ab = trans_a ? a + r0 : a + r0 * lda;   /* op(A) rows r0..r1 */
-            cblas_sgemm(CblasRowMajor, ta, tb, (blasint)(r1 - r0), (blasint)n, (blasint)k, alpha, ab, (blasint)lda,
-                        b, (blasint)ldb, beta, c + r0 * ldc, (blasint)ldc);
+            cblas_sgemm(CblasRowMajor, ta, tb, (int)(r1 - r0), (int)n, (int)k, alpha, ab, (int)lda,
+                        b, (int)ldb, beta, c + r0 * ldc, (int)ldc);
         } else {
             int64_t c0 = n * t / T, c1 = n * (t + 1) / T;
             if (c1 <= c0) continue;
             const float *bb = trans_b ? b + c0 * ldb : b + c0;   /* op(B) columns c0..c1 */
-            cblas_sgemm(CblasRowMajor, ta, tb, (blasint)m, (blasint)(c1 - c0), (blasint)k, alpha, a, (blasint)lda,
-                        bb, (blasint)ldb, beta, c + c0, (blasint)ldc);
+            cblas_sgemm(CblasRowMajor, ta, tb, (int)m, (int)(c1 - c0), (int)k, alpha, a, (int)lda,
+                        bb, (int)ldb, beta, c + c0, (int)ldc);
         }
     }
 }

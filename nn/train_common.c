@@ -1,0 +1,476 @@
+/* The pieces every trainer shares (full-batch, mini-batch, data-parallel): the configuration's
+ * defaults and automatic values, feature preprocessing, the weight-decay policy and optimiser,
+ * evaluation on the context, best-epoch tracking, the metrics and progress lines, a run's result
+ * figures. Includes none of the trainers. Tested in tests/test_train.c. */
+#include "nn/train_common.h"
+#include "nn/optim.h"
+#include "kernels/kernels.h"
+#include "kernels/backend.h"
+#include "core/alloc.h"
+#include "core/json.h"
+#include "core/memstat.h"
+#include "core/status.h"
+#include "core/util.h"
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+void train_config_default(train_config_t *c) {
+    memset(c, 0, sizeof *c);
+    snprintf(c->model, sizeof c->model, "gcn");
+    snprintf(c->method, sizeof c->method, "full");
+    c->layers = 2;
+    c->hidden = 16;
+    c->epochs = 200;
+    c->lr = 0.01;
+    c->dropout = 0.5;
+    c->weight_decay = 5e-4;
+    c->wd_conv = -1;
+    c->feature_norm = TRAIN_FEATNORM_NONE;
+    c->runs = 1;
+    c->alpha = 0.1;
+    c->theta = 0.5;
+    c->K = 10;
+    c->device = "cpu";
+    c->parts = 40;
+    c->batch_parts = 10;
+    snprintf(c->history_dtype, sizeof c->history_dtype, "fp32");
+    c->refresh_source = TRAIN_REFRESH_SOURCE_DEFAULT;
+    c->refresh_relax = TRAIN_REFRESH_RELAX_DEFAULT;
+    c->beta1 = -1;
+    c->eval_average = -1;
+}
+
+double train_beta1_auto(const train_config_t *c) {
+    /* Histories (gas, incagg) feed the step rows of other nodes computed with older weights: a
+     * delay of up to an epoch in the loop from a weight change back to the step's input. Delay
+     * acts as momentum of its own (Mitliagkas et al. 2016, "Asynchrony begets momentum"), and
+     * with Adam's usual 0.9 on top the loop oscillates on graphs whose batches keep few of
+     * their edges (issue 33: a csbm with 70% of the edges leaving the batch swings between
+     * chance and 40%). Without momentum it trains like full-batch. One batch of every part reads
+     * no history row: no delay, the usual 0.9 (and the same bits as full-batch's optimiser). */
+    const int hist = strcmp(c->method, "gas") == 0 || strcmp(c->method, "incagg") == 0;
+    return hist && c->batch_parts < c->parts ? TRAIN_BETA1_HISTORY : 0.9;
+}
+
+double train_beta1(const train_config_t *c) { return c->beta1 >= 0 ? c->beta1 : train_beta1_auto(c); }
+
+double train_eval_average_auto(const train_config_t *c) {
+    const int mb = strcmp(c->method, "cluster") == 0 || strcmp(c->method, "gas") == 0 || strcmp(c->method, "incagg") == 0;
+    return mb && c->parts > 0 && c->batch_parts < c->parts ? 1.0 - (double)c->batch_parts / (double)c->parts : 0.0;
+}
+
+double train_eval_average(const train_config_t *c) {
+    return c->eval_average >= 0 ? c->eval_average : train_eval_average_auto(c);
+}
+
+void train_result_free(train_result_t *r) {
+    if (!r) return;
+    inca_free(r->run_test_acc);
+    inca_free(r->run_val_acc);
+    inca_free(r->run_best_epoch);
+    inca_free(r->params);
+    memset(r, 0, sizeof *r);
+}
+
+const char *train_refresh_eval_name(const train_config_t *c) {
+    /* an evaluation of averaged weights cannot be the refresh's pass: that needs the weights */
+    return c->refresh_source == AGG_SRC_RECOMPUTE && !c->refresh_eval_separate && train_eval_average(c) == 0 ? "fused"
+                                                                                                          : "separate";
+}
+
+int train_featnorm_parse(const char *s, int *out) {
+    if (s && strcmp(s, "none") == 0) *out = TRAIN_FEATNORM_NONE;
+    else if (s && strcmp(s, "row") == 0) *out = TRAIN_FEATNORM_ROW;
+    else if (s && strcmp(s, "standard") == 0) *out = TRAIN_FEATNORM_STANDARD;
+    else return inca_fail(INCA_EINVAL, "--feature-norm: expected none|row|standard, got '%s'", s ? s : "(null)");
+    return INCA_OK;
+}
+
+void train_features_prepare(int mode, int64_t n, int64_t f, const float *x, float *x_out) {
+    if (x_out != x) memcpy(x_out, x, (size_t)(n * f) * sizeof(float));
+    if (mode == TRAIN_FEATNORM_ROW) {
+        for (int64_t i = 0; i < n; i++) {
+            float *r = x_out + i * f;
+            double s = 0;
+            for (int64_t k = 0; k < f; k++) s += r[k];
+            if (s == 0) continue;
+            for (int64_t k = 0; k < f; k++) r[k] = (float)(r[k] / s);
+        }
+    } else if (mode == TRAIN_FEATNORM_STANDARD && n > 0) {
+        for (int64_t k = 0; k < f; k++) {
+            double s = 0, s2 = 0;
+            for (int64_t i = 0; i < n; i++) s += x_out[i * f + k];
+            const double mu = s / (double)n;
+            for (int64_t i = 0; i < n; i++) {
+                const double d = x_out[i * f + k] - mu;
+                s2 += d * d;
+            }
+            const double sd = sqrt(s2 / (double)n);
+            for (int64_t i = 0; i < n; i++)
+                x_out[i * f + k] = sd > 0 ? (float)((x_out[i * f + k] - mu) / sd) : 0.0f;
+        }
+    }
+}
+
+int train_features_csr(int64_t n, int64_t f, const float *x, double max_density, csr_t *out) {
+    int64_t nnz = 0;
+    memset(out, 0, sizeof *out);
+    for (int64_t i = 0; i < n * f; i++) nnz += x[i] != 0.0f;
+    if ((double)nnz > max_density * (double)n * (double)f) return 0;
+    int rc = csr_alloc(out, n, f, nnz, 1);
+    if (rc) return rc;
+    int64_t e = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const float *r = x + i * f;
+        for (int64_t k = 0; k < f; k++)
+            if (r[k] != 0.0f) {
+                out->col[e] = (int32_t)k;
+                out->val[e++] = r[k];
+            }
+        out->rowptr[i + 1] = e;
+    }
+    return 1;
+}
+
+int train_model_config(const dataset_t *d, const train_config_t *c, uint64_t seed, model_config_t *mc) {
+    int rc;
+    model_config_default(mc);
+    if ((rc = model_kind_parse(c->model, &mc->kind))) return rc;
+    mc->in_dim = d->f;
+    mc->out_dim = d->c;
+    mc->hidden = c->hidden;
+    mc->layers = c->layers;
+    mc->dropout = (float)c->dropout;
+    mc->alpha = (float)c->alpha;
+    mc->theta = (float)c->theta;
+    mc->K = c->K;
+    mc->batchnorm = c->batchnorm;
+    mc->residual = c->residual;
+    mc->seed = seed;
+    /* the view loader reads the features from the store's layout: d->x is not loaded */
+    if (d->f < 1 || (!d->x && c->loader != TRAIN_LOADER_VIEW))
+        return inca_fail(INCA_EINVAL, "dataset has no node features: cannot train a model");
+    if (d->c < 1 || !d->y) return inca_fail(INCA_EINVAL, "dataset has no labels: cannot train a model");
+    if (mc->kind != NN_MLP && (!dataset_has_graph(d) || d->adj.n_rows != d->n))
+        return inca_fail(INCA_EINVAL, "--model %s needs a graph and this dataset has none (use --model mlp)", c->model);
+    return model_config_check(mc);
+}
+
+double train_param_wd(const train_config_t *c, const nn_param_t *p) {
+    if (p->flags & NN_P_CONV) return c->wd_conv >= 0 ? c->wd_conv : c->weight_decay;
+    if (c->wd_first_layer_only) return (p->flags & NN_P_FIRST) ? c->weight_decay : 0.0;
+    return c->weight_decay;
+}
+
+void train_best_init(train_best_t *b) {
+    b->epoch = -1;
+    b->val_acc = -1;
+    b->val_loss = INFINITY;
+    b->test_acc = 0;
+    b->since = 0;
+    b->by_loss = 0;
+    b->metric = TRAIN_METRIC_ACC;
+    b->val_sel = -1;
+    b->val_bacc = b->val_f1 = b->test_bacc = b->test_f1 = NAN;
+}
+
+static int best_better(const train_best_t *b, double sel, double val_loss) {
+    return b->epoch < 0 || (b->by_loss ? val_loss < b->val_loss || (val_loss == b->val_loss && sel > b->val_sel)
+                                       : sel > b->val_sel || (sel == b->val_sel && val_loss < b->val_loss));
+}
+
+int train_best_update(train_best_t *b, int epoch, double val_acc, double val_loss, double test_acc) {
+    const int better = best_better(b, val_acc, val_loss);
+    if (better) {
+        b->epoch = epoch;
+        b->val_acc = b->val_sel = val_acc;
+        b->val_loss = val_loss;
+        b->test_acc = test_acc;
+        b->since = 0;
+    } else {
+        b->since++;
+    }
+    return better;
+}
+
+int train_best_update_e(train_best_t *b, const train_epoch_eval_t *e) {
+    const double sel = b->metric == TRAIN_METRIC_BACC ? e->val_bacc : b->metric == TRAIN_METRIC_F1 ? e->val_f1 : e->val_acc;
+    const int better = best_better(b, isnan(sel) ? -1 : sel, e->val_loss);
+    if (better) {
+        b->epoch = e->epoch;
+        b->val_sel = isnan(sel) ? -1 : sel;
+        b->val_acc = e->val_acc;
+        b->val_loss = e->val_loss;
+        b->test_acc = e->test_acc;
+        b->val_bacc = e->val_bacc;
+        b->val_f1 = e->val_f1;
+        b->test_bacc = e->test_bacc;
+        b->test_f1 = e->test_f1;
+        b->since = 0;
+    } else {
+        b->since++;
+    }
+    return better;
+}
+
+int train_metric_parse(const char *s, int *metric) {
+    static const char *const names[] = {"acc", "balanced_acc", "macro_f1"};
+    for (int i = 0; i < 3; i++)
+        if (s && strcmp(s, names[i]) == 0) { *metric = i; return INCA_OK; }
+    return inca_fail(INCA_EINVAL, "--metric: expected acc|balanced_acc|macro_f1, got '%s'", s ? s : "(null)");
+}
+
+const char *train_metric_name(int metric) {
+    return metric == TRAIN_METRIC_BACC ? "balanced_acc" : metric == TRAIN_METRIC_F1 ? "macro_f1" : "acc";
+}
+
+int train_metrics_line(FILE *f, const train_epoch_eval_t *e) {
+    if (!f) return INCA_OK;
+    json_t *j = NULL;
+    int rc = json_new(&j);
+    if (rc != INCA_OK) return rc;
+    json_int(j, "run", e->run);
+    json_int(j, "epoch", e->epoch);
+    json_num(j, "train_loss", e->train_loss);
+    json_num(j, "train_acc", e->train_acc);
+    json_num(j, "val_loss", e->val_loss);
+    json_num(j, "val_acc", e->val_acc);
+    json_num(j, "test_acc", e->test_acc);
+    json_num(j, "val_balanced_acc", e->val_bacc);
+    json_num(j, "val_macro_f1", e->val_f1);
+    json_num(j, "test_balanced_acc", e->test_bacc);
+    json_num(j, "test_macro_f1", e->test_f1);
+    json_num(j, "epoch_time_s", e->epoch_s);
+    rc = json_write(j, f);
+    json_free(&j);
+    return rc;
+}
+
+void train_log(const train_config_t *c, int level, const char *fmt, ...) {
+    if (!c->log) return;
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    c->log(c->log_ctx, level, line);
+}
+
+int train_epoch_end(const train_config_t *c, const train_epoch_eval_t *e, const float *logits, int64_t n, int32_t nc,
+                    train_best_t *best) {
+    int is_best = 1;
+    memstat_sample();   /* the epoch's memory, for the peaks of --json */
+    if (e->n_valid > 0) is_best = train_best_update_e(best, e);
+    else {   /* no validation split: the last epoch counts */
+        best->epoch = e->epoch;
+        best->val_acc = best->val_sel = 0;
+        best->val_loss = 0;
+        best->test_acc = e->test_acc;
+        best->val_bacc = best->val_f1 = NAN;
+        best->test_bacc = e->test_bacc;
+        best->test_f1 = e->test_f1;
+        best->since = 0;
+    }
+    if (logits && is_best && c->out_logits) memcpy(c->out_logits, logits, (size_t)(n * nc) * sizeof(float));
+    int rc = logits && c->on_epoch ? c->on_epoch(c->on_epoch_ctx, e->run, e->epoch, logits, n, nc) : 0;
+    if (rc) return rc;
+    if ((rc = train_metrics_line(c->metrics_fp, e)))
+        return inca_fail_ctx(rc, "--metrics %s", c->metrics_path ? c->metrics_path : "");
+    /* the time left at this epoch's pace: the rest of this run and the runs after it */
+    const int runs_after = c->runs - e->run - 1 > 0 ? c->runs - e->run - 1 : 0;
+    const double left = e->epoch_s * ((double)(c->epochs - e->epoch - 1) + (double)runs_after * c->epochs);
+    char eta[32];
+    if (left < 60) snprintf(eta, sizeof eta, "%.0fs", left);
+    else if (left < 3600) snprintf(eta, sizeof eta, "%dm%02ds", (int)(left / 60), (int)left % 60);
+    else snprintf(eta, sizeof eta, "%dh%02dm", (int)(left / 3600), (int)(left / 60) % 60);
+    train_log(c, TRAIN_LOG_PROGRESS, "[run %d/%d] epoch %d/%d  loss %.4f  val %.4f  test %.4f  best %d  %.3f s/epoch  ETA %s",
+              e->run + 1, c->runs > 0 ? c->runs : 1, e->epoch + 1, c->epochs, e->train_loss, e->val_acc, e->test_acc,
+              best->epoch + 1, e->epoch_s, eta);
+    return 0;
+}
+
+int train_optim_build(const train_config_t *c, model_t *m, optim_t **out) {
+    optim_t *o = NULL;
+    double wds[16];
+    int gids[16], ng = 0, rc;
+    if ((rc = optim_new_on(c->adamw ? OPTIM_ADAMW : OPTIM_ADAM, c->lr, train_beta1(c), 0.999, 1e-8, model_ctx(m), &o))) return rc;
+    for (int i = 0; i < model_nparams(m); i++) {
+        nn_param_t *p = model_param(m, i);
+        const double wd = train_param_wd(c, p);
+        int g = -1;
+        for (int k = 0; k < ng; k++)
+            if (wds[k] == wd) g = gids[k];
+        if (g < 0) {
+            if (ng == 16) { rc = inca_fail(INCA_ERR, "too many weight-decay groups"); goto fail; }
+            if ((rc = optim_add_group(o, wd, &g))) goto fail;
+            wds[ng] = wd;
+            gids[ng++] = g;
+        }
+        if ((rc = optim_add_param(o, g, p->w, p->g, p->n))) goto fail;
+    }
+    *out = o;
+    return INCA_OK;
+fail:
+    optim_free(&o);
+    return rc;
+}
+
+
+int train_eval_dev(kern_ctx_t *kc, const float *logits, int64_t n, int64_t cc, const int32_t *y_d,
+                   const int64_t *tr_d, int64_t ntr, const int64_t *vidx_d, int64_t nv, const int64_t *tidx_d,
+                   int64_t nt, float *logp, train_meter_t *meter_d, train_epoch_eval_t *e) {
+    return train_eval_meter(kc, logits, n, cc, y_d, tr_d, ntr, vidx_d, nv, tidx_d, nt, logp, meter_d, e, NULL);
+}
+
+int train_eval_meter(kern_ctx_t *kc, const float *logits, int64_t n, int64_t cc, const int32_t *y_d,
+                     const int64_t *tr_d, int64_t ntr, const int64_t *vidx_d, int64_t nv, const int64_t *tidx_d,
+                     int64_t nt, float *logp, train_meter_t *meter_d, train_epoch_eval_t *e, train_meter_t *out) {
+    int rc;
+    train_meter_t h;
+    const int64_t *ids[3] = {tr_d, vidx_d, tidx_d};
+    const int64_t cnt[3] = {tr_d ? ntr : 0, nv, nt};
+    const int cls = cc <= TRAIN_MAX_CLASSES;   /* per-class counts (balanced accuracy, macro F1) */
+    if ((rc = kc_zero(kc, meter_d, sizeof *meter_d, KERN_STREAM_COMPUTE))) return rc;
+    for (int k = 0; k < 3; k++)
+        if (cnt[k] > 0 && ((rc = kc_softmax_xent(kc, n, cc, logits, y_d, ids[k], cnt[k], logp, NULL, &meter_d->loss[k])) ||
+                           (rc = kc_accuracy(kc, cc, logits, y_d, ids[k], cnt[k], meter_d->count[k])) ||
+                           (cls && k > 0 && (rc = kc_class_counts(kc, cc, logits, y_d, ids[k], cnt[k], meter_d->cls[k])))))
+            return rc;
+    if ((rc = kc_copy(kc, &h, meter_d, sizeof h, KERN_D2H, KERN_STREAM_COMPUTE))) return rc;
+    h.ncls = cls ? cc : 0;
+    if (out) *out = h;
+    train_eval_apply(&h, tr_d != NULL, nv, e);
+    return INCA_OK;
+}
+
+void train_eval_apply(const train_meter_t *h, int has_train, int64_t nv, train_epoch_eval_t *e) {
+    double acc[3];
+    for (int k = 0; k < 3; k++) acc[k] = h->count[k][1] ? (double)h->count[k][0] / (double)h->count[k][1] : 0.0;
+    if (has_train) e->train_acc = acc[0];
+    e->val_loss = nv > 0 ? h->loss[1] : 0.0;
+    e->val_acc = acc[1];
+    e->test_acc = acc[2];
+    e->val_bacc = e->val_f1 = e->test_bacc = e->test_f1 = NAN;
+    if (h->ncls > 0) {
+        if (nv > 0) kern_class_metrics(h->ncls, h->cls[1], &e->val_bacc, &e->val_f1);
+        kern_class_metrics(h->ncls, h->cls[2], &e->test_bacc, &e->test_f1);
+    }
+}
+
+void train_meter_sum(train_meter_t *t, const train_meter_t *all, int P) {
+    memset(t, 0, sizeof *t);
+    t->ncls = P > 0 ? all[0].ncls : 0;
+    for (int r = 0; r < P; r++)
+        for (int k = 0; k < 3; k++) {
+            t->loss[k] += all[r].loss[k] * (double)all[r].count[k][1];
+            t->count[k][0] += all[r].count[k][0];
+            t->count[k][1] += all[r].count[k][1];
+            for (int64_t i = 0; i < 3 * t->ncls; i++) t->cls[k][i] += all[r].cls[k][i];
+        }
+    for (int k = 0; k < 3; k++) t->loss[k] = t->count[k][1] ? t->loss[k] / (double)t->count[k][1] : 0;
+}
+
+int train_keep_params(struct kern_ctx *kc, model_t *m, train_result_t *r) {
+    const int np = model_nparams(m);
+    int rc = INCA_OK;
+    inca_free(r->params);
+    r->nparams = 0;
+    for (int i = 0; i < np; i++) r->nparams += model_param(m, i)->n;
+    if (!(r->params = inca_malloc(sizeof(float) * (size_t)(r->nparams ? r->nparams : 1)))) return INCA_ENOMEM;
+    float *o = r->params;
+    for (int i = 0; i < np && rc == INCA_OK; i++) {
+        const nn_param_t *pp = model_param(m, i);
+        rc = kc_copy(kc, o, pp->w, sizeof(float) * (size_t)pp->n, KERN_D2H, KERN_STREAM_COMPUTE);
+        o += pp->n;
+    }
+    return rc;
+}
+
+void train_result_best(train_result_t *r, const train_best_t *b) {
+    r->test_acc = b->test_acc;
+    r->val_acc = b->val_acc;
+    r->test_bacc = b->test_bacc;
+    r->val_bacc = b->val_bacc;
+    r->test_f1 = b->test_f1;
+    r->val_f1 = b->val_f1;
+    r->best_epoch = b->epoch;
+}
+
+void train_result_set(train_result_t *r, const train_best_t *b, int epochs, double loss, double t_step, double t_eval,
+                      double t_epoch) {
+    train_result_best(r, b);
+    r->epochs = epochs;
+    r->train_loss = loss;
+    r->epoch_time_s = epochs > 0 ? t_epoch / epochs : 0;
+    r->step_time_s = epochs > 0 ? t_step / epochs : 0;
+    r->eval_time_s = epochs > 0 ? t_eval / epochs : 0;
+    r->refresh_time_s = 0;
+    r->evals = epochs;   /* full-batch evaluates after every epoch */
+    r->refreshes = r->fused = 0;
+    r->runs = 1;
+}
+
+
+int train_mb_flags_parse(const char *refresh_source, const char *cluster_norm, const char *history_location,
+                         const char *refresh_eval, train_config_t *c) {
+    int rc;
+    if (refresh_eval) {
+        if (strcmp(refresh_eval, "fused") == 0) c->refresh_eval_separate = 0;
+        else if (strcmp(refresh_eval, "separate") == 0) c->refresh_eval_separate = 1;
+        else return inca_fail(INCA_EINVAL, "--refresh-eval: expected fused or separate, got '%s'", refresh_eval);
+    }
+    if (history_location) {
+        if (strcmp(history_location, "device") == 0) c->history_host = 0;
+        else if (strcmp(history_location, "host") == 0) c->history_host = 1;
+        else return inca_fail(INCA_EINVAL, "--history-location: expected device or host, got '%s'", history_location);
+    }
+    if (refresh_source && (rc = agg_source_parse(refresh_source, &c->refresh_source))) return rc;
+    if (cluster_norm) {
+        if (strcmp(cluster_norm, "batch") == 0) c->cluster_global_norm = 0;
+        else if (strcmp(cluster_norm, "global") == 0) c->cluster_global_norm = 1;
+        else return inca_fail(INCA_EINVAL, "--cluster-norm: expected batch or global, got '%s'", cluster_norm);
+    }
+    return INCA_OK;
+}
+
+
+int train_loader_parse(const char *s, int *loader) {
+    if (s && strcmp(s, "auto") == 0) *loader = TRAIN_LOADER_AUTO;
+    else if (s && strcmp(s, "copy") == 0) *loader = TRAIN_LOADER_COPY;
+    else if (s && strcmp(s, "view") == 0) *loader = TRAIN_LOADER_VIEW;
+    else return inca_fail(INCA_EINVAL, "--loader: expected copy, view or auto, got '%s'", s ? s : "");
+    return INCA_OK;
+}
+
+int train_loader_resolve(const train_config_t *c, int64_t n, int64_t f) {
+    if (strcmp(c->method, "full") == 0) return TRAIN_LOADER_COPY;
+    if (c->loader != TRAIN_LOADER_AUTO) return c->loader;
+    if (c->memory_budget > 0) return TRAIN_LOADER_VIEW;
+    const double phys = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+    return phys > 0 && (double)n * (double)f * 4.0 > TRAIN_VIEW_FRACTION * phys ? TRAIN_LOADER_VIEW : TRAIN_LOADER_COPY;
+}
+
+int train_size_parse(const char *s, int64_t *bytes) {
+    char *end = NULL;
+    errno = 0;
+    const double v = s ? strtod(s, &end) : -1;
+    double mul = 1;
+    if (end && *end) {
+        const char u = (char)toupper((unsigned char)*end);
+        mul = u == 'K' ? 1024.0 : u == 'M' ? 1048576.0 : u == 'G' ? 1073741824.0 : u == 'T' ? 1099511627776.0 : 0;
+        const char *rest = end + 1;
+        if (*rest == 'B' || *rest == 'b') rest++;
+        if (*rest) mul = 0;
+    }
+    if (!s || end == s || errno || !(v > 0) || mul == 0 || v * mul > 9.0e18)
+        return inca_fail(INCA_EINVAL, "--memory-budget: expected a size such as 1G, 512M or 2000000000, got '%s'", s ? s : "");
+    *bytes = (int64_t)(v * mul);
+    return INCA_OK;
+}
+

@@ -1,0 +1,326 @@
+/* What every trainer shares: the configuration and result of a training run, and the helpers
+ * (feature preprocessing, weight-decay policy, evaluation, best-epoch tracking, metrics lines).
+ * It includes none of the trainers: the entry (nn/train.h, train_run) dispatches to the
+ * full-batch trainer (nn/train_full.h), the mini-batch methods cluster, gas and incagg
+ * (nn/train_mb.h, on memory/agg.h's operators) and the data-parallel one (nn/train_dist.h),
+ * each of which includes this header; the prepared data they share is nn/train_prep.h.
+ * Tested in tests/test_train.c (trainer on small graphs, determinism, runs, overrides) and
+ * tests/test_e2e_train.c (the CLI on the bundled Cora).
+ *
+ * CAVEATS FIRST
+ * - Accuracies are fractions in [0,1]. Nodes with y < 0 are ignored in loss and accuracy.
+ * - Test accuracy is reported at the best validation epoch: highest validation accuracy, ties
+ *   broken by lower validation loss, then by the earlier epoch (select_loss = 1: lowest
+ *   validation loss, as GCNII's reference code selects). Without a validation split the last
+ *   epoch counts as best. Patience counts epochs since that best.
+ * - Per epoch the full-batch trainer runs: training forward (dropout), loss on the train rows,
+ *   backward, optimiser step, then one eval-mode forward on all nodes for valid/test.
+ * - To train on other labels (pseudo-labels), pass a shallow copy of the dataset whose y points
+ *   at them; nothing in the dataset is modified or freed.
+ */
+#ifndef INCA_NN_TRAIN_COMMON_H
+#define INCA_NN_TRAIN_COMMON_H
+#include <stdint.h>
+#include <stdio.h>
+#include "core/comm.h"
+#include "graph/partition.h"
+#include "loaders/dataset.h"
+#include "memory/agg.h"
+#include "nn/model.h"
+#include "nn/optim.h"
+
+enum { TRAIN_FEATNORM_NONE = 0, TRAIN_FEATNORM_ROW = 1, TRAIN_FEATNORM_STANDARD = 2 };
+enum { TRAIN_LOADER_AUTO = 0, TRAIN_LOADER_COPY = 1, TRAIN_LOADER_VIEW = 2 };
+#define TRAIN_VIEW_FRACTION 0.125   /* auto: features above 1/8 of physical memory go by view */
+/* IncAgg's default refresh source (memory/agg.h), chosen from the measurements in README.md. */
+#define TRAIN_REFRESH_SOURCE_DEFAULT AGG_SRC_RECOMPUTE
+/* The fraction of the way a recompute refresh moves IncAgg's snapshot (memory/agg.h, issue 33). */
+#define TRAIN_REFRESH_RELAX_DEFAULT 0.3
+
+/* Called after every epoch's evaluation with the eval-mode logits of all d->n nodes (n x c,
+ * valid during the call only). Return non-zero to stop with that status. For pruning
+ * (training dynamics). */
+typedef int (*train_epoch_cb)(void *ctx, int run, int epoch, const float *logits, int64_t n, int32_t c);
+/* Called in every training step, before its backward pass, with the training-mode logits (the
+ * step's own forward: dropout on, parameters before the update) of the m rows that have a loss:
+ * nodes[j] (the dataset's numbering) is row rows[j] of logits (c wide; host memory, valid during
+ * the call only). Each training node comes once per epoch in the methods that visit it once
+ * (full, the MLP's mini-batches, cluster/gas/incagg batches). One process only. For pruning
+ * (training dynamics from the steps). */
+typedef int (*train_step_cb)(void *ctx, int run, int epoch, const int64_t *nodes, const int64_t *rows, int64_t m,
+                             const float *logits, int32_t c);
+/* Status lines for a person (the library never prints): TRAIN_LOG_PROGRESS lines replace each
+ * other (a progress bar on a terminal), TRAIN_LOG_INFO lines stay. `line` has no newline and is
+ * valid during the call only. */
+enum { TRAIN_LOG_INFO = 0, TRAIN_LOG_PROGRESS = 1 };
+typedef void (*train_log_cb)(void *ctx, int level, const char *line);
+
+typedef struct train_config {
+    char model[16];            /* gcn | sage | gcnii | appnp | mlp */
+    char method[16];           /* full | cluster | gas | incagg */
+    int layers;                /* see model_config_t.layers (default 2) */
+    int64_t hidden;            /* 16 */
+    int epochs;                /* 200 */
+    double lr;                 /* 0.01 */
+    double dropout;            /* 0.5 */
+    double weight_decay;       /* 5e-4, on every parameter (or see the two fields below) */
+    int wd_first_layer_only;   /* 1: weight decay only on NN_P_FIRST parameters (Kipf & Welling) */
+    double wd_conv;            /* gcnii conv weights (NN_P_CONV); < 0: use weight_decay */
+    int adamw;                 /* 1: decoupled weight decay (AdamW) instead of L2 in the grad */
+    double beta1;              /* Adam's first-moment decay; < 0 (default): train_beta1_auto */
+    double eval_average;       /* mini-batch methods: evaluate an average of the weights with this
+                                  decay per step (nn/wavg.h; 0: the weights themselves);
+                                  < 0 (default): train_eval_average_auto */
+    int feature_norm;          /* TRAIN_FEATNORM_* (default none) */
+    uint64_t seed;             /* run i uses seed + i: parameters, dropout, batches */
+    int threads;               /* 0: leave inca_threads() as it is */
+    int runs;                  /* >= 1 */
+    int patience;              /* stop after this many epochs without a new best (0: never) */
+    int select_loss;           /* 1: best epoch = lowest validation loss (default 0: accuracy) */
+    int metric;                /* TRAIN_METRIC_*: the validation figure that picks the best epoch
+                                  (default accuracy); every one is reported */
+    double alpha, theta;       /* gcnii / appnp (0.1, 0.5) */
+    int K;                     /* appnp (10) */
+    int batchnorm, residual;
+    int64_t batch_size;        /* mlp with method full: > 0 = mini-batch SGD, this many training
+                                  rows per optimiser step (reshuffled every epoch); 0: one
+                                  full-batch step per epoch (default). Graph models reject it. */
+    int dense_input;           /* 1: never use the sparse-input path (default 0: features with
+                                  <= 25% nonzeros go in as a CSR, see model_set_sparse_input) */
+    const char *metrics_path;  /* JSON Lines per epoch (borrowed; NULL: none) */
+    FILE *metrics_fp;          /* set by train_run (opened from metrics_path); trainers write
+                                  train_metrics_line here when non-NULL */
+    train_log_cb log;          /* status and progress lines (NULL: none) */
+    void *log_ctx;
+    const char *device;        /* "cpu" (default) | "cuda" | "auto" (kernels/backend.h) */
+    int deterministic;         /* cuda: bit-reproducible SpMM (cuSPARSE ALG3) */
+    int tf32;                  /* cuda: GEMMs on TF32 tensor cores (off: plain fp32) */
+    struct kern_ctx *kc;       /* the context the trainers run on: set by train_run from device
+                                  (borrowed; NULL = the shared CPU context) */
+    /* mini-batch methods (issue 4) */
+    int parts;                 /* METIS parts (default 40) */
+    int batch_parts;           /* parts per batch (default 10) */
+    int refresh;               /* incagg: refresh every R steps (0: once per epoch) */
+    int refresh_source;        /* incagg: AGG_SRC_PUSH | AGG_SRC_RECOMPUTE (memory/agg.h;
+                                  default TRAIN_REFRESH_SOURCE_DEFAULT) */
+    double refresh_relax;      /* incagg, recompute source: a refresh moves S and M this fraction
+                                  of the way to the exact rows, in (0, 1] (--refresh-relax;
+                                  default TRAIN_REFRESH_RELAX_DEFAULT; 1: replaced) */
+    int refresh_eval_separate; /* incagg, recompute source: 0 (default, --refresh-eval fused) a
+                                  refresh due at an epoch end shares the evaluation's eval-mode
+                                  pass (its time is the refresh's); 1 (--refresh-eval separate)
+                                  the refresh runs its own pass and the evaluation another, so
+                                  each is timed apart. The same model either way, but the two
+                                  evaluations sum in another order (last bits of the logits) */
+    int cluster_global_norm;   /* cluster: 0 (default) Â_BB renormalised on the batch subgraph
+                                  (Cluster-GCN as published); 1 the global Â restricted to B */
+    char history_dtype[8];     /* fp32 | bf16 */
+    int history_host;          /* on a device: history tables in host memory (--history-location
+                                  host; default 0: device). Always host memory on the CPU */
+    char partition[64];        /* stored partitioning name ("" = default) */
+    int loader;                /* mini-batch: TRAIN_LOADER_COPY (the dataset in memory, renumbered
+                                  there, whole-graph evaluation), TRAIN_LOADER_VIEW (features and
+                                  M^0 mapped from the store's partition-ordered layout,
+                                  nn/layout.h; evaluation and refreshes layer by layer over row
+                                  panels) or TRAIN_LOADER_AUTO (default: view when the features
+                                  take more than TRAIN_VIEW_FRACTION of physical memory or a
+                                  memory budget is set; see train_loader_resolve; train_run
+                                  itself takes auto as view only when d->x is not loaded) */
+    int workers;               /* simulate this many data-parallel ranks in one process
+                                  (graph/dist.h: each owns a contiguous range of the parts).
+                                  Mini-batch: each draws its batches there; a step's gradients
+                                  are averaged over the ranks in rank order; GAS's halo pulls
+                                  see the histories as the step began. Full-batch: the ranks
+                                  run as threads (nn/train_dist.h). <= 1: one rank (default).
+                                  Not with BatchNorm */
+    struct comm *comm;         /* core/comm.h: under mpirun with more than one rank, mini-batch
+                                  methods train data-parallel with this process as one rank
+                                  (equal, bit for bit, to --workers P in one process); NULL or one
+                                  rank: one process */
+    int keep_params;           /* 1: train_result.params receives the last run's final parameters */
+    /* a rank's shard (nn/shard.h; borrowed, NULL: from the store): its partitioning, its arrays
+     * in the global numbering (the view path), the ownership plan of the job */
+    const struct partition *given_partition;
+    const struct layout_views *given_views;
+    const struct dist_plan *given_plan;
+    int grad_reduce;           /* MPI: TRAIN_GRAD_CHAIN (default: an ordered chain, ~2 gradient
+                                  records sent per rank) or TRAIN_GRAD_ALLGATHER (every record to
+                                  every rank); the same bits either way */
+    int64_t memory_budget;     /* view loader: bytes of anonymous memory for the run (0: no
+                                  limit); history tables past what the batch needs go to
+                                  file-backed maps in the store's folder */
+    const char *store_path;    /* the store the dataset came from (borrowed; may be NULL): the
+                                  mini-batch trainers load "metis-K-s0" from it when stored
+                                  (inca partition), else compute it and store it there */
+    /* checkpoints (nn/checkpoint.h; method full) */
+    const char *checkpoint_dir;  /* borrowed; NULL: none. DIR/run-<i>.ckpt after every epoch */
+    int resume;                  /* 1: continue each run from its checkpoint when there is one */
+    /* hooks (pruning) */
+    train_epoch_cb on_epoch;   /* may be NULL */
+    void *on_epoch_ctx;
+    train_step_cb on_step;     /* may be NULL */
+    void *on_step_ctx;
+    float *out_logits;         /* NULL or n x c: eval logits at the best epoch of the last run */
+} train_config_t;
+
+enum { TRAIN_GRAD_CHAIN = 0, TRAIN_GRAD_ALLGATHER = 1 };
+enum { TRAIN_METRIC_ACC = 0, TRAIN_METRIC_BACC = 1, TRAIN_METRIC_F1 = 2 };
+/* --metric acc|balanced_acc|macro_f1 (INCA_EINVAL naming the flag otherwise), and back. */
+int train_metric_parse(const char *s, int *metric);
+const char *train_metric_name(int metric);
+/* "fused" when an epoch's last IncAgg refresh shares the evaluation's pass (recompute source,
+ * --refresh-eval fused), else "separate": what the JSON's refresh_eval says. */
+const char *train_refresh_eval_name(const train_config_t *c);
+void train_config_default(train_config_t *c);
+/* Adam's beta1 when --beta1 is not given: 0.9 (the usual) for full, cluster and the MLP; for
+ * the methods with histories (gas, incagg) whose batches leave parts out (batch_parts < parts)
+ * TRAIN_BETA1_HISTORY (issue 33, README "Histories and momentum"). train_beta1: the configured
+ * value, else this. */
+#define TRAIN_BETA1_HISTORY 0.0
+double train_beta1_auto(const train_config_t *c);
+/* The weight average's decay when --eval-average is not given: 1 - B/K (an average over about
+ * the last epoch's steps) for cluster, gas and incagg when a batch of B parts leaves some of the
+ * K parts out, else 0 (full-batch, one batch of every part: the weights themselves).
+ * train_eval_average: the configured value, or the automatic one. */
+double train_eval_average_auto(const train_config_t *c);
+double train_eval_average(const train_config_t *c);
+double train_beta1(const train_config_t *c);
+
+typedef struct train_result {
+    double test_acc, val_acc;            /* mean over runs */
+    double test_bacc, val_bacc, test_f1, val_f1;   /* balanced accuracy and macro F1 at the best
+                                            epochs, mean over runs (NaN: not measured) */
+    double test_acc_std, val_acc_std;    /* sample std over runs (n-1; 0 for one run) */
+    double train_loss;                   /* last epoch of the last run */
+    int best_epoch;                      /* of the last run (0-based) */
+    int epochs;                          /* epochs run in the last run */
+    double epoch_time_s;                 /* mean wall time per epoch incl. evaluation */
+    double step_time_s;                  /* mean time of one optimiser step (fwd+bwd+update) */
+    double refresh_time_s;               /* mean time per refresh (incagg; 0 otherwise) */
+    double eval_time_s;                  /* mean time per evaluation that ran alone */
+    int64_t refreshes, evals, fused;     /* last run: refreshes (fused ones included), evaluations
+                                            that ran alone, refreshes fused with an evaluation */
+    double peak_rss_mb;
+    int64_t table_bytes;                 /* mini-batch: the operator's history tables (last run) */
+    int64_t scratch_bytes;               /* mini-batch: the operator's scratch buffers (last run) */
+    int history_on_host;                 /* mini-batch: the tables were in host memory */
+    int runs;
+    char device[16];                     /* the backend the runs used ("cpu"; auto resolved) */
+    char loader[8];                      /* mini-batch: "copy" | "view" (auto resolved); "" full */
+    int64_t spilled_bytes;               /* view loader: table bytes in file-backed maps */
+    double loader_wait_s, steps_s;       /* mini-batch, last run: seconds the trainer waited for the
+                                            loader, and of all steps (wait included) */
+    float *params;                       /* keep_params: the last run's parameters after its last
+                                            epoch, in model_param order (owned) */
+    int64_t nparams;                     /* mini-batch: the model's parameter count (always) */
+    int64_t steps_per_epoch;             /* mini-batch: optimiser steps per epoch (the most of any rank) */
+    int64_t comm_bytes[COMM_NPHASES];    /* MPI, last run: bytes this rank sent per phase, and */
+    double comm_s[COMM_NPHASES];         /* seconds inside MPI (core/comm.h) */
+    double *run_test_acc, *run_val_acc;  /* runs entries each, owned (train_result_free) */
+    int *run_best_epoch;
+} train_result_t;
+
+void train_result_free(train_result_t *r);   /* frees the per-run arrays, zeroes *r */
+
+
+/* --loader copy|view|auto into *loader (INCA_EINVAL naming the flag otherwise). */
+int train_loader_parse(const char *s, int *loader);
+/* The loader a mini-batch run of c uses on a store with n x f features: c->loader, or for auto
+ * view when c->memory_budget > 0 or n*f*4 bytes exceed TRAIN_VIEW_FRACTION of physical memory
+ * (COPY for full-batch methods, which always hold the dataset). */
+int train_loader_resolve(const train_config_t *c, int64_t n, int64_t f);
+/* --memory-budget SIZE: bytes with an optional K, M, G or T suffix (powers of 1024). */
+int train_size_parse(const char *s, int64_t *bytes);
+/* --refresh-source push|recompute, --cluster-norm batch|global, --history-location device|host
+ * and --refresh-eval fused|separate into c (NULL: keep c's value); INCA_EINVAL naming the flag
+ * otherwise. */
+int train_mb_flags_parse(const char *refresh_source, const char *cluster_norm, const char *history_location,
+                         const char *refresh_eval, train_config_t *c);
+
+/* ---- helpers shared by the trainers ---- */
+/* "none" | "row" | "standard" -> TRAIN_FEATNORM_* */
+int train_featnorm_parse(const char *s, int *out);
+/* x_out (n x f, caller-allocated) = preprocessed x: row: divide each row by its sum (rows
+ * summing to 0 stay 0, as Kipf & Welling); standard: per column zero mean, unit population std
+ * (constant columns -> 0). Computed in double, deterministic. x_out may equal x. */
+void train_features_prepare(int mode, int64_t n, int64_t f, const float *x, float *x_out);
+/* When at most max_density of x's n*f entries are nonzero, build *out (owned, values, n x f) and
+ * return 1; else leave *out empty and return 0. Negative status on failure. */
+int train_features_csr(int64_t n, int64_t f, const float *x, double max_density, csr_t *out);
+/* model_config_t for dataset d under c (in_dim = d->f, out_dim = d->c, seed = seed). */
+int train_model_config(const dataset_t *d, const train_config_t *c, uint64_t seed, model_config_t *mc);
+/* Weight decay of parameter p under c (the policy: wd_first_layer_only, wd_conv). */
+double train_param_wd(const train_config_t *c, const nn_param_t *p);
+
+/* Best-epoch tracker: feed it every epoch's (val_acc, val_loss, test_acc). */
+typedef struct train_best {
+    int epoch; double val_acc, val_loss, test_acc; int since;   /* epochs since the best */
+    int by_loss;                                                /* select by loss (set after init) */
+    int metric;                 /* TRAIN_METRIC_*: what the validation comparison uses (after init) */
+    double val_sel;             /* that metric's validation value at the best epoch */
+    double val_bacc, val_f1, test_bacc, test_f1;   /* at the best epoch (NaN: not measured) */
+} train_best_t;
+void train_best_init(train_best_t *b);
+/* Returns 1 when this epoch is the new best (by validation accuracy: b->metric is not read). */
+int train_best_update(train_best_t *b, int epoch, double val_acc, double val_loss, double test_acc);
+struct train_epoch_eval;
+/* The same by b->metric, keeping every metric of the best epoch. */
+int train_best_update_e(train_best_t *b, const struct train_epoch_eval *e);
+
+/* The best epoch's figures of tracker b into r (epoch, accuracies, balanced accuracies, macro F1). */
+void train_result_best(train_result_t *r, const train_best_t *b);
+/* A run's figures into r: the tracker's best epoch and accuracies, the epochs run, the last
+ * training loss and the per-epoch means of the summed step, evaluation and epoch seconds. */
+void train_result_set(train_result_t *r, const train_best_t *b, int epochs, double loss, double t_step, double t_eval,
+                      double t_epoch);
+
+/* The optimiser of c (Adam or AdamW) over every parameter of m, one group per distinct weight
+ * decay (train_param_wd). */
+int train_optim_build(const train_config_t *c, model_t *m, optim_t **out);
+
+/* The end of an epoch that every trainer shares, after its evaluation: best-epoch update (the
+ * last epoch counts when there is no validation split), out_logits at the best epoch, the
+ * on_epoch hook, the metrics line and the progress line. logits are in the dataset's node
+ * order (n x c). Returns the hook's status (0 to go on). */
+typedef struct train_epoch_eval {
+    int run, epoch;
+    double train_loss, train_acc, val_loss, val_acc, test_acc, epoch_s;
+    double val_bacc, val_f1, test_bacc, test_f1;   /* balanced accuracy, macro F1 (NaN: not measured) */
+    int64_t n_valid;
+} train_epoch_eval_t;
+int train_epoch_end(const train_config_t *c, const train_epoch_eval_t *e, const float *logits, int64_t n,
+                    int32_t nc, train_best_t *best);
+/* Send one formatted line to c->log (nothing without one). */
+void train_log(const train_config_t *c, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Loss and accuracy accumulators in context memory: the ops write them, the trainer reads them
+ * back once per epoch (slots: train, valid, test). */
+#define TRAIN_MAX_CLASSES 256   /* per-class metrics (balanced accuracy, macro F1) up to this many classes */
+typedef struct train_meter {
+    double loss[3];
+    int64_t count[3][2];  /* correct, counted */
+    int64_t ncls;         /* classes in cls (0: per-class counts not taken); set on the host */
+    int64_t cls[3][3 * TRAIN_MAX_CLASSES];   /* kern_class_counts per slot (valid, test) */
+} train_meter_t;
+/* Loss and accuracy of the eval `logits` (n x cc, context memory) over the train (optional:
+ * tr_d NULL), validation and test ids (context memory), with one read-back: e->train_acc (when
+ * tr_d), val_loss, val_acc, test_acc. logp: n x cc scratch on the context. */
+/* train_eval_dev that also hands back the meter (out may be NULL), and the figures of a meter
+ * (a sum of several ranks' meters: accuracies from the summed counts). */
+int train_eval_meter(struct kern_ctx *kc, const float *logits, int64_t n, int64_t cc, const int32_t *y_d,
+                     const int64_t *tr_d, int64_t ntr, const int64_t *vidx_d, int64_t nv, const int64_t *tidx_d,
+                     int64_t nt, float *logp, train_meter_t *meter_d, train_epoch_eval_t *e, train_meter_t *out);
+void train_eval_apply(const train_meter_t *h, int has_train, int64_t nv, train_epoch_eval_t *e);
+/* r->params (replaced) <- m's parameters in model_param order (c->keep_params). */
+int train_keep_params(struct kern_ctx *kc, model_t *m, train_result_t *r);
+int train_eval_dev(struct kern_ctx *kc, const float *logits, int64_t n, int64_t cc, const int32_t *y_d,
+                   const int64_t *tr_d, int64_t ntr, const int64_t *vidx_d, int64_t nv, const int64_t *tidx_d,
+                   int64_t nt, float *logp, train_meter_t *meter_d, train_epoch_eval_t *e);
+/* Write one JSON line {"run","epoch","train_loss","train_acc","val_loss","val_acc","test_acc",
+ * "val_balanced_acc","val_macro_f1","test_balanced_acc","test_macro_f1","epoch_time_s"} of e to f
+ * (NULL: nothing) through core/json.h; INCA_ENOMEM / INCA_EIO. */
+int train_metrics_line(FILE *f, const train_epoch_eval_t *e);
+/* t <- the sum of P ranks' meters all[0..P) in rank order: counts exactly, losses weighted by
+ * their counts (the mean over the union). */
+void train_meter_sum(train_meter_t *t, const train_meter_t *all, int P);
+#endif

@@ -1,0 +1,305 @@
+/* The full-batch trainer (one run of train_full.h's contract), and mini-batch SGD for the MLP
+ * on datasets without a graph. Tested in tests/test_train.c and tests/test_e2e_train.c. */
+#include "nn/train_full.h"
+#include "nn/optim.h"
+#include "nn/checkpoint.h"
+#include "kernels/kernels.h"
+#include "kernels/backend.h"
+#include "core/alloc.h"
+#include "core/memstat.h"
+#include "core/status.h"
+#include "core/rng.h"
+#include "core/util.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Mini-batch SGD for models without a graph: the training ids and their labels in this epoch's
+ * order (host, reshuffled by every train_mlp_epoch, then uploaded once per epoch), the gathered
+ * rows of one batch and every step's loss in the context's memory. */
+typedef struct mlp_batch {
+    int64_t bs, f, steps;
+    int64_t *order;   /* n_train training ids, reshuffled each epoch (host) */
+    int64_t *order_d; /* the same on the context */
+    int32_t *yo;      /* their labels (host) */
+    int32_t *yo_d;    /* the same on the context */
+    int64_t *rows;    /* 0..bs-1: the loss rows of a batch (context) */
+    float *xb;        /* bs x f (context) */
+    double *losses_d; /* steps: each step's loss (context), read back at the epoch's end */
+    double *losses_h;
+    int64_t *rows_h;  /* the same on the host (the step hook's rows) */
+} mlp_batch_t;
+
+static int mlp_batch_init(kern_ctx_t *kc, mlp_batch_t *b, int64_t bs, int64_t f, int64_t n_train) {
+    b->bs = bs;
+    b->f = f;
+    b->steps = (n_train + bs - 1) / bs;
+    b->order = inca_malloc((size_t)n_train * sizeof *b->order);
+    b->yo = inca_malloc((size_t)n_train * sizeof *b->yo);
+    b->losses_h = inca_malloc((size_t)b->steps * sizeof *b->losses_h);
+    b->rows_h = inca_malloc((size_t)bs * sizeof *b->rows_h);
+    int rc = !b->order || !b->yo || !b->losses_h || !b->rows_h ? INCA_ENOMEM : INCA_OK;
+    if (!rc) rc = kc_alloc(kc, KERN_MEM_DEVICE, (size_t)n_train * sizeof(int64_t), (void **)&b->order_d);
+    if (!rc) rc = kc_alloc(kc, KERN_MEM_DEVICE, (size_t)n_train * sizeof(int32_t), (void **)&b->yo_d);
+    if (!rc) rc = kc_alloc(kc, KERN_MEM_DEVICE, (size_t)bs * sizeof(int64_t), (void **)&b->rows);
+    if (!rc) rc = kc_alloc(kc, KERN_MEM_DEVICE, (size_t)(bs * f) * sizeof(float), (void **)&b->xb);
+    if (!rc) rc = kc_alloc(kc, KERN_MEM_DEVICE, (size_t)b->steps * sizeof(double), (void **)&b->losses_d);
+    if (!rc) {
+        for (int64_t i = 0; i < bs; i++) b->rows_h[i] = i;
+        rc = kc_copy(kc, b->rows, b->rows_h, (size_t)bs * sizeof *b->rows_h, KERN_H2D, KERN_STREAM_COMPUTE);
+    }
+    return rc;
+}
+
+static void mlp_batch_free(kern_ctx_t *kc, mlp_batch_t *b) {
+    inca_free(b->order);
+    inca_free(b->yo);
+    inca_free(b->losses_h);
+    inca_free(b->rows_h);
+    kc_release(kc, KERN_MEM_DEVICE, b->order_d);
+    kc_release(kc, KERN_MEM_DEVICE, b->yo_d);
+    kc_release(kc, KERN_MEM_DEVICE, b->rows);
+    kc_release(kc, KERN_MEM_DEVICE, b->xb);
+    kc_release(kc, KERN_MEM_DEVICE, b->losses_d);
+    memset(b, 0, sizeof *b);
+}
+
+/* The step hook (c->on_step), when set: logits (rows_total x cc on the context) read to the host
+ * first off the CPU (lhost holds rows_total x cc). */
+static int step_hook(kern_ctx_t *kc, const train_config_t *c, int run, int ep, const int64_t *nodes, const int64_t *rows,
+                     int64_t m, const float *logits, int64_t rows_total, int64_t cc, float *lhost) {
+    if (!c->on_step) return INCA_OK;
+    const float *lh = logits;
+    if (kc_device(kc) != KERN_DEV_CPU) {
+        int rc = kc_copy(kc, lhost, logits, (size_t)(rows_total * cc) * sizeof(float), KERN_D2H, KERN_STREAM_COMPUTE);
+        if (rc) return rc;
+        lh = lhost;
+    }
+    return c->on_step(c->on_step_ctx, run, ep, nodes, rows, m, lh, (int32_t)cc);
+}
+
+/* One epoch of mini-batch steps over the training rows in a fresh seeded order (the order of
+ * epoch ep depends on the seed and ep only, so runs are reproducible). The last batch may be
+ * smaller. *loss and *acc: means over the epoch's training rows. Dropout masks are drawn per
+ * step (step number = ep * steps_per_epoch + s). x (n x f) in context memory. */
+static int train_mlp_epoch(model_t *m, optim_t *o, const train_config_t *c, const float *x, int64_t f, int64_t cc,
+                           const int32_t *y, const int64_t *train_idx, int64_t n_train, int run, int ep, mlp_batch_t *b,
+                           float *dlog, train_meter_t *meter_d, float *lhost, double *loss, double *acc) {
+    kern_ctx_t *kc = model_ctx(m);
+    rng_t r;
+    int rc;
+    memcpy(b->order, train_idx, (size_t)n_train * sizeof *b->order);   /* the order is a function of ep alone */
+    rng_seed(&r, rng_hash64(c->seed, 0x6d6c7062, (uint64_t)ep));
+    rng_shuffle_i64(&r, b->order, n_train);
+    for (int64_t i = 0; i < n_train; i++) b->yo[i] = y[b->order[i]];
+    if ((rc = kc_copy(kc, b->order_d, b->order, (size_t)n_train * sizeof *b->order, KERN_H2D, KERN_STREAM_COMPUTE)) ||
+        (rc = kc_copy(kc, b->yo_d, b->yo, (size_t)n_train * sizeof *b->yo, KERN_H2D, KERN_STREAM_COMPUTE)) ||
+        (rc = kc_zero(kc, meter_d->count[0], sizeof meter_d->count[0], KERN_STREAM_COMPUTE)))
+        return rc;
+    /* each step's loss stays on the context; on the CPU it is checked at once (the step that went
+     * non-finite stops the run before its update), off it once at the epoch's end */
+    const int host = kc_device(kc) == KERN_DEV_CPU;
+    double lsum = 0;
+    train_meter_t h;
+    for (int64_t s = 0; s < b->steps; s++) {
+        const int64_t lo = s * b->bs, nb = (lo + b->bs <= n_train ? b->bs : n_train - lo);
+        const float *logits;
+        if ((rc = kc_gather_rows(kc, KERN_F32, x, f, b->order_d + lo, 0, nb, b->xb)) ||
+            (rc = model_forward(m, nb, b->xb, NULL, 1, c->seed, (uint64_t)ep * (uint64_t)b->steps + (uint64_t)s, &logits)) ||
+            (rc = kc_softmax_xent(kc, nb, cc, logits, b->yo_d + lo, b->rows, nb, NULL, dlog, &b->losses_d[s])) ||
+            (rc = kc_accuracy(kc, cc, logits, b->yo_d + lo, b->rows, nb, meter_d->count[0])))
+            return rc;
+        if (host && !isfinite(b->losses_d[s]))
+            return inca_fail(INCA_ERR, "epoch %d step %lld: training loss is not finite (%g); lower --lr?", ep, (long long)s,
+                             b->losses_d[s]);
+        if ((rc = step_hook(kc, c, run, ep, b->order + lo, b->rows_h, nb, logits, nb, cc, lhost)) ||
+            (rc = model_backward(m, dlog, NULL)) || (rc = optim_step(o)))
+            return rc;
+    }
+    if ((rc = kc_copy(kc, b->losses_h, b->losses_d, (size_t)b->steps * sizeof *b->losses_h, KERN_D2H, KERN_STREAM_COMPUTE)) ||
+        (rc = kc_copy(kc, h.count[0], meter_d->count[0], sizeof h.count[0], KERN_D2H, KERN_STREAM_COMPUTE)))
+        return rc;
+    for (int64_t s = 0; s < b->steps; s++) {   /* the sum over steps in host double, in step order */
+        const int64_t lo = s * b->bs, nb = (lo + b->bs <= n_train ? b->bs : n_train - lo);
+        if (!isfinite(b->losses_h[s]))
+            return inca_fail(INCA_ERR, "epoch %d step %lld: training loss is not finite (%g); lower --lr?", ep, (long long)s,
+                             b->losses_h[s]);
+        lsum += b->losses_h[s] * (double)nb;
+    }
+    *loss = lsum / (double)n_train;
+    *acc = h.count[0][1] ? (double)h.count[0][0] / (double)n_train : 0.0;
+    return INCA_OK;
+}
+int train_full(const dataset_t *d, const train_config_t *c, const int64_t *train_idx, int64_t n_train, int run,
+               train_result_t *r) {
+    model_config_t mc;
+    csr_t a = {0}, at = {0}, xs = {0};
+    model_t *m = NULL;
+    optim_t *o = NULL;
+    mlp_batch_t mb = {0};
+    kern_ctx_t *kc = c->kc ? c->kc : kc_cpu();
+    kern_mat_t *am = NULL, *atm = NULL;
+    float *xw = NULL, *dlog = NULL, *logp = NULL, *xd = NULL, *lhost = NULL;
+    int32_t *y_d = NULL;
+    int64_t *trn_d = NULL, *vidx_d = NULL, *tidx_d = NULL;
+    train_meter_t *meter_d = NULL;
+    const float *x = d->x;
+    int rc;
+    const int64_t n = d->n, cc = d->c;
+    const int64_t *vidx = d->split[SPLIT_VALID], *tidx = d->split[SPLIT_TEST];
+    const int64_t nv = d->split_n[SPLIT_VALID], nt = d->split_n[SPLIT_TEST];
+    memset(r, 0, sizeof *r);
+    if ((rc = train_model_config(d, c, c->seed, &mc))) return rc;
+    mc.transform_first = 1;   /* the full-graph operator is linear */
+    if (c->epochs < 1) return inca_fail(INCA_EINVAL, "--epochs: expected >= 1, got %d", c->epochs);
+    if (n_train < 1 || !train_idx) return inca_fail(INCA_EINVAL, "no training nodes (empty train split)");
+    const int norm = nn_kind_norm(mc.kind);
+    if (c->batch_size < 0) return inca_fail(INCA_EINVAL, "--batch-size: expected >= 0, got %lld", (long long)c->batch_size);
+    if (c->batch_size > 0 && norm != NN_NORM_NONE)   /* checked before anything is allocated */
+        return inca_fail(INCA_EINVAL, "--batch-size: mini-batches of rows need a model without a graph (mlp), got %s",
+                         c->model);
+    nn_agg_dev_t full;
+    nn_agg_t agg;
+    if (norm != NN_NORM_NONE) {
+        if ((rc = nn_adj_build(&d->adj, norm, &a, &at))) goto done;
+        if ((rc = kc_mat_upload(kc, &a, &am)) || (at.rowptr && (rc = kc_mat_upload(kc, &at, &atm)))) goto done;
+        nn_agg_dev_init(&agg, &full, kc, am, atm);
+    }
+    if (c->feature_norm != TRAIN_FEATNORM_NONE) {
+        if (!(xw = inca_malloc((size_t)(n * d->f) * sizeof(float)))) { rc = INCA_ENOMEM; goto done; }
+        train_features_prepare(c->feature_norm, n, d->f, d->x, xw);
+        x = xw;
+    }
+    if ((rc = model_create_on(&mc, n, kc, &m))) goto done;
+    if (!c->dense_input && c->batch_size == 0) {   /* bag-of-words features: first layer by SpMM */
+        if ((rc = train_features_csr(n, d->f, x, 0.25, &xs)) < 0) goto done;
+        if (rc == 1 && model_set_sparse_input(m, &xs) != INCA_OK) {
+            inca_err_clear();   /* this first layer needs dense input: stay dense */
+            csr_free(&xs);
+        } else if (rc == 1) {   /* the dense copy is no longer read */
+            INCA_FREE(xw);
+            x = NULL;
+        }
+        rc = INCA_OK;
+    }
+    /* what the ops read, on the context (the host arrays themselves on the CPU) */
+    if ((x && (rc = kc_mirror(kc, x, (size_t)(n * d->f) * sizeof(float), (void **)&xd))) ||
+        (rc = kc_mirror(kc, d->y, (size_t)n * sizeof(int32_t), (void **)&y_d)) ||
+        (rc = kc_mirror(kc, train_idx, (size_t)n_train * sizeof(int64_t), (void **)&trn_d)) ||
+        (nv > 0 && (rc = kc_mirror(kc, vidx, (size_t)nv * sizeof(int64_t), (void **)&vidx_d))) ||
+        (nt > 0 && (rc = kc_mirror(kc, tidx, (size_t)nt * sizeof(int64_t), (void **)&tidx_d))) ||
+        (rc = kc_alloc(kc, KERN_MEM_DEVICE, sizeof *meter_d, (void **)&meter_d)) ||
+        (rc = kc_alloc(kc, KERN_MEM_DEVICE, (size_t)(n * cc) * sizeof(float), (void **)&dlog)) ||
+        (rc = kc_alloc(kc, KERN_MEM_DEVICE, (size_t)(n * cc) * sizeof(float), (void **)&logp)))
+        goto done;
+    if ((rc = train_optim_build(c, m, &o))) goto done;
+    if (c->batch_size > 0 &&
+        (rc = mlp_batch_init(kc, &mb, c->batch_size < n_train ? c->batch_size : n_train, d->f, n_train)))
+        goto done;
+    /* logits on the host for the hooks (pruning's on_epoch, out_logits); on the CPU they are
+     * the model's own */
+    const int want_logits = c->on_epoch || c->out_logits || c->on_step;
+    if (want_logits && kc_device(kc) != KERN_DEV_CPU &&
+        !(lhost = inca_malloc((size_t)(n * cc) * sizeof(float)))) { rc = INCA_ENOMEM; goto done; }
+
+    train_best_t best;
+    train_best_init(&best);
+    best.by_loss = c->select_loss;
+    best.metric = c->metric;
+    double t_step = 0, t_eval = 0, t_epoch = 0, loss = 0;
+    int ep, ep0 = 0, finished = 0;
+    ckpt_state_t cs;
+    if (c->checkpoint_dir && c->resume) {
+        if ((rc = ckpt_load(c->checkpoint_dir, run, c, d, m, o, &cs, NULL, 0)) < 0) goto done;
+        if (rc == INCA_OK) {   /* continue after the last completed epoch (a larger --epochs extends the run) */
+            best = cs.best;
+            loss = cs.train_loss;
+            t_step = cs.t_step;
+            t_eval = cs.t_eval;
+            t_epoch = cs.t_epoch;
+            ep0 = cs.epoch + 1;
+            finished = cs.finished;
+        }
+        rc = INCA_OK;
+    }
+    for (ep = ep0; ep < c->epochs && !finished; ep++) {
+        const double t0 = inca_now();
+        const float *logits;
+        double train_acc = 0;
+        if (c->batch_size > 0) {
+            if ((rc = train_mlp_epoch(m, o, c, xd, d->f, cc, d->y, train_idx, n_train, run, ep, &mb, dlog, meter_d, lhost,
+                                      &loss, &train_acc)))
+                goto done;
+        } else {
+            train_meter_t h;
+            if ((rc = model_forward(m, n, xd, norm ? &agg : NULL, 1, c->seed, (uint64_t)ep, &logits)) ||
+                (rc = kc_zero(kc, meter_d->count[0], sizeof meter_d->count[0], KERN_STREAM_COMPUTE)) ||
+                (rc = kc_softmax_xent(kc, n, cc, logits, y_d, trn_d, n_train, NULL, dlog, &meter_d->loss[0])) ||
+                (rc = kc_accuracy(kc, cc, logits, y_d, trn_d, n_train, meter_d->count[0])) ||
+                (rc = kc_copy(kc, &h, meter_d, sizeof h, KERN_D2H, KERN_STREAM_COMPUTE)))
+                goto done;
+            if (c->on_step && isfinite(h.loss[0]) &&
+                (rc = step_hook(kc, c, run, ep, train_idx, train_idx, n_train, logits, n, cc, lhost)))
+                goto done;
+            loss = h.loss[0];
+            if (!isfinite(loss)) {
+                rc = inca_fail(INCA_ERR, "epoch %d: training loss is not finite (%g); lower --lr?", ep, loss);
+                goto done;
+            }
+            train_acc = h.count[0][1] ? (double)h.count[0][0] / (double)h.count[0][1] : 0.0;
+            if ((rc = model_backward(m, dlog, norm ? &agg : NULL)) || (rc = optim_step(o))) goto done;
+        }
+        if (kc_device(kc) != KERN_DEV_CPU && (rc = kc_sync(kc))) goto done;   /* the step's time is its execution */
+        const double t1 = inca_now();
+        if ((rc = model_forward(m, n, xd, norm ? &agg : NULL, 0, c->seed, (uint64_t)ep, &logits))) goto done;
+        train_epoch_eval_t e = {.run = run, .epoch = ep, .train_loss = loss, .train_acc = train_acc, .n_valid = nv};
+        if ((rc = train_eval_dev(kc, logits, n, cc, y_d, NULL, 0, vidx_d, nv, tidx_d, nt, logp, meter_d, &e))) goto done;
+        const double t2 = inca_now();
+        e.epoch_s = t2 - t0;
+        t_step += t1 - t0;
+        t_eval += t2 - t1;
+        t_epoch += t2 - t0;
+        const float *lh = logits;
+        if (want_logits && lhost) {
+            if ((rc = kc_copy(kc, lhost, logits, (size_t)(n * cc) * sizeof(float), KERN_D2H, KERN_STREAM_COMPUTE)))
+                goto done;
+            lh = lhost;
+        }
+        if ((rc = train_epoch_end(c, &e, lh, n, (int32_t)cc, &best))) goto done;
+        const int stop = c->patience > 0 && best.since >= c->patience;
+        if (c->checkpoint_dir) {
+            cs = (ckpt_state_t){.epoch = ep, .finished = stop, .best = best, .train_loss = loss,
+                                .t_step = t_step, .t_eval = t_eval, .t_epoch = t_epoch};
+            if ((rc = ckpt_save(c->checkpoint_dir, run, c, d, m, o, &cs, NULL, 0))) goto done;
+        }
+        if (stop) { ep++; break; }
+    }
+    train_result_set(r, &best, ep, loss, t_step, t_eval, t_epoch);
+    for (int i = 0; i < model_nparams(m); i++) r->nparams += model_param(m, i)->n;
+    r->steps_per_epoch = c->batch_size > 0 ? mb.steps : 1;
+    r->step_time_s /= (double)r->steps_per_epoch;   /* per optimiser step, as the mini-batch methods report it */
+    rc = c->keep_params ? train_keep_params(kc, m, r) : INCA_OK;
+done:
+    r->peak_rss_mb = inca_peak_rss_mb();
+    kc_release(kc, KERN_MEM_DEVICE, dlog);
+    kc_release(kc, KERN_MEM_DEVICE, logp);
+    kc_release(kc, KERN_MEM_DEVICE, meter_d);
+    kc_mirror_free(kc, x, xd);
+    kc_mirror_free(kc, d->y, y_d);
+    kc_mirror_free(kc, train_idx, trn_d);
+    kc_mirror_free(kc, vidx, vidx_d);
+    kc_mirror_free(kc, tidx, tidx_d);
+    inca_free(lhost);
+    inca_free(xw);
+    mlp_batch_free(kc, &mb);
+    optim_free(&o);
+    model_free(&m);
+    kc_mat_free(kc, &am);
+    kc_mat_free(kc, &atm);
+    csr_free(&a);
+    csr_free(&at);
+    csr_free(&xs);
+    return rc;
+}
+

@@ -1,0 +1,70 @@
+/* The prepared-data stage of a run: the partitioning, the store layout's views for the view
+ * loader, the kernel context of --device. See train_prep.h. */
+#include "nn/train_prep.h"
+#include "nn/layout.h"
+#include "loaders/partition_store.h"
+#include "kernels/backend.h"
+#include "core/status.h"
+#include <stdio.h>
+#include <string.h>
+
+int train_partition(const dataset_t *d, const train_config_t *c, partition_t *p, int *reused) {
+    /* METIS with seed 0, fixed across runs as in GAS; c->partition = "random..." selects the
+     * random fallback */
+    const int pm = strncmp(c->partition, "random", 6) == 0 ? PART_RANDOM : PART_METIS;
+    int64_t k = c->parts > 0 ? c->parts : 40;
+    if (k > d->n) k = d->n;
+    store_t *s = NULL;
+    int rc;
+    if (reused) *reused = 0;
+    /* reuse (or keep) the partitioning in the store, as `inca partition` does; a store that
+     * cannot be opened for writing (a read-only copy) falls back to computing it */
+    if (c->store_path && store_open(c->store_path, STORE_RDWR, &s) == INCA_OK) {
+        /* a dataset loaded without its graph (the view loader): the store reads it if needed */
+        rc = store_partition_get(s, d->adj.rowptr ? &d->adj : NULL, k, pm, 0, p, reused);
+        store_close(&s);
+    } else if (!d->adj.rowptr) {
+        rc = inca_fail(INCA_EINVAL, "the graph was not loaded and the store %s cannot be opened", c->store_path ? c->store_path : "(none)");
+    } else {
+        inca_err_clear();
+        rc = partition_compute(&d->adj, k, pm, 0, p);
+    }
+    return rc == INCA_OK ? rc : inca_fail_ctx(rc, "--parts %lld", (long long)k);
+}
+int train_view_open(const dataset_t *d, const train_config_t *c, const partition_t *p, store_t **s,
+                    layout_views_t *v) {
+    int rc, kind, built = 0;
+    hist_dtype_t hd = HIST_F32;
+    if (!c->store_path) return inca_fail(INCA_EINVAL, "--loader view: the dataset must come from a store");
+    if ((rc = model_kind_parse(c->model, &kind)) || (rc = hist_dtype_parse(c->history_dtype[0] ? c->history_dtype : "fp32", &hd)))
+        return rc;
+    const int want_m0 = strcmp(c->method, "incagg") == 0 && (kind == NN_GCN || kind == NN_SAGE);
+    const int norm = nn_kind_norm(kind);
+    rc = store_open(c->store_path, STORE_RDONLY, s);
+    if (rc == INCA_OK && (rc = layout_open(*s, p, c->feature_norm, want_m0, norm, hd, v)) == INCA_ENOTFOUND) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", inca_errmsg());
+        inca_err_clear();
+        store_close(s);
+        if (store_open(c->store_path, STORE_RDWR_MAP, s) != INCA_OK) {
+            inca_err_clear();
+            return inca_fail(INCA_ENOTFOUND, "%s", why);
+        }
+        train_log(c, TRAIN_LOG_INFO, "%s: writing the partition-ordered layout of %s (feature norm %s%s), once",
+                  c->store_path, p->man.name, layout_featnorm_name(c->feature_norm), want_m0 ? ", M^0" : "");
+        rc = layout_ensure(*s, p, d->adj.rowptr ? &d->adj : NULL, c->feature_norm, want_m0, norm, hd, &built);
+        if (rc == INCA_OK) rc = layout_open(*s, p, c->feature_norm, want_m0, norm, hd, v);
+    }
+    if (rc != INCA_OK) store_close(s);
+    return rc;
+}
+
+int train_device_open(const train_config_t *c, kern_ctx_t **kc, char *name, size_t cap) {
+    kern_ctx_opts_t ko = {.device = c->device, .deterministic = c->deterministic, .tf32 = c->tf32};
+    int rc = kc_create(&ko, kc);
+    if (rc != INCA_OK) return rc;
+    if (kc_fallback(*kc)) train_log(c, TRAIN_LOG_INFO, "--device auto: %s; running on the CPU", kc_fallback(*kc));
+    snprintf(name, cap, "%s", kc_name(*kc));
+    return INCA_OK;
+}
+
