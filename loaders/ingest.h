@@ -21,24 +21,7 @@
 #define INCA_INGEST_H
 #include <stdint.h>
 #include "loaders/dataset.h"
-
-typedef enum { INGEST_OGB = 0, INGEST_EDGELIST, INGEST_METIS, INGEST_IDX, INGEST_CSV } ingest_format_t;
-
-enum { INGEST_SYMMETRIZE = 1, INGEST_SELF_LOOPS = 2 };
-
-/* Called now and then during long stages (never from a parallel region); may be NULL. */
-typedef void (*ingest_progress_fn)(void *ctx, const char *stage, int64_t done, int64_t total);
-
-typedef struct ingest_opts {
-    unsigned flags;            /* INGEST_SYMMETRIZE (adds reverses), INGEST_SELF_LOOPS (one per node) */
-    const char *split;         /* ogb: the default split's folder; NULL = "stored" when there is
-                                  one (inca export's unnamed default), else the first sorted (the
-                                  other folders are stored as named splits either way) */
-    const char *labels;        /* edgelist: optional "node label" file */
-    const char *features;      /* edgelist: optional "node f1 ... fk" file */
-    ingest_progress_fn progress;
-    void *progress_ctx;
-} ingest_opts_t;
+#include "loaders/ingest_opts.h"
 
 /* "ogb" -> INGEST_OGB, ...; INCA_EINVAL naming the accepted names otherwise. */
 int ingest_format_parse(const char *name, ingest_format_t *out);
@@ -48,6 +31,7 @@ const char *ingest_format_name(ingest_format_t f);
  * opts may be NULL (defaults). The caller frees *out with dataset_free. */
 int ingest_run(ingest_format_t f, const char *src, const ingest_opts_t *opts, dataset_t *out);
 
+/* The parsers ingest_run dispatches to (loaders/ingest.c's table), one per format. */
 int ingest_ogb(const char *dir, const ingest_opts_t *opts, dataset_t *out);
 int ingest_edgelist(const char *path, const ingest_opts_t *opts, dataset_t *out);
 int ingest_metis(const char *path, const ingest_opts_t *opts, dataset_t *out);

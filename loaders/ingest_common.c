@@ -1,5 +1,6 @@
-/* The ingest front door (format names, dispatch) and the helpers the per-format parsers share:
- * growable arrays, file lookup, label and feature-row parsing, graph and split building.
+/* The helpers the per-format parsers share: growable arrays, file lookup, label and feature-row
+ * parsing, graph and split building. The front door (format names, dispatch) is loaders/ingest.c,
+ * which calls the parsers; the parsers call this file, and this file calls none of them.
  * Tested through tests/test_ingest.c (every parser) and tests/test_e2e_ingest.c. */
 #include "loaders/ingest_internal.h"
 #include "core/alloc.h"
@@ -11,32 +12,7 @@
 #include <sys/stat.h>
 #include <zlib.h>
 
-static const char *const format_names[] = {"ogb", "edgelist", "metis", "idx", "csv"};
 const char *const ingest_csv_exts[] = {".csv.gz", ".csv", NULL};
-
-int ingest_format_parse(const char *name, ingest_format_t *out) {
-    for (int i = 0; i < 5; i++)
-        if (name && strcmp(name, format_names[i]) == 0) { *out = (ingest_format_t)i; return INCA_OK; }
-    return inca_fail(INCA_EINVAL, "--format: expected ogb, edgelist, metis, idx or csv, got '%s'",
-                     name ? name : "");
-}
-
-const char *ingest_format_name(ingest_format_t f) {
-    return (unsigned)f < 5 ? format_names[f] : "?";
-}
-
-int ingest_run(ingest_format_t f, const char *src, const ingest_opts_t *opts, dataset_t *out) {
-    static const ingest_opts_t defaults = {0};
-    if (!opts) opts = &defaults;
-    switch (f) {
-    case INGEST_OGB: return ingest_ogb(src, opts, out);
-    case INGEST_EDGELIST: return ingest_edgelist(src, opts, out);
-    case INGEST_METIS: return ingest_metis(src, opts, out);
-    case INGEST_IDX: return ingest_idx(src, opts, out);
-    case INGEST_CSV: return ingest_csv(src, opts, out);
-    }
-    return inca_fail(INCA_EINVAL, "ingest: unknown format %d", (int)f);
-}
 
 /* ---- growable arrays ---- */
 int ingest_edges_reserve(ingest_edges_t *e, int64_t cap) {

@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "loaders/dataset.h"
-#include "loaders/ingest.h"
+#include "loaders/ingest_opts.h"
 #include "loaders/textio.h"
 
 #define INGEST_PATH_MAX 4096
