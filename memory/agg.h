@@ -53,7 +53,7 @@
 #define INCA_MEMORY_AGG_H
 #include <stdint.h>
 #include "graph/csr.h"
-#include "loaders/batch.h"
+#include "graph/batch.h"
 #include "memory/arena.h"
 #include "memory/history.h"
 
