@@ -49,6 +49,33 @@ static int train_one(const dataset_t *d, const train_config_t *c, const int64_t 
     return rc;
 }
 
+/* Run i of runs (one, consumed) into r: its accuracies and best epoch into the per-run arrays,
+ * the per-class metrics into their means, its times into t (epoch, step, refresh, evaluation);
+ * everything else r reports is the last run's: one is taken whole, keeping r's own fields (the
+ * arrays, the means, the device), and its parameters move to r. */
+static void fold_run(train_result_t *r, train_result_t *one, int i, int runs, double t[4]) {
+    r->run_test_acc[i] = one->test_acc;
+    r->run_val_acc[i] = one->val_acc;
+    r->run_best_epoch[i] = one->best_epoch;
+    t[0] += one->epoch_time_s;
+    t[1] += one->step_time_s;
+    t[2] += one->refresh_time_s;
+    t[3] += one->eval_time_s;
+    train_result_t last = *one;
+    last.test_bacc = r->test_bacc + one->test_bacc / runs;   /* NaN when not measured */
+    last.val_bacc = r->val_bacc + one->val_bacc / runs;
+    last.test_f1 = r->test_f1 + one->test_f1 / runs;
+    last.val_f1 = r->val_f1 + one->val_f1 / runs;
+    last.run_test_acc = r->run_test_acc;
+    last.run_val_acc = r->run_val_acc;
+    last.run_best_epoch = r->run_best_epoch;
+    memcpy(last.device, r->device, sizeof last.device);
+    inca_free(r->params);   /* the previous run's */
+    one->params = NULL;
+    train_result_free(one);
+    *r = last;
+}
+
 int train_run(const dataset_t *d, const train_config_t *c, const int64_t *train_idx_override, int64_t n_override,
               train_result_t *r) {
     int rc = INCA_OK, kind, mb;
@@ -113,7 +140,7 @@ int train_run(const dataset_t *d, const train_config_t *c, const int64_t *train_
         }
         cc.metrics_fp = mf;
     }
-    double te = 0, ts = 0, tr = 0, tv = 0;
+    double t[4] = {0, 0, 0, 0};   /* summed epoch, step, refresh and evaluation seconds */
     for (int i = 0; i < c->runs; i++) {
         cc.seed = c->seed + (uint64_t)i;
         if ((rc = dist ? train_full_dist(d, &cc, tidx, ntr, i, pp, &one)
@@ -121,38 +148,7 @@ int train_run(const dataset_t *d, const train_config_t *c, const int64_t *train_
             if (c->runs > 1) inca_fail_ctx(rc, "run %d (seed %llu)", i, (unsigned long long)cc.seed);
             goto fail;
         }
-        r->run_test_acc[i] = one.test_acc;
-        r->run_val_acc[i] = one.val_acc;
-        r->test_bacc += one.test_bacc / c->runs;   /* NaN when not measured */
-        r->val_bacc += one.val_bacc / c->runs;
-        r->test_f1 += one.test_f1 / c->runs;
-        r->val_f1 += one.val_f1 / c->runs;
-        r->run_best_epoch[i] = one.best_epoch;
-        te += one.epoch_time_s;
-        ts += one.step_time_s;
-        tr += one.refresh_time_s;
-        tv += one.eval_time_s;
-        r->best_epoch = one.best_epoch;
-        r->epochs = one.epochs;
-        r->train_loss = one.train_loss;
-        r->table_bytes = one.table_bytes;
-        r->scratch_bytes = one.scratch_bytes;
-        r->history_on_host = one.history_on_host;
-        r->spilled_bytes = one.spilled_bytes;
-        r->loader_wait_s = one.loader_wait_s;
-        r->steps_s = one.steps_s;
-        snprintf(r->loader, sizeof r->loader, "%s", one.loader);
-        memcpy(r->comm_bytes, one.comm_bytes, sizeof r->comm_bytes);
-        memcpy(r->comm_s, one.comm_s, sizeof r->comm_s);
-        inca_free(r->params);   /* the last run's */
-        r->params = one.params;
-        r->nparams = one.nparams;
-        r->steps_per_epoch = one.steps_per_epoch;
-        r->refreshes = one.refreshes;
-        r->evals = one.evals;
-        r->fused = one.fused;
-        one.params = NULL;
-        train_result_free(&one);
+        fold_run(r, &one, i, c->runs, t);
     }
     partition_free(&part);
     r->runs = c->runs;
@@ -160,10 +156,10 @@ int train_run(const dataset_t *d, const train_config_t *c, const int64_t *train_
     r->val_acc = mean_of(r->run_val_acc, c->runs);
     r->test_acc_std = std_of(r->run_test_acc, c->runs);
     r->val_acc_std = std_of(r->run_val_acc, c->runs);
-    r->epoch_time_s = te / c->runs;
-    r->step_time_s = ts / c->runs;
-    r->refresh_time_s = tr / c->runs;
-    r->eval_time_s = tv / c->runs;
+    r->epoch_time_s = t[0] / c->runs;
+    r->step_time_s = t[1] / c->runs;
+    r->refresh_time_s = t[2] / c->runs;
+    r->eval_time_s = t[3] / c->runs;
     r->peak_rss_mb = inca_peak_rss_mb();
     if (mf && fclose(mf) != 0) { mf = NULL; rc = inca_fail(INCA_EIO, "--metrics %s: write failed", c->metrics_path); goto fail; }
     kc_free(&kc);
