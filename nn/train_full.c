@@ -131,78 +131,178 @@ static int train_mlp_epoch(model_t *m, optim_t *o, const train_config_t *c, cons
     *acc = h.count[0][1] ? (double)h.count[0][0] / (double)n_train : 0.0;
     return INCA_OK;
 }
-int train_full(const dataset_t *d, const train_config_t *c, const int64_t *train_idx, int64_t n_train, int run,
-               train_result_t *r) {
+/* One full-batch run's resources, made by full_setup and freed by full_free (agg points into
+ * the struct itself: it stays where train_full put it). */
+typedef struct full_run {
+    kern_ctx_t *kc;
     model_config_t mc;
-    csr_t a = {0}, at = {0}, xs = {0};
-    model_t *m = NULL;
-    optim_t *o = NULL;
-    mlp_batch_t mb = {0};
-    kern_ctx_t *kc = c->kc ? c->kc : kc_cpu();
-    kern_mat_t *am = NULL, *atm = NULL;
-    float *xw = NULL, *dlog = NULL, *logp = NULL, *xd = NULL, *lhost = NULL;
-    int32_t *y_d = NULL;
-    int64_t *trn_d = NULL, *vidx_d = NULL, *tidx_d = NULL;
-    train_meter_t *meter_d = NULL;
-    const float *x = d->x;
-    int rc;
-    const int64_t n = d->n, cc = d->c;
-    const int64_t *vidx = d->split[SPLIT_VALID], *tidx = d->split[SPLIT_TEST];
-    const int64_t nv = d->split_n[SPLIT_VALID], nt = d->split_n[SPLIT_TEST];
-    memset(r, 0, sizeof *r);
-    if ((rc = train_model_config(d, c, c->seed, &mc))) return rc;
-    mc.transform_first = 1;   /* the full-graph operator is linear */
-    if (c->epochs < 1) return inca_fail(INCA_EINVAL, "--epochs: expected >= 1, got %d", c->epochs);
-    if (n_train < 1 || !train_idx) return inca_fail(INCA_EINVAL, "no training nodes (empty train split)");
-    const int norm = nn_kind_norm(mc.kind);
-    if (c->batch_size < 0) return inca_fail(INCA_EINVAL, "--batch-size: expected >= 0, got %lld", (long long)c->batch_size);
-    if (c->batch_size > 0 && norm != NN_NORM_NONE)   /* checked before anything is allocated */
-        return inca_fail(INCA_EINVAL, "--batch-size: mini-batches of rows need a model without a graph (mlp), got %s",
-                         c->model);
+    int norm;                            /* the model's adjacency normalisation (NONE: no graph) */
+    csr_t a, at, xs;                     /* Â, its transpose when not symmetric, sparse features */
+    kern_mat_t *am, *atm;
     nn_agg_dev_t full;
     nn_agg_t agg;
-    if (norm != NN_NORM_NONE) {
-        if ((rc = nn_adj_build(&d->adj, norm, &a, &at))) goto done;
-        if ((rc = kc_mat_upload(kc, &a, &am)) || (at.rowptr && (rc = kc_mat_upload(kc, &at, &atm)))) goto done;
-        nn_agg_dev_init(&agg, &full, kc, am, atm);
-    }
+    model_t *m;
+    optim_t *o;
+    mlp_batch_t mb;
+    const float *x;                      /* the features the model reads (host), NULL when sparse */
+    float *xw;                           /* normalised features (owned) */
+    float *xd, *dlog, *logp, *lhost;     /* x on the context; logits' gradient, log-softmax; host logits */
+    int32_t *y_d;
+    int64_t *trn_d, *vidx_d, *tidx_d;
+    train_meter_t *meter_d;
+    int want_logits;                     /* the hooks read host logits */
+} full_run_t;
+
+/* The configuration errors, before anything is allocated. */
+static int full_check(const train_config_t *c, const int64_t *train_idx, int64_t n_train, int norm) {
+    if (c->epochs < 1) return inca_fail(INCA_EINVAL, "--epochs: expected >= 1, got %d", c->epochs);
+    if (n_train < 1 || !train_idx) return inca_fail(INCA_EINVAL, "no training nodes (empty train split)");
+    if (c->batch_size < 0) return inca_fail(INCA_EINVAL, "--batch-size: expected >= 0, got %lld", (long long)c->batch_size);
+    if (c->batch_size > 0 && norm != NN_NORM_NONE)
+        return inca_fail(INCA_EINVAL, "--batch-size: mini-batches of rows need a model without a graph (mlp), got %s",
+                         c->model);
+    return INCA_OK;
+}
+
+/* The model's input: normalised features when asked, and bag-of-words features as a sparse
+ * first layer when the model takes one (the dense copy is then dropped). */
+static int full_features(full_run_t *f, const dataset_t *d, const train_config_t *c) {
+    int rc;
+    const int64_t n = d->n;
+    f->x = d->x;
     if (c->feature_norm != TRAIN_FEATNORM_NONE) {
-        if (!(xw = inca_malloc((size_t)(n * d->f) * sizeof(float)))) { rc = INCA_ENOMEM; goto done; }
-        train_features_prepare(c->feature_norm, n, d->f, d->x, xw);
-        x = xw;
+        if (!(f->xw = inca_malloc((size_t)(n * d->f) * sizeof(float)))) return INCA_ENOMEM;
+        train_features_prepare(c->feature_norm, n, d->f, d->x, f->xw);
+        f->x = f->xw;
     }
-    if ((rc = model_create_on(&mc, n, kc, &m))) goto done;
-    if (!c->dense_input && c->batch_size == 0) {   /* bag-of-words features: first layer by SpMM */
-        if ((rc = train_features_csr(n, d->f, x, 0.25, &xs)) < 0) goto done;
-        if (rc == 1 && model_set_sparse_input(m, &xs) != INCA_OK) {
-            inca_err_clear();   /* this first layer needs dense input: stay dense */
-            csr_free(&xs);
-        } else if (rc == 1) {   /* the dense copy is no longer read */
-            INCA_FREE(xw);
-            x = NULL;
-        }
-        rc = INCA_OK;
+    if ((rc = model_create_on(&f->mc, n, f->kc, &f->m))) return rc;
+    if (c->dense_input || c->batch_size != 0) return INCA_OK;
+    if ((rc = train_features_csr(n, d->f, f->x, 0.25, &f->xs)) < 0) return rc;
+    if (rc == 1 && model_set_sparse_input(f->m, &f->xs) != INCA_OK) {
+        inca_err_clear();   /* this first layer needs dense input: stay dense */
+        csr_free(&f->xs);
+    } else if (rc == 1) {   /* the dense copy is no longer read */
+        INCA_FREE(f->xw);
+        f->x = NULL;
     }
-    /* what the ops read, on the context (the host arrays themselves on the CPU) */
-    if ((x && (rc = kc_mirror(kc, x, (size_t)(n * d->f) * sizeof(float), (void **)&xd))) ||
-        (rc = kc_mirror(kc, d->y, (size_t)n * sizeof(int32_t), (void **)&y_d)) ||
-        (rc = kc_mirror(kc, train_idx, (size_t)n_train * sizeof(int64_t), (void **)&trn_d)) ||
-        (nv > 0 && (rc = kc_mirror(kc, vidx, (size_t)nv * sizeof(int64_t), (void **)&vidx_d))) ||
-        (nt > 0 && (rc = kc_mirror(kc, tidx, (size_t)nt * sizeof(int64_t), (void **)&tidx_d))) ||
-        (rc = kc_alloc(kc, KERN_MEM_DEVICE, sizeof *meter_d, (void **)&meter_d)) ||
-        (rc = kc_alloc(kc, KERN_MEM_DEVICE, (size_t)(n * cc) * sizeof(float), (void **)&dlog)) ||
-        (rc = kc_alloc(kc, KERN_MEM_DEVICE, (size_t)(n * cc) * sizeof(float), (void **)&logp)))
-        goto done;
-    if ((rc = train_optim_build(c, m, &o))) goto done;
+    return INCA_OK;
+}
+
+/* Everything a run needs: adjacency on the context, features, model, the arrays the ops read
+ * (on the context; the host arrays themselves on the CPU), the optimiser, the MLP's batches. */
+static int full_setup(full_run_t *f, const dataset_t *d, const train_config_t *c, const int64_t *train_idx,
+                      int64_t n_train) {
+    int rc;
+    const int64_t n = d->n, cc = d->c, nv = d->split_n[SPLIT_VALID], nt = d->split_n[SPLIT_TEST];
+    kern_ctx_t *kc = f->kc;
+    if (f->norm != NN_NORM_NONE) {
+        if ((rc = nn_adj_build(&d->adj, f->norm, &f->a, &f->at))) return rc;
+        if ((rc = kc_mat_upload(kc, &f->a, &f->am)) || (f->at.rowptr && (rc = kc_mat_upload(kc, &f->at, &f->atm))))
+            return rc;
+        nn_agg_dev_init(&f->agg, &f->full, kc, f->am, f->atm);
+    }
+    if ((rc = full_features(f, d, c))) return rc;
+    if ((f->x && (rc = kc_mirror(kc, f->x, (size_t)(n * d->f) * sizeof(float), (void **)&f->xd))) ||
+        (rc = kc_mirror(kc, d->y, (size_t)n * sizeof(int32_t), (void **)&f->y_d)) ||
+        (rc = kc_mirror(kc, train_idx, (size_t)n_train * sizeof(int64_t), (void **)&f->trn_d)) ||
+        (nv > 0 && (rc = kc_mirror(kc, d->split[SPLIT_VALID], (size_t)nv * sizeof(int64_t), (void **)&f->vidx_d))) ||
+        (nt > 0 && (rc = kc_mirror(kc, d->split[SPLIT_TEST], (size_t)nt * sizeof(int64_t), (void **)&f->tidx_d))) ||
+        (rc = kc_alloc(kc, KERN_MEM_DEVICE, sizeof *f->meter_d, (void **)&f->meter_d)) ||
+        (rc = kc_alloc(kc, KERN_MEM_DEVICE, (size_t)(n * cc) * sizeof(float), (void **)&f->dlog)) ||
+        (rc = kc_alloc(kc, KERN_MEM_DEVICE, (size_t)(n * cc) * sizeof(float), (void **)&f->logp)))
+        return rc;
+    if ((rc = train_optim_build(c, f->m, &f->o))) return rc;
     if (c->batch_size > 0 &&
-        (rc = mlp_batch_init(kc, &mb, c->batch_size < n_train ? c->batch_size : n_train, d->f, n_train)))
-        goto done;
+        (rc = mlp_batch_init(kc, &f->mb, c->batch_size < n_train ? c->batch_size : n_train, d->f, n_train)))
+        return rc;
     /* logits on the host for the hooks (pruning's on_epoch, out_logits); on the CPU they are
      * the model's own */
-    const int want_logits = c->on_epoch || c->out_logits || c->on_step;
-    if (want_logits && kc_device(kc) != KERN_DEV_CPU &&
-        !(lhost = inca_malloc((size_t)(n * cc) * sizeof(float)))) { rc = INCA_ENOMEM; goto done; }
+    f->want_logits = c->on_epoch || c->out_logits || c->on_step;
+    if (f->want_logits && kc_device(kc) != KERN_DEV_CPU && !(f->lhost = inca_malloc((size_t)(n * cc) * sizeof(float))))
+        return INCA_ENOMEM;
+    return INCA_OK;
+}
 
+static void full_free(full_run_t *f, const dataset_t *d, const int64_t *train_idx) {
+    kern_ctx_t *kc = f->kc;
+    kc_release(kc, KERN_MEM_DEVICE, f->dlog);
+    kc_release(kc, KERN_MEM_DEVICE, f->logp);
+    kc_release(kc, KERN_MEM_DEVICE, f->meter_d);
+    kc_mirror_free(kc, f->x, f->xd);
+    kc_mirror_free(kc, d->y, f->y_d);
+    kc_mirror_free(kc, train_idx, f->trn_d);
+    kc_mirror_free(kc, d->split[SPLIT_VALID], f->vidx_d);
+    kc_mirror_free(kc, d->split[SPLIT_TEST], f->tidx_d);
+    inca_free(f->lhost);
+    inca_free(f->xw);
+    mlp_batch_free(kc, &f->mb);
+    optim_free(&f->o);
+    model_free(&f->m);
+    kc_mat_free(kc, &f->am);
+    kc_mat_free(kc, &f->atm);
+    csr_free(&f->a);
+    csr_free(&f->at);
+    csr_free(&f->xs);
+}
+
+/* One epoch's training: one step over the whole graph (or the MLP's mini-batches); *loss and
+ * *train_acc are the training figures. */
+static int full_train_epoch(full_run_t *f, const dataset_t *d, const train_config_t *c, const int64_t *train_idx,
+                            int64_t n_train, int run, int ep, double *loss, double *train_acc) {
+    kern_ctx_t *kc = f->kc;
+    const int64_t n = d->n, cc = d->c;
+    if (c->batch_size > 0)
+        return train_mlp_epoch(f->m, f->o, c, f->xd, d->f, cc, d->y, train_idx, n_train, run, ep, &f->mb, f->dlog,
+                               f->meter_d, f->lhost, loss, train_acc);
+    train_meter_t h;
+    const float *logits;
+    int rc;
+    nn_agg_t *agg = f->norm ? &f->agg : NULL;
+    if ((rc = model_forward(f->m, n, f->xd, agg, 1, c->seed, (uint64_t)ep, &logits)) ||
+        (rc = kc_zero(kc, f->meter_d->count[0], sizeof f->meter_d->count[0], KERN_STREAM_COMPUTE)) ||
+        (rc = kc_softmax_xent(kc, n, cc, logits, f->y_d, f->trn_d, n_train, NULL, f->dlog, &f->meter_d->loss[0])) ||
+        (rc = kc_accuracy(kc, cc, logits, f->y_d, f->trn_d, n_train, f->meter_d->count[0])) ||
+        (rc = kc_copy(kc, &h, f->meter_d, sizeof h, KERN_D2H, KERN_STREAM_COMPUTE)))
+        return rc;
+    if (c->on_step && isfinite(h.loss[0]) &&
+        (rc = step_hook(kc, c, run, ep, train_idx, train_idx, n_train, logits, n, cc, f->lhost)))
+        return rc;
+    *loss = h.loss[0];
+    if (!isfinite(*loss)) return inca_fail(INCA_ERR, "epoch %d: training loss is not finite (%g); lower --lr?", ep, *loss);
+    *train_acc = h.count[0][1] ? (double)h.count[0][0] / (double)h.count[0][1] : 0.0;
+    return (rc = model_backward(f->m, f->dlog, agg)) ? rc : optim_step(f->o);
+}
+
+/* The epoch's eval-mode forward over every node and its figures into e; *lh: the logits the
+ * hooks read (host). */
+static int full_eval(full_run_t *f, const dataset_t *d, const train_config_t *c, int ep, train_epoch_eval_t *e,
+                     const float **lh) {
+    const float *logits;
+    const int64_t n = d->n, cc = d->c;
+    int rc;
+    if ((rc = model_forward(f->m, n, f->xd, f->norm ? &f->agg : NULL, 0, c->seed, (uint64_t)ep, &logits))) return rc;
+    if ((rc = train_eval_dev(f->kc, logits, n, cc, f->y_d, NULL, 0, f->vidx_d, e->n_valid, f->tidx_d,
+                             d->split_n[SPLIT_TEST], f->logp, f->meter_d, e)))
+        return rc;
+    *lh = logits;
+    if (f->want_logits && f->lhost) {
+        if ((rc = kc_copy(f->kc, f->lhost, logits, (size_t)(n * cc) * sizeof(float), KERN_D2H, KERN_STREAM_COMPUTE)))
+            return rc;
+        *lh = f->lhost;
+    }
+    return INCA_OK;
+}
+
+int train_full(const dataset_t *d, const train_config_t *c, const int64_t *train_idx, int64_t n_train, int run,
+               train_result_t *r) {
+    full_run_t f = {.kc = c->kc ? c->kc : kc_cpu()};
+    int rc;
+    memset(r, 0, sizeof *r);
+    if ((rc = train_model_config(d, c, c->seed, &f.mc))) return rc;
+    f.mc.transform_first = 1;   /* the full-graph operator is linear */
+    f.norm = nn_kind_norm(f.mc.kind);
+    if ((rc = full_check(c, train_idx, n_train, f.norm))) return rc;
+    if ((rc = full_setup(&f, d, c, train_idx, n_train))) goto done;
     train_best_t best;
     train_best_init(&best);
     best.by_loss = c->select_loss;
@@ -211,7 +311,7 @@ int train_full(const dataset_t *d, const train_config_t *c, const int64_t *train
     int ep, ep0 = 0, finished = 0;
     ckpt_state_t cs;
     if (c->checkpoint_dir && c->resume) {
-        if ((rc = ckpt_load(c->checkpoint_dir, run, c, d, m, o, &cs, NULL, 0)) < 0) goto done;
+        if ((rc = ckpt_load(c->checkpoint_dir, run, c, d, f.m, f.o, &cs, NULL, 0)) < 0) goto done;
         if (rc == INCA_OK) {   /* continue after the last completed epoch (a larger --epochs extends the run) */
             best = cs.best;
             loss = cs.train_loss;
@@ -225,81 +325,35 @@ int train_full(const dataset_t *d, const train_config_t *c, const int64_t *train
     }
     for (ep = ep0; ep < c->epochs && !finished; ep++) {
         const double t0 = inca_now();
-        const float *logits;
         double train_acc = 0;
-        if (c->batch_size > 0) {
-            if ((rc = train_mlp_epoch(m, o, c, xd, d->f, cc, d->y, train_idx, n_train, run, ep, &mb, dlog, meter_d, lhost,
-                                      &loss, &train_acc)))
-                goto done;
-        } else {
-            train_meter_t h;
-            if ((rc = model_forward(m, n, xd, norm ? &agg : NULL, 1, c->seed, (uint64_t)ep, &logits)) ||
-                (rc = kc_zero(kc, meter_d->count[0], sizeof meter_d->count[0], KERN_STREAM_COMPUTE)) ||
-                (rc = kc_softmax_xent(kc, n, cc, logits, y_d, trn_d, n_train, NULL, dlog, &meter_d->loss[0])) ||
-                (rc = kc_accuracy(kc, cc, logits, y_d, trn_d, n_train, meter_d->count[0])) ||
-                (rc = kc_copy(kc, &h, meter_d, sizeof h, KERN_D2H, KERN_STREAM_COMPUTE)))
-                goto done;
-            if (c->on_step && isfinite(h.loss[0]) &&
-                (rc = step_hook(kc, c, run, ep, train_idx, train_idx, n_train, logits, n, cc, lhost)))
-                goto done;
-            loss = h.loss[0];
-            if (!isfinite(loss)) {
-                rc = inca_fail(INCA_ERR, "epoch %d: training loss is not finite (%g); lower --lr?", ep, loss);
-                goto done;
-            }
-            train_acc = h.count[0][1] ? (double)h.count[0][0] / (double)h.count[0][1] : 0.0;
-            if ((rc = model_backward(m, dlog, norm ? &agg : NULL)) || (rc = optim_step(o))) goto done;
-        }
-        if (kc_device(kc) != KERN_DEV_CPU && (rc = kc_sync(kc))) goto done;   /* the step's time is its execution */
+        if ((rc = full_train_epoch(&f, d, c, train_idx, n_train, run, ep, &loss, &train_acc))) goto done;
+        if (kc_device(f.kc) != KERN_DEV_CPU && (rc = kc_sync(f.kc))) goto done;   /* the step's time is its execution */
         const double t1 = inca_now();
-        if ((rc = model_forward(m, n, xd, norm ? &agg : NULL, 0, c->seed, (uint64_t)ep, &logits))) goto done;
-        train_epoch_eval_t e = {.run = run, .epoch = ep, .train_loss = loss, .train_acc = train_acc, .n_valid = nv};
-        if ((rc = train_eval_dev(kc, logits, n, cc, y_d, NULL, 0, vidx_d, nv, tidx_d, nt, logp, meter_d, &e))) goto done;
+        train_epoch_eval_t e = {.run = run, .epoch = ep, .train_loss = loss, .train_acc = train_acc,
+                                .n_valid = d->split_n[SPLIT_VALID]};
+        const float *lh;
+        if ((rc = full_eval(&f, d, c, ep, &e, &lh))) goto done;
         const double t2 = inca_now();
         e.epoch_s = t2 - t0;
         t_step += t1 - t0;
         t_eval += t2 - t1;
         t_epoch += t2 - t0;
-        const float *lh = logits;
-        if (want_logits && lhost) {
-            if ((rc = kc_copy(kc, lhost, logits, (size_t)(n * cc) * sizeof(float), KERN_D2H, KERN_STREAM_COMPUTE)))
-                goto done;
-            lh = lhost;
-        }
-        if ((rc = train_epoch_end(c, &e, lh, n, (int32_t)cc, &best))) goto done;
+        if ((rc = train_epoch_end(c, &e, lh, d->n, (int32_t)d->c, &best))) goto done;
         const int stop = c->patience > 0 && best.since >= c->patience;
         if (c->checkpoint_dir) {
             cs = (ckpt_state_t){.epoch = ep, .finished = stop, .best = best, .train_loss = loss,
                                 .t_step = t_step, .t_eval = t_eval, .t_epoch = t_epoch};
-            if ((rc = ckpt_save(c->checkpoint_dir, run, c, d, m, o, &cs, NULL, 0))) goto done;
+            if ((rc = ckpt_save(c->checkpoint_dir, run, c, d, f.m, f.o, &cs, NULL, 0))) goto done;
         }
         if (stop) { ep++; break; }
     }
     train_result_set(r, &best, ep, loss, t_step, t_eval, t_epoch);
-    for (int i = 0; i < model_nparams(m); i++) r->nparams += model_param(m, i)->n;
-    r->steps_per_epoch = c->batch_size > 0 ? mb.steps : 1;
+    for (int i = 0; i < model_nparams(f.m); i++) r->nparams += model_param(f.m, i)->n;
+    r->steps_per_epoch = c->batch_size > 0 ? f.mb.steps : 1;
     r->step_time_s /= (double)r->steps_per_epoch;   /* per optimiser step, as the mini-batch methods report it */
-    rc = c->keep_params ? train_keep_params(kc, m, r) : INCA_OK;
+    rc = c->keep_params ? train_keep_params(f.kc, f.m, r) : INCA_OK;
 done:
     r->peak_rss_mb = inca_peak_rss_mb();
-    kc_release(kc, KERN_MEM_DEVICE, dlog);
-    kc_release(kc, KERN_MEM_DEVICE, logp);
-    kc_release(kc, KERN_MEM_DEVICE, meter_d);
-    kc_mirror_free(kc, x, xd);
-    kc_mirror_free(kc, d->y, y_d);
-    kc_mirror_free(kc, train_idx, trn_d);
-    kc_mirror_free(kc, vidx, vidx_d);
-    kc_mirror_free(kc, tidx, tidx_d);
-    inca_free(lhost);
-    inca_free(xw);
-    mlp_batch_free(kc, &mb);
-    optim_free(&o);
-    model_free(&m);
-    kc_mat_free(kc, &am);
-    kc_mat_free(kc, &atm);
-    csr_free(&a);
-    csr_free(&at);
-    csr_free(&xs);
+    full_free(&f, d, train_idx);
     return rc;
 }
-
