@@ -372,7 +372,8 @@ static int mb_ckpt_blobs(mb_run_t *R, int ns) {
     return INCA_OK;
 }
 
-static int mb_run_setup(mb_run_t *R, const dataset_t *d, const int64_t *train_idx, int64_t n_train) {
+/* The configuration errors, the job's split counts and the model's configuration. */
+static int mb_setup_check(mb_run_t *R, const dataset_t *d, int64_t n_train) {
     const train_config_t *c = R->c;
     int rc;
     if ((rc = agg_method_parse(c->method, &R->method)) != INCA_OK) return rc;
@@ -394,13 +395,17 @@ static int mb_run_setup(mb_run_t *R, const dataset_t *d, const int64_t *train_id
      * x itself, so no transform-first layers in training */
     R->mc.transform_first = 0;
     R->C = (int32_t)R->mc.out_dim;
-    const int norm = nn_kind_norm(R->mc.kind);
-    const layout_views_t *view = R->o->view;
-    R->stream = view != NULL;
+    R->stream = R->o->view != NULL;
     if (R->stream && R->mc.kind != NN_GCN && R->mc.kind != NN_SAGE)
         return inca_fail(INCA_EINVAL, "--loader view evaluates layer by layer, which takes --model gcn or sage; "
                          "--model %s needs --loader copy", c->model);
-    if ((rc = mb_data_prepare(d, c, R->p, train_idx, n_train, norm, view, &R->D)) != INCA_OK) return rc;
+    return INCA_OK;
+}
+
+/* The ranks: --workers or the processes of mpirun, the ownership plan, this rank's ids of each split. */
+static int mb_setup_ranks(mb_run_t *R) {
+    const train_config_t *c = R->c;
+    int rc;
     R->workers = c->workers > 1 ? c->workers : 1;
     if (R->workers > MB_MAX_WORKERS) return inca_fail(INCA_EINVAL, "--workers %d: at most %d", R->workers, MB_MAX_WORKERS);
     if (comm_size(c->comm) > 1) {   /* under mpirun: this process is one rank of workers */
@@ -433,6 +438,13 @@ static int mb_run_setup(mb_run_t *R, const dataset_t *d, const int64_t *train_id
         id_slice(R->D.va, R->D.nva, lo, hi, &R->va_lo, &R->va_n);
         id_slice(R->D.te, R->D.nte, lo, hi, &R->te_lo, &R->te_n);
     }
+    return INCA_OK;
+}
+
+/* The context, and the graph, features, labels and split ids on it. */
+static int mb_setup_upload(mb_run_t *R) {
+    const train_config_t *c = R->c;
+    int rc;
     const int64_t n = R->D.n;
     const csr_t *atp = R->D.at.rowptr ? &R->D.at : NULL;
     R->kc = c->kc ? c->kc : kc_cpu();
@@ -448,13 +460,23 @@ static int mb_run_setup(mb_run_t *R, const dataset_t *d, const int64_t *train_id
         (rc = kc_mirror(kc, R->D.va, sizeof(int64_t) * (size_t)R->D.nva, (void **)&R->va_d)) ||
         (rc = kc_mirror(kc, R->D.te, sizeof(int64_t) * (size_t)R->D.nte, (void **)&R->te_d)))
         return rc;
+    return INCA_OK;
+}
 
-    /* loader */
+/* The batch loaders; *hd_out: the history tables' type, *m0_out: the stored M^0 the view loader
+ * maps (NULL: computed). */
+static int mb_setup_loader(mb_run_t *R, hist_dtype_t *hd_out, const void **m0_out) {
+    const train_config_t *c = R->c;
+    int rc;
+    const int64_t n = R->D.n;
+    const csr_t *atp = R->D.at.rowptr ? &R->D.at : NULL;
+    const int norm = nn_kind_norm(R->mc.kind);
+    const layout_views_t *view = R->o->view;
     R->src = (batch_source_t){.n = n, .f = R->D.f, .x = R->D.x, .y = R->D.y, .a = &R->D.a, .a_symmetric = atp == NULL,
                               .bounds = R->p->bounds, .k = R->p->k};
-    hist_dtype_t hd = HIST_F32;
-    if ((rc = hist_dtype_parse(c->history_dtype[0] ? c->history_dtype : "fp32", &hd)) != INCA_OK) return rc;
-    const void *m0 = R->stream && R->method == AGG_INCAGG && view->m0 && view->m0_dtype == hd ? view->m0 : NULL;
+    if ((rc = hist_dtype_parse(c->history_dtype[0] ? c->history_dtype : "fp32", hd_out)) != INCA_OK) return rc;
+    const hist_dtype_t hd = *hd_out;
+    const void *m0 = *m0_out = R->stream && R->method == AGG_INCAGG && view->m0 && view->m0_dtype == hd ? view->m0 : NULL;
     if (m0 && !R->dev) {   /* the step reads M^0 at the batch's rows: the loader thread faults them in */
         R->src.touch = m0;
         R->src.touch_row_bytes = R->D.f * (hd == HIST_BF16 ? 2 : 4);
@@ -463,10 +485,17 @@ static int mb_run_setup(mb_run_t *R, const dataset_t *d, const int64_t *train_id
     if (R->method == AGG_CLUSTER && !c->cluster_global_norm)
         R->bo.renorm = norm == NN_NORM_MEAN ? BATCH_RENORM_MEAN : BATCH_RENORM_GCN;
     if ((rc = mb_loaders_create(R)) != INCA_OK) return rc;
-    const int64_t nb_max = R->nb_max, halo_max = R->halo_max;   /* the job's, under MPI too */
     R->R = c->refresh > 0 ? c->refresh : R->spe;
+    return INCA_OK;
+}
 
-    /* model, optimiser, operator */
+/* The model, its optimiser and weight average, the ranks' gradient sums and, under MPI, the
+ * common start and the halo plan. */
+static int mb_setup_model(mb_run_t *R) {
+    const train_config_t *c = R->c;
+    int rc;
+    const int64_t n = R->D.n, nb_max = R->nb_max;
+    kern_ctx_t *kc = R->kc;
     /* the view path runs the model on a batch or a row panel of a batch's size, never on all n */
     if ((rc = model_create_on(&R->mc, R->stream ? (nb_max > 0 ? nb_max : 1) : n, kc, &R->m)) != INCA_OK) return rc;
     if ((rc = train_optim_build(c, R->m, &R->opt)) != INCA_OK) return rc;
@@ -502,10 +531,21 @@ static int mb_run_setup(mb_run_t *R, const dataset_t *d, const int64_t *train_id
             if (rc != INCA_OK) return rc;
         }
     }
+    return INCA_OK;
+}
+
+/* The aggregation operator over the model's ns sites (*ns_out), within --memory-budget. */
+static int mb_setup_agg(mb_run_t *R, const dataset_t *d, hist_dtype_t hd, const void *m0, int *ns_out) {
+    const train_config_t *c = R->c;
+    int rc;
+    const int64_t n = R->D.n, nb_max = R->nb_max, halo_max = R->halo_max;   /* the job's, under MPI too */
+    const csr_t *atp = R->D.at.rowptr ? &R->D.at : NULL;
+    kern_ctx_t *kc = R->kc;
     int64_t dims[AGG_MAX_SITES];
     uint8_t fixed[AGG_MAX_SITES];
     const int ns = mb_model_sites(&R->mc, dims, fixed);
     if (ns < 0) return ns;
+    *ns_out = ns;
     agg_config_t ac = {.method = R->method, .source = c->refresh_source, .relax = (float)c->refresh_relax, .dtype = hd,
                        .single_buffer = R->o->single_buffer && R->R == R->spe, .nsites = ns, .dims = dims,
                        .fixed = fixed, .n = n, .in_dim = R->mc.in_dim, .x = R->x_d, .a = &R->D.a,
@@ -544,32 +584,42 @@ static int mb_run_setup(mb_run_t *R, const dataset_t *d, const int64_t *train_id
         R->anon_need = need;
     }
     if ((rc = agg_create(&ac, &R->agg)) != INCA_OK) return rc;
-    if (R->stream) {   /* row panels of a batch's size for the layer-wise passes */
-        /* panels never straddle a rank's node range and are the job's nb_max rows (reduced over
-         * the processes), so --workers P and P processes run the very same panels; under MPI a
-         * process runs only its own rank's */
-        R->pan_rows = nb_max > 0 ? nb_max : 1;
-        const int64_t maxpan = (n + R->pan_rows - 1) / R->pan_rows + R->workers;
-        if (!(R->apan = inca_calloc((size_t)maxpan, sizeof *R->apan)) ||
-            !(R->pan_r0 = inca_malloc(sizeof *R->pan_r0 * (size_t)maxpan)))
-            return INCA_ENOMEM;
-        for (int w = 0; w < R->workers; w++) {
-            if (R->comm && w != R->rank) continue;
-            const int64_t lo = R->workers > 1 ? R->plan.node_lo[w] : 0, hi = R->workers > 1 ? R->plan.node_lo[w + 1] : n;
-            for (int64_t r0 = lo; r0 < hi; r0 += R->pan_rows, R->npan++) {
-                const int64_t r1 = r0 + R->pan_rows < hi ? r0 + R->pan_rows : hi;
-                R->pan_r0[R->npan] = r0;
-                if ((rc = kc_mat_rows_view(kc, R->a_m, r0, r1, &R->apan[R->npan])) != INCA_OK) return rc;
-            }
-        }
-        if ((rc = kc_alloc(kc, KERN_MEM_DEVICE, sizeof(float) * (size_t)(n ? n : 1) * (size_t)R->C, (void **)&R->logits_all)))
-            return rc;
-    }
-    R->op_batch = (nn_agg_t){.forward = agg_forward, .backward = agg_backward, .ctx = R->agg};
-    R->op_refresh = (nn_agg_t){.forward = agg_refresh_forward, .backward = NULL, .ctx = R->agg};
-    nn_agg_dev_init(&R->op_full, &R->full, kc, R->a_m, R->at_m);
+    return INCA_OK;
+}
 
-    /* buffers, sized once */
+/* Row panels of a batch's size for the view loader's layer-wise passes. */
+static int mb_setup_panels(mb_run_t *R) {
+    int rc;
+    const int64_t n = R->D.n, nb_max = R->nb_max;
+    kern_ctx_t *kc = R->kc;
+    /* panels never straddle a rank's node range and are the job's nb_max rows (reduced over
+     * the processes), so --workers P and P processes run the very same panels; under MPI a
+     * process runs only its own rank's */
+    R->pan_rows = nb_max > 0 ? nb_max : 1;
+    const int64_t maxpan = (n + R->pan_rows - 1) / R->pan_rows + R->workers;
+    if (!(R->apan = inca_calloc((size_t)maxpan, sizeof *R->apan)) ||
+        !(R->pan_r0 = inca_malloc(sizeof *R->pan_r0 * (size_t)maxpan)))
+        return INCA_ENOMEM;
+    for (int w = 0; w < R->workers; w++) {
+        if (R->comm && w != R->rank) continue;
+        const int64_t lo = R->workers > 1 ? R->plan.node_lo[w] : 0, hi = R->workers > 1 ? R->plan.node_lo[w + 1] : n;
+        for (int64_t r0 = lo; r0 < hi; r0 += R->pan_rows, R->npan++) {
+            const int64_t r1 = r0 + R->pan_rows < hi ? r0 + R->pan_rows : hi;
+            R->pan_r0[R->npan] = r0;
+            if ((rc = kc_mat_rows_view(kc, R->a_m, r0, r1, &R->apan[R->npan])) != INCA_OK) return rc;
+        }
+    }
+    if ((rc = kc_alloc(kc, KERN_MEM_DEVICE, sizeof(float) * (size_t)(n ? n : 1) * (size_t)R->C, (void **)&R->logits_all)))
+        return rc;
+    return INCA_OK;
+}
+
+/* The step's and the evaluation's buffers, sized once. */
+static int mb_setup_buffers(mb_run_t *R) {
+    const train_config_t *c = R->c;
+    int rc;
+    const int64_t n = R->D.n, nb_max = R->nb_max;
+    kern_ctx_t *kc = R->kc;
     const int64_t nbm = nb_max ? nb_max : 1;
     if ((rc = kc_alloc(kc, KERN_MEM_DEVICE, sizeof(float) * (size_t)(n ? n : 1) * (size_t)R->C, (void **)&R->logp)) ||
         (rc = kc_alloc(kc, KERN_MEM_DEVICE, sizeof(float) * (size_t)nbm * (size_t)R->C, (void **)&R->dlogits)) ||
@@ -593,6 +643,24 @@ static int mb_run_setup(mb_run_t *R, const dataset_t *d, const int64_t *train_id
             return INCA_ENOMEM;
         for (int64_t v = 0; v < n; v++) R->iperm[R->p->perm[v]] = v;
     }
+    return INCA_OK;
+}
+
+static int mb_run_setup(mb_run_t *R, const dataset_t *d, const int64_t *train_idx, int64_t n_train) {
+    const train_config_t *c = R->c;
+    hist_dtype_t hd = HIST_F32;
+    const void *m0 = NULL;
+    int rc, ns = 0;
+    if ((rc = mb_setup_check(R, d, n_train)) != INCA_OK ||
+        (rc = mb_data_prepare(d, c, R->p, train_idx, n_train, nn_kind_norm(R->mc.kind), R->o->view, &R->D)) != INCA_OK ||
+        (rc = mb_setup_ranks(R)) != INCA_OK || (rc = mb_setup_upload(R)) != INCA_OK ||
+        (rc = mb_setup_loader(R, &hd, &m0)) != INCA_OK || (rc = mb_setup_model(R)) != INCA_OK ||
+        (rc = mb_setup_agg(R, d, hd, m0, &ns)) != INCA_OK || (R->stream && (rc = mb_setup_panels(R)) != INCA_OK))
+        return rc;
+    R->op_batch = (nn_agg_t){.forward = agg_forward, .backward = agg_backward, .ctx = R->agg};
+    R->op_refresh = (nn_agg_t){.forward = agg_refresh_forward, .backward = NULL, .ctx = R->agg};
+    nn_agg_dev_init(&R->op_full, &R->full, R->kc, R->a_m, R->at_m);
+    if ((rc = mb_setup_buffers(R)) != INCA_OK) return rc;
 
     /* checkpoints: the model, the optimiser and every history table (nn/checkpoint.h); under MPI
      * each rank its own in DIR/rank-R-of-P */
