@@ -375,8 +375,8 @@ static int baseline_compute(agg_t *g, int site, const float *src_f32, const hist
     return INCA_OK;
 }
 
-int agg_create(const agg_config_t *cfg, agg_t **out) {
-    *out = NULL;
+/* The configuration errors agg_create refuses before it allocates anything. */
+static int agg_check_config(const agg_config_t *cfg) {
     const int ns = cfg->nsites, method = cfg->method;
     if (ns < 0 || ns > AGG_MAX_SITES)
         return inca_fail(INCA_EINVAL, "mini-batch training supports at most %d aggregation sites, model has %d", AGG_MAX_SITES, ns);
@@ -385,16 +385,12 @@ int agg_create(const agg_config_t *cfg, agg_t **out) {
     if (method < AGG_CLUSTER || method > AGG_INCAGG) return inca_fail(INCA_EINVAL, "aggregation operator: unknown method %d", method);
     if (cfg->source != AGG_SRC_PUSH && cfg->source != AGG_SRC_RECOMPUTE)
         return inca_fail(INCA_EINVAL, "aggregation operator: unknown refresh source %d", cfg->source);
-    agg_t *g = inca_calloc(1, sizeof *g);
-    if (!g) return INCA_ENOMEM;
-    int rc = mem_arena_create(&g->arena);
-    if (rc != INCA_OK) { inca_free(g); return rc; }
-    if ((cfg->spill_budget > 0 || cfg->spill_dir) && cfg->spill_budget >= 0 &&
-        (rc = mem_arena_set_spill(g->arena, cfg->spill_budget, cfg->spill_dir)) != INCA_OK) {
-        mem_arena_destroy(&g->arena);
-        inca_free(g);
-        return rc;
-    }
+    return INCA_OK;
+}
+
+/* The context, where the tables live, and Â on the context (and on the host for host tables). */
+static int agg_ctx_setup(agg_t *g, const agg_config_t *cfg) {
+    int rc = INCA_OK;
     g->kc = cfg->kc ? cfg->kc : kc_cpu();
     g->dev = kc_device(g->kc) != KERN_DEV_CPU;
     g->host_tables = g->dev && cfg->host_tables;
@@ -412,9 +408,14 @@ int agg_create(const agg_config_t *cfg, agg_t **out) {
         g->own_ta = 1;
         rc = kc_mat_upload(g->tk, cfg->a, &g->ta_m);
     }
-    /* the batch's matrices: views of the loader's on the CPU, uploads of this capacity off it */
-    const int64_t nbm = cfg->nb_max > 0 ? cfg->nb_max : 1, nnzm = g->dev ? cfg->nnz_max : INT64_MAX / 4;
-    const int64_t cols = nbm > cfg->halo_max ? nbm : cfg->halo_max;
+    return rc;
+}
+
+/* The batch's matrices: views of the loader's on the CPU, uploads of this capacity off it (two
+ * slots on a device: one batch uploads while the other runs). */
+static int agg_slots_create(agg_t *g, const agg_config_t *cfg, int64_t nbm, int64_t nnzm, int64_t cols) {
+    const int method = cfg->method;
+    int rc = INCA_OK;
     g->nslots = g->dev ? 2 : 1;
     g->cur = g->nslots - 1;   /* the first batch goes to slot 0 */
     for (int k = 0; k < g->nslots && rc == INCA_OK; k++) {
@@ -434,22 +435,13 @@ int agg_create(const agg_config_t *cfg, agg_t **out) {
             rc = kc_alloc(g->kc, KERN_MEM_PINNED, sizeof(int64_t) * (size_t)(cfg->halo_max > 0 ? cfg->halo_max : 1),
                           (void **)&sl->halo_h);
     }
-    if (rc != INCA_OK) { agg_free(&g); return rc; }
-    g->method = method;
-    g->source = cfg->source;
-    g->relax = cfg->relax > 0 && cfg->relax < 1 && cfg->source == AGG_SRC_RECOMPUTE ? cfg->relax : 1.f;
-    g->single = method == AGG_INCAGG && cfg->source == AGG_SRC_PUSH && cfg->single_buffer;
-    g->nsites = ns;
-    g->n = cfg->n;
-    g->in_dim = cfg->in_dim;
-    g->x = cfg->x;
-    g->dtype = cfg->dtype;
-    g->maxdim = 1;
-    for (int s = 0; s < ns; s++) {
-        g->dim[s] = cfg->dims[s];
-        g->fixed[s] = cfg->fixed[s] ? 1 : 0;
-        if (g->dim[s] > g->maxdim) g->maxdim = g->dim[s];
-    }
+    return rc;
+}
+
+/* The history tables of every site: H (gas), M, S and P (incagg; M^0 from the store when given). */
+static int agg_tables_create(agg_t *g, const agg_config_t *cfg) {
+    const int ns = cfg->nsites, method = cfg->method;
+    int rc = INCA_OK;
     for (int s = 0; s < ns && rc == INCA_OK; s++) {
         if (method == AGG_GAS && !g->fixed[s]) rc = table(g, &g->H[s], 'H', s);
         else if (method == AGG_INCAGG) {
@@ -466,6 +458,13 @@ int agg_create(const agg_config_t *cfg, agg_t **out) {
             if (rc == INCA_OK && !g->fixed[s] && g->source == AGG_SRC_PUSH && !g->single) rc = table(g, &g->P[s], 'P', s);
         }
     }
+    return rc;
+}
+
+/* IncAgg's scratch: a batch's delta rows, and row panels of Â for bf16 tables. */
+static int agg_incagg_scratch(agg_t *g, const agg_config_t *cfg) {
+    const int method = cfg->method;
+    int rc = INCA_OK;
     if (rc == INCA_OK && method == AGG_INCAGG) {
         g->sbuf_rows = cfg->nb_max ? cfg->nb_max : 1;
         if (!(g->sbuf = scratch(g, g->sbuf_rows * g->maxdim, "scratch_delta", g->dev))) rc = INCA_ENOMEM;
@@ -487,6 +486,12 @@ int agg_create(const agg_config_t *cfg, agg_t **out) {
             }
         }
     }
+    return rc;
+}
+
+/* Off the CPU: each slot's batch and halo ids and the trainer's extra per-batch arrays. */
+static int agg_slot_ids(agg_t *g, const agg_config_t *cfg, int64_t nbm) {
+    int rc = INCA_OK;
     for (int k = 0; k < g->nslots && rc == INCA_OK && g->dev; k++) {
         g->slot[k].nodes_d = take(g, sizeof(int64_t) * (size_t)nbm, "ids_batch", 1);
         g->slot[k].halo_d = take(g, sizeof(int64_t) * (size_t)(cfg->halo_max > 0 ? cfg->halo_max : 1), "ids_halo", 1);
@@ -498,6 +503,13 @@ int agg_create(const agg_config_t *cfg, agg_t **out) {
             else rc = kc_alloc(g->kc, KERN_MEM_PINNED, (size_t)cfg->extra_bytes[e], &g->slot[k].extra_h[e]);
         }
     }
+    return rc;
+}
+
+/* Host tables: the pinned stage whole tables move through, and each site's staged rows. */
+static int agg_host_stage(agg_t *g, const agg_config_t *cfg, int64_t nbm) {
+    const int ns = cfg->nsites, method = cfg->method;
+    int rc = INCA_OK;
     if (rc == INCA_OK && g->host_tables) {   /* whole tables move in chunks of a batch's rows */
         g->stage_rows = nbm > cfg->halo_max ? nbm : cfg->halo_max;
         if ((rc = kc_alloc(g->kc, KERN_MEM_PINNED, sizeof(float) * (size_t)(g->stage_rows * g->maxdim),
@@ -525,6 +537,13 @@ int agg_create(const agg_config_t *cfg, agg_t **out) {
             }
         }
     }
+    return rc;
+}
+
+/* GAS: held pushes of the ranks of one step, and the halo scratch. */
+static int agg_gas_scratch(agg_t *g, const agg_config_t *cfg, int64_t nbm) {
+    const int ns = cfg->nsites, method = cfg->method;
+    int rc = INCA_OK;
     if (rc == INCA_OK && method == AGG_GAS && cfg->defer_batches > 0) {
         if (g->host_tables) rc = inca_fail(INCA_EINVAL, "gas: held pushes need the tables on the context (not --history-location host)");
         g->defer = cfg->defer_batches;
@@ -538,6 +557,13 @@ int agg_create(const agg_config_t *cfg, agg_t **out) {
         int64_t w = g->maxdim > g->in_dim ? g->maxdim : g->in_dim;
         if (!(g->hbuf = scratch(g, (cfg->halo_max ? cfg->halo_max : 1) * w, "scratch_halo", g->dev))) rc = INCA_ENOMEM;
     }
+    return rc;
+}
+
+/* The MPI rank's own rows of Â (incagg), then M^0 = ÂX once at every site that reads x. */
+static int agg_rows_and_baselines(agg_t *g, const agg_config_t *cfg) {
+    const int ns = cfg->nsites, method = cfg->method;
+    int rc = INCA_OK;
     g->exchange = cfg->exchange;
     g->exchange_ctx = cfg->exchange_ctx;
     if (rc == INCA_OK && method == AGG_INCAGG && cfg->rows_hi > cfg->rows_lo) {
@@ -548,6 +574,49 @@ int agg_create(const agg_config_t *cfg, agg_t **out) {
     /* M^0 = ÂX once at every site that reads x */
     for (int s = 0; s < ns && rc == INCA_OK && method == AGG_INCAGG; s++)
         if (g->fixed[s] && !g->m0_borrowed) rc = baseline_compute(g, s, g->x_t, NULL);
+    return rc;
+}
+
+int agg_create(const agg_config_t *cfg, agg_t **out) {
+    *out = NULL;
+    const int ns = cfg->nsites, method = cfg->method;
+    int rc = agg_check_config(cfg);
+    if (rc != INCA_OK) return rc;
+    agg_t *g = inca_calloc(1, sizeof *g);
+    if (!g) return INCA_ENOMEM;
+    rc = mem_arena_create(&g->arena);
+    if (rc != INCA_OK) { inca_free(g); return rc; }
+    if ((cfg->spill_budget > 0 || cfg->spill_dir) && cfg->spill_budget >= 0 &&
+        (rc = mem_arena_set_spill(g->arena, cfg->spill_budget, cfg->spill_dir)) != INCA_OK) {
+        mem_arena_destroy(&g->arena);
+        inca_free(g);
+        return rc;
+    }
+    rc = agg_ctx_setup(g, cfg);
+    /* the batch's matrices: views of the loader's on the CPU, uploads of this capacity off it */
+    const int64_t nbm = cfg->nb_max > 0 ? cfg->nb_max : 1, nnzm = g->dev ? cfg->nnz_max : INT64_MAX / 4;
+    const int64_t cols = nbm > cfg->halo_max ? nbm : cfg->halo_max;
+    if (rc == INCA_OK) rc = agg_slots_create(g, cfg, nbm, nnzm, cols);
+    if (rc != INCA_OK) { agg_free(&g); return rc; }
+    g->method = method;
+    g->source = cfg->source;
+    g->relax = cfg->relax > 0 && cfg->relax < 1 && cfg->source == AGG_SRC_RECOMPUTE ? cfg->relax : 1.f;
+    g->single = method == AGG_INCAGG && cfg->source == AGG_SRC_PUSH && cfg->single_buffer;
+    g->nsites = ns;
+    g->n = cfg->n;
+    g->in_dim = cfg->in_dim;
+    g->x = cfg->x;
+    g->dtype = cfg->dtype;
+    g->maxdim = 1;
+    for (int s = 0; s < ns; s++) {
+        g->dim[s] = cfg->dims[s];
+        g->fixed[s] = cfg->fixed[s] ? 1 : 0;
+        if (g->dim[s] > g->maxdim) g->maxdim = g->dim[s];
+    }
+    if ((rc = agg_tables_create(g, cfg)) == INCA_OK && (rc = agg_incagg_scratch(g, cfg)) == INCA_OK &&
+        (rc = agg_slot_ids(g, cfg, nbm)) == INCA_OK && (rc = agg_host_stage(g, cfg, nbm)) == INCA_OK &&
+        (rc = agg_gas_scratch(g, cfg, nbm)) == INCA_OK)
+        rc = agg_rows_and_baselines(g, cfg);
     if (rc != INCA_OK) {
         agg_free(&g);
         return inca_fail_ctx(rc, "while allocating %s memory", agg_method_name(method));
