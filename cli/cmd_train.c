@@ -22,6 +22,159 @@
 #include <string.h>
 #include <unistd.h>
 
+/* every rank's figures gathered to rank 0: bytes sent and seconds in MPI per phase, its epoch,
+ * step, refresh and evaluation times, peak anonymous, file-backed and resident memory */
+enum { NT = 4, NREC = 2 * COMM_NPHASES + NT + 3 };
+
+/* STORE is a folder of per-rank shards (nn/shard.h): this rank's shard, refused when it was made
+ * for another configuration; the dataset moves to *d and c trains on the shard's views. */
+static int train_from_shard(const args_t *a, train_config_t *c, int me, int nranks, shard_t *sh, dataset_t *d) {
+    int kind = 0, rc;
+    hist_dtype_t hd = HIST_F32;
+    if ((rc = shard_open(c->store_path, me, nranks, sh))) return rc;
+    if ((rc = model_kind_parse(c->model, &kind)) || (rc = hist_dtype_parse(c->history_dtype, &hd))) return rc;
+    const char *why = c->loader == TRAIN_LOADER_COPY ? "--loader copy (shards are read through the view loader)"
+                      : strcmp(c->method, "full") == 0 ? "--method full"
+                      : args_str(a, "--split", NULL) ? "--split (a shard holds its rank's share of the stored split)"
+                      : args_str(a, "--train-indices", NULL) ? "--train-indices"
+                      : c->parts != sh->p.k ? "this --parts"
+                      : c->feature_norm != sh->featnorm ? "this --feature-norm"
+                      : nn_kind_norm(kind) != sh->norm ? "this --model's adjacency"
+                      : strcmp(c->method, "incagg") == 0 && sh->has_m0 && sh->v.m0_dtype != hd ? "this --history-dtype"
+                      : NULL;
+    if (why)
+        return inca_fail(INCA_EINVAL, "%s: the shards were not made for %s; rerun inca shard with the training's "
+                         "--parts, --feature-norm, --model and --history-dtype, or train on the store", c->store_path, why);
+    *d = sh->d;   /* the dataset moves to d */
+    dataset_init(&sh->d);
+    c->given_partition = &sh->p;
+    c->given_views = &sh->v;
+    c->given_plan = &sh->plan;
+    c->loader = TRAIN_LOADER_VIEW;
+    c->store_path = sh->path;
+    return INCA_OK;
+}
+
+/* The store's dataset; the view loader maps the features and Â from the store: neither is loaded. */
+static int train_from_store(const train_config_t *c, dataset_t *d) {
+    store_t *s = NULL;
+    int rc;
+    if ((rc = store_open(c->store_path, STORE_RDONLY, &s))) return rc;
+    const int view = train_loader_resolve(c, store_meta(s)->nodes, store_meta(s)->features) == TRAIN_LOADER_VIEW;
+    store_close(&s);
+    return dataset_load_ex(c->store_path, view ? DATASET_NO_X | DATASET_NO_GRAPH : 0, d);
+}
+
+/* This rank's record (rec[NREC]) and, with several ranks, every rank's (*recs, owned). */
+static int train_rank_records(const train_config_t *c, const train_result_t *r, int nranks, double *rec, double **recs) {
+    for (int ph = 0; ph < COMM_NPHASES; ph++) {
+        rec[ph] = (double)r->comm_bytes[ph];
+        rec[COMM_NPHASES + ph] = r->comm_s[ph];
+    }
+    const double times[NT] = {r->epoch_time_s, r->step_time_s, r->refresh_time_s, r->eval_time_s};
+    memcpy(rec + 2 * COMM_NPHASES, times, sizeof times);
+    memstat_peaks(&rec[NREC - 3], &rec[NREC - 2]);
+    rec[NREC - 1] = inca_peak_rss_mb();
+    *recs = NULL;
+    if (nranks <= 1) return INCA_OK;
+    if (!(*recs = inca_malloc(sizeof(double) * NREC * (size_t)nranks))) return INCA_ENOMEM;
+    return comm_allgather(c->comm, rec, (int64_t)(sizeof(double) * NREC), *recs, COMM_SETUP);
+}
+
+/* per rank, the last run: its times, bytes sent and seconds in MPI by phase (core/comm.h), peak memory */
+static void train_rank_stats_json(json_t *j, int nranks, const double *recs) {
+    static const char *const tn[NT] = {"epoch_time_s", "step_time_s", "refresh_time_s", "eval_time_s"};
+    json_arr_begin(j, "rank_stats");
+    for (int q = 0; q < nranks; q++) {
+        const double *x = recs + (size_t)q * NREC;
+        json_obj_begin(j, NULL);
+        json_int(j, "rank", q);
+        for (int t = 0; t < NT; t++) json_num(j, tn[t], x[2 * COMM_NPHASES + t]);
+        for (int ph = 0; ph < COMM_NPHASES; ph++) {
+            char key[32];
+            snprintf(key, sizeof key, "bytes_%s", comm_phase_name(ph));
+            json_int(j, key, (int64_t)x[ph]);
+            snprintf(key, sizeof key, "mpi_s_%s", comm_phase_name(ph));
+            json_num(j, key, x[COMM_NPHASES + ph]);
+        }
+        json_num(j, "peak_rss_anon_mb", x[NREC - 3]);
+        json_num(j, "peak_rss_file_mb", x[NREC - 2]);
+        json_num(j, "peak_rss_mb", x[NREC - 1]);
+        json_obj_end(j);
+    }
+    json_arr_end(j);
+}
+
+/* The method's own figures: IncAgg's refreshes, Cluster-GCN's normalisation, the tables and the
+ * loader of every mini-batch method. */
+static void train_method_json(json_t *j, const train_config_t *c, const train_result_t *r) {
+    if (strcmp(c->method, "incagg") == 0) {
+        json_str(j, "refresh_source", agg_source_name(c->refresh_source));
+        /* which path made the evaluation figures: "fused" evaluations are refresh passes, timed as
+         * refreshes (refresh_time_s) and not in eval_time_s */
+        json_str(j, "refresh_eval", train_refresh_eval_name(c));
+        json_int(j, "refreshes", r->refreshes);
+        json_int(j, "refreshes_fused_with_eval", r->fused);
+    }
+    if (strcmp(c->method, "cluster") == 0) json_str(j, "cluster_norm", c->cluster_global_norm ? "global" : "batch");
+    if (strcmp(c->method, "full") != 0) {
+        json_int(j, "table_bytes", r->table_bytes);
+        json_int(j, "scratch_bytes", r->scratch_bytes);
+        json_str(j, "history_location", r->history_on_host ? "host" : "device");
+        json_str(j, "loader", r->loader);
+        json_int(j, "spilled_bytes", r->spilled_bytes);
+        json_num(j, "loader_wait_s", r->loader_wait_s);   /* last run: waiting on the batch loader */
+        json_num(j, "loader_wait_fraction", r->steps_s > 0 ? r->loader_wait_s / r->steps_s : 0);
+    }
+}
+
+/* The result line of --json (the contract scripts read: ARCHITECTURE.md). */
+static int train_result_json(const args_t *a, const train_config_t *c, const train_result_t *r, int64_t train_nodes,
+                             int nranks, const double *recs) {
+    json_t *j = NULL;
+    int rc;
+    if ((rc = json_new(&j))) return rc;
+    json_num(j, "test_acc", r->test_acc);
+    json_num(j, "test_acc_std", r->test_acc_std);
+    json_num(j, "val_acc", r->val_acc);
+    json_num(j, "val_acc_std", r->val_acc_std);
+    json_str(j, "metric", train_metric_name(c->metric));   /* what picked the best epoch */
+    json_num(j, "test_balanced_acc", r->test_bacc);          /* all at the best epochs, means over runs */
+    json_num(j, "test_macro_f1", r->test_f1);
+    json_num(j, "val_balanced_acc", r->val_bacc);
+    json_num(j, "val_macro_f1", r->val_f1);
+    json_int(j, "best_epoch", r->best_epoch);
+    json_int(j, "epochs", r->epochs);
+    json_num(j, "epoch_time_s", r->epoch_time_s);
+    json_num(j, "step_time_s", r->step_time_s);   /* one optimiser step */
+    json_num(j, "train_time_per_epoch_s", r->step_time_s * (double)(r->steps_per_epoch > 0 ? r->steps_per_epoch : 1));
+    json_num(j, "refresh_time_s", r->refresh_time_s);
+    json_num(j, "eval_time_s", r->eval_time_s);
+    json_num(j, "peak_rss_mb", r->peak_rss_mb);
+    memstat_json(j);
+    json_str(j, "method", c->method);
+    json_int(j, "evaluations", r->evals);   /* last run: evaluations that ran alone (eval_time_s) */
+    train_method_json(j, c, r);
+    json_str(j, "model", c->model);
+    json_str(j, "device", r->device);
+    json_int(j, "runs", r->runs);
+    json_int(j, "seed", (int64_t)c->seed);
+    json_int(j, "threads", c->threads);
+    json_int(j, "train_nodes", train_nodes);
+    json_int(j, "ranks", nranks);
+    json_int(j, "parameters", r->nparams);
+    json_int(j, "steps_per_epoch", r->steps_per_epoch);
+    if (nranks > 1) train_rank_stats_json(j, nranks, recs);
+    json_arr_begin(j, "run_test_acc");   /* per-run test accuracies */
+    for (int i = 0; i < r->runs; i++) json_num(j, NULL, r->run_test_acc[i]);
+    json_arr_end(j);
+    cli_train_config_json(j, a, c);
+    json_str(j, "version", cli_version());
+    rc = json_write(j, stdout);
+    json_free(&j);
+    return rc;
+}
+
 int cmd_train(int argc, char **argv) {
     const char *const *known = cli_train_flags;
     args_t *a = NULL;
@@ -29,8 +182,8 @@ int cmd_train(int argc, char **argv) {
     train_config_t c;
     train_result_t r;
     shard_t sh;
-    json_t *j = NULL;
     int64_t *ids = NULL, nids = 0;
+    double rec[NREC], *recs = NULL;
     dataset_init(&d);
     memset(&r, 0, sizeof r);
     memset(&sh, 0, sizeof sh);
@@ -51,40 +204,9 @@ int cmd_train(int argc, char **argv) {
     const char *save_params = args_str(a, "--save-params", NULL);
     c.keep_params = save_params != NULL;
     int shard_ranks = 0;
-    if (shard_dir_ranks(c.store_path, me, &shard_ranks)) {   /* STORE is a folder of per-rank shards */
-        int kind = 0;
-        hist_dtype_t hd = HIST_F32;
-        if ((rc = shard_open(c.store_path, me, nranks, &sh))) goto done;
-        if ((rc = model_kind_parse(c.model, &kind)) || (rc = hist_dtype_parse(c.history_dtype, &hd))) goto done;
-        const char *why = c.loader == TRAIN_LOADER_COPY ? "--loader copy (shards are read through the view loader)"
-                          : strcmp(c.method, "full") == 0 ? "--method full"
-                          : args_str(a, "--split", NULL) ? "--split (a shard holds its rank's share of the stored split)"
-                          : args_str(a, "--train-indices", NULL) ? "--train-indices"
-                          : c.parts != sh.p.k ? "this --parts"
-                          : c.feature_norm != sh.featnorm ? "this --feature-norm"
-                          : nn_kind_norm(kind) != sh.norm ? "this --model's adjacency"
-                          : strcmp(c.method, "incagg") == 0 && sh.has_m0 && sh.v.m0_dtype != hd ? "this --history-dtype"
-                          : NULL;
-        if (why) {
-            rc = inca_fail(INCA_EINVAL, "%s: the shards were not made for %s; rerun inca shard with the training's "
-                           "--parts, --feature-norm, --model and --history-dtype, or train on the store", c.store_path, why);
-            goto done;
-        }
-        d = sh.d;   /* the dataset moves to d */
-        dataset_init(&sh.d);
-        c.given_partition = &sh.p;
-        c.given_views = &sh.v;
-        c.given_plan = &sh.plan;
-        c.loader = TRAIN_LOADER_VIEW;
-        c.store_path = sh.path;
-    } else
-    {   /* the view loader maps the features and Â from the store: neither is loaded */
-        store_t *s = NULL;
-        if ((rc = store_open(c.store_path, STORE_RDONLY, &s))) goto done;
-        const int view = train_loader_resolve(&c, store_meta(s)->nodes, store_meta(s)->features) == TRAIN_LOADER_VIEW;
-        store_close(&s);
-        if ((rc = dataset_load_ex(c.store_path, view ? DATASET_NO_X | DATASET_NO_GRAPH : 0, &d))) goto done;
-    }
+    if ((rc = shard_dir_ranks(c.store_path, me, &shard_ranks) ? train_from_shard(a, &c, me, nranks, &sh, &d)
+                                                               : train_from_store(&c, &d)))
+        goto done;
     /* stored, a stored split by name, or random:TR,VA,TE[:SEED] */
     if ((rc = dataset_split_apply(c.store_path, args_str(a, "--split", NULL), c.seed, &d))) goto done;
     const char *ti = args_str(a, "--train-indices", NULL);
@@ -93,112 +215,18 @@ int cmd_train(int argc, char **argv) {
     if (c.checkpoint_dir && me == 0 && (rc = cli_train_config_save(c.checkpoint_dir, a, &c, cli_version()))) goto done;
     rc = train_run(&d, &c, ids, nids, &r);
     if (ls.open) fputc('\n', stderr);   /* end the progress line */
-    if (rc) goto done;
-    /* every rank's figures to rank 0: bytes sent and seconds in MPI per phase, its times, peak
-     * anonymous and resident memory */
-    enum { NT = 4, NREC = 2 * COMM_NPHASES + NT + 3 };
-    double rec[NREC], *recs = NULL;
-    for (int ph = 0; ph < COMM_NPHASES; ph++) {
-        rec[ph] = (double)r.comm_bytes[ph];
-        rec[COMM_NPHASES + ph] = r.comm_s[ph];
-    }
-    const double times[NT] = {r.epoch_time_s, r.step_time_s, r.refresh_time_s, r.eval_time_s};
-    memcpy(rec + 2 * COMM_NPHASES, times, sizeof times);
-    memstat_peaks(&rec[NREC - 3], &rec[NREC - 2]);
-    rec[NREC - 1] = inca_peak_rss_mb();
-    if (nranks > 1) {
-        if (!(recs = inca_malloc(sizeof rec * (size_t)nranks))) { rc = INCA_ENOMEM; goto done; }
-        if ((rc = comm_allgather(c.comm, rec, (int64_t)sizeof rec, recs, COMM_SETUP))) { inca_free(recs); goto done; }
-    }
-    if (me != 0) { inca_free(recs); goto done; }
-    if (save_params && (rc = npy_write_f32(save_params, r.params, r.nparams, 1))) { inca_free(recs); goto done; }
+    if (rc || (rc = train_rank_records(&c, &r, nranks, rec, &recs)) || me != 0) goto done;
+    if (save_params && (rc = npy_write_f32(save_params, r.params, r.nparams, 1))) goto done;
     if (args_has(a, "--json")) {
-        if ((rc = json_new(&j))) goto done;
-        json_num(j, "test_acc", r.test_acc);
-        json_num(j, "test_acc_std", r.test_acc_std);
-        json_num(j, "val_acc", r.val_acc);
-        json_num(j, "val_acc_std", r.val_acc_std);
-        json_str(j, "metric", train_metric_name(c.metric));   /* what picked the best epoch */
-        json_num(j, "test_balanced_acc", r.test_bacc);          /* all at the best epochs, means over runs */
-        json_num(j, "test_macro_f1", r.test_f1);
-        json_num(j, "val_balanced_acc", r.val_bacc);
-        json_num(j, "val_macro_f1", r.val_f1);
-        json_int(j, "best_epoch", r.best_epoch);
-        json_int(j, "epochs", r.epochs);
-        json_num(j, "epoch_time_s", r.epoch_time_s);
-        json_num(j, "step_time_s", r.step_time_s);   /* one optimiser step */
-        json_num(j, "train_time_per_epoch_s", r.step_time_s * (double)(r.steps_per_epoch > 0 ? r.steps_per_epoch : 1));
-        json_num(j, "refresh_time_s", r.refresh_time_s);
-        json_num(j, "eval_time_s", r.eval_time_s);
-        json_num(j, "peak_rss_mb", r.peak_rss_mb);
-        memstat_json(j);
-        json_str(j, "method", c.method);
-        json_int(j, "evaluations", r.evals);   /* last run: evaluations that ran alone (eval_time_s) */
-        if (strcmp(c.method, "incagg") == 0) {
-            json_str(j, "refresh_source", agg_source_name(c.refresh_source));
-            /* which path made the evaluation figures: "fused" evaluations are refresh passes, timed as
-             * refreshes (refresh_time_s) and not in eval_time_s */
-            json_str(j, "refresh_eval", train_refresh_eval_name(&c));
-            json_int(j, "refreshes", r.refreshes);
-            json_int(j, "refreshes_fused_with_eval", r.fused);
-        }
-        if (strcmp(c.method, "cluster") == 0) json_str(j, "cluster_norm", c.cluster_global_norm ? "global" : "batch");
-        if (strcmp(c.method, "full") != 0) {
-            json_int(j, "table_bytes", r.table_bytes);
-            json_int(j, "scratch_bytes", r.scratch_bytes);
-            json_str(j, "history_location", r.history_on_host ? "host" : "device");
-            json_str(j, "loader", r.loader);
-            json_int(j, "spilled_bytes", r.spilled_bytes);
-            json_num(j, "loader_wait_s", r.loader_wait_s);   /* last run: waiting on the batch loader */
-            json_num(j, "loader_wait_fraction", r.steps_s > 0 ? r.loader_wait_s / r.steps_s : 0);
-        }
-        json_str(j, "model", c.model);
-        json_str(j, "device", r.device);
-        json_int(j, "runs", r.runs);
-        json_int(j, "seed", (int64_t)c.seed);
-        json_int(j, "threads", c.threads);
-        json_int(j, "train_nodes", ids ? nids : d.split_n[SPLIT_TRAIN]);
-        json_int(j, "ranks", nranks);
-        json_int(j, "parameters", r.nparams);
-        json_int(j, "steps_per_epoch", r.steps_per_epoch);
-        if (nranks > 1) {   /* per rank, the last run: its times, bytes sent and seconds in MPI by phase
-                               (core/comm.h), peak memory */
-            json_arr_begin(j, "rank_stats");
-            for (int q = 0; q < nranks; q++) {
-                const double *x = recs + (size_t)q * NREC;
-                json_obj_begin(j, NULL);
-                json_int(j, "rank", q);
-                static const char *const tn[NT] = {"epoch_time_s", "step_time_s", "refresh_time_s", "eval_time_s"};
-                for (int t = 0; t < NT; t++) json_num(j, tn[t], x[2 * COMM_NPHASES + t]);
-                for (int ph = 0; ph < COMM_NPHASES; ph++) {
-                    char key[32];
-                    snprintf(key, sizeof key, "bytes_%s", comm_phase_name(ph));
-                    json_int(j, key, (int64_t)x[ph]);
-                    snprintf(key, sizeof key, "mpi_s_%s", comm_phase_name(ph));
-                    json_num(j, key, x[COMM_NPHASES + ph]);
-                }
-                json_num(j, "peak_rss_anon_mb", x[NREC - 3]);
-                json_num(j, "peak_rss_file_mb", x[NREC - 2]);
-                json_num(j, "peak_rss_mb", x[NREC - 1]);
-                json_obj_end(j);
-            }
-            json_arr_end(j);
-        }
-        json_arr_begin(j, "run_test_acc");   /* per-run test accuracies */
-        for (int i = 0; i < r.runs; i++) json_num(j, NULL, r.run_test_acc[i]);
-        json_arr_end(j);
-        cli_train_config_json(j, a, &c);
-        json_str(j, "version", cli_version());
-        rc = json_write(j, stdout);
+        rc = train_result_json(a, &c, &r, ids ? nids : d.split_n[SPLIT_TRAIN], nranks, recs);
     } else {
         if (nranks > 1) printf("%d ranks: ", nranks);
         printf("%s %s on %s: test %.4f", c.model, c.method, args_pos(a, 0), r.test_acc);
         if (r.runs > 1) printf(" ± %.4f (%d runs)", r.test_acc_std, r.runs);
         printf(", val %.4f, best epoch %d of %d, %.4f s/epoch\n", r.val_acc, r.best_epoch, r.epochs, r.epoch_time_s);
     }
-    inca_free(recs);
 done:
-    json_free(&j);
+    inca_free(recs);
     train_result_free(&r);
     shard_free(&sh);
     inca_free(ids);
