@@ -2,21 +2,21 @@
  * spreading or self-training, proxy training with dynamics, scoring, selection, writing the
  * pruned store and indices) on a store, one JSON line per stage, then a summary line with the
  * kNN's effective GFLOP/s beside a plain sgemm of the same inner dimension measured in the same
- * process (the kNN is one n×n×f GEMM over the upper block triangle: ≈ n²·f flops).
+ * process (the kNN is one n×n×f GEMM over the upper block triangle: ≈ n²·f flops). The run is
+ * inca prune's (pruning/job.h), on the first budget of --keep, without evaluation or stored
+ * dynamics; this file times it and prints.
  * Not a test; speed is never asserted (correctness: test_pruning_*.c). */
 #include "bench/bench.h"
 #include "bench/bench_progress.h"
 #include "core/args.h"
-#include "pruning/prune_args.h"
 #include "core/json.h"
 #include "core/memstat.h"
 #include "core/alloc.h"
 #include "core/status.h"
 #include "core/util.h"
 #include "kernels/kernels.h"
-#include "graph/split.h"
-#include "loaders/npy.h"
-#include "pruning/pipeline.h"
+#include "pruning/job.h"
+#include "pruning/prune_args.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,117 +41,113 @@ static double gemm_gflops(int64_t b, int64_t f) {
     return best;
 }
 
-int bench_pruning(int argc, char **argv) {
-    args_t *a = NULL;
-    dataset_t d, pruned;
-    dataset_init(&d);
-    dataset_init(&pruned);
-    prune_result_t r;
-    memset(&r, 0, sizeof r);
-    int64_t *lab = NULL, nlab = 0, iv = 0;
-    int32_t *yv = NULL;
+/* What the job's hooks need: the flags (defaults by data kind) and the first budget's line. */
+typedef struct bench_prune {
+    args_t *a;
+    prune_budget_line_t line;
+} bench_prune_t;
+
+/* After loading: the defaults by data kind, as inca prune takes them (prune says which on
+ * stderr; the bench does not). */
+static int bench_on_loaded(void *ctx, prune_job_t *job) {
+    bench_prune_t *b = ctx;
+    char kind_def[256];
+    return prune_kind_defaults(b->a, &job->cfg, &job->target, job->is_graph, kind_def, sizeof kind_def);
+}
+
+/* The budget's line: its stages' seconds, printed once the run is done. */
+static int bench_on_budget(void *ctx, const prune_job_t *job, const prune_budget_line_t *line) {
+    (void)job;
+    ((bench_prune_t *)ctx)->line = *line;
+    return INCA_OK;
+}
+
+/* One line per stage through writing, then the summary with the kNN's rate beside a GEMM's. */
+static int bench_print(const prune_job_t *job, const prune_budget_line_t *l) {
+    const prune_result_t *r = &job->r;
     json_t *j = NULL;
-    char *tmp = NULL;
-    double sec[PRUNE_ST_COUNT] = {0}, t_all = inca_now(), t0;
-    prune_config_t cfg;
-    train_config_t target;   /* parsed with the prune flags; the bench does not evaluate */
-    int rc = args_parse(argc, argv, prune_flags, &a);
-    if (rc) goto done;
-    if (args_npos(a) != 1) { rc = inca_fail(INCA_EINVAL, "bench pruning: expected one STORE argument"); goto done; }
-    const char *path = args_pos(a, 0);
-    double frac;
-    if ((rc = args_double(a, "--labeled", 0.01, &frac))) goto done;
-    if ((rc = prune_config_from_args(a, &cfg, &target))) goto done;
-    if ((rc = args_int(a, "--threads", 0, &iv))) goto done;
-    if (iv > 0) inca_set_threads((int)iv);
-
-    cfg.proxy.log = bench_train_log;   /* the pipeline's stages and the proxy's epochs */
-    cfg.proxy.store_path = target.store_path = path;
-    bench_progress_stage("loading %s", path);
-    t0 = inca_now();
-    if ((rc = dataset_load(path, &d))) goto done;
-    if ((rc = dataset_split_apply(path, args_str(a, "--split", NULL), cfg.seed, &d))) goto done;
-    if (!d.y || d.split_n[SPLIT_TRAIN] < 2) { rc = inca_fail(INCA_EINVAL, "%s: needs labels and a train split", path); goto done; }
-    sec[PRUNE_ST_LOAD] = inca_now() - t0;
-    char kind_def[256];   /* defaults by data kind, as inca prune takes them */
-    if ((rc = prune_kind_defaults(a, &cfg, &target, d.adj.rowptr != NULL && d.adj.nnz > 0, kind_def, sizeof kind_def))) goto done;
-    t0 = inca_now();
-    const int64_t *pool = d.split[SPLIT_TRAIN];
-    int64_t npool = d.split_n[SPLIT_TRAIN];
-    if ((rc = prune_labeled_pick(d.y, d.c, pool, npool, frac, 0, cfg.seed, &lab, &nlab))) goto done;
-    yv = inca_malloc((size_t)d.n * sizeof *yv);
-    if (!yv) { rc = INCA_ENOMEM; goto done; }
-    if ((rc = prune_visible_labels(d.y, d.n, lab, nlab, yv))) goto done;
-    dataset_t dv = d;
-    dv.y = yv;
-    sec[PRUNE_ST_LABELED] = inca_now() - t0;
-    bench_progress_stage("pruning");
-    if ((rc = prune_run(&dv, pool, npool, &cfg, &r))) goto done;
-    for (int s = PRUNE_ST_CHECK; s <= PRUNE_ST_SELECT; s++) sec[s] = r.sec[s];
-    double pl_acc = prune_pseudo_acc(d.y, yv, &r);
-
-    /* writing: the pruned store (to --out, or a temporary directory removed afterwards) */
-    t0 = inca_now();
-    const char *out = args_str(a, "--out", NULL);
-    if (!out) {
-        const char *base = getenv("TMPDIR");
-        size_t len = strlen(base && *base ? base : "/tmp") + 40;
-        tmp = inca_malloc(len);
-        if (!tmp) { rc = INCA_ENOMEM; goto done; }
-        snprintf(tmp, len, "%s/inca-bench-pruned-%d", base && *base ? base : "/tmp", (int)getpid());
-        out = tmp;
-    }
-    bench_progress_stage("writing %s", out);
-    if ((rc = prune_make_pruned(&d, r.sel, r.nsel, &pruned))) goto done;
-    if ((rc = dataset_save(&pruned, out, 1))) goto done;
-    char ip[4200];
-    snprintf(ip, sizeof ip, "%s.indices.npy", out);
-    if ((rc = npy_write_i64(ip, r.sel, r.nsel))) goto done;
-    sec[PRUNE_ST_WRITE] = inca_now() - t0;
-    double total = inca_now() - t_all;
-
+    int rc = INCA_OK;
     for (int s = 0; s < PRUNE_ST_EVAL && rc == INCA_OK; s++) {
-        if ((rc = json_new(&j))) goto done;
+        if ((rc = json_new(&j))) return rc;
         json_str(j, "bench", "pruning");
         json_str(j, "stage", prune_stage_names[s]);
-        json_num(j, "seconds", sec[s]);
-        json_num(j, "fraction", total > 0 ? sec[s] / total : 0);
+        json_num(j, "seconds", l->sec[s]);
+        json_num(j, "fraction", l->total > 0 ? l->sec[s] / l->total : 0);
         rc = json_write(j, stdout);
         json_free(&j);
     }
-    if (rc) goto done;
+    if (rc) return rc;
     /* the kNN's GEMM rate: one exact graph of the raw rows (not several views, not FAISS) */
     double knn_g = NAN, gemm_g = NAN;
-    if (sec[PRUNE_ST_KNN] > 0 && r.ssl_check_n == 0 && r.knn_features_used == PRUNE_KF_RAW && r.knn_used == PRUNE_KNN_EXACT) {
-        knn_g = (double)npool * (double)npool * (double)d.f / sec[PRUNE_ST_KNN] / 1e9;
-        gemm_g = gemm_gflops(2048, d.f);
+    if (l->sec[PRUNE_ST_KNN] > 0 && r->ssl_check_n == 0 && r->knn_features_used == PRUNE_KF_RAW && r->knn_used == PRUNE_KNN_EXACT) {
+        knn_g = (double)job->npool * (double)job->npool * (double)job->d.f / l->sec[PRUNE_ST_KNN] / 1e9;
+        gemm_g = gemm_gflops(2048, job->d.f);
     }
-    if ((rc = json_new(&j))) goto done;
+    if ((rc = json_new(&j))) return rc;
     json_str(j, "bench", "pruning");
-    json_int(j, "pool", npool);
-    json_int(j, "features", d.f);
-    json_int(j, "labeled", nlab);
-    json_int(j, "kept", r.nsel);
+    json_int(j, "pool", job->npool);
+    json_int(j, "features", job->d.f);
+    json_int(j, "labeled", job->nlab);
+    json_int(j, "kept", r->nsel);
     json_int(j, "threads", inca_threads());
-    json_num(j, "pseudo_label_acc", pl_acc);
-    json_int(j, "proxy_epochs", r.dyn.epochs);
-    json_num(j, "total_s", total);
+    json_num(j, "pseudo_label_acc", job->pl_acc);
+    json_int(j, "proxy_epochs", r->dyn.epochs);
+    json_num(j, "total_s", l->total);
     json_num(j, "knn_gflops", knn_g);
     json_num(j, "gemm_gflops", gemm_g);
     json_num(j, "knn_vs_gemm", knn_g / gemm_g);
     json_num(j, "peak_rss_mb", inca_peak_rss_mb());
     memstat_json(j);
     rc = json_write(j, stdout);
+    json_free(&j);
+    return rc;
+}
+
+int bench_pruning(int argc, char **argv) {
+    bench_prune_t b;
+    memset(&b, 0, sizeof b);
+    prune_job_t job;
+    prune_job_init(&job);
+    job.o.t_start = inca_now();
+    char *tmp = NULL, ip[4200];
+    int64_t iv = 0;
+    int rc = args_parse(argc, argv, prune_flags, &b.a);
+    if (rc) goto done;
+    if (args_npos(b.a) != 1) { rc = inca_fail(INCA_EINVAL, "bench pruning: expected one STORE argument"); goto done; }
+    const char *path = job.o.path = args_pos(b.a, 0);
+    if ((rc = args_double(b.a, "--labeled", 0.01, &job.o.labeled))) goto done;
+    if ((rc = prune_config_from_args(b.a, &job.cfg, &job.target))) goto done;
+    if ((rc = args_int(b.a, "--threads", 0, &iv))) goto done;
+    if (iv > 0) inca_set_threads((int)iv);
+    job.cfg.proxy.log = bench_train_log;   /* the pipeline's stages and the proxy's epochs */
+    job.cfg.proxy.store_path = job.target.store_path = path;
+    job.cfg.nkeeps = 1;   /* the first budget of --keep is timed */
+    job.o.split = args_str(b.a, "--split", NULL);
+    /* writing: the pruned store (to --out, or a temporary directory removed afterwards) and its
+     * indices beside it, .npy only */
+    job.o.out = args_str(b.a, "--out", NULL);
+    if (!job.o.out) {
+        const char *base = getenv("TMPDIR");
+        size_t len = strlen(base && *base ? base : "/tmp") + 40;
+        if (!(tmp = inca_malloc(len))) { rc = INCA_ENOMEM; goto done; }
+        snprintf(tmp, len, "%s/inca-bench-pruned-%d", base && *base ? base : "/tmp", (int)getpid());
+        job.o.out = tmp;
+    }
+    snprintf(ip, sizeof ip, "%s.indices.npy", job.o.out);
+    job.o.indices = ip;
+    job.o.indices_text = 0;
+    job.o.overwrite = 1;
+    job.o.loaded = bench_on_loaded;
+    job.o.budget = bench_on_budget;
+    job.o.ctx = &b;
+    bench_progress_stage("pruning %s", path);
+    if ((rc = prune_job_run(&job))) goto done;
+    rc = bench_print(&job, &b.line);
     if (tmp && (inca_rmtree(tmp) != INCA_OK || inca_rmtree(ip) != INCA_OK))
         bench_say("bench pruning: could not remove %s: %s\n", tmp, inca_errmsg());
 done:
-    json_free(&j);
     inca_free(tmp);
-    prune_result_free(&r);
-    dataset_free(&pruned);
-    dataset_free(&d);
-    inca_free(lab);
-    inca_free(yv);
-    args_free(&a);
+    prune_job_free(&job);
+    args_free(&b.a);
     return rc;
 }

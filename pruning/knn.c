@@ -63,6 +63,43 @@ static void heap_push(float *hd, int32_t *hi, int *len, int k, float d, int32_t 
     }
 }
 
+/* Block (r0.., c0..) of rb x cb finished distances buf, off the diagonal: the same distances
+ * offered to the column rows' heaps. Each thread owns chunks of 64 columns and walks the block
+ * row by row, so reads stay contiguous. */
+static void offer_columns(const float *buf, int64_t r0, int64_t rb, int64_t c0, int64_t cb, int k, float *hd,
+                          int32_t *nbr, int *hlen) {
+    int64_t nch = (cb + 63) / 64;
+#pragma omp parallel for schedule(static) num_threads(inca_threads())
+    for (int64_t ch = 0; ch < nch; ch++) {
+        int64_t ca = ch * 64, ce = ca + 64 < cb ? ca + 64 : cb;
+        for (int64_t r = 0; r < rb; r++) {
+            const float *b = buf + r * cb;
+            int32_t i = (int32_t)(r0 + r);
+            for (int64_t c = ca; c < ce; c++) {
+                int64_t j = c0 + c;
+                float *rd = hd + j * k;
+                int32_t *ri = nbr + j * k;
+                if (hlen[j] == k && !knn_less(b[c], i, rd[0], ri[0])) continue;
+                heap_push(rd, ri, &hlen[j], k, b[c], i);
+            }
+        }
+    }
+}
+
+/* Heap sort each row's k neighbours into ascending order. */
+static void heaps_sort(float *hd, int32_t *nbr, int64_t n, int k) {
+#pragma omp parallel for schedule(static) num_threads(inca_threads())
+    for (int64_t i = 0; i < n; i++) {
+        float *rd = hd + i * k;
+        int32_t *ri = nbr + i * k;
+        for (int len = k; len > 1; len--) {
+            float td = rd[0]; rd[0] = rd[len - 1]; rd[len - 1] = td;
+            int32_t ti = ri[0]; ri[0] = ri[len - 1]; ri[len - 1] = ti;
+            heap_sift_down(rd, ri, len - 1, 0);
+        }
+    }
+}
+
 int knn_exact(const float *x, int64_t n, int64_t f, int k, knn_metric_t metric, int32_t *nbr, float *dist) {
     if (k < 1 || (int64_t)k >= n || f < 1)
         return inca_fail(INCA_EINVAL, "knn: need 1 <= k < n and f >= 1 (k=%d, n=%lld, f=%lld)", k, (long long)n, (long long)f);
@@ -117,38 +154,10 @@ int knn_exact(const float *x, int64_t n, int64_t f, int k, knn_metric_t metric, 
                     heap_push(rd, ri, &hlen[i], k, d, (int32_t)j);
                 }
             }
-            if (c0 == r0) continue;
-            /* the same distances offered to the column rows: each thread owns chunks of 64
-             * columns and walks the block row by row, so reads stay contiguous */
-            int64_t nch = (cb + 63) / 64;
-#pragma omp parallel for schedule(static) num_threads(inca_threads())
-            for (int64_t ch = 0; ch < nch; ch++) {
-                int64_t ca = ch * 64, ce = ca + 64 < cb ? ca + 64 : cb;
-                for (int64_t r = 0; r < rb; r++) {
-                    const float *b = buf + r * cb;
-                    int32_t i = (int32_t)(r0 + r);
-                    for (int64_t c = ca; c < ce; c++) {
-                        int64_t j = c0 + c;
-                        float *rd = hd + j * k;
-                        int32_t *ri = nbr + j * k;
-                        if (hlen[j] == k && !knn_less(b[c], i, rd[0], ri[0])) continue;
-                        heap_push(rd, ri, &hlen[j], k, b[c], i);
-                    }
-                }
-            }
+            if (c0 != r0) offer_columns(buf, r0, rb, c0, cb, k, hd, nbr, hlen);
         }
     }
-    /* heap sort each row into ascending order */
-#pragma omp parallel for schedule(static) num_threads(inca_threads())
-    for (int64_t i = 0; i < n; i++) {
-        float *rd = hd + i * k;
-        int32_t *ri = nbr + i * k;
-        for (int len = k; len > 1; len--) {
-            float td = rd[0]; rd[0] = rd[len - 1]; rd[len - 1] = td;
-            int32_t ti = ri[0]; ri[0] = ri[len - 1]; ri[len - 1] = ti;
-            heap_sift_down(rd, ri, len - 1, 0);
-        }
-    }
+    heaps_sort(hd, nbr, n, k);
 done:
     inca_free(xn);
     inca_free(sq);

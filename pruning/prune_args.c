@@ -98,16 +98,11 @@ int prune_kind_defaults(const args_t *a, prune_config_t *cfg, train_config_t *ta
     return INCA_OK;
 }
 
-int prune_config_from_args(const args_t *a, prune_config_t *cfg, train_config_t *target) {
+/* --keep F or a budget curve F1,F2,... (every fraction in (0, 1], checked before any work), then
+ * the selector's settings. */
+static int select_from_args(const args_t *a, prune_config_t *cfg) {
     int64_t iv;
-    double dv;
     int rc;
-    prune_config_default(cfg);
-    if ((rc = prune_ssl_parse(args_str(a, "--ssl", "auto"), &cfg->ssl))) return rc;
-    if ((rc = score_parse(args_str(a, "--score", "aum"), &cfg->score))) return rc;
-    if ((rc = select_parse(args_str(a, "--select", "ccs"), &cfg->sel.kind))) return rc;
-    if ((rc = knn_metric_parse(args_str(a, "--metric", "cosine"), &cfg->metric))) return rc;
-    /* --keep F or a budget curve F1,F2,...: every fraction in (0, 1], checked before any work */
     const char *ks = args_str(a, "--keep", "0.1");
     cfg->nkeeps = 0;
     for (const char *q = ks;;) {
@@ -130,6 +125,14 @@ int prune_config_from_args(const args_t *a, prune_config_t *cfg, train_config_t 
     if (strcmp(tk, "hard") != 0 && strcmp(tk, "easy") != 0) return inca_fail(INCA_EINVAL, "--topk: expected hard or easy, got '%s'", tk);
     cfg->sel.hardest = strcmp(tk, "hard") == 0;
     cfg->sel.balance = args_has(a, "--balance");
+    return INCA_OK;
+}
+
+/* Label spreading's graph: the kNN graph's k, view, search and FAISS index, then spreading's own
+ * settings and which graph it runs on. */
+static int spread_from_args(const args_t *a, prune_config_t *cfg) {
+    int64_t iv;
+    int rc;
     if ((rc = args_int(a, "--knn", 10, &iv))) return rc;
     cfg->knn_k = (int)iv;
     if ((rc = prune_knn_features_parse(args_str(a, "--knn-features", "auto"), &cfg->knn_features))) return rc;
@@ -156,16 +159,15 @@ int prune_config_from_args(const args_t *a, prune_config_t *cfg, train_config_t 
     else if (strcmp(g, "knn") == 0) cfg->graph = 0;
     else if (strcmp(g, "graph") == 0) cfg->graph = 1;
     else return inca_fail(INCA_EINVAL, "--graph: expected auto, knn or graph, got '%s'", g);
-    if ((rc = args_int(a, "--seed", 0, &iv))) return rc;
-    cfg->seed = (uint64_t)iv;
-    cfg->sel.seed = (uint64_t)iv;
-    if ((rc = args_int(a, "--el2n-epochs", 10, &iv))) return rc;
-    cfg->el2n_epochs = (int)iv;
-    if ((rc = args_double(a, "--tau", 0.95, &cfg->st.tau))) return rc;
-    if ((rc = args_double(a, "--noise", 0.2, &cfg->st.noise_strong))) return rc;
-    if ((rc = args_double(a, "--lambda-u", 1.0, &cfg->st.lambda_u))) return rc;
-    if ((rc = args_int(a, "--ssl-epochs", 100, &iv))) return rc;
-    cfg->st.epochs = (int)iv;
+    return INCA_OK;
+}
+
+/* The proxy: its model and method, the relabelling rounds, what its dynamics are recorded from
+ * and how, its training settings; *wd and *fn (--weight-decay, --feature-norm) are the target's
+ * too. */
+static int proxy_from_args(const args_t *a, prune_config_t *cfg, double *wd, int *fn) {
+    int64_t iv;
+    int rc;
     train_config_t *p = &cfg->proxy;
     snprintf(p->model, sizeof p->model, "%s", args_str(a, "--proxy-model", ""));
     if ((rc = method_from_args(a, "--proxy-method", "--proxy-parts", "--proxy-batch-parts", p))) return rc;
@@ -195,15 +197,21 @@ int prune_config_from_args(const args_t *a, prune_config_t *cfg, train_config_t 
     if ((rc = args_double(a, "--proxy-dropout", 0.2, &p->dropout))) return rc;
     if ((rc = kind_int(a, "--proxy-batch-size", 0, 0, &iv, &cfg->given, PRUNE_GIVEN_PROXY_BATCH))) return rc;
     p->batch_size = iv;
-    if ((rc = args_double(a, "--weight-decay", 5e-4, &dv))) return rc;
-    p->weight_decay = dv;
-    int fn = TRAIN_FEATNORM_NONE;
+    if ((rc = args_double(a, "--weight-decay", 5e-4, wd))) return rc;
+    p->weight_decay = *wd;
+    *fn = TRAIN_FEATNORM_NONE;
     if (args_has(a, "--feature-norm")) {
-        if ((rc = train_featnorm_parse(args_str(a, "--feature-norm", "none"), &fn))) return rc;
+        if ((rc = train_featnorm_parse(args_str(a, "--feature-norm", "none"), fn))) return rc;
         cfg->given |= PRUNE_GIVEN_FEATNORM;
     }
-    p->feature_norm = fn;
-    /* target model for --eval */
+    p->feature_norm = *fn;
+    return INCA_OK;
+}
+
+/* The target model for --eval (weight decay wd and feature normalisation fn: the proxy's). */
+static int target_from_args(const args_t *a, prune_config_t *cfg, train_config_t *target, double wd, int fn) {
+    int64_t iv;
+    int rc;
     train_config_default(target);
     snprintf(target->model, sizeof target->model, "%s", args_str(a, "--model", ""));
     if ((rc = method_from_args(a, "--method", "--parts", "--batch-parts", target))) return rc;
@@ -217,10 +225,36 @@ int prune_config_from_args(const args_t *a, prune_config_t *cfg, train_config_t 
     if ((rc = kind_double(a, "--dropout", 0.5, &target->dropout, &cfg->given, PRUNE_GIVEN_DROPOUT))) return rc;
     if ((rc = kind_int(a, "--batch-size", 0, 0, &iv, &cfg->given, PRUNE_GIVEN_BATCH))) return rc;
     target->batch_size = iv;
-    target->weight_decay = dv;
+    target->weight_decay = wd;
     target->feature_norm = fn;
+    return INCA_OK;
+}
+
+/* The flags in the order they have always been asked: the order of --json's config. */
+int prune_config_from_args(const args_t *a, prune_config_t *cfg, train_config_t *target) {
+    int64_t iv;
+    double wd = 0;
+    int rc, fn = TRAIN_FEATNORM_NONE;
+    prune_config_default(cfg);
+    if ((rc = prune_ssl_parse(args_str(a, "--ssl", "auto"), &cfg->ssl))) return rc;
+    if ((rc = score_parse(args_str(a, "--score", "aum"), &cfg->score))) return rc;
+    if ((rc = select_parse(args_str(a, "--select", "ccs"), &cfg->sel.kind))) return rc;
+    if ((rc = knn_metric_parse(args_str(a, "--metric", "cosine"), &cfg->metric))) return rc;
+    if ((rc = select_from_args(a, cfg)) || (rc = spread_from_args(a, cfg))) return rc;
+    if ((rc = args_int(a, "--seed", 0, &iv))) return rc;
+    cfg->seed = (uint64_t)iv;
+    cfg->sel.seed = (uint64_t)iv;
+    if ((rc = args_int(a, "--el2n-epochs", 10, &iv))) return rc;
+    cfg->el2n_epochs = (int)iv;
+    if ((rc = args_double(a, "--tau", 0.95, &cfg->st.tau))) return rc;
+    if ((rc = args_double(a, "--noise", 0.2, &cfg->st.noise_strong))) return rc;
+    if ((rc = args_double(a, "--lambda-u", 1.0, &cfg->st.lambda_u))) return rc;
+    if ((rc = args_int(a, "--ssl-epochs", 100, &iv))) return rc;
+    cfg->st.epochs = (int)iv;
+    if ((rc = proxy_from_args(a, cfg, &wd, &fn)) || (rc = target_from_args(a, cfg, target, wd, fn))) return rc;
     /* proxy and target training run on the same device (label propagation and self-training
      * stay on the CPU) */
+    train_config_t *p = &cfg->proxy;
     const char *dev = args_str(a, "--device", "cpu");
     if (strcmp(dev, "cpu") != 0 && strcmp(dev, "cuda") != 0 && strcmp(dev, "auto") != 0 && strcmp(dev, "emu") != 0)
         return inca_fail(INCA_EINVAL, "--device: expected cpu, cuda or auto, got '%s'", dev);

@@ -5,7 +5,7 @@
 #define INCA_PRUNE_ARGS_H
 #include "core/args.h"
 #include "nn/train.h"
-#include "pruning/pipeline.h"
+#include "pruning/prune_config.h"
 
 extern const char *const prune_flags[];   /* NULL-terminated, for args_parse */
 /* cfg (pipeline: labelling, spreading, proxy, scores, selection) and target (--eval model) from

@@ -176,6 +176,32 @@ static int select_one(const select_opts_t *o, const float *score, const float *d
     return inca_fail(INCA_EINVAL, "select: unknown kind %d", (int)o->kind);
 }
 
+/* Largest-remainder quotas of the budget m proportional to the class sizes of cls (frac: c
+ * doubles of scratch). INCA_EINVAL for a class outside [0, c). */
+static int class_quotas(const int32_t *cls, int32_t c, int64_t n, int64_t m, double *frac, int64_t *quota) {
+    int64_t given = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (cls[i] < 0 || cls[i] >= c) return inca_fail(INCA_EINVAL, "select: class %d of example %lld outside [0, %d)", cls[i], (long long)i, c);
+        frac[cls[i]] += 1.0;
+    }
+    for (int32_t k = 0; k < c; k++) {
+        double exact = n ? (double)m * frac[k] / (double)n : 0;
+        quota[k] = (int64_t)floor(exact);
+        given += quota[k];
+        frac[k] = exact - (double)quota[k];
+    }
+    while (given < m) {
+        int32_t best = -1;
+        for (int32_t k = 0; k < c; k++)
+            if (frac[k] >= 0 && (best < 0 || frac[k] > frac[best])) best = k;
+        if (best < 0) break;
+        quota[best]++;
+        frac[best] = -1;
+        given++;
+    }
+    return INCA_OK;
+}
+
 int select_run(const select_opts_t *o, const float *score, int higher_is_harder, const float *aum,
                const int32_t *cls, int32_t c, int64_t n, int64_t **out, int64_t *nout) {
     *out = NULL;
@@ -208,27 +234,7 @@ int select_run(const select_opts_t *o, const float *score, int higher_is_harder,
     sub_a = inca_malloc((size_t)(n ? n : 1) * sizeof *sub_a);
     sub_out = inca_malloc((size_t)(n ? n : 1) * sizeof *sub_out);
     if (!quota || !frac || !pos || !sub_s || !sub_d || !sub_a || !sub_out) { rc = INCA_ENOMEM; goto done; }
-    /* largest-remainder quotas proportional to class sizes */
-    int64_t given = 0;
-    for (int64_t i = 0; i < n; i++) {
-        if (cls[i] < 0 || cls[i] >= c) { rc = inca_fail(INCA_EINVAL, "select: class %d of example %lld outside [0, %d)", cls[i], (long long)i, c); goto done; }
-        frac[cls[i]] += 1.0;
-    }
-    for (int32_t k = 0; k < c; k++) {
-        double exact = n ? (double)m * frac[k] / (double)n : 0;
-        quota[k] = (int64_t)floor(exact);
-        given += quota[k];
-        frac[k] = exact - (double)quota[k];
-    }
-    while (given < m) {
-        int32_t best = -1;
-        for (int32_t k = 0; k < c; k++)
-            if (frac[k] >= 0 && (best < 0 || frac[k] > frac[best])) best = k;
-        if (best < 0) break;
-        quota[best]++;
-        frac[best] = -1;
-        given++;
-    }
+    if ((rc = class_quotas(cls, c, n, m, frac, quota))) goto done;
     int64_t no = 0;
     for (int32_t k = 0; k < c; k++) {
         int64_t nk = 0;

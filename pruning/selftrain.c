@@ -46,6 +46,88 @@ static void soft_max_arg(const float *logits, int32_t c, const int64_t *rows, in
     }
 }
 
+/* The network self-training fits: the model (GCN over the whole graph or MLP over the pool rows),
+ * its input (x, or a CSR of it for sparse features without noise), the graph's aggregation and
+ * the Adam optimiser over its parameters. In place: agg points into the struct. */
+typedef struct st_net {
+    model_t *m;
+    optim_t *opt;
+    csr_t a, at, xcsr;
+    nn_agg_full_t full;
+    nn_agg_t agg, *aggp;   /* aggp: &agg on a graph, NULL for the MLP */
+    const float *xin;      /* the dense input, NULL when the model takes xcsr */
+} st_net_t;
+
+static void st_net_free(st_net_t *t) {
+    model_free(&t->m);
+    optim_free(&t->opt);
+    csr_free(&t->a);
+    csr_free(&t->at);
+    csr_free(&t->xcsr);
+}
+
+static int st_net_make(const dataset_t *dv, const selftrain_opts_t *o, int64_t n, int64_t f, const float *x, st_net_t *t) {
+    int rc;
+    model_config_t mc;
+    model_config_default(&mc);
+    mc.kind = o->graph ? NN_GCN : NN_MLP;
+    mc.in_dim = f;
+    mc.out_dim = dv->c;
+    mc.hidden = o->hidden;
+    mc.layers = o->layers;
+    mc.dropout = (float)o->dropout;
+    mc.seed = o->seed;
+    mc.transform_first = 1;   /* the full-graph operator is linear */
+    if ((rc = model_create(&mc, n, &t->m))) return rc;
+    /* without feature noise, sparse (bag-of-words) features go in as a CSR, as the trainer does */
+    int sparse = 0;
+    if (o->noise_weak <= 0 && o->noise_strong <= 0) {
+        if ((rc = train_features_csr(n, f, x, 0.25, &t->xcsr)) < 0) return rc;
+        sparse = rc == 1 && model_set_sparse_input(t->m, &t->xcsr) == INCA_OK;
+        if (!sparse) { inca_err_clear(); csr_free(&t->xcsr); }
+    }
+    t->xin = sparse ? NULL : x;
+    if (o->graph) {
+        if ((rc = nn_adj_build(&dv->adj, NN_NORM_GCN, &t->a, &t->at))) return rc;
+        nn_agg_full_init(&t->agg, &t->full, &t->a, NULL);
+        t->aggp = &t->agg;
+    }
+    int grp = 0;
+    if ((rc = optim_new(OPTIM_ADAM, o->lr, 0.9, 0.999, 1e-8, &t->opt))) return rc;
+    if ((rc = optim_add_group(t->opt, o->weight_decay, &grp))) return rc;
+    for (int i = 0; i < model_nparams(t->m); i++) {
+        nn_param_t *p = model_param(t->m, i);
+        if ((rc = optim_add_param(t->opt, grp, p->w, p->g, p->n))) return rc;
+    }
+    return INCA_OK;
+}
+
+/* FlexMatch's mask for one epoch: per-class learning status from the persistent selections
+ * (selected, updated where the weak view is confident past tau; cnt: c + 1 of scratch), then
+ * each unlabelled pool row's flexible threshold. yu (n): its argmax where masked in, -1
+ * elsewhere. Returns the rows masked in. */
+static int64_t flexmatch_mask(double tau, int32_t c, int64_t n, const int64_t *rows, int64_t npool, const int32_t *ys,
+                              const float *pmax, const int32_t *arg, int64_t *cnt, int32_t *selected, int32_t *yu) {
+    memset(cnt, 0, (size_t)(c + 1) * sizeof *cnt);
+    for (int64_t t = 0; t < npool; t++) {
+        if (ys[rows[t]] >= 0) continue;
+        if (pmax[t] > tau) selected[t] = arg[t];
+        cnt[selected[t] + 1]++;
+    }
+    int64_t denom = cnt[0];
+    for (int32_t k = 0; k < c; k++) if (cnt[k + 1] > denom) denom = cnt[k + 1];
+    int64_t n_mask = 0;
+    for (int64_t i = 0; i < n; i++) yu[i] = -1;
+    for (int64_t t = 0; t < npool; t++) {
+        if (ys[rows[t]] >= 0) continue;
+        double beta = denom > 0 ? (double)cnt[arg[t] + 1] / (double)denom : 0.0;
+        double thr = tau * beta / (2.0 - beta);
+        if (pmax[t] >= thr) { yu[rows[t]] = arg[t]; n_mask++; }
+    }
+    return n_mask;
+}
+
+/* Longer than 80 lines: the epoch loop and the dozen buffers it shares, taken and freed in one place. */
 int selftrain_run(const dataset_t *dv, const int64_t *pool, int64_t npool, const selftrain_opts_t *o,
                   int32_t *pseudo, float *conf) {
     if (!dv->x || dv->f < 1) return inca_fail(INCA_EINVAL, "selftrain: the dataset has no features");
@@ -58,11 +140,8 @@ int selftrain_run(const dataset_t *dv, const int64_t *pool, int64_t npool, const
     float *x = NULL, *xv = NULL, *pmax = NULL, *dl = NULL, *du = NULL, *logp = NULL;
     int32_t *arg = NULL, *ys = NULL, *yu = NULL, *selected = NULL;
     int64_t *rows = NULL, *cnt = NULL;
-    model_t *m = NULL;
-    optim_t *opt = NULL;
-    csr_t a = {0}, at = {0}, xcsr = {0};
-    nn_agg_full_t full;
-    nn_agg_t agg, *aggp = NULL;
+    st_net_t net;
+    memset(&net, 0, sizeof net);
     x = o->graph ? dv->x : inca_malloc((size_t)n * (size_t)f * sizeof *x);
     xv = inca_malloc((size_t)n * (size_t)f * sizeof *xv);   /* noisy view buffer */
     pmax = inca_malloc((size_t)npool * sizeof *pmax);
@@ -85,38 +164,10 @@ int selftrain_run(const dataset_t *dv, const int64_t *pool, int64_t npool, const
         n_unl += dv->y[pool[t]] < 0;
         selected[t] = -1;
     }
-    model_config_t mc;
-    model_config_default(&mc);
-    mc.kind = o->graph ? NN_GCN : NN_MLP;
-    mc.in_dim = f;
-    mc.out_dim = c;
-    mc.hidden = o->hidden;
-    mc.layers = o->layers;
-    mc.dropout = (float)o->dropout;
-    mc.seed = o->seed;
-    mc.transform_first = 1;   /* the full-graph operator is linear */
-    if ((rc = model_create(&mc, n, &m))) goto done;
-    /* without feature noise, sparse (bag-of-words) features go in as a CSR, as the trainer does */
-    int sparse = 0;
-    if (o->noise_weak <= 0 && o->noise_strong <= 0) {
-        if ((rc = train_features_csr(n, f, x, 0.25, &xcsr)) < 0) goto done;
-        sparse = rc == 1 && model_set_sparse_input(m, &xcsr) == INCA_OK;
-        if (!sparse) { inca_err_clear(); csr_free(&xcsr); }
-        rc = INCA_OK;
-    }
-    const float *xin = sparse ? NULL : x;
-    if (o->graph) {
-        if ((rc = nn_adj_build(&dv->adj, NN_NORM_GCN, &a, &at))) goto done;
-        nn_agg_full_init(&agg, &full, &a, NULL);
-        aggp = &agg;
-    }
-    int grp = 0;
-    if ((rc = optim_new(OPTIM_ADAM, o->lr, 0.9, 0.999, 1e-8, &opt))) goto done;
-    if ((rc = optim_add_group(opt, o->weight_decay, &grp))) goto done;
-    for (int i = 0; i < model_nparams(m); i++) {
-        nn_param_t *p = model_param(m, i);
-        if ((rc = optim_add_param(opt, grp, p->w, p->g, p->n))) goto done;
-    }
+    if ((rc = st_net_make(dv, o, n, f, x, &net))) goto done;
+    model_t *m = net.m;
+    nn_agg_t *aggp = net.aggp;
+    const float *xin = net.xin;
     const float *logits = NULL;
     for (int ep = 0; ep < o->epochs; ep++) {
         /* weak view, eval mode */
@@ -124,23 +175,7 @@ int selftrain_run(const dataset_t *dv, const int64_t *pool, int64_t npool, const
         if (o->noise_weak > 0) { add_noise(n * f, x, (float)o->noise_weak, o->seed, 2 * (uint64_t)ep, xv); xw = xv; }
         if ((rc = model_forward(m, n, xw, aggp, 0, o->seed, (uint64_t)ep, &logits))) goto done;
         soft_max_arg(logits, c, rows, npool, pmax, arg);
-        /* FlexMatch: per-class learning status from the persistent selections */
-        memset(cnt, 0, (size_t)(c + 1) * sizeof *cnt);
-        for (int64_t t = 0; t < npool; t++) {
-            if (ys[rows[t]] >= 0) continue;
-            if (pmax[t] > o->tau) selected[t] = arg[t];
-            cnt[selected[t] + 1]++;
-        }
-        int64_t denom = cnt[0];
-        for (int32_t k = 0; k < c; k++) if (cnt[k + 1] > denom) denom = cnt[k + 1];
-        int64_t n_mask = 0;
-        for (int64_t i = 0; i < n; i++) yu[i] = -1;
-        for (int64_t t = 0; t < npool; t++) {
-            if (ys[rows[t]] >= 0) continue;
-            double beta = denom > 0 ? (double)cnt[arg[t] + 1] / (double)denom : 0.0;
-            double thr = o->tau * beta / (2.0 - beta);
-            if (pmax[t] >= thr) { yu[rows[t]] = arg[t]; n_mask++; }
-        }
+        const int64_t n_mask = flexmatch_mask(o->tau, c, n, rows, npool, ys, pmax, arg, cnt, selected, yu);
         /* strong view, training mode (dropout) */
         const float *xs = xin;
         if (o->noise_strong > 0) { add_noise(n * f, x, (float)o->noise_strong, o->seed, 2 * (uint64_t)ep + 1, xv); xs = xv; }
@@ -152,7 +187,7 @@ int selftrain_run(const dataset_t *dv, const int64_t *pool, int64_t npool, const
         float wu = n_unl ? (float)(o->lambda_u * (double)n_mask / (double)n_unl) : 0.0f;
         kern_axpby(n * c, wu, du, 1.0f, dl);
         if ((rc = model_backward(m, dl, aggp))) goto done;
-        optim_step(opt);
+        optim_step(net.opt);
     }
     if ((rc = model_forward(m, n, xin, aggp, 0, o->seed, (uint64_t)o->epochs, &logits))) goto done;
     soft_max_arg(logits, c, rows, npool, pmax, arg);
@@ -174,10 +209,6 @@ done:
     inca_free(selected);
     inca_free(rows);
     inca_free(cnt);
-    model_free(&m);
-    optim_free(&opt);
-    csr_free(&a);
-    csr_free(&at);
-    csr_free(&xcsr);
+    st_net_free(&net);
     return rc;
 }

@@ -14,7 +14,10 @@
 #include "loaders/store.h"
 #include "loaders/npy.h"
 #include "pruning/knn.h"
+#include "pruning/eval.h"
+#include "pruning/labeled.h"
 #include "pruning/pipeline.h"
+#include "pruning/score_select.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
