@@ -26,140 +26,179 @@
 #define PREDICT_EXTRA 4
 static const char *const predict_extra[PREDICT_EXTRA] = {"--out", "--embeddings!", "--indices", "--run"};
 
+/* The command's state, freed at the end of cmd_predict. */
+typedef struct predict {
+    args_t *a;
+    dataset_t d;
+    train_config_t c;
+    model_t *m;
+    csr_t an, at;
+    nn_agg_full_t full;
+    nn_agg_t agg;
+    float *xw, *h, *res;       /* normalised features, embeddings, the rows asked for */
+    int64_t *ids, nids;
+    int64_t run;
+    char mdir[4300];           /* the folder of the checkpoints (rank 0's for an MPI job) */
+} predict_t;
+
+/* The trained configuration (DIR/config.json, the command line winning) into P->c and the run. */
+static int predict_config(predict_t *P, const char *const *known, const char *dir, const char *out) {
+    char cfgp[4300];
+    int rc;
+    if (!dir) return inca_fail(INCA_EINVAL, "predict: --checkpoint DIR is required (a folder of inca train --checkpoint)");
+    if (!out) return inca_fail(INCA_EINVAL, "predict: --out FILE.npy is required");
+    snprintf(cfgp, sizeof cfgp, "%s/config.json", dir);
+    FILE *probe = fopen(cfgp, "r");
+    if (probe) {
+        fclose(probe);
+        if ((rc = args_apply_config(P->a, known, "predict", cfgp))) return rc;
+    }
+    if (args_npos(P->a) != 1) return inca_fail(INCA_EINVAL, "predict: expected one STORE (or a %s naming it)", cfgp);
+    cli_log_state_t ls = {0};
+    if ((rc = cli_train_config(P->a, &P->c, &ls))) return rc;
+    P->c.log = NULL;
+    if ((rc = args_int(P->a, "--run", 0, &P->run))) return rc;
+    if (P->run < 0 || P->run > 100000)
+        return inca_fail(INCA_EINVAL, "--run: expected a run number >= 0, got %lld", (long long)P->run);
+    return INCA_OK;
+}
+
+/* The dataset and the model of run P->run restored from its checkpoint (*st: its state). */
+static int predict_model(predict_t *P, const char *dir, ckpt_state_t *st) {
+    model_config_t mc;
+    int rc;
+    if ((rc = dataset_load(args_pos(P->a, 0), &P->d))) return rc;
+    if (!P->d.x) return inca_fail(INCA_EINVAL, "%s: no node features to predict from", args_pos(P->a, 0));
+    if ((rc = train_model_config(&P->d, &P->c, P->c.seed + (uint64_t)P->run, &mc))) return rc;
+    P->c.seed += (uint64_t)P->run;   /* the seed the checkpoint of this run was made with */
+    const int norm = nn_kind_norm(mc.kind);
+    if (norm != NN_NORM_NONE && !P->d.adj.rowptr)
+        return inca_fail(INCA_EINVAL, "--model %s needs a graph; this dataset has none", P->c.model);
+    if ((rc = model_create(&mc, P->d.n, &P->m))) return rc;
+    if ((rc = ckpt_model_dir(dir, P->mdir, sizeof P->mdir))) return rc;
+    rc = ckpt_load(P->mdir, (int)P->run, &P->c, &P->d, P->m, NULL, st, NULL, 0);
+    if (rc == CKPT_NONE)
+        return inca_fail(INCA_ENOTFOUND, "%s/run-%lld.ckpt: no checkpoint (train with --checkpoint %s first)", P->mdir,
+                         (long long)P->run, dir);
+    if (rc) return rc;
+    if (norm != NN_NORM_NONE) {
+        if ((rc = nn_adj_build(&P->d.adj, norm, &P->an, &P->at))) return rc;
+        nn_agg_full_init(&P->agg, &P->full, &P->an, P->at.rowptr ? &P->at : NULL);
+    }
+    return INCA_OK;
+}
+
+/* The rows to write: class scores (*width = classes) or, with emb, the last hidden layer, the
+ * layers before the output layer run one at a time (*width = hidden). */
+static int predict_rows(predict_t *P, int emb, const float **rows, int64_t *width) {
+    const dataset_t *d = &P->d;
+    const float *x = d->x;
+    int rc;
+    if (P->c.feature_norm != TRAIN_FEATNORM_NONE) {
+        if (!(P->xw = inca_malloc(sizeof(float) * (size_t)(d->n * d->f)))) return INCA_ENOMEM;
+        train_features_prepare(P->c.feature_norm, d->n, d->f, d->x, P->xw);
+        x = P->xw;
+    }
+    const nn_agg_t *ap = P->an.rowptr ? &P->agg : NULL;
+    if (!emb) {
+        model_set_eval_transform_first(P->m, 1);
+        *width = d->c;
+        return model_forward(P->m, d->n, x, ap, 0, P->c.seed, 0, rows);
+    }
+    const int L = model_num_layers(P->m);
+    const int64_t hid = P->c.hidden;
+    if (L < 0) return inca_fail(INCA_EINVAL, "--embeddings: --model %s mixes its layers; gcn, sage or mlp", P->c.model);
+    if (L < 2) return inca_fail(INCA_EINVAL, "--embeddings: a %d-layer model has no hidden layer", L);
+    if (!(P->h = inca_malloc(sizeof(float) * (size_t)(d->n * (hid > d->f ? hid : d->f))))) return INCA_ENOMEM;
+    memcpy(P->h, x, sizeof(float) * (size_t)(d->n * d->f));
+    for (int li = 0; li < L - 1; li++) {
+        const float *o = NULL;
+        if ((rc = model_forward_layer(P->m, li, d->n, P->h, ap, &o))) return rc;
+        memcpy(P->h, o, sizeof(float) * (size_t)(d->n * hid));
+    }
+    *rows = P->h;
+    *width = hid;
+    return INCA_OK;
+}
+
+/* The rows of the ids in file ip (P->res), each checked against the store's node count. */
+static int predict_select(predict_t *P, const char *ip, const float *rows, int64_t width) {
+    int rc;
+    if ((rc = npy_read_indices(ip, &P->ids, &P->nids))) return rc;
+    for (int64_t i = 0; i < P->nids; i++)
+        if (P->ids[i] >= P->d.n)
+            return inca_fail(INCA_EINVAL, "%s: entry %lld is node %lld, the store has %lld nodes", ip, (long long)i,
+                             (long long)P->ids[i], (long long)P->d.n);
+    if (!(P->res = inca_malloc(sizeof(float) * (size_t)(P->nids * width > 0 ? P->nids * width : 1)))) return INCA_ENOMEM;
+    for (int64_t i = 0; i < P->nids; i++)
+        memcpy(P->res + i * width, rows + P->ids[i] * width, sizeof(float) * (size_t)width);
+    return INCA_OK;
+}
+
+static int predict_json(const predict_t *P, const char *dir, const char *out, int emb, int epoch, int64_t nout,
+                        int64_t width, double test_acc, double secs) {
+    json_t *j = NULL;
+    int rc;
+    if ((rc = json_new(&j))) return rc;
+    json_str(j, "store", args_pos(P->a, 0));
+    json_str(j, "checkpoint", dir);
+    json_int(j, "run", P->run);
+    json_int(j, "checkpoint_epoch", epoch);
+    json_str(j, "output", emb ? "embeddings" : "logits");
+    json_str(j, "out", out);
+    json_int(j, "rows", nout);
+    json_int(j, "width", width);
+    if (test_acc >= 0) json_num(j, "test_acc", test_acc);
+    else json_null(j, "test_acc");
+    json_num(j, "seconds", secs);
+    json_str(j, "version", cli_version());
+    rc = json_write(j, stdout);
+    json_free(&j);
+    return rc;
+}
+
 int cmd_predict(int argc, char **argv) {
     const char *known[160];
     int nk = 0;
     for (; cli_train_flags[nk] && nk < 150; nk++) known[nk] = cli_train_flags[nk];
     for (int i = 0; i < PREDICT_EXTRA; i++) known[nk++] = predict_extra[i];
     known[nk] = NULL;
-    args_t *a = NULL;
-    json_t *j = NULL;
-    dataset_t d;
-    train_config_t c;
-    model_t *m = NULL;
-    csr_t an = {0}, at = {0};
-    float *xw = NULL, *h = NULL, *res = NULL;
-    int64_t *ids = NULL, nids = 0;
-    char mdir[4300], cfgp[4300];
-    dataset_init(&d);
-    int rc = args_parse(argc, argv, known, &a);
+    predict_t P;
+    memset(&P, 0, sizeof P);
+    dataset_init(&P.d);
+    int rc = args_parse(argc, argv, known, &P.a);
     if (rc) return rc;
-    const char *dir = args_str(a, "--checkpoint", NULL), *out = args_str(a, "--out", NULL);
-    if (!dir) { rc = inca_fail(INCA_EINVAL, "predict: --checkpoint DIR is required (a folder of inca train --checkpoint)"); goto done; }
-    if (!out) { rc = inca_fail(INCA_EINVAL, "predict: --out FILE.npy is required"); goto done; }
-    /* the trained configuration, the command line winning */
-    snprintf(cfgp, sizeof cfgp, "%s/config.json", dir);
-    FILE *probe = fopen(cfgp, "r");
-    if (probe) {
-        fclose(probe);
-        if ((rc = args_apply_config(a, known, "predict", cfgp))) goto done;
-    }
-    if (args_npos(a) != 1) {
-        rc = inca_fail(INCA_EINVAL, "predict: expected one STORE (or a %s naming it)", cfgp);
-        goto done;
-    }
-    cli_log_state_t ls = {0};
-    if ((rc = cli_train_config(a, &c, &ls))) goto done;
-    c.log = NULL;
-    int64_t run = 0;
-    if ((rc = args_int(a, "--run", 0, &run))) goto done;
-    if (run < 0 || run > 100000) { rc = inca_fail(INCA_EINVAL, "--run: expected a run number >= 0, got %lld", (long long)run); goto done; }
-    if (c.threads > 0) inca_set_threads(c.threads);
-    const int emb = args_has(a, "--embeddings");
+    const char *dir = args_str(P.a, "--checkpoint", NULL), *out = args_str(P.a, "--out", NULL);
+    if ((rc = predict_config(&P, known, dir, out))) goto done;
+    if (P.c.threads > 0) inca_set_threads(P.c.threads);
+    const int emb = args_has(P.a, "--embeddings");
     const double t0 = inca_now();
-    if ((rc = dataset_load(args_pos(a, 0), &d))) goto done;
-    if (!d.x) { rc = inca_fail(INCA_EINVAL, "%s: no node features to predict from", args_pos(a, 0)); goto done; }
-    model_config_t mc;
-    if ((rc = train_model_config(&d, &c, c.seed + (uint64_t)run, &mc))) goto done;
-    c.seed += (uint64_t)run;   /* the seed the checkpoint of this run was made with */
-    const int norm = nn_kind_norm(mc.kind);
-    if (norm != NN_NORM_NONE && !d.adj.rowptr) { rc = inca_fail(INCA_EINVAL, "--model %s needs a graph; this dataset has none", c.model); goto done; }
-    if ((rc = model_create(&mc, d.n, &m))) goto done;
-    if ((rc = ckpt_model_dir(dir, mdir, sizeof mdir))) goto done;
     ckpt_state_t st;
-    rc = ckpt_load(mdir, (int)run, &c, &d, m, NULL, &st, NULL, 0);
-    if (rc == CKPT_NONE) {
-        rc = inca_fail(INCA_ENOTFOUND, "%s/run-%lld.ckpt: no checkpoint (train with --checkpoint %s first)", mdir, (long long)run, dir);
-        goto done;
-    }
-    if (rc) goto done;
-    const float *x = d.x;
-    if (c.feature_norm != TRAIN_FEATNORM_NONE) {
-        if (!(xw = inca_malloc(sizeof(float) * (size_t)(d.n * d.f)))) { rc = INCA_ENOMEM; goto done; }
-        train_features_prepare(c.feature_norm, d.n, d.f, d.x, xw);
-        x = xw;
-    }
-    nn_agg_full_t full;
-    nn_agg_t agg;
-    if (norm != NN_NORM_NONE) {
-        if ((rc = nn_adj_build(&d.adj, norm, &an, &at))) goto done;
-        nn_agg_full_init(&agg, &full, &an, at.rowptr ? &at : NULL);
-    }
-    const nn_agg_t *ap = norm != NN_NORM_NONE ? &agg : NULL;
     const float *rows = NULL;
     int64_t width = 0;
-    if (!emb) {
-        model_set_eval_transform_first(m, 1);
-        if ((rc = model_forward(m, d.n, x, ap, 0, c.seed, 0, &rows))) goto done;
-        width = d.c;
-    } else {
-        /* the layers before the output layer, one at a time: their last output */
-        const int L = model_num_layers(m);
-        if (L < 0) { rc = inca_fail(INCA_EINVAL, "--embeddings: --model %s mixes its layers; gcn, sage or mlp", c.model); goto done; }
-        if (L < 2) { rc = inca_fail(INCA_EINVAL, "--embeddings: a %d-layer model has no hidden layer", L); goto done; }
-        if (!(h = inca_malloc(sizeof(float) * (size_t)(d.n * (c.hidden > d.f ? c.hidden : d.f))))) { rc = INCA_ENOMEM; goto done; }
-        memcpy(h, x, sizeof(float) * (size_t)(d.n * d.f));
-        for (int li = 0; li < L - 1; li++) {
-            const float *o = NULL;
-            if ((rc = model_forward_layer(m, li, d.n, h, ap, &o))) goto done;
-            memcpy(h, o, sizeof(float) * (size_t)(d.n * c.hidden));
-        }
-        rows = h;
-        width = c.hidden;
-    }
-    /* the rows asked for */
-    const char *ip = args_str(a, "--indices", NULL);
-    if (ip) {
-        if ((rc = npy_read_indices(ip, &ids, &nids))) goto done;
-        for (int64_t i = 0; i < nids; i++)
-            if (ids[i] >= d.n) { rc = inca_fail(INCA_EINVAL, "%s: entry %lld is node %lld, the store has %lld nodes", ip, (long long)i, (long long)ids[i], (long long)d.n); goto done; }
-        if (!(res = inca_malloc(sizeof(float) * (size_t)(nids * width > 0 ? nids * width : 1)))) { rc = INCA_ENOMEM; goto done; }
-        for (int64_t i = 0; i < nids; i++) memcpy(res + i * width, rows + ids[i] * width, sizeof(float) * (size_t)width);
-    }
-    const int64_t nout = ip ? nids : d.n;
-    if ((rc = npy_write_f32(out, ip ? res : rows, nout, width))) goto done;
+    if ((rc = predict_model(&P, dir, &st)) || (rc = predict_rows(&P, emb, &rows, &width))) goto done;
+    const char *ip = args_str(P.a, "--indices", NULL);   /* the rows asked for */
+    if (ip && (rc = predict_select(&P, ip, rows, width))) goto done;
+    const int64_t nout = ip ? P.nids : P.d.n;
+    if ((rc = npy_write_f32(out, ip ? P.res : rows, nout, width))) goto done;
     const double secs = inca_now() - t0;
     double test_acc = -1;
-    if (!emb && d.y && d.split_n[SPLIT_TEST] > 0)   /* the scores' accuracy on the stored test split */
-        test_acc = kern_accuracy(d.c, rows, d.y, d.split[SPLIT_TEST], d.split_n[SPLIT_TEST]);
-    if (args_has(a, "--json")) {
-        if ((rc = json_new(&j))) goto done;
-        json_str(j, "store", args_pos(a, 0));
-        json_str(j, "checkpoint", dir);
-        json_int(j, "run", run);
-        json_int(j, "checkpoint_epoch", st.epoch);
-        json_str(j, "output", emb ? "embeddings" : "logits");
-        json_str(j, "out", out);
-        json_int(j, "rows", nout);
-        json_int(j, "width", width);
-        if (test_acc >= 0) json_num(j, "test_acc", test_acc);
-        else json_null(j, "test_acc");
-        json_num(j, "seconds", secs);
-        json_str(j, "version", cli_version());
-        rc = json_write(j, stdout);
-    } else
-        printf("%s: %s of %lld nodes (%lld wide) from epoch %d of %s -> %s\n", args_pos(a, 0), emb ? "embeddings" : "logits",
-               (long long)nout, (long long)width, st.epoch, mdir, out);
+    const dataset_t *d = &P.d;
+    if (!emb && d->y && d->split_n[SPLIT_TEST] > 0)   /* the scores' accuracy on the stored test split */
+        test_acc = kern_accuracy(d->c, rows, d->y, d->split[SPLIT_TEST], d->split_n[SPLIT_TEST]);
+    if (args_has(P.a, "--json")) rc = predict_json(&P, dir, out, emb, st.epoch, nout, width, test_acc, secs);
+    else
+        printf("%s: %s of %lld nodes (%lld wide) from epoch %d of %s -> %s\n", args_pos(P.a, 0),
+               emb ? "embeddings" : "logits", (long long)nout, (long long)width, st.epoch, P.mdir, out);
 done:
-    json_free(&j);
-    inca_free(ids);
-    inca_free(res);
-    inca_free(h);
-    inca_free(xw);
-    model_free(&m);
-    csr_free(&an);
-    csr_free(&at);
-    dataset_free(&d);
-    args_free(&a);
+    inca_free(P.ids);
+    inca_free(P.res);
+    inca_free(P.h);
+    inca_free(P.xw);
+    model_free(&P.m);
+    csr_free(&P.an);
+    csr_free(&P.at);
+    dataset_free(&P.d);
+    args_free(&P.a);
     return rc;
 }
