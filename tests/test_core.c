@@ -49,9 +49,40 @@ START_TEST(test_alloc_injection) {
 }
 END_TEST
 
+/* SplitMix64 and xoshiro256** written out here from their published definitions (Vigna,
+ * prng.di.unimi.it), independently of core/rng.c. */
+static uint64_t ref_splitmix64(uint64_t x) {
+    uint64_t z = x + 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+static uint64_t ref_rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+static uint64_t ref_xoshiro256ss(uint64_t s[4]) {
+    const uint64_t result = ref_rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = ref_rotl(s[3], 45);
+    return result;
+}
+
 START_TEST(test_rng) {
-    /* the hash is a pure function */
-    ck_assert_uint_eq(rng_hash64(1, 2, 3), rng_hash64(1, 2, 3));
+    /* SplitMix64 against its published outputs for state 1234567 (Rosetta Code, "Pseudo-random
+     * numbers/Splitmix64"): the k-th output is the mix of state + k gamma */
+    static const uint64_t sm_1234567[5] = {6457827717110365317ull, 3203168211198807973ull, 9817491932198370423ull,
+                                           4593380528125082431ull, 16408922859458223821ull};
+    for (uint64_t k = 0; k < 5; k++) {
+        ck_assert_uint_eq(rng_splitmix64(1234567ull + k * 0x9e3779b97f4a7c15ull), sm_1234567[k]);
+        ck_assert_uint_eq(ref_splitmix64(1234567ull + k * 0x9e3779b97f4a7c15ull), sm_1234567[k]);
+    }
+    /* the hash is three SplitMix64 rounds (rng.h): key = sm(sm(seed ^ c) ^ stream), h = sm(key ^ i) */
+    for (uint64_t i = 0; i < 4; i++) {
+        const uint64_t want = ref_splitmix64(ref_splitmix64(ref_splitmix64(1 ^ 0x5851f42d4c957f2dull) ^ 2) ^ (3 + i));
+        ck_assert_uint_eq(rng_hash64(1, 2, 3 + i), want);
+    }
     ck_assert_uint_ne(rng_hash64(1, 2, 3), rng_hash64(1, 2, 4));
     ck_assert_uint_ne(rng_hash64(1, 2, 3), rng_hash64(2, 2, 3));
     for (uint64_t i = 0; i < 100; i++) {   /* the split form is the same function */
@@ -69,10 +100,13 @@ START_TEST(test_rng) {
     }
     ck_assert_double_eq_tol(s / n, 0.5, 0.005);
     ck_assert_double_eq_tol(s2 / n - (s / n) * (s / n), 1.0 / 12, 0.002);
-    rng_t r1, r2;
+    /* the sequential generator is xoshiro256** seeded with four SplitMix64 outputs of the seed
+     * (state seed + gamma, seed + 2 gamma, ...) */
+    rng_t r1;
     rng_seed(&r1, 42);
-    rng_seed(&r2, 42);
-    for (int i = 0; i < 100; i++) ck_assert_uint_eq(rng_next(&r1), rng_next(&r2));
+    uint64_t ref[4];
+    for (int i = 0; i < 4; i++) ref[i] = ref_splitmix64(42 + (uint64_t)(i + 1) * 0x9e3779b97f4a7c15ull);
+    for (int i = 0; i < 100; i++) ck_assert_uint_eq(rng_next(&r1), ref_xoshiro256ss(ref));
     /* rng_below is uniform over a small range */
     int cnt[3] = {0};
     for (int i = 0; i < 30000; i++) cnt[rng_below(&r1, 3)]++;
