@@ -6,6 +6,12 @@
  * with what the test computes itself (counts from the flags, the best epoch from the metrics
  * lines, accuracies as multiples of 1/|test|, times within the measured wall time). */
 #include "testutil.h"
+#include "core/status.h"
+#include "graph/partition.h"
+#include "loaders/dataset.h"
+#include "loaders/partition_store.h"
+#include "loaders/store.h"
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -87,6 +93,55 @@ START_TEST(test_ingest_info) {
 }
 END_TEST
 
+/* Facts of a store computed here from its loaded arrays: the edge homophily (labels and graph),
+ * and when part is given, that partitioning's undirected edge cut and smallest / largest part
+ * (perm[old] = new, part i holding the new ids [bounds[i], bounds[i+1])). */
+static double store_homophily(const char *store) {
+    dataset_t d;
+    ck_assert_int_eq(dataset_load(store, &d), INCA_OK);
+    long same = 0;
+    for (int64_t u = 0; u < d.n; u++)
+        for (int64_t e = d.adj.rowptr[u]; e < d.adj.rowptr[u + 1]; e++) same += d.y[d.adj.col[e]] == d.y[u];
+    ck_assert_int_gt(d.adj.nnz, 0);
+    const double h = (double)same / (double)d.adj.nnz;
+    dataset_free(&d);
+    return h;
+}
+static void store_partition_facts(const char *store, const char *name, long *cut, long *mn, long *mx) {
+    dataset_t d;
+    ck_assert_int_eq(dataset_load(store, &d), INCA_OK);
+    store_t *s = NULL;
+    partition_t p;
+    ck_assert_int_eq(store_open(store, STORE_RDONLY, &s), INCA_OK);
+    ck_assert_int_eq(store_partition_load(s, name, &p), INCA_OK);
+    store_close(&s);
+    ck_assert_int_eq(p.n, d.n);
+    int64_t *part = malloc(sizeof *part * (size_t)d.n);
+    ck_assert_ptr_nonnull(part);
+    for (int64_t u = 0; u < d.n; u++) {
+        part[u] = -1;
+        for (int64_t i = 0; i < p.k; i++)
+            if (p.perm[u] >= p.bounds[i] && p.perm[u] < p.bounds[i + 1]) part[u] = i;
+        ck_assert_int_ge(part[u], 0);
+    }
+    long directed = 0;
+    for (int64_t u = 0; u < d.n; u++)
+        for (int64_t e = d.adj.rowptr[u]; e < d.adj.rowptr[u + 1]; e++)
+            directed += d.adj.col[e] != u && part[d.adj.col[e]] != part[u];
+    *cut = directed / 2;   /* the stored graph is symmetric */
+    *mn = LONG_MAX;
+    *mx = 0;
+    for (int64_t i = 0; i < p.k; i++) {
+        long sz = 0;
+        for (int64_t u = 0; u < d.n; u++) sz += part[u] == i;
+        *mn = sz < *mn ? sz : *mn;
+        *mx = sz > *mx ? sz : *mx;
+    }
+    free(part);
+    partition_free(&p);
+    dataset_free(&d);
+}
+
 START_TEST(test_gen_partition) {
     static const key_t_ gen_keys[] = {{"kind", STR}, {"out", STR}, {"nodes", NUM}, {"edges", NUM},
                                       {"features", NUM}, {"classes", NUM}, {"labeled", NUM}, {"splits", OBJ},
@@ -98,14 +153,17 @@ START_TEST(test_gen_partition) {
     ck_assert_int_eq((long)tu_json_dbl(o, "classes"), 4);
     const cJSON *s = tu_json_get(o, "splits", OBJ);
     ck_assert_int_eq((long)(tu_json_dbl(s, "train") + tu_json_dbl(s, "valid") + tu_json_dbl(s, "test")), 500);
-    double h = tu_json_dbl(o, "homophily");
-    ck_assert(h >= 0 && h <= 1);
+    char g2[1100];
+    snprintf(g2, sizeof g2, "%s/g2", dir);
+    const double h = tu_json_dbl(o, "homophily"), hs = store_homophily(g2);
+    ck_assert_msg(fabs(h - hs) < 1e-12, "gen reports homophily %.17g, the store's graph has %.17g", h, hs);
     cJSON_Delete(o);
     free(out);
     static const key_t_ part_keys[] = {{"name", STR}, {"method", STR}, {"parts", NUM}, {"seed", NUM}, {"nodes", NUM},
                                        {"edge_cut", NUM}, {"min_part", NUM}, {"max_part", NUM},
                                        {"partition_time_s", NUM}, {"total_time_s", NUM}, {"reused", BOOL}, {NULL, 0}};
     double cut = -1;
+    long want_cut = -1, want_min = -1, want_max = -1;
     for (int pass = 0; pass < 2; pass++) {   /* computed, then reused from the store */
         out = run_ok(NULL, "partition '%s/g2' --parts 5 --json", dir);
         o = tu_json_last(out);
@@ -113,7 +171,10 @@ START_TEST(test_gen_partition) {
         ck_assert_str_eq(tu_json_get(o, "name", STR)->valuestring, "metis-5-s0");
         ck_assert_int_eq((long)tu_json_dbl(o, "parts"), 5);
         ck_assert_int_eq((long)tu_json_dbl(o, "nodes"), 500);
-        ck_assert(tu_json_dbl(o, "min_part") * 5 <= 500 && tu_json_dbl(o, "max_part") * 5 >= 500);
+        if (pass == 0) store_partition_facts(g2, "metis-5-s0", &want_cut, &want_min, &want_max);
+        ck_assert_int_eq((long)tu_json_dbl(o, "edge_cut"), want_cut);
+        ck_assert_int_eq((long)tu_json_dbl(o, "min_part"), want_min);
+        ck_assert_int_eq((long)tu_json_dbl(o, "max_part"), want_max);
         ck_assert(cJSON_IsTrue(tu_json_get(o, "reused", BOOL)) == (pass == 1));
         if (pass) ck_assert(tu_json_dbl(o, "edge_cut") == cut);
         cut = tu_json_dbl(o, "edge_cut");
