@@ -304,6 +304,136 @@ static int fd_sum(fd_rank_t *R, const double *in, int k, double *out, int phase)
     return rc;
 }
 
+/* Where a rank's epochs stand: what a checkpoint saves and a resume restores. */
+typedef struct fd_progress {
+    train_best_t best;
+    double t_step, t_eval, t_epoch, loss;
+    int ep0, finished;            /* the first epoch to run; the run already stopped early */
+    const char *ckdir;            /* this rank's checkpoint folder (NULL: none) */
+} fd_progress_t;
+
+/* Checkpoints: each MPI rank its own folder (g->ckdir), thread ranks share rank 0's file; with
+ * --resume every rank continues from the same epoch (a job stopped between two ranks' saves is
+ * refused). */
+static int fd_resume(fd_rank_t *R, const dataset_t *d, const train_config_t *c, int run, fd_progress_t *g) {
+    int rc = INCA_OK;
+    if (c->checkpoint_dir && R->mpi) {
+        rc = ckpt_rank_dir(c, R->rank, R->P, R->ckdir, sizeof R->ckdir);
+        g->ckdir = R->ckdir;
+    } else if (c->checkpoint_dir && c->resume)
+        rc = ckpt_manifest_check(c->checkpoint_dir, 1);
+    if (rc != INCA_OK || !c->checkpoint_dir || !c->resume) return rc;
+    ckpt_state_t cs;
+    rc = ckpt_load(g->ckdir, run, c, d, R->m, R->o, &cs, NULL, 0);
+    if (rc < 0) return rc;
+    int64_t e[2] = {rc == CKPT_NONE ? -1 : cs.epoch, rc == CKPT_NONE ? 1 : -(int64_t)cs.epoch};
+    const int found = rc == INCA_OK;
+    rc = comm_allreduce_max_i64(R->comm, e, 2, COMM_SETUP);
+    if (rc == INCA_OK && e[0] != -e[1])
+        rc = inca_fail(INCA_EINVAL, "%s: the ranks' checkpoints end at different epochs (%lld to %lld; -1: none): "
+                       "the job stopped between two ranks' saves; train again without --resume",
+                       c->checkpoint_dir, (long long)-e[1], (long long)e[0]);
+    if (rc == INCA_OK && found) {
+        g->best = cs.best;
+        g->loss = cs.train_loss;
+        g->t_step = cs.t_step;
+        g->t_eval = cs.t_eval;
+        g->t_epoch = cs.t_epoch;
+        g->ep0 = cs.epoch + 1;
+        g->finished = cs.finished;
+    }
+    return rc;
+}
+
+/* The training step of epoch ep: the mean loss over the job's train nodes, so the ranks'
+ * gradients add up; tot = the job's loss sum, correct and counted train nodes; *loss the mean. */
+static int fd_train_step(fd_rank_t *R, const fd_shared_t *S, const train_config_t *c, const float *xin, int ep,
+                         double tot[3], double *loss) {
+    const int64_t C = S->C, N = S->nids[SPLIT_TRAIN];
+    const float *logits;
+    train_meter_t h;
+    int rc;
+    R->op.phase = COMM_HALO;
+    if ((rc = model_forward(R->m, R->no, xin, &R->agg, 1, c->seed, (uint64_t)ep * (uint64_t)R->P + (uint64_t)R->rank,
+                            &logits)) ||
+        (rc = kc_zero(R->kc, R->meter_d, sizeof *R->meter_d, KERN_STREAM_COMPUTE)))
+        return rc;
+    if (R->nids[SPLIT_TRAIN] > 0) {
+        /* the gradient of the rank's mean (into logp, scratch until the evaluation), scaled
+         * to the job's mean into dlog */
+        if ((rc = kc_softmax_xent(R->kc, R->no, C, logits, R->y_d, R->ids_d[SPLIT_TRAIN], R->nids[SPLIT_TRAIN], NULL,
+                                  R->logp, &R->meter_d->loss[0])) ||
+            (rc = kc_accuracy(R->kc, C, logits, R->y_d, R->ids_d[SPLIT_TRAIN], R->nids[SPLIT_TRAIN], R->meter_d->count[0])) ||
+            (rc = kc_axpby(R->kc, R->no * C, (float)((double)R->nids[SPLIT_TRAIN] / (double)N), R->logp, 0.f, R->dlog)))
+            return rc;
+    } else if ((rc = kc_zero(R->kc, R->dlog, sizeof(float) * (size_t)(R->no * C), KERN_STREAM_COMPUTE)))
+        return rc;
+    if ((rc = kc_copy(R->kc, &h, R->meter_d, sizeof h, KERN_D2H, KERN_STREAM_COMPUTE)) ||
+        (rc = model_backward(R->m, R->dlog, &R->agg)) || (rc = fd_grad_reduce(R, c)))
+        return rc;
+    const double mine[3] = {h.loss[0] * (double)R->nids[SPLIT_TRAIN], (double)h.count[0][0], (double)h.count[0][1]};
+    if ((rc = fd_sum(R, mine, 3, tot, COMM_GRAD))) return rc;
+    *loss = tot[0] / (double)N;
+    if (!isfinite(*loss)) return inca_fail(INCA_ERR, "epoch %d: training loss is not finite (%g); lower --lr?", ep, *loss);
+    return optim_step(R->o);
+}
+
+/* The evaluation of epoch ep into e: the rank's rows, the meters summed in rank order. */
+static int fd_eval(fd_rank_t *R, const fd_shared_t *S, const train_config_t *c, const float *xin, int ep,
+                   train_epoch_eval_t *e) {
+    const float *logits;
+    int rc;
+    R->op.phase = COMM_EVAL;
+    if ((rc = model_forward(R->m, R->no, xin, &R->agg, 0, c->seed, (uint64_t)ep, &logits)) ||
+        (rc = train_eval_meter(R->kc, logits, R->no, S->C, R->y_d, NULL, 0, R->ids_d[SPLIT_VALID], R->nids[SPLIT_VALID],
+                               R->ids_d[SPLIT_TEST], R->nids[SPLIT_TEST], R->logp, R->meter_d, e, R->mh)) ||
+        (rc = comm_allgather(R->comm, R->mh, sizeof *R->mh, R->mall, COMM_EVAL)))
+        return rc;
+    train_meter_sum(R->mall + R->P, R->mall, R->P);
+    train_eval_apply(R->mall + R->P, 0, S->nids[SPLIT_VALID], e);
+    return INCA_OK;
+}
+
+/* One epoch: step, evaluation, the epoch's report and best, its checkpoint (MPI ranks each,
+ * thread ranks rank 0 alone); *stop when the patience ran out. */
+static int fd_epoch(fd_rank_t *R, const fd_shared_t *S, const dataset_t *d, const train_config_t *c, int run,
+                    const float *xin, int ep, fd_progress_t *g, int *stop) {
+    const double t0 = inca_now();
+    double tot[3];
+    int rc;
+    *stop = 0;
+    if ((rc = fd_train_step(R, S, c, xin, ep, tot, &g->loss))) return rc;
+    const double t1 = inca_now();
+    train_epoch_eval_t e = {.run = run, .epoch = ep, .train_loss = g->loss,
+                            .train_acc = tot[2] > 0 ? tot[1] / tot[2] : 0.0, .n_valid = S->nids[SPLIT_VALID]};
+    if ((rc = fd_eval(R, S, c, xin, ep, &e))) return rc;
+    const double t2 = inca_now();
+    e.epoch_s = t2 - t0;
+    g->t_step += t1 - t0;
+    g->t_eval += t2 - t1;
+    g->t_epoch += t2 - t0;
+    if ((rc = train_epoch_end(c, &e, NULL, 0, (int32_t)S->C, &g->best))) return rc;
+    *stop = c->patience > 0 && g->best.since >= c->patience;
+    if (c->checkpoint_dir && (R->mpi || R->rank == 0)) {
+        ckpt_state_t cs = {.epoch = ep, .finished = *stop, .best = g->best, .train_loss = g->loss,
+                           .t_step = g->t_step, .t_eval = g->t_eval, .t_epoch = g->t_epoch};
+        if ((rc = ckpt_save(g->ckdir, run, c, d, R->m, R->o, &cs, NULL, 0))) return rc;
+    }
+    return INCA_OK;
+}
+
+/* The run's result after ep epochs: the best epoch's figures, the bytes and MPI seconds per phase. */
+static int fd_result(fd_rank_t *R, const train_config_t *c, const fd_progress_t *g, int ep, train_result_t *r) {
+    train_result_set(r, &g->best, ep, g->loss, g->t_step, g->t_eval, g->t_epoch);
+    r->nparams = R->ng;
+    r->steps_per_epoch = 1;
+    for (int ph = 0; ph < COMM_NPHASES; ph++) {
+        r->comm_bytes[ph] = comm_bytes_sent(R->comm, ph);
+        r->comm_s[ph] = comm_seconds(R->comm, ph);
+    }
+    return c->keep_params ? train_keep_params(R->kc, R->m, r) : INCA_OK;
+}
+
 /* One rank's run: the contract of train_full. */
 static int fd_rank_run(const fd_shared_t *S, const dataset_t *d, const train_config_t *c, comm_t *comm, int run,
                        train_result_t *r) {
@@ -315,114 +445,21 @@ static int fd_rank_run(const fd_shared_t *S, const dataset_t *d, const train_con
     R.rank = comm_rank(comm);
     R.P = comm_size(comm);
     R.mpi = comm_size(c->comm) > 1;
-    const int64_t C = S->C, N = S->nids[SPLIT_TRAIN];
     comm_reset_bytes(comm);
     int rc = fd_rank_setup(&R, S, c);
-    train_best_t best;
-    train_best_init(&best);
-    best.by_loss = c->select_loss;
-    best.metric = c->metric;
-    double t_step = 0, t_eval = 0, t_epoch = 0, loss = 0;
-    int ep = 0, ep0 = 0, finished = 0;
-    /* checkpoints: each MPI rank its own folder; thread ranks share rank 0's file */
-    const char *ckdir = c->checkpoint_dir;
-    if (rc == INCA_OK && c->checkpoint_dir && R.mpi) {
-        rc = ckpt_rank_dir(c, R.rank, R.P, R.ckdir, sizeof R.ckdir);
-        ckdir = R.ckdir;
-    } else if (rc == INCA_OK && c->checkpoint_dir && c->resume)
-        rc = ckpt_manifest_check(c->checkpoint_dir, 1);
-    if (rc == INCA_OK && c->checkpoint_dir && c->resume) {
-        ckpt_state_t cs;
-        rc = ckpt_load(ckdir, run, c, d, R.m, R.o, &cs, NULL, 0);
-        if (rc >= 0) {   /* every rank continues from the same epoch */
-            int64_t e[2] = {rc == CKPT_NONE ? -1 : cs.epoch, rc == CKPT_NONE ? 1 : -(int64_t)cs.epoch};
-            const int found = rc == INCA_OK;
-            rc = comm_allreduce_max_i64(comm, e, 2, COMM_SETUP);
-            if (rc == INCA_OK && e[0] != -e[1])
-                rc = inca_fail(INCA_EINVAL, "%s: the ranks' checkpoints end at different epochs (%lld to %lld; -1: none): "
-                               "the job stopped between two ranks' saves; train again without --resume",
-                               c->checkpoint_dir, (long long)-e[1], (long long)e[0]);
-            if (rc == INCA_OK && found) {
-                best = cs.best;
-                loss = cs.train_loss;
-                t_step = cs.t_step;
-                t_eval = cs.t_eval;
-                t_epoch = cs.t_epoch;
-                ep0 = cs.epoch + 1;
-                finished = cs.finished;
-            }
-        }
-    }
+    fd_progress_t g = {.ckdir = c->checkpoint_dir};
+    train_best_init(&g.best);
+    g.best.by_loss = c->select_loss;
+    g.best.metric = c->metric;
+    if (rc == INCA_OK) rc = fd_resume(&R, d, c, run, &g);
     const float *xin = R.xs.rowptr ? NULL : R.x_own;
     R.agg = (nn_agg_t){.forward = fd_fwd, .backward = fd_bwd, .ctx = &R.op};
-    for (ep = ep0; rc == INCA_OK && ep < c->epochs && !finished; ep++) {
-        const double t0 = inca_now();
-        const float *logits;
-        train_meter_t h;
-        /* the training step: the mean loss over the job's train nodes, so the ranks' gradients add up */
-        R.op.phase = COMM_HALO;
-        if ((rc = model_forward(R.m, R.no, xin, &R.agg, 1, c->seed, (uint64_t)ep * (uint64_t)R.P + (uint64_t)R.rank,
-                                &logits)) ||
-            (rc = kc_zero(R.kc, R.meter_d, sizeof *R.meter_d, KERN_STREAM_COMPUTE)))
-            break;
-        if (R.nids[SPLIT_TRAIN] > 0) {
-            /* the gradient of the rank's mean (into logp, scratch until the evaluation), scaled
-             * to the job's mean into dlog */
-            if ((rc = kc_softmax_xent(R.kc, R.no, C, logits, R.y_d, R.ids_d[SPLIT_TRAIN], R.nids[SPLIT_TRAIN], NULL, R.logp,
-                                      &R.meter_d->loss[0])) ||
-                (rc = kc_accuracy(R.kc, C, logits, R.y_d, R.ids_d[SPLIT_TRAIN], R.nids[SPLIT_TRAIN], R.meter_d->count[0])) ||
-                (rc = kc_axpby(R.kc, R.no * C, (float)((double)R.nids[SPLIT_TRAIN] / (double)N), R.logp, 0.f, R.dlog)))
-                break;
-        } else if ((rc = kc_zero(R.kc, R.dlog, sizeof(float) * (size_t)(R.no * C), KERN_STREAM_COMPUTE)))
-            break;
-        if ((rc = kc_copy(R.kc, &h, R.meter_d, sizeof h, KERN_D2H, KERN_STREAM_COMPUTE)) ||
-            (rc = model_backward(R.m, R.dlog, &R.agg)) || (rc = fd_grad_reduce(&R, c)))
-            break;
-        const double mine[3] = {h.loss[0] * (double)R.nids[SPLIT_TRAIN], (double)h.count[0][0], (double)h.count[0][1]};
-        double tot[3];
-        if ((rc = fd_sum(&R, mine, 3, tot, COMM_GRAD))) break;
-        loss = tot[0] / (double)N;
-        if (!isfinite(loss)) {
-            rc = inca_fail(INCA_ERR, "epoch %d: training loss is not finite (%g); lower --lr?", ep, loss);
-            break;
-        }
-        if ((rc = optim_step(R.o))) break;
-        const double t1 = inca_now();
-        /* evaluation: the rank's rows, the meters summed in rank order */
-        R.op.phase = COMM_EVAL;
-        train_epoch_eval_t e = {.run = run, .epoch = ep, .train_loss = loss,
-                                .train_acc = tot[2] > 0 ? tot[1] / tot[2] : 0.0, .n_valid = S->nids[SPLIT_VALID]};
-        if ((rc = model_forward(R.m, R.no, xin, &R.agg, 0, c->seed, (uint64_t)ep, &logits)) ||
-            (rc = train_eval_meter(R.kc, logits, R.no, C, R.y_d, NULL, 0, R.ids_d[SPLIT_VALID], R.nids[SPLIT_VALID],
-                                   R.ids_d[SPLIT_TEST], R.nids[SPLIT_TEST], R.logp, R.meter_d, &e, R.mh)) ||
-            (rc = comm_allgather(comm, R.mh, sizeof *R.mh, R.mall, COMM_EVAL)))
-            break;
-        train_meter_sum(R.mall + R.P, R.mall, R.P);
-        train_eval_apply(R.mall + R.P, 0, S->nids[SPLIT_VALID], &e);
-        const double t2 = inca_now();
-        e.epoch_s = t2 - t0;
-        t_step += t1 - t0;
-        t_eval += t2 - t1;
-        t_epoch += t2 - t0;
-        if ((rc = train_epoch_end(c, &e, NULL, 0, (int32_t)C, &best))) break;
-        const int stop = c->patience > 0 && best.since >= c->patience;
-        if (c->checkpoint_dir && (R.mpi || R.rank == 0)) {
-            ckpt_state_t cs = {.epoch = ep, .finished = stop, .best = best, .train_loss = loss,
-                               .t_step = t_step, .t_eval = t_eval, .t_epoch = t_epoch};
-            if ((rc = ckpt_save(ckdir, run, c, d, R.m, R.o, &cs, NULL, 0))) break;
-        }
+    int ep, stop = 0;
+    for (ep = g.ep0; rc == INCA_OK && ep < c->epochs && !g.finished; ep++) {
+        if ((rc = fd_epoch(&R, S, d, c, run, xin, ep, &g, &stop))) break;
         if (stop) { ep++; break; }
     }
-    if (rc == INCA_OK) {
-        train_result_set(r, &best, ep, loss, t_step, t_eval, t_epoch);
-        r->nparams = R.ng;
-        r->steps_per_epoch = 1;
-        for (int ph = 0; ph < COMM_NPHASES; ph++) {
-            r->comm_bytes[ph] = comm_bytes_sent(comm, ph);
-            r->comm_s[ph] = comm_seconds(comm, ph);
-        }
-        if (c->keep_params) rc = train_keep_params(R.kc, R.m, r);
-    }
+    if (rc == INCA_OK) rc = fd_result(&R, c, &g, ep, r);
     r->peak_rss_mb = inca_peak_rss_mb();
     fd_rank_free(&R);
     return rc;
