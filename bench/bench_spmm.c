@@ -234,100 +234,92 @@ done:
     return rc;
 }
 
-int bench_spmm(int argc, char **argv) {
-    static const char *const known[] = {"--nodes", "--avg-degree", "--features", "--threads", "--seed",
-                                        "--reps", "--parts", "--ordering", "--json!", "--device", "--deterministic!", "--quiet!", NULL};
-    args_t *args = NULL;
-    dataset_t ds;
-    csr_t a = {0}, am = {0};
-    partition_t part = {0};
-    int32_t *ids = NULL;
-    float *csrc = NULL, *cdst = NULL;
-    json_t *j = NULL;
+/* The run's settings from the flags, checked. */
+typedef struct spmm_opts {
     int64_t nodes, threads, seed, reps, parts, fs[BENCH_MAX_F];
     double deg;
-    int nf = 0;
-    dataset_init(&ds);
-    int rc = args_parse(argc, argv, known, &args);
-    if (rc) goto done;
-    if ((rc = args_int(args, "--nodes", 1 << 20, &nodes)) || (rc = args_double(args, "--avg-degree", 16.0, &deg)) ||
-        (rc = args_int(args, "--threads", 0, &threads)) || (rc = args_int(args, "--seed", 0, &seed)) ||
-        (rc = args_int(args, "--reps", 5, &reps)) || (rc = args_int(args, "--parts", 256, &parts)) ||
-        (rc = parse_features(args_str(args, "--features", "16,64,256"), fs, &nf)))
-        goto done;
-    if (nodes < 2 || nodes >= ((int64_t)1 << 31)) { rc = inca_fail(INCA_EINVAL, "--nodes: expected 2 .. 2^31-1, got %lld", (long long)nodes); goto done; }
-    if (reps < 1 || reps > 1000) { rc = inca_fail(INCA_EINVAL, "--reps: expected 1 .. 1000, got %lld", (long long)reps); goto done; }
-    if (parts < 2 || parts > nodes) { rc = inca_fail(INCA_EINVAL, "--parts: expected 2 .. nodes, got %lld", (long long)parts); goto done; }
-    if (threads < 0) { rc = inca_fail(INCA_EINVAL, "--threads: expected >= 0 (0 = all CPUs), got %lld", (long long)threads); goto done; }
-    const char *ordering = args_str(args, "--ordering", "random,metis");
-    const int do_metis = strcmp(ordering, "random,metis") == 0;
-    if (!do_metis && strcmp(ordering, "random") != 0) {
-        rc = inca_fail(INCA_EINVAL, "--ordering: expected 'random,metis' or 'random', got '%s'", ordering);
-        goto done;
-    }
-    inca_set_threads((int)threads);
+    int nf;
+    int do_metis;                 /* --ordering random,metis (else random alone) */
+} spmm_opts_t;
 
-    /* graph: R-MAT with ids randomly permuted by the generator, GCN-normalised (values + I) */
+/* The flags into o, each range checked before anything is generated. */
+static int spmm_parse(const args_t *args, spmm_opts_t *o) {
+    int rc;
+    if ((rc = args_int(args, "--nodes", 1 << 20, &o->nodes)) || (rc = args_double(args, "--avg-degree", 16.0, &o->deg)) ||
+        (rc = args_int(args, "--threads", 0, &o->threads)) || (rc = args_int(args, "--seed", 0, &o->seed)) ||
+        (rc = args_int(args, "--reps", 5, &o->reps)) || (rc = args_int(args, "--parts", 256, &o->parts)) ||
+        (rc = parse_features(args_str(args, "--features", "16,64,256"), o->fs, &o->nf)))
+        return rc;
+    if (o->nodes < 2 || o->nodes >= ((int64_t)1 << 31))
+        return inca_fail(INCA_EINVAL, "--nodes: expected 2 .. 2^31-1, got %lld", (long long)o->nodes);
+    if (o->reps < 1 || o->reps > 1000) return inca_fail(INCA_EINVAL, "--reps: expected 1 .. 1000, got %lld", (long long)o->reps);
+    if (o->parts < 2 || o->parts > o->nodes)
+        return inca_fail(INCA_EINVAL, "--parts: expected 2 .. nodes, got %lld", (long long)o->parts);
+    if (o->threads < 0)
+        return inca_fail(INCA_EINVAL, "--threads: expected >= 0 (0 = all CPUs), got %lld", (long long)o->threads);
+    const char *ordering = args_str(args, "--ordering", "random,metis");
+    o->do_metis = strcmp(ordering, "random,metis") == 0;
+    if (!o->do_metis && strcmp(ordering, "random") != 0)
+        return inca_fail(INCA_EINVAL, "--ordering: expected 'random,metis' or 'random', got '%s'", ordering);
+    return INCA_OK;
+}
+
+/* The graph: R-MAT with ids randomly permuted by the generator, GCN-normalised (values + I)
+ * into *a; the generated dataset (the caller's, freed on error there) is dropped once done. */
+static int spmm_graph(const spmm_opts_t *o, dataset_t *ds, csr_t *a, double *gen_s) {
     gen_opts_t go;
     gen_opts_default(&go);
-    go.nodes = nodes;
-    go.avg_degree = deg;
+    go.nodes = o->nodes;
+    go.avg_degree = o->deg;
     go.features = 0;
     go.classes = 0;
-    go.seed = (uint64_t)seed;
+    go.seed = (uint64_t)o->seed;
     go.split[0] = go.split[1] = go.split[2] = 0.0;
     double t0 = inca_now();
-    if ((rc = gen_rmat(&go, &ds, NULL))) goto done;
-    if ((rc = csr_gcn_norm(&ds.adj, &a))) goto done;
-    const double gen_s = inca_now() - t0;
-    dataset_free(&ds);
+    int rc;
+    if ((rc = gen_rmat(&go, ds, NULL))) return rc;
+    if ((rc = csr_gcn_norm(&ds->adj, a))) return rc;
+    *gen_s = inca_now() - t0;
+    dataset_free(ds);
+    return INCA_OK;
+}
 
+/* The copy bound's buffers (the largest X, clamped: see BENCH_COPY_MIN) and the gather bound's
+ * uniform random row ids, as many as nonzeros; the caller frees them. */
+static int spmm_bounds_setup(const spmm_opts_t *o, const csr_t *a, float **csrc, float **cdst, int64_t *ncopy,
+                             int32_t **ids) {
     int64_t fmax = 0;
-    for (int i = 0; i < nf; i++) fmax = fs[i] > fmax ? fs[i] : fmax;
-    const int64_t ncopy = a.n_cols * fmax < BENCH_COPY_MIN ? BENCH_COPY_MIN
-                          : a.n_cols * fmax > BENCH_COPY_MAX ? BENCH_COPY_MAX : a.n_cols * fmax;
-    csrc = inca_malloc_aligned((size_t)ncopy * sizeof(float));
-    cdst = inca_malloc_aligned((size_t)ncopy * sizeof(float));
-    if (!csrc || !cdst) { rc = INCA_ENOMEM; goto done; }
-    fill_floats(csrc, ncopy, 1);
-    fill_floats(cdst, ncopy, 2);
-
-    /* uniform random row ids for the gather bound, as many as nonzeros */
-    ids = inca_malloc((size_t)a.nnz * sizeof(int32_t));
-    if (!ids) { rc = INCA_ENOMEM; goto done; }
+    for (int i = 0; i < o->nf; i++) fmax = o->fs[i] > fmax ? o->fs[i] : fmax;
+    *ncopy = a->n_cols * fmax < BENCH_COPY_MIN ? BENCH_COPY_MIN
+             : a->n_cols * fmax > BENCH_COPY_MAX ? BENCH_COPY_MAX : a->n_cols * fmax;
+    *csrc = inca_malloc_aligned((size_t)*ncopy * sizeof(float));
+    *cdst = inca_malloc_aligned((size_t)*ncopy * sizeof(float));
+    if (!*csrc || !*cdst) return INCA_ENOMEM;
+    fill_floats(*csrc, *ncopy, 1);
+    fill_floats(*cdst, *ncopy, 2);
+    int32_t *v = *ids = inca_malloc((size_t)a->nnz * sizeof(int32_t));
+    if (!v) return INCA_ENOMEM;
+    const uint64_t seed = (uint64_t)o->seed, nc = (uint64_t)a->n_cols;
 #pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < a.nnz; i++) ids[i] = (int32_t)(rng_hash64((uint64_t)seed, 11, (uint64_t)i) % (uint64_t)a.n_cols);
+    for (int64_t i = 0; i < a->nnz; i++) v[i] = (int32_t)(rng_hash64(seed, 11, (uint64_t)i) % nc);
+    return INCA_OK;
+}
 
-    const char *dev = args_str(args, "--device", "cpu");
-    if (strcmp(dev, "cpu") != 0) {   /* the kernel table on a device: its SpMM against its copy */
-        rc = spmm_on_device(args, dev, &a, do_metis, parts, (uint64_t)seed, fs, nf, (int)reps, ncopy);
-        goto done;
-    }
-    line_t lr[BENCH_MAX_F], lm[BENCH_MAX_F];
-    for (int i = 0; i < nf; i++)
-        if ((rc = bench_one("random", &a, fs[i], (int)reps, ids, csrc, cdst, ncopy, (uint64_t)seed, &lr[i]))) goto done;
-
-    double part_s = 0.0;
-    if (do_metis) {
-        t0 = inca_now();
-        if ((rc = partition_compute(&a, parts, PART_METIS, (uint64_t)seed, &part))) goto done;
-        if ((rc = csr_permute(&a, part.perm, &am))) goto done;
-        part_s = inca_now() - t0;
-        for (int i = 0; i < nf; i++)
-            if ((rc = bench_one("metis", &am, fs[i], (int)reps, ids, csrc, cdst, ncopy, (uint64_t)seed, &lm[i]))) goto done;
-    }
-
-    /* summary arrays, one entry per F */
+/* The summary line: one array per figure with an entry per F (METIS's only with the METIS
+ * ordering), and whether SpMM reached 70% of the random-gather bound at every F. */
+static int spmm_summary(const spmm_opts_t *o, const csr_t *a, const partition_t *part, const line_t *lr,
+                        const line_t *lm, double gen_s, double part_s, int64_t ncopy) {
     enum { NK = 11 };
     static const char *const keys[NK] = {"features", "spmm_gbs_random", "spmm_gbs_metis", "gather_gbs",
                                          "gather_best_gbs", "gather_pattern_gbs_random", "copy_gbs",
                                          "spmm_over_gather_random", "spmm_over_gather_random_best",
                                          "metis_gain", "metis_gain_best"};
     static const int metis_only[NK] = {0, 0, 1, 0, 0, 0, 0, 0, 0, 1, 1};
+    const int do_metis = o->do_metis;
     double v[NK][BENCH_MAX_F];
-    int met = 1;
-    for (int i = 0; i < nf; i++) {
-        v[0][i] = (double)fs[i];
+    int met = 1, rc;
+    for (int i = 0; i < o->nf; i++) {
+        v[0][i] = (double)o->fs[i];
         v[1][i] = lr[i].spmm_gbs;
         v[2][i] = do_metis ? lm[i].spmm_gbs : 0.0;
         v[3][i] = lr[i].gather_gbs;
@@ -340,18 +332,19 @@ int bench_spmm(int argc, char **argv) {
         v[10][i] = do_metis ? lr[i].spmm_best_s / lm[i].spmm_best_s : 0.0;
         met &= v[7][i] >= 0.7;
     }
-    if ((rc = json_new(&j))) goto done;
+    json_t *j = NULL;
+    if ((rc = json_new(&j))) return rc;
     json_str(j, "bench", "spmm");
     json_str(j, "summary", "per F: SpMM GB/s with random ids and in METIS order (medians of reps); "
                            "spmm_over_gather = SpMM / uniform random-gather bound, on random ids (median; _best: best of reps); "
                            "gather_pattern = gathering the graph's own column sequence (hub rows hit the cache); "
                            "metis_gain = SpMM time random / time METIS");
-    json_int(j, "nodes", a.n_rows);
-    json_int(j, "nnz", a.nnz);
+    json_int(j, "nodes", a->n_rows);
+    json_int(j, "nnz", a->nnz);
     json_int(j, "threads", inca_threads());
-    json_int(j, "reps", reps);
-    json_int(j, "parts", do_metis ? parts : 0);
-    json_int(j, "edge_cut", do_metis ? part.man.edge_cut : 0);
+    json_int(j, "reps", o->reps);
+    json_int(j, "parts", do_metis ? o->parts : 0);
+    json_int(j, "edge_cut", do_metis ? part->man.edge_cut : 0);
     json_num(j, "gen_s", gen_s);
     json_num(j, "partition_s", part_s);
     json_str(j, "copy_bytes", copy_bytes_formula);
@@ -361,13 +354,51 @@ int bench_spmm(int argc, char **argv) {
     for (int k = 0; k < NK; k++) {
         if (!do_metis && metis_only[k]) continue;
         json_arr_begin(j, keys[k]);
-        for (int i = 0; i < nf; i++) json_num(j, NULL, v[k][i]);
+        for (int i = 0; i < o->nf; i++) json_num(j, NULL, v[k][i]);
         json_arr_end(j);
     }
     json_bool(j, "target_spmm_ge_70pct_gather", met);
     rc = json_write(j, stdout);
-done:
     json_free(&j);
+    return rc;
+}
+
+int bench_spmm(int argc, char **argv) {
+    static const char *const known[] = {"--nodes", "--avg-degree", "--features", "--threads", "--seed",
+                                        "--reps", "--parts", "--ordering", "--json!", "--device", "--deterministic!", "--quiet!", NULL};
+    args_t *args = NULL;
+    dataset_t ds;
+    csr_t a = {0}, am = {0};
+    partition_t part = {0};
+    int32_t *ids = NULL;
+    float *csrc = NULL, *cdst = NULL;
+    spmm_opts_t o = {.nf = 0};
+    double gen_s = 0.0, part_s = 0.0, t0;
+    int64_t ncopy = 0;
+    dataset_init(&ds);
+    int rc = args_parse(argc, argv, known, &args);
+    if (rc || (rc = spmm_parse(args, &o))) goto done;
+    inca_set_threads((int)o.threads);
+    if ((rc = spmm_graph(&o, &ds, &a, &gen_s)) || (rc = spmm_bounds_setup(&o, &a, &csrc, &cdst, &ncopy, &ids))) goto done;
+    const uint64_t seed = (uint64_t)o.seed;
+    const char *dev = args_str(args, "--device", "cpu");
+    if (strcmp(dev, "cpu") != 0) {   /* the kernel table on a device: its SpMM against its copy */
+        rc = spmm_on_device(args, dev, &a, o.do_metis, o.parts, seed, o.fs, o.nf, (int)o.reps, ncopy);
+        goto done;
+    }
+    line_t lr[BENCH_MAX_F], lm[BENCH_MAX_F];
+    for (int i = 0; i < o.nf; i++)
+        if ((rc = bench_one("random", &a, o.fs[i], (int)o.reps, ids, csrc, cdst, ncopy, seed, &lr[i]))) goto done;
+    if (o.do_metis) {
+        t0 = inca_now();
+        if ((rc = partition_compute(&a, o.parts, PART_METIS, seed, &part))) goto done;
+        if ((rc = csr_permute(&a, part.perm, &am))) goto done;
+        part_s = inca_now() - t0;
+        for (int i = 0; i < o.nf; i++)
+            if ((rc = bench_one("metis", &am, o.fs[i], (int)o.reps, ids, csrc, cdst, ncopy, seed, &lm[i]))) goto done;
+    }
+    rc = spmm_summary(&o, &a, &part, lr, lm, gen_s, part_s, ncopy);
+done:
     inca_free(ids);
     inca_free(csrc);
     inca_free(cdst);
