@@ -122,159 +122,213 @@ static int loader_pass(const layout_views_t *v, const partition_t *p, const trai
     return rc;
 }
 
-int bench_loader(int argc, char **argv) {
-    static const char *const known[] = {BENCH_MB_FLAGS, "--method", "--cold!", "--loader", "--memory-budget", NULL};
-    args_t *a = NULL;
+/* One bench loader run: what bench_loader frees at the end, and the figures it prints. */
+typedef struct lb_run {
     dataset_t d;
-    partition_t p = {0};
+    partition_t p;
     train_config_t c;
-    json_t *j = NULL;
-    mb_stats_t st[2] = {0};   /* 0: prefetch thread, 1: synchronous */
-    kern_ctx_t *kc = NULL;
-    store_t *vs = NULL;   /* the views' store (--loader view) */
-    char devname[16] = "";
-    dataset_init(&d);
-    int rc = args_parse(argc, argv, known, &a), reused = 0, method;
-    if (rc != INCA_OK) return rc;
-    if (args_npos(a) != 1) { rc = inca_fail(INCA_EINVAL, "expected one STORE argument"); goto done; }
-    if ((rc = bench_mb_config(a, &c)) != INCA_OK) goto done;
-    snprintf(c.method, sizeof c.method, "%s", args_str(a, "--method", "gas"));
-    if ((rc = agg_method_parse(c.method, &method)) != INCA_OK) goto done;
-    if ((rc = train_device_open(&c, &kc, devname, sizeof devname)) != INCA_OK) goto done;
-    c.kc = kc;
-    /* cold (pages evicted first) then warm: the plain read of data.mdb, then the dataset load
-     * from it; the cold load is timed and dropped, the warm one trains */
-    const char *store = args_pos(a, 0);
-    const int cold = args_has(a, "--cold");
-    double rd_s[2] = {0, 0}, ld_s[2] = {0, 0}, t0;
-    int64_t file_bytes = 0;
-    int evicted = 1;
-    layout_views_t views;
-    double open_s = 0, pass_s[2] = {0, 0}, cold_resident = -1;
-    int64_t pass_batches = 0, pass_bytes = 0;
-    if ((rc = train_loader_parse(args_str(a, "--loader", "auto"), &c.loader)) != INCA_OK) goto done;
-    if (args_has(a, "--memory-budget") && (rc = train_size_parse(args_str(a, "--memory-budget", ""), &c.memory_budget))) goto done;
-    c.store_path = store;
-    {
-        store_t *s0 = NULL;
-        if ((rc = store_open(store, STORE_RDONLY, &s0)) != INCA_OK) goto done;
-        c.loader = train_loader_resolve(&c, store_meta(s0)->nodes, store_meta(s0)->features);
-        store_close(&s0);
-    }
-    const int view = c.loader == TRAIN_LOADER_VIEW;
-    if (view) {   /* nothing loaded: the layout's views, then the loader alone, cold and warm */
-        if ((rc = dataset_load_ex(store, DATASET_NO_X | DATASET_NO_GRAPH, &d)) != INCA_OK) goto done;
-        if ((rc = train_partition(&d, &c, &p, &reused)) != INCA_OK) goto done;
-        t0 = inca_now();
-        if ((rc = train_view_open(&d, &c, &p, &vs, &views)) != INCA_OK) goto done;
-        open_s = inca_now() - t0;
-        for (int w = cold ? 0 : 1; w < 2; w++) {
-            if (w == 0) {
-                unmap_views(&views);
-                evicted &= evict(store);
-            }
-            if ((rc = seq_read(store, &rd_s[w], &file_bytes)) != INCA_OK) goto done;
-            if (w == 0) {
-                evicted &= evict(store);
-                cold_resident = resident(views.x, views.n * views.f * 4);
-            }
-            if ((rc = loader_pass(&views, &p, &c, method == AGG_INCAGG, &pass_s[w], &pass_batches, &pass_bytes))) goto done;
-        }
-    }
-    if (cold && !view) {
-        evicted &= evict(store);
-        if ((rc = seq_read(store, &rd_s[0], &file_bytes)) != INCA_OK) goto done;
-        evicted &= evict(store);
-        t0 = inca_now();
-        if ((rc = bench_mb_load(store, &c, &d, &p, &reused)) != INCA_OK) goto done;
-        ld_s[0] = inca_now() - t0;
-        dataset_free(&d);
-        partition_free(&p);
-        dataset_init(&d);
-    }
-    if (!view) {
-        if ((rc = seq_read(store, &rd_s[1], &file_bytes)) != INCA_OK) goto done;
-        t0 = inca_now();
-        if ((rc = bench_mb_load(store, &c, &d, &p, &reused)) != INCA_OK) goto done;
-        ld_s[1] = inca_now() - t0;
-    }
+    mb_stats_t st[2];             /* 0: prefetch thread, 1: synchronous */
     train_result_t r[2];
-    for (int mode = 0; mode < 2; mode++) {   /* 0: prefetch thread, 1: synchronous */
+    kern_ctx_t *kc;
+    store_t *vs;                  /* the views' store (--loader view) */
+    layout_views_t views;
+    char devname[16];
+    const char *store;
+    int method, cold, view, reused;
+    int evicted;                  /* every eviction asked for happened */
+    double rd_s[2], ld_s[2];      /* [0] cold, [1] warm: the plain read of data.mdb, the dataset load */
+    int64_t file_bytes;
+    double open_s, pass_s[2], cold_resident;   /* --loader view: opening the views, the loader's passes */
+    int64_t pass_batches, pass_bytes;
+} lb_run_t;
+
+/* The flags into L->c, the device, and which loader runs (resolved from the store's size). */
+static int lb_config(lb_run_t *L, const args_t *a) {
+    int rc;
+    if (args_npos(a) != 1) return inca_fail(INCA_EINVAL, "expected one STORE argument");
+    if ((rc = bench_mb_config(a, &L->c)) != INCA_OK) return rc;
+    snprintf(L->c.method, sizeof L->c.method, "%s", args_str(a, "--method", "gas"));
+    if ((rc = agg_method_parse(L->c.method, &L->method)) != INCA_OK) return rc;
+    if ((rc = train_device_open(&L->c, &L->kc, L->devname, sizeof L->devname)) != INCA_OK) return rc;
+    L->c.kc = L->kc;
+    L->store = args_pos(a, 0);
+    L->cold = args_has(a, "--cold");
+    if ((rc = train_loader_parse(args_str(a, "--loader", "auto"), &L->c.loader)) != INCA_OK) return rc;
+    if (args_has(a, "--memory-budget") && (rc = train_size_parse(args_str(a, "--memory-budget", ""), &L->c.memory_budget)))
+        return rc;
+    L->c.store_path = L->store;
+    store_t *s0 = NULL;
+    if ((rc = store_open(L->store, STORE_RDONLY, &s0)) != INCA_OK) return rc;
+    L->c.loader = train_loader_resolve(&L->c, store_meta(s0)->nodes, store_meta(s0)->features);
+    store_close(&s0);
+    L->view = L->c.loader == TRAIN_LOADER_VIEW;
+    return INCA_OK;
+}
+
+/* --loader view: nothing loaded; the layout's views opened (timed), then the loader alone over
+ * one epoch, cold (mappings dropped, pages evicted) and warm, each after the plain read. */
+static int lb_view_passes(lb_run_t *L) {
+    int rc;
+    if ((rc = dataset_load_ex(L->store, DATASET_NO_X | DATASET_NO_GRAPH, &L->d)) != INCA_OK) return rc;
+    if ((rc = train_partition(&L->d, &L->c, &L->p, &L->reused)) != INCA_OK) return rc;
+    const double t0 = inca_now();
+    if ((rc = train_view_open(&L->d, &L->c, &L->p, &L->vs, &L->views)) != INCA_OK) return rc;
+    L->open_s = inca_now() - t0;
+    for (int w = L->cold ? 0 : 1; w < 2; w++) {
+        if (w == 0) {
+            unmap_views(&L->views);
+            L->evicted &= evict(L->store);
+        }
+        if ((rc = seq_read(L->store, &L->rd_s[w], &L->file_bytes)) != INCA_OK) return rc;
+        if (w == 0) {
+            L->evicted &= evict(L->store);
+            L->cold_resident = resident(L->views.x, L->views.n * L->views.f * 4);
+        }
+        if ((rc = loader_pass(&L->views, &L->p, &L->c, L->method == AGG_INCAGG, &L->pass_s[w], &L->pass_batches,
+                              &L->pass_bytes)))
+            return rc;
+    }
+    return INCA_OK;
+}
+
+/* The copy loader: with --cold the plain read and a dataset load from evicted pages (timed,
+ * then dropped), then both warm; the warm load is the one that trains. */
+static int lb_load(lb_run_t *L) {
+    int rc;
+    double t0;
+    if (L->cold) {
+        L->evicted &= evict(L->store);
+        if ((rc = seq_read(L->store, &L->rd_s[0], &L->file_bytes)) != INCA_OK) return rc;
+        L->evicted &= evict(L->store);
+        t0 = inca_now();
+        if ((rc = bench_mb_load(L->store, &L->c, &L->d, &L->p, &L->reused)) != INCA_OK) return rc;
+        L->ld_s[0] = inca_now() - t0;
+        dataset_free(&L->d);
+        partition_free(&L->p);
+        dataset_init(&L->d);
+    }
+    if ((rc = seq_read(L->store, &L->rd_s[1], &L->file_bytes)) != INCA_OK) return rc;
+    t0 = inca_now();
+    if ((rc = bench_mb_load(L->store, &L->c, &L->d, &L->p, &L->reused)) != INCA_OK) return rc;
+    L->ld_s[1] = inca_now() - t0;
+    return INCA_OK;
+}
+
+/* The same training with the prefetching loader (mode 0), then with batches built synchronously. */
+static int lb_train(lb_run_t *L) {
+    int rc;
+    for (int mode = 0; mode < 2; mode++) {
         mb_opts_t o;
         mb_opts_default(&o);
         o.eval_every_epoch = 0;
         o.prefetch = mode == 0;
-        o.view = view ? &views : NULL;
-        bench_progress_stage("%s, %s loader", c.method, mode == 0 ? "prefetching" : "synchronous");
-        if ((rc = mb_train(&d, &c, d.split[SPLIT_TRAIN], d.split_n[SPLIT_TRAIN], 0, &p, &o, &r[mode], &st[mode])) != INCA_OK) goto done;
+        o.view = L->view ? &L->views : NULL;
+        bench_progress_stage("%s, %s loader", L->c.method, mode == 0 ? "prefetching" : "synchronous");
+        if ((rc = mb_train(&L->d, &L->c, L->d.split[SPLIT_TRAIN], L->d.split_n[SPLIT_TRAIN], 0, &L->p, &o, &L->r[mode],
+                           &L->st[mode])) != INCA_OK)
+            return rc;
     }
+    return INCA_OK;
+}
+
+/* The store's figures in j: the view loader's passes against the sequential read (warm, and
+ * cold with --cold), or the dataset load against it. */
+static void lb_json_store(const lb_run_t *L, json_t *j) {
+    const double *rd_s = L->rd_s, *ld_s = L->ld_s, *pass_s = L->pass_s;
+    const int64_t file_bytes = L->file_bytes;
+    json_int(j, "store_bytes", file_bytes);
+    json_str(j, "loader", L->view ? "view" : "copy");
+    json_num(j, "read_warm_gbs", rd_s[1] > 0 ? (double)file_bytes / rd_s[1] * 1e-9 : 0);
+    if (L->view) {   /* the loader alone over one epoch vs the sequential read, warm (and cold) */
+        json_num(j, "views_open_s", L->open_s);
+        json_int(j, "pass_batches", L->pass_batches);
+        json_int(j, "pass_bytes", L->pass_bytes);
+        for (int w = L->cold ? 0 : 1; w < 2; w++) {
+            const char *k = w ? "warm" : "cold";
+            char key[48];
+            const double gbs = pass_s[w] > 0 ? (double)L->pass_bytes / pass_s[w] * 1e-9 : 0;
+            const double rgbs = rd_s[w] > 0 ? (double)file_bytes / rd_s[w] * 1e-9 : 0;
+            snprintf(key, sizeof key, "loader_%s_batches_per_s", k);
+            json_num(j, key, pass_s[w] > 0 ? (double)L->pass_batches / pass_s[w] : 0);
+            snprintf(key, sizeof key, "loader_%s_gbs", k);
+            json_num(j, key, gbs);
+            snprintf(key, sizeof key, "loader_over_read_%s", k);
+            json_num(j, key, rgbs > 0 ? gbs / rgbs : 0);
+        }
+        if (L->cold) {
+            json_bool(j, "evicted", L->evicted);
+            json_num(j, "cold_resident_fraction", L->cold_resident);   /* of the features' pages, after eviction */
+            json_num(j, "read_cold_gbs", rd_s[0] > 0 ? (double)file_bytes / rd_s[0] * 1e-9 : 0);
+        }
+        json_int(j, "spilled_bytes", L->st[0].spilled_bytes);
+    } else {
+        json_num(j, "load_warm_s", ld_s[1]);
+        json_num(j, "load_over_read_warm", ld_s[1] > 0 ? rd_s[1] / ld_s[1] : 0);
+    }
+    if (L->cold && !L->view) {
+        json_bool(j, "evicted", L->evicted);
+        json_num(j, "read_cold_gbs", rd_s[0] > 0 ? (double)file_bytes / rd_s[0] * 1e-9 : 0);
+        json_num(j, "load_cold_s", ld_s[0]);
+        json_num(j, "load_over_read_cold", ld_s[0] > 0 ? rd_s[0] / ld_s[0] : 0);
+    }
+}
+
+/* The summary line, and with --json one JSON line: the loader's wait and build times, the step
+ * times of both modes, then the store's figures. */
+static int lb_report(const lb_run_t *L, int json) {
+    const mb_stats_t *st = L->st;
+    const train_result_t *r = L->r;
     double wait_frac = st[0].step_s_total > 0 ? st[0].wait_s / st[0].step_s_total : 0;
     double build_per = st[1].steps ? st[1].build_s / (double)st[1].steps : 0;
     bench_say("bench loader: %s, %lld steps: wait %.2f%% of step time with prefetch; build %.4f s/batch; step %.4f s (prefetch) vs %.4f s (sync)\n",
-            c.method, (long long)st[0].steps, 100 * wait_frac, build_per, r[0].step_time_s, r[1].step_time_s);
-    if (args_has(a, "--json")) {
-        if ((rc = json_new(&j)) != INCA_OK) goto done;
-        json_str(j, "method", c.method);
-        json_str(j, "device", devname);
-        json_int(j, "nodes", d.n);
-        json_int(j, "parts", p.k);
-        json_int(j, "batch_parts", c.batch_parts);
-        json_int(j, "steps", st[0].steps);
-        json_num(j, "wait_fraction", wait_frac);
-        json_num(j, "wait_s", st[0].wait_s);
-        json_num(j, "step_time_s", r[0].step_time_s);
-        json_num(j, "step_time_sync_s", r[1].step_time_s);
-        json_num(j, "prefetch_speedup", r[0].step_time_s > 0 ? r[1].step_time_s / r[0].step_time_s : 0);
-        json_num(j, "build_time_per_batch_s", build_per);
-        json_num(j, "build_fraction_sync", st[1].step_s_total > 0 ? st[1].build_s / st[1].step_s_total : 0);
-        json_int(j, "loader_bytes", st[0].loader_bytes);
-        /* the store: dataset load (and partitioning lookup) vs a sequential read of data.mdb */
-        json_int(j, "store_bytes", file_bytes);
-        json_str(j, "loader", view ? "view" : "copy");
-        json_num(j, "read_warm_gbs", rd_s[1] > 0 ? (double)file_bytes / rd_s[1] * 1e-9 : 0);
-        if (view) {   /* the loader alone over one epoch vs the sequential read, warm (and cold) */
-            json_num(j, "views_open_s", open_s);
-            json_int(j, "pass_batches", pass_batches);
-            json_int(j, "pass_bytes", pass_bytes);
-            for (int w = cold ? 0 : 1; w < 2; w++) {
-                const char *k = w ? "warm" : "cold";
-                char key[48];
-                const double gbs = pass_s[w] > 0 ? (double)pass_bytes / pass_s[w] * 1e-9 : 0;
-                const double rgbs = rd_s[w] > 0 ? (double)file_bytes / rd_s[w] * 1e-9 : 0;
-                snprintf(key, sizeof key, "loader_%s_batches_per_s", k);
-                json_num(j, key, pass_s[w] > 0 ? (double)pass_batches / pass_s[w] : 0);
-                snprintf(key, sizeof key, "loader_%s_gbs", k);
-                json_num(j, key, gbs);
-                snprintf(key, sizeof key, "loader_over_read_%s", k);
-                json_num(j, key, rgbs > 0 ? gbs / rgbs : 0);
-            }
-            if (cold) {
-                json_bool(j, "evicted", evicted);
-                json_num(j, "cold_resident_fraction", cold_resident);   /* of the features' pages, after eviction */
-                json_num(j, "read_cold_gbs", rd_s[0] > 0 ? (double)file_bytes / rd_s[0] * 1e-9 : 0);
-            }
-            json_int(j, "spilled_bytes", st[0].spilled_bytes);
-        } else {
-        json_num(j, "load_warm_s", ld_s[1]);
-        json_num(j, "load_over_read_warm", ld_s[1] > 0 ? rd_s[1] / ld_s[1] : 0);
-        }
-        if (cold && !view) {
-            json_bool(j, "evicted", evicted);
-            json_num(j, "read_cold_gbs", rd_s[0] > 0 ? (double)file_bytes / rd_s[0] * 1e-9 : 0);
-            json_num(j, "load_cold_s", ld_s[0]);
-            json_num(j, "load_over_read_cold", ld_s[0] > 0 ? rd_s[0] / ld_s[0] : 0);
-        }
-        memstat_json(j);
-        rc = json_write(j, stdout);
-    }
-done:
-    kc_free(&kc);
-    store_close(&vs);
-    mb_stats_free(&st[0]);
-    mb_stats_free(&st[1]);
+            L->c.method, (long long)st[0].steps, 100 * wait_frac, build_per, r[0].step_time_s, r[1].step_time_s);
+    if (!json) return INCA_OK;
+    json_t *j = NULL;
+    int rc = json_new(&j);
+    if (rc != INCA_OK) return rc;
+    json_str(j, "method", L->c.method);
+    json_str(j, "device", L->devname);
+    json_int(j, "nodes", L->d.n);
+    json_int(j, "parts", L->p.k);
+    json_int(j, "batch_parts", L->c.batch_parts);
+    json_int(j, "steps", st[0].steps);
+    json_num(j, "wait_fraction", wait_frac);
+    json_num(j, "wait_s", st[0].wait_s);
+    json_num(j, "step_time_s", r[0].step_time_s);
+    json_num(j, "step_time_sync_s", r[1].step_time_s);
+    json_num(j, "prefetch_speedup", r[0].step_time_s > 0 ? r[1].step_time_s / r[0].step_time_s : 0);
+    json_num(j, "build_time_per_batch_s", build_per);
+    json_num(j, "build_fraction_sync", st[1].step_s_total > 0 ? st[1].build_s / st[1].step_s_total : 0);
+    json_int(j, "loader_bytes", st[0].loader_bytes);
+    /* the store: dataset load (and partitioning lookup) vs a sequential read of data.mdb */
+    lb_json_store(L, j);
+    memstat_json(j);
+    rc = json_write(j, stdout);
     json_free(&j);
-    partition_free(&p);
-    dataset_free(&d);
+    return rc;
+}
+
+int bench_loader(int argc, char **argv) {
+    static const char *const known[] = {BENCH_MB_FLAGS, "--method", "--cold!", "--loader", "--memory-budget", NULL};
+    args_t *a = NULL;
+    lb_run_t L;
+    memset(&L, 0, sizeof L);
+    L.evicted = 1;
+    L.cold_resident = -1;
+    dataset_init(&L.d);
+    int rc = args_parse(argc, argv, known, &a);
+    if (rc != INCA_OK) return rc;
+    /* cold (pages evicted first) then warm: the plain read of data.mdb, then the dataset load
+     * from it (or the view loader's pass); the cold load is timed and dropped, the warm one trains */
+    if ((rc = lb_config(&L, a)) == INCA_OK && (rc = L.view ? lb_view_passes(&L) : lb_load(&L)) == INCA_OK &&
+        (rc = lb_train(&L)) == INCA_OK)
+        rc = lb_report(&L, args_has(a, "--json"));
+    kc_free(&L.kc);
+    store_close(&L.vs);
+    mb_stats_free(&L.st[0]);
+    mb_stats_free(&L.st[1]);
+    partition_free(&L.p);
+    dataset_free(&L.d);
     args_free(&a);
     return rc;
 }
