@@ -301,6 +301,144 @@ static int run_model(const char *path, const train_config_t *c, const int *mr, i
     return rc;
 }
 
+/* The run's settings: the training flags, the rank counts to measure and to model, the links,
+ * the methods. */
+typedef struct sc_opts {
+    train_config_t c;
+    int ranks[SC_MAX], nr, mr[SC_MAX], nmr, links[SC_MAX], nl;
+    int want[SC_NMETHODS], maxp, json;
+} sc_opts_t;
+
+/* The flags into o, checked against this job's process count before anything is loaded. */
+static int sc_parse(const args_t *a, comm_t *world, sc_opts_t *o) {
+    int rc;
+    train_config_t *c = &o->c;
+    if (args_npos(a) != 1) return inca_fail(INCA_EINVAL, "bench scale: expected STORE");
+    if ((rc = bench_mb_config(a, c)) ||
+        (rc = parse_list("--ranks", args_str(a, "--ranks", "1,2"), o->ranks, SC_MAX, &o->nr)) ||
+        (rc = parse_list("--links", args_str(a, "--links", "10,100"), o->links, SC_MAX, &o->nl)))
+        return rc;
+    if (args_str(a, "--model-ranks", NULL) &&
+        (rc = parse_list("--model-ranks", args_str(a, "--model-ranks", NULL), o->mr, SC_MAX, &o->nmr)))
+        return rc;
+    if ((rc = train_loader_parse(args_str(a, "--loader", "view"), &c->loader))) return rc;
+    const char *gr = args_str(a, "--grad-reduce", "chain");
+    if (strcmp(gr, "chain") != 0 && strcmp(gr, "allgather") != 0)
+        return inca_fail(INCA_EINVAL, "--grad-reduce: expected chain|allgather, got '%s'", gr);
+    c->grad_reduce = strcmp(gr, "allgather") == 0 ? TRAIN_GRAD_ALLGATHER : TRAIN_GRAD_CHAIN;
+    if (!args_str(a, "--batch-parts", NULL)) c->batch_parts = 8;
+    const char *methods = args_str(a, "--methods", "incagg,gas");
+    for (int m = 0; m < SC_NMETHODS; m++) o->want[m] = strstr(methods, sc_names[m]) != NULL;
+    if (!o->want[0] && !o->want[1] && !o->want[2])
+        return inca_fail(INCA_EINVAL, "--methods: expected a list of cluster,gas,incagg");
+    o->maxp = 1;
+    for (int i = 0; i < o->nr; i++) {
+        o->maxp = o->ranks[i] > o->maxp ? o->ranks[i] : o->maxp;
+        if (c->batch_parts % o->ranks[i])
+            return inca_fail(INCA_EINVAL, "--batch-parts %d is the global batch: it must be a multiple of every rank count "
+                             "(--ranks has %d)", c->batch_parts, o->ranks[i]);
+    }
+    if (o->maxp > comm_size(world))
+        return inca_fail(INCA_EINVAL, "bench scale --ranks up to %d needs as many processes; this job has %d (mpirun -np %d)",
+                         o->maxp, comm_size(world), o->maxp);
+    c->store_path = args_pos(a, 0);
+    return INCA_OK;
+}
+
+/* The dataset, without features and graph when the view loader (resolved from the store's
+ * size) reads them from the store's layout. */
+static int sc_load(const train_config_t *c, dataset_t *d) {
+    store_t *s = NULL;
+    int rc;
+    if ((rc = store_open(c->store_path, STORE_RDONLY, &s))) return rc;
+    const int view = train_loader_resolve(c, store_meta(s)->nodes, store_meta(s)->features) == TRAIN_LOADER_VIEW;
+    store_close(&s);
+    return dataset_load_ex(c->store_path, view ? DATASET_NO_X | DATASET_NO_GRAPH : 0, d);
+}
+
+/* Rank 0's cell of one (P, method) run from every rank's figures: epoch time and accuracy of
+ * rank 0, the busiest rank's bytes per epoch (all phases but setup) and the largest peak. */
+static void sc_cell_set(sc_cell_t *x, const double *all, int P, int64_t spe) {
+    x->ok = 1;
+    x->epoch_s = all[R_EPOCH];
+    x->acc = all[R_ACC];
+    x->spe = spe;
+    for (int q = 0; q < P; q++) {
+        double b = 0;
+        for (int ph = 1; ph < COMM_NPHASES; ph++) b += all[q * R_N + R_BYTES + ph];
+        x->max_bytes_epoch = b > x->max_bytes_epoch ? b : x->max_bytes_epoch;
+        x->max_anon = all[q * R_N + R_ANON] > x->max_anon ? all[q * R_N + R_ANON] : x->max_anon;
+    }
+}
+
+/* Every method at every P on the first P processes (the others wait at the barrier); rank 0
+ * (me) prints each run and keeps its cell. all: scratch of R_N figures per rank. */
+static int sc_measure(comm_t *world, int me, const sc_opts_t *o, const dataset_t *d, double *all,
+                      sc_cell_t cells[SC_MAX][SC_NMETHODS]) {
+    int rc = INCA_OK;
+    for (int i = 0; i < o->nr && rc == INCA_OK; i++) {
+        comm_t *sub = NULL;
+        if ((rc = comm_split(world, o->ranks[i], &sub)) != INCA_OK) break;
+        for (int m = 0; m < SC_NMETHODS && sub && rc == INCA_OK; m++) {
+            if (!o->want[m]) continue;
+            int64_t spe = 0;
+            if ((rc = run_one(sub, d, &o->c, sc_names[m], o->ranks[i], all, &spe)) != INCA_OK) break;
+            if (me == 0) {
+                print_run(sc_names[m], o->ranks[i], all, spe, o->json);
+                sc_cell_set(&cells[i][m], all, o->ranks[i], spe);
+            }
+        }
+        comm_free(&sub);
+        if (rc == INCA_OK) rc = comm_barrier(world);
+    }
+    return rc;
+}
+
+/* The model's parameter count, for the gradient records of the model for more ranks. */
+static int sc_nparams(const dataset_t *d, const train_config_t *c, int64_t *nparams) {
+    model_config_t mc;
+    model_t *mm = NULL;
+    int rc;
+    if ((rc = train_model_config(d, c, c->seed, &mc)) == INCA_OK && (rc = model_create(&mc, 1, &mm)) == INCA_OK)
+        for (int i = 0; i < model_nparams(mm); i++) *nparams += model_param(mm, i)->n;
+    model_free(&mm);
+    return rc;
+}
+
+/* Per method and P against the first P: speedup, accuracy change, the busiest rank's bytes
+ * (and GAS / IncAgg bytes), the largest peak against its share of the first P's. */
+static int sc_summary(const sc_opts_t *o, sc_cell_t cells[SC_MAX][SC_NMETHODS]) {
+    const int *ranks = o->ranks;
+    int rc;
+    for (int m = 0; m < SC_NMETHODS; m++) {
+        if (!o->want[m] || !cells[0][m].ok) continue;
+        for (int i = 0; i < o->nr; i++) {
+            const sc_cell_t *x = &cells[i][m], *b = &cells[0][m];
+            const double gas_over = m == SC_INCAGG && cells[i][SC_GAS].ok && x->max_bytes_epoch > 0
+                                        ? cells[i][SC_GAS].max_bytes_epoch / x->max_bytes_epoch : 0;
+            bench_say("bench scale: %-7s P=%d speedup %.2f (vs P=%d), acc %+.4f, busiest rank %.1f MB/epoch, peak anon "
+                    "%.0f MB = %.2f x (P=%d's / P)\n", sc_names[m], ranks[i], x->epoch_s > 0 ? b->epoch_s / x->epoch_s : 0,
+                    ranks[0], x->acc - b->acc, x->max_bytes_epoch / 1e6, x->max_anon,
+                    b->max_anon > 0 ? x->max_anon / (b->max_anon * ranks[0] / ranks[i]) : 0, ranks[0]);
+            if (!o->json) continue;
+            json_t *j = NULL;
+            if ((rc = json_new(&j)) != INCA_OK) return rc;
+            json_str(j, "summary", sc_names[m]);
+            json_int(j, "ranks", ranks[i]);
+            json_num(j, "speedup", x->epoch_s > 0 ? b->epoch_s / x->epoch_s : 0);
+            json_num(j, "acc_delta", x->acc - b->acc);
+            json_num(j, "bytes_per_epoch_max_rank", x->max_bytes_epoch);
+            if (gas_over > 0) json_num(j, "gas_over_incagg_bytes", gas_over);
+            json_num(j, "peak_rss_anon_mb_max_rank", x->max_anon);
+            json_num(j, "anon_over_share", b->max_anon > 0 ? x->max_anon / (b->max_anon * ranks[0] / ranks[i]) : 0);
+            rc = json_write(j, stdout);
+            json_free(&j);
+            if (rc != INCA_OK) return rc;
+        }
+    }
+    return INCA_OK;
+}
+
 int bench_scale(int argc, char **argv, comm_t *world) {
     static const char *const known[] = {BENCH_MB_FLAGS, "--ranks", "--methods", "--model-ranks", "--links", "--loader",
                                         "--grad-reduce", NULL};
@@ -309,120 +447,24 @@ int bench_scale(int argc, char **argv, comm_t *world) {
     dataset_init(&d);
     int rc = args_parse(argc, argv, known, &a);
     if (rc != INCA_OK) return rc;
-    train_config_t c;
-    int ranks[SC_MAX], nr = 0, mr[SC_MAX], nmr = 0, links[SC_MAX], nl = 0, json = args_has(a, "--json");
+    sc_opts_t o;
+    memset(&o, 0, sizeof o);
+    o.json = args_has(a, "--json");
     const int me = comm_rank(world);
     double *all = NULL;
     sc_cell_t cells[SC_MAX][SC_NMETHODS];
     memset(cells, 0, sizeof cells);
     int64_t nparams = 0;
-    if (args_npos(a) != 1) { rc = inca_fail(INCA_EINVAL, "bench scale: expected STORE"); goto done; }
-    if ((rc = bench_mb_config(a, &c)) || (rc = parse_list("--ranks", args_str(a, "--ranks", "1,2"), ranks, SC_MAX, &nr)) ||
-        (rc = parse_list("--links", args_str(a, "--links", "10,100"), links, SC_MAX, &nl)))
-        goto done;
-    if (args_str(a, "--model-ranks", NULL) && (rc = parse_list("--model-ranks", args_str(a, "--model-ranks", NULL), mr, SC_MAX, &nmr)))
-        goto done;
-    if ((rc = train_loader_parse(args_str(a, "--loader", "view"), &c.loader))) goto done;
-    const char *gr = args_str(a, "--grad-reduce", "chain");
-    if (strcmp(gr, "chain") != 0 && strcmp(gr, "allgather") != 0) {
-        rc = inca_fail(INCA_EINVAL, "--grad-reduce: expected chain|allgather, got '%s'", gr);
-        goto done;
-    }
-    c.grad_reduce = strcmp(gr, "allgather") == 0 ? TRAIN_GRAD_ALLGATHER : TRAIN_GRAD_CHAIN;
-    if (!args_str(a, "--batch-parts", NULL)) c.batch_parts = 8;
-    int want[SC_NMETHODS] = {0}, maxp = 1;
-    const char *methods = args_str(a, "--methods", "incagg,gas");
-    for (int m = 0; m < SC_NMETHODS; m++) want[m] = strstr(methods, sc_names[m]) != NULL;
-    if (!want[0] && !want[1] && !want[2]) { rc = inca_fail(INCA_EINVAL, "--methods: expected a list of cluster,gas,incagg"); goto done; }
-    for (int i = 0; i < nr; i++) {
-        maxp = ranks[i] > maxp ? ranks[i] : maxp;
-        if (c.batch_parts % ranks[i]) {
-            rc = inca_fail(INCA_EINVAL, "--batch-parts %d is the global batch: it must be a multiple of every rank count "
-                           "(--ranks has %d)", c.batch_parts, ranks[i]);
-            goto done;
-        }
-    }
-    if (maxp > comm_size(world)) {
-        rc = inca_fail(INCA_EINVAL, "bench scale --ranks up to %d needs as many processes; this job has %d (mpirun -np %d)",
-                       maxp, comm_size(world), maxp);
-        goto done;
-    }
-    c.store_path = args_pos(a, 0);
-    {
-        store_t *s = NULL;
-        if ((rc = store_open(c.store_path, STORE_RDONLY, &s))) goto done;
-        const int view = train_loader_resolve(&c, store_meta(s)->nodes, store_meta(s)->features) == TRAIN_LOADER_VIEW;
-        store_close(&s);
-        if ((rc = dataset_load_ex(c.store_path, view ? DATASET_NO_X | DATASET_NO_GRAPH : 0, &d))) goto done;
-    }
-    if (!(all = inca_malloc(sizeof *all * (size_t)R_N * (size_t)maxp))) { rc = INCA_ENOMEM; goto done; }
-    for (int i = 0; i < nr && rc == INCA_OK; i++) {
-        comm_t *sub = NULL;
-        if ((rc = comm_split(world, ranks[i], &sub)) != INCA_OK) break;
-        for (int m = 0; m < SC_NMETHODS && sub && rc == INCA_OK; m++) {
-            if (!want[m]) continue;
-            int64_t spe = 0;
-            if ((rc = run_one(sub, &d, &c, sc_names[m], ranks[i], all, &spe)) != INCA_OK) break;
-            if (me == 0) {
-                print_run(sc_names[m], ranks[i], all, spe, json);
-                sc_cell_t *x = &cells[i][m];
-                x->ok = 1;
-                x->epoch_s = all[R_EPOCH];
-                x->acc = all[R_ACC];
-                x->spe = spe;
-                for (int q = 0; q < ranks[i]; q++) {
-                    double b = 0;
-                    for (int ph = 1; ph < COMM_NPHASES; ph++) b += all[q * R_N + R_BYTES + ph];
-                    x->max_bytes_epoch = b > x->max_bytes_epoch ? b : x->max_bytes_epoch;
-                    x->max_anon = all[q * R_N + R_ANON] > x->max_anon ? all[q * R_N + R_ANON] : x->max_anon;
-                }
-            }
-        }
-        comm_free(&sub);
-        if (rc == INCA_OK) rc = comm_barrier(world);
-    }
-    if (rc != INCA_OK || me != 0) goto done;
-    {   /* the parameter count, for the model's gradient records */
-        model_config_t mc;
-        model_t *mm = NULL;
-        if ((rc = train_model_config(&d, &c, c.seed, &mc)) == INCA_OK && (rc = model_create(&mc, 1, &mm)) == INCA_OK)
-            for (int i = 0; i < model_nparams(mm); i++) nparams += model_param(mm, i)->n;
-        model_free(&mm);
-        if (rc != INCA_OK) goto done;
-    }
-    for (int m = 0; m < SC_NMETHODS; m++) {
-        if (!want[m] || !cells[0][m].ok) continue;
-        for (int i = 0; i < nr; i++) {
-            const sc_cell_t *x = &cells[i][m], *b = &cells[0][m];
-            const double gas_over = m == SC_INCAGG && cells[i][SC_GAS].ok && x->max_bytes_epoch > 0
-                                        ? cells[i][SC_GAS].max_bytes_epoch / x->max_bytes_epoch : 0;
-            bench_say("bench scale: %-7s P=%d speedup %.2f (vs P=%d), acc %+.4f, busiest rank %.1f MB/epoch, peak anon "
-                    "%.0f MB = %.2f x (P=%d's / P)\n", sc_names[m], ranks[i], x->epoch_s > 0 ? b->epoch_s / x->epoch_s : 0,
-                    ranks[0], x->acc - b->acc, x->max_bytes_epoch / 1e6, x->max_anon,
-                    b->max_anon > 0 ? x->max_anon / (b->max_anon * ranks[0] / ranks[i]) : 0, ranks[0]);
-            if (json) {
-                json_t *j = NULL;
-                if ((rc = json_new(&j)) != INCA_OK) goto done;
-                json_str(j, "summary", sc_names[m]);
-                json_int(j, "ranks", ranks[i]);
-                json_num(j, "speedup", x->epoch_s > 0 ? b->epoch_s / x->epoch_s : 0);
-                json_num(j, "acc_delta", x->acc - b->acc);
-                json_num(j, "bytes_per_epoch_max_rank", x->max_bytes_epoch);
-                if (gas_over > 0) json_num(j, "gas_over_incagg_bytes", gas_over);
-                json_num(j, "peak_rss_anon_mb_max_rank", x->max_anon);
-                json_num(j, "anon_over_share", b->max_anon > 0 ? x->max_anon / (b->max_anon * ranks[0] / ranks[i]) : 0);
-                rc = json_write(j, stdout);
-                json_free(&j);
-                if (rc != INCA_OK) goto done;
-            }
-        }
-    }
-    if (nmr > 0) {
-        if (ranks[0] != 1 || !cells[0][SC_INCAGG].ok || !cells[0][SC_GAS].ok) {
+    if ((rc = sc_parse(a, world, &o)) || (rc = sc_load(&o.c, &d))) goto done;
+    if (!(all = inca_malloc(sizeof *all * (size_t)R_N * (size_t)o.maxp))) { rc = INCA_ENOMEM; goto done; }
+    if ((rc = sc_measure(world, me, &o, &d, all, cells)) != INCA_OK || me != 0) goto done;
+    if ((rc = sc_nparams(&d, &o.c, &nparams)) || (rc = sc_summary(&o, cells))) goto done;
+    if (o.nmr > 0) {
+        if (o.ranks[0] != 1 || !cells[0][SC_INCAGG].ok || !cells[0][SC_GAS].ok) {
             rc = inca_fail(INCA_EINVAL, "--model-ranks: needs --ranks to start at 1 and --methods incagg,gas (the measured compute)");
             goto done;
         }
-        rc = run_model(c.store_path, &c, mr, nmr, links, nl, cells[0], nparams, json);
+        rc = run_model(o.c.store_path, &o.c, o.mr, o.nmr, o.links, o.nl, cells[0], nparams, o.json);
     }
 done:
     inca_free(all);
