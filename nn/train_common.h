@@ -35,7 +35,7 @@ enum { TRAIN_LOADER_AUTO = 0, TRAIN_LOADER_COPY = 1, TRAIN_LOADER_VIEW = 2 };
 /* IncAgg's default refresh source (memory/agg.h), chosen from the measurements in README.md. */
 #define TRAIN_REFRESH_SOURCE_DEFAULT AGG_SRC_RECOMPUTE
 /* The fraction of the way a recompute refresh moves IncAgg's snapshot (memory/agg.h, issue 33). */
-#define TRAIN_REFRESH_RELAX_DEFAULT 0.3
+#define TRAIN_REFRESH_RELAX_DEFAULT 0.15
 
 /* Called after every epoch's evaluation with the eval-mode logits of all d->n nodes (n x c,
  * valid during the call only). Return non-zero to stop with that status. For pruning

@@ -389,6 +389,26 @@ static double train_acc(const char *args, double *std) {
     return acc;
 }
 
+/* The issue's stability measure over a --metrics file: per run, the most the validation accuracy
+ * fell under its best so far after epoch `after`; returns the largest over the runs. */
+static double largest_val_drop(const char *metrics, int after) {
+    char cmd[1300], *text = NULL;
+    snprintf(cmd, sizeof cmd, "cat '%s'", metrics);
+    ck_assert_int_eq(tu_sh(cmd, &text, NULL), 0);
+    cJSON *l[1024];
+    const int n = tu_json_lines(text, l, 1024);
+    double worst = 0, best = 0;
+    for (int i = 0; i < n; i++) {
+        const double run = tu_json_dbl(l[i], "run"), ep = tu_json_dbl(l[i], "epoch"), v = tu_json_dbl(l[i], "val_acc");
+        if (i > 0 && run != tu_json_dbl(l[i - 1], "run")) best = 0;
+        if (ep > after && best - v > worst) worst = best - v;
+        if (v > best) best = v;
+    }
+    tu_json_free_lines(l, n);
+    free(text);
+    return worst;
+}
+
 /* Issue 33: on a hard csbm (homophily 0.4, 8 classes: most of a node's signal is in its
  * neighbours, and a batch of 2 of 16 METIS parts keeps about a third of its edges) GAS and
  * IncAgg's push refresh used to swing between chance and 50% (3 seeds: GAS 50.7 +- 6.9, IncAgg
@@ -399,7 +419,7 @@ static double train_acc(const char *args, double *std) {
  * (--refresh-relax, memory/agg.h: 74.0 +- 1.4), and all three ended 1-3 points under
  * full-batch, their last weights swinging from epoch to epoch, until the weights evaluated were
  * an average over about an epoch's steps (--eval-average, nn/wavg.h). Now, 5 seeds: GAS 77.3,
- * IncAgg 77.8, push 77.5 against full-batch's 76.1; each must stay within 2 points of
+ * IncAgg 77.5 (relaxation 0.15; 77.8 with 0.3), push 77.5 against full-batch's 76.1; each must stay within 2 points of
  * full-batch, and collapse when its remedy is undone. */
 START_TEST(test_history_methods_hard_csbm) {
     char g[1100], args[4096];
@@ -419,10 +439,20 @@ START_TEST(test_history_methods_hard_csbm) {
         {"gas", "--beta1 0.9", 0.10},
         {"incagg --refresh-source push", "--beta1 0.9", 0.10},
         {"incagg", "--refresh-relax 1 --eval-average 0", 0.15}};
+    char metrics[1200];
+    snprintf(metrics, sizeof metrics, "%s/m.jsonl", own);
     for (int i = 0; i < 3; i++) {
-        snprintf(args, sizeof args, "train '%s' %s --method %s --parts 16 --batch-parts 2 --epochs 60", g, common, m[i].method);
+        snprintf(args, sizeof args, "train '%s' %s --method %s --parts 16 --batch-parts 2 --epochs 60 --metrics '%s'", g,
+                 common, m[i].method, metrics);
         const double acc = train_acc(args, &sd);
         ck_assert_msg(acc > full - 0.02 && sd < 0.04, "%s: %.4f +- %.4f, full-batch %.4f", m[i].method, acc, sd, full);
+        /* the recompute refresh's relaxation (0.15) keeps the issue's stability measure: no run's
+         * validation accuracy 10 points under its best after epoch 5 (7.4, 5.8, 4.4 here; with
+         * 0.3, the default before, 12.8 and 11.5 in the first two runs) */
+        if (i == 2) {
+            const double drop = largest_val_drop(metrics, 5);
+            ck_assert_msg(drop < 0.10, "incagg: validation fell %.1f points under its best after epoch 5", 100 * drop);
+        }
         snprintf(args + strlen(args), sizeof args - strlen(args), " %s", m[i].undo);
         const double old = train_acc(args, &sd);
         ck_assert_msg(old < full - m[i].under, "%s %s: %.4f, full-batch %.4f (no longer collapses?)", m[i].method, m[i].undo,
