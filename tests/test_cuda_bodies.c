@@ -216,27 +216,21 @@ START_TEST(adam_bit_identical) {
 }
 END_TEST
 
-/* k_colsum's order: chunks of `chunk` rows, 8 lanes per chunk each summing rows lane, lane+8,
- * ..., lanes added in order, chunks added in order (kcu_colsum: nchunk = min(ceil(n/64), 1024)) */
+/* k_colsum's loops on the host, around its own chunking and per-row term (bodies.h): chunks,
+ * lanes within a chunk, lanes added in order, chunks added in order */
 static void dev_colsum(int mode, int64_t n, int64_t f, const float *a, const float *b, const double *sum, double *out) {
-    int64_t nchunk = (n + 63) / 64;
-    if (nchunk > 1024) nchunk = 1024;
-    const int64_t chunk = (n + nchunk - 1) / nchunk;
+    const int64_t nchunk = kb_colsum_chunks(n), chunk = kb_colsum_chunk_rows(n, nchunk);
     for (int64_t k = 0; k < f; k++) {
         double t0 = 0, t1 = 0;
         const double mu = mode == 1 ? kb_bn_mean(sum[k], n) : 0.0;
         for (int64_t c = 0; c < nchunk; c++) {
-            double l0[8] = {0}, l1[8] = {0};
+            double l0[KB_COLSUM_LANES] = {0}, l1[KB_COLSUM_LANES] = {0};
             const int64_t r0 = c * chunk, r1 = r0 + chunk < n ? r0 + chunk : n;
-            for (int ty = 0; ty < 8; ty++)
-                for (int64_t rr = r0 + ty; rr < r1; rr += 8) {
-                    const float x = a[rr * f + k];
-                    if (mode == 0) l0[ty] += x;
-                    else if (mode == 1) l0[ty] += (x - mu) * (x - mu);
-                    else l0[ty] += x, l1[ty] += (double)x * b[rr * f + k];
-                }
+            for (int ty = 0; ty < KB_COLSUM_LANES; ty++)
+                for (int64_t rr = r0 + ty; rr < r1; rr += KB_COLSUM_LANES)
+                    kb_colsum_add(mode, a[rr * f + k], mode == 2 ? b[rr * f + k] : 0.f, mu, &l0[ty], &l1[ty]);
             double s0 = l0[0], s1 = l1[0];
-            for (int j = 1; j < 8; j++) s0 += l0[j], s1 += l1[j];
+            for (int j = 1; j < KB_COLSUM_LANES; j++) s0 += l0[j], s1 += l1[j];
             t0 += s0, t1 += s1;
         }
         out[k] = t0;

@@ -88,6 +88,29 @@ static inline INCA_HD void kb_adam(const kern_adam_t *hp, float *w, float g, flo
     *w = (float)wk;
 }
 
+/* ---- column sums in double, in a fixed order (k_colsum, kernels.cu): the rows cut into
+ * kb_colsum_chunks(n) chunks of kb_colsum_chunk_rows rows, each chunk summed by KB_COLSUM_LANES
+ * lanes (lane t: rows t, t + LANES, ... in ascending order), the lanes added in order, then the
+ * chunks added in order; kb_colsum_add is one row's term. ---- */
+#define KB_COLSUM_LANES 8
+static inline INCA_HD int64_t kb_colsum_chunks(int64_t n) {
+    const int64_t c = (n + 63) / 64;
+    return c < 1024 ? c : 1024;
+}
+static inline INCA_HD int64_t kb_colsum_chunk_rows(int64_t n, int64_t nchunk) { return (n + nchunk - 1) / nchunk; }
+/* mode 0: s0 += x; 1: s0 += (x - mu)^2; 2: s0 += x, s1 += x b */
+static inline INCA_HD void kb_colsum_add(int mode, float x, float b, double mu, double *s0, double *s1) {
+    if (mode == 0) {
+        *s0 += x;
+    } else if (mode == 1) {
+        const double d = x - mu;
+        *s0 += d * d;
+    } else {
+        *s0 += x;
+        *s1 += (double)x * b;
+    }
+}
+
 /* ---- BatchNorm (per column k; sums over the n rows in double) ---- */
 /* training statistics from s = Σ x and s2 = Σ (x - mu)^2 (mu = s / n) */
 static inline INCA_HD double kb_bn_mean(double s, int64_t n) { return s / (double)n; }

@@ -110,12 +110,8 @@ extern "C" cudaError_t kcu_decode_bf16(cudaStream_t s, int64_t n, const uint16_t
  * lane sums its rows in ascending order, lanes are added in order, chunks are added in order by
  * k_colsum_finish: the same bits on every run. ---- */
 #define CS_TX 32
-#define CS_TY 8
-static int64_t kcu_colsum_chunks(int64_t n) {
-    const int64_t c = (n + 63) / 64;
-    return c < 1024 ? c : 1024;
-}
-extern "C" int64_t kcu_colsum_part_doubles(int64_t n, int64_t f) { return kcu_colsum_chunks(n) * 2 * f; }
+#define CS_TY KB_COLSUM_LANES
+extern "C" int64_t kcu_colsum_part_doubles(int64_t n, int64_t f) { return kb_colsum_chunks(n) * 2 * f; }
 
 template <int MODE>
 __global__ void k_colsum(int64_t n, int64_t f, int64_t chunk, const float *a, const float *b, const double *sum,
@@ -127,18 +123,7 @@ __global__ void k_colsum(int64_t n, int64_t f, int64_t chunk, const float *a, co
     double s0 = 0.0, s1 = 0.0;
     if (k < f) {
         const double mu = MODE == 1 ? kb_bn_mean(sum[k], n) : 0.0;
-        for (int64_t r = r0 + ty; r < r1; r += CS_TY) {
-            const float x = a[r * f + k];
-            if (MODE == 0) {
-                s0 += x;
-            } else if (MODE == 1) {
-                const double d = x - mu;
-                s0 += d * d;
-            } else {
-                s0 += x;
-                s1 += (double)x * b[r * f + k];
-            }
-        }
+        for (int64_t r = r0 + ty; r < r1; r += CS_TY) kb_colsum_add(MODE, a[r * f + k], MODE == 2 ? b[r * f + k] : 0.f, mu, &s0, &s1);
     }
     sh[0][ty][tx] = s0;
     sh[1][ty][tx] = s1;
@@ -166,7 +151,7 @@ __global__ void k_colsum_finish(int64_t f, int64_t nchunk, int two, const double
 extern "C" cudaError_t kcu_colsum(cudaStream_t s, int mode, int64_t n, int64_t f, const float *a, const float *b,
                                   const double *sum, double *part, double *out) {
     if (n <= 0 || f <= 0) return cudaSuccess;
-    const int64_t nchunk = kcu_colsum_chunks(n), chunk = (n + nchunk - 1) / nchunk;
+    const int64_t nchunk = kb_colsum_chunks(n), chunk = kb_colsum_chunk_rows(n, nchunk);
     const dim3 grid((unsigned)((f + CS_TX - 1) / CS_TX), (unsigned)nchunk), block(CS_TX, CS_TY);
     if (mode == 0) k_colsum<0><<<grid, block, 0, s>>>(n, f, chunk, a, b, sum, part);
     else if (mode == 1) k_colsum<1><<<grid, block, 0, s>>>(n, f, chunk, a, b, sum, part);
