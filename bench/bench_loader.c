@@ -153,8 +153,8 @@ static int lb_config(lb_run_t *L, const args_t *a) {
     L->c.kc = L->kc;
     L->store = args_pos(a, 0);
     L->cold = args_has(a, "--cold");
-    if ((rc = train_loader_parse(args_str(a, "--loader", "auto"), &L->c.loader)) != INCA_OK) return rc;
-    if (args_has(a, "--memory-budget") && (rc = train_size_parse(args_str(a, "--memory-budget", ""), &L->c.memory_budget)))
+    if ((rc = args_word(a, "--loader", "auto", train_loader_words, 3, "copy, view or auto", &L->c.loader)) != INCA_OK) return rc;
+    if (args_has(a, "--memory-budget") && (rc = args_size_parse("--memory-budget", args_str(a, "--memory-budget", ""), &L->c.memory_budget)))
         return rc;
     L->c.store_path = L->store;
     store_t *s0 = NULL;

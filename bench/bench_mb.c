@@ -29,7 +29,7 @@ int bench_mb_config(const args_t *a, train_config_t *c) {
     if ((rc = args_double(a, "--dropout", 0.5, &c->dropout))) return rc;
     if (!(c->dropout >= 0 && c->dropout < 1)) return inca_fail(INCA_EINVAL, "--dropout: expected a value in [0,1)");
     if ((rc = args_double(a, "--weight-decay", 5e-4, &c->weight_decay))) return rc;
-    if ((rc = train_featnorm_parse(args_str(a, "--feature-norm", "none"), &c->feature_norm))) return rc;
+    if ((rc = args_word(a, "--feature-norm", "none", train_featnorm_words, 3, "none|row|standard", &c->feature_norm))) return rc;
     if ((rc = flag_range(a, "--parts", 40, 1, INT32_MAX, &v))) return rc;
     c->parts = (int)v;
     if ((rc = flag_range(a, "--batch-parts", 10, 1, INT32_MAX, &v))) return rc;
@@ -40,8 +40,12 @@ int bench_mb_config(const args_t *a, train_config_t *c) {
     if (strcmp(hd, "fp32") && strcmp(hd, "bf16")) return inca_fail(INCA_EINVAL, "--history-dtype: expected fp32 or bf16, got '%s'", hd);
     snprintf(c->history_dtype, sizeof c->history_dtype, "%s", hd);
     if ((rc = args_double(a, "--refresh-relax", c->refresh_relax, &c->refresh_relax))) return rc;
-    if ((rc = train_mb_flags_parse(args_str(a, "--refresh-source", NULL), args_str(a, "--cluster-norm", NULL),
-                                   args_str(a, "--history-location", NULL), args_str(a, "--refresh-eval", "fused"), c))) return rc;
+    const char *rs = args_str(a, "--refresh-source", NULL);
+    if ((rs && (rc = agg_source_parse(rs, &c->refresh_source))) ||
+        (rc = args_word(a, "--cluster-norm", NULL, train_cluster_norm_words, 2, "batch or global", &c->cluster_global_norm)) ||
+        (rc = args_word(a, "--history-location", NULL, train_history_location_words, 2, "device or host", &c->history_host)) ||
+        (rc = args_word(a, "--refresh-eval", "fused", train_refresh_eval_words, 2, "fused or separate", &c->refresh_eval_separate)))
+        return rc;
     if ((rc = flag_range(a, "--threads", 0, 0, 4096, &v))) return rc;
     c->threads = (int)v;
     if (c->threads > 0) inca_set_threads(c->threads);

@@ -321,7 +321,7 @@ static int sc_parse(const args_t *a, comm_t *world, sc_opts_t *o) {
     if (args_str(a, "--model-ranks", NULL) &&
         (rc = parse_list("--model-ranks", args_str(a, "--model-ranks", NULL), o->mr, SC_MAX, &o->nmr)))
         return rc;
-    if ((rc = train_loader_parse(args_str(a, "--loader", "view"), &c->loader))) return rc;
+    if ((rc = args_word(a, "--loader", "view", train_loader_words, 3, "copy, view or auto", &c->loader))) return rc;
     const char *gr = args_str(a, "--grad-reduce", "chain");
     if (strcmp(gr, "chain") != 0 && strcmp(gr, "allgather") != 0)
         return inca_fail(INCA_EINVAL, "--grad-reduce: expected chain|allgather, got '%s'", gr);

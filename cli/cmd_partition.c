@@ -41,7 +41,7 @@ int cmd_partition(int argc, char **argv) {
     int featnorm = 0, m0_kind = NN_GCN, built = 0;
     hist_dtype_t hd = HIST_F32;
     const char *m0s = args_str(a, "--m0", "gcn");
-    if ((rc = train_featnorm_parse(args_str(a, "--feature-norm", "none"), &featnorm)) != INCA_OK) goto done;
+    if ((rc = args_word(a, "--feature-norm", "none", train_featnorm_words, 3, "none|row|standard", &featnorm)) != INCA_OK) goto done;
     if ((rc = hist_dtype_parse(args_str(a, "--history-dtype", "fp32"), &hd)) != INCA_OK) goto done;
     if (strcmp(m0s, "none") == 0) m0_kind = -1;
     else if (strcmp(m0s, "gcn") != 0 && strcmp(m0s, "sage") != 0) {

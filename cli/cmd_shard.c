@@ -32,7 +32,7 @@ int cmd_shard(int argc, char **argv) {
     if (ranks < 1 || ranks > 64) { rc = inca_fail(INCA_EINVAL, "--ranks: expected 1 to 64, got %lld", (long long)ranks); goto done; }
     o.ranks = (int)ranks;
     o.parts = parts;
-    if ((rc = train_featnorm_parse(args_str(a, "--feature-norm", "none"), &o.featnorm)) ||
+    if ((rc = args_word(a, "--feature-norm", "none", train_featnorm_words, 3, "none|row|standard", &o.featnorm)) ||
         (rc = hist_dtype_parse(args_str(a, "--history-dtype", "fp32"), &o.m0_dtype)))
         goto done;
     const double t0 = inca_now();

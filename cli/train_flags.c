@@ -79,7 +79,7 @@ int cli_train_config(const args_t *a, train_config_t *c, cli_log_state_t *ls) {
         if (!(c->eval_average >= 0 && c->eval_average < 1))
             return inca_fail(INCA_EINVAL, "--eval-average: expected auto or a decay in [0,1), got %s", ea);
     }
-    if ((rc = train_featnorm_parse(args_str(a, "--feature-norm", "none"), &c->feature_norm))) return rc;
+    if ((rc = args_word(a, "--feature-norm", "none", train_featnorm_words, 3, "none|row|standard", &c->feature_norm))) return rc;
     if ((rc = args_double(a, "--alpha", 0.1, &c->alpha))) return rc;
     if ((rc = args_double(a, "--theta", 0.5, &c->theta))) return rc;
     if ((rc = flag_int(a, "--K", 10, 0, 1000, &v))) return rc;
@@ -103,7 +103,7 @@ int cli_train_config(const args_t *a, train_config_t *c, cli_log_state_t *ls) {
     if (strcmp(sel, "acc") != 0 && strcmp(sel, "loss") != 0)
         return inca_fail(INCA_EINVAL, "--select: expected acc|loss, got '%s'", sel);
     c->select_loss = strcmp(sel, "loss") == 0;
-    if ((rc = train_metric_parse(args_str(a, "--metric", "acc"), &c->metric))) return rc;
+    if ((rc = args_word(a, "--metric", "acc", train_metric_words, 3, "acc|balanced_acc|macro_f1", &c->metric))) return rc;
     c->metrics_path = args_str(a, "--metrics", NULL);
     c->device = args_str(a, "--device", "cpu");
     c->deterministic = args_has(a, "--deterministic");
@@ -120,9 +120,13 @@ int cli_train_config(const args_t *a, train_config_t *c, cli_log_state_t *ls) {
     snprintf(c->history_dtype, sizeof c->history_dtype, "%s", hd);
     if ((rc = copy_name(c->partition, sizeof c->partition, "--partition", args_str(a, "--partition", "")))) return rc;
     if ((rc = args_double(a, "--refresh-relax", c->refresh_relax, &c->refresh_relax))) return rc;
-    if ((rc = train_mb_flags_parse(args_str(a, "--refresh-source", NULL), args_str(a, "--cluster-norm", NULL),
-                                   args_str(a, "--history-location", NULL), args_str(a, "--refresh-eval", NULL), c))) return rc;
-    if ((rc = train_loader_parse(args_str(a, "--loader", "auto"), &c->loader))) return rc;
+    const char *rs = args_str(a, "--refresh-source", NULL);
+    if ((rs && (rc = agg_source_parse(rs, &c->refresh_source))) ||
+        (rc = args_word(a, "--cluster-norm", NULL, train_cluster_norm_words, 2, "batch or global", &c->cluster_global_norm)) ||
+        (rc = args_word(a, "--history-location", NULL, train_history_location_words, 2, "device or host", &c->history_host)) ||
+        (rc = args_word(a, "--refresh-eval", NULL, train_refresh_eval_words, 2, "fused or separate", &c->refresh_eval_separate)) ||
+        (rc = args_word(a, "--loader", "auto", train_loader_words, 3, "copy, view or auto", &c->loader)))
+        return rc;
     if ((rc = flag_int(a, "--workers", 1, 1, 64, &v))) return rc;
     c->workers = (int)v;
     const char *gr = args_str(a, "--grad-reduce", "chain");
@@ -130,7 +134,7 @@ int cli_train_config(const args_t *a, train_config_t *c, cli_log_state_t *ls) {
         return inca_fail(INCA_EINVAL, "--grad-reduce: expected chain|allgather, got '%s'", gr);
     c->grad_reduce = strcmp(gr, "allgather") == 0 ? TRAIN_GRAD_ALLGATHER : TRAIN_GRAD_CHAIN;
     const char *mb = args_str(a, "--memory-budget", NULL);
-    if (mb && (rc = train_size_parse(mb, &c->memory_budget))) return rc;
+    if (mb && (rc = args_size_parse("--memory-budget", mb, &c->memory_budget))) return rc;
     if (mb && c->loader == TRAIN_LOADER_COPY)
         return inca_fail(INCA_EINVAL, "--memory-budget: needs --loader view (or auto); --loader copy holds the dataset in memory");
     c->log = args_has(a, "--quiet") ? NULL : train_log_stderr;   /* --quiet: no status or progress lines */

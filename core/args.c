@@ -1,5 +1,6 @@
 /* Flag parsing for the `inca` commands and benchmarks; see args.h. Tested in test_core.c. */
 #include "core/args.h"
+#include <ctype.h>
 #include "core/alloc.h"
 #include "core/json.h"
 #include "core/status.h"
@@ -304,6 +305,33 @@ const char *args_str(const args_t *a, const char *name, const char *def) {
     const char *v = kv ? kv->val : def;
     if (r && v && !(r->s = dup_or_null(v))) a->res->oom = 1;
     return v;
+}
+
+int args_word(const args_t *a, const char *name, const char *def, const char *const *words, int n, const char *expect,
+              int *out) {
+    const char *s = args_str(a, name, def);
+    if (!s) return INCA_OK;
+    for (int i = 0; i < n; i++)
+        if (strcmp(s, words[i]) == 0) { *out = i; return INCA_OK; }
+    return inca_fail(INCA_EINVAL, "%s: expected %s, got '%s'", name, expect, s);
+}
+
+int args_size_parse(const char *name, const char *s, int64_t *bytes) {
+    char *end = NULL;
+    errno = 0;
+    const double v = s ? strtod(s, &end) : -1;
+    double mul = 1;
+    if (end && *end) {
+        const char u = (char)toupper((unsigned char)*end);
+        mul = u == 'K' ? 1024.0 : u == 'M' ? 1048576.0 : u == 'G' ? 1073741824.0 : u == 'T' ? 1099511627776.0 : 0;
+        const char *rest = end + 1;
+        if (*rest == 'B' || *rest == 'b') rest++;
+        if (*rest) mul = 0;
+    }
+    if (!s || end == s || errno || !(v > 0) || mul == 0 || v * mul > 9.0e18)
+        return inca_fail(INCA_EINVAL, "%s: expected a size such as 1G, 512M or 2000000000, got '%s'", name, s ? s : "");
+    *bytes = (int64_t)(v * mul);
+    return INCA_OK;
 }
 
 int args_int(const args_t *a, const char *name, int64_t def, int64_t *out) {

@@ -31,6 +31,14 @@ const char *args_str(const args_t *a, const char *name, const char *def);
 /* Numeric getters: INCA_EINVAL with "--name: expected an integer, got 'x'" on bad input. */
 int args_int(const args_t *a, const char *name, int64_t def, int64_t *out);
 int args_double(const args_t *a, const char *name, double def, double *out);
+/* A word flag: its value (def when not given; a NULL result leaves *out as it is) must be one of
+ * words[0..n), *out = its index; INCA_EINVAL "NAME: expected EXPECT, got 'x'" otherwise (expect:
+ * the accepted words as the message lists them). The name tables live with their enums. */
+int args_word(const args_t *a, const char *name, const char *def, const char *const *words, int n, const char *expect,
+              int *out);
+/* s as a size in bytes: a positive number with an optional K, M, G or T suffix (powers of 1024)
+ * and an optional B; INCA_EINVAL "NAME: expected a size such as 1G, 512M or 2000000000, got 'x'". */
+int args_size_parse(const char *name, const char *s, int64_t *bytes);
 /* "config": every flag the command asked for (args_str/int/double, and args_has of a boolean
  * flag), as it resolved, its default included, keyed by the flag's name without "--" (null: not
  * given and no default), and "store": the first positional. Left out: --config, --json, --quiet

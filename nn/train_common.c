@@ -84,14 +84,6 @@ const char *train_refresh_eval_name(const train_config_t *c) {
                                                                                                           : "separate";
 }
 
-int train_featnorm_parse(const char *s, int *out) {
-    if (s && strcmp(s, "none") == 0) *out = TRAIN_FEATNORM_NONE;
-    else if (s && strcmp(s, "row") == 0) *out = TRAIN_FEATNORM_ROW;
-    else if (s && strcmp(s, "standard") == 0) *out = TRAIN_FEATNORM_STANDARD;
-    else return inca_fail(INCA_EINVAL, "--feature-norm: expected none|row|standard, got '%s'", s ? s : "(null)");
-    return INCA_OK;
-}
-
 void train_features_prepare(int mode, int64_t n, int64_t f, const float *x, float *x_out) {
     if (x_out != x) memcpy(x_out, x, (size_t)(n * f) * sizeof(float));
     if (mode == TRAIN_FEATNORM_ROW) {
@@ -219,12 +211,12 @@ int train_best_update_e(train_best_t *b, const train_epoch_eval_t *e) {
     return better;
 }
 
-int train_metric_parse(const char *s, int *metric) {
-    static const char *const names[] = {"acc", "balanced_acc", "macro_f1"};
-    for (int i = 0; i < 3; i++)
-        if (s && strcmp(s, names[i]) == 0) { *metric = i; return INCA_OK; }
-    return inca_fail(INCA_EINVAL, "--metric: expected acc|balanced_acc|macro_f1, got '%s'", s ? s : "(null)");
-}
+const char *const train_featnorm_words[3] = {"none", "row", "standard"};
+const char *const train_metric_words[3] = {"acc", "balanced_acc", "macro_f1"};
+const char *const train_loader_words[3] = {"auto", "copy", "view"};
+const char *const train_refresh_eval_words[2] = {"fused", "separate"};
+const char *const train_history_location_words[2] = {"device", "host"};
+const char *const train_cluster_norm_words[2] = {"batch", "global"};
 
 const char *train_metric_name(int metric) {
     return metric == TRAIN_METRIC_BACC ? "balanced_acc" : metric == TRAIN_METRIC_F1 ? "macro_f1" : "acc";
@@ -417,36 +409,6 @@ void train_result_set(train_result_t *r, const train_best_t *b, int epochs, doub
 }
 
 
-int train_mb_flags_parse(const char *refresh_source, const char *cluster_norm, const char *history_location,
-                         const char *refresh_eval, train_config_t *c) {
-    int rc;
-    if (refresh_eval) {
-        if (strcmp(refresh_eval, "fused") == 0) c->refresh_eval_separate = 0;
-        else if (strcmp(refresh_eval, "separate") == 0) c->refresh_eval_separate = 1;
-        else return inca_fail(INCA_EINVAL, "--refresh-eval: expected fused or separate, got '%s'", refresh_eval);
-    }
-    if (history_location) {
-        if (strcmp(history_location, "device") == 0) c->history_host = 0;
-        else if (strcmp(history_location, "host") == 0) c->history_host = 1;
-        else return inca_fail(INCA_EINVAL, "--history-location: expected device or host, got '%s'", history_location);
-    }
-    if (refresh_source && (rc = agg_source_parse(refresh_source, &c->refresh_source))) return rc;
-    if (cluster_norm) {
-        if (strcmp(cluster_norm, "batch") == 0) c->cluster_global_norm = 0;
-        else if (strcmp(cluster_norm, "global") == 0) c->cluster_global_norm = 1;
-        else return inca_fail(INCA_EINVAL, "--cluster-norm: expected batch or global, got '%s'", cluster_norm);
-    }
-    return INCA_OK;
-}
-
-
-int train_loader_parse(const char *s, int *loader) {
-    if (s && strcmp(s, "auto") == 0) *loader = TRAIN_LOADER_AUTO;
-    else if (s && strcmp(s, "copy") == 0) *loader = TRAIN_LOADER_COPY;
-    else if (s && strcmp(s, "view") == 0) *loader = TRAIN_LOADER_VIEW;
-    else return inca_fail(INCA_EINVAL, "--loader: expected copy, view or auto, got '%s'", s ? s : "");
-    return INCA_OK;
-}
 
 int train_loader_resolve(const train_config_t *c, int64_t n, int64_t f) {
     if (strcmp(c->method, "full") == 0) return TRAIN_LOADER_COPY;
@@ -454,23 +416,5 @@ int train_loader_resolve(const train_config_t *c, int64_t n, int64_t f) {
     if (c->memory_budget > 0) return TRAIN_LOADER_VIEW;
     const double phys = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
     return phys > 0 && (double)n * (double)f * 4.0 > TRAIN_VIEW_FRACTION * phys ? TRAIN_LOADER_VIEW : TRAIN_LOADER_COPY;
-}
-
-int train_size_parse(const char *s, int64_t *bytes) {
-    char *end = NULL;
-    errno = 0;
-    const double v = s ? strtod(s, &end) : -1;
-    double mul = 1;
-    if (end && *end) {
-        const char u = (char)toupper((unsigned char)*end);
-        mul = u == 'K' ? 1024.0 : u == 'M' ? 1048576.0 : u == 'G' ? 1073741824.0 : u == 'T' ? 1099511627776.0 : 0;
-        const char *rest = end + 1;
-        if (*rest == 'B' || *rest == 'b') rest++;
-        if (*rest) mul = 0;
-    }
-    if (!s || end == s || errno || !(v > 0) || mul == 0 || v * mul > 9.0e18)
-        return inca_fail(INCA_EINVAL, "--memory-budget: expected a size such as 1G, 512M or 2000000000, got '%s'", s ? s : "");
-    *bytes = (int64_t)(v * mul);
-    return INCA_OK;
 }
 

@@ -165,8 +165,15 @@ typedef struct train_config {
 
 enum { TRAIN_GRAD_CHAIN = 0, TRAIN_GRAD_ALLGATHER = 1 };
 enum { TRAIN_METRIC_ACC = 0, TRAIN_METRIC_BACC = 1, TRAIN_METRIC_F1 = 2 };
-/* --metric acc|balanced_acc|macro_f1 (INCA_EINVAL naming the flag otherwise), and back. */
-int train_metric_parse(const char *s, int *metric);
+/* The words of the enums' flags, indexed by their values (TRAIN_FEATNORM_*, TRAIN_METRIC_*,
+ * TRAIN_LOADER_*, refresh_eval_separate, history_host, cluster_global_norm): the names the JSON
+ * prints, and what the command line's parsers (core/args.h args_word, in cli/ and bench/) take. */
+extern const char *const train_featnorm_words[3];
+extern const char *const train_metric_words[3];
+extern const char *const train_loader_words[3];
+extern const char *const train_refresh_eval_words[2];
+extern const char *const train_history_location_words[2];
+extern const char *const train_cluster_norm_words[2];
 const char *train_metric_name(int metric);
 /* "fused" when an epoch's last IncAgg refresh shares the evaluation's pass (recompute source,
  * --refresh-eval fused), else "separate": what the JSON's refresh_eval says. */
@@ -223,23 +230,12 @@ typedef struct train_result {
 void train_result_free(train_result_t *r);   /* frees the per-run arrays, zeroes *r */
 
 
-/* --loader copy|view|auto into *loader (INCA_EINVAL naming the flag otherwise). */
-int train_loader_parse(const char *s, int *loader);
 /* The loader a mini-batch run of c uses on a store with n x f features: c->loader, or for auto
  * view when c->memory_budget > 0 or n*f*4 bytes exceed TRAIN_VIEW_FRACTION of physical memory
  * (COPY for full-batch methods, which always hold the dataset). */
 int train_loader_resolve(const train_config_t *c, int64_t n, int64_t f);
-/* --memory-budget SIZE: bytes with an optional K, M, G or T suffix (powers of 1024). */
-int train_size_parse(const char *s, int64_t *bytes);
-/* --refresh-source push|recompute, --cluster-norm batch|global, --history-location device|host
- * and --refresh-eval fused|separate into c (NULL: keep c's value); INCA_EINVAL naming the flag
- * otherwise. */
-int train_mb_flags_parse(const char *refresh_source, const char *cluster_norm, const char *history_location,
-                         const char *refresh_eval, train_config_t *c);
 
 /* ---- helpers shared by the trainers ---- */
-/* "none" | "row" | "standard" -> TRAIN_FEATNORM_* */
-int train_featnorm_parse(const char *s, int *out);
 /* x_out (n x f, caller-allocated) = preprocessed x: row: divide each row by its sum (rows
  * summing to 0 stay 0, as Kipf & Welling); standard: per column zero mean, unit population std
  * (constant columns -> 0). Computed in double, deterministic. x_out may equal x. */

@@ -201,7 +201,7 @@ static int proxy_from_args(const args_t *a, prune_config_t *cfg, double *wd, int
     p->weight_decay = *wd;
     *fn = TRAIN_FEATNORM_NONE;
     if (args_has(a, "--feature-norm")) {
-        if ((rc = train_featnorm_parse(args_str(a, "--feature-norm", "none"), fn))) return rc;
+        if ((rc = args_word(a, "--feature-norm", "none", train_featnorm_words, 3, "none|row|standard", fn))) return rc;
         cfg->given |= PRUNE_GIVEN_FEATNORM;
     }
     p->feature_norm = *fn;

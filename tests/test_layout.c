@@ -15,6 +15,7 @@
 #include "nn/layer.h"
 #include "nn/layout.h"
 #include "nn/train.h"
+#include "core/args.h"
 #include "nn/train_mb.h"
 #include <math.h>
 #include <stdio.h>
@@ -265,12 +266,13 @@ START_TEST(train_run_migrates_and_refuses) {
     ck_assert_ptr_nonnull(strstr(inca_errmsg(), "--loader copy"));
     dataset_free(&d);
     int64_t b = 0;
-    ck_assert_int_eq(train_size_parse("1.5G", &b), INCA_OK);
+    ck_assert_int_eq(args_size_parse("--memory-budget", "1.5G", &b), INCA_OK);
     ck_assert_int_eq(b, (int64_t)1536 << 20);
-    ck_assert_int_eq(train_size_parse("512MB", &b), INCA_OK);
+    ck_assert_int_eq(args_size_parse("--memory-budget", "512MB", &b), INCA_OK);
     ck_assert_int_eq(b, (int64_t)512 << 20);
-    ck_assert_int_eq(train_size_parse("12x", &b), INCA_EINVAL);
-    ck_assert_int_eq(train_size_parse("-1G", &b), INCA_EINVAL);
+    ck_assert_int_eq(args_size_parse("--memory-budget", "12x", &b), INCA_EINVAL);
+    ck_assert_str_eq(inca_errmsg(), "--memory-budget: expected a size such as 1G, 512M or 2000000000, got '12x'");
+    ck_assert_int_eq(args_size_parse("--memory-budget", "-1G", &b), INCA_EINVAL);
 }
 END_TEST
 

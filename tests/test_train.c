@@ -5,6 +5,7 @@
  * functions (feature normalisation, weight-decay policy, best-epoch rule) and the errors. */
 #include "testutil.h"
 #include "nn/train.h"
+#include "core/args.h"
 #include "nn/checkpoint.h"
 #include "graph/gen.h"
 #include "loaders/dataset.h"
@@ -58,6 +59,17 @@ static double train_acc(const dataset_t *d, const train_config_t *c) {
     ck_assert(r.best_epoch >= 0 && r.best_epoch < r.epochs);
     train_result_free(&r);
     return acc;
+}
+
+/* A word flag through core/args.h as the commands parse it: "--flag value" -> its index in words. */
+static int word_flag(const char *flag, const char *val, const char *const *words, int n, int *out) {
+    char *argv[] = {"t", (char *)flag, (char *)val, NULL};
+    const char *known[] = {flag, NULL};
+    args_t *a = NULL;
+    ck_assert_int_eq(args_parse(3, argv, known, &a), INCA_OK);
+    const int rc = args_word(a, flag, NULL, words, n, "the words", out);
+    args_free(&a);
+    return rc;
 }
 
 START_TEST(test_models_learn) {
@@ -456,9 +468,10 @@ START_TEST(test_helpers) {
     ck_assert(fabs(o[0] - 0) < 1e-6 && fabs(o[2] + 1 / sqrt(2.0 / 3)) < 1e-6 && fabs(o[4] - 1 / sqrt(2.0 / 3)) < 1e-6);
     ck_assert(fabs(o[1] - (3 - 5.0 / 3) / sqrt(14.0 / 9)) < 1e-6);
     int m;
-    ck_assert_int_eq(train_featnorm_parse("standard", &m), INCA_OK);
+    ck_assert_int_eq(word_flag("--feature-norm", "standard", train_featnorm_words, 3, &m), INCA_OK);
     ck_assert_int_eq(m, TRAIN_FEATNORM_STANDARD);
-    ck_assert_int_eq(train_featnorm_parse("l2", &m), INCA_EINVAL);
+    ck_assert_int_eq(word_flag("--feature-norm", "l2", train_featnorm_words, 3, &m), INCA_EINVAL);
+    ck_assert_str_eq(inca_errmsg(), "--feature-norm: expected the words, got 'l2'");
     /* weight-decay policy */
     train_config_t c;
     train_config_default(&c);
@@ -541,9 +554,10 @@ START_TEST(class_metrics_by_hand) {
     ck_assert_double_eq_tol(bacc, (0.5 + 1.0 + 0.5) / 3, 1e-15);                   /* recalls 1/2, 2/2, 1/2 */
     ck_assert_double_eq_tol(f1, (2.0 / 4 + 4.0 / 5 + 2.0 / 3) / 3, 1e-15);        /* 2tp / (true + predicted) */
     int m = -1;
-    ck_assert_int_eq(train_metric_parse("macro_f1", &m), INCA_OK);
+    ck_assert_int_eq(word_flag("--metric", "macro_f1", train_metric_words, 3, &m), INCA_OK);
     ck_assert_int_eq(m, TRAIN_METRIC_F1);
-    ck_assert_int_eq(train_metric_parse("f1", &m), INCA_EINVAL);
+    ck_assert_int_eq(word_flag("--metric", "f1", train_metric_words, 3, &m), INCA_EINVAL);
+    ck_assert_str_eq(train_metric_words[TRAIN_METRIC_BACC], train_metric_name(TRAIN_METRIC_BACC));
     ck_assert_str_eq(train_metric_name(TRAIN_METRIC_BACC), "balanced_acc");
 }
 END_TEST
