@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Two builds of inca on the same training commands (issue 26: a refactoring must not change a
+# bit): the --metrics lines and the result line of each, compared without their timing, memory
+# and version fields.  usage: bash scripts/compare_binaries.sh OLD_INCA NEW_INCA [STORE]
+# (STORE: Cora, default out/cora.lmdb from scripts/setup.sh). NEW_ARGS="..." adds flags to the
+# new binary's commands (e.g. a changed default set back: NEW_ARGS="--refresh-relax 0.3").
+# Exit 1 when any command differs.
+set -uo pipefail
+OLD=$1; NEW=$2; C=${3:-out/cora.lmdb}
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+cmds=(
+"train $C --model gcn --method full --epochs 30 --feature-norm row --seed 0"
+"train $C --model gcn --method incagg --parts 40 --batch-parts 10 --epochs 30 --feature-norm row --seed 1"
+"train $C --model sage --method gas --parts 20 --batch-parts 5 --epochs 20 --seed 2"
+"train $C --model gcnii --layers 4 --method cluster --parts 20 --batch-parts 5 --epochs 20 --seed 3"
+"train $C --model appnp --method incagg --refresh-source push --parts 20 --batch-parts 5 --epochs 20 --seed 4"
+"train $C --model mlp --method full --epochs 20 --batch-size 64 --seed 5"
+"train $C --model gcn --method full --epochs 20 --workers 2 --seed 6"
+"train $C --model gcn --method incagg --parts 20 --batch-parts 5 --epochs 10 --workers 2 --seed 7"
+"train $C --model gcn --method incagg --parts 20 --batch-parts 5 --epochs 10 --loader view --seed 8"
+"train $C --model gcn --method full --epochs 10 --runs 3 --seed 9"
+)
+fail=0
+for cmd in "${cmds[@]}"; do
+  for b in old new; do
+    bin=$OLD; extra=""
+    [ $b = new ] && bin=$NEW && extra="${NEW_ARGS:-}"
+    # shellcheck disable=SC2086
+    $bin $cmd $extra --threads 2 --quiet --json --metrics "$tmp/m.jsonl" > "$tmp/$b.json" 2> "$tmp/$b.err" ||
+      echo "exit $? ($b): $cmd: $(tail -1 "$tmp/$b.err")"
+    mv "$tmp/m.jsonl" "$tmp/$b.jsonl" 2>/dev/null || : > "$tmp/$b.jsonl"
+  done
+  python3 - "$tmp" "$cmd" <<'PY' || fail=1
+import json, sys
+t, cmd = sys.argv[1], sys.argv[2]
+skip = lambda k: k == 'config' or k.endswith('_s') or any(w in k for w in ('time', 'rss', 'wait', 'version'))
+def load(p): return [{k: v for k, v in json.loads(l).items() if not skip(k)} for l in open(p) if l.strip()]
+a = load(t + '/old.jsonl') + load(t + '/old.json')
+b = load(t + '/new.jsonl') + load(t + '/new.json')
+same = a == b and len(a) > 0
+print(('same      ' if same else 'DIFFERENT ') + '%3d lines  ' % len(a) + cmd)
+sys.exit(0 if same else 1)
+PY
+done
+exit $fail
