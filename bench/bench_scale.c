@@ -345,17 +345,6 @@ static int sc_parse(const args_t *a, comm_t *world, sc_opts_t *o) {
     return INCA_OK;
 }
 
-/* The dataset, without features and graph when the view loader (resolved from the store's
- * size) reads them from the store's layout. */
-static int sc_load(const train_config_t *c, dataset_t *d) {
-    store_t *s = NULL;
-    int rc;
-    if ((rc = store_open(c->store_path, STORE_RDONLY, &s))) return rc;
-    const int view = train_loader_resolve(c, store_meta(s)->nodes, store_meta(s)->features) == TRAIN_LOADER_VIEW;
-    store_close(&s);
-    return dataset_load_ex(c->store_path, view ? DATASET_NO_X | DATASET_NO_GRAPH : 0, d);
-}
-
 /* Rank 0's cell of one (P, method) run from every rank's figures: epoch time and accuracy of
  * rank 0, the busiest rank's bytes per epoch (all phases but setup) and the largest peak. */
 static void sc_cell_set(sc_cell_t *x, const double *all, int P, int64_t spe) {
@@ -455,7 +444,7 @@ int bench_scale(int argc, char **argv, comm_t *world) {
     sc_cell_t cells[SC_MAX][SC_NMETHODS];
     memset(cells, 0, sizeof cells);
     int64_t nparams = 0;
-    if ((rc = sc_parse(a, world, &o)) || (rc = sc_load(&o.c, &d))) goto done;
+    if ((rc = sc_parse(a, world, &o)) || (rc = train_dataset_load(&o.c, &d))) goto done;
     if (!(all = inca_malloc(sizeof *all * (size_t)R_N * (size_t)o.maxp))) { rc = INCA_ENOMEM; goto done; }
     if ((rc = sc_measure(world, me, &o, &d, all, cells)) != INCA_OK || me != 0) goto done;
     if ((rc = sc_nparams(&d, &o.c, &nparams)) || (rc = sc_summary(&o, cells))) goto done;

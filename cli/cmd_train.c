@@ -55,16 +55,6 @@ static int train_from_shard(const args_t *a, train_config_t *c, int me, int nran
     return INCA_OK;
 }
 
-/* The store's dataset; the view loader maps the features and Â from the store: neither is loaded. */
-static int train_from_store(const train_config_t *c, dataset_t *d) {
-    store_t *s = NULL;
-    int rc;
-    if ((rc = store_open(c->store_path, STORE_RDONLY, &s))) return rc;
-    const int view = train_loader_resolve(c, store_meta(s)->nodes, store_meta(s)->features) == TRAIN_LOADER_VIEW;
-    store_close(&s);
-    return dataset_load_ex(c->store_path, view ? DATASET_NO_X | DATASET_NO_GRAPH : 0, d);
-}
-
 /* This rank's record (rec[NREC]) and, with several ranks, every rank's (*recs, owned). */
 static int train_rank_records(const train_config_t *c, const train_result_t *r, int nranks, double *rec, double **recs) {
     for (int ph = 0; ph < COMM_NPHASES; ph++) {
@@ -205,7 +195,7 @@ int cmd_train(int argc, char **argv) {
     c.keep_params = save_params != NULL;
     int shard_ranks = 0;
     if ((rc = shard_dir_ranks(c.store_path, me, &shard_ranks) ? train_from_shard(a, &c, me, nranks, &sh, &d)
-                                                               : train_from_store(&c, &d)))
+                                                               : train_dataset_load(&c, &d)))
         goto done;
     /* stored, a stored split by name, or random:TR,VA,TE[:SEED] */
     if ((rc = dataset_split_apply(c.store_path, args_str(a, "--split", NULL), c.seed, &d))) goto done;

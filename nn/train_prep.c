@@ -1,5 +1,5 @@
-/* The prepared-data stage of a run: the partitioning, the store layout's views for the view
- * loader, the kernel context of --device. See train_prep.h. */
+/* The prepared-data stage of a run: the dataset, the partitioning, the store layout's views for
+ * the view loader, the kernel context of --device. See train_prep.h. */
 #include "nn/train_prep.h"
 #include "nn/layout.h"
 #include "loaders/partition_store.h"
@@ -7,6 +7,15 @@
 #include "core/status.h"
 #include <stdio.h>
 #include <string.h>
+
+int train_dataset_load(const train_config_t *c, dataset_t *d) {
+    store_t *s = NULL;
+    int rc;
+    if ((rc = store_open(c->store_path, STORE_RDONLY, &s))) return rc;
+    const int view = train_loader_resolve(c, store_meta(s)->nodes, store_meta(s)->features) == TRAIN_LOADER_VIEW;
+    store_close(&s);
+    return dataset_load_ex(c->store_path, view ? DATASET_NO_X | DATASET_NO_GRAPH : 0, d);
+}
 
 int train_partition(const dataset_t *d, const train_config_t *c, partition_t *p, int *reused) {
     /* METIS with seed 0, fixed across runs as in GAS; c->partition = "random..." selects the

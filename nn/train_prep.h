@@ -22,6 +22,9 @@ int train_partition(const dataset_t *d, const train_config_t *c, partition_t *p,
 /* The kernel context of c->device (*kc owned by the caller, kc_free) and its backend's name into
  * name[cap]: "auto" without a usable CUDA device falls back to the CPU with a log line saying
  * why; "cuda" without one is INCA_ERR with the CUDA error's text. */
+/* The dataset of the store at c->store_path, without its features and graph when the loader c
+ * resolves to for the store's size is the view loader (which maps both from the store's layout). */
+int train_dataset_load(const train_config_t *c, dataset_t *d);
 struct kern_ctx;
 int train_device_open(const train_config_t *c, struct kern_ctx **kc, char *name, size_t cap);
 #endif

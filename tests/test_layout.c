@@ -213,12 +213,14 @@ START_TEST(views_equal_copies_and_budget_spills) {
         /* the copy path (whole-graph evaluation, M^0 computed in memory): the same model within
          * the rounding of panel GEMMs, grown over the epochs' steps: the final loss 3e-8 apart
          * (relative) in case 0; 1.7e-4 in case 1, whose bf16 tables turn a last-bit difference
-         * into a bf16 step now and then and whose relaxed refresh (0.15) keeps it longer */
+         * into a bf16 step now and then and whose relaxed refresh (0.15) keeps it longer: 1e-3
+         * for bf16 tables, 1e-4 otherwise */
+        const double ltol = strcmp(cases[ci].dtype, "bf16") == 0 ? 1e-3 : 1e-4;
         c.memory_budget = 0;
         c.loader = TRAIN_LOADER_COPY;
         run_mb(&c, NULL, &rc_, NULL);
         ck_assert_str_eq(rc_.loader, "copy");
-        ck_assert_msg(fabs(rc_.test_acc - rv.test_acc) <= 0.01 && fabs(rc_.train_loss - rv.train_loss) <= 1e-3 * rv.train_loss,
+        ck_assert_msg(fabs(rc_.test_acc - rv.test_acc) <= 0.01 && fabs(rc_.train_loss - rv.train_loss) <= ltol * rv.train_loss,
                       "case %zu: copy %.4f/%.6f vs view %.4f/%.6f", ci, rc_.test_acc, rc_.train_loss, rv.test_acc, rv.train_loss);
         ck_assert_msg(rv.test_acc > 0.4 && rv.test_acc < 0.99, "case %zu: test accuracy %.4f", ci, rv.test_acc);
         train_result_free(&rc_);
