@@ -37,7 +37,7 @@ typedef struct run_out { double epoch_s, step_s, refresh_s, eval_s, acc, val, ep
 
 static int run_one(const dataset_t *d, train_config_t *c, const partition_t *p, const char *method,
                    int64_t refresh_epochs, int json, int eval_each, int warmup, run_out_t *out) {
-    snprintf(c->method, sizeof c->method, "%s", method);
+    c->method = strcmp(method, "cluster") == 0 ? TRAIN_CLUSTER : strcmp(method, "gas") == 0 ? TRAIN_GAS : TRAIN_INCAGG;
     train_result_t r;
     mb_stats_t st;
     mb_opts_t o;
@@ -168,7 +168,7 @@ int bench_epoch(int argc, char **argv) {
         if ((rc = json_new(&j)) != INCA_OK) goto done;
         json_int(j, "nodes", d.n);
         json_int(j, "edges", d.adj.nnz);
-        json_str(j, "model", c.model);
+        json_str(j, "model", model_kind_name(c.model));
         json_int(j, "layers", c.layers);
         json_int(j, "hidden", c.hidden);
         json_int(j, "epochs", c.epochs);

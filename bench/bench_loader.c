@@ -147,8 +147,8 @@ static int lb_config(lb_run_t *L, const args_t *a) {
     int rc;
     if (args_npos(a) != 1) return inca_fail(INCA_EINVAL, "expected one STORE argument");
     if ((rc = bench_mb_config(a, &L->c)) != INCA_OK) return rc;
-    snprintf(L->c.method, sizeof L->c.method, "%s", args_str(a, "--method", "gas"));
-    if ((rc = agg_method_parse(L->c.method, &L->method)) != INCA_OK) return rc;
+    if ((rc = agg_method_parse(args_str(a, "--method", "gas"), &L->method)) != INCA_OK) return rc;
+    L->c.method = L->method == AGG_CLUSTER ? TRAIN_CLUSTER : L->method == AGG_GAS ? TRAIN_GAS : TRAIN_INCAGG;
     if ((rc = train_device_open(&L->c, &L->kc, L->devname, sizeof L->devname)) != INCA_OK) return rc;
     L->c.kc = L->kc;
     L->store = args_pos(a, 0);
@@ -223,7 +223,7 @@ static int lb_train(lb_run_t *L) {
         o.eval_every_epoch = 0;
         o.prefetch = mode == 0;
         o.view = L->view ? &L->views : NULL;
-        bench_progress_stage("%s, %s loader", L->c.method, mode == 0 ? "prefetching" : "synchronous");
+        bench_progress_stage("%s, %s loader", train_method_name(L->c.method), mode == 0 ? "prefetching" : "synchronous");
         if ((rc = mb_train(&L->d, &L->c, L->d.split[SPLIT_TRAIN], L->d.split_n[SPLIT_TRAIN], 0, &L->p, &o, &L->r[mode],
                            &L->st[mode])) != INCA_OK)
             return rc;
@@ -281,12 +281,12 @@ static int lb_report(const lb_run_t *L, int json) {
     double wait_frac = st[0].step_s_total > 0 ? st[0].wait_s / st[0].step_s_total : 0;
     double build_per = st[1].steps ? st[1].build_s / (double)st[1].steps : 0;
     bench_say("bench loader: %s, %lld steps: wait %.2f%% of step time with prefetch; build %.4f s/batch; step %.4f s (prefetch) vs %.4f s (sync)\n",
-            L->c.method, (long long)st[0].steps, 100 * wait_frac, build_per, r[0].step_time_s, r[1].step_time_s);
+            train_method_name(L->c.method), (long long)st[0].steps, 100 * wait_frac, build_per, r[0].step_time_s, r[1].step_time_s);
     if (!json) return INCA_OK;
     json_t *j = NULL;
     int rc = json_new(&j);
     if (rc != INCA_OK) return rc;
-    json_str(j, "method", L->c.method);
+    json_str(j, "method", train_method_name(L->c.method));
     json_str(j, "device", L->devname);
     json_int(j, "nodes", L->d.n);
     json_int(j, "parts", L->p.k);

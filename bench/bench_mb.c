@@ -18,7 +18,7 @@ int bench_mb_config(const args_t *a, train_config_t *c) {
     int rc;
     int64_t v;
     train_config_default(c);
-    snprintf(c->model, sizeof c->model, "%s", args_str(a, "--model", "gcn"));
+    if ((rc = args_word(a, "--model", "gcn", model_kind_words, NN_KIND_COUNT, MODEL_KIND_EXPECT, &c->model))) return rc;
     if ((rc = flag_range(a, "--layers", 2, 1, 1024, &v))) return rc;
     c->layers = (int)v;
     if ((rc = flag_range(a, "--hidden", 16, 1, 1 << 20, &v))) return rc;
@@ -36,9 +36,9 @@ int bench_mb_config(const args_t *a, train_config_t *c) {
     c->batch_parts = (int)v;
     if ((rc = flag_range(a, "--refresh", 0, 0, INT32_MAX, &v))) return rc;
     c->refresh = (int)v;
-    const char *hd = args_str(a, "--history-dtype", "fp32");
-    if (strcmp(hd, "fp32") && strcmp(hd, "bf16")) return inca_fail(INCA_EINVAL, "--history-dtype: expected fp32 or bf16, got '%s'", hd);
-    snprintf(c->history_dtype, sizeof c->history_dtype, "%s", hd);
+    int hd = HIST_F32;
+    if ((rc = args_word(a, "--history-dtype", "fp32", hist_dtype_words, 2, "fp32 or bf16", &hd))) return rc;
+    c->history_dtype = (hist_dtype_t)hd;
     if ((rc = args_double(a, "--refresh-relax", c->refresh_relax, &c->refresh_relax))) return rc;
     const char *rs = args_str(a, "--refresh-source", NULL);
     if ((rs && (rc = agg_source_parse(rs, &c->refresh_source))) ||

@@ -16,7 +16,7 @@
 #include "core/util.h"
 #include "kernels/kernels.h"
 #include "pruning/job.h"
-#include "pruning/prune_args.h"
+#include "cli/prune_args.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -88,7 +88,7 @@ static int run_one(comm_t *sub, const dataset_t *d, const train_config_t *base, 
     train_config_t c = *base;
     train_result_t r;
     memset(&r, 0, sizeof r);
-    snprintf(c.method, sizeof c.method, "%s", method);
+    c.method = strcmp(method, "cluster") == 0 ? TRAIN_CLUSTER : strcmp(method, "gas") == 0 ? TRAIN_GAS : TRAIN_INCAGG;
     c.batch_parts = base->batch_parts / P;
     c.comm = sub;
     memstat_reset_peaks();

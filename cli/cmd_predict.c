@@ -73,7 +73,7 @@ static int predict_model(predict_t *P, const char *dir, ckpt_state_t *st) {
     P->c.seed += (uint64_t)P->run;   /* the seed the checkpoint of this run was made with */
     const int norm = nn_kind_norm(mc.kind);
     if (norm != NN_NORM_NONE && !P->d.adj.rowptr)
-        return inca_fail(INCA_EINVAL, "--model %s needs a graph; this dataset has none", P->c.model);
+        return inca_fail(INCA_EINVAL, "--model %s needs a graph; this dataset has none", model_kind_name(P->c.model));
     if ((rc = model_create(&mc, P->d.n, &P->m))) return rc;
     if ((rc = ckpt_model_dir(dir, P->mdir, sizeof P->mdir))) return rc;
     rc = ckpt_load(P->mdir, (int)P->run, &P->c, &P->d, P->m, NULL, st, NULL, 0);
@@ -107,7 +107,7 @@ static int predict_rows(predict_t *P, int emb, const float **rows, int64_t *widt
     }
     const int L = model_num_layers(P->m);
     const int64_t hid = P->c.hidden;
-    if (L < 0) return inca_fail(INCA_EINVAL, "--embeddings: --model %s mixes its layers; gcn, sage or mlp", P->c.model);
+    if (L < 0) return inca_fail(INCA_EINVAL, "--embeddings: --model %s mixes its layers; gcn, sage or mlp", model_kind_name(P->c.model));
     if (L < 2) return inca_fail(INCA_EINVAL, "--embeddings: a %d-layer model has no hidden layer", L);
     if (!(P->h = inca_malloc(sizeof(float) * (size_t)(d->n * (hid > d->f ? hid : d->f))))) return INCA_ENOMEM;
     memcpy(P->h, x, sizeof(float) * (size_t)(d->n * d->f));

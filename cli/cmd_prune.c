@@ -10,7 +10,7 @@
 #include "core/status.h"
 #include "core/util.h"
 #include "pruning/job.h"
-#include "pruning/prune_args.h"
+#include "cli/prune_args.h"
 #include "pruning/pruned_store.h"
 #include <math.h>
 #include <stdio.h>
@@ -130,7 +130,7 @@ static void print_text(const prune_cli_t *c, const prune_job_t *job, const prune
            (long long)r->nsel);
     if (job->o.eval)
         printf("eval (%s, %d runs, %s budget: %d epochs, full data %d): coreset %.4f ± %.4f, random %.4f ± %.4f, "
-               "full %.4f ± %.4f\n", job->target.model, ev->runs, c->eval_budget, ev->subset_epochs, ev->full_epochs,
+               "full %.4f ± %.4f\n", model_kind_name(job->target.model), ev->runs, c->eval_budget, ev->subset_epochs, ev->full_epochs,
                ev->coreset_acc, ev->coreset_std, ev->random_acc, ev->random_std, ev->full_acc, ev->full_std);
     for (int s = 0; s < PRUNE_ST_COUNT; s++) printf("%s %s %.2f", s ? "" : "seconds:", prune_stage_names[s], l->sec[s]);
     printf(" total %.2f\n", l->total);
@@ -146,8 +146,8 @@ static void json_eval(json_t *j, const prune_cli_t *c, const prune_job_t *job) {
     json_num(j, "full_acc", ev->full_acc);
     json_num(j, "full_acc_std", ev->full_std);
     json_int(j, "runs", ev->runs);
-    json_str(j, "model", job->target.model);
-    json_str(j, "method", job->target.method);
+    json_str(j, "model", model_kind_name(job->target.model));
+    json_str(j, "method", train_method_name(job->target.method));
     json_str(j, "device", job->target.device);
     json_str(j, "eval_budget", c->eval_budget);   /* the protocol: same epochs, or same optimiser steps */
     json_int(j, "subset_epochs", ev->subset_epochs);
@@ -189,7 +189,7 @@ static int print_json(const prune_cli_t *c, const prune_job_t *job, const prune_
     json_int(j, "proxy_epochs", r->dyn.epochs);
     json_str(j, "defaults", job->is_graph ? "graph" : "table");   /* the kind whose defaults the flags not given took */
     json_str(j, "kind_defaults", c->kind_def);
-    json_str(j, "proxy_method", cfg->proxy.method);
+    json_str(j, "proxy_method", train_method_name(cfg->proxy.method));
     json_int(j, "relabel", cfg->relabel);
     json_str(j, "dynamics_from", r->dyn_from == PRUNE_DYN_STEPS ? "steps" : "eval");
     json_str(j, "dynamics", r->dyn.compact ? "compact" : "full");
@@ -226,7 +226,7 @@ static int prune_on_budget(void *ctx, const prune_job_t *job, const prune_budget
         cli_progress_end(&c->pg);
         fprintf(stderr, "prune: warning: the target (%s) stays near chance at keep %g (test accuracy %.4f; the "
                 "largest class is %.4f of the test split): it is not learning; try --lr, --epochs, --hidden or "
-                "--feature-norm standard\n", job->target.model, job->cfg.sel.keep, acc, share);
+                "--feature-norm standard\n", model_kind_name(job->target.model), job->cfg.sel.keep, acc, share);
     }
     return INCA_OK;
 }

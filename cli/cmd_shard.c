@@ -23,7 +23,7 @@ int cmd_shard(int argc, char **argv) {
     int64_t ranks = 0, parts = 0;
     int rc = args_parse(argc, argv, known, &a);
     if (rc != INCA_OK) return rc;
-    shard_opts_t o = {.model = args_str(a, "--model", "gcn")};
+    shard_opts_t o = {.model = NN_GCN};
     const char *out = args_str(a, "--out", NULL);
     if (args_npos(a) != 1) { rc = inca_fail(INCA_EINVAL, "expected one STORE argument"); goto done; }
     if (!out) { rc = inca_fail(INCA_EINVAL, "--out DIR is required"); goto done; }
@@ -32,7 +32,8 @@ int cmd_shard(int argc, char **argv) {
     if (ranks < 1 || ranks > 64) { rc = inca_fail(INCA_EINVAL, "--ranks: expected 1 to 64, got %lld", (long long)ranks); goto done; }
     o.ranks = (int)ranks;
     o.parts = parts;
-    if ((rc = args_word(a, "--feature-norm", "none", train_featnorm_words, 3, "none|row|standard", &o.featnorm)) ||
+    if ((rc = args_word(a, "--model", "gcn", model_kind_words, NN_KIND_COUNT, MODEL_KIND_EXPECT, &o.model)) ||
+        (rc = args_word(a, "--feature-norm", "none", train_featnorm_words, 3, "none|row|standard", &o.featnorm)) ||
         (rc = hist_dtype_parse(args_str(a, "--history-dtype", "fp32"), &o.m0_dtype)))
         goto done;
     const double t0 = inca_now();

@@ -29,18 +29,16 @@ enum { NT = 4, NREC = 2 * COMM_NPHASES + NT + 3 };
 /* STORE is a folder of per-rank shards (nn/shard.h): this rank's shard, refused when it was made
  * for another configuration; the dataset moves to *d and c trains on the shard's views. */
 static int train_from_shard(const args_t *a, train_config_t *c, int me, int nranks, shard_t *sh, dataset_t *d) {
-    int kind = 0, rc;
-    hist_dtype_t hd = HIST_F32;
+    int rc;
     if ((rc = shard_open(c->store_path, me, nranks, sh))) return rc;
-    if ((rc = model_kind_parse(c->model, &kind)) || (rc = hist_dtype_parse(c->history_dtype, &hd))) return rc;
     const char *why = c->loader == TRAIN_LOADER_COPY ? "--loader copy (shards are read through the view loader)"
-                      : strcmp(c->method, "full") == 0 ? "--method full"
+                      : c->method == TRAIN_FULL ? "--method full"
                       : args_str(a, "--split", NULL) ? "--split (a shard holds its rank's share of the stored split)"
                       : args_str(a, "--train-indices", NULL) ? "--train-indices"
                       : c->parts != sh->p.k ? "this --parts"
                       : c->feature_norm != sh->featnorm ? "this --feature-norm"
-                      : nn_kind_norm(kind) != sh->norm ? "this --model's adjacency"
-                      : strcmp(c->method, "incagg") == 0 && sh->has_m0 && sh->v.m0_dtype != hd ? "this --history-dtype"
+                      : nn_kind_norm(c->model) != sh->norm ? "this --model's adjacency"
+                      : c->method == TRAIN_INCAGG && sh->has_m0 && sh->v.m0_dtype != c->history_dtype ? "this --history-dtype"
                       : NULL;
     if (why)
         return inca_fail(INCA_EINVAL, "%s: the shards were not made for %s; rerun inca shard with the training's "
@@ -98,7 +96,7 @@ static void train_rank_stats_json(json_t *j, int nranks, const double *recs) {
 /* The method's own figures: IncAgg's refreshes, Cluster-GCN's normalisation, the tables and the
  * loader of every mini-batch method. */
 static void train_method_json(json_t *j, const train_config_t *c, const train_result_t *r) {
-    if (strcmp(c->method, "incagg") == 0) {
+    if (c->method == TRAIN_INCAGG) {
         json_str(j, "refresh_source", agg_source_name(c->refresh_source));
         /* which path made the evaluation figures: "fused" evaluations are refresh passes, timed as
          * refreshes (refresh_time_s) and not in eval_time_s */
@@ -106,8 +104,8 @@ static void train_method_json(json_t *j, const train_config_t *c, const train_re
         json_int(j, "refreshes", r->refreshes);
         json_int(j, "refreshes_fused_with_eval", r->fused);
     }
-    if (strcmp(c->method, "cluster") == 0) json_str(j, "cluster_norm", c->cluster_global_norm ? "global" : "batch");
-    if (strcmp(c->method, "full") != 0) {
+    if (c->method == TRAIN_CLUSTER) json_str(j, "cluster_norm", c->cluster_global_norm ? "global" : "batch");
+    if (c->method != TRAIN_FULL) {
         json_int(j, "table_bytes", r->table_bytes);
         json_int(j, "scratch_bytes", r->scratch_bytes);
         json_str(j, "history_location", r->history_on_host ? "host" : "device");
@@ -142,10 +140,10 @@ static int train_result_json(const args_t *a, const train_config_t *c, const tra
     json_num(j, "eval_time_s", r->eval_time_s);
     json_num(j, "peak_rss_mb", r->peak_rss_mb);
     memstat_json(j);
-    json_str(j, "method", c->method);
+    json_str(j, "method", train_method_name(c->method));
     json_int(j, "evaluations", r->evals);   /* last run: evaluations that ran alone (eval_time_s) */
     train_method_json(j, c, r);
-    json_str(j, "model", c->model);
+    json_str(j, "model", model_kind_name(c->model));
     json_str(j, "device", r->device);
     json_int(j, "runs", r->runs);
     json_int(j, "seed", (int64_t)c->seed);
@@ -211,7 +209,7 @@ int cmd_train(int argc, char **argv) {
         rc = train_result_json(a, &c, &r, ids ? nids : d.split_n[SPLIT_TRAIN], nranks, recs);
     } else {
         if (nranks > 1) printf("%d ranks: ", nranks);
-        printf("%s %s on %s: test %.4f", c.model, c.method, args_pos(a, 0), r.test_acc);
+        printf("%s %s on %s: test %.4f", model_kind_name(c.model), train_method_name(c.method), args_pos(a, 0), r.test_acc);
         if (r.runs > 1) printf(" ± %.4f (%d runs)", r.test_acc_std, r.runs);
         printf(", val %.4f, best epoch %d of %d, %.4f s/epoch\n", r.val_acc, r.best_epoch, r.epochs, r.epoch_time_s);
     }

@@ -51,8 +51,11 @@ int cli_train_config(const args_t *a, train_config_t *c, cli_log_state_t *ls) {
     int rc;
     int64_t v;
     train_config_default(c);
-    if ((rc = copy_name(c->model, sizeof c->model, "--model", args_str(a, "--model", "gcn")))) return rc;
-    if ((rc = copy_name(c->method, sizeof c->method, "--method", args_str(a, "--method", "full")))) return rc;
+    int m = TRAIN_FULL;
+    if ((rc = args_word(a, "--model", "gcn", model_kind_words, NN_KIND_COUNT, MODEL_KIND_EXPECT, &c->model)) ||
+        (rc = args_word(a, "--method", "full", train_method_words, TRAIN_METHOD_COUNT, "full|cluster|gas|incagg", &m)))
+        return rc;
+    c->method = (train_method_t)m;
     if ((rc = flag_int(a, "--layers", 2, 1, 1024, &v))) return rc;
     c->layers = (int)v;
     if ((rc = flag_int(a, "--hidden", 16, 1, 1 << 20, &v))) return rc;
@@ -114,10 +117,9 @@ int cli_train_config(const args_t *a, train_config_t *c, cli_log_state_t *ls) {
     c->batch_parts = (int)v;
     if ((rc = flag_int(a, "--refresh", 0, 0, INT32_MAX, &v))) return rc;
     c->refresh = (int)v;
-    const char *hd = args_str(a, "--history-dtype", "fp32");
-    if (strcmp(hd, "fp32") != 0 && strcmp(hd, "bf16") != 0)
-        return inca_fail(INCA_EINVAL, "--history-dtype: expected fp32|bf16, got '%s'", hd);
-    snprintf(c->history_dtype, sizeof c->history_dtype, "%s", hd);
+    int hd = HIST_F32;
+    if ((rc = args_word(a, "--history-dtype", "fp32", hist_dtype_words, 2, "fp32|bf16", &hd))) return rc;
+    c->history_dtype = (hist_dtype_t)hd;
     if ((rc = copy_name(c->partition, sizeof c->partition, "--partition", args_str(a, "--partition", "")))) return rc;
     if ((rc = args_double(a, "--refresh-relax", c->refresh_relax, &c->refresh_relax))) return rc;
     const char *rs = args_str(a, "--refresh-source", NULL);
@@ -148,8 +150,8 @@ void cli_train_config_json(json_t *j, const args_t *a, const train_config_t *c) 
     static const char *const featnorm[] = {"none", "row", "standard"};
     json_obj_begin(j, "config");
     json_str(j, "store", args_pos(a, 0));
-    json_str(j, "model", c->model);
-    json_str(j, "method", c->method);
+    json_str(j, "model", model_kind_name(c->model));
+    json_str(j, "method", train_method_name(c->method));
     json_int(j, "layers", c->layers);
     json_int(j, "hidden", c->hidden);
     json_int(j, "epochs", c->epochs);
@@ -181,7 +183,7 @@ void cli_train_config_json(json_t *j, const args_t *a, const train_config_t *c) 
     json_int(j, "parts", c->parts);
     json_int(j, "batch-parts", c->batch_parts);
     json_int(j, "refresh", c->refresh);
-    json_str(j, "history-dtype", c->history_dtype);
+    json_str(j, "history-dtype", hist_dtype_words[c->history_dtype]);
     json_str(j, "history-location", c->history_host ? "host" : "device");
     json_str(j, "refresh-source", agg_source_name(c->refresh_source));
     json_num(j, "refresh-relax", c->refresh_relax);

@@ -4,6 +4,8 @@
 #include "kernels/kernels.h"
 #include <string.h>
 
+const char *const hist_dtype_words[2] = {"fp32", "bf16"};
+
 int hist_dtype_parse(const char *s, hist_dtype_t *out) {
     if (s && strcmp(s, "fp32") == 0) { *out = HIST_F32; return INCA_OK; }
     if (s && strcmp(s, "bf16") == 0) { *out = HIST_BF16; return INCA_OK; }

@@ -21,6 +21,7 @@ typedef struct hist {
 
 /* "fp32" / "bf16" (INCA_EINVAL naming --history-dtype otherwise). */
 int hist_dtype_parse(const char *s, hist_dtype_t *out);
+extern const char *const hist_dtype_words[2];   /* "fp32", "bf16": indexed by hist_dtype_t */
 /* Allocate a zeroed table in the arena (label for the byte report). */
 int hist_init(hist_t *h, mem_arena_t *a, int64_t n, int64_t f, hist_dtype_t dtype, const char *label);
 int64_t hist_bytes(const hist_t *h);

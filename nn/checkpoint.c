@@ -39,8 +39,8 @@ static int ckpt_path(const char *dir, int run, const char *suffix, char *buf, si
 static void header_expect(const train_config_t *c, const dataset_t *d, model_t *m, int run, ckpt_header_t *h) {
     memset(h, 0, sizeof *h);
     memcpy(h->magic, CKPT_MAGIC, sizeof h->magic);
-    snprintf(h->model, sizeof h->model, "%s", c->model);
-    snprintf(h->method, sizeof h->method, "%s", c->method);
+    snprintf(h->model, sizeof h->model, "%s", model_kind_name(c->model));
+    snprintf(h->method, sizeof h->method, "%s", train_method_name(c->method));
     h->n = d->n;
     h->f = d->f;
     h->c = d->c;
@@ -295,8 +295,8 @@ int ckpt_rank_dir(const train_config_t *c, int rank, int ranks, char *out, size_
         json_t *j = NULL;
         if ((rc = json_new(&j)) != INCA_OK) return rc;
         json_int(j, "ranks", ranks);
-        json_str(j, "method", c->method);
-        json_str(j, "model", c->model);
+        json_str(j, "method", train_method_name(c->method));
+        json_str(j, "model", model_kind_name(c->model));
         json_arr_begin(j, "checkpoints");
         for (int r = 0; r < ranks; r++) {
             char name[64];

@@ -6,7 +6,7 @@
 #include "core/status.h"
 #include <string.h>
 
-static const char *const kind_names[NN_KIND_COUNT] = {"mlp", "gcn", "sage", "gcnii", "appnp"};
+const char *const model_kind_words[NN_KIND_COUNT] = {"mlp", "gcn", "sage", "gcnii", "appnp"};
 
 void model_config_default(model_config_t *c) {
     memset(c, 0, sizeof *c);
@@ -21,12 +21,12 @@ void model_config_default(model_config_t *c) {
 
 int model_kind_parse(const char *name, int *kind) {
     for (int k = 0; k < NN_KIND_COUNT; k++)
-        if (name && strcmp(name, kind_names[k]) == 0) { *kind = k; return INCA_OK; }
-    return inca_fail(INCA_EINVAL, "--model: expected mlp|gcn|sage|gcnii|appnp, got '%s'", name ? name : "(null)");
+        if (name && strcmp(name, model_kind_words[k]) == 0) { *kind = k; return INCA_OK; }
+    return inca_fail(INCA_EINVAL, "--model: expected " MODEL_KIND_EXPECT ", got '%s'", name ? name : "(null)");
 }
 
 const char *model_kind_name(int kind) {
-    return kind >= 0 && kind < NN_KIND_COUNT ? kind_names[kind] : "?";
+    return kind >= 0 && kind < NN_KIND_COUNT ? model_kind_words[kind] : "?";
 }
 
 int model_config_check(const model_config_t *c) {

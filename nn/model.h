@@ -51,7 +51,11 @@ struct model_config {
 /* Defaults: gcn, 2 layers, hidden 16, dropout 0.5, alpha 0.1, theta 0.5, K 10; in_dim and
  * out_dim must still be set. */
 void model_config_default(model_config_t *c);
-/* "mlp" | "gcn" | "sage" | "gcnii" | "appnp" -> kind (INCA_EINVAL naming the value otherwise). */
+/* The models' names, indexed by NN_* kind (for core/args.h args_word and the JSON), and the
+ * list an error message gives. model_kind_parse: name -> kind (INCA_EINVAL naming the value
+ * otherwise), for names read back from a store or a file. */
+extern const char *const model_kind_words[NN_KIND_COUNT];
+#define MODEL_KIND_EXPECT "mlp|gcn|sage|gcnii|appnp"
 int model_kind_parse(const char *name, int *kind);
 const char *model_kind_name(int kind);
 /* INCA_EINVAL with a message naming the bad field when cfg cannot build a model. */

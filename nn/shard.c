@@ -151,10 +151,9 @@ done:
 
 int shard_write(const char *store_path, const shard_opts_t *o, const char *dir, shard_stats_t *st) {
     if (o->ranks < 1 || o->ranks > 64) return inca_fail(INCA_EINVAL, "--ranks %d: expected 1 to 64", o->ranks);
-    int kind;
-    int rc = model_kind_parse(o->model, &kind);
-    if (rc != INCA_OK) return rc;
-    if (kind != NN_GCN && kind != NN_SAGE) return inca_fail(INCA_EINVAL, "--model %s: shards carry gcn or sage adjacencies", o->model);
+    int rc;
+    if (o->model != NN_GCN && o->model != NN_SAGE)
+        return inca_fail(INCA_EINVAL, "--model %s: shards carry gcn or sage adjacencies", model_kind_name(o->model));
     dataset_t d;
     partition_t p = {0};
     dist_plan_t plan = {0};
@@ -164,9 +163,9 @@ int shard_write(const char *store_path, const shard_opts_t *o, const char *dir, 
     if ((rc = dataset_load_ex(store_path, DATASET_NO_X | DATASET_NO_GRAPH, &d)) != INCA_OK) return rc;
     train_config_t c;
     train_config_default(&c);
-    snprintf(c.model, sizeof c.model, "%s", o->model);
-    snprintf(c.method, sizeof c.method, "incagg");   /* M^0 with the layout */
-    snprintf(c.history_dtype, sizeof c.history_dtype, "%s", o->m0_dtype == HIST_BF16 ? "bf16" : "fp32");
+    c.model = o->model;
+    c.method = TRAIN_INCAGG;   /* M^0 with the layout */
+    c.history_dtype = o->m0_dtype;
     c.parts = (int)o->parts;
     c.feature_norm = o->featnorm;
     c.store_path = store_path;
@@ -179,7 +178,7 @@ int shard_write(const char *store_path, const shard_opts_t *o, const char *dir, 
         snprintf(tmp, sizeof tmp, "%s.tmp", path);
         if ((rc = inca_rmtree(tmp)) != INCA_OK) break;
         int64_t own = 0, halo = 0;
-        rc = write_one(tmp, &d, &p, &plan, &v, o, nn_kind_norm(kind), r, &own, &halo);
+        rc = write_one(tmp, &d, &p, &plan, &v, o, nn_kind_norm(o->model), r, &own, &halo);
         /* the new shard replaces the old one whole, or not at all */
         if (rc == INCA_OK && (rc = inca_rmtree(path)) == INCA_OK && rename(tmp, path) != 0)
             rc = inca_fail(INCA_EIO, "%s: cannot rename %s into place", path, tmp);

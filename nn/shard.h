@@ -30,7 +30,7 @@ typedef struct shard_opts {
     int ranks;
     int64_t parts;        /* the METIS partitioning metis-<parts>-s0 (stored or computed) */
     int featnorm;         /* TRAIN_FEATNORM_* */
-    const char *model;    /* "gcn" | "sage": the adjacency (and M^0) the shards carry */
+    int model;            /* NN_GCN | NN_SAGE: the adjacency (and M^0) the shards carry */
     hist_dtype_t m0_dtype;
 } shard_opts_t;
 

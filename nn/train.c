@@ -39,7 +39,7 @@ static int train_one(const dataset_t *d, const train_config_t *c, const int64_t 
     int rc = mb_train(d, c, tidx, ntr, run, p, &o, one, &st);
     if (rc == INCA_OK && run == 0)
         train_log(c, TRAIN_LOG_INFO, "%s: partition %s (edge cut %lld), %lld steps/epoch, history tables %lld bytes "
-                  "+ scratch %lld, loader wait %.3f s of %.3f s of steps", c->method, p->man.name,
+                  "+ scratch %lld, loader wait %.3f s of %.3f s of steps", train_method_name(c->method), p->man.name,
                   (long long)p->man.edge_cut, (long long)st.steps_per_epoch, (long long)st.table_bytes,
                   (long long)st.scratch_bytes, st.wait_s, st.step_s_total);
     if (rc == INCA_OK && run == 0 && view)
@@ -78,7 +78,7 @@ static void fold_run(train_result_t *r, train_result_t *one, int i, int runs, do
 
 int train_run(const dataset_t *d, const train_config_t *c, const int64_t *train_idx_override, int64_t n_override,
               train_result_t *r) {
-    int rc = INCA_OK, kind, mb;
+    int rc = INCA_OK, mb;
     train_config_t cc = *c;
     train_result_t one;
     partition_t part;
@@ -89,15 +89,13 @@ int train_run(const dataset_t *d, const train_config_t *c, const int64_t *train_
     memset(r, 0, sizeof *r);
     memset(&one, 0, sizeof one);
     memset(&part, 0, sizeof part);
-    if (strcmp(c->method, "full") == 0) mb = 0;
-    else if (strcmp(c->method, "cluster") == 0 || strcmp(c->method, "gas") == 0 || strcmp(c->method, "incagg") == 0)
-        mb = 1;
-    else return inca_fail(INCA_EINVAL, "--method: expected full|cluster|gas|incagg, got '%s'", c->method);
-    if ((rc = model_kind_parse(c->model, &kind))) return rc;
+    if (c->method < 0 || c->method >= TRAIN_METHOD_COUNT) return inca_fail(INCA_EINVAL, "--method: unknown method %d", (int)c->method);
+    mb = c->method != TRAIN_FULL;
+    if (c->model < 0 || c->model >= NN_KIND_COUNT) return inca_fail(INCA_EINVAL, "--model: unknown kind %d", c->model);
     if (c->resume && !c->checkpoint_dir) return inca_fail(INCA_EINVAL, "--resume: needs --checkpoint DIR");
     if (c->runs < 1) return inca_fail(INCA_EINVAL, "--runs: expected >= 1, got %d", c->runs);
     kern_ctx_t *kc = NULL;
-    if (mb && !dataset_has_graph(d)) return inca_fail(INCA_EINVAL, "--method %s needs a graph; this dataset has none", c->method);
+    if (mb && !dataset_has_graph(d)) return inca_fail(INCA_EINVAL, "--method %s needs a graph; this dataset has none", train_method_name(c->method));
     /* full-batch over several ranks (nn/train_dist.h) owns METIS parts too */
     const int dist = !mb && (comm_size(c->comm) > 1 || c->workers > 1);
     const int parted = mb || dist;

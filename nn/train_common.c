@@ -22,8 +22,8 @@
 
 void train_config_default(train_config_t *c) {
     memset(c, 0, sizeof *c);
-    snprintf(c->model, sizeof c->model, "gcn");
-    snprintf(c->method, sizeof c->method, "full");
+    c->model = NN_GCN;
+    c->method = TRAIN_FULL;
     c->layers = 2;
     c->hidden = 16;
     c->epochs = 200;
@@ -39,7 +39,7 @@ void train_config_default(train_config_t *c) {
     c->device = "cpu";
     c->parts = 40;
     c->batch_parts = 10;
-    snprintf(c->history_dtype, sizeof c->history_dtype, "fp32");
+    c->history_dtype = HIST_F32;
     c->refresh_source = TRAIN_REFRESH_SOURCE_DEFAULT;
     c->refresh_relax = TRAIN_REFRESH_RELAX_DEFAULT;
     c->beta1 = -1;
@@ -54,14 +54,14 @@ double train_beta1_auto(const train_config_t *c) {
      * their edges (issue 33: a csbm with 70% of the edges leaving the batch swings between
      * chance and 40%). Without momentum it trains like full-batch. One batch of every part reads
      * no history row: no delay, the usual 0.9 (and the same bits as full-batch's optimiser). */
-    const int hist = strcmp(c->method, "gas") == 0 || strcmp(c->method, "incagg") == 0;
+    const int hist = c->method == TRAIN_GAS || c->method == TRAIN_INCAGG;
     return hist && c->batch_parts < c->parts ? TRAIN_BETA1_HISTORY : 0.9;
 }
 
 double train_beta1(const train_config_t *c) { return c->beta1 >= 0 ? c->beta1 : train_beta1_auto(c); }
 
 double train_eval_average_auto(const train_config_t *c) {
-    const int mb = strcmp(c->method, "cluster") == 0 || strcmp(c->method, "gas") == 0 || strcmp(c->method, "incagg") == 0;
+    const int mb = train_method_agg(c->method) >= 0;
     return mb && c->parts > 0 && c->batch_parts < c->parts ? 1.0 - (double)c->batch_parts / (double)c->parts : 0.0;
 }
 
@@ -131,9 +131,9 @@ int train_features_csr(int64_t n, int64_t f, const float *x, double max_density,
 }
 
 int train_model_config(const dataset_t *d, const train_config_t *c, uint64_t seed, model_config_t *mc) {
-    int rc;
     model_config_default(mc);
-    if ((rc = model_kind_parse(c->model, &mc->kind))) return rc;
+    if (c->model < 0 || c->model >= NN_KIND_COUNT) return inca_fail(INCA_EINVAL, "model: unknown kind %d", c->model);
+    mc->kind = c->model;
     mc->in_dim = d->f;
     mc->out_dim = d->c;
     mc->hidden = c->hidden;
@@ -150,7 +150,8 @@ int train_model_config(const dataset_t *d, const train_config_t *c, uint64_t see
         return inca_fail(INCA_EINVAL, "dataset has no node features: cannot train a model");
     if (d->c < 1 || !d->y) return inca_fail(INCA_EINVAL, "dataset has no labels: cannot train a model");
     if (mc->kind != NN_MLP && (!dataset_has_graph(d) || d->adj.n_rows != d->n))
-        return inca_fail(INCA_EINVAL, "--model %s needs a graph and this dataset has none (use --model mlp)", c->model);
+        return inca_fail(INCA_EINVAL, "--model %s needs a graph and this dataset has none (use --model mlp)",
+                         model_kind_name(c->model));
     return model_config_check(mc);
 }
 
@@ -211,12 +212,23 @@ int train_best_update_e(train_best_t *b, const train_epoch_eval_t *e) {
     return better;
 }
 
+const char *const train_method_words[TRAIN_METHOD_COUNT] = {"full", "cluster", "gas", "incagg"};
 const char *const train_featnorm_words[3] = {"none", "row", "standard"};
 const char *const train_metric_words[3] = {"acc", "balanced_acc", "macro_f1"};
 const char *const train_loader_words[3] = {"auto", "copy", "view"};
 const char *const train_refresh_eval_words[2] = {"fused", "separate"};
 const char *const train_history_location_words[2] = {"device", "host"};
 const char *const train_cluster_norm_words[2] = {"batch", "global"};
+
+const char *train_method_name(train_method_t m) {
+    return m >= 0 && m < TRAIN_METHOD_COUNT ? train_method_words[m] : "?";
+}
+
+int train_method_agg(train_method_t m) {
+    return m == TRAIN_CLUSTER ? AGG_CLUSTER : m == TRAIN_GAS ? AGG_GAS : m == TRAIN_INCAGG ? AGG_INCAGG : -1;
+}
+
+const char *train_model_name(int model) { return model == TRAIN_MODEL_AUTO ? "auto" : model_kind_name(model); }
 
 const char *train_metric_name(int metric) {
     return metric == TRAIN_METRIC_BACC ? "balanced_acc" : metric == TRAIN_METRIC_F1 ? "macro_f1" : "acc";
@@ -411,7 +423,7 @@ void train_result_set(train_result_t *r, const train_best_t *b, int epochs, doub
 
 
 int train_loader_resolve(const train_config_t *c, int64_t n, int64_t f) {
-    if (strcmp(c->method, "full") == 0) return TRAIN_LOADER_COPY;
+    if (c->method == TRAIN_FULL) return TRAIN_LOADER_COPY;
     if (c->loader != TRAIN_LOADER_AUTO) return c->loader;
     if (c->memory_budget > 0) return TRAIN_LOADER_VIEW;
     const double phys = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);

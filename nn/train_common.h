@@ -26,6 +26,7 @@
 #include "graph/partition.h"
 #include "loaders/dataset.h"
 #include "memory/agg.h"
+#include "memory/history.h"
 #include "nn/model.h"
 #include "nn/optim.h"
 
@@ -55,9 +56,15 @@ typedef int (*train_step_cb)(void *ctx, int run, int epoch, const int64_t *nodes
 enum { TRAIN_LOG_INFO = 0, TRAIN_LOG_PROGRESS = 1 };
 typedef void (*train_log_cb)(void *ctx, int level, const char *line);
 
+/* The training methods (--method): full-batch, or a mini-batch method on memory/agg.h's
+ * operators (train_method_agg gives its AGG_* value, -1 for full). */
+typedef enum { TRAIN_FULL = 0, TRAIN_CLUSTER = 1, TRAIN_GAS = 2, TRAIN_INCAGG = 3, TRAIN_METHOD_COUNT = 4 } train_method_t;
+#define TRAIN_MODEL_AUTO (-1)
+
 typedef struct train_config {
-    char model[16];            /* gcn | sage | gcnii | appnp | mlp */
-    char method[16];           /* full | cluster | gas | incagg */
+    int model;                 /* NN_* (nn/layer.h; default NN_GCN); TRAIN_MODEL_AUTO: chosen from
+                                  the dataset by the caller (pruning: gcn on a graph, else mlp) */
+    train_method_t method;     /* TRAIN_FULL (default) | TRAIN_CLUSTER | TRAIN_GAS | TRAIN_INCAGG */
     int layers;                /* see model_config_t.layers (default 2) */
     int64_t hidden;            /* 16 */
     int epochs;                /* 200 */
@@ -114,7 +121,7 @@ typedef struct train_config {
                                   evaluations sum in another order (last bits of the logits) */
     int cluster_global_norm;   /* cluster: 0 (default) Â_BB renormalised on the batch subgraph
                                   (Cluster-GCN as published); 1 the global Â restricted to B */
-    char history_dtype[8];     /* fp32 | bf16 */
+    hist_dtype_t history_dtype; /* HIST_F32 (default) | HIST_BF16 (memory/history.h) */
     int history_host;          /* on a device: history tables in host memory (--history-location
                                   host; default 0: device). Always host memory on the CPU */
     char partition[64];        /* stored partitioning name ("" = default) */
@@ -166,8 +173,9 @@ typedef struct train_config {
 enum { TRAIN_GRAD_CHAIN = 0, TRAIN_GRAD_ALLGATHER = 1 };
 enum { TRAIN_METRIC_ACC = 0, TRAIN_METRIC_BACC = 1, TRAIN_METRIC_F1 = 2 };
 /* The words of the enums' flags, indexed by their values (TRAIN_FEATNORM_*, TRAIN_METRIC_*,
- * TRAIN_LOADER_*, refresh_eval_separate, history_host, cluster_global_norm): the names the JSON
+ * TRAIN_LOADER_*, train_method_t, refresh_eval_separate, history_host, cluster_global_norm): the names the JSON
  * prints, and what the command line's parsers (core/args.h args_word, in cli/ and bench/) take. */
+extern const char *const train_method_words[TRAIN_METHOD_COUNT];
 extern const char *const train_featnorm_words[3];
 extern const char *const train_metric_words[3];
 extern const char *const train_loader_words[3];
@@ -175,6 +183,11 @@ extern const char *const train_refresh_eval_words[2];
 extern const char *const train_history_location_words[2];
 extern const char *const train_cluster_norm_words[2];
 const char *train_metric_name(int metric);
+/* "full" | "cluster" | "gas" | "incagg" ("?" outside the enum): what the JSON prints. */
+const char *train_method_name(train_method_t m);
+int train_method_agg(train_method_t m);
+/* The model's name (nn/model.h model_kind_name), "auto" for TRAIN_MODEL_AUTO. */
+const char *train_model_name(int model);
 /* "fused" when an epoch's last IncAgg refresh shares the evaluation's pass (recompute source,
  * --refresh-eval fused), else "separate": what the JSON's refresh_eval says. */
 const char *train_refresh_eval_name(const train_config_t *c);

@@ -160,7 +160,7 @@ static int full_check(const train_config_t *c, const int64_t *train_idx, int64_t
     if (c->batch_size < 0) return inca_fail(INCA_EINVAL, "--batch-size: expected >= 0, got %lld", (long long)c->batch_size);
     if (c->batch_size > 0 && norm != NN_NORM_NONE)
         return inca_fail(INCA_EINVAL, "--batch-size: mini-batches of rows need a model without a graph (mlp), got %s",
-                         c->model);
+                         model_kind_name(c->model));
     return INCA_OK;
 }
 

@@ -376,10 +376,12 @@ static int mb_ckpt_blobs(mb_run_t *R, int ns) {
 static int mb_setup_check(mb_run_t *R, const dataset_t *d, int64_t n_train) {
     const train_config_t *c = R->c;
     int rc;
-    if ((rc = agg_method_parse(c->method, &R->method)) != INCA_OK) return rc;
-    if (!dataset_has_graph(d)) return inca_fail(INCA_EINVAL, "--method %s needs a graph; this dataset has none", c->method);
-    if (!d->adj.rowptr && !R->o->view) return inca_fail(INCA_EINVAL, "--method %s: the graph was not loaded (needs --loader view)", c->method);
-    if (!d->y) return inca_fail(INCA_EINVAL, "--method %s needs labels; this dataset has none", c->method);
+    const char *mname = train_method_name(c->method);
+    if ((R->method = train_method_agg(c->method)) < 0)
+        return inca_fail(INCA_EINVAL, "--method: expected cluster|gas|incagg for mini-batch training, got %s", mname);
+    if (!dataset_has_graph(d)) return inca_fail(INCA_EINVAL, "--method %s needs a graph; this dataset has none", mname);
+    if (!d->adj.rowptr && !R->o->view) return inca_fail(INCA_EINVAL, "--method %s: the graph was not loaded (needs --loader view)", mname);
+    if (!d->y) return inca_fail(INCA_EINVAL, "--method %s needs labels; this dataset has none", mname);
     if (!(c->refresh_relax > 0 && c->refresh_relax <= 1))
         return inca_fail(INCA_EINVAL, "--refresh-relax: expected a value in (0,1], got %g", c->refresh_relax);
     if (!R->p || R->p->n != d->n)
@@ -398,7 +400,7 @@ static int mb_setup_check(mb_run_t *R, const dataset_t *d, int64_t n_train) {
     R->stream = R->o->view != NULL;
     if (R->stream && R->mc.kind != NN_GCN && R->mc.kind != NN_SAGE)
         return inca_fail(INCA_EINVAL, "--loader view evaluates layer by layer, which takes --model gcn or sage; "
-                         "--model %s needs --loader copy", c->model);
+                         "--model %s needs --loader copy", model_kind_name(c->model));
     return INCA_OK;
 }
 
@@ -474,7 +476,9 @@ static int mb_setup_loader(mb_run_t *R, hist_dtype_t *hd_out, const void **m0_ou
     const layout_views_t *view = R->o->view;
     R->src = (batch_source_t){.n = n, .f = R->D.f, .x = R->D.x, .y = R->D.y, .a = &R->D.a, .a_symmetric = atp == NULL,
                               .bounds = R->p->bounds, .k = R->p->k};
-    if ((rc = hist_dtype_parse(c->history_dtype[0] ? c->history_dtype : "fp32", hd_out)) != INCA_OK) return rc;
+    if (c->history_dtype != HIST_F32 && c->history_dtype != HIST_BF16)
+        return inca_fail(INCA_EINVAL, "--history-dtype: unknown type %d", (int)c->history_dtype);
+    *hd_out = c->history_dtype;
     const hist_dtype_t hd = *hd_out;
     const void *m0 = *m0_out = R->stream && R->method == AGG_INCAGG && view->m0 && view->m0_dtype == hd ? view->m0 : NULL;
     if (m0 && !R->dev) {   /* the step reads M^0 at the batch's rows: the loader thread faults them in */

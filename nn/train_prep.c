@@ -42,12 +42,11 @@ int train_partition(const dataset_t *d, const train_config_t *c, partition_t *p,
 }
 int train_view_open(const dataset_t *d, const train_config_t *c, const partition_t *p, store_t **s,
                     layout_views_t *v) {
-    int rc, kind, built = 0;
-    hist_dtype_t hd = HIST_F32;
+    int rc, built = 0;
+    const int kind = c->model;
+    const hist_dtype_t hd = c->history_dtype;
     if (!c->store_path) return inca_fail(INCA_EINVAL, "--loader view: the dataset must come from a store");
-    if ((rc = model_kind_parse(c->model, &kind)) || (rc = hist_dtype_parse(c->history_dtype[0] ? c->history_dtype : "fp32", &hd)))
-        return rc;
-    const int want_m0 = strcmp(c->method, "incagg") == 0 && (kind == NN_GCN || kind == NN_SAGE);
+    const int want_m0 = c->method == TRAIN_INCAGG && (kind == NN_GCN || kind == NN_SAGE);
     const int norm = nn_kind_norm(kind);
     rc = store_open(c->store_path, STORE_RDONLY, s);
     if (rc == INCA_OK && (rc = layout_open(*s, p, c->feature_norm, want_m0, norm, hd, v)) == INCA_ENOTFOUND) {

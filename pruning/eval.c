@@ -56,7 +56,7 @@ static int eval_one(const dataset_t *d, train_config_t *tc, const int64_t *ids, 
 }
 
 int64_t prune_steps_per_epoch(const train_config_t *target, int64_t n) {
-    if (strcmp(target->method, "full") != 0)   /* METIS batches: the same count whatever the subset */
+    if (target->method != TRAIN_FULL)   /* METIS batches: the same count whatever the subset */
         return (target->parts + target->batch_parts - 1) / target->batch_parts;
     return target->batch_size > 0 && n > 0 ? (n + target->batch_size - 1) / target->batch_size : 1;
 }

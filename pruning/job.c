@@ -184,8 +184,7 @@ int prune_job_run(prune_job_t *job) {
     if (!rc) rc = job_label(job);
     if (!rc) rc = job_dynamics(job);
     if (rc) return rc;
-    if (job->o.eval && !job->target.model[0])
-        snprintf(job->target.model, sizeof job->target.model, "%s", job->is_graph ? "gcn" : "mlp");
+    if (job->o.eval && job->target.model == TRAIN_MODEL_AUTO) job->target.model = job->is_graph ? NN_GCN : NN_MLP;
     /* one selection (and evaluation, and line) per budget, all from the same scores */
     prune_eval_t full = {0};
     for (int b = 0; b < job->cfg.nkeeps && !rc; b++) rc = job_budget(job, b, &full);

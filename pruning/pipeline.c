@@ -25,10 +25,10 @@ static int prune_run_check(const dataset_t *dv, const int64_t *pool, int64_t npo
     if (*use_graph && !has_graph) return inca_fail(INCA_EINVAL, "--graph: the dataset has no graph");
     /* the proxy: a graph method trains on the dataset's graph even when the spreading used a kNN
      * graph (--graph knn); refused before any work on a table */
-    const int proxy_mb = cfg->proxy.method[0] && strcmp(cfg->proxy.method, "full") != 0;
+    const int proxy_mb = cfg->proxy.method != TRAIN_FULL;
     if (proxy_mb && !has_graph)
         return inca_fail(INCA_EINVAL, "--proxy-method %s: needs a graph (a table's proxy is full, in mini-batches with "
-                         "--proxy-batch-size)", cfg->proxy.method);
+                         "--proxy-batch-size)", train_method_name(cfg->proxy.method));
     *proxy_graph = *use_graph || proxy_mb;
     return INCA_OK;
 }
@@ -51,7 +51,7 @@ int prune_run(const dataset_t *dv, const int64_t *pool, int64_t npool, const pru
     /* relabelling: the proxy trained on the pseudo-labels relabels the unlabelled pool with its
      * own predictions, then the proxy that records trains on them */
     if (cfg->relabel > 0 && (rc = proxy_relabel(dv, pool, npool, cfg, proxy_graph, r))) goto fail;
-    train_log(&cfg->proxy, TRAIN_LOG_PROGRESS, "proxy training (%s)", cfg->proxy.model[0] ? cfg->proxy.model : "auto");
+    train_log(&cfg->proxy, TRAIN_LOG_PROGRESS, "proxy training (%s)", train_model_name(cfg->proxy.model));
     if ((rc = proxy_record(dv, pool, npool, cfg, proxy_graph, r))) goto fail;
     r->sec[PRUNE_ST_PROXY] = inca_now() - t0;
     if ((rc = prune_score_select(cfg, dv->c, r))) goto fail;

@@ -58,8 +58,7 @@ static int proxy_data_make(const dataset_t *dv, const int64_t *pool, int64_t npo
     p->pd.y = p->yp;
     train_config_t *tc = &p->tc;
     *tc = cfg->proxy;
-    if (!tc->model[0]) snprintf(tc->model, sizeof tc->model, "%s", use_graph ? "gcn" : "mlp");
-    if (!tc->method[0]) snprintf(tc->method, sizeof tc->method, "full");
+    if (tc->model == TRAIN_MODEL_AUTO) tc->model = use_graph ? NN_GCN : NN_MLP;
     tc->runs = 1;
     tc->seed = cfg->seed;
     tc->out_logits = NULL;   /* no validation split: the last epoch's */
@@ -126,7 +125,7 @@ int proxy_record(const dataset_t *dv, const int64_t *pool, int64_t npool, const 
     int rc = proxy_data_make(dv, pool, npool, cfg, use_graph, r->pseudo, &p);
     if (rc) return rc;
     train_config_t *tc = &p.tc;
-    const int minibatch = strcmp(tc->method, "full") != 0;   /* prune_run refused it on a table */
+    const int minibatch = tc->method != TRAIN_FULL;   /* prune_run refused it on a table */
     r->dyn_from = cfg->dyn_from == PRUNE_DYN_AUTO ? (minibatch ? PRUNE_DYN_STEPS : PRUNE_DYN_EVAL) : cfg->dyn_from;
     /* eval: every pool row's probabilities at once; steps: one row at a time */
     if (!(probs = inca_malloc((size_t)(r->dyn_from == PRUNE_DYN_STEPS ? 1 : npool) * (size_t)c * sizeof *probs))) {
@@ -153,7 +152,7 @@ int proxy_record(const dataset_t *dv, const int64_t *pool, int64_t npool, const 
     rc = train_run(&p.pd, tc, p.rows, npool, &tr);
     if (rc) { inca_fail_ctx(rc, "proxy training: "); goto done; }
     if (r->dyn.epochs < 1) rc = inca_fail(INCA_ERR, "proxy training recorded no epoch");
-    else if ((rc = dyn_check_complete(&r->dyn))) inca_fail_ctx(rc, "proxy training (--proxy-method %s): ", tc->method);
+    else if ((rc = dyn_check_complete(&r->dyn))) inca_fail_ctx(rc, "proxy training (--proxy-method %s): ", train_method_name(tc->method));
 done:
     train_result_free(&tr);
     proxy_data_free(&p);

@@ -23,8 +23,8 @@ void prune_config_default(prune_config_t *c) {
     c->iters = 50;
     c->graph = -1;
     train_config_default(&c->proxy);
-    c->proxy.model[0] = '\0';   /* chosen from the dataset */
-    snprintf(c->proxy.method, sizeof c->proxy.method, "full");
+    c->proxy.model = TRAIN_MODEL_AUTO;   /* chosen from the dataset */
+    c->proxy.method = TRAIN_FULL;
     c->proxy.hidden = 256;
     c->proxy.epochs = 30;
     c->proxy.lr = 0.01;

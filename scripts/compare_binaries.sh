@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Two builds of inca on the same training commands (issue 26: a refactoring must not change a
 # bit): the --metrics lines and the result line of each, compared without their timing, memory
-# and version fields.  usage: bash scripts/compare_binaries.sh OLD_INCA NEW_INCA [STORE]
+# and version fields (prune: its result line, the per-stage seconds left out).  usage: bash scripts/compare_binaries.sh OLD_INCA NEW_INCA [STORE]
 # (STORE: Cora, default out/cora.lmdb from scripts/setup.sh). NEW_ARGS="..." adds flags to the
 # new binary's commands (e.g. a changed default set back: NEW_ARGS="--refresh-relax 0.3").
 # Exit 1 when any command differs.
@@ -19,21 +19,25 @@ cmds=(
 "train $C --model gcn --method incagg --parts 20 --batch-parts 5 --epochs 10 --workers 2 --seed 7"
 "train $C --model gcn --method incagg --parts 20 --batch-parts 5 --epochs 10 --loader view --seed 8"
 "train $C --model gcn --method full --epochs 10 --runs 3 --seed 9"
+"train $C --model gcn --method incagg --history-dtype bf16 --parts 20 --batch-parts 5 --epochs 10 --seed 10"
+"prune $C --labeled 0.2 --keep 0.3 --split random:0.6,0.2,0.2:0 --eval --epochs 30 --proxy-epochs 10"
+"prune $C --labeled 0.2 --keep 0.3 --proxy-method incagg --proxy-model sage --proxy-epochs 5 --eval --model gcn --method gas --epochs 10"
 )
 fail=0
 for cmd in "${cmds[@]}"; do
   for b in old new; do
     bin=$OLD; extra=""
     [ $b = new ] && bin=$NEW && extra="${NEW_ARGS:-}"
+    metrics=""; [ "${cmd%% *}" = train ] && metrics="--metrics $tmp/m.jsonl"   # prune has none
     # shellcheck disable=SC2086
-    $bin $cmd $extra --threads 2 --quiet --json --metrics "$tmp/m.jsonl" > "$tmp/$b.json" 2> "$tmp/$b.err" ||
+    $bin $cmd $extra --threads 2 --quiet --json $metrics > "$tmp/$b.json" 2> "$tmp/$b.err" ||
       echo "exit $? ($b): $cmd: $(tail -1 "$tmp/$b.err")"
     mv "$tmp/m.jsonl" "$tmp/$b.jsonl" 2>/dev/null || : > "$tmp/$b.jsonl"
   done
   python3 - "$tmp" "$cmd" <<'PY' || fail=1
 import json, sys
 t, cmd = sys.argv[1], sys.argv[2]
-skip = lambda k: k == 'config' or k.endswith('_s') or any(w in k for w in ('time', 'rss', 'wait', 'version'))
+skip = lambda k: k in ('config', 'seconds') or k.endswith('_s') or any(w in k for w in ('time', 'rss', 'wait', 'version'))
 def load(p): return [{k: v for k, v in json.loads(l).items() if not skip(k)} for l in open(p) if l.strip()]
 a = load(t + '/old.jsonl') + load(t + '/old.json')
 b = load(t + '/new.jsonl') + load(t + '/new.json')

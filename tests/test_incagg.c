@@ -778,9 +778,9 @@ START_TEST(mb_train_learns_and_is_deterministic) {
         for (int dt = 0; dt < (k >= 2 ? 2 : 1); dt++) {
             train_config_t c;
             train_config_default(&c);
-            snprintf(c.method, sizeof c.method, "%s", methods[k]);
-            snprintf(c.model, sizeof c.model, "%s", k == 1 ? "sage" : "gcn");
-            snprintf(c.history_dtype, sizeof c.history_dtype, "%s", dt ? "bf16" : "fp32");
+            c.method = tu_method(methods[k]);
+            c.model = tu_model(k == 1 ? "sage" : "gcn");
+            c.history_dtype = tu_dtype(dt ? "bf16" : "fp32");
             c.refresh_source = k == 3 ? AGG_SRC_PUSH : AGG_SRC_RECOMPUTE;
             c.epochs = 30;
             c.batch_parts = 3;
@@ -788,7 +788,7 @@ START_TEST(mb_train_learns_and_is_deterministic) {
             c.hidden = 16;
             train_result_t rf;   /* full-batch reference, same model and data */
             train_config_t cf = c;
-            snprintf(cf.method, sizeof cf.method, "full");
+            cf.method = tu_method("full");
             ck_assert_int_eq(train_full(&d, &cf, d.split[0], d.split_n[0], 0, &rf), INCA_OK);
             mb_opts_t o;
             mb_opts_default(&o);
@@ -798,7 +798,7 @@ START_TEST(mb_train_learns_and_is_deterministic) {
             o.prefetch = 0;
             ck_assert_int_eq(mb_train(&d, &c, d.split[0], d.split_n[0], 0, &p, &o, &r2, NULL), INCA_OK);
             ck_assert_msg(r1.test_acc >= rf.test_acc - 0.04, "%s (%s, %s): test acc %.3f, full-batch %.3f", methods[k],
-                          agg_source_name(c.refresh_source), c.history_dtype, r1.test_acc, rf.test_acc);
+                          agg_source_name(c.refresh_source), hist_dtype_words[c.history_dtype], r1.test_acc, rf.test_acc);
             ck_assert(r1.test_acc == r2.test_acc && r1.train_loss == r2.train_loss && r1.best_epoch == r2.best_epoch);
             ck_assert_int_eq(st.steps, 30 * 4);
             ck_assert_int_eq(st.steps_per_epoch, 4);
@@ -832,7 +832,7 @@ START_TEST(mb_train_stops_on_nonfinite_loss) {
         char *dir = tu_mkdtemp(), path[512];
         train_config_t c;
         train_config_default(&c);
-        snprintf(c.method, sizeof c.method, "%s", methods[k]);
+        c.method = tu_method(methods[k]);
         c.epochs = 3;
         c.batch_parts = 2;
         c.checkpoint_dir = dir;
@@ -866,9 +866,9 @@ START_TEST(mb_incagg_single_buffer_equals_p_scheme) {
         for (int fused = 0; fused < 2; fused++) {
             train_config_t c;
             train_config_default(&c);
-            snprintf(c.method, sizeof c.method, "incagg");
-            snprintf(c.model, sizeof c.model, "gcn");
-            snprintf(c.history_dtype, sizeof c.history_dtype, "%s", dt ? "bf16" : "fp32");
+            c.method = tu_method("incagg");
+            c.model = tu_model("gcn");
+            c.history_dtype = tu_dtype(dt ? "bf16" : "fp32");
             c.layers = 3;
             c.hidden = 16;
             c.epochs = 12;
@@ -911,7 +911,7 @@ START_TEST(mb_incagg_single_buffer_equals_p_scheme) {
     /* warm-up epochs leave the counts and times: 5 epochs, 2 of warm-up -> 3 timed */
     train_config_t c;
     train_config_default(&c);
-    snprintf(c.method, sizeof c.method, "incagg");
+    c.method = tu_method("incagg");
     c.refresh_source = AGG_SRC_PUSH;
     c.hidden = 16;
     c.epochs = 5;
@@ -946,7 +946,7 @@ START_TEST(mb_refresh_eval_fused_equals_separate) {
     for (int sep = 0; sep < 2; sep++) {
         train_config_t c;
         train_config_default(&c);
-        snprintf(c.method, sizeof c.method, "incagg");
+        c.method = tu_method("incagg");
         c.refresh_source = AGG_SRC_RECOMPUTE;
         c.refresh_eval_separate = sep;
         c.eval_average = 0;   /* the weights themselves: the evaluation can be the refresh's pass */
@@ -993,9 +993,9 @@ START_TEST(mb_train_alloc_failures) {
     for (int k = 0; k < 3; k++) {
         train_config_t c;
         train_config_default(&c);
-        snprintf(c.method, sizeof c.method, "%s", methods[k]);
-        snprintf(c.model, sizeof c.model, "gcn");
-        snprintf(c.history_dtype, sizeof c.history_dtype, "%s", k == 2 ? "bf16" : "fp32");
+        c.method = tu_method(methods[k]);
+        c.model = tu_model("gcn");
+        c.history_dtype = tu_dtype(k == 2 ? "bf16" : "fp32");
         c.epochs = 2;
         c.batch_parts = 2;
         mb_opts_t o;

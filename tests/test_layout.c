@@ -135,7 +135,7 @@ END_TEST
 
 static void base_config(train_config_t *c) {
     train_config_default(c);   /* gcn */
-    snprintf(c->method, sizeof c->method, "incagg");
+    c->method = tu_method("incagg");
     c->epochs = 12;
     c->hidden = 16;
     c->parts = 12;
@@ -159,9 +159,9 @@ START_TEST(views_equal_copies_and_budget_spills) {
     for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
         train_config_t c;
         base_config(&c);
-        snprintf(c.model, sizeof c.model, "%s", cases[ci].model);
-        snprintf(c.method, sizeof c.method, "%s", cases[ci].method);
-        snprintf(c.history_dtype, sizeof c.history_dtype, "%s", cases[ci].dtype);
+        c.model = tu_model(cases[ci].model);
+        c.method = tu_method(cases[ci].method);
+        c.history_dtype = tu_dtype(cases[ci].dtype);
         c.refresh_source = cases[ci].source;
         c.refresh = cases[ci].refresh;
         c.layers = 3;
@@ -259,11 +259,11 @@ START_TEST(train_run_migrates_and_refuses) {
     ck_assert(store_has_array(s, name));
     store_close(&s);
     /* the full-batch method and gcnii need the features in memory */
-    snprintf(c.method, sizeof c.method, "full");
+    c.method = tu_method("full");
     ck_assert_int_eq(train_run(&d, &c, NULL, 0, &r), INCA_EINVAL);
     ck_assert_ptr_nonnull(strstr(inca_errmsg(), "features"));
-    snprintf(c.method, sizeof c.method, "incagg");
-    snprintf(c.model, sizeof c.model, "gcnii");
+    c.method = tu_method("incagg");
+    c.model = tu_model("gcnii");
     ck_assert_int_eq(train_run(&d, &c, NULL, 0, &r), INCA_EINVAL);
     ck_assert_ptr_nonnull(strstr(inca_errmsg(), "--loader copy"));
     dataset_free(&d);

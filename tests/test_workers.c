@@ -52,8 +52,8 @@ static void teardown(void) {
 
 static void config(train_config_t *c, const char *method, const char *ck) {
     train_config_default(c);
-    snprintf(c->model, sizeof c->model, "gcn");
-    snprintf(c->method, sizeof c->method, "%s", method);
+    c->model = tu_model("gcn");
+    c->method = tu_method(method);
     c->epochs = 1;
     c->hidden = 8;
     c->parts = 8;
@@ -213,7 +213,7 @@ START_TEST(two_ranks_equal_reference) {
             const nn_param_t *a = model_param(got, i), *b = model_param(want, i);
             ck_assert_int_eq(a->n, b->n);
             ck_assert_msg(memcmp(a->w, b->w, sizeof(float) * (size_t)a->n) == 0, "%s: parameter %s differs from the reference",
-                          c.method, a->name);
+                          train_method_name(c.method), a->name);
         }
         ck_assert_int_eq(optim_nparams(go), optim_nparams(wo));
         for (int i = 0; i < optim_nparams(wo); i++) {   /* Adam's moments: the averaged gradient, bit for bit */
@@ -223,7 +223,7 @@ START_TEST(two_ranks_equal_reference) {
             ck_assert_int_eq(optim_param_state(wo, i, &m2, &v2, &n2), INCA_OK);
             ck_assert_int_eq(n1, n2);
             ck_assert_msg(memcmp(m1, m2, sizeof(float) * (size_t)n1) == 0 && memcmp(v1, v2, sizeof(float) * (size_t)n1) == 0,
-                          "%s: Adam moments of parameter %d differ from the reference", c.method, i);
+                          "%s: Adam moments of parameter %d differ from the reference", train_method_name(c.method), i);
         }
         optim_free(&wo);
         model_free(&want);
@@ -238,8 +238,8 @@ END_TEST
  * within float rounding (the sum split in P partial GEMMs, the loss gradient scaled per rank). */
 static void full_config(train_config_t *c, const char *model, int workers) {
     train_config_default(c);
-    snprintf(c->model, sizeof c->model, "%s", model);
-    snprintf(c->method, sizeof c->method, "full");
+    c->model = tu_model(model);
+    c->method = tu_method("full");
     c->epochs = 15;
     c->hidden = 8;
     c->parts = 8;

@@ -6,6 +6,7 @@
 #include "graph/csr.h"
 #include "core/rng.h"
 #include "loaders/dataset.h"
+#include "nn/train_common.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -284,3 +285,12 @@ csr_t tu_csr_random(int64_t rows, int64_t cols, uint64_t seed, int with_val) {
     }
     return a;
 }
+
+static int word_index(const char *name, const char *const *words, int n) {
+    for (int i = 0; i < n; i++)
+        if (strcmp(name, words[i]) == 0) return i;
+    return n;
+}
+int tu_method(const char *name) { return word_index(name, train_method_words, TRAIN_METHOD_COUNT); }
+int tu_model(const char *name) { return word_index(name, model_kind_words, NN_KIND_COUNT); }
+int tu_dtype(const char *name) { return word_index(name, hist_dtype_words, 2); }

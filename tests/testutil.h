@@ -61,6 +61,12 @@ void tu_check_splits(const char *json, long tr, long va, long te);
 void tu_check_loaded(const char *store, long nnz_feat, const long *class_counts, int c);
 /* Run a suite with CK_NORMAL output; returns EXIT_SUCCESS / EXIT_FAILURE. */
 int tu_run_suite(Suite *s);
+/* train_config_t's typed fields from the words the command line takes (cases are written as
+ * words): TRAIN_* / NN_* / HIST_*, or one past the last value (refused by train_run) when the
+ * word is unknown. */
+int tu_method(const char *name);
+int tu_model(const char *name);
+int tu_dtype(const char *name);
 /* ||got - want|| / ||want|| over n floats (the plain norm of the difference when want is 0);
  * *worst (may be NULL) receives the index of the largest absolute difference (NaN counts as
  * largest). The tolerance checks of the backend tests. */

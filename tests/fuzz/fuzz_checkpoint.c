@@ -38,8 +38,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     static int32_t col[10] = {1, 0, 2, 1, 3, 2, 4, 3, 5, 4};
     g_d.adj = (csr_t){.n_rows = 6, .n_cols = 6, .nnz = 10, .rowptr = rowptr, .col = col};
     train_config_default(&g_c);
-    snprintf(g_c.model, sizeof g_c.model, "gcn");
-    snprintf(g_c.method, sizeof g_c.method, "incagg");
+    g_c.model = NN_GCN;
+    g_c.method = TRAIN_INCAGG;
     g_c.hidden = 4;
     g_c.layers = 2;
     g_c.batchnorm = 1;

@@ -1,7 +1,7 @@
 /* The flags of `inca prune` and their parsing into the pipeline and target configurations;
  * see prune_args.h. Exercised through `inca prune` and `inca bench pruning` in
  * test_pruning_e2e.c and test_e2e_json.c. */
-#include "pruning/prune_args.h"
+#include "cli/prune_args.h"
 #include <errno.h>
 #include <stdlib.h>
 #include "core/status.h"
@@ -45,11 +45,9 @@ static int kind_double(const args_t *a, const char *name, double def, double *ou
 /* A training method and its METIS batches: FLAG full|cluster|gas|incagg, PARTS, BATCH parts. */
 static int method_from_args(const args_t *a, const char *flag, const char *parts, const char *batch, train_config_t *t) {
     int64_t iv;
-    int rc;
-    const char *m = args_str(a, flag, "full");
-    if (strcmp(m, "full") && strcmp(m, "cluster") && strcmp(m, "gas") && strcmp(m, "incagg"))
-        return inca_fail(INCA_EINVAL, "%s: expected full, cluster, gas or incagg, got '%s'", flag, m);
-    snprintf(t->method, sizeof t->method, "%s", m);
+    int rc, m = TRAIN_FULL;
+    if ((rc = args_word(a, flag, "full", train_method_words, TRAIN_METHOD_COUNT, "full, cluster, gas or incagg", &m))) return rc;
+    t->method = (train_method_t)m;
     if ((rc = args_int(a, parts, 40, &iv))) return rc;
     if (iv < 1 || iv > (1 << 24)) return inca_fail(INCA_EINVAL, "%s: expected >= 1, got %lld", parts, (long long)iv);
     t->parts = (int)iv;
@@ -169,7 +167,8 @@ static int proxy_from_args(const args_t *a, prune_config_t *cfg, double *wd, int
     int64_t iv;
     int rc;
     train_config_t *p = &cfg->proxy;
-    snprintf(p->model, sizeof p->model, "%s", args_str(a, "--proxy-model", ""));
+    p->model = TRAIN_MODEL_AUTO;   /* not given: chosen from the dataset */
+    if ((rc = args_word(a, "--proxy-model", NULL, model_kind_words, NN_KIND_COUNT, MODEL_KIND_EXPECT, &p->model))) return rc;
     if ((rc = method_from_args(a, "--proxy-method", "--proxy-parts", "--proxy-batch-parts", p))) return rc;
     if ((rc = args_int(a, "--relabel", 0, &iv))) return rc;
     if (iv < 0 || iv > 10) return inca_fail(INCA_EINVAL, "--relabel: expected 0..10 rounds, got %lld", (long long)iv);
@@ -213,7 +212,8 @@ static int target_from_args(const args_t *a, prune_config_t *cfg, train_config_t
     int64_t iv;
     int rc;
     train_config_default(target);
-    snprintf(target->model, sizeof target->model, "%s", args_str(a, "--model", ""));
+    target->model = TRAIN_MODEL_AUTO;
+    if ((rc = args_word(a, "--model", NULL, model_kind_words, NN_KIND_COUNT, MODEL_KIND_EXPECT, &target->model))) return rc;
     if ((rc = method_from_args(a, "--method", "--parts", "--batch-parts", target))) return rc;
     if ((rc = kind_int(a, "--epochs", 200, 1, &iv, &cfg->given, PRUNE_GIVEN_EPOCHS))) return rc;
     target->epochs = (int)iv;
