@@ -3,8 +3,12 @@
 # bit): the --metrics lines and the result line of each, compared without their timing, memory
 # and version fields (prune: its result line, the per-stage seconds left out).  usage: bash scripts/compare_binaries.sh OLD_INCA NEW_INCA [STORE]
 # (STORE: Cora, default out/cora.lmdb from scripts/setup.sh). NEW_ARGS="..." adds flags to the
-# new binary's commands (e.g. a changed default set back: NEW_ARGS="--refresh-relax 0.3").
-# Exit 1 when any command differs.
+# new binary's train commands (e.g. a changed default set back: NEW_ARGS="--refresh-relax 0.3").
+# CMDS_FILE=F: the commands from F instead (one per line, without "inca"; "#" starts a comment;
+# $VARS expanded from the environment, e.g. G_100k=/tmp/g100k). TRAIN_ARGS="...": flags added at
+# the end of both binaries' train commands (e.g. "--epochs 3" to compare the first epochs of a
+# long run: the same code path as the whole run). NEW_ARGS apply to train commands only and go
+# before the command's own flags. Exit 1 when any command differs.
 set -uo pipefail
 OLD=$1; NEW=$2; C=${3:-out/cora.lmdb}
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
@@ -23,14 +27,25 @@ cmds=(
 "prune $C --labeled 0.2 --keep 0.3 --split random:0.6,0.2,0.2:0 --eval --epochs 30 --proxy-epochs 10"
 "prune $C --labeled 0.2 --keep 0.3 --proxy-method incagg --proxy-model sage --proxy-epochs 5 --eval --model gcn --method gas --epochs 10"
 )
+if [ -n "${CMDS_FILE:-}" ]; then
+  cmds=()
+  while IFS= read -r line; do
+    line=${line%%#*}; line=$(eval echo "$line")
+    [ -n "${line// }" ] && cmds+=("$line")
+  done < "$CMDS_FILE"
+fi
 fail=0
 for cmd in "${cmds[@]}"; do
+  sub=${cmd%% *}; rest=${cmd#* }
   for b in old new; do
     bin=$OLD; extra=""
-    [ $b = new ] && bin=$NEW && extra="${NEW_ARGS:-}"
-    metrics=""; [ "${cmd%% *}" = train ] && metrics="--metrics $tmp/m.jsonl"   # prune has none
+    # NEW_ARGS go first, so that a flag the command gives itself wins (the last one counts)
+    [ $b = new ] && [ "$sub" = train ] && bin=$NEW && extra="${NEW_ARGS:-}"
+    [ $b = new ] && bin=$NEW
+    metrics=""; tail_args=""
+    [ "$sub" = train ] && metrics="--metrics $tmp/m.jsonl" && tail_args="${TRAIN_ARGS:-}"   # prune has no metrics
     # shellcheck disable=SC2086
-    $bin $cmd $extra --threads 2 --quiet --json $metrics > "$tmp/$b.json" 2> "$tmp/$b.err" ||
+    $bin $sub $extra $rest $tail_args --threads 2 --quiet --json $metrics > "$tmp/$b.json" 2> "$tmp/$b.err" ||
       echo "exit $? ($b): $cmd: $(tail -1 "$tmp/$b.err")"
     mv "$tmp/m.jsonl" "$tmp/$b.jsonl" 2>/dev/null || : > "$tmp/$b.jsonl"
   done
