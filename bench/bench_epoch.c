@@ -35,9 +35,10 @@
  * (GEMMs, elementwise layers, loss, optimiser), which every method pays alike. */
 typedef struct run_out { double epoch_s, step_s, refresh_s, eval_s, acc, val, epoch_cpu_s, agg_s, dense_s; int ok; } run_out_t;
 
-static int run_one(const dataset_t *d, train_config_t *c, const partition_t *p, const char *method,
+static int run_one(const dataset_t *d, train_config_t *c, const partition_t *p, train_method_t m,
                    int64_t refresh_epochs, int json, int eval_each, int warmup, run_out_t *out) {
-    c->method = strcmp(method, "cluster") == 0 ? TRAIN_CLUSTER : strcmp(method, "gas") == 0 ? TRAIN_GAS : TRAIN_INCAGG;
+    const char *method = train_method_name(m);
+    c->method = m;
     train_result_t r;
     mb_stats_t st;
     mb_opts_t o;
@@ -46,7 +47,7 @@ static int run_one(const dataset_t *d, train_config_t *c, const partition_t *p, 
     o.warmup_epochs = warmup;
     int64_t bb = c->batch_parts < p->k ? c->batch_parts : p->k, spe = (p->k + bb - 1) / bb;
     c->refresh = (int)(refresh_epochs * spe);
-    if (strcmp(method, "incagg") == 0) bench_progress_stage("incagg, refresh every %lld epochs", (long long)refresh_epochs);
+    if (m == TRAIN_INCAGG) bench_progress_stage("incagg, refresh every %lld epochs", (long long)refresh_epochs);
     else bench_progress_stage("%s", method);
     int rc = mb_train(d, c, d->split[SPLIT_TRAIN], d->split_n[SPLIT_TRAIN], 0, p, &o, &r, &st);
     if (rc != INCA_OK) return inca_fail_ctx(rc, "bench epoch, method %s", method);
@@ -69,13 +70,13 @@ static int run_one(const dataset_t *d, train_config_t *c, const partition_t *p, 
         json_t *j = NULL;
         if ((rc = json_new(&j)) != INCA_OK) { mb_stats_free(&st); return rc; }
         json_str(j, "method", method);
-        if (strcmp(method, "incagg") == 0) {
+        if (m == TRAIN_INCAGG) {
             json_int(j, "refresh_epochs", refresh_epochs);
             json_str(j, "refresh_source", agg_source_name(c->refresh_source));
             if (c->refresh_source == AGG_SRC_RECOMPUTE) json_num(j, "refresh_relax", c->refresh_relax);
             json_str(j, "refresh_eval", train_refresh_eval_name(c));
         }
-        if (strcmp(method, "cluster") == 0) json_str(j, "cluster_norm", c->cluster_global_norm ? "global" : "batch");
+        if (m == TRAIN_CLUSTER) json_str(j, "cluster_norm", train_cluster_norm_words[c->cluster_global_norm != 0]);
         json_int(j, "epochs", r.epochs);
         json_int(j, "timed_epochs", st.timed_epochs);
         json_int(j, "steps_per_epoch", st.steps_per_epoch);
@@ -160,10 +161,10 @@ int bench_epoch(int argc, char **argv) {
             (long long)d.n, (long long)d.adj.nnz, p.man.name, reused ? "reused" : "computed", (long long)p.man.edge_cut,
             p.man.seconds, inca_now() - t0);
     int json = args_has(a, "--json"), ev = args_has(a, "--eval-each-epoch");
-    if (want_cl && (rc = run_one(&d, &c, &p, "cluster", 0, json, ev, (int)warmup, &cluster)) != INCA_OK) goto done;
-    if (want_gas && (rc = run_one(&d, &c, &p, "gas", 0, json, ev, (int)warmup, &gas)) != INCA_OK) goto done;
+    if (want_cl && (rc = run_one(&d, &c, &p, TRAIN_CLUSTER, 0, json, ev, (int)warmup, &cluster)) != INCA_OK) goto done;
+    if (want_gas && (rc = run_one(&d, &c, &p, TRAIN_GAS, 0, json, ev, (int)warmup, &gas)) != INCA_OK) goto done;
     for (int i = 0; want_inc && i < np; i++)
-        if ((rc = run_one(&d, &c, &p, "incagg", periods[i], json, ev, (int)warmup, &inc[i])) != INCA_OK) goto done;
+        if ((rc = run_one(&d, &c, &p, TRAIN_INCAGG, periods[i], json, ev, (int)warmup, &inc[i])) != INCA_OK) goto done;
     if (json) {
         if ((rc = json_new(&j)) != INCA_OK) goto done;
         json_int(j, "nodes", d.n);

@@ -147,8 +147,12 @@ static int lb_config(lb_run_t *L, const args_t *a) {
     int rc;
     if (args_npos(a) != 1) return inca_fail(INCA_EINVAL, "expected one STORE argument");
     if ((rc = bench_mb_config(a, &L->c)) != INCA_OK) return rc;
-    if ((rc = agg_method_parse(args_str(a, "--method", "gas"), &L->method)) != INCA_OK) return rc;
-    L->c.method = L->method == AGG_CLUSTER ? TRAIN_CLUSTER : L->method == AGG_GAS ? TRAIN_GAS : TRAIN_INCAGG;
+    int m = 0;   /* the mini-batch methods: train_method_words from TRAIN_CLUSTER on */
+    if ((rc = args_word(a, "--method", "gas", train_method_words + TRAIN_CLUSTER, TRAIN_METHOD_COUNT - TRAIN_CLUSTER,
+                        "cluster, gas or incagg for mini-batch training", &m)) != INCA_OK)
+        return rc;
+    L->c.method = (train_method_t)(TRAIN_CLUSTER + m);
+    L->method = train_method_agg(L->c.method);
     if ((rc = train_device_open(&L->c, &L->kc, L->devname, sizeof L->devname)) != INCA_OK) return rc;
     L->c.kc = L->kc;
     L->store = args_pos(a, 0);

@@ -43,6 +43,7 @@
 #include <string.h>
 
 #define SC_MAX 16
+/* the mini-batch methods, in train_method_t's order: method m trains TRAIN_CLUSTER + m */
 enum { SC_CLUSTER = 0, SC_GAS = 1, SC_INCAGG = 2, SC_NMETHODS = 3 };
 static const char *const sc_names[SC_NMETHODS] = {"cluster", "gas", "incagg"};
 
@@ -83,12 +84,13 @@ int bench_scale_max_ranks(int argc, char **argv, int *maxp) {
 }
 
 /* train method on the first P ranks; rank 0 of them gets every rank's figures in all */
-static int run_one(comm_t *sub, const dataset_t *d, const train_config_t *base, const char *method, int P, double *all,
+static int run_one(comm_t *sub, const dataset_t *d, const train_config_t *base, train_method_t m, int P, double *all,
                    int64_t *spe) {
     train_config_t c = *base;
     train_result_t r;
     memset(&r, 0, sizeof r);
-    c.method = strcmp(method, "cluster") == 0 ? TRAIN_CLUSTER : strcmp(method, "gas") == 0 ? TRAIN_GAS : TRAIN_INCAGG;
+    const char *method = train_method_name(m);
+    c.method = m;
     c.batch_parts = base->batch_parts / P;
     c.comm = sub;
     memstat_reset_peaks();
@@ -371,7 +373,7 @@ static int sc_measure(comm_t *world, int me, const sc_opts_t *o, const dataset_t
         for (int m = 0; m < SC_NMETHODS && sub && rc == INCA_OK; m++) {
             if (!o->want[m]) continue;
             int64_t spe = 0;
-            if ((rc = run_one(sub, d, &o->c, sc_names[m], o->ranks[i], all, &spe)) != INCA_OK) break;
+            if ((rc = run_one(sub, d, &o->c, (train_method_t)(TRAIN_CLUSTER + m), o->ranks[i], all, &spe)) != INCA_OK) break;
             if (me == 0) {
                 print_run(sc_names[m], o->ranks[i], all, spe, o->json);
                 sc_cell_set(&cells[i][m], all, o->ranks[i], spe);

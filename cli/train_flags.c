@@ -147,7 +147,6 @@ int cli_train_config(const args_t *a, train_config_t *c, cli_log_state_t *ls) {
 /* "config": every resolved training flag (defaults included), keyed by the flag's name, so a
  * result line says exactly what produced it. */
 void cli_train_config_json(json_t *j, const args_t *a, const train_config_t *c) {
-    static const char *const featnorm[] = {"none", "row", "standard"};
     json_obj_begin(j, "config");
     json_str(j, "store", args_pos(a, 0));
     json_str(j, "model", model_kind_name(c->model));
@@ -163,7 +162,7 @@ void cli_train_config_json(json_t *j, const args_t *a, const train_config_t *c) 
     json_bool(j, "adamw", c->adamw);
     json_num(j, "beta1", train_beta1(c));
     json_num(j, "eval-average", train_eval_average(c));
-    json_str(j, "feature-norm", c->feature_norm >= 0 && c->feature_norm < 3 ? featnorm[c->feature_norm] : "?");
+    json_str(j, "feature-norm", c->feature_norm >= 0 && c->feature_norm < 3 ? train_featnorm_words[c->feature_norm] : "?");
     json_num(j, "alpha", c->alpha);
     json_num(j, "theta", c->theta);
     json_int(j, "K", c->K);
@@ -184,13 +183,13 @@ void cli_train_config_json(json_t *j, const args_t *a, const train_config_t *c) 
     json_int(j, "batch-parts", c->batch_parts);
     json_int(j, "refresh", c->refresh);
     json_str(j, "history-dtype", hist_dtype_words[c->history_dtype]);
-    json_str(j, "history-location", c->history_host ? "host" : "device");
+    json_str(j, "history-location", train_history_location_words[c->history_host != 0]);
     json_str(j, "refresh-source", agg_source_name(c->refresh_source));
     json_num(j, "refresh-relax", c->refresh_relax);
-    json_str(j, "refresh-eval", c->refresh_eval_separate ? "separate" : "fused");
-    json_str(j, "cluster-norm", c->cluster_global_norm ? "global" : "batch");
+    json_str(j, "refresh-eval", train_refresh_eval_words[c->refresh_eval_separate != 0]);
+    json_str(j, "cluster-norm", train_cluster_norm_words[c->cluster_global_norm != 0]);
     json_str(j, "partition", c->partition);
-    json_str(j, "loader", c->loader == TRAIN_LOADER_VIEW ? "view" : c->loader == TRAIN_LOADER_COPY ? "copy" : "auto");
+    json_str(j, "loader", c->loader >= 0 && c->loader < 3 ? train_loader_words[c->loader] : "?");
     if (c->memory_budget > 0) json_int(j, "memory-budget", c->memory_budget);
     else json_null(j, "memory-budget");   /* none: a rerun with --config must not set one */
     json_int(j, "workers", c->workers > 1 ? c->workers : 1);

@@ -90,13 +90,6 @@ struct agg {
 
 static kern_dtype_t kdt(const hist_t *h) { return h->dtype == HIST_BF16 ? KERN_BF16 : KERN_F32; }
 
-int agg_method_parse(const char *s, int *method) {
-    if (s && strcmp(s, "cluster") == 0) { *method = AGG_CLUSTER; return INCA_OK; }
-    if (s && strcmp(s, "gas") == 0) { *method = AGG_GAS; return INCA_OK; }
-    if (s && strcmp(s, "incagg") == 0) { *method = AGG_INCAGG; return INCA_OK; }
-    return inca_fail(INCA_EINVAL, "--method: expected cluster, gas or incagg for mini-batch training, got '%s'", s ? s : "");
-}
-
 const char *agg_method_name(int method) {
     return method == AGG_CLUSTER ? "cluster" : method == AGG_GAS ? "gas" : "incagg";
 }

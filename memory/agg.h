@@ -67,8 +67,7 @@ enum { AGG_SRC_PUSH = 0, AGG_SRC_RECOMPUTE = 1 };
 #define AGG_PANEL_BYTES ((int64_t)8 << 20)
 #define AGG_PANEL_MIN_ROWS 1024
 
-/* "cluster" | "gas" | "incagg" (INCA_EINVAL naming --method otherwise). */
-int agg_method_parse(const char *s, int *method);
+/* "cluster" | "gas" | "incagg" (the flag words are nn/train_common.h's train_method_words). */
 const char *agg_method_name(int method);
 /* "push" | "recompute" (INCA_EINVAL naming --refresh-source otherwise). */
 int agg_source_parse(const char *s, int *source);

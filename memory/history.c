@@ -7,8 +7,8 @@
 const char *const hist_dtype_words[2] = {"fp32", "bf16"};
 
 int hist_dtype_parse(const char *s, hist_dtype_t *out) {
-    if (s && strcmp(s, "fp32") == 0) { *out = HIST_F32; return INCA_OK; }
-    if (s && strcmp(s, "bf16") == 0) { *out = HIST_BF16; return INCA_OK; }
+    for (int t = HIST_F32; t <= HIST_BF16; t++)
+        if (s && strcmp(s, hist_dtype_words[t]) == 0) { *out = (hist_dtype_t)t; return INCA_OK; }
     return inca_fail(INCA_EINVAL, "--history-dtype: expected fp32 or bf16, got '%s'", s ? s : "");
 }
 

@@ -231,7 +231,7 @@ int train_method_agg(train_method_t m) {
 const char *train_model_name(int model) { return model == TRAIN_MODEL_AUTO ? "auto" : model_kind_name(model); }
 
 const char *train_metric_name(int metric) {
-    return metric == TRAIN_METRIC_BACC ? "balanced_acc" : metric == TRAIN_METRIC_F1 ? "macro_f1" : "acc";
+    return metric >= 0 && metric < 3 ? train_metric_words[metric] : "acc";
 }
 
 int train_metrics_line(FILE *f, const train_epoch_eval_t *e) {

@@ -40,8 +40,7 @@ for cmd in "${cmds[@]}"; do
   for b in old new; do
     bin=$OLD; extra=""
     # NEW_ARGS go first, so that a flag the command gives itself wins (the last one counts)
-    [ $b = new ] && [ "$sub" = train ] && bin=$NEW && extra="${NEW_ARGS:-}"
-    [ $b = new ] && bin=$NEW
+    if [ $b = new ]; then bin=$NEW; [ "$sub" = train ] && extra="${NEW_ARGS:-}"; fi
     metrics=""; tail_args=""
     [ "$sub" = train ] && metrics="--metrics $tmp/m.jsonl" && tail_args="${TRAIN_ARGS:-}"   # prune has no metrics
     # shellcheck disable=SC2086
