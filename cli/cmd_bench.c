@@ -4,39 +4,17 @@
 #include "cli/progress.h"
 #include "core/args.h"
 #include "cli/commands.h"
+#include "cli/mpi_relaunch.h"
 #include "core/comm.h"
 #include "core/status.h"
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
-/* bench scale started alone: run it again as an MPI job of max(--ranks) processes (mpiexec is
- * the launcher CMake found; nothing here moves data between processes) */
+/* bench scale started alone: run it again as an MPI job of max(--ranks) processes */
 static int scale_relaunch(int argc, char **argv) {
     int maxp = 1, rc = bench_scale_max_ranks(argc, argv, &maxp);
     if (rc != INCA_OK || maxp <= 1 || comm_launched() || !comm_has_mpi()) return rc;
-#ifdef INCA_MPIEXEC
-    char np[16], self[4096];
-    const ssize_t k = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (k <= 0) return inca_fail(INCA_ERR, "bench scale: cannot find this executable to start it under mpiexec");
-    self[k] = 0;
-    snprintf(np, sizeof np, "%d", maxp);
-    char *av[256];
-    int n = 0;
-    av[n++] = (char *)INCA_MPIEXEC;
-    av[n++] = (char *)"-n";
-    av[n++] = np;
-    av[n++] = self;
-    av[n++] = (char *)"bench";
-    for (int i = 0; i < argc && n < 255; i++) av[n++] = argv[i];   /* "scale" and its flags */
-    av[n] = NULL;
-    fprintf(stderr, "bench scale: starting %d ranks: %s -n %s %s bench scale ...\n", maxp, INCA_MPIEXEC, np, self);
-    fflush(stderr);
-    execv(INCA_MPIEXEC, av);
-    return inca_fail(INCA_ERR, "bench scale: cannot start %s", INCA_MPIEXEC);
-#else
-    return inca_fail(INCA_EINVAL, "bench scale --ranks %d: start it under mpirun -np %d", maxp, maxp);
-#endif
+    return cli_mpi_relaunch("bench scale", "bench", argc, argv, maxp);
 }
 
 static void bench_hook(void *ctx, int force, const char *msg) {

@@ -1,14 +1,20 @@
-/* inca partition STORE --parts K [--method metis|random] [--seed S] [--feature-norm none|row|standard]
- * [--m0 gcn|sage|none] [--history-dtype fp32|bf16] [--no-layout] [--json]: compute (or reuse) a
- * partitioning and store it (graph/partition.h), then the partition-ordered layout the view
+/* inca partition STORE --parts K [--method metis|random|parmetis] [--ranks P] [--seed S]
+ * [--feature-norm none|row|standard] [--m0 gcn|sage|none] [--history-dtype fp32|bf16]
+ * [--no-layout] [--json]: compute (or reuse) a partitioning and store it (graph/partition.h;
+ * ParMETIS over MPI ranks, graph/partition_par.h), then the partition-ordered layout the view
  * loader maps (nn/layout.h): the renumbered features for --feature-norm and IncAgg's M^0 for the
  * adjacency of --m0's model in --history-dtype. Prints name, edge cut and times.
- * Exercised end to end in test_partition.c. */
+ * Under MPI (parmetis only) every rank reads its slice of the graph and joins the partitioner;
+ * rank 0 alone writes the store, the layout and the output.
+ * Exercised end to end in test_partition.c and test_mpi.c. */
 #include "core/args.h"
 #include "cli/commands.h"
+#include "cli/mpi_relaunch.h"
 #include "cli/progress.h"
+#include "core/comm.h"
 #include "core/json.h"
 #include "core/alloc.h"
+#include "core/memstat.h"
 #include "core/status.h"
 #include "core/util.h"
 #include "graph/partition.h"
@@ -21,84 +27,153 @@
 #include <stdio.h>
 #include <string.h>
 
-int cmd_partition(int argc, char **argv) {
-    static const char *const known[] = {"--parts", "--method", "--seed", "--json!", "--feature-norm", "--m0", "--history-dtype",
-                                        "--no-layout!", "--quiet!", NULL};
-    args_t *a = NULL;
-    store_t *s = NULL;
-    json_t *j = NULL;
-    partition_t p = {0};
-    int64_t k = 0, seed = 0;
-    int method = PART_METIS, reused = 0;
-    int rc = args_parse(argc, argv, known, &a);
-    if (rc != INCA_OK) goto done;
-    if (args_npos(a) != 1) { rc = inca_fail(INCA_EINVAL, "expected one STORE argument"); goto done; }
-    if (!args_has(a, "--parts")) { rc = inca_fail(INCA_EINVAL, "--parts K is required"); goto done; }
-    if ((rc = args_int(a, "--parts", 0, &k)) != INCA_OK) goto done;
-    if ((rc = args_int(a, "--seed", 0, &seed)) != INCA_OK) goto done;
-    if (seed < 0) { rc = inca_fail(INCA_EINVAL, "--seed: expected a non-negative integer"); goto done; }
-    if ((rc = partition_method_parse(args_str(a, "--method", "metis"), &method)) != INCA_OK) goto done;
-    int featnorm = 0, m0_kind = NN_GCN, built = 0;
-    hist_dtype_t hd = HIST_F32;
+typedef struct part_opts {
+    int64_t k, seed, ranks;
+    int method, featnorm, m0_kind;   /* m0_kind -1: no M^0 */
+    hist_dtype_t hd;
+} part_opts_t;
+
+static int parse_opts(args_t *a, part_opts_t *o) {
+    int rc;
+    memset(o, 0, sizeof *o);
+    if (args_npos(a) != 1) return inca_fail(INCA_EINVAL, "expected one STORE argument");
+    if (!args_has(a, "--parts")) return inca_fail(INCA_EINVAL, "--parts K is required");
+    if ((rc = args_int(a, "--parts", 0, &o->k)) || (rc = args_int(a, "--seed", 0, &o->seed)) ||
+        (rc = args_int(a, "--ranks", 0, &o->ranks)))
+        return rc;
+    if (o->seed < 0) return inca_fail(INCA_EINVAL, "--seed: expected a non-negative integer");
+    if ((rc = partition_method_parse(args_str(a, "--method", "metis"), &o->method)) != INCA_OK) return rc;
+    if (args_has(a, "--ranks") && (o->method != PART_PARMETIS || o->ranks < 1))
+        return inca_fail(INCA_EINVAL, "--ranks: expected a positive count with --method parmetis");
+    o->m0_kind = NN_GCN;
+    o->hd = HIST_F32;
     const char *m0s = args_str(a, "--m0", "gcn");
-    if ((rc = args_word(a, "--feature-norm", "none", train_featnorm_words, 3, "none|row|standard", &featnorm)) != INCA_OK) goto done;
-    if ((rc = hist_dtype_parse(args_str(a, "--history-dtype", "fp32"), &hd)) != INCA_OK) goto done;
-    if (strcmp(m0s, "none") == 0) m0_kind = -1;
-    else if (strcmp(m0s, "gcn") != 0 && strcmp(m0s, "sage") != 0) {
-        rc = inca_fail(INCA_EINVAL, "--m0: expected gcn, sage or none, got '%s'", m0s);
-        goto done;
-    } else if ((rc = model_kind_parse(m0s, &m0_kind)) != INCA_OK) goto done;
-    if ((rc = store_open(args_pos(a, 0), STORE_RDWR_MAP, &s)) != INCA_OK) goto done;
+    if ((rc = args_word(a, "--feature-norm", "none", train_featnorm_words, 3, "none|row|standard", &o->featnorm))) return rc;
+    if ((rc = hist_dtype_parse(args_str(a, "--history-dtype", "fp32"), &o->hd)) != INCA_OK) return rc;
+    if (strcmp(m0s, "none") == 0) o->m0_kind = -1;
+    else if (strcmp(m0s, "gcn") != 0 && strcmp(m0s, "sage") != 0)
+        return inca_fail(INCA_EINVAL, "--m0: expected gcn, sage or none, got '%s'", m0s);
+    else if ((rc = model_kind_parse(m0s, &o->m0_kind)) != INCA_OK) return rc;
+    return INCA_OK;
+}
+
+/* ParMETIS runs only as an MPI job of --ranks (or the launcher's) processes */
+static int check_ranks(const part_opts_t *o, comm_t *c) {
+    const int P = comm_size(c);
+    if (o->method != PART_PARMETIS) {
+        if (P > 1) return inca_fail(INCA_EINVAL, "--method %s runs in one process; started as %d ranks (only parmetis runs "
+                                    "as several)", partition_method_name(o->method), P);
+        return INCA_OK;
+    }
+    if (!comm_launched())
+        return inca_fail(INCA_EINVAL, "--method parmetis runs over MPI ranks: add --ranks P (or start it under mpirun -np P)");
+    if (o->ranks > 0 && o->ranks != P)
+        return inca_fail(INCA_EINVAL, "--ranks %lld, but started as %d ranks", (long long)o->ranks, P);
+    return INCA_OK;
+}
+
+/* Every rank's peak anonymous memory so far (MiB), gathered to all */
+static int rank_peaks(comm_t *c, double *all) {
+    double anon = 0, file = 0;
+    memstat_sample();
+    memstat_peaks(&anon, &file);
+    return comm_allgather(c, &anon, sizeof anon, all, COMM_SETUP);
+}
+
+static void print_human(const partition_t *p, int reused, int built, int featnorm, double layout_s) {
+    fprintf(stderr, "partition %s: %lld parts of %lld..%lld nodes, edge cut %lld, %.3f s%s\n", p->man.name, (long long)p->k,
+            (long long)p->man.min_part, (long long)p->man.max_part, (long long)p->man.edge_cut, p->man.seconds,
+            reused ? " (reused)" : "");
+    if (!built) return;
+    char what[64] = "";
+    static const char *const names[3] = {"features", "M^0", "adjacency"};
+    for (int i = 0; i < 3; i++)
+        if (built & (1 << i)) snprintf(what + strlen(what), sizeof what - strlen(what), "%s%s", what[0] ? ", " : "", names[i]);
+    fprintf(stderr, "layout of %s (feature norm %s): %s written, %.3f s\n", p->man.name, layout_featnorm_name(featnorm), what,
+            layout_s);
+}
+
+static int print_json(const partition_t *p, int reused, int built, double layout_s, double total, const double *peaks, int P) {
+    json_t *j = NULL;
+    int rc = json_new(&j);
+    if (rc != INCA_OK) return rc;
+    json_str(j, "name", p->man.name);
+    json_str(j, "method", p->man.method);
+    json_int(j, "parts", p->k);
+    json_int(j, "seed", (int64_t)p->man.seed);
+    json_int(j, "nodes", p->n);
+    json_int(j, "edge_cut", p->man.edge_cut);
+    json_int(j, "min_part", p->man.min_part);
+    json_int(j, "max_part", p->man.max_part);
+    json_num(j, "balance", (double)p->man.max_part * (double)p->k / (double)(p->n > 0 ? p->n : 1));
+    json_num(j, "partition_time_s", p->man.seconds);
+    json_num(j, "total_time_s", total);
+    json_bool(j, "reused", reused);
+    json_bool(j, "layout_x_written", built & 1);
+    json_bool(j, "layout_m0_written", (built & 2) != 0);
+    json_bool(j, "layout_adj_written", (built & 4) != 0);
+    json_num(j, "layout_time_s", layout_s);
+    json_int(j, "ranks", P);
+    json_arr_begin(j, "rank_peak_rss_anon_mb");   /* before the layout: the partitioner's own */
+    for (int r = 0; r < P; r++) json_num(j, NULL, peaks[r]);
+    json_arr_end(j);
+    memstat_json(j);
+    rc = json_write(j, stdout);
+    json_free(&j);
+    return rc;
+}
+
+/* The partitioning, computed or reused: in this process, or over the ranks of c (parmetis) */
+static int get_partition(store_t *s, comm_t *c, const part_opts_t *o, partition_t *p, int *reused) {
+    if (o->method == PART_PARMETIS) return store_partition_get_par(s, c, o->k, (uint64_t)o->seed, p, reused);
+    /* the graph is read from the store only when something must be computed from it */
+    return store_partition_get(s, NULL, o->k, o->method, (uint64_t)o->seed, p, reused);
+}
+
+static int run(args_t *a, const part_opts_t *o, comm_t *c) {
+    store_t *s = NULL;
+    partition_t p = {0};
+    const int P = comm_size(c), me = comm_rank(c), quiet = args_has(a, "--quiet") || me != 0;
+    int reused = 0, built = 0;
+    double *peaks = inca_calloc((size_t)P, sizeof *peaks);
+    if (!peaks) return INCA_ENOMEM;
+    /* rank 0 writes; the others only read their rows (every rank opens before anyone writes) */
+    int rc = store_open(args_pos(a, 0), me == 0 ? STORE_RDWR_MAP : STORE_RDONLY, &s);
+    if (rc == INCA_OK && P > 1) rc = comm_barrier(c);
     double t0 = inca_now();
     cli_progress_t pg;
-    cli_progress_init(&pg, "partition", args_has(a, "--quiet"));
-    cli_progress(&pg, 1, "%s into %lld parts", method == PART_METIS ? "METIS" : "random", (long long)k);
-    /* the graph is read from the store only when something must be computed from it */
-    rc = store_partition_get(s, NULL, k, method, (uint64_t)seed, &p, &reused);
+    cli_progress_init(&pg, "partition", quiet);
+    cli_progress(&pg, 1, "%s into %lld parts", o->method == PART_METIS ? "METIS" : o->method == PART_PARMETIS ? "ParMETIS" : "random",
+                 (long long)o->k);
+    if (rc == INCA_OK) rc = get_partition(s, c, o, &p, &reused);
+    if (rc == INCA_OK) rc = rank_peaks(c, peaks);
     const double tl = inca_now();
-    if (rc == INCA_OK && !args_has(a, "--no-layout") && store_meta(s)->features > 0) {
+    if (rc == INCA_OK && me == 0 && !args_has(a, "--no-layout") && store_meta(s)->features > 0) {
         cli_progress(&pg, 1, "writing the partition-ordered layout");
-        rc = layout_ensure(s, &p, NULL, featnorm, m0_kind >= 0, m0_kind >= 0 ? nn_kind_norm(m0_kind) : NN_NORM_GCN, hd, &built);
+        rc = layout_ensure(s, &p, NULL, o->featnorm, o->m0_kind >= 0, o->m0_kind >= 0 ? nn_kind_norm(o->m0_kind) : NN_NORM_GCN,
+                           o->hd, &built);
     }
     cli_progress_end(&pg);
-    if (rc != INCA_OK) goto done;
-    const double layout_s = inca_now() - tl;
-    double total = inca_now() - t0;
-    if (!args_has(a, "--quiet"))
-        fprintf(stderr, "partition %s: %lld parts of %lld..%lld nodes, edge cut %lld, %.3f s%s\n", p.man.name,
-            (long long)p.k, (long long)p.man.min_part, (long long)p.man.max_part, (long long)p.man.edge_cut,
-            p.man.seconds, reused ? " (reused)" : "");
-    if (built && !args_has(a, "--quiet")) {
-        char what[64] = "";
-        static const char *const names[3] = {"features", "M^0", "adjacency"};
-        for (int i = 0; i < 3; i++)
-            if (built & (1 << i)) snprintf(what + strlen(what), sizeof what - strlen(what), "%s%s", what[0] ? ", " : "", names[i]);
-        fprintf(stderr, "layout of %s (feature norm %s): %s written, %.3f s\n", p.man.name, layout_featnorm_name(featnorm),
-                what, layout_s);
-    }
-    if (args_has(a, "--json")) {
-        if ((rc = json_new(&j)) != INCA_OK) goto done;
-        json_str(j, "name", p.man.name);
-        json_str(j, "method", p.man.method);
-        json_int(j, "parts", p.k);
-        json_int(j, "seed", (int64_t)p.man.seed);
-        json_int(j, "nodes", p.n);
-        json_int(j, "edge_cut", p.man.edge_cut);
-        json_int(j, "min_part", p.man.min_part);
-        json_int(j, "max_part", p.man.max_part);
-        json_num(j, "partition_time_s", p.man.seconds);
-        json_num(j, "total_time_s", total);
-        json_bool(j, "reused", reused);
-        json_bool(j, "layout_x_written", built & 1);
-        json_bool(j, "layout_m0_written", (built & 2) != 0);
-        json_bool(j, "layout_adj_written", (built & 4) != 0);
-        json_num(j, "layout_time_s", layout_s);
-        rc = json_write(j, stdout);
-    }
-done:
-    json_free(&j);
+    const double layout_s = inca_now() - tl, total = inca_now() - t0;
+    if (rc == INCA_OK && !quiet) print_human(&p, reused, built, o->featnorm, layout_s);
+    if (rc == INCA_OK && me == 0 && args_has(a, "--json")) rc = print_json(&p, reused, built, layout_s, total, peaks, P);
+    inca_free(peaks);
     partition_free(&p);
     store_close(&s);
+    return rc;
+}
+
+int cmd_partition(int argc, char **argv) {
+    static const char *const known[] = {"--parts", "--method", "--ranks", "--seed", "--json!", "--feature-norm", "--m0",
+                                        "--history-dtype", "--no-layout!", "--quiet!", NULL};
+    args_t *a = NULL;
+    part_opts_t o;
+    int rc = args_parse(argc, argv, known, &a);
+    if (rc == INCA_OK) rc = parse_opts(a, &o);
+    if (rc == INCA_OK && o.method == PART_PARMETIS && o.ranks > 0 && !comm_launched())
+        rc = cli_mpi_relaunch("partition", NULL, argc, argv, (int)o.ranks);   /* returns only on failure */
+    if (rc == INCA_OK) rc = check_ranks(&o, cli_comm());
+    if (rc == INCA_OK) rc = run(a, &o, cli_comm());
     args_free(&a);
     return rc;
 }

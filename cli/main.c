@@ -37,7 +37,10 @@ static const struct { const char *name; int (*fn)(int, char **); const char *hel
     {"partition", cmd_partition,
      "partition STORE --parts K [flags]   store a partitioning (and the layout the view loader maps)\n"
      "  (defaults in brackets)\n"
-     "            --method metis|random [metis] --seed S [0]\n"
+     "            --method metis|random|parmetis [metis] --seed S [0]\n"
+     "            --ranks P (parmetis: start it as P MPI ranks; or run it under mpirun -np P)\n"
+     "            parmetis: PT-Scotch's ParMETIS, each rank reading only its slice of the graph; for graphs whose\n"
+     "            METIS run takes too long or does not fit one process's memory (METIS's cut is the better one)\n"
      "  layout    --feature-norm none|row|standard [none] --m0 gcn|sage|none (IncAgg's M^0 = AX) [gcn]\n"
      "            --history-dtype fp32|bf16 (M^0's) [fp32] --no-layout (the partitioning alone)\n"
      "            --json --quiet (no progress or status lines)"},
@@ -221,7 +224,8 @@ int main(int argc, char **argv) {
         if (comm_launched() && !comm_has_mpi() && getenv("OMPI_COMM_WORLD_SIZE") && atoi(getenv("OMPI_COMM_WORLD_SIZE")) > 1)
             rc = inca_fail(INCA_EINVAL, "started by mpirun with %s ranks, but this inca was built without MPI "
                            "(install libopenmpi-dev and rebuild)", getenv("OMPI_COMM_WORLD_SIZE"));
-        else if (nr > 1 && strcmp(cmds[i].name, "train") != 0 && strcmp(cmds[i].name, "bench") != 0)
+        else if (nr > 1 && strcmp(cmds[i].name, "train") != 0 && strcmp(cmds[i].name, "bench") != 0 &&
+                 strcmp(cmds[i].name, "partition") != 0)   /* partition: parmetis only, it checks */
             rc = inca_fail(INCA_EINVAL, "runs in one process; started as %d ranks (run it without mpirun)", nr);
         inca_threads();   /* one OpenMP pool, BLAS single-threaded inside it (core/util.c) */
         if (rc == INCA_OK) rc = cmds[i].fn(argc - 1, argv + 1);

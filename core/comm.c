@@ -88,6 +88,17 @@ void comm_finalize(comm_t **pc) {
     *pc = NULL;
 }
 
+#ifdef INCA_HAS_MPI
+int comm_mpi(const comm_t *c, MPI_Comm *out) {
+    int up = 0;
+    MPI_Initialized(&up);   /* callable before MPI_Init */
+    if (!c || c->shm || !up || c->mc == MPI_COMM_NULL)
+        return inca_fail(INCA_EINVAL, "no MPI communicator: this process was not started by an MPI launcher (mpirun -np P)");
+    *out = c->mc;
+    return INCA_OK;
+}
+#endif
+
 int comm_rank(const comm_t *c) { return c ? c->rank : 0; }
 int comm_size(const comm_t *c) { return c ? c->size : 1; }
 

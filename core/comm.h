@@ -95,4 +95,12 @@ const char *comm_phase_name(int phase);   /* "setup", "grad", "refresh", "halo",
  * one rank. The CLI's error path only: the message naming the rank is printed first. The
  * library never exits the process itself. */
 void comm_abort(comm_t *c, int code);
+
+#ifdef INCA_HAS_MPI
+#include <mpi.h>
+/* The MPI communicator under c, for a library that takes one (PT-Scotch's ParMETIS interface,
+ * graph/partition_par.h): INCA_EINVAL for thread ranks (--workers), for NULL and for a process
+ * MPI was not started in (not under an MPI launcher). */
+int comm_mpi(const comm_t *c, MPI_Comm *out);
+#endif
 #endif

@@ -10,16 +10,45 @@
 #include <stdio.h>
 #include <string.h>
 
+static const char *const method_words[] = {"metis", "random", "parmetis"};
+#define N_METHODS ((int)(sizeof method_words / sizeof method_words[0]))
+
 int partition_method_parse(const char *s, int *method) {
-    if (s && strcmp(s, "metis") == 0) { *method = PART_METIS; return INCA_OK; }
-    if (s && strcmp(s, "random") == 0) { *method = PART_RANDOM; return INCA_OK; }
-    return inca_fail(INCA_EINVAL, "--method: expected metis or random, got '%s'", s ? s : "");
+    for (int i = 0; s && i < N_METHODS; i++)
+        if (strcmp(s, method_words[i]) == 0) { *method = i; return INCA_OK; }
+    return inca_fail(INCA_EINVAL, "--method: expected metis, random or parmetis, got '%s'", s ? s : "");
 }
 
-static const char *method_str(int method) { return method == PART_METIS ? "metis" : "random"; }
+const char *partition_method_name(int method) {
+    return method >= 0 && method < N_METHODS ? method_words[method] : "unknown";
+}
 
 void partition_name(char *buf, size_t len, int method, int64_t k, uint64_t seed) {
-    snprintf(buf, len, "%s-%lld-s%llu", method_str(method), (long long)k, (unsigned long long)seed);
+    snprintf(buf, len, "%s-%lld-s%llu", partition_method_name(method), (long long)k, (unsigned long long)seed);
+}
+
+int partition_name_parse(const char *s, int *method, int64_t *k, uint64_t *seed) {
+    const char *dash = s ? strchr(s, '-') : NULL;
+    char word[16];
+    const size_t wl = dash ? (size_t)(dash - s) : (s ? strlen(s) : 0);
+    if (s && wl < sizeof word) {
+        memcpy(word, s, wl);
+        word[wl] = 0;
+        long long kk = 0;
+        unsigned long long ss = 0;
+        int used = 0;
+        for (int i = 0; i < N_METHODS; i++) {
+            if (strcmp(word, method_words[i]) != 0) continue;
+            if (!dash) { *method = i; *k = 0; *seed = 0; return INCA_OK; }
+            if (sscanf(dash, "-%lld-s%llu%n", &kk, &ss, &used) == 2 && dash[used] == 0 && kk > 0 && dash[1] >= '0' &&
+                dash[1] <= '9' && strstr(dash + 1, "-s")[2] >= '0' && strstr(dash + 1, "-s")[2] <= '9') {
+                *method = i; *k = kk; *seed = ss;
+                return INCA_OK;
+            }
+        }
+    }
+    return inca_fail(INCA_EINVAL, "--partition: expected metis|random|parmetis or a stored name like metis-40-s0, got '%s'",
+                     s ? s : "");
 }
 
 void partition_free(partition_t *p) {
@@ -108,6 +137,9 @@ int partition_assign(const csr_t *adj, int64_t k, int method, uint64_t seed, int
     if (k == 1) memset(part, 0, sizeof *part * (size_t)n);
     else if (method == PART_METIS) rc = assign_metis(adj, k, seed, part);
     else if (method == PART_RANDOM) rc = assign_random(n, k, seed, part);
+    else if (method == PART_PARMETIS)
+        rc = inca_fail(INCA_EINVAL, "ParMETIS partitions over MPI ranks: inca partition STORE --parts %lld --method parmetis "
+                       "--ranks P (or under mpirun -np P) stores it first", (long long)k);
     else rc = inca_fail(INCA_EINVAL, "unknown partition method %d", method);
     if (seconds) *seconds = inca_now() - t0;
     return rc;
@@ -162,7 +194,7 @@ int partition_compute(const csr_t *adj, int64_t k, int method, uint64_t seed, pa
         out->man.edge_cut = partition_edge_cut(adj, part);
         out->man.seconds = secs;
         out->man.seed = seed;
-        snprintf(out->man.method, sizeof out->man.method, "%s", method_str(method));
+        snprintf(out->man.method, sizeof out->man.method, "%s", partition_method_name(method));
         partition_name(out->man.name, sizeof out->man.name, method, k, seed);
     }
     inca_free(part);

@@ -17,13 +17,14 @@
 typedef struct part_manifest {
     uint32_t magic, version;
     char name[64];        /* "metis-40-s0" */
-    char method[16];      /* "metis" | "random" */
+    char method[16];      /* "metis" | "random" | "parmetis" */
     int64_t nodes;        /* n of the graph partitioned */
     int64_t parts;        /* K */
     uint64_t seed;
     int64_t edge_cut;     /* undirected edges {u,v}, u != v, with endpoints in different parts */
     int64_t min_part, max_part;   /* smallest / largest part size */
-    double seconds;       /* partitioning time (METIS call or shuffle), without store I/O */
+    double seconds;       /* partitioning time (METIS call or shuffle; ParMETIS: the slowest rank's
+                           * call), without store I/O */
 } part_manifest_t;
 
 typedef struct partition {
@@ -33,17 +34,24 @@ typedef struct partition {
     part_manifest_t man;
 } partition_t;
 
-enum { PART_METIS = 0, PART_RANDOM = 1 };
+/* PART_PARMETIS: PT-Scotch's ParMETIS interface over MPI ranks, graph/partition_par.h; the
+ * functions of this header compute METIS and random partitionings only. */
+enum { PART_METIS = 0, PART_RANDOM = 1, PART_PARMETIS = 2 };
 
-/* Parse "metis" / "random" (INCA_EINVAL naming the flag value otherwise). */
+/* Parse "metis" / "random" / "parmetis" (INCA_EINVAL naming the flag value otherwise). */
 int partition_method_parse(const char *s, int *method);
+const char *partition_method_name(int method);
 /* Writes "<method>-<k>-s<seed>" into buf. */
 void partition_name(char *buf, size_t len, int method, int64_t k, uint64_t seed);
+/* The reverse: "<method>-<k>-s<seed>" gives all three; a bare method word ("metis") gives the
+ * method with *k = 0 and *seed = 0. INCA_EINVAL naming `s` otherwise. */
+int partition_name_parse(const char *s, int *method, int64_t *k, uint64_t *seed);
 
 /* Assign each node of the symmetric graph `adj` (self-loops ignored) to one of k parts.
  * METIS: METIS_PartGraphKway with METIS_OPTION_SEED = seed; refuses (INCA_EINVAL) a
  * non-symmetric pattern, k < 1, k > n, and graphs whose sizes do not fit METIS's 32-bit idx_t.
- * k = 1 never reaches METIS. Random: a seeded shuffle cut into k equal-size chunks.
+ * k = 1 never reaches METIS. Random: a seeded shuffle cut into k equal-size chunks. PART_PARMETIS
+ * is refused here (it runs over ranks: partition_par_compute).
  * `part` (n entries) is caller-owned; *seconds (may be NULL) gets the time taken. */
 int partition_assign(const csr_t *adj, int64_t k, int method, uint64_t seed, int32_t *part,
                      double *seconds);

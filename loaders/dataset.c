@@ -299,6 +299,33 @@ int dataset_load_adj(store_t *s, csr_t *adj) {
     return rc;
 }
 
+int dataset_load_adj_rows(store_t *s, int64_t r0, int64_t r1, int64_t *n, csr_t *out) {
+    store_array_info_t ri, ci;
+    memset(out, 0, sizeof *out);
+    int rc = store_array_info(s, "rowptr", &ri);
+    if (rc == INCA_OK) rc = store_array_info(s, "col", &ci);
+    if (rc != INCA_OK) return inca_fail_ctx(rc, "%s has no graph", store_path(s));
+    if (ri.dtype != DT_I64 || ci.dtype != DT_I32)
+        return inca_fail(INCA_EINVAL, "%s: arrays 'rowptr' / 'col' are not i64 / i32: the store is corrupt", store_path(s));
+    *n = ri.count - 1;
+    if (*n < 0 || r0 < 0 || r1 < r0 || r1 > *n)
+        return inca_fail(INCA_EINVAL, "%s: rows [%lld, %lld) of a graph of %lld nodes", store_path(s), (long long)r0,
+                         (long long)r1, (long long)*n);
+    int64_t ends[2];
+    if ((rc = store_array_read(s, "rowptr", r0, 1, &ends[0])) || (rc = store_array_read(s, "rowptr", r1, 1, &ends[1]))) return rc;
+    if (ends[0] < 0 || ends[1] < ends[0] || ends[1] > ci.count)
+        return inca_fail(INCA_EINVAL, "%s: array 'rowptr' entries %lld..%lld = %lld..%lld, outside 'col' (%lld): the store is "
+                         "corrupt", store_path(s), (long long)r0, (long long)r1, (long long)ends[0], (long long)ends[1],
+                         (long long)ci.count);
+    if ((rc = csr_alloc(out, r1 - r0, *n, ends[1] - ends[0], 0)) != INCA_OK) return rc;
+    rc = store_array_read(s, "rowptr", r0, r1 - r0 + 1, out->rowptr);
+    if (rc == INCA_OK && out->nnz > 0) rc = store_array_read(s, "col", ends[0], out->nnz, out->col);
+    for (int64_t i = 0; rc == INCA_OK && i <= out->n_rows; i++) out->rowptr[i] -= ends[0];
+    if (rc == INCA_OK) rc = dataset_check_csr(store_path(s), "rowptr", "col", out);
+    if (rc != INCA_OK) csr_free(out);
+    return rc;
+}
+
 typedef struct split_list { dataset_split_info_t *v; int n, cap, rc; const char *path; } split_list_t;
 
 static int split_list_add(split_list_t *l, const char *name, const int64_t n[SPLIT_COUNT], int is_default) {

@@ -47,4 +47,9 @@ int dataset_check_csr(const char *path, const char *rowptr_name, const char *col
 /* The stored graph alone (rowptr, col; structure checked) into *adj (owned, csr_free). */
 struct store;
 int dataset_load_adj(struct store *s, csr_t *adj);
+/* Rows [r0, r1) of the stored graph alone (a rank's slice for a distributed partitioner): the
+ * store's whole n is written to *n, out gets r1 - r0 rows, rowptr rebased to 0, n_cols = n,
+ * only that slice's entries read. INCA_EINVAL for a range outside [0, n] and the structure
+ * checks of dataset_check_csr on the slice. */
+int dataset_load_adj_rows(struct store *s, int64_t r0, int64_t r1, int64_t *n, csr_t *out);
 #endif

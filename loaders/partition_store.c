@@ -1,6 +1,7 @@
 /* Stored partitionings (see partition_store.h). Tested in test_partition.c. */
 #include "loaders/partition_store.h"
 #include "loaders/dataset.h"
+#include "graph/partition_par.h"
 #include "core/alloc.h"
 #include "core/status.h"
 #include <stdio.h>
@@ -102,6 +103,39 @@ int store_partition_get(store_t *s, const csr_t *adj, int64_t k, int method, uin
     rc = partition_compute(adj ? adj : &own, k, method, seed, out);
     csr_free(&own);
     if (rc == INCA_OK) rc = store_partition_save(s, out);
+    if (rc != INCA_OK) partition_free(out);
+    return rc;
+}
+
+int store_partition_get_par(store_t *s, comm_t *c, int64_t k, uint64_t seed, partition_t *out, int *reused) {
+    char name[64];
+    partition_name(name, sizeof name, PART_PARMETIS, k, seed);
+    if (reused) *reused = 0;
+    int rc = store_partition_load(s, name, out);
+    /* reuse only when every rank found it: the ranks must take the same branch */
+    int64_t missing = rc != INCA_OK;
+    if (rc == INCA_ENOTFOUND) inca_err_clear();
+    else if (rc != INCA_OK) return rc;
+    if ((rc = comm_allreduce_max_i64(c, &missing, 1, COMM_SETUP)) != INCA_OK) return rc;
+    if (!missing) {
+        if (reused) *reused = 1;
+        return INCA_OK;
+    }
+    partition_free(out);
+    const int P = comm_size(c), r = comm_rank(c);
+    const int64_t n = store_meta(s) ? store_meta(s)->nodes : 0;
+    csr_t slice = {0};
+    int64_t nn = 0;
+    rc = dataset_load_adj_rows(s, n * r / P, n * (r + 1) / P, &nn, &slice);
+    if (rc == INCA_OK && nn != n)
+        rc = inca_fail(INCA_EINVAL, "%s: the graph has %lld nodes, the store's meta %lld", store_path(s), (long long)nn, (long long)n);
+    /* a rank that cannot read its slice says so before the collective call: every rank stops */
+    int64_t bad = rc != INCA_OK;
+    if (comm_allreduce_max_i64(c, &bad, 1, COMM_SETUP) != INCA_OK && rc == INCA_OK) rc = INCA_ERR;
+    if (rc == INCA_OK && bad) rc = inca_fail(INCA_ERR, "ParMETIS: another rank could not read its rows of %s", store_path(s));
+    if (rc == INCA_OK) rc = partition_par_compute(c, &slice, n * r / P, n, k, seed, out);
+    csr_free(&slice);
+    if (rc == INCA_OK && r == 0) rc = store_partition_save(s, out);
     if (rc != INCA_OK) partition_free(out);
     return rc;
 }

@@ -18,25 +18,41 @@ int train_dataset_load(const train_config_t *c, dataset_t *d) {
 }
 
 int train_partition(const dataset_t *d, const train_config_t *c, partition_t *p, int *reused) {
-    /* METIS with seed 0, fixed across runs as in GAS; c->partition = "random..." selects the
-     * random fallback */
-    const int pm = strncmp(c->partition, "random", 6) == 0 ? PART_RANDOM : PART_METIS;
+    /* METIS with seed 0, fixed across runs as in GAS; c->partition names another ("random",
+     * "parmetis" or a stored name such as "metis-40-s3", whose part count cli/ put in c->parts) */
+    int pm = PART_METIS, rc;
+    int64_t pk = 0;
+    uint64_t pseed = 0;
+    if (c->partition[0] && (rc = partition_name_parse(c->partition, &pm, &pk, &pseed)) != INCA_OK) return rc;
     int64_t k = c->parts > 0 ? c->parts : 40;
     if (k > d->n) k = d->n;
     store_t *s = NULL;
-    int rc;
     if (reused) *reused = 0;
+    if (pm == PART_PARMETIS) {   /* computed over MPI ranks by inca partition, never here */
+        char name[64];
+        partition_name(name, sizeof name, pm, k, pseed);
+        if (!c->store_path || (rc = store_open(c->store_path, STORE_RDONLY, &s)) != INCA_OK)
+            return inca_fail(INCA_EINVAL, "--partition %s: a ParMETIS partitioning is read from the store", name);
+        rc = store_partition_load(s, name, p);
+        store_close(&s);
+        if (rc == INCA_ENOTFOUND)
+            return inca_fail(INCA_EINVAL, "--partition %s: not in %s; make it with inca partition %s --parts %lld --method "
+                             "parmetis --seed %llu --ranks P", name, c->store_path, c->store_path, (long long)k,
+                             (unsigned long long)pseed);
+        if (rc == INCA_OK && reused) *reused = 1;
+        return rc;
+    }
     /* reuse (or keep) the partitioning in the store, as `inca partition` does; a store that
      * cannot be opened for writing (a read-only copy) falls back to computing it */
     if (c->store_path && store_open(c->store_path, STORE_RDWR, &s) == INCA_OK) {
         /* a dataset loaded without its graph (the view loader): the store reads it if needed */
-        rc = store_partition_get(s, d->adj.rowptr ? &d->adj : NULL, k, pm, 0, p, reused);
+        rc = store_partition_get(s, d->adj.rowptr ? &d->adj : NULL, k, pm, pseed, p, reused);
         store_close(&s);
     } else if (!d->adj.rowptr) {
         rc = inca_fail(INCA_EINVAL, "the graph was not loaded and the store %s cannot be opened", c->store_path ? c->store_path : "(none)");
     } else {
         inca_err_clear();
-        rc = partition_compute(&d->adj, k, pm, 0, p);
+        rc = partition_compute(&d->adj, k, pm, pseed, p);
     }
     return rc == INCA_OK ? rc : inca_fail_ctx(rc, "--parts %lld", (long long)k);
 }

@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PKGS="build-essential cmake pkg-config liblmdb-dev lmdb-utils libmetis-dev libnuma-dev check
-libsubunit-dev libcjson-dev libopenblas-dev zlib1g-dev libopenmpi-dev openmpi-bin dataset-fashion-mnist
+libsubunit-dev libcjson-dev libopenblas-dev zlib1g-dev libopenmpi-dev openmpi-bin libptscotch-dev dataset-fashion-mnist
 clang libclang-rt-14-dev libomp-dev python3 python3-matplotlib python3-venv libfaiss-dev"
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"

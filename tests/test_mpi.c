@@ -7,6 +7,11 @@
  * Runs only where CMake found MPI and mpiexec (INCA_MPIEXEC; skipped otherwise). */
 #include "testutil.h"
 #include "nn/train.h"
+#include "core/status.h"
+#include "graph/partition.h"
+#include "loaders/dataset.h"
+#include "loaders/partition_store.h"
+#include "loaders/store.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -377,6 +382,107 @@ START_TEST(bench_scale_smoke) {
 }
 END_TEST
 
+/* The stored partitioning `name` of store `path`: the edge cut counted here from its perm and
+ * bounds over the stored graph (independently of the partitioner's count), its largest part
+ * and a copy of perm (n entries, malloc'd) */
+static int64_t stored_cut(const char *path, const char *name, int64_t *maxp, int64_t **perm) {
+    store_t *s = NULL;
+    ck_assert_int_eq(store_open(path, STORE_RDONLY, &s), INCA_OK);
+    partition_t p;
+    csr_t g = {0};
+    ck_assert_msg(store_partition_load(s, name, &p) == INCA_OK, "%s: %s", name, inca_errmsg());
+    ck_assert_int_eq(dataset_load_adj(s, &g), INCA_OK);
+    int64_t *part = malloc(sizeof *part * (size_t)p.n), cross = 0;
+    *maxp = 0;
+    for (int64_t q = 0; q < p.k; q++) *maxp = p.bounds[q + 1] - p.bounds[q] > *maxp ? p.bounds[q + 1] - p.bounds[q] : *maxp;
+    for (int64_t v = 0; v < p.n; v++) {
+        int64_t q = 0;
+        while (p.perm[v] >= p.bounds[q + 1]) q++;
+        part[v] = q;
+    }
+    for (int64_t u = 0; u < g.n_rows; u++)
+        for (int64_t e = g.rowptr[u]; e < g.rowptr[u + 1]; e++) cross += g.col[e] != u && part[u] != part[g.col[e]];
+    *perm = malloc(sizeof **perm * (size_t)p.n);
+    memcpy(*perm, p.perm, sizeof **perm * (size_t)p.n);
+    free(part);
+    partition_free(&p);
+    csr_free(&g);
+    store_close(&s);
+    return cross / 2;
+}
+
+static cJSON *inca_json(int p, const char *args) {
+    char *out = NULL, *err = NULL;
+    ck_assert_msg(run(p, args, &out, &err) == 0, "%s: %s", args, err);
+    cJSON *j = tu_json_last(out);
+    free(out);
+    free(err);
+    return j;
+}
+
+/* inca partition --method parmetis (issue 28): under mpirun and restarting itself with --ranks,
+ * each rank reading its rows; a valid partitioning whose edge cut recounted here matches the
+ * JSON, balanced within 5%, a cut near METIS's and far under random's, the same bits on a
+ * second run with the seed, others with another seed; training reads it by name */
+START_TEST(parmetis_partition) {
+    char a[1100], b[1100], args[4096];
+    snprintf(a, sizeof a, "%s/a.lmdb", dir);
+    snprintf(b, sizeof b, "%s/b.lmdb", dir);
+    for (int i = 0; i < 2; i++) {
+        snprintf(args, sizeof args, "gen --kind csbm --nodes 3000 --avg-degree 12 --features 8 --classes 8 --homophily 0.9 "
+                 "--seed 4 --out '%s' --quiet", i ? b : a);
+        ck_assert_int_eq(run(0, args, NULL, NULL), 0);
+    }
+    snprintf(args, sizeof args, "partition '%s' --parts 8 --method parmetis --seed 1 --json --no-layout --quiet", a);
+    cJSON *j = inca_json(2, args);
+    ck_assert_str_eq(tu_json_get(j, "name", cJSON_String)->valuestring, "parmetis-8-s1");
+    ck_assert_int_eq(cJSON_GetArraySize(tu_json_get(j, "rank_peak_rss_anon_mb", cJSON_Array)), 2);
+    int64_t maxp = 0, *pa = NULL, *pb = NULL, *pc = NULL;
+    const int64_t cut = stored_cut(a, "parmetis-8-s1", &maxp, &pa);
+    ck_assert_int_eq(cut, (int64_t)tu_json_dbl(j, "edge_cut"));
+    ck_assert_int_eq(maxp, (int64_t)tu_json_dbl(j, "max_part"));
+    ck_assert_msg(maxp <= 3000 / 8 * 105 / 100 + 1, "largest part %lld of 375", (long long)maxp);
+    cJSON_Delete(j);
+    snprintf(args, sizeof args, "partition '%s' --parts 8 --json --no-layout --quiet", a);
+    j = inca_json(0, args);
+    const double metis = tu_json_dbl(j, "edge_cut");
+    cJSON_Delete(j);
+    snprintf(args, sizeof args, "partition '%s' --parts 8 --method random --json --no-layout --quiet", a);
+    j = inca_json(0, args);
+    const double rnd = tu_json_dbl(j, "edge_cut");
+    cJSON_Delete(j);
+    ck_assert_msg(cut <= 1.25 * metis && cut <= 0.3 * rnd, "cut %lld, METIS %.0f, random %.0f", (long long)cut, metis, rnd);
+    snprintf(args, sizeof args, "partition '%s' --parts 8 --method parmetis --seed 1 --ranks 2 --no-layout --quiet", b);
+    ck_assert_int_eq(run(0, args, NULL, NULL), 0);
+    ck_assert_int_eq(stored_cut(b, "parmetis-8-s1", &maxp, &pb), cut);
+    ck_assert_mem_eq(pa, pb, sizeof *pa * 3000);
+    snprintf(args, sizeof args, "partition '%s' --parts 8 --method parmetis --seed 2 --no-layout --quiet", b);
+    ck_assert_int_eq(run(2, args, NULL, NULL), 0);
+    stored_cut(b, "parmetis-8-s2", &maxp, &pc);
+    ck_assert_msg(memcmp(pa, pc, sizeof *pa * 3000) != 0, "seeds 1 and 2 gave the same partitioning");
+    char *out = NULL, *err = NULL;   /* one-process methods refuse ranks; parmetis refuses one process */
+    snprintf(args, sizeof args, "partition '%s' --parts 8 --no-layout", a);
+    ck_assert_int_ne(run(2, args, &out, &err), 0);
+    ck_assert_msg(strstr(err, "runs in one process") != NULL, "%s", err);
+    free(out);
+    free(err);
+    snprintf(args, sizeof args, "partition '%s' --parts 8 --method parmetis --seed 5 --no-layout", a);
+    ck_assert_int_eq(run(0, args, &out, &err), 2);
+    ck_assert_msg(strstr(err, "--ranks P") != NULL, "%s", err);
+    free(out);
+    free(err);
+    snprintf(args, sizeof args, "train '%s' --partition parmetis-8-s1 --method gas --batch-parts 2 --epochs 10 --threads 1 "
+             "--json --quiet", a);
+    j = inca_json(0, args);
+    ck_assert_double_eq(tu_json_dbl(tu_json_get(j, "config", cJSON_Object), "parts"), 8);
+    ck_assert(tu_json_dbl(j, "test_acc") > 0.5);   /* chance 0.125; 0.89 when written */
+    cJSON_Delete(j);
+    free(pa);
+    free(pb);
+    free(pc);
+}
+END_TEST
+
 int main(void) {
     char cora[4096];
     snprintf(cora, sizeof cora, "%s/data/cora", tu_src());
@@ -396,6 +502,7 @@ int main(void) {
     tcase_add_test(tc, failures_end_the_job_naming_the_rank);
     tcase_add_test(tc, bench_scale_smoke);
     tcase_add_test(tc, shards_equal_the_store);
+    tcase_add_test(tc, parmetis_partition);
     suite_add_tcase(s, tc);
     return tu_run_suite(s);
 }

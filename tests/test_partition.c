@@ -7,6 +7,7 @@
 #include "core/status.h"
 #include "graph/csr.h"
 #include "graph/partition.h"
+#include "graph/partition_par.h"
 #include "loaders/partition_store.h"
 #include "loaders/dataset.h"
 #include "loaders/store.h"
@@ -267,6 +268,91 @@ START_TEST(cli_partition) {
 }
 END_TEST
 
+/* Stored names and method words round trip; anything else is refused naming the text */
+START_TEST(partition_names) {
+    static const struct { const char *s; int ok, method; int64_t k; uint64_t seed; } cases[] = {
+        {"metis-40-s0", 1, PART_METIS, 40, 0}, {"random-7-s12", 1, PART_RANDOM, 7, 12},
+        {"parmetis-256-s3", 1, PART_PARMETIS, 256, 3}, {"metis", 1, PART_METIS, 0, 0}, {"parmetis", 1, PART_PARMETIS, 0, 0},
+        {"metis-0-s0", 0, 0, 0, 0}, {"metis--4-s0", 0, 0, 0, 0}, {"metis-4-s", 0, 0, 0, 0}, {"metis-4-s-1", 0, 0, 0, 0},
+        {"metis-4-s0x", 0, 0, 0, 0}, {"kahip-4-s0", 0, 0, 0, 0}, {"metis-4", 0, 0, 0, 0}, {"", 0, 0, 0, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int m = -1;
+        int64_t k = -1;
+        uint64_t seed = 99;
+        const int rc = partition_name_parse(cases[i].s, &m, &k, &seed);
+        ck_assert_msg((rc == INCA_OK) == cases[i].ok, "'%s': rc %d", cases[i].s, rc);
+        if (!cases[i].ok) {
+            ck_assert_msg(strstr(inca_errmsg(), "--partition") != NULL, "%s", inca_errmsg());
+            inca_err_clear();
+            continue;
+        }
+        ck_assert_int_eq(m, cases[i].method);
+        ck_assert_int_eq(k, cases[i].k);
+        ck_assert_uint_eq(seed, cases[i].seed);
+        if (k > 0) {
+            char back[64];
+            partition_name(back, sizeof back, m, k, seed);
+            ck_assert_str_eq(back, cases[i].s);
+        }
+    }
+}
+END_TEST
+
+/* ParMETIS runs over MPI ranks only: partition_assign refuses it, and without a launcher the
+ * distributed entry point says so (after checking the slices, which tile [0, n) here) */
+START_TEST(parmetis_needs_ranks) {
+    csr_t g = {0};
+    grid(&g, 8);
+    int32_t part[64];
+    ck_assert_int_eq(partition_assign(&g, 4, PART_PARMETIS, 0, part, NULL), INCA_EINVAL);
+    ck_assert_ptr_nonnull(strstr(inca_errmsg(), "--ranks"));
+    inca_err_clear();
+    partition_t p;
+    const int rc = partition_par_compute(NULL, &g, 0, 64, 4, 0, &p);
+    ck_assert_int_eq(rc, INCA_EINVAL);
+    ck_assert_msg(strstr(inca_errmsg(), partition_par_available() ? "MPI launcher" : "without PT-Scotch") != NULL, "%s",
+                  inca_errmsg());
+    inca_err_clear();
+    ck_assert_int_eq(partition_par_compute(NULL, &g, 0, 65, 4, 0, &p), INCA_EINVAL);   /* rows end at 64 */
+    inca_err_clear();
+    csr_free(&g);
+}
+END_TEST
+
+/* A rank's rows of the stored graph, read alone, are the same rows of the whole graph */
+START_TEST(store_rows_slice) {
+    char *dir = tu_mkdtemp(), *path = make_store(dir, 9);
+    store_t *s = NULL;
+    ck_assert_int_eq(store_open(path, STORE_RDONLY, &s), INCA_OK);
+    csr_t all = {0};
+    ck_assert_int_eq(dataset_load_adj(s, &all), INCA_OK);
+    const int64_t cuts[][2] = {{0, 81}, {0, 0}, {10, 11}, {20, 57}, {80, 81}, {81, 81}};
+    for (size_t c = 0; c < sizeof cuts / sizeof cuts[0]; c++) {
+        csr_t sl = {0};
+        int64_t n = 0, r0 = cuts[c][0], r1 = cuts[c][1];
+        ck_assert_int_eq(dataset_load_adj_rows(s, r0, r1, &n, &sl), INCA_OK);
+        ck_assert_int_eq(n, 81);
+        ck_assert_int_eq(sl.n_rows, r1 - r0);
+        ck_assert_int_eq(sl.n_cols, 81);
+        ck_assert_int_eq(sl.nnz, all.rowptr[r1] - all.rowptr[r0]);
+        for (int64_t i = 0; i <= r1 - r0; i++) ck_assert_int_eq(sl.rowptr[i], all.rowptr[r0 + i] - all.rowptr[r0]);
+        if (sl.nnz) ck_assert_mem_eq(sl.col, all.col + all.rowptr[r0], sizeof *sl.col * (size_t)sl.nnz);
+        csr_free(&sl);
+    }
+    csr_t sl = {0};
+    int64_t n = 0;
+    ck_assert_int_eq(dataset_load_adj_rows(s, 5, 82, &n, &sl), INCA_EINVAL);
+    ck_assert_int_eq(dataset_load_adj_rows(s, 6, 5, &n, &sl), INCA_EINVAL);
+    inca_err_clear();
+    csr_free(&all);
+    store_close(&s);
+    tu_rmrf(dir);
+    free(dir);
+    free(path);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("partition");
     TCase *t = tcase_create("core");
@@ -277,6 +363,9 @@ int main(void) {
     tcase_add_test(t, store_round_trip);
     tcase_add_test(t, store_damaged_partition_refused);
     tcase_add_test(t, cli_partition);
+    tcase_add_test(t, partition_names);
+    tcase_add_test(t, parmetis_needs_ranks);
+    tcase_add_test(t, store_rows_slice);
     suite_add_tcase(s, t);
     return tu_run_suite(s);
 }
