@@ -1,20 +1,22 @@
-/* inca shard STORE --ranks P --out DIR [--parts K] [--feature-norm none|row|standard]
+/* inca shard STORE --ranks P --out DIR [--parts K | --partition NAME] [--feature-norm none|row|standard]
  * [--model gcn|sage] [--history-dtype fp32|bf16] [--json]: per-rank stores for
  * `mpirun -np P inca train DIR` on machines without a shared file system (nn/shard.h): rank r's
- * own and halo rows of the layout of STORE's partitioning metis-K-s0. Prints per rank the rows
+ * own and halo rows of the layout of STORE's partitioning metis-K-s0 (or NAME, e.g. a
+ * parmetis one from inca partition --method parmetis). Prints per rank the rows
  * and bytes. Exercised in test_mpi.c. */
 #include "core/args.h"
 #include "cli/commands.h"
 #include "core/json.h"
 #include "core/status.h"
 #include "core/util.h"
+#include "graph/partition.h"
 #include "nn/shard.h"
 #include "nn/train.h"
 #include <stdio.h>
 #include <string.h>
 
 int cmd_shard(int argc, char **argv) {
-    static const char *const known[] = {"--ranks", "--out", "--parts", "--feature-norm", "--model", "--history-dtype",
+    static const char *const known[] = {"--ranks", "--out", "--parts", "--partition", "--feature-norm", "--model", "--history-dtype",
                                         "--json!", NULL};
     args_t *a = NULL;
     json_t *j = NULL;
@@ -32,6 +34,19 @@ int cmd_shard(int argc, char **argv) {
     if (ranks < 1 || ranks > 64) { rc = inca_fail(INCA_EINVAL, "--ranks: expected 1 to 64, got %lld", (long long)ranks); goto done; }
     o.ranks = (int)ranks;
     o.parts = parts;
+    if (args_has(a, "--partition")) {   /* a stored name carries its part count, as in train */
+        int pm = 0;
+        int64_t pk = 0;
+        uint64_t ps = 0;
+        const char *pn = args_str(a, "--partition", "");
+        if ((rc = partition_name_parse(pn, &pm, &pk, &ps))) goto done;
+        if (pk > 0 && args_has(a, "--parts") && pk != parts) {
+            rc = inca_fail(INCA_EINVAL, "--partition %s has %lld parts, --parts %lld", pn, (long long)pk, (long long)parts);
+            goto done;
+        }
+        if (pk > 0) o.parts = parts = pk;
+        snprintf(o.partition, sizeof o.partition, "%s", pn);
+    }
     if ((rc = args_word(a, "--model", "gcn", model_kind_words, NN_KIND_COUNT, MODEL_KIND_EXPECT, &o.model)) ||
         (rc = args_word(a, "--feature-norm", "none", train_featnorm_words, 3, "none|row|standard", &o.featnorm)) ||
         (rc = hist_dtype_parse(args_str(a, "--history-dtype", "fp32"), &o.m0_dtype)))
@@ -51,6 +66,7 @@ int cmd_shard(int argc, char **argv) {
         json_str(j, "out", out);
         json_int(j, "ranks", o.ranks);
         json_int(j, "parts", parts);
+        json_str(j, "partition", o.partition[0] ? o.partition : NULL);
         json_arr_begin(j, "shards");
         for (int r = 0; r < o.ranks; r++) {
             json_obj_begin(j, NULL);

@@ -94,8 +94,8 @@ static const struct { const char *name; int (*fn)(int, char **); const char *hel
      "            --split-name names the default's OGB folder [its stored name, or stored]; --partition NAME\n"
      "            (npz, npy): also part, each node's part of that stored partitioning (inca info lists them)"},
     {"shard", cmd_shard,
-     "shard STORE --ranks P --out DIR [--parts K] [--feature-norm none|row|standard] [--model gcn|sage]\n"
-     "            [--history-dtype fp32|bf16] [--json]   per-rank stores for mpirun -np P inca train DIR"},
+     "shard STORE --ranks P --out DIR [--parts K | --partition NAME] [--feature-norm none|row|standard]\n"
+     "            [--model gcn|sage] [--history-dtype fp32|bf16] [--json]   per-rank stores for mpirun -np P inca train DIR"},
     {"prune", cmd_prune,
      "prune STORE --labeled F --ssl S --score S --select S --keep F [flags]\n"
      "  (defaults in brackets)\n"

@@ -9,7 +9,8 @@
  * - Collective: every rank of c calls it with its slice; rank r's slice is rows
  *   [row0_r, row0_r + slice->n_rows), the slices in rank order cover [0, n) exactly.
  * - The graph must be symmetric (as the store's graphs are; METIS's path checks it, this one
- *   cannot without moving edges between ranks). Self-loops are dropped.
+ *   cannot without moving edges between ranks). The slice's self-loops are removed in place
+ *   (its columns then serve as PT-Scotch's adjacency: one copy of the edges).
  * - Ids are PT-Scotch's SCOTCH_Num (int in Debian's default build): n and every rank's edge
  *   count must fit. A partition depends on the seed and on the number of ranks (PT-Scotch's
  *   parallel coarsening); the same seed and rank count give the same parts.
@@ -25,10 +26,10 @@
 /* 1 when this build has PT-Scotch. */
 int partition_par_available(void);
 
-/* k parts, imbalance tolerance 5%, seeded. Fills out (perm, bounds, manifest
+/* k parts, PT-Scotch asked for at most 3% imbalance (its own bound, not checked here), seeded. Fills out (perm, bounds, manifest
  * with method "parmetis", edge cut, sizes, seconds = the slowest rank's call) on every rank.
  * INCA_EINVAL without MPI or the library, for k < 1 or k > n, for slices that do not tile
  * [0, n), and for sizes past SCOTCH_Num. */
-int partition_par_compute(comm_t *c, const csr_t *slice, int64_t row0, int64_t n, int64_t k, uint64_t seed,
+int partition_par_compute(comm_t *c, csr_t *slice, int64_t row0, int64_t n, int64_t k, uint64_t seed,
                           partition_t *out);
 #endif

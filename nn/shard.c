@@ -167,6 +167,7 @@ int shard_write(const char *store_path, const shard_opts_t *o, const char *dir, 
     c.method = TRAIN_INCAGG;   /* M^0 with the layout */
     c.history_dtype = o->m0_dtype;
     c.parts = (int)o->parts;
+    snprintf(c.partition, sizeof c.partition, "%s", o->partition);
     c.feature_norm = o->featnorm;
     c.store_path = store_path;
     if ((rc = train_partition(&d, &c, &p, NULL)) != INCA_OK || (rc = train_view_open(&d, &c, &p, &s, &v)) != INCA_OK) goto done;
@@ -301,6 +302,31 @@ int shard_is(const char *path) {
     return yes;
 }
 
+/* A shard holds the one partitioning it was cut by (metis-K-s0, parmetis-K-s1, ...) */
+typedef struct one_part { char name[64]; int count; } one_part_t;
+static int note_part(void *ctx, const char *key, const void *val, size_t len) {
+    (void)val;
+    (void)len;
+    one_part_t *o = ctx;
+    snprintf(o->name, sizeof o->name, "%s", key + 5);   /* after "part:" */
+    o->count++;
+    return 0;
+}
+
+static int shard_partition_load(store_t *st, const char *path, int64_t k, partition_t *p) {
+    one_part_t o = {.count = 0};
+    int rc = store_record_each(st, "part:", note_part, &o);
+    if (rc == INCA_OK && o.count != 1)
+        return inca_fail(INCA_EINVAL, "%s: holds %d partitionings, expected the one it was cut by", path, o.count);
+    if (rc == INCA_OK) rc = store_partition_load(st, o.name, p);
+    if (rc == INCA_OK && p->k != k) {
+        rc = inca_fail(INCA_EINVAL, "%s: partitioning %s has %lld parts, shard/info says %lld", path, o.name, (long long)p->k,
+                       (long long)k);
+        partition_free(p);
+    }
+    return rc;
+}
+
 /* rank `rank` of `ranks` from out->path */
 static int open_path(int rank, int ranks, shard_t *out) {
     store_t *st = NULL;
@@ -374,7 +400,7 @@ static int open_path(int rank, int ranks, shard_t *out) {
     out->v.x = out->x_map;
     out->v.m0 = out->m0_map;
     out->v.m0_dtype = (hist_dtype_t)in.m0_dtype;
-    if ((rc = store_partition_get(st, NULL, in.k, PART_METIS, 0, &out->p, NULL))) goto done;
+    if ((rc = shard_partition_load(st, out->path, in.k, &out->p))) goto done;
     store_close(&st);
     rc = dataset_load_ex(out->path, DATASET_NO_X | DATASET_NO_GRAPH, &out->d);
 done:

@@ -29,6 +29,8 @@
 typedef struct shard_opts {
     int ranks;
     int64_t parts;        /* the METIS partitioning metis-<parts>-s0 (stored or computed) */
+    char partition[64];   /* or this one ("": the above), e.g. parmetis-64-s0, stored first by
+                           * inca partition; its part count must be parts */
     int featnorm;         /* TRAIN_FEATNORM_* */
     int model;            /* NN_GCN | NN_SAGE: the adjacency (and M^0) the shards carry */
     hist_dtype_t m0_dtype;

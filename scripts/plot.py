@@ -10,6 +10,9 @@
     python3 scripts/plot.py budget PRUNE.json ... --out budget.png
         the pruning budget curve: coreset, random and full-data accuracy (mean ± std) against
         the kept fraction, from prune --eval --json lines (one per budget)
+    python3 scripts/plot.py scale CURVE.jsonl ... --out scale.png
+        seconds and peak anonymous memory of each stage against the node count, from
+        scripts/scale_curve.py lines (issue 28)
 
 Every input line that is not a JSON object is skipped; an input with none of the keys a kind
 needs is an error naming the file (exit 2). tests/test_plot.c renders each kind from small
@@ -125,9 +128,34 @@ def budget(ax, specs):
     ax.legend(fontsize=8)
 
 
+def scale(ax_pair, specs):
+    """scripts/scale_curve.py lines: seconds and peak anonymous memory per stage against nodes"""
+    rows = []
+    for spec in specs:
+        path, _, got = lines(spec)
+        got = [r for r in got if "stage" in r and "nodes" in r and r.get("ok")]
+        if not got:
+            die(f"{path}: no scale_curve lines (nodes, stage, seconds, ...)")
+        rows += got
+    stages = []
+    for r in rows:
+        if r["stage"] not in stages:
+            stages.append(r["stage"])
+    for key, ax, label in (("seconds", ax_pair[0], "seconds"), ("peak_rss_anon_mb", ax_pair[1], "peak anonymous MiB")):
+        for st in stages:
+            pts = sorted((r["nodes"], r[key]) for r in rows if r["stage"] == st and r.get(key) is not None)
+            if pts:
+                ax.plot([p[0] / 1e6 for p in pts], [p[1] for p in pts], marker="o", label=st)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("nodes (millions)")
+        ax.set_ylabel(label)
+        ax.legend(fontsize=7)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("kind", choices=["curves", "times", "budget"])
+    p.add_argument("kind", choices=["curves", "times", "budget", "scale"])
     p.add_argument("inputs", nargs="+", help="JSON / JSON Lines files, each optionally FILE=LABEL")
     p.add_argument("--out", required=True, help="the PNG to write")
     p.add_argument("--title", default=None)
@@ -135,9 +163,9 @@ def main():
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    if a.kind == "curves":
+    if a.kind in ("curves", "scale"):
         fig, axes = plt.subplots(1, 2, figsize=(10, 4))
-        curves(axes, a.inputs)
+        (curves if a.kind == "curves" else scale)(axes, a.inputs)
     else:
         fig, ax = plt.subplots(figsize=(7, 4))
         (times if a.kind == "times" else budget)(ax, a.inputs)

@@ -1,4 +1,4 @@
-/* scripts/plot.py (issue 14): each kind (curves, times, budget) rendered from small fixtures
+/* scripts/plot.py (issue 14): each kind (curves, times, budget, scale) rendered from small fixtures
  * written here; each PNG is checked by a reader of our own (signature, every chunk's CRC, the
  * IDAT stream inflated to exactly height x (1 + width x channels) bytes) and must not be blank
  * (a blank image, made here, fails the same check); inputs with nothing to plot exit 2 naming
@@ -122,6 +122,14 @@ START_TEST(each_kind_renders) {
                              "{\"keep\":0.3,\"coreset_acc\":0.8,\"coreset_acc_std\":0.01,\"random_acc\":0.79,"
                              "\"random_acc_std\":0.01,\"full_acc\":0.85}\n");
     plot_ok("budget", "prune.json", "budget.png");
+    /* scripts/scale_curve.py, two sizes of three stages, one failed line (skipped) */
+    write_file("curve.jsonl", "{\"nodes\":1000000,\"stage\":\"gen\",\"ok\":true,\"seconds\":14,\"peak_rss_anon_mb\":1270}\n"
+                              "{\"nodes\":1000000,\"stage\":\"metis\",\"ok\":true,\"seconds\":53,\"peak_rss_anon_mb\":1566}\n"
+                              "{\"nodes\":1000000,\"stage\":\"layout\",\"ok\":true,\"seconds\":13,\"peak_rss_anon_mb\":1260}\n"
+                              "{\"nodes\":2000000,\"stage\":\"gen\",\"ok\":true,\"seconds\":29,\"peak_rss_anon_mb\":2500}\n"
+                              "{\"nodes\":2000000,\"stage\":\"metis\",\"ok\":false,\"seconds\":1}\n"
+                              "{\"nodes\":2000000,\"stage\":\"layout\",\"ok\":true,\"seconds\":27,\"peak_rss_anon_mb\":2400}\n");
+    plot_ok("scale", "curve.jsonl", "scale.png");
 }
 END_TEST
 
