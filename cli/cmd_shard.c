@@ -7,6 +7,7 @@
 #include "core/args.h"
 #include "cli/commands.h"
 #include "core/json.h"
+#include "core/memstat.h"
 #include "core/status.h"
 #include "core/util.h"
 #include "graph/partition.h"
@@ -35,16 +36,9 @@ int cmd_shard(int argc, char **argv) {
     o.ranks = (int)ranks;
     o.parts = parts;
     if (args_has(a, "--partition")) {   /* a stored name carries its part count, as in train */
-        int pm = 0;
-        int64_t pk = 0;
-        uint64_t ps = 0;
         const char *pn = args_str(a, "--partition", "");
-        if ((rc = partition_name_parse(pn, &pm, &pk, &ps))) goto done;
-        if (pk > 0 && args_has(a, "--parts") && pk != parts) {
-            rc = inca_fail(INCA_EINVAL, "--partition %s has %lld parts, --parts %lld", pn, (long long)pk, (long long)parts);
-            goto done;
-        }
-        if (pk > 0) o.parts = parts = pk;
+        if ((rc = partition_name_parts(pn, args_has(a, "--parts"), &o.parts))) goto done;
+        parts = o.parts;
         snprintf(o.partition, sizeof o.partition, "%s", pn);
     }
     if ((rc = args_word(a, "--model", "gcn", model_kind_words, NN_KIND_COUNT, MODEL_KIND_EXPECT, &o.model)) ||
@@ -79,6 +73,7 @@ int cmd_shard(int argc, char **argv) {
         json_arr_end(j);
         json_int(j, "bytes", bytes);
         json_num(j, "seconds", secs);
+        memstat_json(j);
         rc = json_write(j, stdout);
     } else printf("%d shards of %s in %s: %.1f MB, %.3f s\n", o.ranks, args_pos(a, 0), out, bytes / 1048576.0, secs);
 done:

@@ -122,14 +122,10 @@ int cli_train_config(const args_t *a, train_config_t *c, cli_log_state_t *ls) {
     c->history_dtype = (hist_dtype_t)hd;
     if ((rc = copy_name(c->partition, sizeof c->partition, "--partition", args_str(a, "--partition", "")))) return rc;
     if (c->partition[0]) {   /* a stored name carries its part count: --parts follows it or must agree */
-        int pm = 0;
-        int64_t pk = 0;
-        uint64_t ps = 0;
-        if ((rc = partition_name_parse(c->partition, &pm, &pk, &ps))) return rc;
-        if (pk > 0 && args_has(a, "--parts") && pk != c->parts)
-            return inca_fail(INCA_EINVAL, "--partition %s has %lld parts, --parts %d", c->partition, (long long)pk, c->parts);
+        int64_t pk = c->parts;
+        if ((rc = partition_name_parts(c->partition, args_has(a, "--parts"), &pk))) return rc;
         if (pk > INT32_MAX) return inca_fail(INCA_EINVAL, "--partition %s: too many parts", c->partition);
-        if (pk > 0) c->parts = (int)pk;
+        c->parts = (int)pk;
     }
     if ((rc = args_double(a, "--refresh-relax", c->refresh_relax, &c->refresh_relax))) return rc;
     const char *rs = args_str(a, "--refresh-source", NULL);

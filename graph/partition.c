@@ -125,6 +125,18 @@ static int assign_random(int64_t n, int64_t k, uint64_t seed, int32_t *part) {
     return INCA_OK;
 }
 
+int partition_name_parts(const char *name, int parts_given, int64_t *parts) {
+    int m = 0;
+    int64_t k = 0;
+    uint64_t seed = 0;
+    int rc = partition_name_parse(name, &m, &k, &seed);
+    if (rc != INCA_OK || k == 0) return rc;
+    if (parts_given && k != *parts)
+        return inca_fail(INCA_EINVAL, "--partition %s has %lld parts, --parts %lld", name, (long long)k, (long long)*parts);
+    *parts = k;
+    return INCA_OK;
+}
+
 int partition_assign(const csr_t *adj, int64_t k, int method, uint64_t seed, int32_t *part, double *seconds) {
     double t0 = inca_now();
     int64_t n = adj->n_rows;

@@ -46,6 +46,10 @@ void partition_name(char *buf, size_t len, int method, int64_t k, uint64_t seed)
 /* The reverse: "<method>-<k>-s<seed>" gives all three; a bare method word ("metis") gives the
  * method with *k = 0 and *seed = 0. INCA_EINVAL naming `s` otherwise. */
 int partition_name_parse(const char *s, int *method, int64_t *k, uint64_t *seed);
+/* A --partition NAME beside --parts: a stored name's part count becomes *parts, which must
+ * already equal it when --parts was given (parts_given). INCA_EINVAL naming both otherwise, or
+ * the name when it does not parse. */
+int partition_name_parts(const char *name, int parts_given, int64_t *parts);
 
 /* Assign each node of the symmetric graph `adj` (self-loops ignored) to one of k parts.
  * METIS: METIS_PartGraphKway with METIS_OPTION_SEED = seed; refuses (INCA_EINVAL) a
