@@ -205,7 +205,9 @@ static int write_all(const dataset_t *d, const char *tmp) {
         snprintf(m.source, sizeof m.source, "%s", d->source);
         rc = store_wtx_put_meta(w, &m);
     }
-    if (!rc) rc = store_write_commit(&w);
+    /* a temporary store, renamed into place only when complete: transactions of 64 MiB keep
+     * LMDB's dirty pages from copying the whole dataset into anonymous memory */
+    if (!rc) rc = store_write_commit_split(&w, (int64_t)64 << 20);
     else store_write_abort(&w);
     store_close(&s);
     return rc;

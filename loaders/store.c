@@ -534,6 +534,8 @@ typedef struct {
     const void *data;
     int64_t count;     /* elements (arrays) or bytes (records) */
     int whole;         /* array: one chunk (store_wtx_put_array_whole) */
+    int64_t done;      /* committed so far: -1 nothing; arrays: chunks in (descriptor first);
+                        * others: 0 once in */
 } wop_t;
 
 struct store_wtx {
@@ -567,7 +569,7 @@ static int add_op(store_wtx_t *w, int kind, const char *name, store_dtype_t dt, 
     char *nm = inca_malloc(nl + 1);
     if (!nm) return INCA_ENOMEM;
     memcpy(nm, name, nl + 1);
-    w->ops[w->n++] = (wop_t){kind, nm, dt, data, count, 0};
+    w->ops[w->n++] = (wop_t){kind, nm, dt, data, count, 0, -1};
     return INCA_OK;
 }
 
@@ -633,68 +635,109 @@ static int del_chunks(MDB_txn *t, MDB_dbi dbi, const char *name) {
     return r == MDB_NOTFOUND ? 0 : r;
 }
 
-static int apply(store_wtx_t *w, MDB_txn *t) {
-    store_t *s = w->s;
-    int r = 0;
+static int64_t chunk_elems(store_dtype_t dtype, int64_t count, int whole) {
+    const int64_t ce = whole ? count : (int64_t)(g_chunk_bytes / store_dtype_size(dtype));
+    return ce < 1 ? 1 : ce;
+}
+
+/* Whether op is in once `done` (its committed progress) is */
+static int op_finished(const wop_t *op, int64_t done) {
+    if (op->kind != OP_PUT_ARRAY) return done >= 0;
+    return done >= 0 && done * chunk_elems(op->dtype, op->count, op->whole) >= op->count;
+}
+
+/* An array op from chunk `from` (-1: first the old array out and the descriptor in) until
+ * *budget bytes are spent or its last chunk is in; *next gets where it stopped. */
+static int apply_array(store_t *s, MDB_txn *t, const wop_t *op, int64_t from, int64_t *budget, int64_t *next) {
     char dk[600];
-    for (int i = 0; i < w->n && !r; i++) {
-        wop_t *op = &w->ops[i];
-        desc_key(dk, sizeof dk, op->name);
-        MDB_val key = {strlen(dk), dk};
+    desc_key(dk, sizeof dk, op->name);
+    MDB_val key = {strlen(dk), dk};
+    const size_t es = store_dtype_size(op->dtype);
+    const int64_t ce = chunk_elems(op->dtype, op->count, op->whole);
+    int r = 0;
+    *next = from;
+    if (from < 0) {
+        r = del_chunks(t, s->dbi_arrays, op->name);
+        if (!r) r = mdb_del(t, s->dbi_meta, &key, NULL);
+        if (r == MDB_NOTFOUND) r = 0;
+        *next = 0;
+        if (r || op->kind == OP_DEL_ARRAY) return r;
+        array_desc_t d;
+        memset(&d, 0, sizeof d);   /* no uninitialised padding in a checksummed value */
+        memcpy(d.magic, "ARR1", 4);
+        d.dtype = op->dtype;
+        d.count = op->count;
+        d.chunk_elems = ce;
+        r = put_crc(t, s->dbi_meta, key.mv_data, key.mv_size, &d, sizeof d);
+    }
+    int64_t ci = *next;
+    for (; !r && ci * ce < op->count && *budget > 0; ci++) {
+        unsigned char ck[600];
+        size_t kl = chunk_key(ck, op->name, ci);
+        int64_t n = op->count - ci * ce < ce ? op->count - ci * ce : ce;
+        r = put_crc(t, s->dbi_arrays, ck, kl, (char *)op->data + (size_t)(ci * ce) * es, (size_t)n * es);
+        *budget -= n * (int64_t)es;
+    }
+    *next = ci;
+    return r;
+}
+
+/* apply's "committed so far, more transactions to go": no LMDB or errno code */
+enum { MORE_TO_GO = -1000000 };
+
+/* The ops not yet in, in order, until `budget` bytes of array chunks are written (INT64_MAX:
+ * all); each op's progress goes to next[], which the caller keeps once t commits. The meta
+ * record goes in with the last of them. */
+static int apply(store_wtx_t *w, MDB_txn *t, int64_t budget, int64_t *next) {
+    store_t *s = w->s;
+    int r = 0, all = 1;
+    for (int i = 0; i < w->n; i++) {
+        const wop_t *op = &w->ops[i];
+        next[i] = op->done;
+        if (r || budget <= 0 || op_finished(op, op->done)) {
+            all &= op_finished(op, next[i]);
+            continue;
+        }
         switch (op->kind) {
         case OP_PUT_ARRAY:
-        case OP_DEL_ARRAY: {
-            r = del_chunks(t, s->dbi_arrays, op->name);
-            if (r) break;
-            r = mdb_del(t, s->dbi_meta, &key, NULL);
-            if (r == MDB_NOTFOUND) r = 0;
-            if (r || op->kind == OP_DEL_ARRAY) break;
-            size_t es = store_dtype_size(op->dtype);
-            int64_t ce = op->whole ? op->count : (int64_t)(g_chunk_bytes / es);
-            if (ce < 1) ce = 1;
-            array_desc_t d;
-            memset(&d, 0, sizeof d);   /* no uninitialised padding in a checksummed value */
-            memcpy(d.magic, "ARR1", 4);
-            d.dtype = op->dtype;
-            d.count = op->count;
-            d.chunk_elems = ce;
-            r = put_crc(t, s->dbi_meta, key.mv_data, key.mv_size, &d, sizeof d);
-            for (int64_t ci = 0; !r && ci * ce < op->count; ci++) {
-                unsigned char ck[600];
-                size_t kl = chunk_key(ck, op->name, ci);
-                int64_t n = op->count - ci * ce < ce ? op->count - ci * ce : ce;
-                r = put_crc(t, s->dbi_arrays, ck, kl, (char *)op->data + (size_t)(ci * ce) * es, (size_t)n * es);
-            }
+        case OP_DEL_ARRAY:
+            r = apply_array(s, t, op, op->done, &budget, &next[i]);
             break;
-        }
         case OP_PUT_REC:
             r = put_crc(t, s->dbi_meta, op->name, strlen(op->name), op->data, (size_t)op->count);
+            next[i] = 0;
             break;
         case OP_DEL_REC: {
             MDB_val k = {strlen(op->name), op->name};
             r = mdb_del(t, s->dbi_meta, &k, NULL);
             if (r == MDB_NOTFOUND) r = 0;
+            next[i] = 0;
             break;
         }
         }
+        all &= op_finished(op, next[i]);
     }
-    if (!r && w->has_meta)   /* meta last: a store is valid once this lands */
+    if (!r && all && w->has_meta)   /* meta last: a store is valid once this lands */
         r = put_crc(t, s->dbi_meta, "meta", 4, &w->meta, sizeof w->meta);
+    if (!r && !all) r = MORE_TO_GO;
     return r;
 }
 
-int store_write_commit(store_wtx_t **wp) {
-    store_wtx_t *w = *wp;
+/* The pending ops in transactions of at most `budget` bytes of chunks each (INT64_MAX: one) */
+static int commit_ops(store_wtx_t *w, int64_t budget) {
     store_t *s = w->s;
     int rc = INCA_OK;
+    int64_t *next = inca_malloc(sizeof *next * (size_t)(w->n ? w->n : 1));
+    if (!next) return INCA_ENOMEM;
     pthread_mutex_lock(&s->mu);
     for (int attempt = 0;; attempt++) {
         MDB_txn *t;
         int r = mdb_txn_begin(s->env, NULL, 0, &t);
         if (r == MDB_MAP_RESIZED) { mdb_env_set_mapsize(s->env, 0); r = mdb_txn_begin(s->env, NULL, 0, &t); }
         if (r) { rc = lmdb_fail(s, r, "cannot begin write transaction"); break; }
-        r = apply(w, t);
-        if (!r) r = mdb_txn_commit(t);
+        r = apply(w, t, budget, next);
+        const int more = r == MORE_TO_GO;
+        if (!r || more) r = mdb_txn_commit(t);
         else mdb_txn_abort(t);
         if (r == MDB_MAP_FULL && attempt < 40) {
             /* grow: no transaction of this process may be active while resizing */
@@ -705,11 +748,25 @@ int store_write_commit(store_wtx_t **wp) {
             continue;
         }
         if (r) { rc = lmdb_fail(s, r, "write transaction failed"); break; }
-        if (w->has_meta) { s->meta = w->meta; s->has_meta = 1; }
+        for (int i = 0; i < w->n; i++) w->ops[i].done = next[i];
         rtxn_reset(s);   /* the next read sees what was just written */
+        if (more) { attempt = -1; continue; }
+        if (w->has_meta) { s->meta = w->meta; s->has_meta = 1; }
         break;
     }
     pthread_mutex_unlock(&s->mu);
+    inca_free(next);
+    return rc;
+}
+
+int store_write_commit(store_wtx_t **wp) {
+    int rc = commit_ops(*wp, INT64_MAX);
+    store_write_abort(wp);
+    return rc;
+}
+
+int store_write_commit_split(store_wtx_t **wp, int64_t max_bytes) {
+    int rc = commit_ops(*wp, max_bytes > 0 ? max_bytes : 1);
     store_write_abort(wp);
     return rc;
 }

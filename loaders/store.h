@@ -123,5 +123,11 @@ int store_wtx_del_record(store_wtx_t *w, const char *key);
 int store_wtx_put_meta(store_wtx_t *w, const store_meta_t *m);
 /* Apply everything in one transaction; frees w (also on failure). */
 int store_write_commit(store_wtx_t **w);
+/* The same in several transactions of at most max_bytes of array chunks each (whole chunks, so
+ * at least one per transaction), the meta record in the last. LMDB keeps a transaction's dirty
+ * overflow pages in anonymous memory until it commits: one transaction would copy every array
+ * written whole. NOT atomic: for a store that nobody reads until it is complete (dataset_save
+ * writes a temporary directory and renames it into place). */
+int store_write_commit_split(store_wtx_t **w, int64_t max_bytes);
 void store_write_abort(store_wtx_t **w);   /* drop pending puts; NULL-safe */
 #endif

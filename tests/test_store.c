@@ -106,6 +106,84 @@ START_TEST(test_map_growth) {
 }
 END_TEST
 
+/* store_write_commit_split: the same store as one transaction gives, one chunk per
+ * transaction: arrays replaced (no stale chunks), deleted, put whole, records, meta last; and
+ * the map grows between transactions (96 MiB in 8 MiB steps past a 64 MiB map) */
+START_TEST(test_commit_split) {
+    store_set_chunk_bytes(4096);   /* 1024 floats per chunk */
+    const int64_t n = 5000;
+    float *x = malloc(sizeof(float) * (size_t)n);
+    int32_t y[3000];
+    for (int64_t i = 0; i < n; i++) x[i] = (float)i * 0.25f;
+    for (int i = 0; i < 3000; i++) y[i] = 7 * i;
+    store_t *s;
+    ck_assert_int_eq(store_create(path, &s), INCA_OK);
+    store_wtx_t *w;
+    ck_assert_int_eq(store_write_begin(s, &w), INCA_OK);   /* what the split commit replaces and deletes */
+    ck_assert_int_eq(store_wtx_put_array(w, "x", DT_F32, x, n), INCA_OK);
+    ck_assert_int_eq(store_wtx_put_array(w, "gone", DT_I32, y, 3000), INCA_OK);
+    ck_assert_int_eq(store_write_commit(&w), INCA_OK);
+    store_meta_t m;
+    memset(&m, 0, sizeof m);
+    m.nodes = 42;
+    ck_assert_int_eq(store_write_begin(s, &w), INCA_OK);
+    ck_assert_int_eq(store_wtx_put_array(w, "x", DT_F32, x + 100, 2500), INCA_OK);   /* 5 chunks -> 3 */
+    ck_assert_int_eq(store_wtx_del_array(w, "gone"), INCA_OK);
+    ck_assert_int_eq(store_wtx_put_array(w, "y", DT_I32, y, 3000), INCA_OK);
+    ck_assert_int_eq(store_wtx_put_array_whole(w, "w", DT_I32, y, 3000), INCA_OK);
+    ck_assert_int_eq(store_wtx_put_array(w, "empty", DT_F32, x, 0), INCA_OK);
+    ck_assert_int_eq(store_wtx_put_record(w, "note", "abc", 3), INCA_OK);
+    ck_assert_int_eq(store_wtx_put_meta(w, &m), INCA_OK);
+    ck_assert_int_eq(store_write_commit_split(&w, 1), INCA_OK);
+    ck_assert_ptr_null(w);
+    store_close(&s);
+    ck_assert_int_eq(store_open(path, STORE_RDONLY, &s), INCA_OK);
+    ck_assert_int_eq(store_meta(s)->nodes, 42);
+    store_verify_stats_t vs;
+    ck_assert_msg(store_verify(s, &vs) == INCA_OK, "%s", inca_errmsg());
+    ck_assert_int_eq(vs.arrays, 4);   /* x, y, w, empty */
+    ck_assert_int_eq(vs.chunks, 3 + 3 + 1);
+    float *xb;
+    int32_t *yb;
+    int64_t cnt;
+    ck_assert_int_eq(store_array_load(s, "x", DT_F32, (void **)&xb, &cnt), INCA_OK);
+    ck_assert_int_eq(cnt, 2500);
+    ck_assert_mem_eq(xb, x + 100, sizeof(float) * 2500);
+    inca_free(xb);
+    for (int k = 0; k < 2; k++) {
+        ck_assert_int_eq(store_array_load(s, k ? "w" : "y", DT_I32, (void **)&yb, &cnt), INCA_OK);
+        ck_assert_int_eq(cnt, 3000);
+        ck_assert_mem_eq(yb, y, sizeof y);
+        inca_free(yb);
+    }
+    ck_assert_int_eq(store_has_array(s, "gone"), 0);
+    const void *r;
+    size_t rl;
+    ck_assert_int_eq(store_record_get(s, "note", &r, &rl), INCA_OK);
+    ck_assert_int_eq((int)rl, 3);
+    store_close(&s);
+    store_set_chunk_bytes(0);
+    free(x);
+    /* map growth between transactions */
+    char p2[4200];
+    snprintf(p2, sizeof p2, "%s/big.lmdb", dir);
+    const int64_t nb = 24 << 20;
+    int32_t *a = malloc(sizeof(int32_t) * (size_t)nb);
+    for (int64_t i = 0; i < nb; i++) a[i] = (int32_t)(i * 5);
+    ck_assert_int_eq(store_create(p2, &s), INCA_OK);
+    ck_assert_int_eq(store_write_begin(s, &w), INCA_OK);
+    ck_assert_int_eq(store_wtx_put_array(w, "big", DT_I32, a, nb), INCA_OK);
+    ck_assert_int_eq(store_wtx_put_meta(w, &m), INCA_OK);
+    ck_assert_int_eq(store_write_commit_split(&w, (int64_t)8 << 20), INCA_OK);
+    int32_t v[2];
+    ck_assert_int_eq(store_array_read(s, "big", nb - 2, 2, v), INCA_OK);
+    ck_assert_int_eq(v[1], (int32_t)((nb - 1) * 5));
+    ck_assert_msg(store_verify(s, &vs) == INCA_OK, "%s", inca_errmsg());
+    store_close(&s);
+    free(a);
+}
+END_TEST
+
 START_TEST(test_whole_views) {
     /* an array put whole is one value: a contiguous view of all of it, with the chunk size set
      * so small that a chunked put of the same array takes many chunks */
@@ -403,6 +481,7 @@ int main(void) {
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_arrays_chunks_records);
     tcase_add_test(tc, test_map_growth);
+    tcase_add_test(tc, test_commit_split);
     tcase_add_test(tc, test_whole_views);
     tcase_add_test(tc, test_meta_checks);
     tcase_add_test(tc, test_dataset_roundtrip);
