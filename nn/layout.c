@@ -29,33 +29,51 @@ static void adj_names(char (*nm)[192], const char *part, const char *which, int 
     for (int i = 0; i < 3; i++) snprintf(nm[i], 192, "layout/%s/%s-%s/%s", part, which, norm == NN_NORM_MEAN ? "mean" : "gcn", parts[i]);
 }
 
-/* x renumbered by p and normalised, as mb_data_prepare does in memory (caller frees). */
+/* Elements [e0, e0 + cnt) of the stored x (row-major, f a row) into their renumbered rows of x,
+ * each checked finite */
+static int scatter_rows(const char *path, const float *src, int64_t e0, int64_t cnt, int64_t f, const int64_t *perm,
+                        float *x) {
+    for (int64_t i = 0; i < cnt; i++)
+        if (!isfinite(src[i]))
+            return inca_fail(INCA_EINVAL, "%s: array 'x' entry %lld (row %lld) is not finite: the store is corrupt", path,
+                             (long long)(e0 + i), (long long)((e0 + i) / f));
+    for (int64_t e = e0; e < e0 + cnt;) {   /* a chunk may start or end inside a row */
+        const int64_t v = e / f, off = e % f, len = f - off < e0 + cnt - e ? f - off : e0 + cnt - e;
+        memcpy(x + perm[v] * f + off, src + (e - e0), sizeof *x * (size_t)len);
+        e += len;
+    }
+    return INCA_OK;
+}
+
+/* x renumbered by p and normalised, as mb_data_prepare does in memory (caller frees). Read
+ * chunk by chunk from the store's map: no second copy of the features. */
 static int build_x(store_t *s, const partition_t *p, int featnorm, float **out) {
     const store_meta_t *m = store_meta(s);
     const int64_t n = m->nodes, f = m->features;
     *out = NULL;
     if (f < 1) return inca_fail(INCA_EINVAL, "%s: the dataset has no features", store_path(s));
-    float *raw = NULL;
-    int64_t cnt = 0;
-    int rc = store_array_load(s, "x", DT_F32, (void **)&raw, &cnt);
+    store_array_info_t info;
+    int rc = store_array_info(s, "x", &info);
     if (rc != INCA_OK) return rc;
-    if (cnt != n * f) {
-        inca_free(raw);
-        return inca_fail(INCA_EINVAL, "%s: array 'x' has %lld values, expected %lld", store_path(s), (long long)cnt, (long long)(n * f));
-    }
-    for (int64_t i = 0; i < n * f; i++)
-        if (!isfinite(raw[i])) {
-            inca_free(raw);
-            return inca_fail(INCA_EINVAL, "%s: array 'x' entry %lld (row %lld) is not finite: the store is corrupt", store_path(s),
-                             (long long)i, (long long)(i / f));
-        }
+    if (info.dtype != DT_F32 || info.count != n * f)
+        return inca_fail(INCA_EINVAL, "%s: array 'x' has %lld values of dtype %d, expected %lld f32", store_path(s),
+                         (long long)info.count, (int)info.dtype, (long long)(n * f));
     float *x = inca_malloc(sizeof *x * (size_t)(n * f));
-    if (!x) {
-        inca_free(raw);
-        return INCA_ENOMEM;
+    if (!x) return INCA_ENOMEM;
+    int64_t e0 = 0;
+    for (int64_t c = 0; rc == INCA_OK && c < info.nchunks; c++) {
+        const void *ptr = NULL;
+        int64_t cnt = 0;
+        rc = store_array_chunk(s, "x", c, &ptr, &cnt);
+        if (rc == INCA_OK && e0 + cnt > n * f) rc = inca_fail(INCA_EINVAL, "%s: array 'x' chunks overrun", store_path(s));
+        if (rc == INCA_OK) rc = scatter_rows(store_path(s), ptr, e0, cnt, f, p->perm, x);
+        e0 += cnt;
     }
-    for (int64_t v = 0; v < n; v++) memcpy(x + p->perm[v] * f, raw + v * f, sizeof(float) * (size_t)f);
-    inca_free(raw);
+    if (rc == INCA_OK && e0 != n * f) rc = inca_fail(INCA_EINVAL, "%s: array 'x' chunks hold %lld values", store_path(s), (long long)e0);
+    if (rc != INCA_OK) {
+        inca_free(x);
+        return rc;
+    }
     train_features_prepare(featnorm, n, f, x, x);
     *out = x;
     return INCA_OK;

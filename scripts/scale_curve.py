@@ -44,12 +44,14 @@ def run_stage(cmd, env):
             (after.ru_inblock - before.ru_inblock) * 512, (after.ru_oublock - before.ru_oublock) * 512)
 
 
-def data_bytes(stage, n, edges, f):
-    """What the stage must hold by its nature: edges (rowptr i64 + col i32), features f32, M^0 f32."""
+def data_bytes(stage, n, edges, f, hidden=128):
+    """What the stage must hold by its nature: edges (rowptr i64 + col i32), features f32, M^0 f32,
+    and for the epoch IncAgg's tables (M and S f32 at the two hidden layers of a 3-layer GCN)."""
     graph = 8 * (n + 1) + 4 * edges
     feats = 4 * n * f
+    tables = 4 * 4 * n * hidden
     return {"gen": graph + feats, "metis": graph, "parmetis": graph, "layout": graph + 2 * feats,
-            "epoch": graph + 2 * feats}.get(stage, 0)
+            "epoch": graph + 2 * feats + tables}.get(stage, 0)
 
 
 def stages(a, store, n):

@@ -41,7 +41,9 @@ static void setup(void) {
     o.homophily = 0.7;
     o.noise = 1.0;
     ck_assert_int_eq(gen_csbm(&o, &D, NULL), INCA_OK);
+    store_set_chunk_bytes(1000);   /* 250 floats: x's chunks start and end inside rows of 24 */
     ck_assert_int_eq(dataset_save(&D, path, 0), INCA_OK);
+    store_set_chunk_bytes(0);
     store_t *s = NULL;
     ck_assert_int_eq(store_open(path, STORE_RDWR, &s), INCA_OK);
     ck_assert_int_eq(store_partition_get(s, &D.adj, 12, PART_METIS, 0, &P, NULL), INCA_OK);
@@ -129,6 +131,22 @@ START_TEST(arrays_match_independent_reference) {
     free(m32);
     free(ref);
     free(mag);
+    store_close(&s);
+    /* a non-finite feature is refused, naming its entry and row */
+    char bad[4200];
+    snprintf(bad, sizeof bad, "%s/nan.lmdb", dir);
+    const float keep = D.x[5 * f + 3];
+    D.x[5 * f + 3] = NAN;
+    store_set_chunk_bytes(1000);
+    ck_assert_int_eq(dataset_save(&D, bad, 0), INCA_OK);
+    store_set_chunk_bytes(0);
+    D.x[5 * f + 3] = keep;
+    ck_assert_int_eq(store_open(bad, STORE_RDWR, &s), INCA_OK);
+    ck_assert_int_eq(layout_ensure(s, &P, &D.adj, TRAIN_FEATNORM_NONE, 0, NN_NORM_GCN, HIST_F32, NULL), INCA_EINVAL);
+    char want[64];
+    snprintf(want, sizeof want, "entry %lld (row 5)", (long long)(5 * f + 3));
+    ck_assert_msg(strstr(inca_errmsg(), want) != NULL, "%s", inca_errmsg());
+    inca_err_clear();
     store_close(&s);
 }
 END_TEST
