@@ -30,16 +30,18 @@ static void adj_names(char (*nm)[192], const char *part, const char *which, int 
 }
 
 /* Elements [e0, e0 + cnt) of the stored x (row-major, f a row) into their renumbered rows of x,
- * each checked finite */
-static int scatter_rows(const char *path, const float *src, int64_t e0, int64_t cnt, int64_t f, const int64_t *perm,
-                        float *x) {
-    for (int64_t i = 0; i < cnt; i++)
-        if (!isfinite(src[i]))
-            return inca_fail(INCA_EINVAL, "%s: array 'x' entry %lld (row %lld) is not finite: the store is corrupt", path,
-                             (long long)(e0 + i), (long long)((e0 + i) / f));
+ * each checked finite. src is bytes: a chunk small enough for an LMDB leaf page is not aligned
+ * for floats (the large ones, overflow pages, are). */
+static int scatter_rows(const char *path, const unsigned char *src, int64_t e0, int64_t cnt, int64_t f,
+                        const int64_t *perm, float *x) {
     for (int64_t e = e0; e < e0 + cnt;) {   /* a chunk may start or end inside a row */
         const int64_t v = e / f, off = e % f, len = f - off < e0 + cnt - e ? f - off : e0 + cnt - e;
-        memcpy(x + perm[v] * f + off, src + (e - e0), sizeof *x * (size_t)len);
+        float *dst = x + perm[v] * f + off;
+        memcpy(dst, src + sizeof *x * (size_t)(e - e0), sizeof *x * (size_t)len);
+        for (int64_t j = 0; j < len; j++)
+            if (!isfinite(dst[j]))
+                return inca_fail(INCA_EINVAL, "%s: array 'x' entry %lld (row %lld) is not finite: the store is corrupt", path,
+                                 (long long)(e + j), (long long)v);
         e += len;
     }
     return INCA_OK;

@@ -44,14 +44,16 @@ def run_stage(cmd, env):
             (after.ru_inblock - before.ru_inblock) * 512, (after.ru_oublock - before.ru_oublock) * 512)
 
 
-def data_bytes(stage, n, edges, f, hidden=128):
-    """What the stage must hold by its nature: edges (rowptr i64 + col i32), features f32, M^0 f32,
-    and for the epoch IncAgg's tables (M and S f32 at the two hidden layers of a 3-layer GCN)."""
+def data_bytes(stage, n, edges, f, tsize, hidden=128):
+    """What the stage must hold by its nature: edges (rowptr i64 + col i32), features f32, M^0
+    (tsize bytes a value), and for the epoch IncAgg's tables (M and S at the two hidden layers of
+    a 3-layer GCN, tsize bytes a value)."""
     graph = 8 * (n + 1) + 4 * edges
     feats = 4 * n * f
-    tables = 4 * 4 * n * hidden
-    return {"gen": graph + feats, "metis": graph, "parmetis": graph, "layout": graph + 2 * feats,
-            "epoch": graph + 2 * feats + tables}.get(stage, 0)
+    m0 = tsize * n * f
+    tables = 4 * tsize * n * hidden
+    return {"gen": graph + feats, "metis": graph, "parmetis": graph, "layout": graph + feats + m0,
+            "epoch": graph + feats + m0 + tables}.get(stage, 0)
 
 
 def stages(a, store, n):
@@ -61,10 +63,11 @@ def stages(a, store, n):
                  "--classes", "8", "--homophily", "0.4", "--seed", "0", "--out", store, "--json", "--quiet"]),
         ("metis", part + ["--method", "metis", "--no-layout"]),
         ("parmetis", part + ["--method", "parmetis", "--ranks", str(a.ranks), "--no-layout"]),
-        ("layout", part + ["--method", "metis"]),
+        ("layout", part + ["--method", "metis", "--history-dtype", a.history_dtype]),
         ("epoch", ["train", store, "--method", "incagg", "--model", "gcn", "--layers", "3", "--hidden", "128",
                    "--lr", "0.005", "--parts", str(a.parts), "--batch-parts", str(a.batch_parts), "--epochs",
                    str(a.epochs), "--loader", "view", "--memory-budget", a.memory_budget, "--threads", str(a.threads),
+                   "--history-dtype", a.history_dtype,
                    "--seed", "0", "--json", "--quiet"]),
     ]
 
@@ -92,6 +95,7 @@ def main():
     ap.add_argument("--epochs", type=int, default=1)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--memory-budget", default="16G")
+    ap.add_argument("--history-dtype", default="fp32", choices=["fp32", "bf16"], help="M^0's and the tables'")
     ap.add_argument("--stages", default="gen,metis,parmetis,layout,epoch")
     ap.add_argument("--keep", action="store_true", help="keep each size's store (default: removed after its epoch)")
     a = ap.parse_args()
@@ -119,7 +123,8 @@ def main():
             rec = {"nodes": n, "stage": stage, "ok": rc == 0, "seconds": round(secs, 3),
                    "peak_rss_anon_mb": j.get("peak_rss_anon_mb") if j else None,
                    "peak_rss_file_mb": j.get("peak_rss_file_mb") if j else None,
-                   "data_mb": round(data_bytes(stage, n, edges, a.features) / 2**20, 1) if edges else None,
+                   "data_mb": round(data_bytes(stage, n, edges, a.features, 2 if a.history_dtype == "bf16" else 4) / 2**20, 1)
+                   if edges else None, "history_dtype": a.history_dtype,
                    "read_bytes": rd, "written_bytes": wr}
             if stage == "parmetis" and j and j.get("rank_peak_rss_anon_mb"):
                 rec["peak_rss_anon_mb"] = max(j["rank_peak_rss_anon_mb"])
