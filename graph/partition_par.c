@@ -172,7 +172,7 @@ static void drop_self_loops(csr_t *slice, int64_t row0) {
     slice->nnz = m;
 }
 
-static int check_sizes(comm_t *c, const csr_t *slice, int64_t row0, int64_t n, int64_t k) {
+static int check_sizes(comm_t *c, const csr_t *slice, int64_t n, int64_t k) {
     if (!partition_par_available())
         return inca_fail(INCA_EINVAL, "--method parmetis: this inca was built without PT-Scotch (install libptscotch-dev "
                          "and libopenmpi-dev, then rebuild)");
@@ -181,7 +181,6 @@ static int check_sizes(comm_t *c, const csr_t *slice, int64_t row0, int64_t n, i
     if (n >= INT32_MAX || slice->nnz >= INT32_MAX || k > INT32_MAX)
         return inca_fail(INCA_EINVAL, "graph too large for PT-Scotch's 32-bit SCOTCH_Num (%lld nodes, %lld entries on rank %d)",
                          (long long)n, (long long)slice->nnz, comm_rank(c));
-    (void)row0;
     return INCA_OK;
 }
 
@@ -189,7 +188,7 @@ int partition_par_compute(comm_t *c, csr_t *slice, int64_t row0, int64_t n, int6
                           partition_t *out) {
     memset(out, 0, sizeof *out);
     const int P = comm_size(c);
-    int rc = check_sizes(c, slice, row0, n, k);
+    int rc = check_sizes(c, slice, n, k);
     int64_t *vtxdist = inca_malloc(sizeof *vtxdist * (size_t)(P + 1));
     int32_t *mine = inca_calloc((size_t)(slice && slice->n_rows ? slice->n_rows : 1), sizeof *mine);
     int32_t *part = inca_malloc(sizeof *part * (size_t)(n > 0 ? n : 1));
