@@ -579,6 +579,11 @@ int store_wtx_put_array(store_wtx_t *w, const char *name, store_dtype_t dtype, c
     return add_op(w, OP_PUT_ARRAY, name, dtype, data, count);
 }
 int store_wtx_put_array_whole(store_wtx_t *w, const char *name, store_dtype_t dtype, const void *data, int64_t count) {
+    /* LMDB refuses a value over 2^32 - 1 bytes (MDB_BAD_VALSIZE); the CRC trailer takes 4 */
+    const int64_t bytes = count * (int64_t)store_dtype_size(dtype);
+    if (bytes > STORE_WHOLE_MAX_BYTES)
+        return inca_fail(INCA_EINVAL, "%s: array '%s' of %.2f GB as one value: LMDB holds at most %.2f GB in a value",
+                         w->s->path, name, (double)bytes / 1e9, (double)STORE_WHOLE_MAX_BYTES / 1e9);
     int rc = store_wtx_put_array(w, name, dtype, data, count);
     if (rc == INCA_OK) w->ops[w->n - 1].whole = 1;
     return rc;

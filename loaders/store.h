@@ -114,8 +114,10 @@ typedef struct store_wtx store_wtx_t;
 int store_write_begin(store_t *s, store_wtx_t **out);
 /* Replace (or create) array `name` with count elements of dtype from data. */
 int store_wtx_put_array(store_wtx_t *w, const char *name, store_dtype_t dtype, const void *data, int64_t count);
-/* The same as one chunk, however large: one contiguous run of pages in the map, so that
- * store_array_view can serve it whole (arrays a trainer reads at random rows). */
+/* The same as one chunk: one contiguous run of pages in the map, so that store_array_view can
+ * serve it whole (arrays a trainer reads at random rows). At most STORE_WHOLE_MAX_BYTES
+ * (LMDB's largest value less the checksum): INCA_EINVAL naming the array beyond. */
+#define STORE_WHOLE_MAX_BYTES ((int64_t)0xffffffff - 4)
 int store_wtx_put_array_whole(store_wtx_t *w, const char *name, store_dtype_t dtype, const void *data, int64_t count);
 int store_wtx_del_array(store_wtx_t *w, const char *name);
 int store_wtx_put_record(store_wtx_t *w, const char *key, const void *data, size_t len);

@@ -175,6 +175,13 @@ START_TEST(test_commit_split) {
     ck_assert_int_eq(store_wtx_put_array(w, "big", DT_I32, a, nb), INCA_OK);
     ck_assert_int_eq(store_wtx_put_meta(w, &m), INCA_OK);
     ck_assert_int_eq(store_write_commit_split(&w, (int64_t)8 << 20), INCA_OK);
+    /* one value past LMDB's 4 GiB is refused before any byte is read (the pointer is never used) */
+    ck_assert_int_eq(store_write_begin(s, &w), INCA_OK);
+    ck_assert_int_eq(store_wtx_put_array_whole(w, "huge", DT_F32, a, (int64_t)1 << 30), INCA_EINVAL);
+    ck_assert_ptr_nonnull(strstr(inca_errmsg(), "'huge' of 4.29 GB as one value"));
+    ck_assert_int_eq(store_wtx_put_array_whole(w, "fits", DT_F32, a, ((int64_t)1 << 30) - 2), INCA_OK);
+    store_write_abort(&w);
+    inca_err_clear();
     int32_t v[2];
     ck_assert_int_eq(store_array_read(s, "big", nb - 2, 2, v), INCA_OK);
     ck_assert_int_eq(v[1], (int32_t)((nb - 1) * 5));
