@@ -7,6 +7,7 @@
 #include "loaders/dataset.h"
 #include "loaders/store.h"
 #include "testutil.h"
+#include <lmdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,6 +110,18 @@ END_TEST
 /* store_write_commit_split: the same store as one transaction gives, one chunk per
  * transaction: arrays replaced (no stale chunks), deleted, put whole, records, meta last; and
  * the map grows between transactions (96 MiB in 8 MiB steps past a 64 MiB map) */
+/* LMDB's id of the last committed transaction of the (closed) store at p */
+static size_t last_txnid(const char *p) {
+    MDB_env *e = NULL;
+    MDB_envinfo info;
+    ck_assert_int_eq(mdb_env_create(&e), 0);
+    mdb_env_set_maxdbs(e, 4);
+    ck_assert_int_eq(mdb_env_open(e, p, MDB_RDONLY, 0644), 0);
+    ck_assert_int_eq(mdb_env_info(e, &info), 0);
+    mdb_env_close(e);
+    return info.me_last_txnid;
+}
+
 START_TEST(test_commit_split) {
     store_set_chunk_bytes(4096);   /* 1024 floats per chunk */
     const int64_t n = 5000;
@@ -137,6 +150,9 @@ START_TEST(test_commit_split) {
     ck_assert_int_eq(store_write_commit_split(&w, 1), INCA_OK);
     ck_assert_ptr_null(w);
     store_close(&s);
+    /* one chunk a transaction: x's 3, y's 3, w's 1 at least, after the creation's and the first
+     * commit's (one transaction for all of it would end at 3) */
+    ck_assert_uint_ge(last_txnid(path), 2 + 7);
     ck_assert_int_eq(store_open(path, STORE_RDONLY, &s), INCA_OK);
     ck_assert_int_eq(store_meta(s)->nodes, 42);
     store_verify_stats_t vs;
