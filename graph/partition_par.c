@@ -9,6 +9,7 @@
 #include "core/rng.h"
 #include "core/status.h"
 #include "core/util.h"
+#include <stdio.h>
 #include <string.h>
 #ifdef INCA_HAS_PTSCOTCH
 #include <ptscotch.h>
