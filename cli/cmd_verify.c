@@ -41,14 +41,20 @@ int cmd_verify(int argc, char **argv) {
         json_int(j, "arrays", st.arrays);
         json_int(j, "chunks", st.chunks);
         json_int(j, "records", st.records);
+        json_int(j, "side_files", st.files);
+        json_int(j, "stray_side_files", st.stray_files);
         json_int(j, "bytes", st.bytes);
         json_num(j, "checksum_seconds", t_sums);
         json_num(j, "seconds", secs);
         jr = json_write(j, stdout);
         if (!rc) rc = jr;
     } else if (rc == INCA_OK) {
-        printf("%s: ok (%lld arrays, %lld chunks, %lld records, %.1f MiB checked in %.3f s)\n", path,
-               (long long)st.arrays, (long long)st.chunks, (long long)st.records, (double)st.bytes / (1 << 20), secs);
+        printf("%s: ok (%lld arrays, %lld chunks, %lld side files, %lld records, %.1f MiB checked in %.3f s)\n", path,
+               (long long)st.arrays, (long long)st.chunks, (long long)st.files, (long long)st.records,
+               (double)st.bytes / (1 << 20), secs);
+        if (st.stray_files)
+            printf("%s: %lld side files no array names (left by an interrupted write; the next write removes them)\n",
+                   path, (long long)st.stray_files);
     }
 done:
     json_free(&j);

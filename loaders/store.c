@@ -7,6 +7,7 @@
 #include "core/status.h"
 #include "core/util.h"
 #include "loaders/lmdb_check.h"
+#include "loaders/sidefile.h"
 #include <errno.h>
 #include <lmdb.h>
 #include <pthread.h>
@@ -28,13 +29,47 @@ struct store {
     store_meta_t meta;
     int has_meta;
     pthread_mutex_t mu;     /* LMDB txns must not be used by two threads at once */
+    sidefile_cache_t *side; /* maps of side files handed out (under mu) */
 };
 
 typedef struct {
-    char magic[4];
+    char magic[4];          /* "ARR1" */
     int32_t dtype;
     int64_t count, chunk_elems;
 } array_desc_t;
+
+/* An array too large for one LMDB value, in a file beside data.mdb (loaders/sidefile.h): no
+ * chunks in "arrays"; the descriptor names the file and its CRC. */
+typedef struct {
+    char magic[4];          /* "ARRF" */
+    int32_t dtype;
+    int64_t count, chunk_elems;   /* chunk_elems = count: one piece */
+    uint32_t crc;                 /* CRC32 (zlib) of the file's bytes */
+    char file[SIDEFILE_NAME_MAX];
+    uint32_t pad;
+} side_desc_t;
+
+static int64_t g_whole_max = STORE_WHOLE_MAX_BYTES;
+void store_set_whole_max_bytes(int64_t bytes) {
+    g_whole_max = bytes > 0 && bytes < STORE_WHOLE_MAX_BYTES ? bytes : STORE_WHOLE_MAX_BYTES;
+}
+
+/* Parse a descriptor's payload: 1 chunked (d), 2 side file (d and sd), 0 malformed. */
+static int desc_parse(const void *p, size_t len, array_desc_t *d, side_desc_t *sd) {
+    int kind = 0;
+    if (len == sizeof *d && memcmp(p, "ARR1", 4) == 0) kind = 1;
+    else if (len == sizeof *sd && memcmp(p, "ARRF", 4) == 0) {
+        memcpy(sd, p, sizeof *sd);
+        kind = memchr(sd->file, '\0', sizeof sd->file) && sidefile_is_name(sd->file, 0) &&
+               sd->count == sd->chunk_elems ? 2 : 0;
+    }
+    if (kind) memcpy(d, p, sizeof *d);   /* the common prefix */
+    size_t es = kind ? store_dtype_size((store_dtype_t)d->dtype) : 0;
+    if (es == 0 || d->count < 0 || d->chunk_elems <= 0 || d->count > INT64_MAX / (int64_t)es ||
+        d->chunk_elems > INT64_MAX / (int64_t)es)
+        return 0;
+    return kind;
+}
 
 static size_t g_chunk_bytes = STORE_CHUNK_BYTES;
 void store_set_chunk_bytes(size_t bytes) { g_chunk_bytes = bytes ? bytes : STORE_CHUNK_BYTES; }
@@ -251,6 +286,7 @@ void store_close(store_t **sp) {
         if (s->writable) mdb_env_sync(s->env, 1);   /* opened with MDB_NOSYNC */
         mdb_env_close(s->env);
     }
+    sidefile_cache_free(&s->side);
     pthread_mutex_destroy(&s->mu);
     inca_free(s->path);
     INCA_FREE(*sp);
@@ -302,7 +338,8 @@ int store_record_get(store_t *s, const char *key, const void **ptr, size_t *len)
     return INCA_OK;
 }
 
-int store_array_info(store_t *s, const char *name, store_array_info_t *info) {
+/* The descriptor of array `name` (checked); *sd (may be NULL) gets a side file's. */
+static int desc_get(store_t *s, const char *name, store_array_info_t *info, side_desc_t *sd) {
     char k[512];
     desc_key(k, sizeof k, name);
     MDB_val v;
@@ -310,21 +347,36 @@ int store_array_info(store_t *s, const char *name, store_array_info_t *info) {
     if (rc == INCA_ENOTFOUND) return inca_fail(rc, "%s: no array '%s' in the store", s->path, name);
     if (rc) return rc;
     array_desc_t d;
+    side_desc_t side;
     size_t len;
     char what[600];
     snprintf(what, sizeof what, "descriptor of array '%.500s'", name);
     if ((rc = value_check(s, what, k, strlen(k), &v, &len))) return rc;
-    if (len != sizeof d) return inca_fail(INCA_EINVAL, "%s: descriptor of array '%s' is corrupt", s->path, name);
-    memcpy(&d, v.mv_data, sizeof d);
-    size_t es = store_dtype_size((store_dtype_t)d.dtype);
-    if (memcmp(d.magic, "ARR1", 4) != 0 || es == 0 || d.count < 0 || d.chunk_elems <= 0 ||
-        d.count > INT64_MAX / (int64_t)es || d.chunk_elems > INT64_MAX / (int64_t)es)
-        return inca_fail(INCA_EINVAL, "%s: descriptor of array '%s' is corrupt", s->path, name);
+    const int kind = desc_parse(v.mv_data, len, &d, &side);
+    if (!kind) return inca_fail(INCA_EINVAL, "%s: descriptor of array '%s' is corrupt", s->path, name);
     info->dtype = (store_dtype_t)d.dtype;
     info->count = d.count;
     info->chunk_elems = d.chunk_elems;
     info->nchunks = d.count / d.chunk_elems + (d.count % d.chunk_elems != 0);   /* no overflow */
+    info->in_file = kind == 2;
+    if (sd && kind == 2) *sd = side;
     return INCA_OK;
+}
+
+int store_array_info(store_t *s, const char *name, store_array_info_t *info) { return desc_get(s, name, info, NULL); }
+
+/* The map of a side array's file (checked against its CRC the first time this store maps it) */
+static int side_get(store_t *s, const char *name, const void **ptr) {
+    store_array_info_t info;
+    side_desc_t sd;
+    int rc = desc_get(s, name, &info, &sd);
+    if (rc == INCA_OK && !info.in_file) rc = inca_fail(INCA_EINVAL, "%s: array '%s' changed under a reader", s->path, name);
+    if (rc) return rc;
+    pthread_mutex_lock(&s->mu);
+    rc = sidefile_cache_get(&s->side, s->path, sd.file, info.count * (int64_t)store_dtype_size(info.dtype), sd.crc, ptr);
+    pthread_mutex_unlock(&s->mu);
+    if (rc) inca_fail_ctx(rc, "array '%s'", name);
+    return rc;
 }
 
 int store_has_array(store_t *s, const char *name) {
@@ -338,6 +390,10 @@ static int chunk_get(store_t *s, const char *name, const store_array_info_t *inf
                      const void **ptr, int64_t *count) {
     if (i < 0 || i >= info->nchunks)
         return inca_fail(INCA_EINVAL, "%s: chunk %lld of array '%s' out of range", s->path, (long long)i, name);
+    if (info->in_file) {
+        *count = info->count;
+        return side_get(s, name, ptr);
+    }
     unsigned char k[600];
     if (strlen(name) > 500) return inca_fail(INCA_EINVAL, "array name too long");
     size_t kl = chunk_key(k, name, i);
@@ -466,7 +522,36 @@ typedef struct {
     store_verify_stats_t *st;
     char **names;
     int n, cap, failed;
+    char (*files)[SIDEFILE_NAME_MAX];   /* side files the descriptors name */
+    int nfiles;
 } verify_ctx_t;
+
+static int verify_names_file(void *ctx, const char *name) {
+    const verify_ctx_t *c = ctx;
+    for (int i = 0; i < c->nfiles; i++)
+        if (strcmp(c->files[i], name) == 0) return 1;
+    return 0;
+}
+
+/* A side array read in full against its CRC (even when this store mapped it before) */
+static int verify_side(store_t *s, verify_ctx_t *c, const char *name, const store_array_info_t *info) {
+    side_desc_t sd;
+    store_array_info_t again;
+    int rc = desc_get(s, name, &again, &sd);
+    if (rc) return rc;
+    const int64_t bytes = info->count * (int64_t)store_dtype_size(info->dtype);
+    const void *p;
+    if ((rc = sidefile_map(s->path, sd.file, bytes, &p))) return inca_fail_ctx(rc, "array '%s'", name);
+    uint32_t got = sidefile_crc(p, bytes);
+    sidefile_unmap(p, bytes);
+    if (got != sd.crc)
+        return inca_fail(INCA_EINVAL, "%s/%s (array '%s') fails its checksum (crc32 %08x, stored %08x): the store is "
+                         "corrupt; re-ingest it or restore a copy", s->path, sd.file, name, got, sd.crc);
+    memcpy(c->files[c->nfiles++], sd.file, SIDEFILE_NAME_MAX);
+    c->st->files++;
+    c->st->bytes += bytes;
+    return INCA_OK;
+}
 
 static int verify_record(void *ctx, const char *key, const void *val, size_t len) {
     (void)val;
@@ -491,14 +576,19 @@ static int verify_record(void *ctx, const char *key, const void *val, size_t len
 
 int store_verify(store_t *s, store_verify_stats_t *st) {
     memset(st, 0, sizeof *st);
-    verify_ctx_t c = {st, NULL, 0, 0, 0};
+    verify_ctx_t c = {st, NULL, 0, 0, 0, NULL, 0};
     int rc = store_record_each(s, "", verify_record, &c);   /* every record's checksum */
     if (rc == INCA_OK && c.failed) rc = INCA_ENOMEM;
+    if (rc == INCA_OK && c.n && !(c.files = inca_calloc((size_t)c.n, sizeof *c.files))) rc = INCA_ENOMEM;
     int64_t chunks = 0;
     for (int a = 0; a < c.n && rc == INCA_OK; a++) {
         store_array_info_t info;
         if ((rc = store_array_info(s, c.names[a], &info))) break;
         st->arrays++;
+        if (info.in_file) {
+            rc = verify_side(s, &c, c.names[a], &info);
+            continue;
+        }
         for (int64_t i = 0; i < info.nchunks && rc == INCA_OK; i++) {
             const void *p;
             int64_t cnt;
@@ -518,9 +608,13 @@ int store_verify(store_t *s, store_verify_stats_t *st) {
             rc = inca_fail(INCA_EINVAL, "%s: the arrays database holds %lld chunks, the array descriptors account for "
                            "%lld: the store is corrupt", s->path, (long long)ms.ms_entries, (long long)chunks);
     }
+    int strays = 0;
+    if (rc == INCA_OK) rc = sidefile_count_strays(s->path, verify_names_file, &c, &strays);
+    st->stray_files = strays;
     st->chunks = chunks;
     for (int a = 0; a < c.n; a++) inca_free(c.names[a]);
     inca_free(c.names);
+    inca_free(c.files);
     return rc;
 }
 
@@ -533,9 +627,12 @@ typedef struct {
     store_dtype_t dtype;
     const void *data;
     int64_t count;     /* elements (arrays) or bytes (records) */
-    int whole;         /* array: one chunk (store_wtx_put_array_whole) */
+    int whole;         /* array: 1 one chunk (store_wtx_put_array_whole), 2 a side file */
     int64_t done;      /* committed so far: -1 nothing; arrays: chunks in (descriptor first);
                         * others: 0 once in */
+    char file[SIDEFILE_NAME_MAX];   /* whole == 2: the side file written for it ("" before) */
+    uint32_t crc;
+    char dead[SIDEFILE_NAME_MAX];   /* the side file of the array it replaces, removed once in */
 } wop_t;
 
 struct store_wtx {
@@ -544,6 +641,7 @@ struct store_wtx {
     int n, cap;
     store_meta_t meta;
     int has_meta;
+    int files_written;   /* side files of the whole == 2 ops are on disk */
 };
 
 int store_write_begin(store_t *s, store_wtx_t **out) {
@@ -569,7 +667,7 @@ static int add_op(store_wtx_t *w, int kind, const char *name, store_dtype_t dt, 
     char *nm = inca_malloc(nl + 1);
     if (!nm) return INCA_ENOMEM;
     memcpy(nm, name, nl + 1);
-    w->ops[w->n++] = (wop_t){kind, nm, dt, data, count, 0, -1};
+    w->ops[w->n++] = (wop_t){.kind = kind, .name = nm, .dtype = dt, .data = data, .count = count, .done = -1};
     return INCA_OK;
 }
 
@@ -579,13 +677,11 @@ int store_wtx_put_array(store_wtx_t *w, const char *name, store_dtype_t dtype, c
     return add_op(w, OP_PUT_ARRAY, name, dtype, data, count);
 }
 int store_wtx_put_array_whole(store_wtx_t *w, const char *name, store_dtype_t dtype, const void *data, int64_t count) {
-    /* LMDB refuses a value over 2^32 - 1 bytes (MDB_BAD_VALSIZE); the CRC trailer takes 4 */
+    /* LMDB refuses a value over 2^32 - 1 bytes (MDB_BAD_VALSIZE; the CRC trailer takes 4): a
+     * side file beyond (count * size cannot overflow: count is elements in the caller's memory) */
     const int64_t bytes = count * (int64_t)store_dtype_size(dtype);
-    if (bytes > STORE_WHOLE_MAX_BYTES)
-        return inca_fail(INCA_EINVAL, "%s: array '%s' of %.2f GB as one value: LMDB holds at most %.2f GB in a value",
-                         w->s->path, name, (double)bytes / 1e9, (double)STORE_WHOLE_MAX_BYTES / 1e9);
     int rc = store_wtx_put_array(w, name, dtype, data, count);
-    if (rc == INCA_OK) w->ops[w->n - 1].whole = 1;
+    if (rc == INCA_OK) w->ops[w->n - 1].whole = bytes > g_whole_max ? 2 : 1;
     return rc;
 }
 int store_wtx_del_array(store_wtx_t *w, const char *name) { return add_op(w, OP_DEL_ARRAY, name, DT_U8, NULL, 0); }
@@ -651,9 +747,29 @@ static int op_finished(const wop_t *op, int64_t done) {
     return done >= 0 && done * chunk_elems(op->dtype, op->count, op->whole) >= op->count;
 }
 
+/* The side file the descriptor under key names in t, into file ("" when none) */
+static void side_old(store_t *s, MDB_txn *t, MDB_val *key, char *file) {
+    MDB_val v;
+    array_desc_t d;
+    side_desc_t sd;
+    file[0] = '\0';
+    if (mdb_get(t, s->dbi_meta, key, &v) == 0 && v.mv_size >= 4 && desc_parse(v.mv_data, v.mv_size - 4, &d, &sd) == 2)
+        memcpy(file, sd.file, SIDEFILE_NAME_MAX);
+}
+
+static int side_put(store_t *s, MDB_txn *t, MDB_val *key, const wop_t *op, const array_desc_t *d) {
+    side_desc_t sd;
+    memset(&sd, 0, sizeof sd);
+    memcpy(&sd, d, sizeof *d);
+    memcpy(sd.magic, "ARRF", 4);
+    sd.crc = op->crc;
+    memcpy(sd.file, op->file, SIDEFILE_NAME_MAX);
+    return put_crc(t, s->dbi_meta, key->mv_data, key->mv_size, &sd, sizeof sd);
+}
+
 /* An array op from chunk `from` (-1: first the old array out and the descriptor in) until
  * *budget bytes are spent or its last chunk is in; *next gets where it stopped. */
-static int apply_array(store_t *s, MDB_txn *t, const wop_t *op, int64_t from, int64_t *budget, int64_t *next) {
+static int apply_array(store_t *s, MDB_txn *t, wop_t *op, int64_t from, int64_t *budget, int64_t *next) {
     char dk[600];
     desc_key(dk, sizeof dk, op->name);
     MDB_val key = {strlen(dk), dk};
@@ -662,6 +778,7 @@ static int apply_array(store_t *s, MDB_txn *t, const wop_t *op, int64_t from, in
     int r = 0;
     *next = from;
     if (from < 0) {
+        side_old(s, t, &key, op->dead);
         r = del_chunks(t, s->dbi_arrays, op->name);
         if (!r) r = mdb_del(t, s->dbi_meta, &key, NULL);
         if (r == MDB_NOTFOUND) r = 0;
@@ -673,6 +790,10 @@ static int apply_array(store_t *s, MDB_txn *t, const wop_t *op, int64_t from, in
         d.dtype = op->dtype;
         d.count = op->count;
         d.chunk_elems = ce;
+        if (op->whole == 2) {   /* the descriptor is all: the bytes are in op->file already */
+            *next = 1;
+            return side_put(s, t, &key, op, &d);
+        }
         r = put_crc(t, s->dbi_meta, key.mv_data, key.mv_size, &d, sizeof d);
     }
     int64_t ci = *next;
@@ -697,7 +818,7 @@ static int apply(store_wtx_t *w, MDB_txn *t, int64_t budget, int64_t *next) {
     store_t *s = w->s;
     int r = 0, all = 1;
     for (int i = 0; i < w->n; i++) {
-        const wop_t *op = &w->ops[i];
+        wop_t *op = &w->ops[i];
         next[i] = op->done;
         if (r || budget <= 0 || op_finished(op, op->done)) {
             all &= op_finished(op, next[i]);
@@ -728,6 +849,49 @@ static int apply(store_wtx_t *w, MDB_txn *t, int64_t budget, int64_t *next) {
     return r;
 }
 
+/* keep() of the sweep: whether a descriptor in t names the side file */
+typedef struct { store_t *s; MDB_txn *t; } txn_ctx_t;
+static int txn_names_file(void *ctx, const char *name) {
+    const txn_ctx_t *c = ctx;
+    MDB_cursor *cur;
+    if (mdb_cursor_open(c->t, c->s->dbi_meta, &cur)) return 1;   /* unsure: keep it */
+    MDB_val k = {6, "array:"}, v;
+    int found = 0;
+    for (int r = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+         !r && !found && k.mv_size >= 6 && memcmp(k.mv_data, "array:", 6) == 0; r = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+        array_desc_t d;
+        side_desc_t sd;
+        found = v.mv_size >= 4 && desc_parse(v.mv_data, v.mv_size - 4, &d, &sd) == 2 && strcmp(sd.file, name) == 0;
+    }
+    mdb_cursor_close(cur);
+    return found;
+}
+
+/* The batch's side files, written once while t holds LMDB's write lock (so no other writer is
+ * between writing its files and committing them); first the files an interrupted writer left. */
+static int side_write_all(store_wtx_t *w, MDB_txn *t) {
+    if (w->files_written) return INCA_OK;
+    txn_ctx_t c = {w->s, t};
+    int rc = sidefile_sweep(w->s->path, txn_names_file, &c, NULL);
+    for (int i = 0; i < w->n && rc == INCA_OK; i++) {
+        wop_t *op = &w->ops[i];
+        if (op->whole == 2 && !op->file[0])
+            rc = sidefile_write(w->s->path, op->data, op->count * (int64_t)store_dtype_size(op->dtype), op->file, &op->crc);
+    }
+    if (rc == INCA_OK) w->files_written = 1;
+    return rc;
+}
+
+/* After a transaction committed: the progress kept, and the side files of arrays it replaced or
+ * deleted removed (a failure to remove leaves a stray for the next sweep, not an error) */
+static void side_committed(store_wtx_t *w, const int64_t *next) {
+    for (int i = 0; i < w->n; i++) {
+        wop_t *op = &w->ops[i];
+        if (op->done < 0 && next[i] >= 0 && op->dead[0] && sidefile_remove(w->s->path, op->dead)) inca_err_clear();
+        op->done = next[i];
+    }
+}
+
 /* The pending ops in transactions of at most `budget` bytes of chunks each (INT64_MAX: one) */
 static int commit_ops(store_wtx_t *w, int64_t budget) {
     store_t *s = w->s;
@@ -740,6 +904,7 @@ static int commit_ops(store_wtx_t *w, int64_t budget) {
         int r = mdb_txn_begin(s->env, NULL, 0, &t);
         if (r == MDB_MAP_RESIZED) { mdb_env_set_mapsize(s->env, 0); r = mdb_txn_begin(s->env, NULL, 0, &t); }
         if (r) { rc = lmdb_fail(s, r, "cannot begin write transaction"); break; }
+        if ((rc = side_write_all(w, t))) { mdb_txn_abort(t); break; }
         r = apply(w, t, budget, next);
         const int more = r == MORE_TO_GO;
         if (!r || more) r = mdb_txn_commit(t);
@@ -753,12 +918,18 @@ static int commit_ops(store_wtx_t *w, int64_t budget) {
             continue;
         }
         if (r) { rc = lmdb_fail(s, r, "write transaction failed"); break; }
-        for (int i = 0; i < w->n; i++) w->ops[i].done = next[i];
+        side_committed(w, next);
         rtxn_reset(s);   /* the next read sees what was just written */
         if (more) { attempt = -1; continue; }
         if (w->has_meta) { s->meta = w->meta; s->has_meta = 1; }
         break;
     }
+    for (int i = 0; rc != INCA_OK && i < w->n; i++)   /* files no committed descriptor names */
+        if (w->ops[i].file[0] && w->ops[i].done < 0) {
+            char msg[1024];
+            snprintf(msg, sizeof msg, "%s", inca_errmsg());
+            if (sidefile_remove(s->path, w->ops[i].file)) inca_fail(rc, "%s", msg);
+        }
     pthread_mutex_unlock(&s->mu);
     inca_free(next);
     return rc;

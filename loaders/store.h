@@ -5,7 +5,11 @@
  *             ("part:<name>" partition manifests, "dyn:<name>" ...).
  *   "arrays"  key <name> '\0' <8-byte big-endian chunk index> -> chunk bytes; keys sort in
  *             array order, so a cursor walks an array front to back.
- * Arrays are stored in chunks of at most STORE_CHUNK_BYTES.
+ * Arrays are stored in chunks of at most STORE_CHUNK_BYTES, except a whole array larger than
+ * one LMDB value holds (4 GiB): that one lives in a side file beside data.mdb (side-*.bin,
+ * loaders/sidefile.h), its descriptor (in "meta", checksummed like every value) naming the file,
+ * its size and the CRC32 of its bytes; the file is written and synced before the transaction
+ * that commits its descriptor, and removed after the one that replaces or deletes it.
  * Format v2: every value (meta, descriptors, records, chunks) ends with a 4-byte little-endian
  * CRC32 (zlib) of its key bytes followed by its payload, written in the same transaction and
  * checked on every read (a failure is INCA_EINVAL naming the store and the value); readers see
@@ -58,6 +62,7 @@ typedef struct store_array_info {
     int64_t count;         /* elements */
     int64_t chunk_elems;   /* elements per chunk (the last may hold fewer) */
     int64_t nchunks;
+    int in_file;           /* 1: one piece in a side file beside data.mdb (too large for LMDB) */
 } store_array_info_t;
 
 typedef struct store store_t;
@@ -104,7 +109,9 @@ int store_record_each(store_t *s, const char *prefix,
 /* Read and check every record and every chunk of every array (checksums, sizes, descriptors)
  * and that the chunks on disk are exactly those the descriptors describe. INCA_EINVAL names
  * the first bad value. The counts and payload bytes read go to *st. */
-typedef struct store_verify_stats { int64_t arrays, chunks, records, bytes; } store_verify_stats_t;
+/* Side files are read in full against their CRC; stray_files counts side files no descriptor
+ * names (an interrupted write's: harmless, removed by the next write). */
+typedef struct store_verify_stats { int64_t arrays, chunks, records, bytes, files, stray_files; } store_verify_stats_t;
 int store_verify(store_t *s, store_verify_stats_t *st);
 
 /* ---- writing: every put is deferred and applied in one LMDB write transaction at commit, so
@@ -115,9 +122,12 @@ int store_write_begin(store_t *s, store_wtx_t **out);
 /* Replace (or create) array `name` with count elements of dtype from data. */
 int store_wtx_put_array(store_wtx_t *w, const char *name, store_dtype_t dtype, const void *data, int64_t count);
 /* The same as one chunk: one contiguous run of pages in the map, so that store_array_view can
- * serve it whole (arrays a trainer reads at random rows). At most STORE_WHOLE_MAX_BYTES
- * (LMDB's largest value less the checksum): INCA_EINVAL naming the array beyond. */
+ * serve it whole (arrays a trainer reads at random rows). Beyond STORE_WHOLE_MAX_BYTES (LMDB's
+ * largest value less the checksum) the array goes to a side file instead, written at commit
+ * (while the transaction holds LMDB's write lock) and mapped by store_array_view the same way. */
 #define STORE_WHOLE_MAX_BYTES ((int64_t)0xffffffff - 4)
+/* Tests: arrays written whole past `bytes` go to side files (0 restores STORE_WHOLE_MAX_BYTES). */
+void store_set_whole_max_bytes(int64_t bytes);
 int store_wtx_put_array_whole(store_wtx_t *w, const char *name, store_dtype_t dtype, const void *data, int64_t count);
 int store_wtx_del_array(store_wtx_t *w, const char *name);
 int store_wtx_put_record(store_wtx_t *w, const char *key, const void *data, size_t len);

@@ -151,13 +151,6 @@ int layout_ensure(store_t *s, const partition_t *p, const csr_t *adj, int featno
     adj_names(an, p->man.name, "adj", norm);
     adj_names(tn, p->man.name, "adjt", norm);
     const int need_x = !store_has_array(s, xn), need_m0 = want_m0 && !store_has_array(s, mn);
-    /* the view maps x and M^0 as one LMDB value each: refuse before the work, not after it */
-    const int64_t xb = n * f * 4, mb = n * f * (dt == HIST_BF16 ? 2 : 4);
-    if ((need_x && xb > STORE_WHOLE_MAX_BYTES) || (need_m0 && mb > STORE_WHOLE_MAX_BYTES))
-        return inca_fail(INCA_EINVAL, "%s: the partition-ordered layout holds the features (%.2f GB) and M^0 (%.2f GB) as "
-                         "one LMDB value each, at most %.2f GB: --loader view cannot serve %lld nodes x %lld features yet "
-                         "(--loader copy holds them in memory instead)", store_path(s), (double)xb / 1e9, (double)mb / 1e9,
-                         (double)STORE_WHOLE_MAX_BYTES / 1e9, (long long)n, (long long)f);
     const int need_a = !store_has_array(s, an[2]) || (norm == NN_NORM_MEAN && !store_has_array(s, tn[2]));
     if (!need_x && !need_m0 && !need_a) return INCA_OK;
     float *x = NULL;

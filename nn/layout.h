@@ -10,9 +10,10 @@
  *   layout/P/adj-NORM/{rowptr,col,val}   the model's normalised adjacency Â of the renumbered
  *                                    graph (nn_adj_build), and for mean its transpose in
  *                                    layout/P/adjt-mean/...: the trainer's Â (and Âᵀ) as views
- * each one LMDB value (store_wtx_put_array_whole): one contiguous run of pages that
- * store_array_view serves zero-copy, whose pages are file pages the kernel may evict and read
- * back, never anonymous memory. Labels and splits stay in their original arrays (O(n), renumbered
+ * each one LMDB value (store_wtx_put_array_whole), or past LMDB's 4 GiB value (10M x 128 features)
+ * a checksummed side file beside data.mdb: one contiguous run of pages that store_array_view
+ * serves zero-copy, whose pages are file pages the kernel may evict and read back, never
+ * anonymous memory. Labels and splits stay in their original arrays (O(n), renumbered
  * in memory).
  *
  * The arithmetic is the copy path's (nn/train_mb.c): x renumbered row by row, then
