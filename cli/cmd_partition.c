@@ -150,8 +150,9 @@ static int run(args_t *a, const part_opts_t *o, comm_t *c) {
     const double tl = inca_now();
     if (rc == INCA_OK && me == 0 && !args_has(a, "--no-layout") && store_meta(s)->features > 0) {
         cli_progress(&pg, 1, "writing the partition-ordered layout");
-        rc = layout_ensure(s, &p, NULL, o->featnorm, o->m0_kind >= 0, o->m0_kind >= 0 ? nn_kind_norm(o->m0_kind) : NN_NORM_GCN,
-                           o->hd, &built);
+        const int norm = o->m0_kind >= 0 ? nn_kind_norm(o->m0_kind) : NN_NORM_GCN;
+        if (args_has(a, "--rebuild-layout")) rc = layout_drop(s, &p, o->featnorm, o->m0_kind >= 0, norm, o->hd);
+        if (rc == INCA_OK) rc = layout_ensure(s, &p, NULL, o->featnorm, o->m0_kind >= 0, norm, o->hd, &built);
     }
     cli_progress_end(&pg);
     const double layout_s = inca_now() - tl, total = inca_now() - t0;
@@ -165,7 +166,7 @@ static int run(args_t *a, const part_opts_t *o, comm_t *c) {
 
 int cmd_partition(int argc, char **argv) {
     static const char *const known[] = {"--parts", "--method", "--ranks", "--seed", "--json!", "--feature-norm", "--m0",
-                                        "--history-dtype", "--no-layout!", "--quiet!", NULL};
+                                        "--history-dtype", "--no-layout!", "--rebuild-layout!", "--quiet!", NULL};
     args_t *a = NULL;
     part_opts_t o;
     int rc = args_parse(argc, argv, known, &a);

@@ -43,6 +43,7 @@ static const struct { const char *name; int (*fn)(int, char **); const char *hel
      "            METIS run takes too long or does not fit one process's memory (METIS's cut is the better one)\n"
      "  layout    --feature-norm none|row|standard [none] --m0 gcn|sage|none (IncAgg's M^0 = AX) [gcn]\n"
      "            --history-dtype fp32|bf16 (M^0's) [fp32] --no-layout (the partitioning alone)\n"
+     "            --rebuild-layout (delete this layout and write it again)\n"
      "            --json --quiet (no progress or status lines)"},
     {"train", cmd_train,
      "train STORE --model M --method full|cluster|gas|incagg [flags]\n"

@@ -62,16 +62,28 @@ static int build_x(store_t *s, const partition_t *p, int featnorm, float **out) 
                          (long long)info.count, (int)info.dtype, (long long)(n * f));
     float *x = inca_malloc(sizeof *x * (size_t)(n * f));
     if (!x) return INCA_ENOMEM;
-    int64_t e0 = 0;
-    for (int64_t c = 0; rc == INCA_OK && c < info.nchunks; c++) {
+    /* chunks in parallel: a chunk's elements land in rows (or the parts of rows) no other chunk
+     * writes; the first failure (lowest chunk) is the one reported */
+    int64_t bad = info.nchunks;
+    char msg[1024] = "";
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int64_t c = 0; c < info.nchunks; c++) {
         const void *ptr = NULL;
         int64_t cnt = 0;
-        rc = store_array_chunk(s, "x", c, &ptr, &cnt);
-        if (rc == INCA_OK && e0 + cnt > n * f) rc = inca_fail(INCA_EINVAL, "%s: array 'x' chunks overrun", store_path(s));
-        if (rc == INCA_OK) rc = scatter_rows(store_path(s), ptr, e0, cnt, f, p->perm, x);
-        e0 += cnt;
+        int r = store_array_chunk(s, "x", c, &ptr, &cnt);
+        if (r == INCA_OK && cnt != (c + 1 < info.nchunks ? info.chunk_elems : n * f - c * info.chunk_elems))
+            r = inca_fail(INCA_EINVAL, "%s: array 'x' chunk %lld holds %lld values", store_path(s), (long long)c, (long long)cnt);
+        if (r == INCA_OK) r = scatter_rows(store_path(s), ptr, c * info.chunk_elems, cnt, f, p->perm, x);
+        if (r != INCA_OK) {
+#pragma omp critical(layout_build_x)
+            if (c < bad) {
+                bad = c;
+                rc = r;
+                snprintf(msg, sizeof msg, "%s", inca_errmsg());
+            }
+        }
     }
-    if (rc == INCA_OK && e0 != n * f) rc = inca_fail(INCA_EINVAL, "%s: array 'x' chunks hold %lld values", store_path(s), (long long)e0);
+    if (rc != INCA_OK) inca_fail(rc, "%s", msg);   /* the message on the caller's thread */
     if (rc != INCA_OK) {
         inca_free(x);
         return rc;
@@ -90,27 +102,30 @@ static int build_adj(const partition_t *p, const csr_t *adj, int norm, csr_t *a,
     return rc;
 }
 
-/* M^0 = Â x; bf16: rounded (caller frees). */
+/* M^0 = Â x (caller frees), in blocks of rows: fp32 straight into the output, bf16 through one
+ * block of fp32 rounded by the encode kernel (never an n x f fp32 copy beside the bf16 one).
+ * A row's sum does not depend on the block it is in: the bits of one SpMM over all rows. */
+#define M0_BLOCK_ROWS 65536
 static int build_m0(const csr_t *a, const float *x, int64_t f, hist_dtype_t dt, void **out) {
-    const int64_t n = a->n_rows;
+    const int64_t n = a->n_rows, es = dt == HIST_BF16 ? 2 : 4;
+    kern_ctx_t *kc = kc_cpu();
     kern_mat_t *am = NULL;
-    float *m0 = NULL;
+    float *blk = NULL;
+    void *m0 = NULL;
     *out = NULL;
-    int rc = kc_mat_upload(kc_cpu(), a, &am);
-    if (rc == INCA_OK && !(m0 = inca_malloc(sizeof *m0 * (size_t)(n * f)))) rc = INCA_ENOMEM;
-    if (rc == INCA_OK) rc = kc_spmm(kc_cpu(), am, NULL, x, f, 1.f, 0.f, m0);
-    kc_mat_free(kc_cpu(), &am);
-    if (rc == INCA_OK && dt == HIST_BF16) {
-        /* in place, front to back: word i lands on bytes 2i..2i+1, which float i/2 held, read
-         * already; byte copies, so no compiler may reorder the reads past the writes */
-        unsigned char *bytes = (unsigned char *)m0;
-        for (int64_t i = 0; i < n * f; i++) {
-            float v;
-            memcpy(&v, bytes + 4 * i, sizeof v);
-            const uint16_t w = kern_f32_to_bf16(v);
-            memcpy(bytes + 2 * i, &w, sizeof w);
-        }
+    int rc = kc_mat_upload(kc, a, &am);
+    if (rc == INCA_OK && !(m0 = inca_malloc((size_t)(es * n * f)))) rc = INCA_ENOMEM;
+    if (rc == INCA_OK && dt == HIST_BF16 && !(blk = inca_malloc(sizeof *blk * (size_t)(M0_BLOCK_ROWS * f)))) rc = INCA_ENOMEM;
+    for (int64_t r0 = 0; rc == INCA_OK && r0 < n; r0 += M0_BLOCK_ROWS) {
+        const int64_t r1 = n - r0 < M0_BLOCK_ROWS ? n : r0 + M0_BLOCK_ROWS;
+        kern_mat_t *rows = NULL;
+        float *dst = blk ? blk : (float *)m0 + r0 * f;
+        if ((rc = kc_mat_rows_view(kc, am, r0, r1, &rows)) == INCA_OK) rc = kc_spmm(kc, rows, NULL, x, f, 1.f, 0.f, dst);
+        if (rc == INCA_OK && blk) rc = kc_encode(kc, KERN_BF16, (r1 - r0) * f, blk, (uint16_t *)m0 + r0 * f);
+        kc_mat_free(kc, &rows);
     }
+    kc_mat_free(kc, &am);
+    inca_free(blk);
     if (rc != INCA_OK) inca_free(m0);
     else *out = m0;
     return rc;
@@ -137,6 +152,24 @@ static int put_whole(store_t *s, const char *name, store_dtype_t dt, const void 
     return rc;
 }
 
+static int csr_view(store_t *s, const partition_t *p, const char *which, int norm, int featnorm, csr_t *g);
+
+/* Â (and Âᵀ for mean) built from adj (NULL: loaded) and stored; *a keeps Â in memory */
+static int write_adj(store_t *s, const partition_t *p, const csr_t *adj, int norm, char (*an)[192], char (*tn)[192],
+                     csr_t *a) {
+    csr_t own = {0}, at = {0};
+    int rc = INCA_OK;
+    if (!adj) {
+        rc = dataset_load_adj(s, &own);
+        adj = &own;
+    }
+    if (rc == INCA_OK) rc = build_adj(p, adj, norm, a, &at);
+    csr_free(&own);
+    if (rc == INCA_OK && (rc = put_csr(s, an, a)) == INCA_OK && at.rowptr) rc = put_csr(s, tn, &at);
+    csr_free(&at);
+    return rc;
+}
+
 int layout_ensure(store_t *s, const partition_t *p, const csr_t *adj, int featnorm, int want_m0, int norm,
                   hist_dtype_t dt, int *built) {
     char xn[192], mn[192], an[3][192], tn[3][192];
@@ -154,31 +187,42 @@ int layout_ensure(store_t *s, const partition_t *p, const csr_t *adj, int featno
     const int need_a = !store_has_array(s, an[2]) || (norm == NN_NORM_MEAN && !store_has_array(s, tn[2]));
     if (!need_x && !need_m0 && !need_a) return INCA_OK;
     float *x = NULL;
-    csr_t own = {0}, a = {0}, at = {0};
-    int rc = INCA_OK;
-    if ((need_a || need_m0) && !adj) {
-        rc = dataset_load_adj(s, &own);
-        adj = &own;
-    }
-    if (rc == INCA_OK && (need_a || need_m0)) rc = build_adj(p, adj, norm, &a, &at);
-    csr_free(&own);
-    if (rc == INCA_OK && need_a && (rc = put_csr(s, an, &a)) == INCA_OK && at.rowptr) rc = put_csr(s, tn, &at);
+    void *m0 = NULL;
+    csr_t a = {0};
+    int rc = need_a ? write_adj(s, p, adj, norm, an, tn, &a) : INCA_OK;
     if (rc == INCA_OK && need_a && built) *built |= 4;
-    csr_free(&at);
+    /* else M^0 from the stored Â (a view, valid until the next write: M^0 is computed first) */
+    if (rc == INCA_OK && need_m0 && !need_a) rc = csr_view(s, p, "adj", norm, featnorm, &a);
     if (rc == INCA_OK && (need_x || need_m0)) rc = build_x(s, p, featnorm, &x);   /* M^0 from the same bits */
-    if (rc == INCA_OK && need_x && (rc = put_whole(s, xn, DT_F32, x, n * f)) == INCA_OK && built) *built |= 1;
-    if (rc == INCA_OK && need_m0) {
-        void *m0 = NULL;
-        rc = build_m0(&a, x, f, dt, &m0);
-        inca_free(x);
-        x = NULL;
-        if (rc == INCA_OK) rc = put_whole(s, mn, dt == HIST_BF16 ? DT_BF16 : DT_F32, m0, n * f);
-        inca_free(m0);
-        if (rc == INCA_OK && built) *built |= 2;
-    }
-    inca_free(x);
+    if (rc == INCA_OK && need_m0) rc = build_m0(&a, x, f, dt, &m0);
     csr_free(&a);
+    if (rc == INCA_OK && need_x && (rc = put_whole(s, xn, DT_F32, x, n * f)) == INCA_OK && built) *built |= 1;
+    inca_free(x);
+    if (rc == INCA_OK && need_m0 && (rc = put_whole(s, mn, dt == HIST_BF16 ? DT_BF16 : DT_F32, m0, n * f)) == INCA_OK &&
+        built)
+        *built |= 2;
+    inca_free(m0);
     return rc == INCA_OK ? rc : inca_fail_ctx(rc, "while writing the partition-ordered layout of %s", p->man.name);
+}
+
+int layout_drop(store_t *s, const partition_t *p, int featnorm, int want_m0, int norm, hist_dtype_t dt) {
+    char names[8][192], an[3][192], tn[3][192];
+    int k = 0;
+    layout_x_name(names[k++], sizeof names[0], p->man.name, featnorm);
+    if (want_m0) layout_m0_name(names[k++], sizeof names[0], p->man.name, featnorm, norm, dt);
+    adj_names(an, p->man.name, "adj", norm);
+    adj_names(tn, p->man.name, "adjt", norm);
+    for (int i = 0; i < 3; i++) {
+        memcpy(names[k++], an[i], sizeof an[i]);
+        if (norm == NN_NORM_MEAN) memcpy(names[k++], tn[i], sizeof tn[i]);
+    }
+    store_wtx_t *w = NULL;
+    int rc = store_write_begin(s, &w);
+    for (int i = 0; rc == INCA_OK && i < k; i++)
+        if (store_has_array(s, names[i])) rc = store_wtx_del_array(w, names[i]);
+    if (rc == INCA_OK) return store_write_commit(&w);
+    store_write_abort(&w);
+    return rc;
 }
 
 static int view_of(store_t *s, const char *name, store_dtype_t dt, int64_t want, const partition_t *p, int featnorm,

@@ -54,6 +54,9 @@ void layout_m0_name(char *buf, size_t len, const char *part, int featnorm, int n
  * NULL) gets a bit per array written: 1 x, 2 M^0, 4 Â. Each lands in its own transaction. */
 int layout_ensure(store_t *s, const partition_t *p, const csr_t *adj, int featnorm, int want_m0, int norm,
                   hist_dtype_t dt, int *built);
+/* Delete what layout_ensure would write for these arguments (x, M^0 when want_m0, Â and Âᵀ), in
+ * one transaction (their side files with them): `inca partition --rebuild-layout`. */
+int layout_drop(store_t *s, const partition_t *p, int featnorm, int want_m0, int norm, hist_dtype_t dt);
 /* Views of the layout (ENOTFOUND naming the array and the command that writes it when absent). */
 int layout_open(store_t *s, const partition_t *p, int featnorm, int want_m0, int norm, hist_dtype_t dt,
                 layout_views_t *v);

@@ -63,7 +63,8 @@ def stages(a, store, n):
                  "--classes", "8", "--homophily", "0.4", "--seed", "0", "--out", store, "--json", "--quiet"]),
         ("metis", part + ["--method", "metis", "--no-layout"]),
         ("parmetis", part + ["--method", "parmetis", "--ranks", str(a.ranks), "--no-layout"]),
-        ("layout", part + ["--method", "metis", "--history-dtype", a.history_dtype]),
+        ("layout", part + ["--method", "metis", "--history-dtype", a.history_dtype]
+         + (["--rebuild-layout"] if a.rebuild_layout else [])),
         ("epoch", ["train", store, "--method", "incagg", "--model", "gcn", "--layers", "3", "--hidden", "128",
                    "--lr", "0.005", "--parts", str(a.parts), "--batch-parts", str(a.batch_parts), "--epochs",
                    str(a.epochs), "--loader", "view", "--memory-budget", a.memory_budget, "--threads", str(a.threads),
@@ -97,6 +98,7 @@ def main():
     ap.add_argument("--memory-budget", default="16G")
     ap.add_argument("--history-dtype", default="fp32", choices=["fp32", "bf16"], help="M^0's and the tables'")
     ap.add_argument("--stages", default="gen,metis,parmetis,layout,epoch")
+    ap.add_argument("--rebuild-layout", action="store_true", help="layout stage: write the layout again when it exists")
     ap.add_argument("--keep", action="store_true", help="keep each size's store (default: removed after its epoch)")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)

@@ -141,6 +141,23 @@ START_TEST(arrays_match_independent_reference) {
     free(m32);
     free(ref);
     free(mag);
+    /* --rebuild-layout: dropped (side files with it), then written again with the same bits */
+    float *x0 = malloc(sizeof(float) * (size_t)(n * f));
+    memcpy(x0, v.x, sizeof(float) * (size_t)(n * f));
+    ck_assert_int_eq(layout_drop(s, &P, TRAIN_FEATNORM_ROW, 1, NN_NORM_GCN, HIST_BF16), INCA_OK);
+    ck_assert_int_eq(layout_open(s, &P, TRAIN_FEATNORM_ROW, 1, NN_NORM_GCN, HIST_BF16, &v), INCA_ENOTFOUND);
+    ck_assert_int_eq(layout_open(s, &P, TRAIN_FEATNORM_ROW, 1, NN_NORM_GCN, HIST_F32, &v), INCA_ENOTFOUND);
+    char cmd[4300];
+    snprintf(cmd, sizeof cmd, "ls %s | grep -c '^side-.*bin$' || true", path);
+    char *out = NULL;
+    ck_assert_int_eq(tu_sh(cmd, &out, NULL), 0);
+    ck_assert_int_eq(atoi(out), _i ? 1 : 0);   /* fp32 M^0's, not dropped */
+    free(out);
+    ck_assert_int_eq(layout_ensure(s, &P, NULL, TRAIN_FEATNORM_ROW, 1, NN_NORM_GCN, HIST_BF16, &built), INCA_OK);
+    ck_assert_int_eq(built, 7);
+    ck_assert_int_eq(layout_open(s, &P, TRAIN_FEATNORM_ROW, 1, NN_NORM_GCN, HIST_F32, &v), INCA_OK);
+    ck_assert_mem_eq(v.x, x0, sizeof(float) * (size_t)(n * f));
+    free(x0);
     store_close(&s);
     /* a non-finite feature is refused, naming its entry and row */
     char bad[4200];
