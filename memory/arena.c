@@ -81,8 +81,14 @@ static void *file_map(mem_arena_t *a, size_t bytes, const char *label) {
     }
     (void)unlink(path);   /* the map keeps the file alive; nothing outlives the process */
     void *p = MAP_FAILED;
-    if (ftruncate(fd, (off_t)bytes) != 0)
-        inca_fail(INCA_EIO, "%s: cannot size a %zu-byte spill file for table %s: %s", a->dir, bytes, label ? label : "?", strerror(errno));
+    /* the blocks reserved now: a sparse file (ftruncate) on a disk that fills up later kills the
+     * process with SIGBUS at the first write to a page without a block (seen at 10M nodes) */
+    int e = posix_fallocate(fd, 0, (off_t)bytes);
+    if (e == EINVAL || e == EOPNOTSUPP) e = ftruncate(fd, (off_t)bytes) != 0 ? errno : 0;   /* no fallocate here */
+    if (e)
+        inca_fail(INCA_EIO, "%s: cannot reserve %zu bytes of disk for a spill file of table %s: %s%s", a->dir, bytes,
+                  label ? label : "?", strerror(e), e == ENOSPC || e == EFBIG || e == EDQUOT
+                  ? " (disk full or file-size limit: free space there or raise --memory-budget)" : "");
     else if ((p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED)
         inca_fail(INCA_ENOMEM, "%s: cannot map a %zu-byte spill file for table %s: %s", a->dir, bytes, label ? label : "?", strerror(errno));
     close(fd);

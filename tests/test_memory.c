@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 static float from_bits(uint32_t u) { float x; memcpy(&x, &u, 4); return x; }
@@ -186,6 +188,18 @@ START_TEST(spill_to_file) {
     ck_assert_ptr_nonnull(strstr(inca_errmsg(), "/nonexistent/inca"));
     ck_assert_int_eq(mem_arena_count(a), 0);
     mem_arena_destroy(&a);
+    /* a disk that cannot hold the table: refused when it is made (its blocks reserved), with the
+     * remedy, rather than a SIGBUS at the first write to a page without a block */
+    ck_assert_ptr_nonnull(mkdtemp(strcpy(dir, "/tmp/inca-spill-test-XXXXXX")));
+    signal(SIGXFSZ, SIG_IGN);
+    struct rlimit rl = {100000, 100000};
+    ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &rl), 0);
+    ck_assert_int_eq(mem_arena_create(&a), INCA_OK);
+    ck_assert_int_eq(mem_arena_set_spill(a, 0, dir), INCA_OK);
+    ck_assert_int_ne(hist_init(&h2, a, 1000, 100, HIST_F32, "h2"), INCA_OK);
+    ck_assert_msg(strstr(inca_errmsg(), "--memory-budget") && strstr(inca_errmsg(), dir), "%s", inca_errmsg());
+    mem_arena_destroy(&a);
+    ck_assert_int_eq(rmdir(dir), 0);
 }
 END_TEST
 
