@@ -15,7 +15,7 @@ const char *const cli_train_flags[] = {
         "--wd-conv", "--wd-first-layer!", "--adamw!", "--beta1", "--eval-average", "--feature-norm", "--alpha", "--theta", "--K",
         "--batchnorm!", "--residual!", "--dense-input!", "--batch-size", "--checkpoint", "--resume!", "--parts", "--batch-parts", "--refresh", "--history-dtype", "--refresh-source", "--refresh-relax", "--refresh-eval", "--cluster-norm",
         "--partition", "--threads", "--device", "--deterministic!", "--tf32!", "--history-location", "--seed", "--metrics", "--runs", "--json!",
-        "--train-indices", "--split", "--patience", "--select", "--loader", "--memory-budget", "--workers", "--save-params", "--grad-reduce", "--config", "--quiet!", "--metric", NULL};
+        "--train-indices", "--split", "--patience", "--eval-every", "--select", "--loader", "--memory-budget", "--workers", "--save-params", "--grad-reduce", "--config", "--quiet!", "--metric", NULL};
 
 static int copy_name(char *dst, size_t cap, const char *flag, const char *v) {
     if (strlen(v) >= cap) return inca_fail(INCA_EINVAL, "%s: value '%s' is too long", flag, v);
@@ -102,6 +102,8 @@ int cli_train_config(const args_t *a, train_config_t *c, cli_log_state_t *ls) {
     c->runs = (int)v;
     if ((rc = flag_int(a, "--patience", 0, 0, INT32_MAX, &v))) return rc;
     c->patience = (int)v;
+    if ((rc = flag_int(a, "--eval-every", 1, 1, INT32_MAX, &v))) return rc;
+    c->eval_every = (int)v;
     const char *sel = args_str(a, "--select", "acc");
     if (strcmp(sel, "acc") != 0 && strcmp(sel, "loss") != 0)
         return inca_fail(INCA_EINVAL, "--select: expected acc|loss, got '%s'", sel);
@@ -180,6 +182,7 @@ void cli_train_config_json(json_t *j, const args_t *a, const train_config_t *c) 
     json_int(j, "threads", c->threads);
     json_int(j, "runs", c->runs);
     json_int(j, "patience", c->patience);
+    json_int(j, "eval-every", c->eval_every);
     json_str(j, "select", c->select_loss ? "loss" : "acc");
     json_str(j, "metric", train_metric_name(c->metric));
     json_str(j, "device", c->device);

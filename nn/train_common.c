@@ -44,6 +44,11 @@ void train_config_default(train_config_t *c) {
     c->refresh_relax = TRAIN_REFRESH_RELAX_DEFAULT;
     c->beta1 = -1;
     c->eval_average = -1;
+    c->eval_every = 1;
+}
+
+int train_eval_due(const train_config_t *c, int ep) {
+    return ep == c->epochs - 1 || c->eval_every <= 1 || (ep + 1) % c->eval_every == 0;
 }
 
 double train_beta1_auto(const train_config_t *c) {

@@ -82,7 +82,9 @@ typedef struct train_config {
     uint64_t seed;             /* run i uses seed + i: parameters, dropout, batches */
     int threads;               /* 0: leave inca_threads() as it is */
     int runs;                  /* >= 1 */
-    int patience;              /* stop after this many epochs without a new best (0: never) */
+    int patience;              /* stop after this many evaluations without a new best (0: never) */
+    int eval_every;            /* evaluate (and checkpoint) after every this many epochs and after
+                                  the last (--eval-every; default 1) */
     int select_loss;           /* 1: best epoch = lowest validation loss (default 0: accuracy) */
     int metric;                /* TRAIN_METRIC_*: the validation figure that picks the best epoch
                                   (default accuracy); every one is reported */
@@ -297,6 +299,8 @@ typedef struct train_epoch_eval {
     double val_bacc, val_f1, test_bacc, test_f1;   /* balanced accuracy, macro F1 (NaN: not measured) */
     int64_t n_valid;
 } train_epoch_eval_t;
+/* Whether epoch ep (0-based) is evaluated: every c->eval_every-th and the last */
+int train_eval_due(const train_config_t *c, int ep);
 int train_epoch_end(const train_config_t *c, const train_epoch_eval_t *e, const float *logits, int64_t n,
                     int32_t nc, train_best_t *best);
 /* Send one formatted line to c->log (nothing without one). */

@@ -404,6 +404,11 @@ static int fd_epoch(fd_rank_t *R, const fd_shared_t *S, const dataset_t *d, cons
     *stop = 0;
     if ((rc = fd_train_step(R, S, c, xin, ep, tot, &g->loss))) return rc;
     const double t1 = inca_now();
+    if (!train_eval_due(c, ep)) {   /* --eval-every: no evaluation, no checkpoint */
+        g->t_step += t1 - t0;
+        g->t_epoch += t1 - t0;
+        return INCA_OK;
+    }
     train_epoch_eval_t e = {.run = run, .epoch = ep, .train_loss = g->loss,
                             .train_acc = tot[2] > 0 ? tot[1] / tot[2] : 0.0, .n_valid = S->nids[SPLIT_VALID]};
     if ((rc = fd_eval(R, S, c, xin, ep, &e))) return rc;

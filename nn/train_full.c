@@ -329,6 +329,11 @@ int train_full(const dataset_t *d, const train_config_t *c, const int64_t *train
         if ((rc = full_train_epoch(&f, d, c, train_idx, n_train, run, ep, &loss, &train_acc))) goto done;
         if (kc_device(f.kc) != KERN_DEV_CPU && (rc = kc_sync(f.kc))) goto done;   /* the step's time is its execution */
         const double t1 = inca_now();
+        if (!train_eval_due(c, ep)) {   /* --eval-every: no evaluation, no checkpoint */
+            t_step += t1 - t0;
+            t_epoch += t1 - t0;
+            continue;
+        }
         train_epoch_eval_t e = {.run = run, .epoch = ep, .train_loss = loss, .train_acc = train_acc,
                                 .n_valid = d->split_n[SPLIT_VALID]};
         const float *lh;

@@ -1183,7 +1183,7 @@ int mb_train(const dataset_t *d, const train_config_t *c, const int64_t *train_i
         const double te0 = inca_now();
         double loss_sum = 0;
         int64_t loss_n = 0;
-        const int eval_due = o->eval_every_epoch || ep == c->epochs - 1;
+        const int eval_due = (o->eval_every_epoch && train_eval_due(c, ep)) || ep == c->epochs - 1;
         /* on a device the steps are queued asynchronously (the next batch's upload overlaps the
          * current compute): the queue is drained at the end of the loop and before a refresh,
          * and the drain counts as step time, so the step total is execution, not launches */

@@ -319,6 +319,67 @@ START_TEST(test_checkpoint_resume) {
 }
 END_TEST
 
+
+/* --eval-every: the epochs evaluated (the metrics lines) are every N-th and the last, each
+ * with the figures a run evaluating every epoch has at that epoch (evaluation changes nothing
+ * of the training: full-batch, its thread ranks, GAS, IncAgg); the best epoch is among them */
+static int metric_lines(const char *path, cJSON **v, int max) {
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    char *buf = calloc(1, 1 << 20);
+    size_t got = fread(buf, 1, (1 << 20) - 1, f);
+    fclose(f);
+    buf[got] = '\0';
+    int n = tu_json_lines(buf, v, max);
+    free(buf);
+    return n;
+}
+
+START_TEST(test_eval_every) {
+    dataset_t d;
+    make_csbm(&d, 600, 0.6, 0.6, 9);
+    char *dir = tu_mkdtemp(), p1[4200], p3[4200];
+    snprintf(p1, sizeof p1, "%s/every1.jsonl", dir);
+    snprintf(p3, sizeof p3, "%s/every3.jsonl", dir);
+    const char *methods[] = {"full", "full", "gas", "incagg"};
+    for (int k = 0; k < 4; k++) {
+        train_config_t c = cfg_small("gcn");
+        c.method = tu_method(methods[k]);
+        c.workers = k == 1 ? 2 : 1;
+        c.epochs = 8;
+        c.parts = 8;
+        c.batch_parts = 2;
+        c.metrics_path = p1;
+        train_result_t r1, r3;
+        ck_assert_msg(train_run(&d, &c, NULL, 0, &r1) == INCA_OK, "%s: %s", methods[k], inca_errmsg());
+        c.eval_every = 3;
+        c.metrics_path = p3;
+        ck_assert_msg(train_run(&d, &c, NULL, 0, &r3) == INCA_OK, "%s: %s", methods[k], inca_errmsg());
+        cJSON *a[16], *b[16];
+        const int na = metric_lines(p1, a, 16), nb = metric_lines(p3, b, 16);
+        ck_assert_int_eq(na, 8);
+        ck_assert_int_eq(nb, 3);
+        const int want[3] = {2, 5, 7};
+        for (int i = 0; i < 3; i++) {
+            ck_assert_int_eq((int)tu_json_dbl(b[i], "epoch"), want[i]);
+            const cJSON *same = a[want[i]];
+            ck_assert_msg(tu_json_dbl(b[i], "val_acc") == tu_json_dbl(same, "val_acc") &&
+                              tu_json_dbl(b[i], "test_acc") == tu_json_dbl(same, "test_acc") &&
+                              tu_json_dbl(b[i], "train_loss") == tu_json_dbl(same, "train_loss"),
+                          "%s: epoch %d differs", methods[k], want[i]);
+        }
+        ck_assert(r3.best_epoch == 2 || r3.best_epoch == 5 || r3.best_epoch == 7);
+        tu_json_free_lines(a, na);
+        tu_json_free_lines(b, nb);
+        train_result_free(&r1);
+        train_result_free(&r3);
+    }
+    tu_rmrf(dir);
+    free(dir);
+    dataset_free(&d);
+}
+END_TEST
+
 START_TEST(test_runs_statistics) {
     dataset_t d;
     make_csbm(&d, 500, 0.8, 1.0, 8);
@@ -572,6 +633,7 @@ int main(void) {
     tcase_add_test(t, test_minibatch_mlp);
     tcase_add_test(t, test_checkpoint_resume);
     tcase_add_test(t, test_runs_statistics);
+    tcase_add_test(t, test_eval_every);
     tcase_add_test(t, test_override_and_unlabelled);
     tcase_add_test(t, test_metrics_hooks_patience);
     tcase_add_test(t, test_helpers);
