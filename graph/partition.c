@@ -23,11 +23,26 @@ const char *partition_method_name(int method) {
     return method >= 0 && method < N_METHODS ? method_words[method] : "unknown";
 }
 
-void partition_name(char *buf, size_t len, int method, int64_t k, uint64_t seed) {
-    snprintf(buf, len, "%s-%lld-s%llu", partition_method_name(method), (long long)k, (unsigned long long)seed);
+void partition_name(char *buf, size_t len, int method, int64_t k, uint64_t seed, int ranks) {
+    if (method == PART_PARMETIS && ranks > 0)
+        snprintf(buf, len, "%s-%lld-s%llu-r%d", partition_method_name(method), (long long)k, (unsigned long long)seed, ranks);
+    else
+        snprintf(buf, len, "%s-%lld-s%llu", partition_method_name(method), (long long)k, (unsigned long long)seed);
 }
 
-int partition_name_parse(const char *s, int *method, int64_t *k, uint64_t *seed) {
+/* "-r<P>" (P >= 1, digits only) ending the string at t, for parmetis; *ranks gets P */
+static int ranks_suffix(const char *t, int method, int *ranks) {
+    int r = 0, used = 0;
+    if (*t == 0) { *ranks = 0; return 1; }
+    if (method != PART_PARMETIS || t[0] != '-' || t[1] != 'r' || t[2] < '1' || t[2] > '9') return 0;
+    if (sscanf(t, "-r%d%n", &r, &used) != 1 || t[used] != 0 || r < 1) return 0;
+    *ranks = r;
+    return 1;
+}
+
+int partition_name_parse(const char *s, int *method, int64_t *k, uint64_t *seed, int *ranks) {
+    int rk = 0;
+    if (!ranks) ranks = &rk;
     const char *dash = s ? strchr(s, '-') : NULL;
     char word[16];
     const size_t wl = dash ? (size_t)(dash - s) : (s ? strlen(s) : 0);
@@ -39,15 +54,16 @@ int partition_name_parse(const char *s, int *method, int64_t *k, uint64_t *seed)
         int used = 0;
         for (int i = 0; i < N_METHODS; i++) {
             if (strcmp(word, method_words[i]) != 0) continue;
-            if (!dash) { *method = i; *k = 0; *seed = 0; return INCA_OK; }
-            if (sscanf(dash, "-%lld-s%llu%n", &kk, &ss, &used) == 2 && dash[used] == 0 && kk > 0 && dash[1] >= '0' &&
-                dash[1] <= '9' && strstr(dash + 1, "-s")[2] >= '0' && strstr(dash + 1, "-s")[2] <= '9') {
+            if (!dash) { *method = i; *k = 0; *seed = 0; *ranks = 0; return INCA_OK; }
+            if (sscanf(dash, "-%lld-s%llu%n", &kk, &ss, &used) == 2 && ranks_suffix(dash + used, i, ranks) && kk > 0 &&
+                dash[1] >= '0' && dash[1] <= '9' && strstr(dash + 1, "-s")[2] >= '0' && strstr(dash + 1, "-s")[2] <= '9') {
                 *method = i; *k = kk; *seed = ss;
                 return INCA_OK;
             }
         }
     }
-    return inca_fail(INCA_EINVAL, "--partition: expected metis|random|parmetis or a stored name like metis-40-s0, got '%s'",
+    return inca_fail(INCA_EINVAL, "--partition: expected metis|random|parmetis or a stored name like metis-40-s0 or "
+                     "parmetis-40-s0-r2, got '%s'",
                      s ? s : "");
 }
 
@@ -129,7 +145,7 @@ int partition_name_parts(const char *name, int parts_given, int64_t *parts) {
     int m = 0;
     int64_t k = 0;
     uint64_t seed = 0;
-    int rc = partition_name_parse(name, &m, &k, &seed);
+    int rc = partition_name_parse(name, &m, &k, &seed, NULL);
     if (rc != INCA_OK || k == 0) return rc;
     if (parts_given && k != *parts)
         return inca_fail(INCA_EINVAL, "--partition %s has %lld parts, --parts %lld", name, (long long)k, (long long)*parts);
@@ -207,7 +223,7 @@ int partition_compute(const csr_t *adj, int64_t k, int method, uint64_t seed, pa
         out->man.seconds = secs;
         out->man.seed = seed;
         snprintf(out->man.method, sizeof out->man.method, "%s", partition_method_name(method));
-        partition_name(out->man.name, sizeof out->man.name, method, k, seed);
+        partition_name(out->man.name, sizeof out->man.name, method, k, seed, 0);
     }
     inca_free(part);
     return rc;

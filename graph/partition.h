@@ -41,11 +41,13 @@ enum { PART_METIS = 0, PART_RANDOM = 1, PART_PARMETIS = 2 };
 /* Parse "metis" / "random" / "parmetis" (INCA_EINVAL naming the flag value otherwise). */
 int partition_method_parse(const char *s, int *method);
 const char *partition_method_name(int method);
-/* Writes "<method>-<k>-s<seed>" into buf. */
-void partition_name(char *buf, size_t len, int method, int64_t k, uint64_t seed);
-/* The reverse: "<method>-<k>-s<seed>" gives all three; a bare method word ("metis") gives the
- * method with *k = 0 and *seed = 0. INCA_EINVAL naming `s` otherwise. */
-int partition_name_parse(const char *s, int *method, int64_t *k, uint64_t *seed);
+/* Writes "<method>-<k>-s<seed>" into buf, and for parmetis with ranks > 0 "-r<ranks>" after it:
+ * PT-Scotch's partition depends on the rank count, so the name carries it. */
+void partition_name(char *buf, size_t len, int method, int64_t k, uint64_t seed, int ranks);
+/* The reverse: "<method>-<k>-s<seed>" gives the three (*ranks = 0), "parmetis-<k>-s<seed>-r<P>"
+ * also the rank count; a bare method word ("metis") gives the method with *k = *seed = 0.
+ * INCA_EINVAL naming `s` otherwise. ranks may be NULL. */
+int partition_name_parse(const char *s, int *method, int64_t *k, uint64_t *seed, int *ranks);
 /* A --partition NAME beside --parts: a stored name's part count becomes *parts, which must
  * already equal it when --parts was given (parts_given). INCA_EINVAL naming both otherwise, or
  * the name when it does not parse. */

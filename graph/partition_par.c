@@ -213,7 +213,7 @@ int partition_par_compute(comm_t *c, csr_t *slice, int64_t row0, int64_t n, int6
         out->man.seconds = (double)ns * 1e-9;
         out->man.seed = seed;
         snprintf(out->man.method, sizeof out->man.method, "%s", partition_method_name(PART_PARMETIS));
-        partition_name(out->man.name, sizeof out->man.name, PART_PARMETIS, k, seed);
+        partition_name(out->man.name, sizeof out->man.name, PART_PARMETIS, k, seed, comm_size(c));
     } else partition_free(out);
     inca_free(vtxdist);
     inca_free(mine);

@@ -89,7 +89,7 @@ int store_partition_load(store_t *s, const char *name, partition_t *out) {
 
 int store_partition_get(store_t *s, const csr_t *adj, int64_t k, int method, uint64_t seed, partition_t *out, int *reused) {
     char name[64];
-    partition_name(name, sizeof name, method, k, seed);
+    partition_name(name, sizeof name, method, k, seed, 0);
     if (reused) *reused = 0;
     int rc = store_partition_load(s, name, out);
     if (rc == INCA_OK) {
@@ -109,7 +109,7 @@ int store_partition_get(store_t *s, const csr_t *adj, int64_t k, int method, uin
 
 int store_partition_get_par(store_t *s, comm_t *c, int64_t k, uint64_t seed, partition_t *out, int *reused) {
     char name[64];
-    partition_name(name, sizeof name, PART_PARMETIS, k, seed);
+    partition_name(name, sizeof name, PART_PARMETIS, k, seed, comm_size(c));
     if (reused) *reused = 0;
     int rc = store_partition_load(s, name, out);
     /* reuse only when every rank found it: the ranks must take the same branch */
@@ -138,4 +138,36 @@ int store_partition_get_par(store_t *s, comm_t *c, int64_t k, uint64_t seed, par
     if (rc == INCA_OK && r == 0) rc = store_partition_save(s, out);
     if (rc != INCA_OK) partition_free(out);
     return rc;
+}
+
+typedef struct { char first[64], second[64]; int n; } par_names_t;
+static int collect_par(void *ctx, const char *key, const void *val, size_t len) {
+    (void)val; (void)len;
+    par_names_t *c = ctx;
+    snprintf(c->n == 0 ? c->first : c->second, sizeof c->first, "%s", key + 5);   /* past "part:" */
+    return ++c->n > 2;
+}
+
+int store_partition_find_par(store_t *s, int64_t k, uint64_t seed, int ranks, char *name, size_t len) {
+    const store_meta_t *m = store_meta(s);
+    partition_name(name, len, PART_PARMETIS, k, seed, ranks);
+    char key[96], what[64];
+    snprintf(key, sizeof key, "part:%s", name);
+    const void *v;
+    size_t vl;
+    int rc = store_record_get(s, key, &v, &vl);
+    if (rc != INCA_ENOTFOUND || ranks > 0) return rc;
+    inca_err_clear();
+    snprintf(what, sizeof what, "%s", name);
+    par_names_t c = {.n = 0};
+    snprintf(key, sizeof key, "part:%s-r", what);
+    if ((rc = store_record_each(s, key, collect_par, &c)) != INCA_OK) return rc;
+    if (c.n == 0)
+        return inca_fail(INCA_ENOTFOUND, "%s: no ParMETIS partitioning %s (of %lld nodes) stored", store_path(s), what,
+                         (long long)(m ? m->nodes : 0));
+    if (c.n > 1)
+        return inca_fail(INCA_EINVAL, "%s: ParMETIS partitionings %s and %s%s are stored (other rank counts): name one",
+                         store_path(s), c.first, c.second, c.n > 2 ? " and more" : "");
+    snprintf(name, len, "%s", c.first);
+    return INCA_OK;
 }

@@ -27,4 +27,9 @@ int store_partition_get(store_t *s, const csr_t *adj, int64_t k, int method, uin
  * graph/partition_par.h with rank r reading only rows [n r / P, n (r + 1) / P) of the stored
  * graph, and saved by rank 0. Every rank gets the partitioning. */
 int store_partition_get_par(store_t *s, comm_t *c, int64_t k, uint64_t seed, partition_t *out, int *reused);
+/* The stored ParMETIS partitioning for (k, seed) and, when ranks > 0, that rank count: its name
+ * into name[len]. ranks 0 takes the one stored (a name without a rank count, as stores before
+ * the count was in the name have, or the only "-rP" one); INCA_EINVAL naming them when several
+ * rank counts are stored, INCA_ENOTFOUND when none is. */
+int store_partition_find_par(store_t *s, int64_t k, uint64_t seed, int ranks, char *name, size_t len);
 #endif

@@ -23,17 +23,19 @@ int train_partition(const dataset_t *d, const train_config_t *c, partition_t *p,
     int pm = PART_METIS, rc;
     int64_t pk = 0;
     uint64_t pseed = 0;
-    if (c->partition[0] && (rc = partition_name_parse(c->partition, &pm, &pk, &pseed)) != INCA_OK) return rc;
+    int pranks = 0;
+    if (c->partition[0] && (rc = partition_name_parse(c->partition, &pm, &pk, &pseed, &pranks)) != INCA_OK) return rc;
     int64_t k = c->parts > 0 ? c->parts : 40;
     if (k > d->n) k = d->n;
     store_t *s = NULL;
     if (reused) *reused = 0;
     if (pm == PART_PARMETIS) {   /* computed over MPI ranks by inca partition, never here */
         char name[64];
-        partition_name(name, sizeof name, pm, k, pseed);
+        partition_name(name, sizeof name, pm, k, pseed, pranks);
         if (!c->store_path || (rc = store_open(c->store_path, STORE_RDONLY, &s)) != INCA_OK)
             return inca_fail(INCA_EINVAL, "--partition %s: a ParMETIS partitioning is read from the store", name);
-        rc = store_partition_load(s, name, p);
+        rc = store_partition_find_par(s, k, pseed, pranks, name, sizeof name);
+        if (rc == INCA_OK) rc = store_partition_load(s, name, p);
         store_close(&s);
         if (rc == INCA_ENOTFOUND)
             return inca_fail(INCA_EINVAL, "--partition %s: not in %s; make it with inca partition %s --parts %lld --method "

@@ -439,10 +439,10 @@ START_TEST(parmetis_partition) {
     }
     snprintf(args, sizeof args, "partition '%s' --parts 8 --method parmetis --seed 1 --json --no-layout --quiet", a);
     cJSON *j = inca_json(2, args);
-    ck_assert_str_eq(tu_json_get(j, "name", cJSON_String)->valuestring, "parmetis-8-s1");
+    ck_assert_str_eq(tu_json_get(j, "name", cJSON_String)->valuestring, "parmetis-8-s1-r2");   /* the count named */
     ck_assert_int_eq(cJSON_GetArraySize(tu_json_get(j, "rank_peak_rss_anon_mb", cJSON_Array)), 2);
     int64_t maxp = 0, *pa = NULL, *pb = NULL, *pc = NULL;
-    const int64_t cut = stored_cut(a, "parmetis-8-s1", &maxp, &pa);
+    const int64_t cut = stored_cut(a, "parmetis-8-s1-r2", &maxp, &pa);
     ck_assert_int_eq(cut, (int64_t)tu_json_dbl(j, "edge_cut"));
     ck_assert_int_eq(maxp, (int64_t)tu_json_dbl(j, "max_part"));
     ck_assert_msg(maxp <= 3000 / 8 * 105 / 100 + 1, "largest part %lld of 375", (long long)maxp);
@@ -458,11 +458,11 @@ START_TEST(parmetis_partition) {
     ck_assert_msg(cut <= 1.25 * metis && cut <= 0.3 * rnd, "cut %lld, METIS %.0f, random %.0f", (long long)cut, metis, rnd);
     snprintf(args, sizeof args, "partition '%s' --parts 8 --method parmetis --seed 1 --ranks 2 --no-layout --quiet", b);
     ck_assert_int_eq(run(0, args, NULL, NULL), 0);
-    ck_assert_int_eq(stored_cut(b, "parmetis-8-s1", &maxp, &pb), cut);
+    ck_assert_int_eq(stored_cut(b, "parmetis-8-s1-r2", &maxp, &pb), cut);
     ck_assert_mem_eq(pa, pb, sizeof *pa * 3000);
     snprintf(args, sizeof args, "partition '%s' --parts 8 --method parmetis --seed 2 --no-layout --quiet", b);
     ck_assert_int_eq(run(2, args, NULL, NULL), 0);
-    stored_cut(b, "parmetis-8-s2", &maxp, &pc);
+    stored_cut(b, "parmetis-8-s2-r2", &maxp, &pc);
     ck_assert_msg(memcmp(pa, pc, sizeof *pa * 3000) != 0, "seeds 1 and 2 gave the same partitioning");
     char *out = NULL, *err = NULL;   /* one-process methods refuse ranks; parmetis refuses one process */
     snprintf(args, sizeof args, "partition '%s' --parts 8 --no-layout", a);
@@ -480,6 +480,22 @@ START_TEST(parmetis_partition) {
     j = inca_json(0, args);
     ck_assert_double_eq(tu_json_dbl(tu_json_get(j, "config", cJSON_Object), "parts"), 8);
     ck_assert(tu_json_dbl(j, "test_acc") > 0.5);   /* chance 0.125; 0.89 when written */
+    cJSON_Delete(j);
+    /* another rank count is another partitioning, not the stored one reused under its name;
+     * then a name without the count is ambiguous and training asks for one */
+    snprintf(args, sizeof args, "partition '%s' --parts 8 --method parmetis --seed 1 --json --no-layout --quiet", a);
+    j = inca_json(3, args);
+    ck_assert_str_eq(tu_json_get(j, "name", cJSON_String)->valuestring, "parmetis-8-s1-r3");
+    ck_assert(!cJSON_IsTrue(tu_json_get(j, "reused", cJSON_True | cJSON_False)));
+    cJSON_Delete(j);
+    snprintf(args, sizeof args, "train '%s' --partition parmetis-8-s1 --method gas --epochs 1 --quiet", a);
+    ck_assert_int_eq(run(0, args, &out, &err), 2);
+    ck_assert_msg(strstr(err, "parmetis-8-s1-r2 and parmetis-8-s1-r3") != NULL, "%s", err);
+    free(out);
+    free(err);
+    snprintf(args, sizeof args, "train '%s' --partition parmetis-8-s1-r3 --method gas --epochs 1 --json --quiet", a);
+    j = inca_json(0, args);
+    ck_assert_double_eq(tu_json_dbl(tu_json_get(j, "config", cJSON_Object), "parts"), 8);
     cJSON_Delete(j);
     free(pa);
     free(pb);

@@ -270,17 +270,22 @@ END_TEST
 
 /* Stored names and method words round trip; anything else is refused naming the text */
 START_TEST(partition_names) {
-    static const struct { const char *s; int ok, method; int64_t k; uint64_t seed; } cases[] = {
-        {"metis-40-s0", 1, PART_METIS, 40, 0}, {"random-7-s12", 1, PART_RANDOM, 7, 12},
-        {"parmetis-256-s3", 1, PART_PARMETIS, 256, 3}, {"metis", 1, PART_METIS, 0, 0}, {"parmetis", 1, PART_PARMETIS, 0, 0},
-        {"metis-0-s0", 0, 0, 0, 0}, {"metis--4-s0", 0, 0, 0, 0}, {"metis-4-s", 0, 0, 0, 0}, {"metis-4-s-1", 0, 0, 0, 0},
-        {"metis-4-s0x", 0, 0, 0, 0}, {"kahip-4-s0", 0, 0, 0, 0}, {"metis-4", 0, 0, 0, 0}, {"", 0, 0, 0, 0},
+    static const struct { const char *s; int ok, method; int64_t k; uint64_t seed; int ranks; } cases[] = {
+        {"metis-40-s0", 1, PART_METIS, 40, 0, 0}, {"random-7-s12", 1, PART_RANDOM, 7, 12, 0},
+        {"parmetis-256-s3", 1, PART_PARMETIS, 256, 3, 0}, {"parmetis-256-s3-r2", 1, PART_PARMETIS, 256, 3, 2},
+        {"parmetis-8-s1-r16", 1, PART_PARMETIS, 8, 1, 16}, {"metis", 1, PART_METIS, 0, 0, 0},
+        {"parmetis", 1, PART_PARMETIS, 0, 0, 0}, {"metis-4-s0-r2", 0, 0, 0, 0, 0}, {"parmetis-4-s0-r0", 0, 0, 0, 0, 0},
+        {"parmetis-4-s0-r", 0, 0, 0, 0, 0}, {"parmetis-4-s0-r2x", 0, 0, 0, 0, 0}, {"parmetis-4-s0-r-2", 0, 0, 0, 0, 0},
+        {"metis-0-s0", 0, 0, 0, 0, 0}, {"metis--4-s0", 0, 0, 0, 0, 0}, {"metis-4-s", 0, 0, 0, 0, 0},
+        {"metis-4-s-1", 0, 0, 0, 0, 0}, {"metis-4-s0x", 0, 0, 0, 0, 0}, {"kahip-4-s0", 0, 0, 0, 0, 0},
+        {"metis-4", 0, 0, 0, 0, 0}, {"", 0, 0, 0, 0, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         int m = -1;
         int64_t k = -1;
         uint64_t seed = 99;
-        const int rc = partition_name_parse(cases[i].s, &m, &k, &seed);
+        int ranks = -1;
+        const int rc = partition_name_parse(cases[i].s, &m, &k, &seed, &ranks);
         ck_assert_msg((rc == INCA_OK) == cases[i].ok, "'%s': rc %d", cases[i].s, rc);
         if (!cases[i].ok) {
             ck_assert_msg(strstr(inca_errmsg(), "--partition") != NULL, "%s", inca_errmsg());
@@ -290,9 +295,10 @@ START_TEST(partition_names) {
         ck_assert_int_eq(m, cases[i].method);
         ck_assert_int_eq(k, cases[i].k);
         ck_assert_uint_eq(seed, cases[i].seed);
+        ck_assert_int_eq(ranks, cases[i].ranks);
         if (k > 0) {
             char back[64];
-            partition_name(back, sizeof back, m, k, seed);
+            partition_name(back, sizeof back, m, k, seed, ranks);
             ck_assert_str_eq(back, cases[i].s);
         }
     }
