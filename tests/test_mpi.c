@@ -424,6 +424,16 @@ static cJSON *inca_json(int p, const char *args) {
     return j;
 }
 
+/* inca ARGS on np ranks (0: one process) fails with exit status code (-1: any but 0) and says want */
+static void refused(int np, const char *args, int code, const char *want) {
+    char *out = NULL, *err = NULL;
+    const int rc = run(np, args, &out, &err);
+    ck_assert_msg(code < 0 ? rc != 0 : rc == code, "%s: exit %d", args, rc);
+    ck_assert_msg(strstr(err, want) != NULL, "%s", err);
+    free(out);
+    free(err);
+}
+
 /* inca partition --method parmetis (issue 28): under mpirun and restarting itself with --ranks,
  * each rank reading its rows; a valid partitioning whose edge cut recounted here matches the
  * JSON, balanced within 5%, a cut near METIS's and far under random's, the same bits on a
@@ -464,17 +474,11 @@ START_TEST(parmetis_partition) {
     ck_assert_int_eq(run(2, args, NULL, NULL), 0);
     stored_cut(b, "parmetis-8-s2-r2", &maxp, &pc);
     ck_assert_msg(memcmp(pa, pc, sizeof *pa * 3000) != 0, "seeds 1 and 2 gave the same partitioning");
-    char *out = NULL, *err = NULL;   /* one-process methods refuse ranks; parmetis refuses one process */
+    /* one-process methods refuse ranks; parmetis refuses one process */
     snprintf(args, sizeof args, "partition '%s' --parts 8 --no-layout", a);
-    ck_assert_int_ne(run(2, args, &out, &err), 0);
-    ck_assert_msg(strstr(err, "runs in one process") != NULL, "%s", err);
-    free(out);
-    free(err);
+    refused(2, args, -1, "runs in one process");
     snprintf(args, sizeof args, "partition '%s' --parts 8 --method parmetis --seed 5 --no-layout", a);
-    ck_assert_int_eq(run(0, args, &out, &err), 2);
-    ck_assert_msg(strstr(err, "--ranks P") != NULL, "%s", err);
-    free(out);
-    free(err);
+    refused(0, args, 2, "--ranks P");
     snprintf(args, sizeof args, "train '%s' --partition parmetis-8-s1 --method gas --batch-parts 2 --epochs 10 --threads 1 "
              "--json --quiet", a);
     j = inca_json(0, args);
@@ -489,10 +493,7 @@ START_TEST(parmetis_partition) {
     ck_assert(!cJSON_IsTrue(tu_json_get(j, "reused", cJSON_True | cJSON_False)));
     cJSON_Delete(j);
     snprintf(args, sizeof args, "train '%s' --partition parmetis-8-s1 --method gas --epochs 1 --quiet", a);
-    ck_assert_int_eq(run(0, args, &out, &err), 2);
-    ck_assert_msg(strstr(err, "parmetis-8-s1-r2 and parmetis-8-s1-r3") != NULL, "%s", err);
-    free(out);
-    free(err);
+    refused(0, args, 2, "parmetis-8-s1-r2 and parmetis-8-s1-r3");
     snprintf(args, sizeof args, "train '%s' --partition parmetis-8-s1-r3 --method gas --epochs 1 --json --quiet", a);
     j = inca_json(0, args);
     ck_assert_double_eq(tu_json_dbl(tu_json_get(j, "config", cJSON_Object), "parts"), 8);
