@@ -322,6 +322,11 @@ START_TEST(test_side_files) {
     float v[3];
     ck_assert_int_eq(store_array_read(s, "big", 50000, 3, v), INCA_OK);
     ck_assert(v[0] == a[50000] && v[2] == a[50002]);
+    void *all = NULL;   /* loads whole, though larger than data.mdb holds */
+    ck_assert_int_eq(store_array_load(s, "big", DT_F32, &all, &cnt), INCA_OK);
+    ck_assert_int_eq(cnt, n);
+    ck_assert_mem_eq(all, a, sizeof(float) * (size_t)n);
+    inca_free(all);
     store_verify_stats_t st;
     ck_assert_int_eq(store_verify(s, &st), INCA_OK);
     ck_assert_int_eq(st.files, 1);
