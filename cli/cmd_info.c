@@ -69,7 +69,8 @@ int info_add_json(store_t *s, json_t *j) {
     json_arr_begin(j, "layouts");   /* the view loader's arrays (inca partition) */
     if (rc == INCA_OK) rc = store_record_each(s, "array:layout/", layout_name, j);
     json_arr_end(j);
-    json_int(j, "store_bytes", store_disk_bytes(s));
+    json_int(j, "store_bytes", store_disk_bytes(s) + store_side_bytes(s));
+    json_int(j, "side_file_bytes", store_side_bytes(s));
     json_str(j, "source", m->source);
     json_int(j, "format_version", m->version);
     return rc;
@@ -93,7 +94,7 @@ int cmd_info(int argc, char **argv) {
     }
     const store_meta_t *m = store_meta(s);
     printf("store       %s (format v%u, %.1f MiB on disk)\n", args_pos(a, 0), m->version,
-           (double)store_disk_bytes(s) / (1 << 20));
+           (double)(store_disk_bytes(s) + store_side_bytes(s)) / (1 << 20));
     printf("source      %s\n", m->source);
     printf("nodes       %lld\n", (long long)m->nodes);
     printf("edges       %lld directed%s\n", (long long)m->edges, m->edges ? "" : " (no graph)");

@@ -187,3 +187,18 @@ void sidefile_cache_free(sidefile_cache_t **cp) {
     inca_free((*cp)->m);
     INCA_FREE(*cp);
 }
+
+int64_t sidefile_total_bytes(const char *dir) {
+    DIR *d = opendir(dir);
+    int64_t total = 0;
+    if (!d) return 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        char p[4096];
+        struct stat st;
+        if (!sidefile_is_name(e->d_name, 0)) continue;
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        if (stat(p, &st) == 0) total += (int64_t)st.st_size;
+    }
+    closedir(d);
+    return total;
+}

@@ -35,6 +35,9 @@ int sidefile_sweep(const char *dir, int (*keep)(void *ctx, const char *name), vo
 /* Stray side files in dir (finished ones keep() does not claim, and .tmp ones), for verify. */
 int sidefile_count_strays(const char *dir, int (*keep)(void *ctx, const char *name), void *ctx, int *strays);
 
+/* Bytes of the finished side files in dir (0 when none or unreadable). */
+int64_t sidefile_total_bytes(const char *dir);
+
 /* The maps one store has handed out, each checked against its CRC once, all unmapped by
  * sidefile_cache_free (views stay valid until the store closes). Not thread-safe: the store
  * calls it under its lock. */

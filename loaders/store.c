@@ -146,6 +146,8 @@ int64_t store_disk_bytes(const store_t *s) {
     return used;
 }
 
+int64_t store_side_bytes(const store_t *s) { return sidefile_total_bytes(s->path); }
+
 /* Begin the read snapshot if needed; caller holds mu. */
 static int rtxn_ensure(store_t *s) {
     if (s->rtxn_live) return INCA_OK;

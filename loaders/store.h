@@ -84,6 +84,8 @@ const store_meta_t *store_meta(const store_t *s);  /* valid until close; NULL be
 /* Bytes of data.mdb in use: up to LMDB's last page (a file once opened with STORE_RDWR_MAP is
  * sized to the map, sparse past it). */
 int64_t store_disk_bytes(const store_t *s);
+/* Bytes of the store's side files (arrays past LMDB's value size, beside data.mdb). */
+int64_t store_side_bytes(const store_t *s);
 int store_refresh(store_t *s);        /* renew the read snapshot (invalidates views) */
 
 /* ---- reading ---- */

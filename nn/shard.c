@@ -188,7 +188,7 @@ int shard_write(const char *store_path, const shard_opts_t *o, const char *dir, 
             store_t *q = NULL;
             st->own_rows[r] = own;
             st->halo_rows[r] = halo;
-            st->bytes[r] = store_open(path, STORE_RDONLY, &q) == INCA_OK ? store_disk_bytes(q) : 0;
+            st->bytes[r] = store_open(path, STORE_RDONLY, &q) == INCA_OK ? store_disk_bytes(q) + store_side_bytes(q) : 0;
             store_close(&q);
         }
     }

@@ -59,7 +59,7 @@ static char *run_ok(double *wall_s, const char *fmt, ...) {
 }
 
 static const key_t_ info_keys[] = {{"nodes", NUM}, {"edges", NUM}, {"features", NUM}, {"classes", NUM},
-                                   {"labeled", NUM}, {"splits", OBJ}, {"partitions", ARR}, {"store_bytes", NUM},
+                                   {"labeled", NUM}, {"splits", OBJ}, {"partitions", ARR}, {"store_bytes", NUM}, {"side_file_bytes", NUM},
                                    {"source", STR}, {"format_version", NUM}, {NULL, 0}};
 
 static void check_splits(const cJSON *o, long tr, long va, long te) {

@@ -308,6 +308,7 @@ START_TEST(test_side_files) {
     ck_assert_int_eq(store_write_commit(&w), INCA_OK);
     char f1[300], f2[300], fp[4500];
     ck_assert_int_eq(side_files(path, f1, sizeof f1), 1);
+    ck_assert_int_eq(store_side_bytes(s), n * 4);
     store_array_info_t info;
     ck_assert_int_eq(store_array_info(s, "big", &info), INCA_OK);
     ck_assert_int_eq(info.in_file, 1);
@@ -377,6 +378,7 @@ START_TEST(test_side_files) {
     ck_assert_int_eq(store_write_commit(&w), INCA_OK);
     ck_assert_int_eq(side_files(path, NULL, 0), 0);
     ck_assert_int_eq(store_has_array(s, "big"), 0);
+    ck_assert_int_eq(store_side_bytes(s), 0);
     /* a missing file is named */
     put_whole_commit(s, "big", a, n);
     ck_assert_int_eq(side_files(path, f1, sizeof f1), 1);
