@@ -31,14 +31,19 @@ int sidefile_is_name(const char *name, int tmp) {
     return strcmp(name + 21, tmp ? ".bin.tmp" : ".bin") == 0;
 }
 
-static int write_all(int fd, const void *data, int64_t bytes) {
+/* write(2) of all bytes; *crc gets their CRC32, summed piece by piece as they go out (the
+ * bytes are read once) */
+static int write_all(int fd, const void *data, int64_t bytes, uint32_t *crc) {
+    uLong c = crc32_z(0L, Z_NULL, 0);
     for (int64_t at = 0; at < bytes;) {
         const int64_t want = bytes - at < PIECE ? bytes - at : PIECE;
         ssize_t k = write(fd, (const char *)data + at, (size_t)want);
         if (k < 0 && errno == EINTR) continue;
         if (k <= 0) return k < 0 ? errno : ENOSPC;
+        c = crc32_z(c, (const unsigned char *)data + at, (z_size_t)k);
         at += k;
     }
+    *crc = (uint32_t)c;
     return 0;
 }
 
@@ -73,7 +78,7 @@ int sidefile_write(const char *dir, const void *data, int64_t bytes, char *name,
     int fd = -1;
     int rc = new_name(dir, name, tmp, sizeof tmp, &fd);
     if (rc) return rc;
-    int e = write_all(fd, data, bytes);
+    int e = write_all(fd, data, bytes, crc);
     if (!e && fsync(fd)) e = errno;
     if (close(fd) && !e) e = errno;
     snprintf(fin, sizeof fin, "%s/%s", dir, name);
@@ -86,7 +91,6 @@ int sidefile_write(const char *dir, const void *data, int64_t bytes, char *name,
         return inca_fail(INCA_EIO, "%s: cannot write %lld bytes: %s%s", fin, (long long)bytes, strerror(e),
                          e == ENOSPC || e == EFBIG || e == EDQUOT ? " (disk full or file-size limit)" : "");
     }
-    *crc = sidefile_crc(data, bytes);
     return INCA_OK;
 }
 
@@ -109,6 +113,17 @@ int sidefile_map(const char *dir, const char *name, int64_t bytes, const void **
     close(fd);
     if (!rc) *ptr = m;
     return rc;
+}
+
+int sidefile_map_checked(const char *dir, const char *name, int64_t bytes, uint32_t crc, const void **ptr) {
+    int rc = sidefile_map(dir, name, bytes, ptr);
+    if (rc) return rc;
+    const uint32_t got = sidefile_crc(*ptr, bytes);
+    if (got == crc) return INCA_OK;
+    sidefile_unmap(*ptr, bytes);
+    *ptr = NULL;
+    return inca_fail(INCA_EINVAL, "%s/%s fails its checksum (crc32 %08x, stored %08x): the store is corrupt; "
+                     "re-ingest it or restore a copy", dir, name, got, crc);
 }
 
 void sidefile_unmap(const void *ptr, int64_t bytes) {
@@ -166,14 +181,8 @@ int sidefile_cache_get(sidefile_cache_t **cp, const char *dir, const char *name,
         c->cap = nc;
     }
     const void *p;
-    int rc = sidefile_map(dir, name, bytes, &p);
+    int rc = sidefile_map_checked(dir, name, bytes, crc, &p);
     if (rc) return rc;
-    uint32_t got = sidefile_crc(p, bytes);
-    if (got != crc) {
-        sidefile_unmap(p, bytes);
-        return inca_fail(INCA_EINVAL, "%s/%s fails its checksum (crc32 %08x, stored %08x): the store is corrupt; "
-                         "re-ingest it or restore a copy", dir, name, got, crc);
-    }
     snprintf(c->m[c->n].name, SIDEFILE_NAME_MAX, "%s", name);
     c->m[c->n].p = p;
     c->m[c->n++].bytes = bytes;

@@ -22,6 +22,8 @@ int sidefile_write(const char *dir, const void *data, int64_t bytes, char *name,
 /* Map dir/name read-only; INCA_ENOTFOUND when absent, INCA_EINVAL when its size is not bytes
  * (both naming the file). bytes > 0. */
 int sidefile_map(const char *dir, const char *name, int64_t bytes, const void **ptr);
+/* The same, its bytes read in full against crc (INCA_EINVAL naming the file when they differ). */
+int sidefile_map_checked(const char *dir, const char *name, int64_t bytes, uint32_t crc, const void **ptr);
 void sidefile_unmap(const void *ptr, int64_t bytes);
 /* CRC32 (zlib) of bytes at p, in pieces (zlib takes 32-bit lengths on some builds). */
 uint32_t sidefile_crc(const void *p, int64_t bytes);

@@ -536,20 +536,14 @@ static int verify_names_file(void *ctx, const char *name) {
 }
 
 /* A side array read in full against its CRC (even when this store mapped it before) */
-static int verify_side(store_t *s, verify_ctx_t *c, const char *name, const store_array_info_t *info) {
-    side_desc_t sd;
-    store_array_info_t again;
-    int rc = desc_get(s, name, &again, &sd);
-    if (rc) return rc;
+static int verify_side(store_t *s, verify_ctx_t *c, const char *name, const store_array_info_t *info,
+                       const side_desc_t *sd) {
     const int64_t bytes = info->count * (int64_t)store_dtype_size(info->dtype);
     const void *p;
-    if ((rc = sidefile_map(s->path, sd.file, bytes, &p))) return inca_fail_ctx(rc, "array '%s'", name);
-    uint32_t got = sidefile_crc(p, bytes);
+    int rc = sidefile_map_checked(s->path, sd->file, bytes, sd->crc, &p);
+    if (rc) return inca_fail_ctx(rc, "array '%s'", name);
     sidefile_unmap(p, bytes);
-    if (got != sd.crc)
-        return inca_fail(INCA_EINVAL, "%s/%s (array '%s') fails its checksum (crc32 %08x, stored %08x): the store is "
-                         "corrupt; re-ingest it or restore a copy", s->path, sd.file, name, got, sd.crc);
-    memcpy(c->files[c->nfiles++], sd.file, SIDEFILE_NAME_MAX);
+    memcpy(c->files[c->nfiles++], sd->file, SIDEFILE_NAME_MAX);
     c->st->files++;
     c->st->bytes += bytes;
     return INCA_OK;
@@ -585,10 +579,11 @@ int store_verify(store_t *s, store_verify_stats_t *st) {
     int64_t chunks = 0;
     for (int a = 0; a < c.n && rc == INCA_OK; a++) {
         store_array_info_t info;
-        if ((rc = store_array_info(s, c.names[a], &info))) break;
+        side_desc_t sd;
+        if ((rc = desc_get(s, c.names[a], &info, &sd))) break;
         st->arrays++;
         if (info.in_file) {
-            rc = verify_side(s, &c, c.names[a], &info);
+            rc = verify_side(s, &c, c.names[a], &info, &sd);
             continue;
         }
         for (int64_t i = 0; i < info.nchunks && rc == INCA_OK; i++) {
