@@ -129,6 +129,9 @@ int cli_train_config(const args_t *a, train_config_t *c, cli_log_state_t *ls) {
         if (pk > INT32_MAX) return inca_fail(INCA_EINVAL, "--partition %s: too many parts", c->partition);
         c->parts = (int)pk;
     }
+    if (args_has(a, "--batch-parts") && c->batch_parts > c->parts)   /* the default 10 follows a smaller --parts */
+        return inca_fail(INCA_EINVAL, "--batch-parts %d: more than the %d parts (--parts%s%s); a batch holds at most every part",
+                         c->batch_parts, c->parts, c->partition[0] ? ", from --partition " : "", c->partition);
     if ((rc = args_double(a, "--refresh-relax", c->refresh_relax, &c->refresh_relax))) return rc;
     const char *rs = args_str(a, "--refresh-source", NULL);
     if ((rs && (rc = agg_source_parse(rs, &c->refresh_source))) ||
@@ -233,4 +236,13 @@ int cli_train_config_save(const char *dir, const args_t *a, const train_config_t
     }
     json_free(&j);
     return rc;
+}
+
+int cli_train_check_parts(const args_t *a, const train_config_t *c, int64_t nodes) {
+    /* the loaders would clamp K to n (or draw batches of empty parts); a request that cannot be
+     * met is refused before anything is trained or written to the store */
+    if ((args_has(a, "--parts") || c->partition[0]) && c->parts > nodes)
+        return inca_fail(INCA_EINVAL, "--parts %d: more parts than the %lld nodes of %s (expected at most one part per node)",
+                         c->parts, (long long)nodes, c->store_path ? c->store_path : "the dataset");
+    return INCA_OK;
 }

@@ -31,7 +31,8 @@ struct batch_loader {
     batch_source_t src;
     batch_opts_t o;
     int64_t spe;             /* steps per epoch */
-    int64_t kp;              /* parts drawn from: [o.part_lo, o.part_lo + kp) */
+    int64_t kp;              /* parts drawn from: the non-empty ones of [o.part_lo, o.part_hi) */
+    int64_t *parts;          /* kp: their ids, ascending */
     int64_t nb_max, nnz_max, halo_max;
     batch_t slot[2];
     float *xbuf[2];
@@ -132,7 +133,7 @@ static void transpose_into(const csr_t *a, csr_t *t, int64_t *cnt) {
 
 static void epoch_order(batch_loader_t *l, int64_t epoch) {
     if (l->order_epoch == epoch) return;
-    for (int64_t p = 0; p < l->kp; p++) l->order[p] = l->o.part_lo + p;
+    memcpy(l->order, l->parts, sizeof *l->order * (size_t)l->kp);
     rng_t r;
     rng_seed(&r, rng_hash64(l->o.seed, 0x62617463ull + l->o.stream, (uint64_t)epoch));
     rng_shuffle_i64(&r, l->order, l->kp);
@@ -308,20 +309,30 @@ int batch_loader_create(const batch_source_t *src, const batch_opts_t *o, batch_
     l->src = *src;
     l->o = *o;
     if (!o->part_lo && !o->part_hi) l->o.part_hi = src->k;
-    l->kp = l->o.part_hi - l->o.part_lo;
-    if (l->o.batch_parts > l->kp) l->o.batch_parts = l->kp;
-    l->spe = (l->kp + l->o.batch_parts - 1) / l->o.batch_parts;
-    l->produced = l->handed = l->released = o->first_epoch * l->spe;
     l->order_epoch = -1;
     if (pthread_mutex_init(&l->mu, NULL) != 0) { inca_free(l); return inca_fail(INCA_ERR, "pthread_mutex_init failed"); }
     if (pthread_cond_init(&l->cv, NULL) != 0) { pthread_mutex_destroy(&l->mu); inca_free(l); return inca_fail(INCA_ERR, "pthread_cond_init failed"); }
+    /* Empty parts (METIS leaves some when K nears n) are never drawn: a batch of them would
+     * have no rows. Without empty parts the order and the batches are what they always were. */
+    l->parts = inca_malloc(sizeof *l->parts * (size_t)src->k);
+    if (!l->parts) { rc = INCA_ENOMEM; goto fail; }
+    l->kp = 0;
+    for (int64_t p = l->o.part_lo; p < l->o.part_hi; p++)
+        if (src->bounds[p + 1] > src->bounds[p]) l->parts[l->kp++] = p;
+    if (l->kp == 0) {
+        rc = inca_fail(INCA_EINVAL, "batch loader: parts [%lld, %lld) hold no node", (long long)l->o.part_lo, (long long)l->o.part_hi);
+        goto fail;
+    }
+    if (l->o.batch_parts > l->kp) l->o.batch_parts = l->kp;
+    l->spe = (l->kp + l->o.batch_parts - 1) / l->o.batch_parts;
+    l->produced = l->handed = l->released = o->first_epoch * l->spe;
     /* bounds on any batch: the b largest of the parts drawn from, by nodes and by nonzeros */
     tmp = inca_malloc(sizeof *tmp * (size_t)src->k);
     if (!tmp) { rc = INCA_ENOMEM; goto fail; }
-    const int64_t *bd = src->bounds + l->o.part_lo;
-    for (int64_t p = 0; p < l->kp; p++) tmp[p] = bd[p + 1] - bd[p];
+    const int64_t *bd = src->bounds, *pp = l->parts;
+    for (int64_t i = 0; i < l->kp; i++) tmp[i] = bd[pp[i] + 1] - bd[pp[i]];
     l->nb_max = sum_largest(tmp, l->kp, l->o.batch_parts);
-    for (int64_t p = 0; p < l->kp; p++) tmp[p] = src->a->rowptr[bd[p + 1]] - src->a->rowptr[bd[p]];
+    for (int64_t i = 0; i < l->kp; i++) tmp[i] = src->a->rowptr[bd[pp[i] + 1]] - src->a->rowptr[bd[pp[i]]];
     l->nnz_max = sum_largest(tmp, l->kp, l->o.batch_parts);
     INCA_FREE(tmp);
     l->halo_max = l->o.halo ? (l->nnz_max < src->n ? l->nnz_max : src->n) : 0;
@@ -366,6 +377,7 @@ void batch_loader_free(batch_loader_t **pl) {
         inca_free(l->xbuf[s]);
         inca_free(l->ybuf[s]);
     }
+    inca_free(l->parts);
     inca_free(l->order);
     inca_free(l->sel);
     inca_free(l->local);

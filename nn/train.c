@@ -132,7 +132,8 @@ int train_run(const dataset_t *d, const train_config_t *c, const int64_t *train_
     } else cc.loader = TRAIN_LOADER_COPY;
     if (parted && comm_size(c->comm) > 1 && !after0 && !c->given_views && (rc = comm_barrier(c->comm))) goto fail;
     if (c->metrics_path && !c->metrics_fp) {
-        if (!(mf = fopen(c->metrics_path, "w"))) {
+        /* a resumed run continues the file (train_resume_note cuts it back to the checkpoint) */
+        if (!(mf = fopen(c->metrics_path, c->resume ? "a+" : "w"))) {
             rc = inca_fail(INCA_EIO, "--metrics %s: cannot open for writing", c->metrics_path);
             goto fail;
         }
@@ -159,6 +160,7 @@ int train_run(const dataset_t *d, const train_config_t *c, const int64_t *train_
     r->refresh_time_s = t[2] / c->runs;
     r->eval_time_s = t[3] / c->runs;
     r->peak_rss_mb = inca_peak_rss_mb();
+    if (mf && c->resume && (rc = train_metrics_sort(mf, c->metrics_path))) goto fail;
     if (mf && fclose(mf) != 0) { mf = NULL; rc = inca_fail(INCA_EIO, "--metrics %s: write failed", c->metrics_path); goto fail; }
     kc_free(&kc);
     store_close(&vstore);

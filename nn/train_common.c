@@ -435,3 +435,57 @@ int train_loader_resolve(const train_config_t *c, int64_t n, int64_t f) {
     return phys > 0 && (double)n * (double)f * 4.0 > TRAIN_VIEW_FRACTION * phys ? TRAIN_LOADER_VIEW : TRAIN_LOADER_COPY;
 }
 
+
+/* The lines of a --metrics file (whole lines only: a torn last line is dropped), each with its
+ * run and epoch as train_metrics_line writes them (-1 when missing). */
+typedef struct { long run, epoch, pos; const char *p; size_t len; } mline_t;
+
+static int mline_cmp(const void *a, const void *b) {
+    const mline_t *x = a, *y = b;
+    if (x->run != y->run) return x->run < y->run ? -1 : 1;
+    if (x->epoch != y->epoch) return x->epoch < y->epoch ? -1 : 1;
+    return x->pos < y->pos ? -1 : x->pos > y->pos;
+}
+
+static long mline_key(const char *line, const char *end, const char *key) {
+    const char *k = strstr(line, key);
+    return k && k < end ? strtol(k + strlen(key), NULL, 10) : -1;
+}
+
+/* Rewrites the open metrics file f keeping every line except run `run`'s from epoch ep0 on
+ * (run < 0: every line), sorted by (run, epoch) when `sort`, else in file order. */
+static int metrics_rewrite(FILE *f, long run, long ep0, int sort) {
+    char *buf = NULL;
+    mline_t *ln = NULL;
+    long len = 0;
+    int rc = INCA_OK;
+    if (fflush(f) != 0 || fseek(f, 0, SEEK_END) != 0 || (len = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0) rc = INCA_EIO;
+    else if (!(buf = inca_malloc((size_t)len + 1)) || !(ln = inca_malloc(sizeof *ln * (size_t)(len + 1)))) rc = INCA_ENOMEM;
+    else if (len > 0 && fread(buf, 1, (size_t)len, f) != (size_t)len) rc = INCA_EIO;
+    size_t nl = 0;
+    for (char *p = buf, *e; rc == INCA_OK && p < buf + len && (e = memchr(p, '\n', (size_t)(buf + len - p))); p = e + 1) {
+        const mline_t m = {mline_key(p, e, "\"run\":"), mline_key(p, e, "\"epoch\":"), (long)nl, p, (size_t)(e - p) + 1};
+        if (!(m.run == run && m.epoch >= ep0)) ln[nl++] = m;
+    }
+    if (rc == INCA_OK && sort) qsort(ln, nl, sizeof *ln, mline_cmp);
+    if (rc == INCA_OK && ftruncate(fileno(f), 0) != 0) rc = INCA_EIO;
+    for (size_t i = 0; rc == INCA_OK && i < nl; i++)   /* "a+": every write goes to the (new) end */
+        if (fwrite(ln[i].p, 1, ln[i].len, f) != ln[i].len) rc = INCA_EIO;
+    if (rc == INCA_OK && fflush(f) != 0) rc = INCA_EIO;
+    inca_free(buf);
+    inca_free(ln);
+    return rc;
+}
+
+int train_resume_note(const train_config_t *c, int run, int ep0) {
+    const char *dir = c->checkpoint_dir ? c->checkpoint_dir : "?";
+    if (ep0 > 0) train_log(c, TRAIN_LOG_INFO, "run %d: resuming after epoch %d of %d (checkpoint in %s)", run, ep0 - 1, c->epochs, dir);
+    else train_log(c, TRAIN_LOG_INFO, "run %d: no checkpoint in %s, training from epoch 0", run, dir);
+    const int rc = c->metrics_fp ? metrics_rewrite(c->metrics_fp, run, ep0, 0) : INCA_OK;
+    return rc == INCA_EIO ? inca_fail(rc, "--metrics %s: cannot rewrite it for the resumed run", c->metrics_path ? c->metrics_path : "") : rc;
+}
+
+int train_metrics_sort(FILE *f, const char *path) {
+    const int rc = metrics_rewrite(f, -1, 0, 1);
+    return rc == INCA_EIO ? inca_fail(rc, "--metrics %s: cannot rewrite it in run and epoch order", path ? path : "") : rc;
+}

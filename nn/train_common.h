@@ -303,6 +303,14 @@ typedef struct train_epoch_eval {
 int train_eval_due(const train_config_t *c, int ep);
 int train_epoch_end(const train_config_t *c, const train_epoch_eval_t *e, const float *logits, int64_t n,
                     int32_t nc, train_best_t *best);
+/* A run that starts with --resume: says on c->log which epoch it continues from (ep0 of
+ * c->epochs; 0: no checkpoint, from the start) and drops from the --metrics file (opened for
+ * appending by train_run) this run's lines from epoch ep0 on: the resumed run writes them
+ * again. INCA_EIO naming the file. */
+int train_resume_note(const train_config_t *c, int run, int ep0);
+/* After a resumed train_run: the metrics file f (path: for messages) sorted by run and epoch
+ * (stable), so it reads as one uninterrupted training. */
+int train_metrics_sort(FILE *f, const char *path);
 /* Send one formatted line to c->log (nothing without one). */
 void train_log(const train_config_t *c, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 

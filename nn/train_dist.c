@@ -342,6 +342,7 @@ static int fd_resume(fd_rank_t *R, const dataset_t *d, const train_config_t *c, 
         g->ep0 = cs.epoch + 1;
         g->finished = cs.finished;
     }
+    if (rc == INCA_OK && R->rank == 0) rc = train_resume_note(c, run, found ? g->ep0 : 0);
     return rc;
 }
 

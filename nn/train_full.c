@@ -321,7 +321,7 @@ int train_full(const dataset_t *d, const train_config_t *c, const int64_t *train
             ep0 = cs.epoch + 1;
             finished = cs.finished;
         }
-        rc = INCA_OK;
+        if ((rc = train_resume_note(c, run, ep0))) goto done;
     }
     for (ep = ep0; ep < c->epochs && !finished; ep++) {
         const double t0 = inca_now();

@@ -1162,7 +1162,8 @@ int mb_train(const dataset_t *d, const train_config_t *c, const int64_t *train_i
     R.run = run;
     comm_reset_bytes(c->comm);   /* the figures are this run's */
     int rc = mb_run_setup(&R, d, train_idx, n_train);
-    if (rc == INCA_OK && c->checkpoint_dir && c->resume) rc = mb_run_resume(&R, d);
+    if (rc == INCA_OK && c->checkpoint_dir && c->resume && (rc = mb_run_resume(&R, d)) == INCA_OK)
+        rc = train_resume_note(c, run, R.ep0);
     /* IncAgg starts from exact snapshots of the initial model (one eval-mode pass through the
      * refresh operator, whichever the source); a resumed run has its tables from the checkpoint */
     if (rc == INCA_OK && R.method == AGG_INCAGG && R.ep0 == 0) {

@@ -161,16 +161,44 @@ END_TEST
  * a checkpoint of another --hidden exit 2 naming the flag. */
 START_TEST(test_checkpoint_cli) {
     ingest();
-    char flags[2048], *o1 = NULL, *o2 = NULL, *err = NULL;
+    char flags[2048], j1[4096], *o1 = NULL, *o2 = NULL, *err = NULL;
     const char *base = "--model gcn --method incagg --parts 40 --batch-parts 10 --feature-norm row --seed 3 --threads 2 --json";
-    snprintf(flags, sizeof flags, "%s --epochs 30 --checkpoint '%s/ck1'", base, dir);
+    snprintf(flags, sizeof flags, "%s --epochs 30 --checkpoint '%s/ck1' --metrics '%s/m1.jsonl'", base, dir, dir);
     ck_assert_int_eq(train(flags, &o1, NULL), 0);
-    snprintf(flags, sizeof flags, "%s --epochs 15 --checkpoint '%s/ck2'", base, dir);
+    snprintf(flags, sizeof flags, "%s --epochs 15 --checkpoint '%s/ck2' --metrics '%s/m2.jsonl'", base, dir, dir);
     ck_assert_int_eq(train(flags, NULL, NULL), 0);
-    snprintf(flags, sizeof flags, "%s --epochs 30 --checkpoint '%s/ck2' --resume", base, dir);
-    ck_assert_int_eq(train(flags, &o2, NULL), 0);
+    /* a kill after epoch 15's line and before its checkpoint leaves lines past the checkpoint,
+     * the last one torn: the resumed run drops them and writes those epochs again */
+    snprintf(j1, sizeof j1, "%s/m2.jsonl", dir);
+    FILE *mf = fopen(j1, "a");
+    ck_assert_ptr_nonnull(mf);
+    fputs("{\"run\":0,\"epoch\":15,\"val_acc\":-1}\n{\"run\":0,\"ep", mf);
+    ck_assert_int_eq(fclose(mf), 0);
+    snprintf(flags, sizeof flags, "%s --epochs 30 --checkpoint '%s/ck2' --resume --metrics '%s/m2.jsonl'", base, dir, dir);
+    ck_assert_int_eq(train(flags, &o2, &err), 0);
+    ck_assert_msg(strstr(err, "resuming after epoch 14 of 30"), "the resume is not announced: %s", err);
+    free(err);
+    err = NULL;
+    /* --resume with the same --metrics file: every epoch once, in order, the numbers of the
+     * uninterrupted run (issue 31: it used to be cut to the resumed epochs) */
+    char *m1 = NULL, *m2 = NULL;
+    snprintf(j1, sizeof j1, "cat '%s/m1.jsonl'", dir);
+    ck_assert_int_eq(tu_sh(j1, &m1, NULL), 0);
+    snprintf(j1, sizeof j1, "cat '%s/m2.jsonl'", dir);
+    ck_assert_int_eq(tu_sh(j1, &m2, NULL), 0);
+    cJSON *l1[64], *l2[64];
+    const int n1 = tu_json_lines(m1, l1, 64), n2 = tu_json_lines(m2, l2, 64);
+    ck_assert_int_eq(n1, 30);
+    ck_assert_int_eq(n2, 30);
+    for (int i = 0; i < 30; i++) {
+        ck_assert_int_eq((int)tu_json_dbl(l2[i], "epoch"), i);
+        ck_assert_msg(tu_json_dbl(l1[i], "val_acc") == tu_json_dbl(l2[i], "val_acc"), "epoch %d: val_acc differs", i);
+    }
+    tu_json_free_lines(l1, n1);
+    tu_json_free_lines(l2, n2);
+    free(m1);
+    free(m2);
     const char *keys[] = {"test_acc", "val_acc", "best_epoch", "epochs"};
-    char j1[4096];
     snprintf(j1, sizeof j1, "%s", tu_last_line(o1));
     const char *j2 = tu_last_line(o2);
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
@@ -186,6 +214,33 @@ START_TEST(test_checkpoint_cli) {
     free(err);
     free(o1);
     free(o2);
+    tu_rmrf(dir);
+    free(dir);
+}
+END_TEST
+
+/* Part counts a run cannot honour are refused before anything is trained or stored (issue 31:
+ * --parts 2708 on Cora stored a partition, then died on an empty batch; 100000 was clamped);
+ * K = n, whose METIS partition has empty parts, trains: empty parts are never drawn. */
+START_TEST(test_parts_refused) {
+    ingest();
+    char *err = NULL, *out = NULL;
+    ck_assert_int_eq(train("--method cluster --parts 2709 --epochs 1", NULL, &err), 2);
+    ck_assert_msg(strstr(err, "--parts 2709") && strstr(err, "2708 nodes"), "%s", err);
+    free(err);
+    ck_assert_int_eq(train("--method gas --parts 40 --batch-parts 41 --epochs 1", NULL, &err), 2);
+    ck_assert_msg(strstr(err, "--batch-parts 41") && strstr(err, "40 parts"), "%s", err);
+    free(err);
+    char args[2048];
+    snprintf(args, sizeof args, "info '%s' --json", store);
+    ck_assert_int_eq(tu_inca(args, &out, NULL), 0);
+    ck_assert_msg(!strstr(out, "metis-2709") && !strstr(out, "metis-40-s0"), "a refused run stored a partition: %s", out);
+    free(out);
+    ck_assert_int_eq(train("--method cluster --parts 5 --epochs 1", NULL, NULL), 0);   /* the default 10 a batch follows 5 */
+    ck_assert_int_eq(train("--method cluster --parts 2708 --batch-parts 2 --epochs 1 --json", &out, &err), 0);
+    ck_assert_int_eq((int)tu_json_num(tu_last_line(out), "epochs"), 1);
+    free(out);
+    free(err);
     tu_rmrf(dir);
     free(dir);
 }
@@ -476,6 +531,7 @@ int main(void) {
     tcase_add_test(t, test_cli_features);
     tcase_add_test(t, test_incagg_stored_partition);
     tcase_add_test(t, test_checkpoint_cli);
+    tcase_add_test(t, test_parts_refused);
     tcase_add_test(t, test_predict);
     tcase_add_test(t, test_help);
     tcase_add_test(t, test_history_methods_hard_csbm);
