@@ -2,6 +2,8 @@
 #include "cli/mpi_relaunch.h"
 #include "core/status.h"
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 int cli_mpi_relaunch(const char *what, const char *prefix, int argc, char **argv, int np) {
@@ -21,8 +23,22 @@ int cli_mpi_relaunch(const char *what, const char *prefix, int argc, char **argv
     if (argc > 250 - n) return inca_fail(INCA_EINVAL, "%s: too many arguments to start under mpiexec", what);
     for (int i = 0; i < argc; i++) av[n++] = argv[i];
     av[n] = NULL;
-    fprintf(stderr, "%s: starting %d ranks: %s -n %s %s %s%s...\n", what, np, INCA_MPIEXEC, nps, self, prefix ? prefix : "",
-            prefix ? " " : "");
+    /* Open MPI refuses to start as root (containers run as root) and to start more ranks than
+     * cores; the user asked inca for np ranks here, so its own launch says yes to both, through
+     * Open MPI's environment (other launchers ignore it) and never over what the user set */
+    char extra[256] = "";
+    if (geteuid() == 0 && !getenv("OMPI_ALLOW_RUN_AS_ROOT")) {
+        setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 0);
+        setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 0);
+        snprintf(extra, sizeof extra, " (as root: OMPI_ALLOW_RUN_AS_ROOT=1)");
+    }
+    const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (cores > 0 && np > cores && !getenv("OMPI_MCA_rmaps_base_oversubscribe")) {
+        setenv("OMPI_MCA_rmaps_base_oversubscribe", "1", 0);
+        snprintf(extra + strlen(extra), sizeof extra - strlen(extra), " (%d ranks on %ld cores: oversubscribed)", np, cores);
+    }
+    fprintf(stderr, "%s: starting %d ranks: %s -n %s %s %s%s...%s\n", what, np, INCA_MPIEXEC, nps, self, prefix ? prefix : "",
+            prefix ? " " : "", extra);
     fflush(stderr);
     execv(INCA_MPIEXEC, av);
     return inca_fail(INCA_ERR, "%s: cannot start %s", what, INCA_MPIEXEC);

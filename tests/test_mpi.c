@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static char *dir;
 static char store[1024];
@@ -474,6 +475,15 @@ START_TEST(parmetis_partition) {
     ck_assert_int_eq(run(2, args, NULL, NULL), 0);
     stored_cut(b, "parmetis-8-s2-r2", &maxp, &pc);
     ck_assert_msg(memcmp(pa, pc, sizeof *pa * 3000) != 0, "seeds 1 and 2 gave the same partitioning");
+    /* inca's own launch needs none of Open MPI's opt-ins set by the user (issue 31: as root, or
+     * with more ranks than cores, it failed): cores + 1 ranks, the variables removed */
+    const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    char cmd[16384], *err = NULL;
+    snprintf(cmd, sizeof cmd, "env -u OMPI_ALLOW_RUN_AS_ROOT -u OMPI_ALLOW_RUN_AS_ROOT_CONFIRM -u OMPI_MCA_rmaps_base_oversubscribe "
+             "'%s' partition '%s' --parts 8 --method parmetis --seed 3 --ranks %ld --no-layout --quiet", tu_bin(), b, cores + 1);
+    ck_assert_msg(tu_sh(cmd, NULL, &err) == 0, "%s", err ? err : "");
+    ck_assert_msg(strstr(err, "oversubscribed"), "the launch does not say it oversubscribes: %s", err);
+    free(err);
     /* one-process methods refuse ranks; parmetis refuses one process */
     snprintf(args, sizeof args, "partition '%s' --parts 8 --no-layout", a);
     refused(2, args, -1, "runs in one process");
