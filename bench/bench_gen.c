@@ -100,12 +100,12 @@ int bench_gen(int argc, char **argv) {
     if ((rc = args_double(a, "--avg-degree", 50.0, &o.avg_degree)) != INCA_OK) goto done;
     if ((rc = args_int(a, "--features", 16, &o.features)) != INCA_OK) goto done;
     if ((rc = args_int(a, "--classes", 8, &v)) != INCA_OK) goto done;
-    if (v < 0 || v > INT32_MAX) { rc = inca_fail(INCA_EINVAL, "bench gen: --classes %lld out of range", (long long)v); goto done; }
+    if (v < 0 || v > INT32_MAX) { rc = inca_fail(INCA_EINVAL, "--classes %lld out of range", (long long)v); goto done; }
     o.classes = (int32_t)v;
     if ((rc = args_int(a, "--seed", 0, &v)) != INCA_OK) goto done;
     o.seed = (uint64_t)v;
     if ((rc = args_int(a, "--threads", 0, &v)) != INCA_OK) goto done;
-    if (v < 0 || v > 4096) { rc = inca_fail(INCA_EINVAL, "bench gen: --threads %lld, expected 0 (all) .. 4096", (long long)v); goto done; }
+    if (v < 0 || v > 4096) { rc = inca_fail(INCA_EINVAL, "--threads %lld, expected 0 (all) .. 4096", (long long)v); goto done; }
     inca_set_threads((int)v);
     if ((rc = gen_opts_check(&o, "rmat")) != INCA_OK) goto done;
     const char *tmp = getenv("TMPDIR");
@@ -131,7 +131,7 @@ int bench_gen(int argc, char **argv) {
     if ((rc = store_open(path, STORE_RDONLY, &s)) != INCA_OK) goto done;
     const store_meta_t *m = store_meta(s);
     if (!m || m->nodes != o.nodes || m->edges != nnz) {
-        rc = inca_fail(INCA_ERR, "bench gen: reopened store %s holds %lld nodes / %lld edges, wrote %lld / %lld",
+        rc = inca_fail(INCA_ERR, "reopened store %s holds %lld nodes / %lld edges, wrote %lld / %lld",
                        path, m ? (long long)m->nodes : -1LL, m ? (long long)m->edges : -1LL,
                        (long long)o.nodes, (long long)nnz);
         goto done;
@@ -140,7 +140,7 @@ int bench_gen(int argc, char **argv) {
     if ((rc = store_col_sum(s, &sum_disk, &stored)) != INCA_OK) goto done;
     double t4 = inca_now();
     if (stored != nnz || sum_disk != sum_mem) {
-        rc = inca_fail(INCA_ERR, "bench gen: stored column array differs (%lld ids, checksum %llu; wrote %lld, %llu)",
+        rc = inca_fail(INCA_ERR, "stored column array differs (%lld ids, checksum %llu; wrote %lld, %llu)",
                        (long long)stored, (unsigned long long)sum_disk, (long long)nnz, (unsigned long long)sum_mem);
         goto done;
     }

@@ -28,7 +28,7 @@ int bench_knn(int argc, char **argv) {
     knn_metric_t metric;
     int rc = args_parse(argc, argv, known, &a);
     if (rc) return rc;
-    if (args_npos(a) != 1) { rc = inca_fail(INCA_EINVAL, "bench knn: expected one STORE argument"); goto done; }
+    if (args_npos(a) != 1) { rc = inca_fail(INCA_EINVAL, "expected one STORE argument"); goto done; }
     if ((rc = args_int(a, "--knn", 10, &k)) || (rc = args_int(a, "--faiss-nprobe", 8, &np)) ||
         (rc = args_int(a, "--seed", 0, &seed)) || (rc = args_int(a, "--max-rows", 0, &maxr)) ||
         (rc = args_int(a, "--threads", 0, &thr)) || (rc = knn_metric_parse(args_str(a, "--metric", "cosine"), &metric)))
@@ -39,7 +39,7 @@ int bench_knn(int argc, char **argv) {
     if ((rc = dataset_load_ex(args_pos(a, 0), DATASET_NO_GRAPH, &d))) goto done;
     int64_t n = d.split_n[SPLIT_TRAIN] > 0 ? d.split_n[SPLIT_TRAIN] : d.n;
     if (maxr > 0 && n > maxr) n = maxr;
-    if (d.f < 1 || k < 1 || k >= n) { rc = inca_fail(INCA_EINVAL, "bench knn: needs features and 1 <= --knn < rows (%lld)", (long long)n); goto done; }
+    if (d.f < 1 || k < 1 || k >= n) { rc = inca_fail(INCA_EINVAL, "needs features and 1 <= --knn < rows (%lld)", (long long)n); goto done; }
     x = inca_malloc(sizeof(float) * (size_t)(n * d.f));
     ex = inca_malloc(sizeof(int32_t) * (size_t)(n * k));
     ap = inca_malloc(sizeof(int32_t) * (size_t)(n * k));

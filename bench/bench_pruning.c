@@ -113,7 +113,7 @@ int bench_pruning(int argc, char **argv) {
     int64_t iv = 0;
     int rc = args_parse(argc, argv, prune_flags, &b.a);
     if (rc) goto done;
-    if (args_npos(b.a) != 1) { rc = inca_fail(INCA_EINVAL, "bench pruning: expected one STORE argument"); goto done; }
+    if (args_npos(b.a) != 1) { rc = inca_fail(INCA_EINVAL, "expected one STORE argument"); goto done; }
     const char *path = job.o.path = args_pos(b.a, 0);
     if ((rc = args_double(b.a, "--labeled", 0.01, &job.o.labeled))) goto done;
     if ((rc = prune_config_from_args(b.a, &job.cfg, &job.target))) goto done;

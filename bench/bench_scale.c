@@ -96,7 +96,7 @@ static int run_one(comm_t *sub, const dataset_t *d, const train_config_t *base, 
     memstat_reset_peaks();
     bench_progress_stage("%s at %d ranks", method, P);
     int rc = train_run(d, &c, NULL, 0, &r);
-    if (rc != INCA_OK) return inca_fail_ctx(rc, "bench scale: %s at %d ranks", method, P);
+    if (rc != INCA_OK) return inca_fail_ctx(rc, "%s at %d ranks", method, P);
     double rec[R_N], file_mb = 0;
     rec[R_EPOCH] = r.epoch_time_s;
     rec[R_STEP] = r.step_time_s;
@@ -221,7 +221,7 @@ static int run_model(const char *path, const train_config_t *c, const int *mr, i
                      const sc_cell_t *p1, int64_t nparams, int json) {
     sc_graph_t g;
     int rc = graph_load(path, c, &g);
-    if (rc != INCA_OK) return inca_fail_ctx(rc, "bench scale --model-ranks");
+    if (rc != INCA_OK) return inca_fail_ctx(rc, "--model-ranks");
     /* the history widths a step and a refresh move: every layer input past x (GCN/SAGE sites) */
     const double width = (double)(c->layers - 1) * (double)c->hidden, row = 4.0 * width;
     const double rec = 4.0 * (4.0 + (double)nparams), alpha = 5e-6;
@@ -315,7 +315,7 @@ typedef struct sc_opts {
 static int sc_parse(const args_t *a, comm_t *world, sc_opts_t *o) {
     int rc;
     train_config_t *c = &o->c;
-    if (args_npos(a) != 1) return inca_fail(INCA_EINVAL, "bench scale: expected STORE");
+    if (args_npos(a) != 1) return inca_fail(INCA_EINVAL, "expected STORE");
     if ((rc = bench_mb_config(a, c)) ||
         (rc = parse_list("--ranks", args_str(a, "--ranks", "1,2"), o->ranks, SC_MAX, &o->nr)) ||
         (rc = parse_list("--links", args_str(a, "--links", "10,100"), o->links, SC_MAX, &o->nl)))

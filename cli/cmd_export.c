@@ -46,8 +46,8 @@ int cmd_export(int argc, char **argv) {
     int fmt = 0;
     int rc = args_parse(argc, argv, known, &a);
     if (rc) return rc;
-    if (args_npos(a) != 2) { rc = inca_fail(INCA_EINVAL, "export: expected STORE and OUT"); goto done; }
-    if (!args_str(a, "--format", NULL)) { rc = inca_fail(INCA_EINVAL, "export: --format ogb|npz|npy is required"); goto done; }
+    if (args_npos(a) != 2) { rc = inca_fail(INCA_EINVAL, "expected STORE and OUT"); goto done; }
+    if (!args_str(a, "--format", NULL)) { rc = inca_fail(INCA_EINVAL, "--format ogb|npz|npy is required"); goto done; }
     if ((rc = export_format_parse(args_str(a, "--format", NULL), &fmt))) goto done;
     const double t0 = inca_now();
     /* every named split comes along (the OGB layout writes them all); --split picks the default,

@@ -55,13 +55,13 @@ int cmd_ingest(int argc, char **argv) {
     const char *fmt = args_str(a, "--format", NULL);
     const char *out = args_str(a, "--out", NULL);
     ingest_format_t f;
-    if (!fmt) { rc = inca_fail(INCA_EINVAL, "ingest: --format ogb|edgelist|metis|idx|csv is required"); goto done; }
+    if (!fmt) { rc = inca_fail(INCA_EINVAL, "--format ogb|edgelist|metis|idx|csv is required"); goto done; }
     if ((rc = ingest_format_parse(fmt, &f))) goto done;
     if (args_npos(a) != 1) {
-        rc = inca_fail(INCA_EINVAL, "ingest: expected exactly one SRC (file or folder), got %d", args_npos(a));
+        rc = inca_fail(INCA_EINVAL, "expected exactly one SRC (file or folder), got %d", args_npos(a));
         goto done;
     }
-    if (!out) { rc = inca_fail(INCA_EINVAL, "ingest: --out STORE is required"); goto done; }
+    if (!out) { rc = inca_fail(INCA_EINVAL, "--out STORE is required"); goto done; }
     int force = args_has(a, "--force");
     struct stat st;
     if (!force && stat(out, &st) == 0) {   /* fail before parsing a large input */
@@ -80,6 +80,7 @@ int cmd_ingest(int argc, char **argv) {
         rc = inca_fail(INCA_EINVAL, "--split: only for --format ogb");
         goto done;
     }
+    if ((rc = inca_out_check(out))) goto done;   /* a missing --out folder, before a long read */
     ingest_opts_t o = {0};
     o.flags = (args_has(a, "--symmetrize") ? INGEST_SYMMETRIZE : 0u) |
               (args_has(a, "--self-loops") ? INGEST_SELF_LOOPS : 0u);

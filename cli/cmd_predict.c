@@ -22,6 +22,7 @@
 #include "nn/train.h"
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define PREDICT_EXTRA 4
 static const char *const predict_extra[PREDICT_EXTRA] = {"--out", "--embeddings!", "--indices", "--run"};
@@ -45,15 +46,22 @@ typedef struct predict {
 static int predict_config(predict_t *P, const char *const *known, const char *dir, const char *out) {
     char cfgp[4300];
     int rc;
-    if (!dir) return inca_fail(INCA_EINVAL, "predict: --checkpoint DIR is required (a folder of inca train --checkpoint)");
-    if (!out) return inca_fail(INCA_EINVAL, "predict: --out FILE.npy is required");
+    if (!dir) return inca_fail(INCA_EINVAL, "--checkpoint DIR is required (a folder of inca train --checkpoint)");
+    /* a mistyped folder is named as such, before any other complaint and before the store loads */
+    struct stat sb;
+    if (stat(dir, &sb) != 0)
+        return inca_fail(INCA_ENOTFOUND, "--checkpoint %s: no such folder, so no checkpoint to predict with (expected the "
+                         "folder of inca train --checkpoint DIR)", dir);
+    if (!S_ISDIR(sb.st_mode)) return inca_fail(INCA_EINVAL, "--checkpoint %s: not a folder", dir);
+    if (!out) return inca_fail(INCA_EINVAL, "--out FILE.npy is required");
+    if ((rc = inca_out_check(out))) return rc;   /* before the model runs, naming out */
     snprintf(cfgp, sizeof cfgp, "%s/config.json", dir);
     FILE *probe = fopen(cfgp, "r");
     if (probe) {
         fclose(probe);
         if ((rc = args_apply_config(P->a, known, "predict", cfgp))) return rc;
     }
-    if (args_npos(P->a) != 1) return inca_fail(INCA_EINVAL, "predict: expected one STORE (or a %s naming it)", cfgp);
+    if (args_npos(P->a) != 1) return inca_fail(INCA_EINVAL, "expected one STORE (or a %s naming it)", cfgp);
     cli_log_state_t ls = {0};
     if ((rc = cli_train_config(P->a, &P->c, &ls))) return rc;
     P->c.log = NULL;
@@ -135,7 +143,7 @@ static int predict_select(predict_t *P, const char *ip, const float *rows, int64
     return INCA_OK;
 }
 
-static int predict_json(const predict_t *P, const char *dir, const char *out, int emb, int epoch, int64_t nout,
+static int predict_json(const predict_t *P, const char *dir, const char *out, int emb, const ckpt_state_t *st, int64_t nout,
                         int64_t width, double test_acc, double secs) {
     json_t *j = NULL;
     int rc;
@@ -143,7 +151,10 @@ static int predict_json(const predict_t *P, const char *dir, const char *out, in
     json_str(j, "store", args_pos(P->a, 0));
     json_str(j, "checkpoint", dir);
     json_int(j, "run", P->run);
-    json_int(j, "checkpoint_epoch", epoch);
+    /* a checkpoint holds the last trained epoch's model, not the best one's: both named */
+    json_int(j, "checkpoint_epoch", st->epoch);
+    json_int(j, "best_epoch", st->best.epoch);
+    json_bool(j, "best_epoch_model", st->epoch == st->best.epoch);
     json_str(j, "output", emb ? "embeddings" : "logits");
     json_str(j, "out", out);
     json_int(j, "rows", nout);
@@ -186,10 +197,15 @@ int cmd_predict(int argc, char **argv) {
     const dataset_t *d = &P.d;
     if (!emb && d->y && d->split_n[SPLIT_TEST] > 0)   /* the scores' accuracy on the stored test split */
         test_acc = kern_accuracy(d->c, rows, d->y, d->split[SPLIT_TEST], d->split_n[SPLIT_TEST]);
-    if (args_has(P.a, "--json")) rc = predict_json(&P, dir, out, emb, st.epoch, nout, width, test_acc, secs);
-    else
-        printf("%s: %s of %lld nodes (%lld wide) from epoch %d of %s -> %s\n", args_pos(P.a, 0),
+    if (args_has(P.a, "--json")) rc = predict_json(&P, dir, out, emb, &st, nout, width, test_acc, secs);
+    else if (st.epoch == st.best.epoch)
+        printf("%s: %s of %lld nodes (%lld wide) from epoch %d of %s (the best by validation) -> %s\n", args_pos(P.a, 0),
                emb ? "embeddings" : "logits", (long long)nout, (long long)width, st.epoch, P.mdir, out);
+    else
+        printf("%s: %s of %lld nodes (%lld wide) from epoch %d of %s, the last trained (the best by validation was "
+               "epoch %d; its model is not kept: train with --epochs %d for it) -> %s\n", args_pos(P.a, 0),
+               emb ? "embeddings" : "logits", (long long)nout, (long long)width, st.epoch, P.mdir, st.best.epoch,
+               st.best.epoch + 1, out);
 done:
     inca_free(P.ids);
     inca_free(P.res);

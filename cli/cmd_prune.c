@@ -23,11 +23,47 @@ typedef struct prune_cli {
     const char *eval_budget;   /* --eval-budget: epochs | steps */
     int json;                  /* stdout: JSON Lines only, or the text */
     char kind_def[256];        /* the defaults by data kind taken (prune_kind_defaults) */
+    char stage[160];           /* the pipeline's last stage line: what the proxy's epochs belong to */
 } prune_cli_t;
 
-/* the proxy's and the evaluation's status lines (train_log) onto the progress line */
+/* the evaluation's status lines (train_log) onto the progress line */
 static void prune_log(void *ctx, int level, const char *line) {
-    cli_progress(ctx, level != TRAIN_LOG_PROGRESS, "%s", line);
+    cli_progress(&((prune_cli_t *)ctx)->pg, level != TRAIN_LOG_PROGRESS, "%s", line);
+}
+
+/* An epoch line of train_log ("[run 1/1] epoch E/N  loss L  val V  test T  best B  S s/epoch  ETA
+ * X", fields two spaces apart) as the proxy's: it trains on pseudo-labels with no validation or
+ * test split, so val and test would always read 0.0000 and best the last epoch; the run is its
+ * only one. The fields that exist stay. */
+static void proxy_epoch_line(const char *line, char *out, size_t cap) {
+    static const char *const none[] = {"val ", "test ", "best "};
+    const char *q = strchr(line, ']');
+    q = q ? q + 1 + (q[1] == ' ') : line;
+    size_t n = 0;
+    out[0] = '\0';
+    while (*q && n < cap) {
+        const char *e = strstr(q, "  ");
+        const int len = e ? (int)(e - q) : (int)strlen(q);
+        int keep = 1;
+        for (int k = 0; k < 3; k++) keep &= strncmp(q, none[k], strlen(none[k])) != 0;
+        if (keep) n += (size_t)snprintf(out + n, cap - n, "%s%.*s", n ? "  " : "", len, q);
+        q += len + (e ? 2 : 0);
+    }
+}
+
+/* The pipeline's lines (cfg.proxy's train_log): its stages, and the proxy's epochs under the
+ * stage that trains it (the labelling check's folds, the pseudo-labels, relabelling, the proxy
+ * recording the dynamics). */
+static void prune_proxy_log(void *ctx, int level, const char *line) {
+    prune_cli_t *c = ctx;
+    if (strncmp(line, "[run ", 5) != 0) {
+        snprintf(c->stage, sizeof c->stage, "%s", line);
+        cli_progress(&c->pg, level != TRAIN_LOG_PROGRESS, "%s", line);
+        return;
+    }
+    char ep[200];
+    proxy_epoch_line(line, ep, sizeof ep);
+    cli_progress(&c->pg, level != TRAIN_LOG_PROGRESS, "%s: %s", c->stage[0] ? c->stage : "proxy", ep);
 }
 
 /* The evaluation's settings, checked before any work: --eval-sets (comma-separated
@@ -66,12 +102,13 @@ static int parse_flags(prune_cli_t *c, prune_job_t *job, int argc, char **argv) 
     int rc = args_parse(argc, argv, prune_flags, &c->a);
     if (rc) return rc;
     const args_t *a = c->a;
-    if (args_npos(a) != 1) return inca_fail(INCA_EINVAL, "prune: expected one STORE argument, got %d", args_npos(a));
+    if (args_npos(a) != 1) return inca_fail(INCA_EINVAL, "expected one STORE argument, got %d", args_npos(a));
     const char *path = job->o.path = args_pos(a, 0);
     if ((rc = prune_config_from_args(a, &job->cfg, &job->target))) return rc;
     cli_progress_init(&c->pg, "prune", args_has(a, "--quiet"));
-    job->cfg.proxy.log = job->target.log = prune_log;
-    job->cfg.proxy.log_ctx = job->target.log_ctx = &c->pg;
+    job->cfg.proxy.log = prune_proxy_log;
+    job->target.log = prune_log;
+    job->cfg.proxy.log_ctx = job->target.log_ctx = c;
     job->cfg.proxy.store_path = job->target.store_path = path;   /* METIS batches: the store's partitioning, computed once */
     if ((rc = args_int(a, "--threads", 0, &iv))) return rc;
     if (iv > 0) inca_set_threads((int)iv);

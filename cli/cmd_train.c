@@ -4,6 +4,7 @@
 #include "core/args.h"
 #include "cli/commands.h"
 #include "cli/train_flags.h"
+#include "cli/progress.h"
 #include "core/json.h"
 #include "core/memstat.h"
 #include "core/comm.h"
@@ -204,6 +205,7 @@ int cmd_train(int argc, char **argv) {
     if (c.checkpoint_dir && me == 0 && (rc = cli_train_config_save(c.checkpoint_dir, a, &c, cli_version()))) goto done;
     rc = train_run(&d, &c, ids, nids, &r);
     if (ls.open) fputc('\n', stderr);   /* end the progress line */
+    cli_progress_line_open(0);
     if (rc || (rc = train_rank_records(&c, &r, nranks, rec, &recs)) || me != 0) goto done;
     if (save_params && (rc = npy_write_f32(save_params, r.params, r.nparams, 1))) goto done;
     if (args_has(a, "--json")) {

@@ -33,7 +33,8 @@ static const struct { const char *name; int (*fn)(int, char **); const char *hel
      "            --quiet (no progress line on a terminal)"},
     {"info", cmd_info, "info STORE [--json]"},
     {"verify", cmd_verify,
-     "verify STORE [--json]   check every checksum and the dataset's contents (exit 2 names the first bad value)"},
+     "verify STORE|SHARD_DIR [--json]   check every checksum and the dataset's contents\n"
+     "            (exit 2 names the first bad value); SHARD_DIR: every shard that inca shard --out DIR wrote"},
     {"partition", cmd_partition,
      "partition STORE --parts K [flags]   store a partitioning (and the layout the view loader maps)\n"
      "  (defaults in brackets)\n"

@@ -2,7 +2,9 @@
  * them): the known list, their parsing into train_config_t, and the "config" object of the
  * JSON (every resolved flag by name, so --config RESULT.json reruns it). */
 #include "cli/train_flags.h"
+#include "cli/progress.h"
 #include "core/status.h"
+#include "core/util.h"
 #include "nn/layer.h"
 #include <errno.h>
 #include <stdio.h>
@@ -40,11 +42,14 @@ static void train_log_stderr(void *ctx, int level, const char *line) {
     if (level == TRAIN_LOG_PROGRESS) {
         if (!s->tty) return;
         fprintf(stderr, "\r%s ", line);
+        fflush(stderr);
         s->open = 1;
+        cli_progress_line_open(1);   /* Ctrl-C now ends the line (cli/progress.h) */
         return;
     }
     fprintf(stderr, "%s%s\n", s->open ? "\n" : "", line);
     s->open = 0;
+    cli_progress_line_open(0);
 }
 
 int cli_train_config(const args_t *a, train_config_t *c, cli_log_state_t *ls) {
@@ -151,6 +156,7 @@ int cli_train_config(const args_t *a, train_config_t *c, cli_log_state_t *ls) {
     if (mb && c->loader == TRAIN_LOADER_COPY)
         return inca_fail(INCA_EINVAL, "--memory-budget: needs --loader view (or auto); --loader copy holds the dataset in memory");
     c->log = args_has(a, "--quiet") ? NULL : train_log_stderr;   /* --quiet: no status or progress lines */
+    if (c->log && ls->tty) cli_progress_sigint_install();
     c->log_ctx = ls;
     return INCA_OK;
 }
@@ -227,10 +233,10 @@ int cli_train_config_save(const char *dir, const args_t *a, const train_config_t
     cli_train_config_json(j, a, c);
     json_str(j, "version", version);
     FILE *f = fopen(tmp, "w");
-    if (!f) rc = inca_fail(INCA_EIO, "%s: cannot write: %s", tmp, strerror(errno));
+    if (!f) rc = inca_fail_write(path, errno);   /* the user's name, not the temporary's */
     else {
         rc = json_write(j, f);
-        if (fclose(f) != 0 && rc == INCA_OK) rc = inca_fail(INCA_EIO, "%s: write failed", tmp);
+        if (fclose(f) != 0 && rc == INCA_OK) rc = inca_fail(INCA_EIO, "%s: write failed", path);
         if (rc == INCA_OK && rename(tmp, path) != 0) rc = inca_fail(INCA_EIO, "%s: cannot rename into place", path);
         if (rc != INCA_OK) remove(tmp);
     }

@@ -238,8 +238,12 @@ int args_parse(int argc, char **argv, const char *const *known, args_t **out) {
         size_t len = eq ? (size_t)(eq - s) : strlen(s);
         int is_bool = 0;
         if (!spec_find(known, s, len, &is_bool)) {
+            /* no "CMD: " here: main.c prefixes every message with "inca CMD: " already; a
+             * benchmark (argv[0] its name, help_cmd "bench") names itself after the flag */
+            char of[160] = "";
+            if (help_cmd && strcmp(help_cmd, cmd) != 0) snprintf(of, sizeof of, " for %s %s:", help_cmd, cmd);
             args_free(&a);
-            return inca_fail(INCA_EINVAL, "%s: unknown flag '%.*s' (see 'inca %s --help')", cmd, (int)len, s,
+            return inca_fail(INCA_EINVAL, "unknown flag%s '%.*s' (see 'inca %s --help')", of, (int)len, s,
                              help_cmd ? help_cmd : cmd);
         }
         char *name = inca_malloc(len + 1);
@@ -249,13 +253,17 @@ int args_parse(int argc, char **argv, const char *const *known, args_t **out) {
         a->owned[a->nowned++] = name;
         const char *val = NULL;
         if (is_bool) {
-            if (eq) { args_free(&a); return inca_fail(INCA_EINVAL, "%s: flag %s takes no value", cmd, name); }
+            if (eq) {   /* the message before args_free: name is owned by a */
+                const int rc = inca_fail(INCA_EINVAL, "flag %s takes no value, got '%s'", name, eq + 1);
+                args_free(&a);
+                return rc;
+            }
             val = "1";
         } else if (eq) {
             val = eq + 1;
         } else {
             if (i + 1 >= argc) {
-                int rc = inca_fail(INCA_EINVAL, "%s: flag %s expects a value", cmd, name);
+                int rc = inca_fail(INCA_EINVAL, "flag %s expects a value", name);
                 args_free(&a);
                 return rc;
             }

@@ -68,6 +68,56 @@ int inca_rmtree(const char *path) {
     return INCA_OK;
 }
 
+/* The folder part of path ("." when it has none, "/" for "/x"). */
+static void parent_of(const char *path, char *dir, size_t cap) {
+    size_t n = strlen(path);
+    while (n > 1 && path[n - 1] == '/') n--;   /* "out/x/" names x */
+    size_t k = n;
+    while (k > 0 && path[k - 1] != '/') k--;
+    if (k == 0) { snprintf(dir, cap, "."); return; }
+    while (k > 1 && path[k - 1] == '/') k--;
+    snprintf(dir, cap, "%.*s", (int)k, path);
+}
+
+int inca_out_check(const char *path) {
+    char dir[4096];
+    struct stat st;
+    parent_of(path, dir, sizeof dir);
+    if (stat(dir, &st) != 0) {
+        if (errno == ENOENT || errno == ENOTDIR)
+            return inca_fail(INCA_ENOTFOUND, "%s: cannot write: folder %s does not exist", path, dir);
+        return inca_fail(INCA_EIO, "%s: cannot write: folder %s: %s", path, dir, strerror(errno));
+    }
+    if (!S_ISDIR(st.st_mode)) return inca_fail(INCA_ENOTFOUND, "%s: cannot write: %s is not a folder", path, dir);
+    /* access() sees read-only mounts and, for other users than root, the folder's permissions */
+    if (access(dir, W_OK | X_OK) != 0)
+        return inca_fail(INCA_EIO, "%s: cannot write in folder %s: %s", path, dir, strerror(errno));
+    return INCA_OK;
+}
+
+int inca_fail_write(const char *path, int err) {
+    int rc = inca_out_check(path);
+    if (rc != INCA_OK) return rc;
+    return inca_fail(INCA_EIO, "%s: cannot write: %s", path, strerror(err));
+}
+
+int inca_err_untemp(int code, const char *tmp, const char *path) {
+    const char *m = inca_errmsg();
+    const size_t tl = strlen(tmp), pl = strlen(path);
+    char out[1024];
+    size_t o = 0;
+    if (tl == 0 || !strstr(m, tmp)) return code;
+    while (*m && o + 1 < sizeof out) {
+        if (strncmp(m, tmp, tl) == 0 && o + pl + 1 < sizeof out) {
+            memcpy(out + o, path, pl);
+            o += pl;
+            m += tl;
+        } else out[o++] = *m++;
+    }
+    out[o] = '\0';
+    return inca_fail(code, "%s", out);
+}
+
 void inca_madvise(const void *p, int64_t bytes, int advice) {
     if (!p || bytes <= 0) return;
     const uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE), lo = (uintptr_t)p & ~(pg - 1);

@@ -18,4 +18,15 @@ int inca_path_exists(const char *path);
 /* Remove a file or a directory tree (like rm -rf); missing path is fine. Returns INCA_OK or
  * INCA_EIO with a message. */
 int inca_rmtree(const char *path);
+/* Outputs are written to a temporary beside path and renamed over it, so a failure to write
+ * says so in terms of the path the user gave, never the temporary's name:
+ * inca_out_check: INCA_OK when path's folder exists and takes new entries; else ENOTFOUND
+ * ("PATH: cannot write: folder DIR does not exist") or EIO naming path, its folder and why.
+ * inca_fail_write: the message for a write of path that failed with errno err (the folder's
+ * problem when it has one, else strerror(err)), INCA_EIO or ENOTFOUND. */
+int inca_out_check(const char *path);
+int inca_fail_write(const char *path, int err);
+/* The current message with every occurrence of tmp (a temporary name beside path) replaced by
+ * path, so an error deep inside a write names the user's output; returns code. */
+int inca_err_untemp(int code, const char *tmp, const char *path);
 #endif

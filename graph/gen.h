@@ -8,6 +8,8 @@
  * - N*D/2 undirected edges are SAMPLED; duplicates and self-loops are then removed, so the
  *   stored directed edge count is at most N*D (R-MAT loses a visible share to duplicates at
  *   high degree; CSBM loses almost none when classes are large).
+ * - gen_opts_check refuses D > N-1 (no simple graph has it), and a CSBM whose merged duplicates
+ *   would move the edge homophily more than 0.05 from H (too few nodes per class for D).
  * - Peak memory is about 16 bytes per sampled edge (int64 src/dst) plus what csr_from_edges
  *   needs, plus N*F*4 bytes of features.
  */
@@ -69,6 +71,13 @@ int gen_csbm(const gen_opts_t *o, dataset_t *out, gen_stats_t *st);
  * for equal classes of size s: p_in = H*D/(s-1), p_out = (1-H)*D/(N-s)). Options as checked by
  * gen_opts_check(o, "csbm"). */
 void gen_csbm_edge_probs(const gen_opts_t *o, double *p_in, double *p_out);
+
+/* What gen_csbm(o) is expected to store once repeated pairs merge: each pair is sampled a
+ * Poisson number of times with mean p_in or p_out (gen_csbm_edge_probs) and stored when that is
+ * at least 1, so *degree is the expected average degree and *homophily the expected edge
+ * homophily (o->homophily when no edge is expected). gen_opts_check refuses options whose
+ * homophily would drift more than 0.05 from o->homophily. Options as checked up to that point. */
+void gen_csbm_expected(const gen_opts_t *o, double *degree, double *homophily);
 
 /* Fraction of stored (directed) edges whose endpoints share a label, over edges with both
  * endpoints labelled; NaN when there are none. */

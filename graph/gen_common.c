@@ -19,49 +19,111 @@ void gen_opts_default(gen_opts_t *o) {
     o->split[2] = 0.2;
 }
 
+/* The CSBM's edge probabilities and what merging repeated pairs leaves of its degree and
+ * homophily: here, beside the option check that refuses what cannot be reached (gen_csbm.c uses
+ * them too). */
+void gen_csbm_edge_probs(const gen_opts_t *o, double *p_in, double *p_out) {
+    int64_t m = 0;
+    if (gen_edge_count(o, &m) != INCA_OK) m = 0;
+    const int64_t n = o->nodes, C = o->classes, q = n / C, big = n % C;   /* big classes: q+1 */
+    double intra = (double)big * (double)(q + 1) * (double)q / 2.0 +
+                   (double)(C - big) * (double)q * (double)(q - 1) / 2.0;
+    double all = (double)n * (double)(n - 1) / 2.0, inter = all - intra;
+    *p_in = intra > 0 ? o->homophily * (double)m / intra : 0.0;
+    *p_out = inter > 0 ? (1.0 - o->homophily) * (double)m / inter : 0.0;
+}
+
+void gen_csbm_expected(const gen_opts_t *o, double *degree, double *homophily) {
+    const int64_t n = o->nodes, C = o->classes, q = n / C, big = n % C;
+    const double intra = (double)big * (double)(q + 1) * (double)q / 2.0 +
+                         (double)(C - big) * (double)q * (double)(q - 1) / 2.0;
+    const double inter = (double)n * (double)(n - 1) / 2.0 - intra;
+    double p_in, p_out;
+    gen_csbm_edge_probs(o, &p_in, &p_out);
+    /* a pair sampled k ~ Poisson(p) times is stored once when k >= 1 */
+    const double e_in = intra * -expm1(-p_in), e_out = inter * -expm1(-p_out);
+    *degree = n > 0 ? 2.0 * (e_in + e_out) / (double)n : 0.0;
+    *homophily = e_in + e_out > 0 ? e_in / (e_in + e_out) : o->homophily;
+}
+
+/* How far a CSBM's realised edge homophily may drift from --homophily before the request is
+ * refused as unreachable (the drift of graphs big enough for it is well below 0.01). */
+#define GEN_HOMOPHILY_TOL 0.05
+
+/* A CSBM too small for its degree: same-class pairs (or cross-class ones) are sampled more than
+ * once and merge, so the graph loses edges on one side more than the other and its homophily
+ * drifts towards the fraction of same-class pairs. Refused, naming the largest --avg-degree whose
+ * expected homophily stays within the tolerance (the drift grows with the degree: bisection). */
+static int csbm_saturation_check(const gen_opts_t *o) {
+    double deg, hom;
+    gen_csbm_expected(o, &deg, &hom);
+    if (!(fabs(hom - o->homophily) > GEN_HOMOPHILY_TOL)) return INCA_OK;
+    gen_opts_t t = *o;
+    double lo = 0.0, hi = o->avg_degree;
+    for (int it = 0; it < 60; it++) {
+        t.avg_degree = 0.5 * (lo + hi);
+        double d2, h2;
+        gen_csbm_expected(&t, &d2, &h2);
+        if (fabs(h2 - o->homophily) > GEN_HOMOPHILY_TOL) hi = t.avg_degree;
+        else lo = t.avg_degree;
+    }
+    return inca_fail(INCA_EINVAL, "--avg-degree %g with --homophily %g is more than %lld nodes in %d classes can hold: "
+                     "repeated pairs would merge into an average degree of about %.1f and edge homophily %.2f (more "
+                     "than %.2f off); use --avg-degree at most %.1f, more --nodes or fewer --classes",
+                     o->avg_degree, o->homophily, (long long)o->nodes, o->classes, deg, hom, GEN_HOMOPHILY_TOL,
+                     floor(lo * 10.0) / 10.0);
+}
+
 int gen_opts_check(const gen_opts_t *o, const char *kind) {
     int csbm = strcmp(kind, "csbm") == 0;
     if (!csbm && strcmp(kind, "rmat") != 0)
-        return inca_fail(INCA_EINVAL, "gen: unknown kind '%s', expected rmat or csbm", kind);
+        return inca_fail(INCA_EINVAL, "--kind '%s' is unknown, expected rmat or csbm", kind);
     if (o->nodes < 1 || o->nodes > INT32_MAX)
-        return inca_fail(INCA_EINVAL, "gen: --nodes is %lld, expected 1..%d (32-bit column ids)",
+        return inca_fail(INCA_EINVAL, "--nodes is %lld, expected 1..%d (32-bit column ids)",
                          (long long)o->nodes, INT32_MAX);
     if (!(o->avg_degree >= 0.0) || !isfinite(o->avg_degree))
-        return inca_fail(INCA_EINVAL, "gen: --avg-degree is %g, expected a finite number >= 0", o->avg_degree);
+        return inca_fail(INCA_EINVAL, "--avg-degree is %g, expected a finite number >= 0", o->avg_degree);
+    /* a simple graph (no duplicate edges, no self-loops) gives a node at most N-1 neighbours:
+     * beyond that the generator would sample duplicates that merge, and silently return less */
+    if (o->avg_degree > (double)(o->nodes - 1))
+        return inca_fail(INCA_EINVAL, "--avg-degree %g: at most N-1 = %lld for %lld nodes (no duplicate edges or "
+                         "self-loops)", o->avg_degree, (long long)(o->nodes - 1), (long long)o->nodes);
     if (o->features < 0 || (double)o->features * (double)o->nodes > 0x1p60)
-        return inca_fail(INCA_EINVAL, "gen: --features is %lld, expected >= 0 and nodes x features < 2^60",
+        return inca_fail(INCA_EINVAL, "--features is %lld, expected >= 0 and nodes x features < 2^60",
                          (long long)o->features);
     if (!(o->noise >= 0.0) || !isfinite(o->noise))
-        return inca_fail(INCA_EINVAL, "gen: --noise is %g, expected a finite number >= 0", o->noise);
+        return inca_fail(INCA_EINVAL, "--noise is %g, expected a finite number >= 0", o->noise);
     if (o->classes < 0)
-        return inca_fail(INCA_EINVAL, "gen: --classes is %d, expected >= 0", o->classes);
+        return inca_fail(INCA_EINVAL, "--classes is %d, expected >= 0", o->classes);
     if (csbm) {
         if (o->classes < 2)
-            return inca_fail(INCA_EINVAL, "gen csbm: --classes is %d, expected at least 2", o->classes);
+            return inca_fail(INCA_EINVAL, "--classes is %d, expected at least 2 for --kind csbm", o->classes);
         if (o->nodes < 2 * (int64_t)o->classes)
-            return inca_fail(INCA_EINVAL, "gen csbm: --nodes %lld is too small for %d classes (need at least 2 per class)",
+            return inca_fail(INCA_EINVAL, "--nodes %lld is too small for %d classes (--kind csbm needs at least 2 per class)",
                              (long long)o->nodes, o->classes);
         if (!(o->homophily >= 0.0 && o->homophily <= 1.0))
-            return inca_fail(INCA_EINVAL, "gen csbm: --homophily is %g, expected a fraction in [0,1]", o->homophily);
+            return inca_fail(INCA_EINVAL, "--homophily is %g, expected a fraction in [0,1]", o->homophily);
         if (!(o->mean_scale >= 0.0) || !isfinite(o->mean_scale))
-            return inca_fail(INCA_EINVAL, "gen csbm: --mean-scale is %g, expected a finite number >= 0", o->mean_scale);
+            return inca_fail(INCA_EINVAL, "--mean-scale is %g, expected a finite number >= 0", o->mean_scale);
     }
     double sum = 0.0;
     for (int k = 0; k < 3; k++) {
         if (!(o->split[k] >= 0.0 && o->split[k] <= 1.0))
-            return inca_fail(INCA_EINVAL, "gen: split fraction %d is %g, expected [0,1]", k + 1, o->split[k]);
+            return inca_fail(INCA_EINVAL, "--split: fraction %d is %g, expected [0,1]", k + 1, o->split[k]);
         sum += o->split[k];
     }
     if (sum > 1.0 + 1e-9)
-        return inca_fail(INCA_EINVAL, "gen: split fractions sum to %g, expected at most 1", sum);
+        return inca_fail(INCA_EINVAL, "--split: fractions sum to %g, expected at most 1", sum);
     int64_t m;
-    return gen_edge_count(o, &m);
+    int rc = gen_edge_count(o, &m);
+    if (rc == INCA_OK && csbm) rc = csbm_saturation_check(o);
+    return rc;
 }
 
 int gen_edge_count(const gen_opts_t *o, int64_t *m) {
     double e = floor((double)o->nodes * o->avg_degree / 2.0 + 0.5);
     if (e > 4.0e18)
-        return inca_fail(INCA_EINVAL, "gen: --nodes %lld x --avg-degree %g is too many edges",
+        return inca_fail(INCA_EINVAL, "--nodes %lld x --avg-degree %g is too many edges",
                          (long long)o->nodes, o->avg_degree);
     *m = (int64_t)e;
     return INCA_OK;

@@ -111,13 +111,3 @@ fail:
     return rc;
 }
 
-void gen_csbm_edge_probs(const gen_opts_t *o, double *p_in, double *p_out) {
-    int64_t m = 0;
-    if (gen_edge_count(o, &m) != INCA_OK) m = 0;
-    const int64_t n = o->nodes, C = o->classes, q = n / C, big = n % C;   /* big classes: q+1 */
-    double intra = (double)big * (double)(q + 1) * (double)q / 2.0 +
-                   (double)(C - big) * (double)q * (double)(q - 1) / 2.0;
-    double all = (double)n * (double)(n - 1) / 2.0, inter = all - intra;
-    *p_in = intra > 0 ? o->homophily * (double)m / intra : 0.0;
-    *p_out = inter > 0 ? (1.0 - o->homophily) * (double)m / inter : 0.0;
-}

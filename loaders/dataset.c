@@ -244,6 +244,9 @@ int dataset_save(const dataset_t *d, const char *path, int overwrite) {
     remove_stale_tmp(path);
     if (inca_path_exists(path) && !overwrite)
         return inca_fail(INCA_EINVAL, "%s: already exists (pass --force to replace it)", path);
+    /* the store is written as <path>.tmp-<pid>: a missing or read-only folder is reported
+     * here, naming path, rather than as the temporary's mkdir */
+    if ((rc = inca_out_check(path)) != INCA_OK) return rc;
     char tmp[4096], old[4096];
     snprintf(tmp, sizeof tmp, "%s.tmp-%ld", path, (long)getpid());
     snprintf(old, sizeof old, "%s.old-%ld", path, (long)getpid());
@@ -253,6 +256,7 @@ int dataset_save(const dataset_t *d, const char *path, int overwrite) {
         /* LMDB aborted the transaction; the temporary directory goes, and `path` was never
          * touched, so a full disk leaves no partial store (test_store_corrupt.c) */
         inca_rmtree(tmp);
+        rc = inca_err_untemp(rc, tmp, path);   /* the message names path, as the user gave it */
         return inca_fail_ctx(rc, "%s: not written (nothing left behind%s)", path, inca_path_exists(path) ? ", the old store is intact" : "");
     }
     int had = inca_path_exists(path);

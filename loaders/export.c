@@ -305,13 +305,13 @@ int export_dataset_parts(const dataset_t *d, int fmt, const char *out, const cha
                          export_stats_t *st) {
     memset(st, 0, sizeof *st);
     const char *split = split_name && *split_name ? split_name : d->split_name[0] ? d->split_name : "stored";
-    if (fmt < EXPORT_OGB || fmt > EXPORT_NPY) return inca_fail(INCA_EINVAL, "export: unknown format %d", fmt);
+    if (fmt < EXPORT_OGB || fmt > EXPORT_NPY) return inca_fail(INCA_EINVAL, "--format: unknown format %d", fmt);
     if (strchr(split, '/') || strcmp(split, ".") == 0 || strcmp(split, "..") == 0)
         return inca_fail(INCA_EINVAL, "--split-name: expected a folder name, got '%s'", split);
     for (int32_t i = 0; i < d->n_more; i++)
         if (strcmp(d->more[i].name, split) == 0)
             return inca_fail(INCA_EINVAL, "--split-name %s: the store holds another split of that name", split);
-    if (!d->x || d->f < 1) return inca_fail(INCA_EINVAL, "export: the dataset has no features to write");
+    if (!d->x || d->f < 1) return inca_fail(INCA_EINVAL, "the dataset has no features to write");
     if (part && fmt == EXPORT_OGB)
         return inca_fail(INCA_EINVAL, "export --partition: the OGB layout has no place for a part vector; use --format npz or npy");
     if (fmt == EXPORT_OGB && !d->adj.rowptr)
@@ -326,7 +326,8 @@ int export_dataset_parts(const dataset_t *d, int fmt, const char *out, const cha
     arr_t A[A_N];
     memset(A, 0, sizeof A);
     /* a folder of ours (mkdir refuses an existing one), so a failure may remove it whole */
-    if (fmt != EXPORT_NPZ && mkdir(tmp, 0777) != 0) return inca_fail(INCA_EIO, "%s: cannot create: %s", tmp, strerror(errno));
+    if ((rc = inca_out_check(out)) != INCA_OK) return rc;   /* before any work, naming out */
+    if (fmt != EXPORT_NPZ && mkdir(tmp, 0777) != 0) return inca_fail_write(out, errno);
     if (fmt == EXPORT_OGB) {
         rc = write_ogb(d, tmp, split, st);
     } else {
@@ -337,7 +338,10 @@ int export_dataset_parts(const dataset_t *d, int fmt, const char *out, const cha
         arrays_free(A);
     }
     if (rc == INCA_OK && rename(tmp, out) != 0)
-        rc = inca_fail(INCA_EIO, "%s: cannot rename %s into place: %s", out, tmp, strerror(errno));
-    if (rc != INCA_OK) remove_tree(tmp, fmt);
+        rc = inca_fail(INCA_EIO, "%s: cannot move the finished export into place: %s", out, strerror(errno));
+    if (rc != INCA_OK) {
+        remove_tree(tmp, fmt);
+        rc = inca_err_untemp(rc, tmp, out);   /* a file inside names out/..., as the user knows it */
+    }
     return rc;
 }

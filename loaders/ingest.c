@@ -32,6 +32,6 @@ const char *ingest_format_name(ingest_format_t f) {
 int ingest_run(ingest_format_t f, const char *src, const ingest_opts_t *opts, dataset_t *out) {
     static const ingest_opts_t defaults = {0};
     if (!opts) opts = &defaults;
-    if ((unsigned)f >= (unsigned)NFORMATS) return inca_fail(INCA_EINVAL, "ingest: unknown format %d", (int)f);
+    if ((unsigned)f >= (unsigned)NFORMATS) return inca_fail(INCA_EINVAL, "--format: unknown format %d", (int)f);
     return formats[f].parse(src, opts, out);
 }

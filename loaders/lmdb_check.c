@@ -156,9 +156,13 @@ static int read_meta(walk_t *w, uint64_t i, uint32_t psize, uint64_t npages, met
     m->main_db = (db_t){rd64(d1 + 40), rd64(d1 + 32), rd16(d1 + 6)};
     m->last = rd64(mm + 24 + 2 * DB_SIZE);
     m->txnid = rd64(mm + 24 + 2 * DB_SIZE + 8);
-    if (rd64(mm + 8) != 0 || m->psize != psize || m->last < 1 || m->last >= npages || m->mapsize < (m->last + 1) * psize ||
+    if (rd64(mm + 8) != 0 || m->psize != psize || m->last < 1 || m->mapsize < (m->last + 1) * psize ||
         m->mapsize > ((uint64_t)1 << 48))
         return bad(w, i, "meta page has impossible sizes");
+    if (m->last >= npages)   /* a sane meta whose pages the file lacks: cut short, not damaged */
+        return inca_fail(INCA_EINVAL, "%s: holds %llu pages of %u bytes, but its LMDB meta page %llu uses %llu: truncated; "
+                         "restore a copy or re-create the store", w->path, (unsigned long long)npages, psize,
+                         (unsigned long long)i, (unsigned long long)(m->last + 1));
     return INCA_OK;
 }
 
@@ -170,13 +174,27 @@ int lmdb_check_file(const char *path, int64_t txnid) {
     struct stat st;
     unsigned char h[PAGEHDRSZ + 32];
     if (fstat(w.fd, &st) != 0) { rc = inca_fail(INCA_EIO, "%s: cannot stat: %s", path, strerror(errno)); goto done; }
+    /* the user's terms first: a cut-off file (a copy or download stopped early, a full disk) and
+     * a file that is no LMDB store at all are told apart from a damaged page */
     if (pread(w.fd, h, sizeof h, 0) != (ssize_t)sizeof h) {
-        rc = inca_fail(INCA_EINVAL, "%s: too short for an LMDB file: the store is corrupt", path);
+        rc = inca_fail(INCA_EINVAL, "%s: %lld bytes, too short for an LMDB store (at least 2 pages): truncated or not a "
+                       "store", path, (long long)st.st_size);
         goto done;
     }
     uint32_t psize = rd32(h + META_OFF + 24);
-    if (psize < 512 || psize > 65536 || (psize & (psize - 1)) || st.st_size < 2 * (off_t)psize) {
-        rc = inca_fail(INCA_EINVAL, "%s: LMDB meta page 0: bad page size %u: the store is corrupt", path, psize);
+    if (!(rd16(h + 10) & P_META) || rd32(h + META_OFF) != MDB_MAGIC_) {
+        rc = inca_fail(INCA_EINVAL, "%s: not an LMDB data file (no LMDB meta page at its start): damaged or not a store",
+                       path);
+        goto done;
+    }
+    if (psize < 512 || psize > 65536 || (psize & (psize - 1))) {
+        rc = inca_fail(INCA_EINVAL, "%s: LMDB meta page 0: bad page size %u: the store is corrupt; re-ingest it or restore "
+                       "a copy", path, psize);
+        goto done;
+    }
+    if (st.st_size < 2 * (off_t)psize) {
+        rc = inca_fail(INCA_EINVAL, "%s: %lld bytes, too short for an LMDB store (at least 2 pages of %u): truncated or "
+                       "not a store", path, (long long)st.st_size, psize);
         goto done;
     }
     uint64_t npages = (uint64_t)st.st_size / psize;

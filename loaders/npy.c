@@ -4,6 +4,7 @@
 #include "loaders/npy.h"
 #include "core/alloc.h"
 #include "core/status.h"
+#include "core/util.h"
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -19,7 +20,7 @@ static const char npy_magic[6] = {'\x93', 'N', 'U', 'M', 'P', 'Y'};
 static FILE *out_open(const char *path, char *tmp, size_t cap) {
     snprintf(tmp, cap, "%s.tmp-%ld", path, (long)getpid());
     FILE *f = fopen(tmp, "wb");
-    if (!f) inca_fail(INCA_EIO, "%s: cannot create: %s", tmp, strerror(errno));
+    if (!f) inca_fail_write(path, errno);   /* the user's path: the temporary is ours */
     return f;
 }
 

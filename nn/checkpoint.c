@@ -3,6 +3,7 @@
 #include "core/alloc.h"
 #include "core/json.h"
 #include "core/status.h"
+#include "core/util.h"
 #include "kernels/backend.h"
 #include <errno.h>
 #include <stdio.h>
@@ -103,7 +104,7 @@ int ckpt_save(const char *dir, int run, const train_config_t *c, const dataset_t
     h.t_epoch = st->t_epoch;
     h.opt_steps = optim_steps(o);
     FILE *fp = fopen(tmp, "wb");
-    if (!fp) return inca_fail(INCA_EIO, "%s: cannot create: %s", tmp, strerror(errno));
+    if (!fp) return inca_fail_write(path, errno);   /* path: the temporary is ours */
     int bad = put(fp, &h, sizeof h);
     for (int i = 0; i < h.nparams && !bad; i++) {
         nn_param_t *p = model_param(m, i);
@@ -137,7 +138,7 @@ int ckpt_save(const char *dir, int run, const train_config_t *c, const dataset_t
     if (rename(tmp, path) != 0) {
         int e = errno;
         remove(tmp);
-        return inca_fail(INCA_EIO, "%s: cannot rename to %s: %s", tmp, path, strerror(e));
+        return inca_fail(INCA_EIO, "%s: cannot move the new checkpoint into place: %s", path, strerror(e));
     }
     return INCA_OK;
 }
@@ -212,6 +213,10 @@ int ckpt_load(const char *dir, int run, const train_config_t *c, const dataset_t
     if (!o && !rc) {   /* the model alone (prediction): no moments, no history tables */
         st->finished = h.finished;
         st->epoch = h.epoch;
+        train_best_init(&st->best);   /* which epoch was the best, for predict to say */
+        st->best.epoch = h.best_epoch;
+        st->best.val_acc = h.best_val_acc;
+        st->best.test_acc = h.best_test_acc;
         goto done;
     }
     int32_t nb = -1;
@@ -305,10 +310,10 @@ int ckpt_rank_dir(const train_config_t *c, int rank, int ranks, char *out, size_
         }
         json_arr_end(j);
         FILE *f = fopen(tmp, "w");
-        if (!f) rc = inca_fail(INCA_EIO, "%s: cannot write", tmp);
+        if (!f) rc = inca_fail_write(mp, errno);
         else {
             rc = json_write(j, f);
-            if (fclose(f) != 0 && rc == INCA_OK) rc = inca_fail(INCA_EIO, "%s: write failed", tmp);
+            if (fclose(f) != 0 && rc == INCA_OK) rc = inca_fail(INCA_EIO, "%s: write failed", mp);
             if (rc == INCA_OK && rename(tmp, mp) != 0) rc = inca_fail(INCA_EIO, "%s: cannot rename into place", mp);
         }
         json_free(&j);

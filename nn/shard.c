@@ -51,6 +51,26 @@ int shard_dir_ranks(const char *dir, int rank, int *ranks) {
     return found;
 }
 
+static int rr_cmp(const void *a, const void *b) {
+    const int *x = a, *y = b;
+    return x[1] != y[1] ? (x[1] > y[1]) - (x[1] < y[1]) : (x[0] > y[0]) - (x[0] < y[0]);
+}
+
+int shard_dir_list(const char *dir, int (*rr)[2], int cap) {
+    DIR *dp = opendir(dir);
+    int n = 0;
+    for (struct dirent *e; dp && (e = readdir(dp));) {
+        int r = -1, p = 0, end = 0;
+        if (sscanf(e->d_name, "rank-%d-of-%d.lmdb%n", &r, &p, &end) != 2 || e->d_name[end] != 0 || p < 1 || r < 0 || r >= p)
+            continue;
+        if (n < cap) { rr[n][0] = r; rr[n][1] = p; }
+        n++;
+    }
+    if (dp) closedir(dp);
+    if (n > 0 && cap > 0) qsort(rr, (size_t)(n < cap ? n : cap), sizeof rr[0], rr_cmp);
+    return n;
+}
+
 /* one rank's shard, written to tmp (a fresh store) */
 static int write_one(const char *tmp, const dataset_t *d, const partition_t *p, const dist_plan_t *plan,
                      const layout_views_t *v, const shard_opts_t *o, int norm, int r, int64_t *own, int64_t *halo) {
@@ -172,7 +192,11 @@ int shard_write(const char *store_path, const shard_opts_t *o, const char *dir, 
     c.store_path = store_path;
     if ((rc = train_partition(&d, &c, &p, NULL)) != INCA_OK || (rc = train_view_open(&d, &c, &p, &s, &v)) != INCA_OK) goto done;
     if ((rc = dist_plan_make(&v.a, p.bounds, p.k, o->ranks, &plan)) != INCA_OK) goto done;
-    if (mkdir(dir, 0777) != 0 && errno != EEXIST) { rc = inca_fail(INCA_EIO, "%s: cannot create the folder", dir); goto done; }
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+        const int e = errno;
+        if ((rc = inca_out_check(dir)) == INCA_OK) rc = inca_fail(INCA_EIO, "%s: cannot create the folder: %s", dir, strerror(e));
+        goto done;
+    }
     for (int r = 0; r < o->ranks && rc == INCA_OK; r++) {
         char path[4096], tmp[4200];
         shard_name(path, sizeof path, dir, r, o->ranks);
@@ -182,8 +206,12 @@ int shard_write(const char *store_path, const shard_opts_t *o, const char *dir, 
         rc = write_one(tmp, &d, &p, &plan, &v, o, nn_kind_norm(o->model), r, &own, &halo);
         /* the new shard replaces the old one whole, or not at all */
         if (rc == INCA_OK && (rc = inca_rmtree(path)) == INCA_OK && rename(tmp, path) != 0)
-            rc = inca_fail(INCA_EIO, "%s: cannot rename %s into place", path, tmp);
-        if (rc != INCA_OK) { inca_rmtree(tmp); break; }
+            rc = inca_fail(INCA_EIO, "%s: cannot move the new shard into place: %s", path, strerror(errno));
+        if (rc != INCA_OK) {   /* the message names the shard, not its temporary */
+            inca_rmtree(tmp);
+            rc = inca_err_untemp(rc, tmp, path);
+            break;
+        }
         if (st) {
             store_t *q = NULL;
             st->own_rows[r] = own;
@@ -264,9 +292,15 @@ int shard_open(const char *dir, int rank, int ranks, shard_t *out) {
     if (!inca_path_exists(out->path)) {
         int have = 0;
         const int any = shard_dir_ranks(dir, rank, &have);
+        /* a shard folder is one P-rank job's data: what trains it is mpirun with that P (re-sharding
+         * for this rank count would only be right if the user meant to run that many) */
+        if (any && have != ranks)
+            return inca_fail(INCA_EINVAL, "%s: the folder holds shards of a %d-rank job; train it as 'mpirun -np %d inca "
+                             "train %s ...' (this run has %d rank%s), or train the original store", dir, have, have, dir,
+                             ranks, ranks == 1 ? "" : "s");
         if (any)
-            return inca_fail(INCA_EINVAL, "%s: rank-%d-of-%d.lmdb is missing; the folder holds shards of a %d-rank job "
-                             "(copy this rank's shard here, or inca shard --ranks %d)", dir, rank, ranks, have, ranks);
+            return inca_fail(INCA_EINVAL, "%s: rank-%d-of-%d.lmdb is missing (this folder holds other ranks' shards); copy "
+                             "rank %d's shard from the folder inca shard wrote", dir, rank, ranks, rank);
         return inca_fail(INCA_ENOTFOUND, "%s: no shards (inca shard STORE --ranks P --out %s)", dir, dir);
     }
     return open_path(rank, ranks, out);

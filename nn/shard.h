@@ -47,6 +47,9 @@ int shard_write(const char *store_path, const shard_opts_t *o, const char *dir, 
  * rank's own (a machine may hold only its own), -1 with *ranks = some P when there are shards
  * but none for rank, 0 when there are none. */
 int shard_dir_ranks(const char *dir, int rank, int *ranks);
+/* The shards in dir (whole names rank-R-of-P.lmdb), sorted by P then R: the first cap of them
+ * in rr[i] = {R, P}; returns how many there are (0: none, or dir is no folder). inca verify DIR. */
+int shard_dir_list(const char *dir, int (*rr)[2], int cap);
 
 typedef struct shard {
     dataset_t d;          /* labels and splits (own nodes only), meta of the whole graph */

@@ -76,7 +76,7 @@ int prune_dyn_save(const char *path, const char *tag, const char *key, const pru
     if (!rc) rc = store_write_commit(&w);
     store_write_abort(&w);
     store_close(&s);
-    if (rc) inca_fail_ctx(rc, "saving dynamics in %s: ", path);
+    if (rc) inca_fail_ctx(rc, "saving dynamics in %s", path);
     return rc;
 }
 

@@ -48,7 +48,7 @@ static int eval_one(const dataset_t *d, train_config_t *tc, const int64_t *ids, 
     int graph = d->adj.rowptr != NULL && d->adj.nnz > 0;
     int rc = graph ? INCA_OK : prune_make_pruned(d, ids, nids, &cd);
     if (!rc) rc = graph ? train_run(d, tc, ids, nids, &tr) : train_run(&cd, tc, NULL, 0, &tr);
-    if (rc) inca_fail_ctx(rc, "training the target on %s: ", what);
+    if (rc) inca_fail_ctx(rc, "training the target on %s", what);
     *acc = tr.test_acc;
     train_result_free(&tr);
     dataset_free(&cd);

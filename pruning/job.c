@@ -4,6 +4,7 @@
 #include "core/alloc.h"
 #include "core/status.h"
 #include "core/util.h"
+#include "kernels/backend.h"
 #include "loaders/npy.h"
 #include "pruning/dyn_io.h"
 #include "pruning/labeled.h"
@@ -31,6 +32,34 @@ void prune_job_free(prune_job_t *job) {
     INCA_FREE(job->y_vis);
     job->pool = NULL;
     job->npool = job->nlab = 0;
+}
+
+/* --device cuda answered before any work: the proxy and the target make their contexts only
+ * when they first train, after loading, the labelling check and the spreading (minutes on a large
+ * pool), and a failure there reads as the stage's. A context made and freed here: kc_create's
+ * rule, train's message. The reason without kc_create's "--device cuda: " and "no usable CUDA
+ * device (...)" around it, so the line says it once. */
+static int job_device_check(const prune_job_t *job) {
+    const char *dev = job->cfg.proxy.device;
+    if (!dev || strcmp(dev, "cuda") != 0) dev = job->target.device;
+    if (!dev || strcmp(dev, "cuda") != 0) return INCA_OK;
+    const kern_ctx_opts_t ko = {.device = dev};
+    kern_ctx_t *kc = NULL;
+    if (kc_create(&ko, &kc) == INCA_OK) {
+        kc_free(&kc);
+        return INCA_OK;
+    }
+    static const char pre[] = "--device cuda: ", inner[] = "no usable CUDA device (";
+    char why[512];
+    snprintf(why, sizeof why, "%s", inca_errmsg());
+    char *w = why;
+    if (strncmp(w, pre, sizeof pre - 1) == 0) w += sizeof pre - 1;
+    const size_t wl = strlen(w);
+    if (strncmp(w, inner, sizeof inner - 1) == 0 && wl > sizeof inner && w[wl - 1] == ')') {
+        w[wl - 1] = '\0';
+        w += sizeof inner - 1;
+    }
+    return inca_fail(INCA_ERR, "--device cuda: no CUDA device is available (%s); run with --device cpu", w);
 }
 
 /* The store with its split; its train split is the pool. */
@@ -65,7 +94,7 @@ static int job_label(prune_job_t *job) {
     if (rc) return rc;
     if (!(job->y_vis = inca_malloc((size_t)d->n * sizeof *job->y_vis))) return INCA_ENOMEM;
     if ((rc = prune_visible_labels(d->y, d->n, job->lab, job->nlab, job->y_vis))) {
-        inca_fail_ctx(rc, "%s: ", src);
+        inca_fail_ctx(rc, "%s", src);
         return rc;
     }
     if ((rc = prune_labeled_covers_classes(d, job->pool, job->npool, job->y_vis, src))) return rc;
@@ -179,7 +208,8 @@ int prune_job_run(prune_job_t *job) {
         job->cfg.keeps[0] = job->cfg.sel.keep;
         job->cfg.nkeeps = 1;
     }
-    int rc = job_load(job);
+    int rc = job_device_check(job);
+    if (!rc) rc = job_load(job);
     if (!rc && job->o.loaded) rc = job->o.loaded(job->o.ctx, job);
     if (!rc) rc = job_label(job);
     if (!rc) rc = job_dynamics(job);

@@ -1,6 +1,7 @@
 /* A whole pruning run on a store, the one sequence that `inca prune` (cli/cmd_prune.c) and
  * `inca bench pruning` (bench/bench_pruning.c) share:
- *   load the store and apply the split -> [loaded hook: the caller's defaults by data kind]
+ *   --device cuda: a context made and freed, refused (INCA_ERR) before anything else runs
+ *   -> load the store and apply the split -> [loaded hook: the caller's defaults by data kind]
  *   -> the labelled subset (read or picked) and the visible labels (labeled.h)
  *   -> prune_run on them (pipeline.h), or the stored dynamics loaded, scored and selected
  *   -> the dynamics saved in the store (dyn_io.h)

@@ -15,9 +15,9 @@
  * labellers spread over the dataset's graph; *proxy_graph, the proxy trains on it. */
 static int prune_run_check(const dataset_t *dv, const int64_t *pool, int64_t npool, const prune_config_t *cfg,
                            int *use_graph, int *proxy_graph) {
-    if (!dv->y) return inca_fail(INCA_EINVAL, "prune: the dataset has no labels");
-    if (dv->c < 2) return inca_fail(INCA_EINVAL, "prune: need at least 2 classes, got %d", dv->c);
-    if (npool < 2) return inca_fail(INCA_EINVAL, "prune: the pool (train split) holds %lld examples; need >= 2", (long long)npool);
+    if (!dv->y) return inca_fail(INCA_EINVAL, "the dataset has no labels");
+    if (dv->c < 2) return inca_fail(INCA_EINVAL, "need at least 2 classes, got %d", dv->c);
+    if (npool < 2) return inca_fail(INCA_EINVAL, "the pool (train split) holds %lld examples; need >= 2", (long long)npool);
     for (int64_t i = 0; i < npool; i++)
         if (pool[i] < 0 || pool[i] >= dv->n) return inca_fail(INCA_EINVAL, "prune: pool id %lld outside [0, %lld)", (long long)pool[i], (long long)dv->n);
     int has_graph = dv->adj.rowptr != NULL && dv->adj.nnz > 0;
@@ -51,7 +51,8 @@ int prune_run(const dataset_t *dv, const int64_t *pool, int64_t npool, const pru
     /* relabelling: the proxy trained on the pseudo-labels relabels the unlabelled pool with its
      * own predictions, then the proxy that records trains on them */
     if (cfg->relabel > 0 && (rc = proxy_relabel(dv, pool, npool, cfg, proxy_graph, r))) goto fail;
-    train_log(&cfg->proxy, TRAIN_LOG_PROGRESS, "proxy training (%s)", train_model_name(cfg->proxy.model));
+    const int model = cfg->proxy.model != TRAIN_MODEL_AUTO ? cfg->proxy.model : proxy_graph ? NN_GCN : NN_MLP;   /* proxy.c's rule */
+    train_log(&cfg->proxy, TRAIN_LOG_PROGRESS, "proxy training (%s)", train_model_name(model));
     if ((rc = proxy_record(dv, pool, npool, cfg, proxy_graph, r))) goto fail;
     r->sec[PRUNE_ST_PROXY] = inca_now() - t0;
     if ((rc = prune_score_select(cfg, dv->c, r))) goto fail;

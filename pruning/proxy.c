@@ -150,9 +150,9 @@ int proxy_record(const dataset_t *dv, const int64_t *pool, int64_t npool, const 
     }
     r->dyn_bytes = dyn_bytes(&r->dyn);
     rc = train_run(&p.pd, tc, p.rows, npool, &tr);
-    if (rc) { inca_fail_ctx(rc, "proxy training: "); goto done; }
+    if (rc) { inca_fail_ctx(rc, "proxy training"); goto done; }
     if (r->dyn.epochs < 1) rc = inca_fail(INCA_ERR, "proxy training recorded no epoch");
-    else if ((rc = dyn_check_complete(&r->dyn))) inca_fail_ctx(rc, "proxy training (--proxy-method %s): ", train_method_name(tc->method));
+    else if ((rc = dyn_check_complete(&r->dyn))) inca_fail_ctx(rc, "proxy training (--proxy-method %s)", train_method_name(tc->method));
 done:
     train_result_free(&tr);
     proxy_data_free(&p);
@@ -162,7 +162,7 @@ done:
 }
 
 int proxy_logits(const dataset_t *dv, const int64_t *pool, int64_t npool, const prune_config_t *cfg, int use_graph,
-                 const prune_result_t *r, float conf_min, float *out) {
+                 const prune_result_t *r, float conf_min, const char *what, float *out) {
     train_result_t tr = {0};
     proxy_data_t p;
     int rc = proxy_data_make(dv, pool, npool, cfg, use_graph, r->pseudo, &p);
@@ -172,7 +172,7 @@ int proxy_logits(const dataset_t *dv, const int64_t *pool, int64_t npool, const 
     for (int64_t i = 0; i < npool; i++)
         if (r->conf[i] >= conf_min) p.rows[m++] = p.rows[i];
     rc = train_run(&p.pd, &p.tc, p.rows, m, &tr);
-    if (rc) inca_fail_ctx(rc, "proxy training (relabelling): ");
+    if (rc) inca_fail_ctx(rc, "proxy training (%s)", what);
     train_result_free(&tr);
     proxy_data_free(&p);
     return rc;
@@ -212,7 +212,9 @@ int proxy_relabel(const dataset_t *dv, const int64_t *pool, int64_t npool, const
         qsort(cs, (size_t)npool, sizeof *cs, f32_cmp);
         int64_t at = (int64_t)floor((1.0 - cfg->relabel_confident) * (double)npool);
         if (at >= npool) at = npool - 1;
-        rc = proxy_logits(dv, pool, npool, cfg, use_graph, r, cs[at < 0 ? 0 : at], lg);
+        char what[64];
+        snprintf(what, sizeof what, "--relabel round %d of %d", round + 1, cfg->relabel);
+        rc = proxy_logits(dv, pool, npool, cfg, use_graph, r, cs[at < 0 ? 0 : at], what, lg);
         if (!rc) proxy_relabel_from_logits(dv, pool, npool, use_graph, lg, r);
     }
     inca_free(lg);

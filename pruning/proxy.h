@@ -19,9 +19,10 @@ int proxy_record(const dataset_t *dv, const int64_t *pool, int64_t npool, const 
                  prune_result_t *r);
 /* The proxy trained on the pool rows whose confidence r->conf is at least conf_min only,
  * recording nothing: its evaluation logits after the last epoch into out (the proxy dataset's
- * rows x c: dv->n rows on a graph, npool on a table). */
+ * rows x c: dv->n rows on a graph, npool on a table). what: what it trains for, named in a
+ * training failure's message ("proxy training (what): ..."), as it serves several stages. */
 int proxy_logits(const dataset_t *dv, const int64_t *pool, int64_t npool, const prune_config_t *cfg, int use_graph,
-                 const prune_result_t *r, float conf_min, float *out);
+                 const prune_result_t *r, float conf_min, const char *what, float *out);
 /* The unlabelled pool rows take the argmax of the proxy's logits lg (rows: node ids on a graph,
  * pool positions on a table), confidence = its softmax probability; labelled rows keep theirs. */
 void proxy_relabel_from_logits(const dataset_t *dv, const int64_t *pool, int64_t npool, int on_graph, const float *lg,

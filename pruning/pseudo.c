@@ -324,7 +324,8 @@ int pseudo_proxy(const dataset_t *dv, const int64_t *pool, int64_t npool, const 
         r->pseudo[i] = dv->y[pool[i]];
         r->conf[i] = dv->y[pool[i]] >= 0 ? 1.0f : 0.0f;
     }
-    int rc = proxy_logits(dv, pool, npool, cfg, on_graph, r, 1.0f, lg);   /* the rows of confidence 1: the labelled */
+    /* the rows of confidence 1: the labelled */
+    int rc = proxy_logits(dv, pool, npool, cfg, on_graph, r, 1.0f, "on the labelled rows, the pseudo-labeller proxy", lg);
     if (!rc) proxy_relabel_from_logits(dv, pool, npool, on_graph, lg, r);
     inca_free(lg);
     r->sec[PRUNE_ST_SPREAD] = inca_now() - t0;

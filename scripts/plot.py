@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
-"""Pictures of inca's JSON outputs (issue 14), with Debian's python3-matplotlib:
+"""Pictures of inca's JSON outputs (issue 14), with Debian's python3-matplotlib (or pip's matplotlib):
 
     python3 scripts/plot.py curves METRICS.jsonl[=LABEL] ... --out curves.png
         train loss and validation / test accuracy per epoch (train --metrics files; every
         run of a file, one colour per file)
     python3 scripts/plot.py times RESULT.json[=LABEL] ... --out times.png
         epoch-time bars: bench epoch lines (per method: training steps, refresh, the rest)
-        and bench/compare_pyg.py lines (inca vs PyG per case, step and with evaluation)
+        and bench/compare_peers.py lines (inca vs PyG and DGL per case, step and with evaluation)
     python3 scripts/plot.py budget PRUNE.json ... --out budget.png
         the pruning budget curve: coreset, random and full-data accuracy (mean ± std) against
         the kept fraction, from prune --eval --json lines (one per budget)
@@ -14,18 +14,50 @@
         seconds and peak anonymous memory of each stage against the node count, from
         scripts/scale_curve.py lines (issue 28)
 
-Every input line that is not a JSON object is skipped; an input with none of the keys a kind
-needs is an error naming the file (exit 2). tests/test_plot.c renders each kind from small
-fixtures and checks the PNG.
+--out defaults to KIND.png in the current folder. Every input line that is not a JSON object is
+skipped; an input with none of the keys a kind needs is an error naming the file (exit 2), and so
+is a missing matplotlib (one line saying how to get it; a python3 on PATH without it, a pyenv or
+venv one, hands the run to Debian's /usr/bin/python3 when that one has it). tests/test_plot.c
+renders each kind from small fixtures and checks the PNG and the missing-matplotlib line.
 """
 import argparse
 import json
+import os
 import sys
+
+DEBIAN_PYTHON = "/usr/bin/python3"   # where Debian's python3-matplotlib installs
+REEXEC_ENV = "INCA_PLOT_FIRST_PYTHON"   # set when handed over: the interpreter that had no matplotlib
 
 
 def die(msg):
     print(f"plot: {msg}", file=sys.stderr)
     sys.exit(2)
+
+
+def pyplot():
+    """matplotlib.pyplot on the Agg backend, or one line on stderr naming the missing package and
+    how to get it (exit 2), not a traceback. `python3` on PATH is often not Debian's (pyenv, a
+    venv) and lacks the python3-matplotlib that scripts/setup.sh installs: then this script runs
+    again under /usr/bin/python3, once, so the README's `python3 scripts/plot.py ...` works."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        return plt
+    except ImportError as e:
+        why = " ".join(str(e).split()) or type(e).__name__   # one line, whatever the message
+        first = os.environ.get(REEXEC_ENV)
+        if first is None and os.path.realpath(sys.executable) != os.path.realpath(DEBIAN_PYTHON) \
+                and os.access(DEBIAN_PYTHON, os.X_OK):
+            os.environ[REEXEC_ENV] = sys.executable or "python3"
+            try:
+                os.execv(DEBIAN_PYTHON, [DEBIAN_PYTHON, os.path.abspath(__file__)] + sys.argv[1:])
+            except OSError:
+                pass   # not runnable after all: the message below
+        tried = f"{first} and {sys.executable}" if first else sys.executable
+        die(f"matplotlib is missing: `import matplotlib` failed under {tried} ({why}); install Debian's "
+            f"python3-matplotlib (apt-get install python3-matplotlib, for {DEBIAN_PYTHON}) or pip's matplotlib "
+            f"(python3 -m pip install matplotlib)")
 
 
 def lines(spec):
@@ -75,9 +107,10 @@ def times(ax, specs):
         path, label, rows = lines(spec)
         got = False
         for r in rows:
-            if "inca_epoch_time_s" in r and "pyg_epoch_time_s" in r:   # compare_pyg
-                for tool in ("inca", "pyg"):
-                    names.append(f"{r.get('case', label)}\n{'PyG' if tool == 'pyg' else 'inca'}")
+            peers = [t for t in ("pyg", "dgl") if f"{t}_epoch_time_s" in r]
+            if "inca_epoch_time_s" in r and peers:   # compare_peers (compare_pyg's lines too)
+                for tool in ["inca"] + peers:
+                    names.append(f"{r.get('case', label)}\n{ {'pyg': 'PyG', 'dgl': 'DGL'}.get(tool, 'inca') }")
                     step = r[f"{tool}_step_time_s"]
                     parts.setdefault("training step", []).append(1e3 * step)
                     parts.setdefault("evaluation and rest", []).append(1e3 * (r[f"{tool}_epoch_time_s"] - step))
@@ -92,8 +125,8 @@ def times(ax, specs):
                 parts.setdefault("evaluation and rest", []).append(1e3 * max(r["epoch_time_s"] - st - rf, 0.0))
                 got = True
         if not got:
-            die(f"{path}: no bench epoch or compare_pyg lines (epoch_time_s with step_time_per_epoch_s, or "
-                f"inca_/pyg_epoch_time_s)")
+            die(f"{path}: no bench epoch or compare_peers lines (epoch_time_s with step_time_per_epoch_s, or "
+                f"inca_ with pyg_ or dgl_epoch_time_s)")
     bottom = [0.0] * len(names)
     for k in ("training step", "refresh", "evaluation and rest"):
         v = parts.get(k, [0.0] * len(names))
@@ -157,12 +190,11 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("kind", choices=["curves", "times", "budget", "scale"])
     p.add_argument("inputs", nargs="+", help="JSON / JSON Lines files, each optionally FILE=LABEL")
-    p.add_argument("--out", required=True, help="the PNG to write")
+    p.add_argument("--out", default=None, help="the PNG to write (default: KIND.png)")
     p.add_argument("--title", default=None)
     a = p.parse_args()
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    a.out = a.out or f"{a.kind}.png"
+    plt = pyplot()
     if a.kind in ("curves", "scale"):
         fig, axes = plt.subplots(1, 2, figsize=(10, 4))
         (curves if a.kind == "curves" else scale)(axes, a.inputs)

@@ -291,13 +291,18 @@ START_TEST(test_predict) {
         snprintf(out, sizeof out, "%s/s%d.npy", dir, k);
         snprintf(pp, sizeof pp, "%s/p%d.npy", dir, k);
         snprintf(flags, sizeof flags, "--model gcn --method %s --epochs 25 --feature-norm row --threads 1 --checkpoint '%s' "
-                 "--metrics '%s' --save-params '%s' --quiet", methods[k], ck, m, pp);
-        ck_assert_int_eq(train(flags, NULL, NULL), 0);
+                 "--metrics '%s' --save-params '%s' --quiet --json", methods[k], ck, m, pp);
+        ck_assert_int_eq(train(flags, &o, NULL), 0);
+        const int best = (int)tu_json_num(tu_last_line(o), "best_epoch");
+        free(o);
         /* the store, the model and the feature norm come from the folder's config.json */
         snprintf(args, sizeof args, "predict --checkpoint '%s' --out '%s' --json", ck, out);
         ck_assert_msg(tu_inca(args, &o, &err) == 0, "%s", err);
         const char *j = tu_last_line(o);
         ck_assert_int_eq((int)tu_json_num(j, "checkpoint_epoch"), 24);
+        /* the checkpoint is the last epoch's model; predict names the best one too (issue 31) */
+        ck_assert_int_eq((int)tu_json_num(j, "best_epoch"), best);
+        ck_assert_msg(strstr(j, best == 24 ? "\"best_epoch_model\":true" : "\"best_epoch_model\":false"), "%s", j);
         const double want = last_epoch_test_acc(m), got = tu_json_num(j, "test_acc");
         if (k < 2) ck_assert_msg(got == want, "%s: predicted scores give %g, the metrics said %g", methods[k], got, want);
         else ck_assert_msg(fabs(got - want) <= 0.002, "%s: predicted scores give %g, the metrics said %g", methods[k], got, want);

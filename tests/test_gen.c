@@ -119,10 +119,15 @@ START_TEST(rmat_sizes) {
     ck_assert_int_eq(gen_rmat(&o, &d, NULL), INCA_OK);
     check_simple_symmetric(&d.adj, 4096);
     dataset_free(&d);
-    rmat_opts(&o, 1, 4, 1);   /* every sampled edge is a self-loop: dropped */
+    rmat_opts(&o, 1, 0, 1);   /* one node: no edge (--avg-degree above N-1 = 0 is refused) */
     ck_assert_int_eq(gen_rmat(&o, &d, NULL), INCA_OK);
     ck_assert_int_eq(d.n, 1);
     ck_assert_int_eq(d.adj.nnz, 0);
+    dataset_free(&d);
+    rmat_opts(&o, 2, 1, 1);   /* two nodes at the most a simple graph allows: half the samples are self-loops */
+    ck_assert_int_eq(gen_rmat(&o, &d, NULL), INCA_OK);
+    ck_assert_int_eq(d.n, 2);
+    check_simple_symmetric(&d.adj, 2);
     dataset_free(&d);
     rmat_opts(&o, 50, 0, 1);  /* no edges at all */
     ck_assert_int_eq(gen_rmat(&o, &d, NULL), INCA_OK);
@@ -395,11 +400,60 @@ START_TEST(opts_rejected) {
         }
         int rc = strcmp(bad[i].kind, "rmat") == 0 ? gen_rmat(&o, &d, NULL) : gen_csbm(&o, &d, NULL);
         ck_assert_msg(rc == INCA_EINVAL, "case %zu (%s field %d = %g) gave %d", i, bad[i].kind, bad[i].field, bad[i].val, rc);
-        ck_assert_msg(strstr(inca_errmsg(), "gen") != NULL, "message '%s'", inca_errmsg());
+        /* the flag first: inca gen prefixes "inca gen: " itself (issue 31) */
+        ck_assert_msg(strncmp(inca_errmsg(), "--", 2) == 0, "message '%s'", inca_errmsg());
         ck_assert_ptr_null(d.adj.rowptr);
     }
     csbm_opts(&o, 1000, 4, 4, 0.8, 2, 1);
     ck_assert_int_eq(gen_opts_check(&o, "er"), INCA_EINVAL);
+}
+END_TEST
+
+/* Issue 31: an average degree no simple graph reaches is refused (not silently cut to what the
+ * duplicates leave), naming the maximum; a CSBM too small for its degree, whose merged repeats
+ * would move the edge homophily off --homophily, is refused with the degree that keeps it. */
+START_TEST(degree_beyond_reach_refused) {
+    gen_opts_t o;
+    dataset_t d;
+    csbm_opts(&o, 100, 500, 4, 0.8, 2, 1);
+    ck_assert_int_eq(gen_csbm(&o, &d, NULL), INCA_EINVAL);
+    ck_assert_msg(strstr(inca_errmsg(), "--avg-degree 500: at most N-1 = 99 for 100 nodes"), "%s", inca_errmsg());
+    ck_assert_ptr_null(d.adj.rowptr);
+    rmat_opts(&o, 100, 99.5, 1);
+    ck_assert_int_eq(gen_rmat(&o, &d, NULL), INCA_EINVAL);
+    ck_assert_msg(strstr(inca_errmsg(), "at most N-1 = 99"), "%s", inca_errmsg());
+    rmat_opts(&o, 100, 99, 1);   /* the most, for R-MAT whose hubs always merge a share */
+    ck_assert_int_eq(gen_rmat(&o, &d, NULL), INCA_OK);
+    dataset_free(&d);
+    /* 99 is a simple graph's most, but 4 classes of 25 cannot hold 0.8 x 99 same-class neighbours */
+    csbm_opts(&o, 100, 99, 4, 0.8, 2, 1);
+    ck_assert_int_eq(gen_opts_check(&o, "csbm"), INCA_EINVAL);
+    ck_assert_msg(strstr(inca_errmsg(), "--avg-degree 99 with --homophily 0.8") && strstr(inca_errmsg(), "at most 19.9"),
+                  "%s", inca_errmsg());
+    o.avg_degree = 20;
+    ck_assert_int_eq(gen_csbm(&o, &d, NULL), INCA_EINVAL);
+    /* accepted: the expected figures hold on the graph, and stay within the tolerance */
+    const double degs[] = {10, 19.9};
+    for (int t = 0; t < 2; t++) {
+        double want_deg, want_h, got_deg = 0, got_h = 0;
+        csbm_opts(&o, 100, degs[t], 4, 0.8, 0, 1);
+        gen_csbm_expected(&o, &want_deg, &want_h);
+        ck_assert(fabs(want_h - 0.8) <= 0.05);
+        for (uint64_t seed = 1; seed <= 8; seed++) {   /* 8 graphs: the mean of a small graph's figures */
+            o.seed = seed;
+            ck_assert_int_eq(gen_csbm(&o, &d, NULL), INCA_OK);
+            got_deg += (double)d.adj.nnz / (double)d.n / 8.0;
+            got_h += homophily_of(&d) / 8.0;
+            dataset_free(&d);
+        }
+        ck_assert_msg(fabs(got_deg / want_deg - 1.0) < 0.03, "D=%g: degree %.3f, expected %.3f", degs[t], got_deg, want_deg);
+        ck_assert_msg(fabs(got_h - want_h) < 0.02, "D=%g: homophily %.3f, expected %.3f", degs[t], got_h, want_h);
+    }
+    /* a big graph: nothing to merge, the expected figures are the requested ones */
+    csbm_opts(&o, 20000, 10, 5, 0.8, 0, 1);
+    double e_deg, e_h;
+    gen_csbm_expected(&o, &e_deg, &e_h);
+    ck_assert(fabs(e_deg - 10.0) < 0.05 && fabs(e_h - 0.8) < 0.001);
 }
 END_TEST
 
@@ -537,6 +591,33 @@ START_TEST(cli_usage_errors) {
         free(err);
     }
     char *out = NULL, *err = NULL;
+    /* issue 31: one line, one prefix, the maximum named, nothing written */
+    static const struct { const char *args; const char *msg; } reach[] = {
+        {"--kind csbm --nodes 100 --avg-degree 500", "inca gen: --avg-degree 500: at most N-1 = 99 for 100 nodes"},
+        {"--kind rmat --nodes 100 --avg-degree 500", "inca gen: --avg-degree 500: at most N-1 = 99 for 100 nodes"},
+        {"--kind csbm --nodes 100 --avg-degree 99", "inca gen: --avg-degree 99 with --homophily 0.8 is more than 100 nodes"},
+    };
+    for (size_t i = 0; i < sizeof reach / sizeof reach[0]; i++) {
+        snprintf(cmd, sizeof cmd, "gen %s --out %s/r%zu --json", reach[i].args, dir, i);
+        ck_assert_int_eq(tu_inca(cmd, &out, &err), 2);
+        ck_assert_msg(strncmp(err, reach[i].msg, strlen(reach[i].msg)) == 0 && strchr(err, '\n') == err + strlen(err) - 1,
+                      "'%s': stderr '%s'", reach[i].args, err);
+        ck_assert_msg(!out || !*out, "'%s' printed '%s'", reach[i].args, out);
+        char p[700];
+        snprintf(p, sizeof p, "%s/r%zu", dir, i);
+        ck_assert(!tu_exists(p));
+        free(out);
+        free(err);
+    }
+    /* reachable, but small: both figures in the JSON, and a warning naming the shortfall */
+    snprintf(cmd, sizeof cmd, "gen --kind csbm --nodes 100 --avg-degree 10 --out %s/small --json", dir);
+    ck_assert_int_eq(tu_inca(cmd, &out, &err), 0);
+    ck_assert(tu_json_num(tu_last_line(out), "avg_degree_requested") == 10);
+    ck_assert(tu_json_num(tu_last_line(out), "avg_degree") < 9.5);
+    ck_assert(tu_json_num(tu_last_line(out), "homophily_requested") == 0.8);
+    ck_assert_msg(strstr(err, "inca gen: warning: --avg-degree 10 gave "), "stderr '%s'", err);
+    free(out);
+    free(err);
     snprintf(cmd, sizeof cmd, "gen --kind rmat --nodes 10 --avg-degree 2");
     ck_assert_int_eq(tu_inca(cmd, &out, &err), 2);
     ck_assert(err && strstr(err, "--out"));
@@ -561,6 +642,7 @@ int main(void) {
     tcase_add_test(tc, csbm_learnable);
     tcase_add_test(tc, csbm_deterministic);
     tcase_add_test(tc, opts_rejected);
+    tcase_add_test(tc, degree_beyond_reach_refused);
     tcase_add_test(tc, alloc_failures);
     suite_add_tcase(s, tc);
     TCase *cli = tcase_create("cli");

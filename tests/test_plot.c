@@ -3,7 +3,10 @@
  * IDAT stream inflated to exactly height x (1 + width x channels) bytes) and must not be blank
  * (a blank image, made here, fails the same check); inputs with nothing to plot exit 2 naming
  * the file. Needs python3 with matplotlib (Debian's python3-matplotlib, which scripts/setup.sh
- * installs); skipped (77) without it. */
+ * installs) for the pictures, skipped without it. Always: without matplotlib (a package of that
+ * name that fails to import, first on PYTHONPATH) plot.py says so in one line, exit 2, under
+ * python3 on PATH and under Debian's. Issue 31 item 6: the README's commands as written (python3
+ * on PATH, which may be a pyenv one without matplotlib; no --out). */
 #include "testutil.h"
 #include <stdint.h>
 #include <stdio.h>
@@ -106,13 +109,15 @@ START_TEST(each_kind_renders) {
     write_file("a.jsonl", m);
     write_file("b.jsonl", m);
     plot_ok("curves", "a.jsonl=full b.jsonl=incagg", "curves.png");
-    /* bench epoch and compare_pyg lines */
+    /* bench epoch and compare_peers lines (PyG alone, as compare_pyg wrote them, and PyG with DGL) */
     write_file("epoch.json",
                "{\"method\":\"gas\",\"epoch_time_s\":0.5,\"step_time_per_epoch_s\":0.4,\"refresh_time_per_epoch_s\":0}\n"
                "{\"method\":\"incagg\",\"refresh_epochs\":1,\"epoch_time_s\":0.3,\"step_time_per_epoch_s\":0.2,"
                "\"refresh_time_per_epoch_s\":0.05}\n");
     write_file("pyg.json", "some text first\n{\"case\":\"cora\",\"inca_step_time_s\":0.001,\"inca_epoch_time_s\":0.002,"
-                           "\"pyg_step_time_s\":0.07,\"pyg_epoch_time_s\":0.08}\n");
+                           "\"pyg_step_time_s\":0.07,\"pyg_epoch_time_s\":0.08}\n"
+                           "{\"case\":\"csbm\",\"inca_step_time_s\":1.9,\"inca_epoch_time_s\":2.6,\"pyg_step_time_s\":18.9,"
+                           "\"pyg_epoch_time_s\":28.1,\"dgl_step_time_s\":2.57,\"dgl_epoch_time_s\":3.59}\n");
     plot_ok("times", "epoch.json pyg.json", "times.png");
     /* prune --eval, three budgets */
     write_file("prune.json", "{\"keep\":0.01,\"coreset_acc\":0.6,\"coreset_acc_std\":0.02,\"random_acc\":0.55,"
@@ -130,6 +135,49 @@ START_TEST(each_kind_renders) {
                               "{\"nodes\":2000000,\"stage\":\"metis\",\"ok\":false,\"seconds\":1}\n"
                               "{\"nodes\":2000000,\"stage\":\"layout\",\"ok\":true,\"seconds\":27,\"peak_rss_anon_mb\":2400}\n");
     plot_ok("scale", "curve.jsonl", "scale.png");
+    /* as the README writes them: python3 on PATH (handing over to Debian's when it has no
+     * matplotlib) and no --out (KIND.png) */
+    char cmd[4096], p[1200], *out = NULL, *err = NULL;
+    snprintf(p, sizeof p, "%s/budget.png", dir);
+    remove(p);
+    snprintf(cmd, sizeof cmd, "cd '%s' && python3 '%s/scripts/plot.py' budget prune.json", dir, tu_src());
+    ck_assert_msg(tu_sh(cmd, &out, &err) == 0, "python3 plot.py budget (no --out): %s", err ? err : "");
+    free(out);
+    free(err);
+    int distinct = 0;
+    const char *why = png_check(p, &distinct);
+    ck_assert_msg(why == NULL, "budget.png: %s", why ? why : "");
+}
+END_TEST
+
+/* matplotlib that does not import: one line on stderr naming it and both ways to get it, exit 2,
+ * no picture, under python3 on PATH and under Debian's (where the first hands over) */
+START_TEST(missing_matplotlib_one_line) {
+    char p[1200];
+    snprintf(p, sizeof p, "%s/poison", dir);
+    char mk[1400];
+    snprintf(mk, sizeof mk, "mkdir -p '%s/matplotlib'", p);
+    ck_assert_int_eq(tu_sh(mk, NULL, NULL), 0);
+    write_file("poison/matplotlib/__init__.py", "raise ImportError('matplotlib withheld by test_plot')\n");
+    write_file("m.jsonl", "{\"run\":0,\"epoch\":0,\"train_loss\":1.0,\"val_acc\":0.5,\"test_acc\":0.5}\n");
+    const char *pys[2] = {"python3", "/usr/bin/python3"};
+    for (int k = 0; k < 2; k++) {
+        if (k == 1 && !tu_exists(pys[k])) continue;
+        char cmd[4096], png[1300], *out = NULL, *err = NULL;
+        snprintf(png, sizeof png, "%s/none.png", dir);
+        snprintf(cmd, sizeof cmd, "cd '%s' && PYTHONPATH='%s' %s '%s/scripts/plot.py' curves m.jsonl --out none.png", dir, p,
+                 pys[k], tu_src());
+        const int rc = tu_sh(cmd, &out, &err);
+        ck_assert_msg(rc == 2, "%s: exit %d, stderr: %s", pys[k], rc, err ? err : "");
+        const char *nl = strchr(err, '\n');
+        ck_assert_msg(nl && nl[1] == '\0', "%s: not one line: %s", pys[k], err);
+        ck_assert_msg(strncmp(err, "plot: matplotlib is missing", 27) == 0 && strstr(err, "python3-matplotlib") &&
+                      strstr(err, "pip install matplotlib") && strstr(err, "withheld by test_plot"),
+                      "%s: %s", pys[k], err);
+        ck_assert_msg(!tu_exists(png), "%s wrote %s", pys[k], png);
+        free(out);
+        free(err);
+    }
 }
 END_TEST
 
@@ -180,18 +228,26 @@ START_TEST(blank_and_bad_input) {
 END_TEST
 
 int main(void) {
+    if (tu_sh("python3 -c 'import sys'", NULL, NULL) != 0) {
+        fprintf(stderr, "test_plot: no python3; skipped\n");
+        return 77;
+    }
     /* Debian's python3 (where python3-matplotlib installs), else the first on PATH */
+    int mpl = 1;
     if (tu_sh("/usr/bin/python3 -c 'import matplotlib' 2>/dev/null", NULL, NULL) == 0) snprintf(py, sizeof py, "/usr/bin/python3");
     else if (tu_sh("python3 -c 'import matplotlib' 2>/dev/null", NULL, NULL) != 0) {
-        fprintf(stderr, "test_plot: no python3 with matplotlib (apt-get install python3-matplotlib); skipped\n");
-        return 77;
+        fprintf(stderr, "test_plot: no python3 with matplotlib (apt-get install python3-matplotlib); pictures skipped\n");
+        mpl = 0;
     }
     dir = tu_mkdtemp();
     Suite *s = suite_create("plot");
     TCase *t = tcase_create("plot");
     tcase_set_timeout(t, 120);
-    tcase_add_test(t, each_kind_renders);
-    tcase_add_test(t, blank_and_bad_input);
+    tcase_add_test(t, missing_matplotlib_one_line);
+    if (mpl) {
+        tcase_add_test(t, each_kind_renders);
+        tcase_add_test(t, blank_and_bad_input);
+    }
     suite_add_tcase(s, t);
     const int rc = tu_run_suite(s);
     tu_rmrf(dir);

@@ -395,6 +395,48 @@ START_TEST(test_old_version_refused) {
 }
 END_TEST
 
+/* Issue 31: a data.mdb cut short (a copy stopped early) or that is no LMDB file says so in the
+ * user's terms: its size, what a store needs, "truncated or not a store"; not a bad page size. */
+START_TEST(test_truncated_says_truncated) {
+    dataset_t d;
+    make_dataset(&d);
+    ck_assert_int_eq(dataset_save(&d, golden, 0), INCA_OK);
+    dataset_free(&d);
+    char p[4400];
+    snprintf(p, sizeof p, "%s/data.mdb", golden);
+    size_t len;
+    unsigned char *buf = slurp_file(p, &len);
+    ck_assert_uint_gt(len, 3 * 4096);
+    static const struct { long keep; const char *want; } cut[] = {
+        {100, "data.mdb: 100 bytes, too short for an LMDB store (at least 2 pages of 4096): truncated or not a store"},
+        {20, "data.mdb: 20 bytes, too short for an LMDB store (at least 2 pages): truncated or not a store"},
+        {3 * 4096 + 17, "data.mdb: holds 3 pages of 4096 bytes, but its LMDB meta page"},
+        {-1, "data.mdb: not an LMDB data file (no LMDB meta page at its start): damaged or not a store"},
+    };
+    char to[4200], args[4400];
+    snprintf(to, sizeof to, "%s/cut.lmdb", dir);
+    for (size_t i = 0; i < sizeof cut / sizeof cut[0]; i++) {
+        tu_rmrf(to);
+        ck_assert_int_eq(mkdir(to, 0755), 0);
+        snprintf(p, sizeof p, "%s/data.mdb", to);
+        FILE *f = fopen(p, "wb");
+        ck_assert_ptr_nonnull(f);
+        if (cut[i].keep >= 0) ck_assert_uint_eq(fwrite(buf, 1, (size_t)cut[i].keep, f), (size_t)cut[i].keep);
+        else for (int k = 0; k < 3 * 4096; k++) fputc("not a store\n"[k % 12], f);   /* text, 3 pages */
+        ck_assert_int_eq(fclose(f), 0);
+        snprintf(args, sizeof args, "verify '%s'", to);
+        char *err = NULL;
+        ck_assert_int_eq(tu_inca(args, NULL, &err), 2);
+        ck_assert_msg(strncmp(err, "inca verify: ", 13) == 0 && strstr(err, to) && strstr(err, cut[i].want) &&
+                      !strstr(err, "bad page size") && strchr(err, '\n') == err + strlen(err) - 1,
+                      "cut to %ld bytes: %s", cut[i].keep, err);
+        if (cut[i].keep >= 0) ck_assert_msg(strstr(err, "truncated"), "cut to %ld bytes: %s", cut[i].keep, err);
+        free(err);
+    }
+    free(buf);
+}
+END_TEST
+
 /* `inca ingest` of the bundled Cora under RLIMIT_FSIZE (SIGXFSZ ignored, so write() fails with
  * EFBIG as on a full disk). Returns the exit status; *err gets stderr. */
 static int ingest_limited(const char *out, rlim_t limit, int force, char **err) {
@@ -483,6 +525,7 @@ int main(void) {
     tcase_add_test(tc, test_flipped_pages_never_crash);
     tcase_add_test(tc, test_content_checks);
     tcase_add_test(tc, test_old_version_refused);
+    tcase_add_test(tc, test_truncated_says_truncated);
     tcase_add_test(tc, test_disk_full_ingest);
     suite_add_tcase(s, tc);
     return tu_run_suite(s);
