@@ -38,7 +38,7 @@ Options that name choices the paper leaves open:
   --method cluster|full: the same batches without the halo (Â restricted, not renormalised) or
                   full-batch training, as sanity checks of the script.
 The model's hyper-parameters are inca train's defaults unless given. Needs torch, numpy and scipy
-(bench/compare_pyg.py's venv has them: ~/.cache/inca/pyg-venv/bin/python).
+(bench/compare_peers.py's PyG venv has them: ~/.cache/inca/pyg-venv/bin/python).
 """
 import argparse
 import json
