@@ -6,6 +6,13 @@ int bench_spmm(int argc, char **argv);      /* SpMM GB/s vs copy and random-gath
 int bench_gen(int argc, char **argv);       /* generate + ingest a large graph: time, peak RSS */
 int bench_loader(int argc, char **argv);    /* prefetching loader: trainer wait fraction */
 int bench_epoch(int argc, char **argv);     /* GAS vs IncAgg epoch time and accuracy */
+/* bench epoch --breakdown (bench_breakdown.c): each of the methods named, every op timed by kind
+ * against its floor; after bench_epoch loaded d and p */
+struct dataset;
+struct partition;
+struct train_config;
+int bench_epoch_breakdown(const struct dataset *d, struct train_config *c, const struct partition *p, const char *methods,
+                          int json);
 int bench_pruning(int argc, char **argv);   /* time per pruning stage */
 int bench_knn(int argc, char **argv);       /* exact kNN vs FAISS: time and recall@k */
 /* data-parallel scaling over MPI (bench_scale.c): run by the processes of one mpirun job */

@@ -118,7 +118,7 @@ static int run_one(const dataset_t *d, train_config_t *c, const partition_t *p, 
 }
 
 int bench_epoch(int argc, char **argv) {
-    static const char *const known[] = {BENCH_MB_FLAGS, "--methods", "--refresh-epochs", "--eval-each-epoch!", "--warmup-epochs", "--config", NULL};
+    static const char *const known[] = {BENCH_MB_FLAGS, "--methods", "--refresh-epochs", "--eval-each-epoch!", "--warmup-epochs", "--config", "--breakdown!", NULL};
     args_t *a = NULL;
     dataset_t d;
     partition_t p = {0};
@@ -152,7 +152,8 @@ int bench_epoch(int argc, char **argv) {
     const char *methods = args_str(a, "--methods", "gas,incagg");
     int want_gas = strstr(methods, "gas") != NULL, want_inc = strstr(methods, "incagg") != NULL,
         want_cl = strstr(methods, "cluster") != NULL;
-    if (!want_gas && !want_inc && !want_cl) { rc = inca_fail(INCA_EINVAL, "--methods: expected a list of cluster,gas,incagg, got '%s'", methods); goto done; }
+    const int breakdown = args_has(a, "--breakdown");   /* any of full,cluster,gas,incagg: bench_breakdown.c */
+    if (!want_gas && !want_inc && !want_cl && !breakdown) { rc = inca_fail(INCA_EINVAL, "--methods: expected a list of cluster,gas,incagg, got '%s'", methods); goto done; }
     if ((rc = train_device_open(&c, &kc, devname, sizeof devname)) != INCA_OK) goto done;
     c.kc = kc;
     double t0 = inca_now();
@@ -161,6 +162,10 @@ int bench_epoch(int argc, char **argv) {
             (long long)d.n, (long long)d.adj.nnz, p.man.name, reused ? "reused" : "computed", (long long)p.man.edge_cut,
             p.man.seconds, inca_now() - t0);
     int json = args_has(a, "--json"), ev = args_has(a, "--eval-each-epoch");
+    if (breakdown) {
+        rc = bench_epoch_breakdown(&d, &c, &p, methods, json);
+        goto done;
+    }
     if (want_cl && (rc = run_one(&d, &c, &p, TRAIN_CLUSTER, 0, json, ev, (int)warmup, &cluster)) != INCA_OK) goto done;
     if (want_gas && (rc = run_one(&d, &c, &p, TRAIN_GAS, 0, json, ev, (int)warmup, &gas)) != INCA_OK) goto done;
     for (int i = 0; want_inc && i < np; i++)

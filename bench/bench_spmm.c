@@ -15,6 +15,7 @@
 #include "graph/partition.h"
 #include "kernels/kernels.h"
 #include "bench/bench_spmm_dev.h"
+#include "bench/floor.h"
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,55 +31,6 @@ static const char *const spmm_bytes_formula =
     "nnz*(4 col + 4 val + 4F gathered X row) + n_rows*(8F Y write incl. write-allocate + 8 rowptr)";
 static const char *const gather_bytes_formula = "rows*(4F gathered + 4 row id)";
 static const char *const copy_bytes_formula = "2*bytes copied (STREAM convention)";
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* Median of the reps timings (sorted in place). */
-static double median(double *t, int n) {
-    qsort(t, (size_t)n, sizeof *t, cmp_double);
-    return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
-}
-
-/* Fill with uniform [-1,1) in parallel (first touch spreads pages over the threads' nodes). */
-static void fill_floats(float *x, int64_t n, uint64_t seed) {
-#pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < n; i++) x[i] = rng_hash_uniform(seed, 3, (uint64_t)i) * 2.0f - 1.0f;
-}
-
-/* One threaded STREAM-style copy of n floats; returns the seconds. */
-static double copy_once(const float *restrict src, float *restrict dst, int64_t n) {
-    double t0 = inca_now();
-#pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < n; i++) dst[i] = src[i];
-    return inca_now() - t0;
-}
-
-/* Sum `m` rows of x (width f) picked by ids into per-thread accumulators; returns the seconds. */
-static double gather_once(const float *x, int64_t f, const int32_t *ids, int64_t m, float *acc_all, int64_t ldacc) {
-    double t0 = inca_now();
-#pragma omp parallel
-    {
-        const int t = omp_get_thread_num(), T = omp_get_num_threads();
-        const int64_t b = m * t / T, e = m * (t + 1) / T;
-        float *restrict acc = acc_all + (int64_t)t * ldacc;
-        for (int64_t k = 0; k < f; k++) acc[k] = 0.0f;
-        /* the same software prefetch as kern_spmm (about 4 KiB ahead, 4..32 rows), so the
-         * bound is the best gather we know how to write, not a straw man */
-        const int64_t pd = 1024 / f < 4 ? 4 : 1024 / f > 32 ? 32 : 1024 / f;
-        for (int64_t j = b; j < e; j++) {
-            if (j + pd < e) {
-                const char *p = (const char *)(x + (int64_t)ids[j + pd] * f);
-                for (int64_t o = 0; o < f * (int64_t)sizeof(float); o += 64) __builtin_prefetch(p + o, 0, 3);
-            }
-            const float *restrict xr = x + (int64_t)ids[j] * f;
-            for (int64_t k = 0; k < f; k++) acc[k] += xr[k];
-        }
-    }
-    return inca_now() - t0;
-}
 
 typedef struct line {
     double spmm_s, spmm_best_s;          /* median and best of reps */
@@ -101,15 +53,15 @@ static int bench_one(const char *ordering, const csr_t *a, int64_t f, int reps, 
     double *tm = inca_malloc((size_t)(4 * reps) * sizeof(double));   /* [copy|gather|pattern|spmm] x reps */
     json_t *j = NULL;
     if (!x || !y || !acc || !tm) { rc = INCA_ENOMEM; goto done; }
-    fill_floats(x, a->n_cols * f, seed);
-    fill_floats(y, a->n_rows * f, seed + 1);
+    bench_fill_floats(x, a->n_cols * f, seed);
+    bench_fill_floats(y, a->n_rows * f, seed + 1);
     double sink = 0.0;
     for (int r = 0; r <= reps; r++) {   /* r == 0 is a warm-up */
         bench_progress(r == 0, "%s order, %lld features, %s %d/%d", ordering, (long long)f, r ? "rep" : "warm-up", r, reps);
-        double tc = copy_once(csrc, cdst, ncopy);
-        double tg = gather_once(x, f, ids, a->nnz, acc, ldacc);
+        double tc = bench_copy_once(csrc, cdst, ncopy);
+        double tg = bench_gather_once(x, f, ids, a->nnz, acc, ldacc);
         sink += acc[0];
-        double tp = gather_once(x, f, a->col, a->nnz, acc, ldacc);
+        double tp = bench_gather_once(x, f, a->col, a->nnz, acc, ldacc);
         sink += acc[0];
         double t0 = inca_now();
         rc = kern_spmm(a, x, f, 1.0f, 0.0f, y);
@@ -125,10 +77,10 @@ static int bench_one(const char *ordering, const csr_t *a, int64_t f, int reps, 
     const double copy_bytes = 2.0 * (double)ncopy * sizeof(float);
     const double spmm_bytes = (double)a->nnz * (8.0 + 4.0 * (double)f) + (double)a->n_rows * (8.0 * (double)f + 8.0);
     const double gather_bytes = (double)a->nnz * (4.0 * (double)f + 4.0);
-    const double c_med = median(tm, reps);
-    const double g_med = median(tm + reps, reps), g_best = tm[reps];   /* sorted by median() */
-    const double p_med = median(tm + 2 * reps, reps);
-    const double s_med = median(tm + 3 * reps, reps), s_best = tm[3 * reps];
+    const double c_med = bench_median(tm, reps);
+    const double g_med = bench_median(tm + reps, reps), g_best = tm[reps];   /* sorted by bench_median() */
+    const double p_med = bench_median(tm + 2 * reps, reps);
+    const double s_med = bench_median(tm + 3 * reps, reps), s_best = tm[3 * reps];
     out->spmm_s = s_med;
     out->spmm_best_s = s_best;
     out->spmm_gbs = spmm_bytes / s_med * 1e-9;
@@ -295,8 +247,8 @@ static int spmm_bounds_setup(const spmm_opts_t *o, const csr_t *a, float **csrc,
     *csrc = inca_malloc_aligned((size_t)*ncopy * sizeof(float));
     *cdst = inca_malloc_aligned((size_t)*ncopy * sizeof(float));
     if (!*csrc || !*cdst) return INCA_ENOMEM;
-    fill_floats(*csrc, *ncopy, 1);
-    fill_floats(*cdst, *ncopy, 2);
+    bench_fill_floats(*csrc, *ncopy, 1);
+    bench_fill_floats(*cdst, *ncopy, 2);
     int32_t *v = *ids = inca_malloc((size_t)a->nnz * sizeof(int32_t));
     if (!v) return INCA_ENOMEM;
     const uint64_t seed = (uint64_t)o->seed, nc = (uint64_t)a->n_cols;

@@ -5,6 +5,8 @@
 #include "kernels/backend.h"
 #include "core/alloc.h"
 #include "core/status.h"
+#include "core/util.h"
+#include "kernels/profile.h"
 #include <stdio.h>
 #include <string.h>
 
@@ -23,11 +25,19 @@ int kc_alloc(kern_ctx_t *c, kern_mem_t mem, size_t bytes, void **out) { return c
 void kc_release(kern_ctx_t *c, kern_mem_t mem, void *p) {
     if (p) c->ops->release(c, mem, p);
 }
+static double prof_begin(kern_ctx_t *c);
+static int prof_end(kern_ctx_t *c, int rc, double t0, kprof_kind_t k, double flops, double bytes);
 int kc_copy(kern_ctx_t *c, void *dst, const void *src, size_t bytes, kern_copy_t kind, int stream) {
-    return bytes ? c->ops->copy(c, dst, src, bytes, kind, stream) : INCA_OK;
+    if (!bytes) return INCA_OK;
+    if (!c->prof) return c->ops->copy(c, dst, src, bytes, kind, stream);
+    const double t0 = prof_begin(c);
+    return prof_end(c, c->ops->copy(c, dst, src, bytes, kind, stream), t0, KPROF_COPY, 0, 2.0 * (double)bytes);
 }
 int kc_zero(kern_ctx_t *c, void *dst, size_t bytes, int stream) {
-    return bytes ? c->ops->zero(c, dst, bytes, stream) : INCA_OK;
+    if (!bytes) return INCA_OK;
+    if (!c->prof) return c->ops->zero(c, dst, bytes, stream);
+    const double t0 = prof_begin(c);
+    return prof_end(c, c->ops->zero(c, dst, bytes, stream), t0, KPROF_COPY, 0, (double)bytes);
 }
 int kc_event_record(kern_ctx_t *c, int ev, int stream) {
     if (ev < 0 || ev >= KERN_NEVENTS || stream < 0 || stream >= KERN_NSTREAMS)
@@ -136,52 +146,112 @@ int64_t kc_mat_rows(const kern_mat_t *a) { return a->rows; }
 int64_t kc_mat_nnz(const kern_mat_t *a) { return a->nnz; }
 
 /* ---- ops ---- */
-#define OP(name, ...) return c->ops->name(c, __VA_ARGS__)
+/* With a profile attached (kernels/profile.h) every op is timed and its work counted; on a
+ * device the timing waits for the queue on both sides. */
+static double prof_begin(kern_ctx_t *c) {
+    if (c->dev != KERN_DEV_CPU) (void)c->ops->sync(c);
+    return inca_now();
+}
+static int prof_end(kern_ctx_t *c, int rc, double t0, kprof_kind_t k, double flops, double bytes) {
+    if (c->dev != KERN_DEV_CPU && rc == INCA_OK) rc = c->ops->sync(c);
+    kern_prof_t *p = c->prof;
+    p->calls[k]++;
+    p->seconds[k] += inca_now() - t0;
+    p->flops[k] += flops;
+    p->stream_bytes[k] += bytes;
+    return rc;
+}
+/* an SpMM's gather of `rows` source rows of width f (esz bytes a value) */
+static void prof_gather(kern_ctx_t *c, int64_t f, int64_t rows, int esz) {
+    kern_prof_t *p = c->prof;
+    if (!p) return;
+    int w = 0;
+    while (w < p->nwidths && p->width[w] != f) w++;
+    if (w == p->nwidths && p->nwidths < KPROF_MAX_WIDTHS) p->width[p->nwidths++] = f;
+    if (w == KPROF_MAX_WIDTHS) w = KPROF_MAX_WIDTHS - 1;
+    p->gather_bytes[w] += (double)rows * (double)f * esz;
+    p->gather_rows[w] += rows;
+}
+#define OPW(kind, flops, bytes, name, ...)                                            \
+    do {                                                                              \
+        if (!c->prof) return c->ops->name(c, __VA_ARGS__);                            \
+        const double t0_ = prof_begin(c);                                             \
+        const int rc_ = c->ops->name(c, __VA_ARGS__);                                 \
+        return prof_end(c, rc_, t0_, kind, (double)(flops), (double)(bytes));         \
+    } while (0)
+#define F4 4.0   /* bytes of an fp32 value */
+#define EW(n, arrays, name, ...) OPW(KPROF_ELEMWISE, 0, F4 * (double)(n) * (arrays), name, __VA_ARGS__)
 int kc_spmm(kern_ctx_t *c, kern_mat_t *a, const float *vals, const float *x, int64_t f, float alpha, float beta,
-            float *y) { OP(spmm, a, vals, x, f, alpha, beta, y); }
+            float *y) {
+    prof_gather(c, f, a->nnz, 4);   /* plus the rows written (read too when beta != 0) and the indices */
+    OPW(KPROF_SPMM, 0, F4 * (double)a->rows * (double)f * (beta != 0 ? 2 : 1) + 8.0 * (double)a->nnz, spmm, a, vals, x, f,
+        alpha, beta, y);
+}
 int kc_spmm_base(kern_ctx_t *c, kern_mat_t *a, const float *x, int64_t f, const float *base, int64_t n_base,
-                 const int64_t *ids, float *y) { OP(spmm_base, a, x, f, base, n_base, ids, y); }
-int kc_spmm_bf16(kern_ctx_t *c, kern_mat_t *a, const uint16_t *x, int64_t f, float *y) { OP(spmm_bf16, a, x, f, y); }
+                 const int64_t *ids, float *y) {
+    prof_gather(c, f, a->nnz, 4);
+    OPW(KPROF_SPMM, 0, F4 * (double)a->rows * (double)f * 2 + 8.0 * (double)a->nnz, spmm_base, a, x, f, base, n_base, ids, y);
+}
+int kc_spmm_bf16(kern_ctx_t *c, kern_mat_t *a, const uint16_t *x, int64_t f, float *y) {
+    prof_gather(c, f, a->nnz, 2);
+    OPW(KPROF_SPMM, 0, F4 * (double)a->rows * (double)f + 8.0 * (double)a->nnz, spmm_bf16, a, x, f, y);
+}
 int kc_gemm(kern_ctx_t *c, int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
             const float *b, int64_t ldb, float beta, float *cc, int64_t ldc) {
-    OP(gemm, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, cc, ldc);
+    OPW(KPROF_GEMM, 2.0 * (double)m * (double)n * (double)k, F4 * ((double)m * k + (double)k * n + (double)m * n),
+        gemm, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, cc, ldc);
 }
-int kc_axpby(kern_ctx_t *c, int64_t n, float alpha, const float *x, float beta, float *y) { OP(axpby, n, alpha, x, beta, y); }
-int kc_sub(kern_ctx_t *c, int64_t n, const float *a, const float *b, float *out) { OP(sub, n, a, b, out); }
-int kc_add_bias(kern_ctx_t *c, int64_t rows, int64_t f, const float *b, float *y) { OP(add_bias, rows, f, b, y); }
-int kc_bias_grad(kern_ctx_t *c, int64_t rows, int64_t f, const float *dy, float *db) { OP(bias_grad, rows, f, dy, db); }
-int kc_relu(kern_ctx_t *c, int64_t n, const float *x, float *y) { OP(relu, n, x, y); }
-int kc_relu_grad(kern_ctx_t *c, int64_t n, const float *y, const float *dy, float *dx) { OP(relu_grad, n, y, dy, dx); }
+int kc_axpby(kern_ctx_t *c, int64_t n, float alpha, const float *x, float beta, float *y) { EW(n, 3, axpby, n, alpha, x, beta, y); }
+int kc_sub(kern_ctx_t *c, int64_t n, const float *a, const float *b, float *out) { EW(n, 3, sub, n, a, b, out); }
+int kc_add_bias(kern_ctx_t *c, int64_t rows, int64_t f, const float *b, float *y) { EW(rows * f, 2, add_bias, rows, f, b, y); }
+int kc_bias_grad(kern_ctx_t *c, int64_t rows, int64_t f, const float *dy, float *db) { EW(rows * f, 1, bias_grad, rows, f, dy, db); }
+int kc_relu(kern_ctx_t *c, int64_t n, const float *x, float *y) { EW(n, 2, relu, n, x, y); }
+int kc_relu_grad(kern_ctx_t *c, int64_t n, const float *y, const float *dy, float *dx) { EW(n, 3, relu_grad, n, y, dy, dx); }
 int kc_dropout(kern_ctx_t *c, int64_t n, float p, uint64_t seed, uint64_t stream, const float *x, float *y,
-               uint8_t *mask) { OP(dropout, n, p, seed, stream, x, y, mask); }
+               uint8_t *mask) { EW(n, 2.25, dropout, n, p, seed, stream, x, y, mask); }
 int kc_dropout_grad(kern_ctx_t *c, int64_t n, float p, const uint8_t *mask, const float *dy, float *dx) {
-    OP(dropout_grad, n, p, mask, dy, dx);
+    EW(n, 2.25, dropout_grad, n, p, mask, dy, dx);
 }
 int kc_bn_forward(kern_ctx_t *c, int64_t n, int64_t f, int train, float *xhat, const float *gamma, const float *beta,
                   float *istd, float *rmean, float *rvar, float *y) {
-    OP(bn_forward, n, f, train, xhat, gamma, beta, istd, rmean, rvar, y);
+    EW(n * f, 3, bn_forward, n, f, train, xhat, gamma, beta, istd, rmean, rvar, y);
 }
 int kc_bn_backward(kern_ctx_t *c, int64_t n, int64_t f, const float *gamma, const float *xhat, const float *istd,
                    const float *dy, float *dz, float *ggamma, float *gbeta) {
-    OP(bn_backward, n, f, gamma, xhat, istd, dy, dz, ggamma, gbeta);
+    EW(n * f, 3, bn_backward, n, f, gamma, xhat, istd, dy, dz, ggamma, gbeta);
 }
 int kc_softmax_xent(kern_ctx_t *c, int64_t rows, int64_t cc, const float *logits, const int32_t *y, const int64_t *idx,
                     int64_t nidx, float *logp, float *dlogits, double *loss) {
-    OP(softmax_xent, rows, cc, logits, y, idx, nidx, logp, dlogits, loss);
+    OPW(KPROF_LOSS, 0, F4 * (double)rows * (double)cc * 3, softmax_xent, rows, cc, logits, y, idx, nidx, logp, dlogits, loss);
 }
 int kc_accuracy(kern_ctx_t *c, int64_t cc, const float *scores, const int32_t *y, const int64_t *idx, int64_t nidx,
-                int64_t *counts) { OP(accuracy, cc, scores, y, idx, nidx, counts); }
+                int64_t *counts) { OPW(KPROF_LOSS, 0, F4 * (double)nidx * (double)cc, accuracy, cc, scores, y, idx, nidx, counts); }
 int kc_class_counts(kern_ctx_t *c, int64_t cc, const float *scores, const int32_t *y, const int64_t *idx, int64_t nidx,
-                    int64_t *counts) { OP(class_counts, cc, scores, y, idx, nidx, counts); }
+                    int64_t *counts) { OPW(KPROF_LOSS, 0, F4 * (double)nidx * (double)cc, class_counts, cc, scores, y, idx, nidx, counts); }
 int kc_adam(kern_ctx_t *c, int64_t n, float *w, const float *g, float *m, float *v, const kern_adam_t *hp) {
-    OP(adam, n, w, g, m, v, hp);
+    OPW(KPROF_OPTIM, 0, F4 * (double)n * 7, adam, n, w, g, m, v, hp);   /* w, m, v read and written, g read */
 }
+static double dt_size(kern_dtype_t dt) { return dt == KERN_BF16 ? 2.0 : 4.0; }
 int kc_gather_rows(kern_ctx_t *c, kern_dtype_t dt, const void *t, int64_t f, const int64_t *ids, int64_t start,
-                   int64_t m, float *out) { OP(gather_rows, dt, t, f, ids, start, m, out); }
+                   int64_t m, float *out) {
+    OPW(KPROF_COPY, 0, (double)m * (double)f * (dt_size(dt) + 4), gather_rows, dt, t, f, ids, start, m, out);
+}
 int kc_scatter_rows(kern_ctx_t *c, kern_dtype_t dt, void *t, int64_t f, const int64_t *ids, int64_t start, int64_t m,
-                    const float *in) { OP(scatter_rows, dt, t, f, ids, start, m, in); }
+                    const float *in) { OPW(KPROF_COPY, 0, (double)m * (double)f * (dt_size(dt) + 4), scatter_rows, dt, t, f, ids, start, m, in); }
 int kc_sub_rows(kern_ctx_t *c, kern_dtype_t dt, void *t, int64_t f, const int64_t *ids, int64_t m, const float *in,
-                float *out, const float *push) { OP(sub_rows, dt, t, f, ids, m, in, out, push); }
-int kc_encode(kern_ctx_t *c, kern_dtype_t dt, int64_t n, const float *in, void *out) { OP(encode, dt, n, in, out); }
-int kc_decode(kern_ctx_t *c, kern_dtype_t dt, int64_t n, const void *in, float *out) { OP(decode, dt, n, in, out); }
-#undef OP
+                float *out, const float *push) { OPW(KPROF_COPY, 0, (double)m * (double)f * (dt_size(dt) + 8), sub_rows, dt, t, f, ids, m, in, out, push); }
+int kc_encode(kern_ctx_t *c, kern_dtype_t dt, int64_t n, const float *in, void *out) {
+    OPW(KPROF_ELEMWISE, 0, (double)n * (dt_size(dt) + 4), encode, dt, n, in, out);
+}
+int kc_decode(kern_ctx_t *c, kern_dtype_t dt, int64_t n, const void *in, float *out) {
+    OPW(KPROF_ELEMWISE, 0, (double)n * (dt_size(dt) + 4), decode, dt, n, in, out);
+}
+#undef EW
+#undef F4
+#undef OPW
+
+void kc_prof_attach(kern_ctx_t *c, kern_prof_t *p) { c->prof = p; }
+const char *kprof_kind_name(kprof_kind_t k) {
+    static const char *const names[KPROF_NKINDS] = {"gemm", "spmm", "elementwise", "loss", "optimiser", "copies"};
+    return k >= 0 && k < KPROF_NKINDS ? names[k] : "?";
+}

@@ -221,6 +221,7 @@ struct kern_ctx {
     int status;                 /* sticky first error */
     char describe[96];
     char fallback[200];
+    struct kern_prof *prof;     /* kernels/profile.h: NULL (default) = ops not timed */
 };
 /* What every matrix starts with; backends keep their data behind `impl`. */
 struct kern_mat {

@@ -7,6 +7,7 @@
 #include "nn/train_mb.h"
 #include "nn/layout.h"
 #include "kernels/backend.h"
+#include "kernels/profile.h"
 #include "core/alloc.h"
 #include "core/comm.h"
 #include "core/status.h"
@@ -107,6 +108,7 @@ int train_run(const dataset_t *d, const train_config_t *c, const int64_t *train_
                              (long long)i, (long long)d->n);
     if (c->threads > 0) inca_set_threads(c->threads);
     if ((rc = train_device_open(c, &kc, r->device, sizeof r->device))) return rc;
+    if (c->prof) kc_prof_attach(kc, c->prof);
     cc.kc = kc;
     r->run_test_acc = inca_calloc((size_t)c->runs, sizeof(double));
     r->run_val_acc = inca_calloc((size_t)c->runs, sizeof(double));

@@ -104,6 +104,8 @@ typedef struct train_config {
     const char *device;        /* "cpu" (default) | "cuda" | "auto" (kernels/backend.h) */
     int deterministic;         /* cuda: bit-reproducible SpMM (cuSPARSE ALG3) */
     int tf32;                  /* cuda: GEMMs on TF32 tensor cores (off: plain fp32) */
+    struct kern_prof *prof;    /* kernels/profile.h: every op of the run timed by kind (bench epoch
+                                  --breakdown; borrowed); NULL (default): none */
     struct kern_ctx *kc;       /* the context the trainers run on: set by train_run from device
                                   (borrowed; NULL = the shared CPU context) */
     /* mini-batch methods (issue 4) */

@@ -5,6 +5,7 @@
  * accuracy counts accumulating, a model on an explicit context equal to the default one, and the
  * CLI's --device handling end to end. */
 #include "kernels/backend.h"
+#include "kernels/profile.h"
 #include "nn/model.h"
 #include "nn/layer.h"
 #include "core/rng.h"
@@ -523,6 +524,68 @@ START_TEST(cli_device_flag) {
 }
 END_TEST
 
+/* The op profile (kernels/profile.h, bench epoch --breakdown): counts by hand, on a private
+ * context (kc_cpu() is shared); nothing counted once detached; the bench's JSON: six kinds whose
+ * op time lies within the run's wall time (an invariant of the timing, not a speed claim). */
+START_TEST(op_profile_counts) {
+    kern_ctx_t *c = NULL;
+    ck_assert_int_eq(kc_create(&(kern_ctx_opts_t){.device = "cpu"}, &c), INCA_OK);
+    kern_prof_t p;
+    memset(&p, 0, sizeof p);
+    kc_prof_attach(c, &p);
+    csr_t a = rnd_csr(23, 17, 30);
+    kern_mat_t *m = NULL;
+    ck_assert_int_eq(kc_mat_upload(c, &a, &m), INCA_OK);
+    float *x = rnd(17 * 6, 1), *y = rnd(23 * 6, 2), *w = rnd(6 * 5, 3), *z = rnd(23 * 5, 4);
+    ck_assert_int_eq(kc_spmm(c, m, NULL, x, 6, 1.0f, 0.0f, y), INCA_OK);
+    ck_assert_int_eq(kc_spmm(c, m, NULL, x, 6, 1.0f, 1.0f, y), INCA_OK);
+    ck_assert_int_eq(kc_gemm(c, 0, 0, 23, 5, 6, 1.0f, y, 6, w, 5, 0.0f, z, 5), INCA_OK);
+    ck_assert_int_eq(kc_relu(c, 23 * 5, z, z), INCA_OK);
+    ck_assert_int_eq(kc_copy(c, y, x, 40, KERN_D2D, KERN_STREAM_COMPUTE), INCA_OK);
+    kc_prof_attach(c, NULL);
+    ck_assert_int_eq(kc_relu(c, 23 * 5, z, z), INCA_OK);   /* not counted */
+    ck_assert_int_eq(p.calls[KPROF_SPMM], 2);
+    ck_assert_int_eq(p.nwidths, 1);
+    ck_assert_int_eq(p.width[0], 6);
+    ck_assert_double_eq(p.gather_bytes[0], 2.0 * (double)a.nnz * 6 * 4);
+    ck_assert_double_eq(p.stream_bytes[KPROF_SPMM], 23.0 * 6 * 4 * (1 + 2) + 2 * 8.0 * (double)a.nnz);
+    ck_assert_int_eq(p.calls[KPROF_GEMM], 1);
+    ck_assert_double_eq(p.flops[KPROF_GEMM], 2.0 * 23 * 5 * 6);
+    ck_assert_int_eq(p.calls[KPROF_ELEMWISE], 1);
+    ck_assert_double_eq(p.stream_bytes[KPROF_ELEMWISE], 23.0 * 5 * 4 * 2);
+    ck_assert_int_eq(p.calls[KPROF_COPY], 1);
+    ck_assert_double_eq(p.stream_bytes[KPROF_COPY], 80.0);
+    for (int k = 0; k < KPROF_NKINDS; k++) ck_assert(p.seconds[k] >= 0);
+    kc_mat_free(c, &m);
+    kc_free(&c);
+    free(x);
+    free(y);
+    free(w);
+    free(z);
+    csr_free(&a);
+    char *dir = tu_mkdtemp(), cmd[1024], *out = NULL;
+    snprintf(cmd, sizeof cmd, "ingest --format ogb '%s/data/cora' --out '%s/cora' --quiet", tu_src(), dir);
+    ck_assert_int_eq(tu_inca(cmd, NULL, NULL), 0);
+    snprintf(cmd, sizeof cmd, "bench epoch '%s/cora' --breakdown --methods full,incagg --epochs 3 --threads 1 --json", dir);
+    ck_assert_int_eq(tu_inca(cmd, &out, NULL), 0);
+    cJSON *v[4];
+    const int n = tu_json_lines(out, v, 4);
+    ck_assert_int_eq(n, 2);
+    for (int i = 0; i < n; i++) {
+        const cJSON *b = tu_json_get(v[i], "breakdown", cJSON_Object);
+        double ops = 0;
+        static const char *const kinds[] = {"gemm", "spmm", "elementwise", "loss", "optimiser", "copies"};
+        for (int k = 0; k < 6; k++) ops += tu_json_dbl(tu_json_get(b, kinds[k], cJSON_Object), "seconds");
+        ck_assert_msg(ops > 0 && ops <= tu_json_dbl(b, "epoch_s") * 1.0001, "ops %g s of a %g s epoch", ops, tu_json_dbl(b, "epoch_s"));
+        ck_assert(tu_json_dbl(tu_json_get(b, "gemm", cJSON_Object), "calls") > 0 && tu_json_dbl(b, "floor_s") > 0);
+    }
+    tu_json_free_lines(v, n);
+    free(out);
+    tu_rmrf(dir);
+    free(dir);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("backend");
     TCase *tc = tcase_create("cpu");
@@ -536,6 +599,7 @@ int main(void) {
     tcase_add_test(tc, emu_device_rules);
     tcase_add_test(tc, model_on_emu_device);
     tcase_add_test(tc, cli_device_flag);
+    tcase_add_test(tc, op_profile_counts);
     suite_add_tcase(s, tc);
     return tu_run_suite(s);
 }
