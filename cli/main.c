@@ -167,6 +167,8 @@ static const struct { const char *name; int (*fn)(int, char **); const char *hel
      "  epoch     STORE --methods cluster,gas,incagg [gas,incagg] --refresh-epochs 1,2,4 [1]\n"
      "            --warmup-epochs W [0] --eval-each-epoch + the train model/method flags --json\n"
      "            --config RESULT.json (rerun the \"config\" of its --json summary; flags given here win)\n"
+     "            --breakdown (CPU; --methods full,cluster,gas,incagg: every op timed by kind against its floor:\n"
+     "            SGEMM rate, random row gather of its width, copy bandwidth, all measured in the same run)\n"
      "  scale     STORE --ranks 1,2,4 [1,2] --methods incagg,gas [incagg,gas] --batch-parts B (global) [8]\n"
      "            --loader view|copy [view] --grad-reduce chain|allgather [chain] --model-ranks 8,16,32,64\n"
      "            --links 10,100 [10,100] + the train model/method flags --json\n"
