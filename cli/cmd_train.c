@@ -20,6 +20,7 @@
 #include "nn/layer.h"
 #include "loaders/npy.h"
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -149,6 +150,8 @@ static int train_result_json(const args_t *a, const train_config_t *c, const tra
     json_int(j, "runs", r->runs);
     json_int(j, "seed", (int64_t)c->seed);
     json_int(j, "threads", c->threads);
+    /* how idle OpenMP threads wait (cli/main.c: passive unless the user set a policy) */
+    json_str(j, "omp_wait_policy", getenv("OMP_WAIT_POLICY") ? getenv("OMP_WAIT_POLICY") : "default");
     json_int(j, "train_nodes", train_nodes);
     json_int(j, "ranks", nranks);
     json_int(j, "parameters", r->nparams);

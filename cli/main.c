@@ -9,6 +9,7 @@
 #include "core/util.h"
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 
 static comm_t *g_comm;
@@ -184,7 +185,23 @@ static void usage(FILE *f) {
     }
 }
 
+/* OpenMP threads that wait for work spin first (libgomp: about 300k iterations), which is fast
+ * on an idle machine and ruinous on a busy one: with two other busy processes on this 2-core
+ * machine the Cora main job took 24.7-28.4 s against 4.2 s idle, 8.2-11.3 s with
+ * OMP_WAIT_POLICY=passive (3.9-4.5 s idle: within the default's noise; a 200k-node full-batch
+ * epoch 1.48-1.67 s against 1.51-1.97 s). libgomp reads the policy when it loads, before main,
+ * so inca restarts itself once with passive waiting unless the user chose a policy
+ * (OMP_WAIT_POLICY or GOMP_SPINCOUNT set). OpenBLAS runs single-threaded inside inca's own
+ * OpenMP blocks (core/util.c), so its own spinning pool is never woken. */
+static void wait_policy_passive(char **argv) {
+    if (getenv("OMP_WAIT_POLICY") || getenv("GOMP_SPINCOUNT")) return;
+    if (setenv("OMP_WAIT_POLICY", "passive", 1) != 0) return;
+    execv("/proc/self/exe", argv);
+    unsetenv("OMP_WAIT_POLICY");   /* no restart (no /proc): the default policy, as before */
+}
+
 int main(int argc, char **argv) {
+    wait_policy_passive(argv);
     /* peak anonymous / file-backed memory for every --json (a sampling thread; without
      * /proc the peaks stay 0) */
     if (memstat_start() != INCA_OK) inca_err_clear();

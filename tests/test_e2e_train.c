@@ -219,6 +219,28 @@ START_TEST(test_checkpoint_cli) {
 }
 END_TEST
 
+/* Idle OpenMP threads wait passively unless the user chose (issue 31: spinning threads made a
+ * run 6x slower beside two busy processes): the JSON names the policy the run had. */
+START_TEST(test_wait_policy) {
+    ingest();
+    char *out = NULL, args[2048];
+    ck_assert_int_eq(train("--epochs 1 --json --quiet", &out, NULL), 0);
+    cJSON *j = tu_json_last(out);
+    const char *mine = getenv("OMP_WAIT_POLICY"), *gs = getenv("GOMP_SPINCOUNT");   /* a policy of the caller's wins */
+    ck_assert_str_eq(tu_json_get(j, "omp_wait_policy", cJSON_String)->valuestring, mine ? mine : gs ? "default" : "passive");
+    cJSON_Delete(j);
+    free(out);
+    snprintf(args, sizeof args, "env OMP_WAIT_POLICY=active '%s' train '%s' --epochs 1 --json --quiet", tu_bin(), store);
+    ck_assert_int_eq(tu_sh(args, &out, NULL), 0);
+    j = tu_json_last(out);
+    ck_assert_str_eq(tu_json_get(j, "omp_wait_policy", cJSON_String)->valuestring, "active");
+    cJSON_Delete(j);
+    free(out);
+    tu_rmrf(dir);
+    free(dir);
+}
+END_TEST
+
 /* Part counts a run cannot honour are refused before anything is trained or stored (issue 31:
  * --parts 2708 on Cora stored a partition, then died on an empty batch; 100000 was clamped);
  * K = n, whose METIS partition has empty parts, trains: empty parts are never drawn. */
@@ -537,6 +559,7 @@ int main(void) {
     tcase_add_test(t, test_incagg_stored_partition);
     tcase_add_test(t, test_checkpoint_cli);
     tcase_add_test(t, test_parts_refused);
+    tcase_add_test(t, test_wait_policy);
     tcase_add_test(t, test_predict);
     tcase_add_test(t, test_help);
     tcase_add_test(t, test_history_methods_hard_csbm);
