@@ -562,7 +562,7 @@ START_TEST(op_profile_counts) {
     free(y);
     free(w);
     free(z);
-    csr_free(&a);
+    free_csr(&a);
     char *dir = tu_mkdtemp(), cmd[1024], *out = NULL;
     snprintf(cmd, sizeof cmd, "ingest --format ogb '%s/data/cora' --out '%s/cora' --quiet", tu_src(), dir);
     ck_assert_int_eq(tu_inca(cmd, NULL, NULL), 0);
