@@ -186,10 +186,11 @@ static void usage(FILE *f) {
 }
 
 /* OpenMP threads that wait for work spin first (libgomp: about 300k iterations), which is fast
- * on an idle machine and ruinous on a busy one: with two other busy processes on this 2-core
- * machine the Cora main job took 24.7-28.4 s against 4.2 s idle, 8.2-11.3 s with
- * OMP_WAIT_POLICY=passive (3.9-4.5 s idle: within the default's noise; a 200k-node full-batch
- * epoch 1.48-1.67 s against 1.51-1.97 s). libgomp reads the policy when it loads, before main,
+ * on an idle machine and ruinous on a busy one. On the 2-core machine, `inca train` of Cora with
+ * --method incagg --parts 40 --batch-parts 10 --epochs 200 --runs 2 took 24.7-28.4 s beside two
+ * busy-looping processes against 4.2 s idle, and 8.2-11.3 s with OMP_WAIT_POLICY=passive (3.9-4.5
+ * s idle: within the default's noise; a 200k-node csbm full-batch GCN 3x256 epoch 1.48-1.67 s
+ * against 1.51-1.97 s). libgomp reads the policy when it loads, before main,
  * so inca restarts itself once with passive waiting unless the user chose a policy
  * (OMP_WAIT_POLICY or GOMP_SPINCOUNT set). OpenBLAS runs single-threaded inside inca's own
  * OpenMP blocks (core/util.c), so its own spinning pool is never woken. */

@@ -25,8 +25,21 @@ int kc_alloc(kern_ctx_t *c, kern_mem_t mem, size_t bytes, void **out) { return c
 void kc_release(kern_ctx_t *c, kern_mem_t mem, void *p) {
     if (p) c->ops->release(c, mem, p);
 }
-static double prof_begin(kern_ctx_t *c);
-static int prof_end(kern_ctx_t *c, int rc, double t0, kprof_kind_t k, double flops, double bytes);
+/* With a profile attached (kernels/profile.h) every op is timed and its work counted; on a
+ * device the timing waits for the queue on both sides. */
+static double prof_begin(kern_ctx_t *c) {
+    if (c->dev != KERN_DEV_CPU) (void)c->ops->sync(c);
+    return inca_now();
+}
+static int prof_end(kern_ctx_t *c, int rc, double t0, kprof_kind_t k, double flops, double bytes) {
+    if (c->dev != KERN_DEV_CPU && rc == INCA_OK) rc = c->ops->sync(c);
+    kern_prof_t *p = c->prof;
+    p->calls[k]++;
+    p->seconds[k] += inca_now() - t0;
+    p->flops[k] += flops;
+    p->stream_bytes[k] += bytes;
+    return rc;
+}
 int kc_copy(kern_ctx_t *c, void *dst, const void *src, size_t bytes, kern_copy_t kind, int stream) {
     if (!bytes) return INCA_OK;
     if (!c->prof) return c->ops->copy(c, dst, src, bytes, kind, stream);
@@ -146,21 +159,6 @@ int64_t kc_mat_rows(const kern_mat_t *a) { return a->rows; }
 int64_t kc_mat_nnz(const kern_mat_t *a) { return a->nnz; }
 
 /* ---- ops ---- */
-/* With a profile attached (kernels/profile.h) every op is timed and its work counted; on a
- * device the timing waits for the queue on both sides. */
-static double prof_begin(kern_ctx_t *c) {
-    if (c->dev != KERN_DEV_CPU) (void)c->ops->sync(c);
-    return inca_now();
-}
-static int prof_end(kern_ctx_t *c, int rc, double t0, kprof_kind_t k, double flops, double bytes) {
-    if (c->dev != KERN_DEV_CPU && rc == INCA_OK) rc = c->ops->sync(c);
-    kern_prof_t *p = c->prof;
-    p->calls[k]++;
-    p->seconds[k] += inca_now() - t0;
-    p->flops[k] += flops;
-    p->stream_bytes[k] += bytes;
-    return rc;
-}
 /* an SpMM's gather of `rows` source rows of width f (esz bytes a value) */
 static void prof_gather(kern_ctx_t *c, int64_t f, int64_t rows, int esz) {
     kern_prof_t *p = c->prof;
@@ -170,7 +168,6 @@ static void prof_gather(kern_ctx_t *c, int64_t f, int64_t rows, int esz) {
     if (w == p->nwidths && p->nwidths < KPROF_MAX_WIDTHS) p->width[p->nwidths++] = f;
     if (w == KPROF_MAX_WIDTHS) w = KPROF_MAX_WIDTHS - 1;
     p->gather_bytes[w] += (double)rows * (double)f * esz;
-    p->gather_rows[w] += rows;
 }
 #define OPW(kind, flops, bytes, name, ...)                                            \
     do {                                                                              \

@@ -28,7 +28,6 @@ typedef struct kern_prof {
     int nwidths;                         /* SpMM gathers, by feature width */
     int64_t width[KPROF_MAX_WIDTHS];
     double gather_bytes[KPROF_MAX_WIDTHS];
-    int64_t gather_rows[KPROF_MAX_WIDTHS];
 } kern_prof_t;
 
 struct kern_ctx;

@@ -31,14 +31,19 @@ static void shard_name(char *buf, size_t len, const char *dir, int r, int p) {
     snprintf(buf, len, "%s/rank-%d-of-%d.lmdb", dir, r, p);
 }
 
+/* Whether name is a shard's whole name, rank-R-of-P.lmdb with 0 <= R < P (not a .tmp left by an
+ * interrupted shard), with R and P. */
+static int shard_name_parse(const char *name, int *r, int *p) {
+    int end = 0;
+    return sscanf(name, "rank-%d-of-%d.lmdb%n", r, p, &end) == 2 && name[end] == 0 && *p >= 1 && *r >= 0 && *r < *p;
+}
+
 int shard_dir_ranks(const char *dir, int rank, int *ranks) {
     DIR *dp = opendir(dir);
     int found = 0;
     for (struct dirent *e; dp && (e = readdir(dp));) {
-        int r = -1, p = 0, end = 0;
-        /* the whole name: rank-R-of-P.lmdb (not a .tmp left by an interrupted shard) */
-        if (sscanf(e->d_name, "rank-%d-of-%d.lmdb%n", &r, &p, &end) != 2 || e->d_name[end] != 0 || p < 1 || r < 0 || r >= p)
-            continue;
+        int r = -1, p = 0;
+        if (!shard_name_parse(e->d_name, &r, &p)) continue;
         if (r == rank && (!found || p == *ranks)) {   /* this rank's shard of some P */
             if (!found || *ranks != p) *ranks = p;
             found = 1;
@@ -60,9 +65,8 @@ int shard_dir_list(const char *dir, int (*rr)[2], int cap) {
     DIR *dp = opendir(dir);
     int n = 0;
     for (struct dirent *e; dp && (e = readdir(dp));) {
-        int r = -1, p = 0, end = 0;
-        if (sscanf(e->d_name, "rank-%d-of-%d.lmdb%n", &r, &p, &end) != 2 || e->d_name[end] != 0 || p < 1 || r < 0 || r >= p)
-            continue;
+        int r = -1, p = 0;
+        if (!shard_name_parse(e->d_name, &r, &p)) continue;
         if (n < cap) { rr[n][0] = r; rr[n][1] = p; }
         n++;
     }
