@@ -209,6 +209,13 @@ int kc_dropout(kern_ctx_t *c, int64_t n, float p, uint64_t seed, uint64_t stream
 int kc_dropout_grad(kern_ctx_t *c, int64_t n, float p, const uint8_t *mask, const float *dy, float *dx) {
     EW(n, 2.25, dropout_grad, n, p, mask, dy, dx);
 }
+int kc_bias_relu(kern_ctx_t *c, int64_t rows, int64_t f, const float *b, const float *z, float *y) {
+    EW(rows * f, 2, bias_relu, rows, f, b, z, y);
+}
+int kc_relu_drop_grad(kern_ctx_t *c, int64_t n, const float *y, const float *dy, float p, const uint8_t *mask,
+                      float *dx) {
+    EW(n, mask ? 3.25 : 3, relu_drop_grad, n, y, dy, p, mask, dx);
+}
 int kc_bn_forward(kern_ctx_t *c, int64_t n, int64_t f, int train, float *xhat, const float *gamma, const float *beta,
                   float *istd, float *rmean, float *rvar, float *y) {
     EW(n * f, 3, bn_forward, n, f, train, xhat, gamma, beta, istd, rmean, rvar, y);

@@ -130,6 +130,12 @@ int kc_relu_grad(kern_ctx_t *ctx, int64_t n, const float *y, const float *dy, fl
 int kc_dropout(kern_ctx_t *ctx, int64_t n, float p, uint64_t seed, uint64_t stream, const float *x, float *y,
                uint8_t *mask);
 int kc_dropout_grad(kern_ctx_t *ctx, int64_t n, float p, const uint8_t *mask, const float *dy, float *dx);
+/* Fused (kernels/kernels.h): y = relu(z + b); dx = relu_grad(y, dropout_grad(p, mask, dy)) with
+ * mask NULL meaning no dropout. Same bits as the ops they replace on the CPU; on CUDA too
+ * (elementwise, no contraction). */
+int kc_bias_relu(kern_ctx_t *ctx, int64_t rows, int64_t f, const float *b, const float *z, float *y);
+int kc_relu_drop_grad(kern_ctx_t *ctx, int64_t n, const float *y, const float *dy, float p, const uint8_t *mask,
+                      float *dx);
 /* BatchNorm over n rows of width f. xhat holds the pre-activation z on entry and x̂ on return;
  * y = gamma x̂ + beta. train: batch statistics (double sums), istd = 1/sqrt(var + eps), running
  * mean/var updated with momentum (unbiased variance); eval: running statistics. */
@@ -195,6 +201,8 @@ typedef struct kern_ops {
     int (*relu_grad)(kern_ctx_t *, int64_t, const float *, const float *, float *);
     int (*dropout)(kern_ctx_t *, int64_t, float, uint64_t, uint64_t, const float *, float *, uint8_t *);
     int (*dropout_grad)(kern_ctx_t *, int64_t, float, const uint8_t *, const float *, float *);
+    int (*bias_relu)(kern_ctx_t *, int64_t, int64_t, const float *, const float *, float *);
+    int (*relu_drop_grad)(kern_ctx_t *, int64_t, const float *, const float *, float, const uint8_t *, float *);
     int (*bn_forward)(kern_ctx_t *, int64_t, int64_t, int, float *, const float *, const float *, float *,
                       float *, float *, float *);
     int (*bn_backward)(kern_ctx_t *, int64_t, int64_t, const float *, const float *, const float *,

@@ -47,6 +47,12 @@ void kern_relu_grad(int64_t n, const float *y, const float *dy, float *dx);     
  * receives 1/0 and may be NULL. Same (seed, stream) -> same mask for any thread count. */
 void kern_dropout(int64_t n, float p, uint64_t seed, uint64_t stream, const float *x, float *y, uint8_t *mask);
 void kern_dropout_grad(int64_t n, float p, const uint8_t *mask, const float *dy, float *dx);
+/* Fused passes, each with the bits of the ops it replaces (issue 31: one sweep over the
+ * activations instead of two). y = relu(z + b) by rows (z unchanged; y may be z):
+ * kern_add_bias then kern_relu. dx = relu_grad(y, dropout_grad(p, mask, dy)) (dx may be dy;
+ * mask NULL: no dropout): the next layer's dropout gradient folded into this layer's ReLU's. */
+void kern_bias_relu(int64_t rows, int64_t f, const float *b, const float *z, float *y);
+void kern_relu_drop_grad(int64_t n, const float *y, const float *dy, float p, const uint8_t *mask, float *dx);
 
 /* ---- loss and metrics ---- */
 /* Row-wise log-softmax of logits[rows x c] into logp (may be NULL); then mean NLL over the rows

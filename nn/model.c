@@ -94,6 +94,8 @@ static int nn_kc_mat_upload(kern_ctx_t *kc, const csr_t *a, kern_mat_t **out) { 
 #define NN_RELU_GRAD(...) kc_relu_grad(m->kc, __VA_ARGS__)
 #define NN_DROPOUT(...) kc_dropout(m->kc, __VA_ARGS__)
 #define NN_DROPOUT_GRAD(...) kc_dropout_grad(m->kc, __VA_ARGS__)
+#define NN_BIAS_RELU(...) kc_bias_relu(m->kc, __VA_ARGS__)
+#define NN_RELU_DROP_GRAD(...) kc_relu_drop_grad(m->kc, __VA_ARGS__)
 #define NN_BN_FORWARD(...) kc_bn_forward(m->kc, __VA_ARGS__)
 #define NN_BN_BACKWARD(...) kc_bn_backward(m->kc, __VA_ARGS__)
 #include "nn/nn_impl.inc"

@@ -232,6 +232,41 @@ START_TEST(cpu_table_is_the_cpu_kernels) {
 }
 END_TEST
 
+/* The fused sweeps (issue 31) against the two ops each replaces, bit for bit: past the size the
+ * kernels go parallel, every dropout rate's special case, without a mask, and in place. */
+START_TEST(fused_sweeps_are_the_ops_they_replace) {
+    kern_ctx_t *c = kc_cpu();
+    const int64_t n = 301, f = 130, N = n * f;   /* N > 32768: the threaded loops */
+    float *z = rnd(N, 21), *b = rnd(f, 22), *dy = rnd(N, 23), *t = rnd(N, 24), *y0 = rnd(N, 25), *y1 = rnd(N, 26);
+    float *d0 = rnd(N, 27), *d1 = rnd(N, 28), *zc = fdup(z, N);
+    uint8_t *mask = malloc((size_t)N);
+    ck_assert_ptr_nonnull(mask);
+    kern_add_bias(n, f, b, zc);
+    kern_relu(N, zc, y0);
+    ck_assert_int_eq(kc_bias_relu(c, n, f, b, z, y1), INCA_OK);
+    SAME(y0, y1, N);
+    int pos = 0;
+    for (int64_t i = 0; i < N; i++) pos += y1[i] > 0;
+    ck_assert(pos > N / 4 && pos < 3 * N / 4);   /* both sides of the ReLU are exercised */
+    const float ps[] = {0.5f, 0.1f, 0.0f, 1.0f};
+    for (int pi = 0; pi < 4; pi++) {
+        kern_dropout(N, ps[pi], 5, (uint64_t)pi, z, t, mask);
+        kern_dropout_grad(N, ps[pi], mask, dy, t);
+        kern_relu_grad(N, y0, t, d0);
+        ck_assert_int_eq(kc_relu_drop_grad(c, N, y0, dy, ps[pi], mask, d1), INCA_OK);
+        ck_assert_msg(memcmp(d0, d1, (size_t)N * sizeof(float)) == 0, "relu_drop_grad p=%g", (double)ps[pi]);
+        memcpy(d1, dy, (size_t)N * sizeof(float));   /* in place: dx = dy */
+        ck_assert_int_eq(kc_relu_drop_grad(c, N, y0, d1, ps[pi], mask, d1), INCA_OK);
+        SAME(d0, d1, N);
+    }
+    kern_relu_grad(N, y0, dy, d0);   /* no mask: the ReLU gradient alone */
+    ck_assert_int_eq(kc_relu_drop_grad(c, N, y0, dy, 0.5f, NULL, d1), INCA_OK);
+    SAME(d0, d1, N);
+    free(mask);
+    free(z), free(b), free(dy), free(t), free(y0), free(y1), free(d0), free(d1), free(zc);
+}
+END_TEST
+
 START_TEST(row_tables_both_types) {
     kern_ctx_t *c = kc_cpu();
     const int64_t rows = 20, f = 6, m = 5;
@@ -593,6 +628,7 @@ int main(void) {
     tcase_add_test(tc, context_device_rule);
     tcase_add_test(tc, memory_ops);
     tcase_add_test(tc, cpu_table_is_the_cpu_kernels);
+    tcase_add_test(tc, fused_sweeps_are_the_ops_they_replace);
     tcase_add_test(tc, row_tables_both_types);
     tcase_add_test(tc, matrices);
     tcase_add_test(tc, model_on_context);

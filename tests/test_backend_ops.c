@@ -286,6 +286,8 @@ START_TEST(elementwise_ops) {
             tb_check(d, &o, n, 1e-5, "add_bias");
             kc_bias_grad(c, rows, f, x.h, db.h), kc_bias_grad(d, rows, f, x.d, db.d);
             tb_check(d, &db, f, 1e-4, "bias_grad");
+            kc_bias_relu(c, rows, f, b.h, x.h, o.h), kc_bias_relu(d, rows, f, b.d, x.d, o.d);
+            tb_check(d, &o, n, -1, "bias_relu");
             kc_relu(c, n, x.h, o.h), kc_relu(d, n, x.d, o.d);
             tb_check(d, &o, n, -1, "relu");
             kc_relu_grad(c, n, o.h, y.h, x.h), kc_relu_grad(d, n, o.d, y.d, x.d);
@@ -300,6 +302,8 @@ START_TEST(elementwise_ops) {
                 free(mk);
                 kc_dropout_grad(c, n, ps[pi], mask.h, y.h, x.h), kc_dropout_grad(d, n, ps[pi], mask.d, y.d, x.d);
                 tb_check(d, &x, n, -1, "dropout_grad");
+                kc_relu_drop_grad(c, n, o.h, y.h, ps[pi], mask.h, x.h), kc_relu_drop_grad(d, n, o.d, y.d, ps[pi], mask.d, x.d);
+                tb_check(d, &x, n, -1, "relu_drop_grad");
             }
             tb_free(d, &x), tb_free(d, &y), tb_free(d, &o), tb_free(d, &b), tb_free(d, &db), tb_free(d, &mask);
         }

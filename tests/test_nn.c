@@ -56,6 +56,14 @@ static void d_dropout(int64_t n, float p, uint64_t seed, uint64_t stream, const 
 static void d_dropout_grad(int64_t n, float p, const uint8_t *mask, const double *dy, double *dx) {
     for (int64_t i = 0; i < n; i++) dx[i] = mask[i] ? dy[i] / (1.0 - (double)p) : 0;
 }
+/* the fused sweeps, written out from their definitions (not from the float kernels) */
+static void d_bias_relu(int64_t rows, int64_t f, const double *b, const double *z, double *y) {
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t k = 0; k < f; k++) y[i * f + k] = z[i * f + k] + b[k] > 0 ? z[i * f + k] + b[k] : 0;
+}
+static void d_relu_drop_grad(int64_t n, const double *y, const double *dy, float p, const uint8_t *mask, double *dx) {
+    for (int64_t i = 0; i < n; i++) dx[i] = y[i] > 0 && (!mask || mask[i]) ? (mask ? dy[i] / (1.0 - (double)p) : dy[i]) : 0;
+}
 
 static int d_spmm_v(const csr_t *a, const double *vals, const double *x, int64_t f, double *y) {
     for (int64_t i = 0; i < a->n_rows; i++)
@@ -116,6 +124,8 @@ static void d_bn_backward(int64_t n, int64_t f, const double *g, const double *x
 #define NN_RELU_GRAD d_relu_grad
 #define NN_DROPOUT d_dropout
 #define NN_DROPOUT_GRAD d_dropout_grad
+#define NN_BIAS_RELU d_bias_relu
+#define NN_RELU_DROP_GRAD d_relu_drop_grad
 #include "nn/nn_types.inc"
 #include "nn/nn_impl.inc"
 

@@ -74,6 +74,13 @@ static int c_dropout(kern_ctx_t *c, int64_t n, float p, uint64_t seed, uint64_t 
 static int c_dropout_grad(kern_ctx_t *c, int64_t n, float p, const uint8_t *mask, const float *dy, float *dx) {
     VOID_OP(kern_dropout_grad(n, p, mask, dy, dx));
 }
+static int c_bias_relu(kern_ctx_t *c, int64_t r, int64_t f, const float *b, const float *z, float *y) {
+    VOID_OP(kern_bias_relu(r, f, b, z, y));
+}
+static int c_relu_drop_grad(kern_ctx_t *c, int64_t n, const float *y, const float *dy, float p, const uint8_t *mask,
+                            float *dx) {
+    VOID_OP(kern_relu_drop_grad(n, y, dy, p, mask, dx));
+}
 static int c_bn_forward(kern_ctx_t *c, int64_t n, int64_t f, int train, float *xh, const float *g, const float *b,
                         float *istd, float *rm, float *rv, float *y) {
     VOID_OP(kern_bn_forward(n, f, train, xh, g, b, istd, rm, rv, y));
@@ -128,7 +135,8 @@ static const kern_ops_t cpu_ops = {
     .event_record = c_event, .stream_wait = c_event, .event_sync = c_event_sync, .sync = c_sync, .mat_set = c_mat_set, .mat_drop = NULL,
     .spmm = c_spmm, .spmm_base = c_spmm_base, .spmm_bf16 = c_spmm_bf16, .gemm = c_gemm, .axpby = c_axpby,
     .sub = c_sub, .add_bias = c_add_bias, .bias_grad = c_bias_grad, .relu = c_relu, .relu_grad = c_relu_grad,
-    .dropout = c_dropout, .dropout_grad = c_dropout_grad, .bn_forward = c_bn_forward, .bn_backward = c_bn_backward,
+    .dropout = c_dropout, .dropout_grad = c_dropout_grad,
+    .bias_relu = c_bias_relu, .relu_drop_grad = c_relu_drop_grad, .bn_forward = c_bn_forward, .bn_backward = c_bn_backward,
     .softmax_xent = c_softmax_xent, .accuracy = c_accuracy, .class_counts = c_class_counts, .adam = c_adam, .gather_rows = c_gather,
     .scatter_rows = c_scatter, .sub_rows = c_sub_rows, .encode = c_encode, .decode = c_decode,
 };

@@ -249,6 +249,15 @@ static int e_dropout_grad(kern_ctx_t *c, int64_t n, float p, const uint8_t *mask
     DEV("dropout_grad", mask, dy, dx);
     RUN(cpu()->dropout_grad(c, n, p, mask, dy, dx));
 }
+static int e_bias_relu(kern_ctx_t *c, int64_t r, int64_t f, const float *b, const float *z, float *y) {
+    DEV("bias_relu", b, z, y);
+    RUN(cpu()->bias_relu(c, r, f, b, z, y));
+}
+static int e_relu_drop_grad(kern_ctx_t *c, int64_t n, const float *y, const float *dy, float p, const uint8_t *mask,
+                            float *dx) {
+    DEV("relu_drop_grad", y, dy, mask, dx);
+    RUN(cpu()->relu_drop_grad(c, n, y, dy, p, mask, dx));
+}
 static int e_bn_forward(kern_ctx_t *c, int64_t n, int64_t f, int train, float *xh, const float *g, const float *b,
                         float *is, float *rm, float *rv, float *y) {
     DEV("bn_forward", xh, g, b, is, rm, rv, y);
@@ -317,7 +326,8 @@ static const kern_ops_t emu_ops = {
     .event_record = e_event, .stream_wait = e_event, .event_sync = e_event_sync, .sync = e_sync, .mat_set = e_mat_set, .mat_drop = e_mat_drop,
     .spmm = e_spmm, .spmm_base = e_spmm_base, .spmm_bf16 = e_spmm_bf16, .gemm = e_gemm, .axpby = e_axpby,
     .sub = e_sub, .add_bias = e_add_bias, .bias_grad = e_bias_grad, .relu = e_relu, .relu_grad = e_relu_grad,
-    .dropout = e_dropout, .dropout_grad = e_dropout_grad, .bn_forward = e_bn_forward, .bn_backward = e_bn_backward,
+    .dropout = e_dropout, .dropout_grad = e_dropout_grad,
+    .bias_relu = e_bias_relu, .relu_drop_grad = e_relu_drop_grad, .bn_forward = e_bn_forward, .bn_backward = e_bn_backward,
     .softmax_xent = e_softmax_xent, .accuracy = e_accuracy, .class_counts = e_class_counts, .adam = e_adam, .gather_rows = e_gather,
     .scatter_rows = e_scatter, .sub_rows = e_sub_rows, .encode = e_encode, .decode = e_decode,
 };

@@ -187,3 +187,27 @@ void kern_dropout_grad(int64_t n, float p, const uint8_t *mask, const float *dy,
 #pragma omp parallel for schedule(static) if (n >= KERN_PAR_MIN)
     for (int64_t i = 0; i < n; i++) dx[i] = masked_scale(dy[i], scale, (uint32_t)(mask[i] != 0));
 }
+
+void kern_bias_relu(int64_t rows, int64_t f, const float *b, const float *z, float *y) {
+#pragma omp parallel for schedule(static) if (rows * f >= KERN_PAR_MIN)
+    for (int64_t i = 0; i < rows; i++) {
+        const float *zr = z + i * f;
+        float *yr = y + i * f;
+        for (int64_t k = 0; k < f; k++) {
+            const float v = zr[k] + b[k];
+            yr[k] = v > 0.0f ? v : 0.0f;
+        }
+    }
+}
+
+void kern_relu_drop_grad(int64_t n, const float *y, const float *dy, float p, const uint8_t *mask, float *dx) {
+    if (p <= 0.0f || p >= 1.0f || !mask) {   /* the dropout gradient is a copy or zeros */
+        if (p >= 1.0f) memset(dx, 0, (size_t)n * sizeof(float));
+        else kern_relu_grad(n, y, dy, dx);
+        return;
+    }
+    const float scale = 1.0f / (1.0f - p);
+#pragma omp parallel for schedule(static) if (n >= KERN_PAR_MIN)
+    for (int64_t i = 0; i < n; i++)   /* both masks on the product's bits, as the two ops apply them */
+        dx[i] = masked_scale(dy[i], scale, (uint32_t)(mask[i] != 0) & (uint32_t)(y[i] > 0.0f));
+}

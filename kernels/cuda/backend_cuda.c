@@ -536,6 +536,19 @@ static int kcu_dropout_grad_op(kern_ctx_t *ctx, int64_t n, float p, const uint8_
     if (p >= 1.0f) return kcu_launched(c, "dropout_grad", cudaMemsetAsync(dx, 0, (size_t)n * 4, s));
     return kcu_launched(c, "dropout_grad", kcu_dropout_grad(s, n, 1.0f / (1.0f - p), mask, dy, dx));
 }
+static int kcu_bias_relu_op(kern_ctx_t *ctx, int64_t rows, int64_t f, const float *b, const float *z, float *y) {
+    return kcu_launched(kcu(ctx), "bias_relu", kcu_bias_relu(kcu_stream(kcu(ctx)), rows, f, b, z, y));
+}
+/* p <= 0 or no mask: the ReLU gradient alone; p >= 1: zeros (kern_relu_drop_grad) */
+static int kcu_relu_drop_grad_op(kern_ctx_t *ctx, int64_t n, const float *y, const float *dy, float p, const uint8_t *mask,
+                                 float *dx) {
+    kcu_ctx_t *c = kcu(ctx);
+    cudaStream_t s = kcu_stream(c);
+    if (n <= 0) return INCA_OK;
+    if (p >= 1.0f) return kcu_launched(c, "relu_drop_grad", cudaMemsetAsync(dx, 0, (size_t)n * 4, s));
+    if (p <= 0.0f || !mask) return kcu_launched(c, "relu_drop_grad", kcu_relu_grad(s, n, y, dy, dx));
+    return kcu_launched(c, "relu_drop_grad", kcu_relu_drop_grad(s, n, 1.0f / (1.0f - p), y, dy, mask, dx));
+}
 
 /* ---- BatchNorm: column sums in double (two passes in training: mean, then centred squares),
  * then one elementwise pass. n == 0 leaves everything as it was. ---- */
@@ -656,6 +669,8 @@ static const kern_ops_t kcu_ops = {
     .relu_grad = kcu_relu_grad_op,
     .dropout = kcu_dropout_op,
     .dropout_grad = kcu_dropout_grad_op,
+    .bias_relu = kcu_bias_relu_op,
+    .relu_drop_grad = kcu_relu_drop_grad_op,
     .bn_forward = kcu_bn_forward_op,
     .bn_backward = kcu_bn_backward_op,
     .softmax_xent = kcu_softmax_xent_op,

@@ -69,6 +69,12 @@ __global__ void k_dropout(int64_t n, float scale, uint64_t key, uint64_t thr, co
 __global__ void k_dropout_grad(int64_t n, float scale, const uint8_t *mask, const float *dy, float *dx) {
     KCU_FOR(i, n) dx[i] = kb_masked_scale(dy[i], scale, (uint32_t)(mask[i] != 0));
 }
+__global__ void k_bias_relu(int64_t n, int64_t f, const float *b, const float *z, float *y) {
+    KCU_FOR(i, n) y[i] = kb_relu(kb_add_bias(z[i], b[i % f]));
+}
+__global__ void k_relu_drop_grad(int64_t n, float scale, const float *y, const float *dy, const uint8_t *mask, float *dx) {
+    KCU_FOR(i, n) dx[i] = kb_relu_grad(y[i], kb_masked_scale(dy[i], scale, (uint32_t)(mask[i] != 0)));
+}
 __global__ void k_adam(int64_t n, float *w, const float *g, float *m, float *v, kern_adam_t hp) {
     KCU_FOR(i, n) kb_adam(&hp, &w[i], g[i], &m[i], &v[i]);
 }
@@ -95,6 +101,13 @@ extern "C" cudaError_t kcu_dropout(cudaStream_t s, int64_t n, float scale, uint6
 extern "C" cudaError_t kcu_dropout_grad(cudaStream_t s, int64_t n, float scale, const uint8_t *mask, const float *dy,
                                         float *dx) {
     KCU_LAUNCH(n, s, k_dropout_grad, n, scale, mask, dy, dx);
+}
+extern "C" cudaError_t kcu_bias_relu(cudaStream_t s, int64_t rows, int64_t f, const float *b, const float *z, float *y) {
+    KCU_LAUNCH(rows * f, s, k_bias_relu, rows * f, f, b, z, y);
+}
+extern "C" cudaError_t kcu_relu_drop_grad(cudaStream_t s, int64_t n, float scale, const float *y, const float *dy,
+                                          const uint8_t *mask, float *dx) {
+    KCU_LAUNCH(n, s, k_relu_drop_grad, n, scale, y, dy, mask, dx);
 }
 extern "C" cudaError_t kcu_adam(cudaStream_t s, int64_t n, float *w, const float *g, float *m, float *v, kern_adam_t hp) {
     KCU_LAUNCH(n, s, k_adam, n, w, g, m, v, hp);

@@ -31,6 +31,9 @@ cudaError_t kcu_dropout(cudaStream_t s, int64_t n, float scale, uint64_t key, ui
                         float *y, uint8_t *mask);
 cudaError_t kcu_dropout_grad(cudaStream_t s, int64_t n, float scale, const uint8_t *mask, const float *dy,
                              float *dx);
+cudaError_t kcu_bias_relu(cudaStream_t s, int64_t rows, int64_t f, const float *b, const float *z, float *y);
+cudaError_t kcu_relu_drop_grad(cudaStream_t s, int64_t n, float scale, const float *y, const float *dy,
+                               const uint8_t *mask, float *dx);
 cudaError_t kcu_adam(cudaStream_t s, int64_t n, float *w, const float *g, float *m, float *v, kern_adam_t hp);
 cudaError_t kcu_encode_bf16(cudaStream_t s, int64_t n, const float *in, uint16_t *out);
 cudaError_t kcu_decode_bf16(cudaStream_t s, int64_t n, const uint16_t *in, float *out);
