@@ -113,6 +113,10 @@ static void train_method_json(json_t *j, const train_config_t *c, const train_re
         json_str(j, "history_location", r->history_on_host ? "host" : "device");
         json_str(j, "loader", r->loader);
         json_int(j, "spilled_bytes", r->spilled_bytes);
+        if (c->memory_budget > 0) {   /* what the budget counted before the tables (README, --memory-budget) */
+            json_int(j, "memory_baseline_bytes", r->memory_baseline_bytes);
+            json_int(j, "memory_need_bytes", r->memory_need_bytes);
+        }
         json_num(j, "loader_wait_s", r->loader_wait_s);   /* last run: waiting on the batch loader */
         json_num(j, "loader_wait_fraction", r->steps_s > 0 ? r->loader_wait_s / r->steps_s : 0);
     }

@@ -35,6 +35,14 @@ static int read_status(long long *anon, long long *file) {
     return got == 2;
 }
 
+int memstat_anon_now(int64_t *bytes) {
+    long long a, f;
+    *bytes = 0;
+    if (!read_status(&a, &f)) return inca_fail(INCA_ERR, "memstat: /proc/self/status has no RssAnon/RssFile");
+    *bytes = (int64_t)a * 1024;
+    return INCA_OK;
+}
+
 void memstat_sample(void) {
     long long a, f;
     if (!read_status(&a, &f)) return;

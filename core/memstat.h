@@ -8,11 +8,16 @@
 #ifndef INCA_CORE_MEMSTAT_H
 #define INCA_CORE_MEMSTAT_H
 
+#include <stdint.h>
+
 #define MEMSTAT_PERIOD_MS 10
 
 /* Starts the sampler (idempotent, thread-safe). INCA_ERR when the thread cannot start or
  * /proc/self/status has no RssAnon (then the peaks stay 0). */
 int memstat_start(void);
+/* The anonymous resident memory of this process now (RssAnon of /proc/self/status), bytes.
+ * INCA_ERR (and *bytes 0) where /proc/self/status has no RssAnon. */
+int memstat_anon_now(int64_t *bytes);
 /* One sample now (works without the sampler too). */
 void memstat_sample(void);
 /* Forget the peaks: they restart from a sample taken now (a benchmark measuring several

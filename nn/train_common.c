@@ -45,6 +45,7 @@ void train_config_default(train_config_t *c) {
     c->beta1 = -1;
     c->eval_average = -1;
     c->eval_every = 1;
+    c->memory_baseline = -1;
 }
 
 int train_eval_due(const train_config_t *c, int ep) {

@@ -160,6 +160,9 @@ typedef struct train_config {
     int64_t memory_budget;     /* view loader: bytes of anonymous memory for the run (0: no
                                   limit); history tables past what the batch needs go to
                                   file-backed maps in the store's folder */
+    int64_t memory_baseline;   /* with memory_budget: the process's own anonymous memory, counted
+                                  against the budget before the run's (-1, the default: RssAnon
+                                  of /proc/self/status when the run starts; >= 0: these bytes) */
     const char *store_path;    /* the store the dataset came from (borrowed; may be NULL): the
                                   mini-batch trainers load "metis-K-s0" from it when stored
                                   (inca partition), else compute it and store it there */
@@ -232,6 +235,9 @@ typedef struct train_result {
     char device[16];                     /* the backend the runs used ("cpu"; auto resolved) */
     char loader[8];                      /* mini-batch: "copy" | "view" (auto resolved); "" full */
     int64_t spilled_bytes;               /* view loader: table bytes in file-backed maps */
+    int64_t memory_baseline_bytes;       /* --memory-budget, last run: the process's anonymous memory
+                                            when the run started (the dataset's graph apart) */
+    int64_t memory_need_bytes;           /* --memory-budget, last run: what one batch needs beside it */
     double loader_wait_s, steps_s;       /* mini-batch, last run: seconds the trainer waited for the
                                             loader, and of all steps (wait included) */
     float *params;                       /* keep_params: the last run's parameters after its last

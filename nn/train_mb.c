@@ -9,6 +9,7 @@
 #include "core/alloc.h"
 #include "core/comm.h"
 #include "core/json.h"
+#include "core/memstat.h"
 #include "core/status.h"
 #include "core/util.h"
 #include "kernels/backend.h"
@@ -212,6 +213,7 @@ typedef struct mb_run {
     int64_t tr_lo, tr_n, va_lo, va_n, te_lo, te_n;   /* MPI view: this rank's slices of tr/va/te */
     float *logits_all;          /* n x C, the passes' output (context memory) */
     int64_t anon_need;          /* --memory-budget: what the batch needs (checked) */
+    int64_t anon_base;          /* --memory-budget: the process's anonymous memory at the start */
     int64_t spe, R, gstep;
     int64_t nb_max, halo_max;   /* the largest batch and halo of any rank's loader (the job's) */
     train_best_t best;
@@ -577,13 +579,15 @@ static int mb_setup_agg(mb_run_t *R, const dataset_t *d, hist_dtype_t hd, const 
         for (int w = 0; w < R->workers; w++) lb += R->lds[w] ? batch_loader_bytes(R->lds[w]) : 0;
         const int64_t pern = n * (int64_t)(sizeof(int32_t) + 1 + sizeof(int64_t)) + 2 * n * (int64_t)sizeof(float) * R->C;
         const int64_t scr = (int64_t)sizeof(float) * (nb_max ? nb_max : 1) * maxdim * (R->method == AGG_CLUSTER ? 0 : 1);
-        const int64_t need = ws + lb + graph + pern + scr;
-        if (need > c->memory_budget)
-            return inca_fail(INCA_EINVAL, "--memory-budget %.0f MB is below what one batch needs: %.0f MB (model workspace "
-                             "%.0f, loader %.0f, graph %.0f, per-node arrays %.0f, operator scratch %.0f); raise it or "
-                             "lower --batch-parts", c->memory_budget / 1048576.0, need / 1048576.0, ws / 1048576.0,
-                             lb / 1048576.0, graph / 1048576.0, pern / 1048576.0, scr / 1048576.0);
-        ac.spill_budget = c->memory_budget - need;
+        const int64_t need = ws + lb + graph + pern + scr, base = R->anon_base;
+        if (base + need > c->memory_budget)
+            return inca_fail(INCA_EINVAL, "--memory-budget %.0f MB is below the process's baseline %.0f MB (anonymous "
+                             "memory when the run starts) plus what one batch needs: %.0f MB (model workspace %.0f, "
+                             "loader %.0f, graph %.0f, per-node arrays %.0f, operator scratch %.0f); raise it to at least "
+                             "%.0f MB or lower --batch-parts", c->memory_budget / 1048576.0, base / 1048576.0,
+                             need / 1048576.0, ws / 1048576.0, lb / 1048576.0, graph / 1048576.0, pern / 1048576.0,
+                             scr / 1048576.0, ceil((double)(base + need) / 1048576.0));
+        ac.spill_budget = c->memory_budget - base - need;
         ac.spill_dir = c->store_path ? c->store_path : ".";
         R->anon_need = need;
     }
@@ -650,11 +654,25 @@ static int mb_setup_buffers(mb_run_t *R) {
     return INCA_OK;
 }
 
+/* --memory-budget: the process's own anonymous memory before the run allocates (RssAnon now, or
+ * c->memory_baseline), less the dataset's graph, which mb_setup_agg counts apart. */
+static int mb_anon_baseline(mb_run_t *R, const dataset_t *d) {
+    int64_t b = R->c->memory_baseline;
+    if (b < 0) {
+        int rc = memstat_anon_now(&b);
+        if (rc != INCA_OK) return inca_fail_ctx(rc, "--memory-budget: the process's baseline");
+        if (d->adj.rowptr) b -= (int64_t)sizeof(int64_t) * (d->n + 1) + (int64_t)sizeof(int32_t) * d->adj.nnz;
+    }
+    R->anon_base = b > 0 ? b : 0;
+    return INCA_OK;
+}
+
 static int mb_run_setup(mb_run_t *R, const dataset_t *d, const int64_t *train_idx, int64_t n_train) {
     const train_config_t *c = R->c;
     hist_dtype_t hd = HIST_F32;
     const void *m0 = NULL;
     int rc, ns = 0;
+    if (c->memory_budget > 0 && (rc = mb_anon_baseline(R, d)) != INCA_OK) return rc;
     if ((rc = mb_setup_check(R, d, n_train)) != INCA_OK ||
         (rc = mb_data_prepare(d, c, R->p, train_idx, n_train, nn_kind_norm(R->mc.kind), R->o->view, &R->D)) != INCA_OK ||
         (rc = mb_setup_ranks(R)) != INCA_OK || (rc = mb_setup_upload(R)) != INCA_OK ||
@@ -1127,7 +1145,8 @@ static int mb_run_figures(mb_run_t *R, train_result_t *r, mb_stats_t *st) {
     st->scratch_bytes = r->scratch_bytes = agg_scratch_bytes(R->agg);
     r->history_on_host = agg_tables_on_host(R->agg);
     st->spilled_bytes = r->spilled_bytes = agg_spilled_bytes(R->agg);
-    st->anon_need_bytes = R->anon_need;
+    st->anon_need_bytes = r->memory_need_bytes = R->anon_need;
+    st->anon_baseline_bytes = r->memory_baseline_bytes = R->anon_base;
     snprintf(r->loader, sizeof r->loader, "%s", R->stream ? "view" : "copy");
     for (int ph = 0; ph < COMM_NPHASES; ph++) {
         r->comm_bytes[ph] = comm_bytes_sent(R->comm, ph);

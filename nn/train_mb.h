@@ -56,6 +56,8 @@ typedef struct mb_stats {
     int64_t spilled_bytes;    /* table bytes in file-backed maps (--memory-budget) */
     int64_t anon_need_bytes;  /* view path: what a batch needs in anonymous memory (workspace,
                                  loader, adjacency, scratch), checked against the budget */
+    int64_t anon_baseline_bytes;  /* --memory-budget: the process's anonymous memory when the run
+                                     started, counted before anon_need_bytes */
     int64_t steps_per_epoch;
     int64_t timed_epochs;     /* epochs in the times above (epochs run - warmup_epochs) */
     mb_table_t *tables;       /* the arena's blocks at the end of the run, in allocation order

@@ -1,0 +1,87 @@
+/* End-to-end tests of `inca train --memory-budget` (issue 31 item 12) on a small csbm whose
+ * partition-ordered layout `inca partition` wrote first: the budget counts the process's own
+ * anonymous memory (its baseline) before the batch's needs and the tables. */
+#include "testutil.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char *dir;
+static char store[1024];
+
+static void setup(void) {
+    dir = tu_mkdtemp();
+    ck_assert_ptr_nonnull(dir);
+    snprintf(store, sizeof store, "%s/g.store", dir);
+    char args[4096], *err = NULL;
+    snprintf(args, sizeof args, "gen --kind csbm --nodes 20000 --avg-degree 10 --features 128 --classes 4 --seed 0 "
+             "--out '%s' --quiet && '%s' partition '%s' --parts 16 --quiet", store, tu_bin(), store);
+    int rc = tu_inca(args, NULL, &err);
+    ck_assert_msg(rc == 0, "gen/partition failed (%d): %s", rc, err ? err : "");
+    free(err);
+}
+static void teardown(void) { tu_rmrf(dir); free(dir); dir = NULL; }
+
+/* `inca train` of method m under budget bytes, 2 threads; returns the exit status, the JSON (or
+ * NULL) in *j and stderr in *err (free it). */
+static int train(const char *m, long long budget, cJSON **j, char **err) {
+    char args[2048], *out = NULL;
+    snprintf(args, sizeof args, "train '%s' --method %s --parts 16 --batch-parts 4 --epochs 2 --loader view "
+             "--memory-budget %lld --threads 2 --json", store, m, budget);
+    int rc = tu_inca(args, &out, err);
+    *j = rc == 0 ? tu_json_last(out) : NULL;
+    free(out);
+    return rc;
+}
+
+/* The figures of an unconstrained run (a budget of 1 TB: nothing spills): the baseline, what one
+ * batch needs and the tables. */
+static void figures(const char *m, double *base, double *need, double *tables) {
+    cJSON *j = NULL;
+    char *err = NULL;
+    int rc = train(m, 1LL << 40, &j, &err);
+    ck_assert_msg(rc == 0, "%s: train failed (%d): %s", m, rc, err ? err : "");
+    *base = tu_json_dbl(j, "memory_baseline_bytes");
+    *need = tu_json_dbl(j, "memory_need_bytes");
+    *tables = tu_json_dbl(j, "table_bytes");
+    ck_assert_msg(*base > 0 && *need > 0 && *tables > 0, "%s: baseline %.0f need %.0f tables %.0f", m, *base, *need, *tables);
+    ck_assert_int_eq((long long)tu_json_dbl(j, "spilled_bytes"), 0);
+    cJSON_Delete(j);
+    free(err);
+}
+
+/* A budget that holds the batch and every table only when the baseline is left out (half of it is
+ * missing): the run now spills some table to a file, or is refused naming the baseline. */
+START_TEST(test_baseline_counted) {
+    double base, need, tables;
+    figures("incagg", &base, &need, &tables);
+    const long long budget = (long long)(need + tables + base / 2);
+    cJSON *j = NULL;
+    char *err = NULL;
+    int rc = train("incagg", budget, &j, &err);
+    if (rc == 2) {
+        ck_assert_msg(strstr(err, "--memory-budget") && strstr(err, "baseline"), "%s", err);
+    } else {
+        ck_assert_msg(rc == 0, "train failed (%d): %s", rc, err ? err : "");
+        ck_assert_msg(tu_json_dbl(j, "spilled_bytes") > 0, "budget %lld = need %.0f + tables %.0f + baseline/2 %.0f: nothing "
+                      "spilled", budget, need, tables, base / 2);
+    }
+    cJSON_Delete(j);
+    free(err);
+    /* below the baseline plus the batch: refused, with both figures and the least budget that runs */
+    rc = train("incagg", (long long)(need + base / 2), &j, &err);
+    ck_assert_int_eq(rc, 2);
+    ck_assert_msg(strstr(err, "--memory-budget") && strstr(err, "the process's baseline") && strstr(err, "at least"), "%s", err);
+    free(err);
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("e2e_budget");
+    TCase *t = tcase_create("budget");
+    tcase_add_checked_fixture(t, setup, teardown);
+    tcase_set_timeout(t, 300);
+    tcase_add_test(t, test_baseline_counted);
+    suite_add_tcase(s, t);
+    return tu_run_suite(s);
+}
