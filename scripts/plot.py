@@ -18,7 +18,9 @@
 skipped; an input with none of the keys a kind needs is an error naming the file (exit 2), and so
 is a missing matplotlib (one line saying how to get it; a python3 on PATH without it, a pyenv or
 venv one, hands the run to Debian's /usr/bin/python3 when that one has it). tests/test_plot.c
-renders each kind from small fixtures and checks the PNG and the missing-matplotlib line.
+renders each kind from small fixtures and checks the PNG and the missing-matplotlib line. Log axes
+read as plain numbers (1, 2, 5, 10, 20, 50, 100); --dump-ticks prints the labels each axis drew,
+one JSON line per axis, which the test reads.
 """
 import argparse
 import json
@@ -135,8 +137,20 @@ def times(ax, specs):
     ax.set_xticks(range(len(names)))
     ax.set_xticklabels(names, fontsize=7)
     ax.set_ylabel("ms per epoch")
-    ax.set_yscale("log" if max(bottom) > 20 * max(min(bottom), 1e-9) else "linear")
+    if max(bottom) > 20 * max(min(bottom), 1e-9):
+        plain_log(ax, "y")
     ax.legend(fontsize=7)
+
+
+def plain_log(axis, which="x"):
+    """A log scale whose ticks read as plain numbers (1, 2, 5, 10, 20, 50, 100), not matplotlib's
+    default 10^1 and 2x10^1 (issue 31 item 12)."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+    (axis.set_xscale if which == "x" else axis.set_yscale)("log")
+    a = axis.xaxis if which == "x" else axis.yaxis
+    a.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0), numticks=12))
+    a.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    a.set_minor_formatter(NullFormatter())
 
 
 def budget(ax, specs):
@@ -155,7 +169,7 @@ def budget(ax, specs):
     full = [r for r in pts if r.get("full_acc") is not None]
     if full:
         ax.axhline(100 * full[0]["full_acc"], color="k", ls=":", label="full data")
-    ax.set_xscale("log")
+    plain_log(ax, "x")
     ax.set_xlabel("kept (%)")
     ax.set_ylabel("target test accuracy (%)")
     ax.legend(fontsize=8)
@@ -179,8 +193,8 @@ def scale(ax_pair, specs):
             pts = sorted((r["nodes"], r[key]) for r in rows if r["stage"] == st and r.get(key) is not None)
             if pts:
                 ax.plot([p[0] / 1e6 for p in pts], [p[1] for p in pts], marker="o", label=st)
-        ax.set_xscale("log")
-        ax.set_yscale("log")
+        plain_log(ax, "x")
+        plain_log(ax, "y")
         ax.set_xlabel("nodes (millions)")
         ax.set_ylabel(label)
         ax.legend(fontsize=7)
@@ -192,6 +206,8 @@ def main():
     p.add_argument("inputs", nargs="+", help="JSON / JSON Lines files, each optionally FILE=LABEL")
     p.add_argument("--out", default=None, help="the PNG to write (default: KIND.png)")
     p.add_argument("--title", default=None)
+    p.add_argument("--dump-ticks", action="store_true",
+                   help="also print each axis's tick labels as drawn, one JSON line per axis (tests)")
     a = p.parse_args()
     a.out = a.out or f"{a.kind}.png"
     plt = pyplot()
@@ -205,6 +221,13 @@ def main():
         fig.suptitle(a.title)
     fig.tight_layout()
     fig.savefig(a.out, dpi=100)
+    if a.dump_ticks:   # after the draw savefig made: the labels the picture shows
+        for i, ax in enumerate(fig.axes):
+            for name, axis in (("x", ax.xaxis), ("y", ax.yaxis)):
+                lo, hi = sorted(axis.get_view_interval())
+                shown = [t.get_text() for v, t in zip(axis.get_majorticklocs(), axis.get_ticklabels())
+                         if lo <= v <= hi and t.get_text()]
+                print(json.dumps({"axes": i, "axis": name, "scale": axis.get_scale(), "labels": shown}))
     print(a.out)
 
 

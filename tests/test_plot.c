@@ -150,6 +150,59 @@ START_TEST(each_kind_renders) {
 }
 END_TEST
 
+/* log axes read as plain numbers (1, 2, 5, 10, 20 ...), never matplotlib's default 10^1 or
+ * 2x10^1 (issue 31 item 12): plot.py --dump-ticks prints the labels each axis drew */
+static void ticks_plain(const char *kind, const char *input, const char *want_x) {
+    char cmd[4096], *out = NULL, *err = NULL;
+    snprintf(cmd, sizeof cmd, "cd '%s' && %s '%s/scripts/plot.py' %s %s --out ticks-%s.png --dump-ticks", dir, py, tu_src(),
+             kind, input, kind);
+    ck_assert_msg(tu_sh(cmd, &out, &err) == 0, "plot %s --dump-ticks: %s", kind, err ? err : "");
+    char *keep = strdup(out), *k = keep;   /* the JSON lines; plot.py also prints the PNG's name */
+    for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n"))
+        if (line[0] == '{') k += sprintf(k, "%s\n", line);
+    cJSON *v[16];
+    const int n = tu_json_lines(keep, v, 16);
+    free(keep);
+    int logs = 0, found = want_x == NULL;
+    for (int i = 0; i < n; i++) {
+        if (strcmp(tu_json_get(v[i], "scale", cJSON_String)->valuestring, "log") != 0) continue;
+        const cJSON *labels = tu_json_get(v[i], "labels", cJSON_Array);
+        const char *axis = tu_json_get(v[i], "axis", cJSON_String)->valuestring;
+        ck_assert_msg(cJSON_GetArraySize(labels) >= 2, "%s: a log %s axis with %d labels", kind, axis, cJSON_GetArraySize(labels));
+        logs++;
+        for (const cJSON *l = labels->child; l; l = l->next) {
+            ck_assert_msg(!strstr(l->valuestring, "10^") && !strstr(l->valuestring, "times") && !strchr(l->valuestring, '$'),
+                          "%s: log %s axis label '%s'", kind, axis, l->valuestring);
+            if (want_x && strcmp(axis, "x") == 0 && strcmp(l->valuestring, want_x) == 0) found = 1;
+        }
+    }
+    ck_assert_msg(logs > 0, "%s: no log axis in %s", kind, out);
+    ck_assert_msg(found, "%s: no x label '%s' in %s", kind, want_x, out);
+    tu_json_free_lines(v, n);
+    free(out);
+    free(err);
+}
+
+START_TEST(log_ticks_plain) {
+    /* the issue's budget curve: 5% to 30% kept, where matplotlib wrote 2x10^1 */
+    write_file("tprune.json", "{\"keep\":0.05,\"coreset_acc\":0.6,\"random_acc\":0.55}\n"
+                              "{\"keep\":0.1,\"coreset_acc\":0.7,\"random_acc\":0.65}\n"
+                              "{\"keep\":0.2,\"coreset_acc\":0.75,\"random_acc\":0.72}\n"
+                              "{\"keep\":0.3,\"coreset_acc\":0.8,\"random_acc\":0.79}\n");
+    ticks_plain("budget", "tprune.json", "20");
+    write_file("tcurve.jsonl", "{\"nodes\":1000000,\"stage\":\"gen\",\"ok\":true,\"seconds\":14,\"peak_rss_anon_mb\":1270}\n"
+                               "{\"nodes\":2000000,\"stage\":\"gen\",\"ok\":true,\"seconds\":29,\"peak_rss_anon_mb\":2500}\n"
+                               "{\"nodes\":10000000,\"stage\":\"gen\",\"ok\":true,\"seconds\":150,\"peak_rss_anon_mb\":12600}\n");
+    ticks_plain("scale", "tcurve.jsonl", "2");
+    /* epoch times 2 ms to 28 s: a log y axis */
+    write_file("tpeers.json", "{\"case\":\"cora\",\"inca_step_time_s\":0.001,\"inca_epoch_time_s\":0.002,"
+                              "\"pyg_step_time_s\":0.07,\"pyg_epoch_time_s\":0.08}\n"
+                              "{\"case\":\"csbm\",\"inca_step_time_s\":1.9,\"inca_epoch_time_s\":2.6,\"pyg_step_time_s\":18.9,"
+                              "\"pyg_epoch_time_s\":28.1}\n");
+    ticks_plain("times", "tpeers.json", NULL);
+}
+END_TEST
+
 /* matplotlib that does not import: one line on stderr naming it and both ways to get it, exit 2,
  * no picture, under python3 on PATH and under Debian's (where the first hands over) */
 START_TEST(missing_matplotlib_one_line) {
@@ -247,6 +300,7 @@ int main(void) {
     if (mpl) {
         tcase_add_test(t, each_kind_renders);
         tcase_add_test(t, blank_and_bad_input);
+        tcase_add_test(t, log_ticks_plain);
     }
     suite_add_tcase(s, t);
     const int rc = tu_run_suite(s);
