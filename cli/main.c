@@ -22,6 +22,9 @@ static const struct { const char *name; int (*fn)(int, char **); const char *hel
      "  ogb       --split NAME (the default split's folder; every split/ folder is stored, and\n"
      "            train --split NAME picks any of them) [stored, else the first by name]\n"
      "  edgelist  --labels FILE (\"node label\" lines) --features FILE (\"node f1 ... fk\" lines)\n"
+     "  csv       SRC: a folder with train.csv, test.csv and optionally valid.csv (or .csv.gz), no header,\n"
+     "            lines \"label,f1,...,fk\" (label: a class id >= 0; -1, nan or empty: unlabelled; README,\n"
+     "            \"CSV tables\")\n"
      "  graph     --symmetrize (add each edge's reverse) --self-loops (one per node) [neither]\n"
      "  output    --force (replace an existing STORE) --json --quiet (no progress line on a terminal)"},
     {"gen", cmd_gen,

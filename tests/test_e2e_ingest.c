@@ -209,6 +209,56 @@ START_TEST(test_usage_errors) {
 }
 END_TEST
 
+/* The CSV layout the README documents (its csv-example block, run as written with $B the binary)
+ * ingests to what its comment says, and ingest --help names the layout (issue 31 item 12). */
+START_TEST(test_csv_readme_example) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/README.md", tu_src());
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    static char text[1 << 20];
+    const size_t len = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[len] = '\0';
+    const char *b = strstr(text, "<!-- csv-example:begin -->"), *e = b ? strstr(b, "<!-- csv-example:end -->") : NULL;
+    ck_assert_msg(b && e, "README.md: no csv-example block");
+    const char *code = strstr(b, "```sh\n"), *end = code ? strstr(code + 6, "```") : NULL;
+    ck_assert_msg(code && end && end < e, "README.md: the csv-example block holds no ```sh fence");
+    code += 6;
+    char script[4096];
+    snprintf(script, sizeof script, "%s/example.sh", tmp);
+    f = fopen(script, "w");
+    ck_assert_ptr_nonnull(f);
+    fwrite(code, 1, (size_t)(end - code), f);
+    fclose(f);
+    char cmd[8192], *out = NULL, *err = NULL;
+    snprintf(cmd, sizeof cmd, "cd '%s' && B='%s' sh -e example.sh", tmp, tu_bin());
+    ck_assert_msg(tu_sh(cmd, &out, &err) == 0, "the README's csv example: %s", err ? err : "");
+    ck_assert_msg(strstr(out, "5 nodes, 0 edges, 3 features, 3 classes, splits 3/0/1"), "%s", out);
+    free(out);
+    free(err);
+    snprintf(path, sizeof path, "%s/mytable.lmdb", tmp);
+    const char *j = tu_info_json(path);
+    tu_check_counts(j, 5, 0, 3, 3, 4);
+    tu_check_splits(j, 3, 0, 1);
+    /* the help names the files and the line format; a header line is refused saying there is none */
+    out = err = NULL;
+    ck_assert_int_eq(tu_inca("ingest --help", &out, NULL), 0);
+    ck_assert_msg(strstr(out, "train.csv") && strstr(out, "test.csv") && strstr(out, "label,f1,...,fk") &&
+                  strstr(out, "no header"), "%s", out);
+    free(out);
+    snprintf(path, sizeof path, "%s/mytable/train.csv", tmp);
+    f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("label,f1,f2,f3\n0,1,2,3\n", f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "ingest --format csv '%s/mytable' --out '%s/header.lmdb'", tmp, tmp);
+    ck_assert_int_eq(tu_inca(cmd, NULL, &err), 2);
+    ck_assert_msg(strstr(err, "train.csv:1: column 1") && strstr(err, "no header"), "%s", err);
+    free(err);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("e2e_ingest");
     TCase *tc = tcase_create("e2e_ingest");
@@ -218,6 +268,7 @@ int main(void) {
     tcase_add_test(tc, test_existing_store);
     tcase_add_test(tc, test_bad_catalogue);
     tcase_add_test(tc, test_usage_errors);
+    tcase_add_test(tc, test_csv_readme_example);
     suite_add_tcase(s, tc);
     return tu_run_suite(s);
 }
