@@ -246,7 +246,9 @@ struct kern_mat {
 int kern_emu_live_blocks(const kern_ctx_t *ctx);
 
 #ifdef INCA_HAS_CUDA
-/* kernels/cuda/: a CUDA context, or INCA_EINVAL + message (CUDA error text) without a device. */
+/* kernels/cuda/ (the module libinca_cuda.so, loaded by kc_create on first use): a CUDA context,
+ * or INCA_EINVAL + message (CUDA error text) without a device. */
 int kern_cuda_create(const kern_ctx_opts_t *opts, kern_ctx_t **out);
+typedef int (*kern_cuda_create_fn)(const kern_ctx_opts_t *opts, kern_ctx_t **out);
 #endif
 #endif

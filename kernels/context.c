@@ -9,6 +9,13 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#ifdef INCA_HAS_CUDA
+#include <dlfcn.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <unistd.h>
+#endif
 
 const kern_ops_t *kern_cpu_ops(void);   /* kernels/cpu/backend_cpu.c */
 int kern_emu_create(kern_ctx_t **out);  /* kernels/cpu/backend_emu.c */
@@ -31,6 +38,42 @@ kern_ctx_t *kc_cpu(void) {
     return &cpu_shared;
 }
 
+#ifdef INCA_HAS_CUDA
+/* The CUDA backend's module, loaded once (CMakeLists.txt says why it is not linked in): where
+ * INCA_CUDA_MODULE names it, else beside the running executable, else on the loader's path. */
+static kern_cuda_create_fn cuda_create;
+static char cuda_why[300];
+static pthread_once_t cuda_once = PTHREAD_ONCE_INIT;
+
+static void cuda_load(void) {
+    char path[PATH_MAX + 32] = "libinca_cuda.so";
+    const char *env = getenv("INCA_CUDA_MODULE");
+    char exe[PATH_MAX];
+    const ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (env && *env) {
+        snprintf(path, sizeof path, "%s", env);
+    } else if (k > 0) {
+        exe[k] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (slash) *slash = '\0';
+        snprintf(path, sizeof path, "%s/libinca_cuda.so", exe);
+        if (access(path, R_OK) != 0) snprintf(path, sizeof path, "libinca_cuda.so");
+    }
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (h) cuda_create = (kern_cuda_create_fn)(uintptr_t)dlsym(h, "kern_cuda_create");
+    const char *e = cuda_create ? NULL : dlerror();
+    if (!cuda_create)
+        snprintf(cuda_why, sizeof cuda_why, "this build's CUDA backend (%s) could not be loaded: %s", path,
+                 e ? e : "no kern_cuda_create in it");
+}
+
+static int cuda_context(const kern_ctx_opts_t *opts, kern_ctx_t **out) {
+    pthread_once(&cuda_once, cuda_load);
+    if (!cuda_create) return inca_fail(INCA_ERR, "%s", cuda_why);
+    return cuda_create(opts, out);
+}
+#endif
+
 int kc_create(const kern_ctx_opts_t *opts, kern_ctx_t **out) {
     *out = NULL;
     const char *dev = opts && opts->device ? opts->device : "cpu";
@@ -42,7 +85,7 @@ int kc_create(const kern_ctx_opts_t *opts, kern_ctx_t **out) {
     if (want_cuda || want_auto) {
 #ifdef INCA_HAS_CUDA
         kern_ctx_t *c = NULL;
-        if (kern_cuda_create(opts, &c) == INCA_OK) {
+        if (cuda_context(opts, &c) == INCA_OK) {
             *out = c;
             return INCA_OK;
         }
