@@ -152,7 +152,7 @@ static int run(args_t *a, const part_opts_t *o, comm_t *c) {
         cli_progress(&pg, 1, "writing the partition-ordered layout");
         const int norm = o->m0_kind >= 0 ? nn_kind_norm(o->m0_kind) : NN_NORM_GCN;
         if (args_has(a, "--rebuild-layout")) rc = layout_drop(s, &p, o->featnorm, o->m0_kind >= 0, norm, o->hd);
-        if (rc == INCA_OK) rc = layout_ensure(s, &p, NULL, o->featnorm, o->m0_kind >= 0, norm, o->hd, &built);
+        if (rc == INCA_OK) rc = layout_ensure(s, &p, NULL, o->featnorm, o->m0_kind >= 0, norm, o->hd, 0, &built);
     }
     cli_progress_end(&pg);
     const double layout_s = inca_now() - tl, total = inca_now() - t0;

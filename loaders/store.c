@@ -681,6 +681,11 @@ int store_wtx_put_array_whole(store_wtx_t *w, const char *name, store_dtype_t dt
     if (rc == INCA_OK) w->ops[w->n - 1].whole = bytes > g_whole_max ? 2 : 1;
     return rc;
 }
+int store_wtx_put_array_side(store_wtx_t *w, const char *name, store_dtype_t dtype, const void *data, int64_t count) {
+    int rc = store_wtx_put_array(w, name, dtype, data, count);
+    if (rc == INCA_OK) w->ops[w->n - 1].whole = 2;
+    return rc;
+}
 int store_wtx_del_array(store_wtx_t *w, const char *name) { return add_op(w, OP_DEL_ARRAY, name, DT_U8, NULL, 0); }
 int store_wtx_put_record(store_wtx_t *w, const char *key, const void *data, size_t len) {
     return add_op(w, OP_PUT_REC, key, DT_U8, data, (int64_t)len);

@@ -5,11 +5,15 @@
 #include "kernels/backend.h"
 #include "kernels/kernels.h"
 #include "loaders/dataset.h"
+#include "memory/arena.h"
 #include "nn/layer.h"
 #include "nn/train_common.h"
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 const char *layout_featnorm_name(int featnorm) {
     return featnorm == TRAIN_FEATNORM_ROW ? "row" : featnorm == TRAIN_FEATNORM_STANDARD ? "standard" : "none";
@@ -47,9 +51,18 @@ static int scatter_rows(const char *path, const unsigned char *src, int64_t e0, 
     return INCA_OK;
 }
 
-/* x renumbered by p and normalised, as mb_data_prepare does in memory (caller frees). Read
+/* A buffer of `bytes` for an array of the layout: anonymous (inca_malloc; the caller frees it
+ * with inca_free), or with fb a file-backed block of that arena (freed with it). */
+static void *buf_get(mem_arena_t *fb, size_t bytes, const char *label) {
+    return fb ? mem_arena_alloc_spill(fb, bytes, label) : inca_malloc(bytes);
+}
+static void buf_put(mem_arena_t *fb, void *p) {
+    if (!fb) inca_free(p);
+}
+
+/* x renumbered by p and normalised, as mb_data_prepare does in memory (buf_put frees). Read
  * chunk by chunk from the store's map: no second copy of the features. */
-static int build_x(store_t *s, const partition_t *p, int featnorm, float **out) {
+static int build_x(store_t *s, const partition_t *p, int featnorm, mem_arena_t *fb, float **out) {
     const store_meta_t *m = store_meta(s);
     const int64_t n = m->nodes, f = m->features;
     *out = NULL;
@@ -60,7 +73,7 @@ static int build_x(store_t *s, const partition_t *p, int featnorm, float **out) 
     if (info.dtype != DT_F32 || info.count != n * f)
         return inca_fail(INCA_EINVAL, "%s: array 'x' has %lld values of dtype %d, expected %lld f32", store_path(s),
                          (long long)info.count, (int)info.dtype, (long long)(n * f));
-    float *x = inca_malloc(sizeof *x * (size_t)(n * f));
+    float *x = buf_get(fb, sizeof *x * (size_t)(n * f), "layout x");
     if (!x) return INCA_ENOMEM;
     /* chunks in parallel: a chunk's elements land in rows (or the parts of rows) no other chunk
      * writes; the first failure (lowest chunk) is the one reported */
@@ -85,7 +98,7 @@ static int build_x(store_t *s, const partition_t *p, int featnorm, float **out) 
     }
     if (rc != INCA_OK) inca_fail(rc, "%s", msg);   /* the message on the caller's thread */
     if (rc != INCA_OK) {
-        inca_free(x);
+        buf_put(fb, x);
         return rc;
     }
     train_features_prepare(featnorm, n, f, x, x);
@@ -106,7 +119,7 @@ static int build_adj(const partition_t *p, const csr_t *adj, int norm, csr_t *a,
  * block of fp32 rounded by the encode kernel (never an n x f fp32 copy beside the bf16 one).
  * A row's sum does not depend on the block it is in: the bits of one SpMM over all rows. */
 #define M0_BLOCK_ROWS 65536
-static int build_m0(const csr_t *a, const float *x, int64_t f, hist_dtype_t dt, void **out) {
+static int build_m0(const csr_t *a, const float *x, int64_t f, hist_dtype_t dt, mem_arena_t *fb, void **out) {
     const int64_t n = a->n_rows, es = dt == HIST_BF16 ? 2 : 4;
     kern_ctx_t *kc = kc_cpu();
     kern_mat_t *am = NULL;
@@ -114,7 +127,7 @@ static int build_m0(const csr_t *a, const float *x, int64_t f, hist_dtype_t dt, 
     void *m0 = NULL;
     *out = NULL;
     int rc = kc_mat_upload(kc, a, &am);
-    if (rc == INCA_OK && !(m0 = inca_malloc((size_t)(es * n * f)))) rc = INCA_ENOMEM;
+    if (rc == INCA_OK && !(m0 = buf_get(fb, (size_t)(es * n * f), "layout M0"))) rc = INCA_ENOMEM;
     if (rc == INCA_OK && dt == HIST_BF16 && !(blk = inca_malloc(sizeof *blk * (size_t)(M0_BLOCK_ROWS * f)))) rc = INCA_ENOMEM;
     for (int64_t r0 = 0; rc == INCA_OK && r0 < n; r0 += M0_BLOCK_ROWS) {
         const int64_t r1 = n - r0 < M0_BLOCK_ROWS ? n : r0 + M0_BLOCK_ROWS;
@@ -126,7 +139,7 @@ static int build_m0(const csr_t *a, const float *x, int64_t f, hist_dtype_t dt, 
     }
     kc_mat_free(kc, &am);
     inca_free(blk);
-    if (rc != INCA_OK) inca_free(m0);
+    if (rc != INCA_OK) buf_put(fb, m0);
     else *out = m0;
     return rc;
 }
@@ -143,10 +156,12 @@ static int put_csr(store_t *s, char (*nm)[192], const csr_t *g) {
     return rc;
 }
 
-static int put_whole(store_t *s, const char *name, store_dtype_t dt, const void *data, int64_t count) {
+/* side: a side file whatever the size (store_wtx_put_array_side) */
+static int put_whole(store_t *s, const char *name, store_dtype_t dt, const void *data, int64_t count, int side) {
     store_wtx_t *w = NULL;
     int rc = store_write_begin(s, &w);
-    if (rc == INCA_OK) rc = store_wtx_put_array_whole(w, name, dt, data, count);
+    if (rc == INCA_OK)
+        rc = side ? store_wtx_put_array_side(w, name, dt, data, count) : store_wtx_put_array_whole(w, name, dt, data, count);
     if (rc == INCA_OK) return store_write_commit(&w);
     store_write_abort(&w);
     return rc;
@@ -171,7 +186,7 @@ static int write_adj(store_t *s, const partition_t *p, const csr_t *adj, int nor
 }
 
 int layout_ensure(store_t *s, const partition_t *p, const csr_t *adj, int featnorm, int want_m0, int norm,
-                  hist_dtype_t dt, int *built) {
+                  hist_dtype_t dt, int file_backed, int *built) {
     char xn[192], mn[192], an[3][192], tn[3][192];
     const store_meta_t *m = store_meta(s);
     if (built) *built = 0;
@@ -189,19 +204,28 @@ int layout_ensure(store_t *s, const partition_t *p, const csr_t *adj, int featno
     float *x = NULL;
     void *m0 = NULL;
     csr_t a = {0};
-    int rc = need_a ? write_adj(s, p, adj, norm, an, tn, &a) : INCA_OK;
+    mem_arena_t *fb = NULL;   /* file_backed: the maps of x and M^0, in the store's folder */
+    int rc = file_backed ? mem_arena_create(&fb) : INCA_OK;
+    if (rc == INCA_OK && fb) rc = mem_arena_set_spill(fb, 0, store_path(s));
+    if (rc == INCA_OK && need_a) rc = write_adj(s, p, adj, norm, an, tn, &a);
     if (rc == INCA_OK && need_a && built) *built |= 4;
     /* else M^0 from the stored Â (a view, valid until the next write: M^0 is computed first) */
     if (rc == INCA_OK && need_m0 && !need_a) rc = csr_view(s, p, "adj", norm, featnorm, &a);
-    if (rc == INCA_OK && (need_x || need_m0)) rc = build_x(s, p, featnorm, &x);   /* M^0 from the same bits */
-    if (rc == INCA_OK && need_m0) rc = build_m0(&a, x, f, dt, &m0);
+    if (rc == INCA_OK && (need_x || need_m0)) rc = build_x(s, p, featnorm, fb, &x);   /* M^0 from the same bits */
+    if (rc == INCA_OK && need_m0) rc = build_m0(&a, x, f, dt, fb, &m0);
     csr_free(&a);
-    if (rc == INCA_OK && need_x && (rc = put_whole(s, xn, DT_F32, x, n * f)) == INCA_OK && built) *built |= 1;
-    inca_free(x);
-    if (rc == INCA_OK && need_m0 && (rc = put_whole(s, mn, dt == HIST_BF16 ? DT_BF16 : DT_F32, m0, n * f)) == INCA_OK &&
-        built)
+    if (rc == INCA_OK && need_x && (rc = put_whole(s, xn, DT_F32, x, n * f, file_backed)) == INCA_OK && built) *built |= 1;
+    buf_put(fb, x);
+    if (rc == INCA_OK && need_m0 &&
+        (rc = put_whole(s, mn, dt == HIST_BF16 ? DT_BF16 : DT_F32, m0, n * f, file_backed)) == INCA_OK && built)
         *built |= 2;
-    inca_free(m0);
+    buf_put(fb, m0);
+    mem_arena_destroy(&fb);
+#ifdef __GLIBC__
+    /* Â's temporaries were freed inside the heap: hand the pages back, or they stay in the
+     * process's anonymous memory (the baseline --memory-budget counts) for the whole run */
+    if (file_backed) (void)malloc_trim(0);
+#endif
     return rc == INCA_OK ? rc : inca_fail_ctx(rc, "while writing the partition-ordered layout of %s", p->man.name);
 }
 

@@ -51,9 +51,12 @@ void layout_m0_name(char *buf, size_t len, const char *part, int featnorm, int n
 /* Write what is missing of the layout for partitioning p (named p->man.name) of the store s
  * (open for writing): x for featnorm, Â for norm, and with want_m0 M^0 for (norm, dt). adj: the
  * store's graph in its original numbering (NULL: loaded from s when needed). *built (may be
- * NULL) gets a bit per array written: 1 x, 2 M^0, 4 Â. Each lands in its own transaction. */
+ * NULL) gets a bit per array written: 1 x, 2 M^0, 4 Â. Each lands in its own transaction.
+ * file_backed (--memory-budget): x and M^0 are built in file-backed maps in the store's folder
+ * (memory/arena.h's spill files) and stored as side files, so the write holds no anonymous
+ * memory of their size (Â, as large as the graph, is built in memory as without). */
 int layout_ensure(store_t *s, const partition_t *p, const csr_t *adj, int featnorm, int want_m0, int norm,
-                  hist_dtype_t dt, int *built);
+                  hist_dtype_t dt, int file_backed, int *built);
 /* Delete what layout_ensure would write for these arguments (x, M^0 when want_m0, Â and Âᵀ), in
  * one transaction (their side files with them): `inca partition --rebuild-layout`. */
 int layout_drop(store_t *s, const partition_t *p, int featnorm, int want_m0, int norm, hist_dtype_t dt);

@@ -78,12 +78,9 @@ int train_view_open(const dataset_t *d, const train_config_t *c, const partition
         }
         train_log(c, TRAIN_LOG_INFO, "%s: writing the partition-ordered layout of %s (feature norm %s%s), once",
                   c->store_path, p->man.name, layout_featnorm_name(c->feature_norm), want_m0 ? ", M^0" : "");
-        if (c->memory_budget > 0)   /* build_x and build_m0 hold both arrays at once (nn/layout.c) */
-            train_log(c, TRAIN_LOG_INFO, "--memory-budget: the layout write is not bounded by it: it holds about %.0f MB "
-                      "of anonymous memory (inca partition %s --parts %lld writes it beforehand)",
-                      (double)p->n * (double)store_meta(*s)->features * (want_m0 ? (hd == HIST_BF16 ? 6.0 : 8.0) : 4.0) / 1048576.0,
-                      c->store_path, (long long)p->k);
-        rc = layout_ensure(*s, p, d->adj.rowptr ? &d->adj : NULL, c->feature_norm, want_m0, norm, hd, &built);
+        /* under a budget, x and M^0 are built in file-backed maps and stored as side files */
+        rc = layout_ensure(*s, p, d->adj.rowptr ? &d->adj : NULL, c->feature_norm, want_m0, norm, hd, c->memory_budget > 0,
+                           &built);
         if (rc == INCA_OK) rc = layout_open(*s, p, c->feature_norm, want_m0, norm, hd, v);
     }
     if (rc != INCA_OK) store_close(s);

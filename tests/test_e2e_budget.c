@@ -25,15 +25,16 @@ static void teardown(void) { tu_rmrf(dir); free(dir); dir = NULL; }
 
 /* `inca train` of method m under budget bytes, 2 threads; returns the exit status, the JSON (or
  * NULL) in *j and stderr in *err (free it). */
-static int train(const char *m, long long budget, cJSON **j, char **err) {
+static int train_on(const char *st, const char *m, long long budget, cJSON **j, char **err) {
     char args[2048], *out = NULL;
     snprintf(args, sizeof args, "train '%s' --method %s --parts 16 --batch-parts 4 --epochs 2 --loader view "
-             "--memory-budget %lld --threads 2 --json", store, m, budget);
+             "--memory-budget %lld --threads 2 --json", st, m, budget);
     int rc = tu_inca(args, &out, err);
     *j = rc == 0 ? tu_json_last(out) : NULL;
     free(out);
     return rc;
 }
+static int train(const char *m, long long budget, cJSON **j, char **err) { return train_on(store, m, budget, j, err); }
 
 /* The figures of an unconstrained run (a budget of 1 TB: nothing spills): the baseline, what one
  * batch needs and the tables. */
@@ -103,6 +104,39 @@ START_TEST(test_peak_within_budget) {
 }
 END_TEST
 
+/* The partition-ordered layout written by the budgeted run itself (a store partitioned with
+ * --no-layout, 256 features: x and M^0 of 20 MB each, more than the budget leaves): x and M^0
+ * are built in file-backed maps and stored as side files, so the peak stays under the budget
+ * (it was baseline + x + M^0 + LMDB's dirty copy of both before). */
+START_TEST(test_layout_write_within_budget) {
+    char big[1024], ref[1024], args[8192], *err = NULL;
+    snprintf(big, sizeof big, "%s/big.store", dir);
+    snprintf(ref, sizeof ref, "%s/ref.store", dir);
+    snprintf(args, sizeof args, "gen --kind csbm --nodes 20000 --avg-degree 10 --features 256 --classes 4 --seed 0 "
+             "--out '%s' --quiet && cp -r '%s' '%s' && '%s' partition '%s' --parts 16 --no-layout --quiet && '%s' partition "
+             "'%s' --parts 16 --quiet", big, big, ref, tu_bin(), big, tu_bin(), ref);
+    int rc = tu_inca(args, NULL, &err);
+    ck_assert_msg(rc == 0, "gen/partition failed (%d): %s", rc, err ? err : "");
+    free(err);
+    cJSON *j = NULL;
+    rc = train_on(ref, "incagg", 1LL << 40, &j, &err);   /* the figures, on the twin whose layout is stored */
+    ck_assert_msg(rc == 0, "train failed (%d): %s", rc, err ? err : "");
+    const double base = tu_json_dbl(j, "memory_baseline_bytes"), need = tu_json_dbl(j, "memory_need_bytes"),
+                 tables = tu_json_dbl(j, "table_bytes");
+    cJSON_Delete(j);
+    free(err);
+    const long long budget = (long long)(base + need + tables / 2);
+    rc = train_on(big, "incagg", budget, &j, &err);
+    ck_assert_msg(rc == 0, "train failed (%d): %s", rc, err ? err : "");
+    ck_assert_msg(strstr(err, "writing the partition-ordered layout"), "the run did not write the layout: %s", err);
+    const double peak = tu_json_dbl(j, "peak_rss_anon_mb"), b = (double)budget / 1048576.0;
+    ck_assert_msg(peak > 0 && peak <= b, "peak anonymous memory %.2f MB over the budget %.2f MB while writing the layout "
+                  "(baseline %.2f, need %.2f, tables %.2f)", peak, b, base / 1048576.0, need / 1048576.0, tables / 1048576.0);
+    cJSON_Delete(j);
+    free(err);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("e2e_budget");
     TCase *t = tcase_create("budget");
@@ -110,6 +144,7 @@ int main(void) {
     tcase_set_timeout(t, 300);
     tcase_add_test(t, test_baseline_counted);
     tcase_add_test(t, test_peak_within_budget);
+    tcase_add_test(t, test_layout_write_within_budget);
     suite_add_tcase(s, t);
     return tu_run_suite(s);
 }

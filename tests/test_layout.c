@@ -58,11 +58,14 @@ static void teardown(void) {
 }
 
 /* _i = 1: every layout array past 4 KiB goes to a side file beside data.mdb, as arrays past
- * LMDB's 4 GiB value do at 10M nodes (loaders/store.h): the same views, the same bits */
+ * LMDB's 4 GiB value do at 10M nodes (loaders/store.h): the same views, the same bits.
+ * _i = 2: the file-backed write of --memory-budget (x and M^0 built in spill maps, stored as
+ * side files whatever their size): the same again. */
 static void side_files_if(int on) { store_set_whole_max_bytes(on ? 4096 : 0); }
 
 START_TEST(arrays_match_independent_reference) {
-    side_files_if(_i);
+    side_files_if(_i == 1);
+    const int fb = _i == 2;
     store_t *s = NULL;
     ck_assert_int_eq(store_open(path, STORE_RDWR, &s), INCA_OK);
     layout_views_t v;
@@ -70,11 +73,11 @@ START_TEST(arrays_match_independent_reference) {
     ck_assert_int_eq(layout_open(s, &P, TRAIN_FEATNORM_ROW, 1, NN_NORM_GCN, HIST_F32, &v), INCA_ENOTFOUND);
     ck_assert_ptr_nonnull(strstr(inca_errmsg(), "inca partition"));
     int built = 0;
-    ck_assert_int_eq(layout_ensure(s, &P, &D.adj, TRAIN_FEATNORM_ROW, 1, NN_NORM_GCN, HIST_F32, &built), INCA_OK);
+    ck_assert_int_eq(layout_ensure(s, &P, &D.adj, TRAIN_FEATNORM_ROW, 1, NN_NORM_GCN, HIST_F32, fb, &built), INCA_OK);
     ck_assert_int_eq(built, 7);
-    ck_assert_int_eq(layout_ensure(s, &P, &D.adj, TRAIN_FEATNORM_ROW, 1, NN_NORM_GCN, HIST_F32, &built), INCA_OK);
+    ck_assert_int_eq(layout_ensure(s, &P, &D.adj, TRAIN_FEATNORM_ROW, 1, NN_NORM_GCN, HIST_F32, fb, &built), INCA_OK);
     ck_assert_int_eq(built, 0);   /* nothing written twice */
-    ck_assert_int_eq(layout_ensure(s, &P, &D.adj, TRAIN_FEATNORM_ROW, 1, NN_NORM_GCN, HIST_BF16, &built), INCA_OK);
+    ck_assert_int_eq(layout_ensure(s, &P, &D.adj, TRAIN_FEATNORM_ROW, 1, NN_NORM_GCN, HIST_BF16, fb, &built), INCA_OK);
     ck_assert_int_eq(built, 2);
     ck_assert_int_eq(layout_open(s, &P, TRAIN_FEATNORM_ROW, 1, NN_NORM_GCN, HIST_F32, &v), INCA_OK);
     const int64_t n = D.n, f = D.f;
@@ -82,7 +85,7 @@ START_TEST(arrays_match_independent_reference) {
     store_array_info_t xi;
     layout_x_name(xn, sizeof xn, P.man.name, TRAIN_FEATNORM_ROW);
     ck_assert_int_eq(store_array_info(s, xn, &xi), INCA_OK);
-    ck_assert_int_eq(xi.in_file, _i);
+    ck_assert_int_eq(xi.in_file, _i != 0);
     ck_assert_int_eq(v.n, n);
     ck_assert_int_eq(v.f, f);
     /* x: row v of the dataset, divided by its sum (double), lands at row perm[v] */
@@ -153,7 +156,7 @@ START_TEST(arrays_match_independent_reference) {
     ck_assert_int_eq(tu_sh(cmd, &out, NULL), 0);
     ck_assert_int_eq(atoi(out), _i ? 1 : 0);   /* fp32 M^0's, not dropped */
     free(out);
-    ck_assert_int_eq(layout_ensure(s, &P, NULL, TRAIN_FEATNORM_ROW, 1, NN_NORM_GCN, HIST_BF16, &built), INCA_OK);
+    ck_assert_int_eq(layout_ensure(s, &P, NULL, TRAIN_FEATNORM_ROW, 1, NN_NORM_GCN, HIST_BF16, 0, &built), INCA_OK);
     ck_assert_int_eq(built, 7);
     ck_assert_int_eq(layout_open(s, &P, TRAIN_FEATNORM_ROW, 1, NN_NORM_GCN, HIST_F32, &v), INCA_OK);
     ck_assert_mem_eq(v.x, x0, sizeof(float) * (size_t)(n * f));
@@ -169,7 +172,7 @@ START_TEST(arrays_match_independent_reference) {
     store_set_chunk_bytes(0);
     D.x[5 * f + 3] = keep;
     ck_assert_int_eq(store_open(bad, STORE_RDWR, &s), INCA_OK);
-    ck_assert_int_eq(layout_ensure(s, &P, &D.adj, TRAIN_FEATNORM_NONE, 0, NN_NORM_GCN, HIST_F32, NULL), INCA_EINVAL);
+    ck_assert_int_eq(layout_ensure(s, &P, &D.adj, TRAIN_FEATNORM_NONE, 0, NN_NORM_GCN, HIST_F32, 0, NULL), INCA_EINVAL);
     char want[64];
     snprintf(want, sizeof want, "entry %lld (row 5)", (long long)(5 * f + 3));
     ck_assert_msg(strstr(inca_errmsg(), want) != NULL, "%s", inca_errmsg());
@@ -217,7 +220,7 @@ START_TEST(views_equal_copies_and_budget_spills) {
         store_t *s = NULL;
         layout_views_t v, vm;
         ck_assert_int_eq(store_open(path, STORE_RDWR, &s), INCA_OK);
-        ck_assert_int_eq(layout_ensure(s, &P, &D.adj, c.feature_norm, want_m0, norm, hd, NULL), INCA_OK);
+        ck_assert_int_eq(layout_ensure(s, &P, &D.adj, c.feature_norm, want_m0, norm, hd, 0, NULL), INCA_OK);
         ck_assert_int_eq(layout_open(s, &P, c.feature_norm, want_m0, norm, hd, &v), INCA_OK);
         /* the same arrays copied into ordinary memory */
         const size_t xb = sizeof(float) * (size_t)(v.n * v.f), mb = (hd == HIST_BF16 ? 2 : 4) * (size_t)(v.n * v.f);
@@ -331,7 +334,7 @@ int main(void) {
     TCase *t = tcase_create("core");
     tcase_add_checked_fixture(t, setup, teardown);
     tcase_set_timeout(t, 300);
-    tcase_add_loop_test(t, arrays_match_independent_reference, 0, 2);
+    tcase_add_loop_test(t, arrays_match_independent_reference, 0, 3);
     tcase_add_loop_test(t, views_equal_copies_and_budget_spills, 0, 2);
     tcase_add_test(t, train_run_migrates_and_refuses);
     suite_add_tcase(s, t);
