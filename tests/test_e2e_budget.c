@@ -7,6 +7,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Under AddressSanitizer the process's anonymous memory is the sanitizer's (shadow, quarantined
+ * frees), not inca's: the runs still go through every path, the peaks are not compared. */
+#if defined(__SANITIZE_ADDRESS__)
+#define PEAKS_MEASURED 0
+#define SAN_SLACK (64LL << 20)
+#else
+#define PEAKS_MEASURED 1
+#define SAN_SLACK 0LL
+#endif
+
 static char *dir;
 static char store[1024];
 
@@ -88,14 +98,14 @@ START_TEST(test_peak_within_budget) {
     for (int i = 0; i < 3; i++) {
         double base, need, tables;
         figures(methods[i], &base, &need, &tables);
-        const long long budget = (long long)(base + need + tables / 2);
+        const long long budget = (long long)(base + need + tables / 2) + SAN_SLACK;
         cJSON *j = NULL;
         char *err = NULL;
         int rc = train(methods[i], budget, &j, &err);
         ck_assert_msg(rc == 0, "%s: train failed (%d): %s", methods[i], rc, err ? err : "");
         const double peak = tu_json_dbl(j, "peak_rss_anon_mb"), b = (double)budget / 1048576.0;
-        ck_assert_msg(tu_json_dbl(j, "spilled_bytes") > 0, "%s: nothing spilled under %.2f MB", methods[i], b);
-        ck_assert_msg(peak > 0 && peak <= b, "%s: peak anonymous memory %.2f MB over the budget %.2f MB (baseline %.2f, "
+        ck_assert_msg(!PEAKS_MEASURED || tu_json_dbl(j, "spilled_bytes") > 0, "%s: nothing spilled under %.2f MB", methods[i], b);
+        ck_assert_msg(peak > 0 && (!PEAKS_MEASURED || peak <= b), "%s: peak anonymous memory %.2f MB over the budget %.2f MB (baseline %.2f, "
                       "need %.2f, tables %.2f)", methods[i], peak, b, base / 1048576.0, need / 1048576.0,
                       tables / 1048576.0);
         cJSON_Delete(j);
@@ -125,12 +135,12 @@ START_TEST(test_layout_write_within_budget) {
                  tables = tu_json_dbl(j, "table_bytes");
     cJSON_Delete(j);
     free(err);
-    const long long budget = (long long)(base + need + tables / 2);
+    const long long budget = (long long)(base + need + tables / 2) + SAN_SLACK;
     rc = train_on(big, "incagg", budget, &j, &err);
     ck_assert_msg(rc == 0, "train failed (%d): %s", rc, err ? err : "");
     ck_assert_msg(strstr(err, "writing the partition-ordered layout"), "the run did not write the layout: %s", err);
     const double peak = tu_json_dbl(j, "peak_rss_anon_mb"), b = (double)budget / 1048576.0;
-    ck_assert_msg(peak > 0 && peak <= b, "peak anonymous memory %.2f MB over the budget %.2f MB while writing the layout "
+    ck_assert_msg(peak > 0 && (!PEAKS_MEASURED || peak <= b), "peak anonymous memory %.2f MB over the budget %.2f MB while writing the layout "
                   "(baseline %.2f, need %.2f, tables %.2f)", peak, b, base / 1048576.0, need / 1048576.0, tables / 1048576.0);
     cJSON_Delete(j);
     free(err);
