@@ -347,11 +347,14 @@ int train_eval_meter(kern_ctx_t *kc, const float *logits, int64_t n, int64_t cc,
     const int64_t cnt[3] = {tr_d ? ntr : 0, nv, nt};
     const int cls = cc <= TRAIN_MAX_CLASSES;   /* per-class counts (balanced accuracy, macro F1) */
     if ((rc = kc_zero(kc, meter_d, sizeof *meter_d, KERN_STREAM_COMPUTE))) return rc;
-    for (int k = 0; k < 3; k++)
-        if (cnt[k] > 0 && ((rc = kc_softmax_xent(kc, n, cc, logits, y_d, ids[k], cnt[k], logp, NULL, &meter_d->loss[k])) ||
-                           (rc = kc_accuracy(kc, cc, logits, y_d, ids[k], cnt[k], meter_d->count[k])) ||
-                           (cls && k > 0 && (rc = kc_class_counts(kc, cc, logits, y_d, ids[k], cnt[k], meter_d->cls[k])))))
+    for (int k = 0; k < 3; k++) {
+        if (cnt[k] == 0) continue;
+        if ((rc = kc_softmax_xent(kc, n, cc, logits, y_d, ids[k], cnt[k], logp, NULL, &meter_d->loss[k])) ||
+            (rc = kc_accuracy(kc, cc, logits, y_d, ids[k], cnt[k], meter_d->count[k])) ||
+            (cls && k > 0 && (rc = kc_class_counts(kc, cc, logits, y_d, ids[k], cnt[k], meter_d->cls[k]))))
             return rc;
+        logp = NULL;   /* every row's log-softmax is written once, by the first split's call */
+    }
     if ((rc = kc_copy(kc, &h, meter_d, sizeof h, KERN_D2H, KERN_STREAM_COMPUTE))) return rc;
     h.ncls = cls ? cc : 0;
     if (out) *out = h;

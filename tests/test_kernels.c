@@ -482,6 +482,62 @@ START_TEST(softmax_xent_reference_and_gradient) {
 }
 END_TEST
 
+/* Rows past the kernel's parallel threshold: 1 and 2 threads give the same loss and gradient
+ * bits; both agree with a double reference; a row listed twice (the serial path) gets twice the
+ * gradient of one listing and counts twice in the mean. */
+START_TEST(softmax_xent_parallel_rows) {
+    const int64_t rows = 12000, c = 8, nidx = 9000;
+    float *z = rand_floats(rows * c, 72);
+    int32_t *y = malloc((size_t)rows * sizeof *y);
+    int64_t *idx = malloc((size_t)(nidx + 1) * sizeof *idx);
+    float *d1 = malloc((size_t)(rows * c) * sizeof *d1), *d2 = malloc((size_t)(rows * c) * sizeof *d2);
+    ck_assert(z && y && idx && d1 && d2);
+    for (int64_t i = 0; i < rows; i++) y[i] = i % 7 == 3 ? -1 : (int32_t)((i * 5) % c);
+    for (int64_t t = 0; t < nidx; t++) idx[t] = t + t / 3;   /* increasing, with gaps */
+    inca_set_threads(1);
+    const double l1 = kern_softmax_xent(rows, c, z, y, idx, nidx, NULL, d1);
+    inca_set_threads(2);
+    const double l2 = kern_softmax_xent(rows, c, z, y, idx, nidx, NULL, d2);
+    ck_assert_msg(memcmp(&l1, &l2, sizeof l1) == 0, "loss %.17g vs %.17g", l1, l2);
+    ck_assert(memcmp(d1, d2, (size_t)(rows * c) * sizeof *d1) == 0);
+    double ref = 0.0;
+    int64_t counted = 0;
+    for (int64_t t = 0; t < nidx; t++) {
+        const int64_t i = idx[t];
+        if (y[i] < 0) continue;
+        double s = 0.0;
+        for (int64_t k = 0; k < c; k++) s += exp((double)z[i * c + k]);
+        ref += log(s) - z[i * c + y[i]];
+        counted++;
+    }
+    ck_assert(counted > nidx / 2 && counted < nidx);
+    ck_assert_msg(fabs(l2 - ref / (double)counted) < 1e-12, "loss %.15g ref %.15g", l2, ref / (double)counted);
+    for (int64_t t = 0; t < nidx; t++) {
+        const int64_t i = idx[t];
+        if (y[i] < 0) continue;
+        double s = 0.0;
+        for (int64_t k = 0; k < c; k++) s += exp((double)z[i * c + k]);
+        for (int64_t k = 0; k < c; k++) {
+            const double g = (exp((double)z[i * c + k]) / s - (k == y[i])) / (double)counted;
+            ck_assert(fabs(d2[i * c + k] - g) < 1e-9);
+        }
+    }
+    /* row idx[1] listed again at the end: not increasing, so the gradient is written serially */
+    idx[nidx] = idx[1];
+    const double l3 = kern_softmax_xent(rows, c, z, y, idx, nidx + 1, NULL, d1);
+    const int64_t r = idx[1];
+    double s = 0.0;
+    for (int64_t k = 0; k < c; k++) s += exp((double)z[r * c + k]);
+    ck_assert(fabs(l3 - (ref + log(s) - z[r * c + y[r]]) / (double)(counted + 1)) < 1e-12);
+    for (int64_t k = 0; k < c; k++) {
+        const double g = 2.0 * (exp((double)z[r * c + k]) / s - (k == y[r])) / (double)(counted + 1);
+        ck_assert(fabs(d1[r * c + k] - g) < 1e-9);
+    }
+    inca_set_threads(0);
+    free(z); free(y); free(idx); free(d1); free(d2);
+}
+END_TEST
+
 START_TEST(softmax_xent_large_logits_stable) {
     float z[3] = {1000.0f, 0.0f, -1000.0f};
     int32_t y[1] = {0};
@@ -558,6 +614,7 @@ int main(void) {
     tcase_add_test(tc, dropout_rate_and_reproducibility);
     tcase_add_test(tc, softmax_xent_reference_and_gradient);
     tcase_add_test(tc, softmax_xent_large_logits_stable);
+    tcase_add_test(tc, softmax_xent_parallel_rows);
     tcase_add_test(tc, accuracy_as_ogb);
     tcase_add_test(tc, bench_spmm_smoke);
     suite_add_tcase(s, tc);
