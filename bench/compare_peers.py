@@ -34,6 +34,10 @@ reused after (nothing is downloaded at run time besides that one-time installati
   dgl  ~/.cache/inca/dgl-venv: dgl 2.1.0, the newest DGL with CPU wheels on the registry, which
        needs torch 2.1.x (2.1.2 pinned) and torchdata 0.7.1, with numpy < 2 and pandas < 2.3
        (imported by dgl.graphbolt), pydantic, pyyaml, scipy, psutil, requests, tqdm.
+  torch  no GNN library: GCN and SAGE written from their formulas on torch alone (Â built from
+       edge_index, CSR products), full-batch cases only; a third opinion where two tools
+       disagree about "the same" model. Runs on PyG's venv; --python-torch names another torch
+       (the DGL venv's torch 2.1.2 separates the torch version from DGL itself).
 With --device cuda the same cases run on a GPU through the peers' CUDA builds (the machine's own
 python3 when it already has torch and the peer: --python-pyg / --python-dgl name it).
 """
@@ -55,6 +59,11 @@ PEERS = {
     "dgl": {"name": "DGL", "venv": os.path.join(CACHE, "dgl-venv"), "probe": "import torch, dgl, numpy, dgl.nn",
             "packages": [["torch==2.1.2", "torchdata==0.7.1", "numpy<2", "pandas<2.3", "pydantic", "pyyaml", "scipy",
                           "psutil", "requests", "tqdm"], ["dgl==2.1.0"]]},
+    # No GNN library: the layers written from their formulas on torch alone, a third opinion when
+    # two tools disagree on "the same" model. PyG's venv by default; --python-torch picks another
+    # torch (the DGL venv's 2.1.2 separates a torch version's effect from DGL's own).
+    "torch": {"name": "PyTorch", "venv": os.path.join(CACHE, "pyg-venv"), "probe": "import torch, numpy",
+              "packages": [["torch", "numpy"]]},
 }
 
 # Shared by both workers: arguments, arrays, the epoch loop, the result line.
@@ -213,6 +222,69 @@ else:   # Cluster-GCN: K METIS parts, B a batch, the batch subgraph renormalised
 run(m, train_epoch, lambda: full_eval(m(g, x)), extra)
 '''
 
+TORCH_WORKER = COMMON + r'''
+# Â from edge_index as the formulas say: GCN D^-1/2 (A + I) D^-1/2 with in-degrees (duplicate edges
+# counted, as PyG's gcn_norm and DGL's GraphConv count them), SAGE the mean over in-neighbours.
+ei = ei[:, ei[0] != ei[1]]
+if a["model"] == "gcn":
+    loops = torch.arange(N)
+    ei = torch.cat([ei, torch.stack([loops, loops])], 1)
+deg = torch.zeros(N).index_add_(0, ei[1], torch.ones(ei.shape[1]))
+w = deg[ei[0]].rsqrt() * deg[ei[1]].rsqrt() if a["model"] == "gcn" else 1.0 / deg[ei[1]]
+A = torch.sparse_coo_tensor(torch.stack([ei[1], ei[0]]), w, (N, N)).coalesce()
+At = A.t().coalesce().to_sparse_csr().to(dev)
+A = A.to_sparse_csr().to(dev)
+
+class Spmm(torch.autograd.Function):   # CSR products both ways (torch's COO path is many times slower)
+    @staticmethod
+    def forward(ctx, h):
+        return A @ h
+    @staticmethod
+    def backward(ctx, g):
+        return At @ g
+x, y = x.to(dev), y.to(dev)
+idx = {k: v.to(dev) for k, v in idx.items()}
+
+class Gcn(torch.nn.Module):   # Glorot weight, zero bias: GCNConv's and GraphConv's
+    def __init__(self, i, o):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.empty(i, o))
+        self.bias = torch.nn.Parameter(torch.zeros(o))
+        torch.nn.init.xavier_uniform_(self.weight)
+    def forward(self, h):
+        return Spmm.apply(h @ self.weight) + self.bias
+
+class Sage(torch.nn.Module):  # PyG's SAGEConv: lin_l (bias) on the mean, lin_r (no bias) on the root
+    def __init__(self, i, o):
+        super().__init__()
+        self.lin_l, self.lin_r = torch.nn.Linear(i, o), torch.nn.Linear(i, o, bias=False)
+    def forward(self, h):
+        return self.lin_l(Spmm.apply(h)) + self.lin_r(h)
+
+class Net(torch.nn.Module):
+    def __init__(self, fin, hid, out, layers, p, kind):
+        super().__init__()
+        dims = [fin] + [hid] * (layers - 1) + [out]
+        conv = Gcn if kind == "gcn" else Sage
+        self.convs = torch.nn.ModuleList(conv(dims[i], dims[i + 1]) for i in range(layers))
+        self.p = p
+    def forward(self, h):
+        for i, c in enumerate(self.convs):
+            h = c(F.dropout(h, p=self.p, training=self.training))
+            if i + 1 < len(self.convs):
+                h = F.relu(h)
+        return h
+
+m = Net(x.shape[1], a["hidden"], C, a["layers"], a["dropout"], a["model"]).to(dev)
+opt = optimiser(m, m.convs[0])
+def train_epoch():
+    opt.zero_grad()
+    out = m(x)
+    F.cross_entropy(out[idx["train"]], y[idx["train"]]).backward()
+    opt.step()
+run(m, train_epoch, lambda: full_eval(m(x)), {"peer_version": torch.__version__})
+'''
+
 CLUSTER_PROBE = r'''
 import importlib
 ok = []
@@ -299,7 +371,7 @@ def peer_run(a, peer, py, npz, case, s, work):
               parts=case.get("parts", 0), batch_parts=case.get("batch_parts", 0),
               cache=os.path.join(work, f"dgl-cluster-{case.get('parts', 0)}.pkl"))
     env = dict(os.environ, OMP_NUM_THREADS=str(a.threads), DGLBACKEND="pytorch")
-    worker = PYG_WORKER if peer == "pyg" else DGL_WORKER
+    worker = {"pyg": PYG_WORKER, "dgl": DGL_WORKER, "torch": TORCH_WORKER}[peer]
     r = subprocess.run([py, "-c", worker, json.dumps(wa)], capture_output=True, text=True, env=env)
     if r.returncode != 0:
         sys.exit(f"compare_peers: the {PEERS[peer]['name']} run failed: {r.stderr.strip()[-2000:]}")
@@ -436,7 +508,7 @@ def prepare(a, work, name, kind, src):
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--inca", default=os.path.join(ROOT, "build", "inca"))
-    p.add_argument("--peers", default="pyg,dgl", help="comma-separated: pyg, dgl (default both)")
+    p.add_argument("--peers", default="pyg,dgl", help="comma-separated: pyg, dgl, torch (default pyg,dgl)")
     p.add_argument("--cases", default="cora,csbm,cluster", help="comma-separated: cora, csbm, cluster (default all)")
     p.add_argument("--models", default="gcn", help="full-batch backbones, comma-separated: gcn, sage (default gcn)")
     p.add_argument("--ogb", action="append", default=[], help="an OGB raw-layout folder (2x16), repeatable")
@@ -449,13 +521,14 @@ def main():
     p.add_argument("--device", default="cpu", help="cpu (default) or cuda")
     p.add_argument("--python-pyg", default=None, help="a python that has torch and torch_geometric (instead of the venv)")
     p.add_argument("--python-dgl", default=None, help="a python that has torch and dgl (instead of the venv)")
+    p.add_argument("--python-torch", default=None, help="a python that has torch, for --peers torch (default: PyG's venv)")
     p.add_argument("--no-install", action="store_true", help="fail instead of making a peer's environment")
     p.add_argument("--json", action="store_true", help="one JSON line per case on stdout")
     a = p.parse_args()
     peers = [x for x in a.peers.split(",") if x]
     for x in peers:
         if x not in PEERS:
-            sys.exit(f"compare_peers: --peers: unknown peer '{x}' (expected pyg, dgl)")
+            sys.exit(f"compare_peers: --peers: unknown peer '{x}' (expected pyg, dgl, torch)")
     pys = {x: ensure_venv(x, not a.no_install, getattr(a, "python_" + x)) for x in peers}
     cluster_note = None
     if "pyg" in pys:
