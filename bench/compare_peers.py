@@ -87,6 +87,20 @@ idx = {k: torch.from_numpy(z[k + "_idx"]).long() for k in ("train", "valid", "te
 C = int(y.max()) + 1
 N = x.shape[0]
 
+class Net(torch.nn.Module):
+    """PyG's and the torch worker's stack: dropout before every layer, ReLU between; conv(i, o)
+    makes a layer, called as layer(h, *graph). (DGL's layers take the graph first: its own.)"""
+    def __init__(self, conv, fin, out):
+        super().__init__()
+        dims = [fin] + [a["hidden"]] * (a["layers"] - 1) + [out]
+        self.convs = torch.nn.ModuleList(conv(dims[i], dims[i + 1]) for i in range(a["layers"]))
+    def forward(self, h, *graph):
+        for i, c in enumerate(self.convs):
+            h = c(F.dropout(h, p=a["dropout"], training=self.training), *graph)
+            if i + 1 < len(self.convs):
+                h = F.relu(h)
+        return h
+
 def sync():
     if dev.type == "cuda":
         torch.cuda.synchronize()
@@ -139,21 +153,8 @@ from torch_geometric.nn import GCNConv, SAGEConv
 x, y, ei = x.to(dev), y.to(dev), ei.to(dev)
 idx = {k: v.to(dev) for k, v in idx.items()}
 
-class Net(torch.nn.Module):
-    def __init__(self, fin, hid, out, layers, p, kind):
-        super().__init__()
-        dims = [fin] + [hid] * (layers - 1) + [out]
-        conv = (lambda i, o: GCNConv(i, o, cached=True)) if kind == "gcn" else (lambda i, o: SAGEConv(i, o, aggr="mean"))
-        self.convs = torch.nn.ModuleList(conv(dims[i], dims[i + 1]) for i in range(layers))
-        self.p = p
-    def forward(self, x, ei):
-        for i, c in enumerate(self.convs):
-            x = c(F.dropout(x, p=self.p, training=self.training), ei)
-            if i + 1 < len(self.convs):
-                x = F.relu(x)
-        return x
-
-m = Net(x.shape[1], a["hidden"], C, a["layers"], a["dropout"], a["model"]).to(dev)
+conv = (lambda i, o: GCNConv(i, o, cached=True)) if a["model"] == "gcn" else (lambda i, o: SAGEConv(i, o, aggr="mean"))
+m = Net(conv, x.shape[1], C).to(dev)
 opt = optimiser(m, m.convs[0])
 def train_epoch():
     opt.zero_grad()
@@ -261,21 +262,7 @@ class Sage(torch.nn.Module):  # PyG's SAGEConv: lin_l (bias) on the mean, lin_r 
     def forward(self, h):
         return self.lin_l(Spmm.apply(h)) + self.lin_r(h)
 
-class Net(torch.nn.Module):
-    def __init__(self, fin, hid, out, layers, p, kind):
-        super().__init__()
-        dims = [fin] + [hid] * (layers - 1) + [out]
-        conv = Gcn if kind == "gcn" else Sage
-        self.convs = torch.nn.ModuleList(conv(dims[i], dims[i + 1]) for i in range(layers))
-        self.p = p
-    def forward(self, h):
-        for i, c in enumerate(self.convs):
-            h = c(F.dropout(h, p=self.p, training=self.training))
-            if i + 1 < len(self.convs):
-                h = F.relu(h)
-        return h
-
-m = Net(x.shape[1], a["hidden"], C, a["layers"], a["dropout"], a["model"]).to(dev)
+m = Net(Gcn if a["model"] == "gcn" else Sage, x.shape[1], C).to(dev)
 opt = optimiser(m, m.convs[0])
 def train_epoch():
     opt.zero_grad()

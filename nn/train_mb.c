@@ -581,10 +581,10 @@ static int mb_setup_agg(mb_run_t *R, const dataset_t *d, hist_dtype_t hd, const 
         /* the operator's scratch as it allocates it (GAS's halo and held pushes, IncAgg's deltas and
          * row buffers): an operator made without a budget, whose tables are maps never touched */
         if ((rc = agg_create(&ac, &R->agg)) != INCA_OK) return rc;
+        const int64_t scr_min = R->method == AGG_CLUSTER ? 0 : (int64_t)sizeof(float) * (nb_max ? nb_max : 1) * maxdim;
         int64_t scr = agg_scratch_bytes(R->agg);
         agg_free(&R->agg);
-        if (scr < (int64_t)sizeof(float) * (nb_max ? nb_max : 1) * maxdim * (R->method == AGG_CLUSTER ? 0 : 1))
-            scr = (int64_t)sizeof(float) * (nb_max ? nb_max : 1) * maxdim * (R->method == AGG_CLUSTER ? 0 : 1);
+        if (scr < scr_min) scr = scr_min;
         const int64_t need = ws + lb + graph + pern + scr, base = R->anon_base;
         if (base + need > c->memory_budget)
             return inca_fail(INCA_EINVAL, "--memory-budget %.0f MB is below the process's baseline %.0f MB (anonymous "
