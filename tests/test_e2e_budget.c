@@ -148,6 +148,9 @@ START_TEST(test_layout_write_within_budget) {
 END_TEST
 
 int main(void) {
+    if (!PEAKS_MEASURED)   /* say so: the peak checks below pass without being made */
+        fprintf(stderr, "test_e2e_budget: SKIPPED the peak-within-budget comparisons (AddressSanitizer's shadow "
+                        "memory is anonymous); the runs and their other checks still run\n");
     Suite *s = suite_create("e2e_budget");
     TCase *t = tcase_create("budget");
     tcase_add_checked_fixture(t, setup, teardown);
