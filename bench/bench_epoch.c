@@ -33,7 +33,7 @@
 /* agg_s: the aggregation operator's time per epoch (forward + backward: GAS's halo pull and
  * SpMMs, IncAgg's baseline pull, residual and in-batch SpMMs); dense_s: the rest of a step
  * (GEMMs, elementwise layers, loss, optimiser), which every method pays alike. */
-typedef struct run_out { double epoch_s, step_s, refresh_s, eval_s, acc, val, epoch_cpu_s, agg_s, dense_s; int ok; } run_out_t;
+typedef struct run_out { double epoch_s, step_s, refresh_s, eval_s, acc, val, epoch_cpu_s, agg_s, dense_s; int ok, tables_host; } run_out_t;
 
 static int run_one(const dataset_t *d, train_config_t *c, const partition_t *p, train_method_t m,
                    int64_t refresh_epochs, int json, int eval_each, int warmup, run_out_t *out) {
@@ -64,6 +64,7 @@ static int run_one(const dataset_t *d, train_config_t *c, const partition_t *p, 
     out->acc = r.test_acc;
     out->val = r.val_acc;
     out->ok = 1;
+    out->tables_host = r.history_on_host;
     bench_say("bench epoch: %-7s refresh %lld ep: %.3f s/epoch (steps %.3f + refresh %.3f), test acc %.4f, wait %.3f s\n",
             method, (long long)refresh_epochs, out->epoch_s, out->step_s, out->refresh_s, r.test_acc, st.wait_s);
     if (json) {
@@ -98,6 +99,8 @@ static int run_one(const dataset_t *d, train_config_t *c, const partition_t *p, 
         json_num(j, "agg_time_per_epoch_s", out->agg_s);
         json_num(j, "dense_time_per_epoch_s", out->dense_s);
         json_num(j, "intra_batch_edge_fraction", st.intra_fraction);
+        json_str(j, "history_location", r.history_on_host || kc_device(c->kc) == KERN_DEV_CPU ? "host" : "device");
+        train_placement_json(j, &r.placement, 1);
         json_num(j, "loader_wait_s", st.wait_s);
         json_num(j, "loader_build_s", st.build_s);
         json_num(j, "test_acc", r.test_acc);
@@ -184,8 +187,8 @@ int bench_epoch(int argc, char **argv) {
         json_int(j, "edge_cut", p.man.edge_cut);
         json_int(j, "threads", inca_threads());
         json_str(j, "device", devname);
-        json_str(j, "history_location", c.history_host && kc_device(kc) != KERN_DEV_CPU ? "host"
-                                        : kc_device(kc) != KERN_DEV_CPU ? "device" : "host");
+        /* the incagg runs' (auto may put the tables on either side; each run's line says its own) */
+        json_str(j, "history_location", kc_device(kc) == KERN_DEV_CPU || (np > 0 ? inc[0].tables_host : gas.tables_host) ? "host" : "device");
         json_bool(j, "eval_each_epoch", ev);
         json_str(j, "refresh_source", agg_source_name(c.refresh_source));
         json_num(j, "eval_average", c.eval_average);

@@ -43,7 +43,7 @@ int bench_mb_config(const args_t *a, train_config_t *c) {
     const char *rs = args_str(a, "--refresh-source", NULL);
     if ((rs && (rc = agg_source_parse(rs, &c->refresh_source))) ||
         (rc = args_word(a, "--cluster-norm", NULL, train_cluster_norm_words, 2, "batch or global", &c->cluster_global_norm)) ||
-        (rc = args_word(a, "--history-location", NULL, train_history_location_words, 2, "device or host", &c->history_host)) ||
+        (rc = args_word(a, "--history-location", NULL, train_history_location_words, 3, "device, host or auto", &c->history_host)) ||
         (rc = args_word(a, "--refresh-eval", "fused", train_refresh_eval_words, 2, "fused or separate", &c->refresh_eval_separate)))
         return rc;
     if ((rc = flag_range(a, "--threads", 0, 0, 4096, &v))) return rc;
@@ -58,6 +58,8 @@ int bench_mb_config(const args_t *a, train_config_t *c) {
     if (!(c->eval_average >= 0 && c->eval_average < 1))
         return inca_fail(INCA_EINVAL, "--eval-average: expected a decay in [0,1), got %g", c->eval_average);
     c->device = args_str(a, "--device", "cpu");
+    const char *dmb = args_str(a, "--device-memory-budget", NULL);
+    if (dmb && (rc = args_size_parse("--device-memory-budget", dmb, &c->device_memory_budget))) return rc;
     c->deterministic = args_has(a, "--deterministic");
     c->tf32 = args_has(a, "--tf32");
     c->log = bench_train_log;   /* the trainer's progress lines under the bench's stage */

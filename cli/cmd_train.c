@@ -149,6 +149,7 @@ static int train_result_json(const args_t *a, const train_config_t *c, const tra
     json_str(j, "method", train_method_name(c->method));
     json_int(j, "evaluations", r->evals);   /* last run: evaluations that ran alone (eval_time_s) */
     train_method_json(j, c, r);
+    train_placement_json(j, &r->placement, c->method != TRAIN_FULL);
     json_str(j, "model", model_kind_name(c->model));
     json_str(j, "device", r->device);
     json_int(j, "runs", r->runs);

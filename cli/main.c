@@ -76,7 +76,8 @@ static const struct { const char *name; int (*fn)(int, char **); const char *hel
      "            the way to the exact rows; 1 replaces it) [0.15]\n"
      "            --refresh-eval fused|separate (incagg, recompute: an epoch-end refresh shares the\n"
      "            evaluation's pass, or each runs its own and is timed apart) [fused]\n"
-     "            --history-location device|host (cuda: where history tables live) [device]\n"
+     "            --history-location device|host|auto (cuda: where history tables live; auto: on the\n"
+     "            device when they fit its memory budget, else host memory) [auto]\n"
      "  run       --runs N [1] --seed S [0] --threads T [all cores] --device cpu|cuda|auto [cpu]\n"
      "            --deterministic (cuda SpMM) --tf32 (cuda GEMM) --metrics FILE.jsonl --json\n"
      "            --checkpoint DIR --resume --save-params FILE.npy (the last run's final parameters)\n"
@@ -86,6 +87,8 @@ static const struct { const char *name; int (*fn)(int, char **); const char *hel
      "            --workers P [1]: the same P ranks simulated in one process (bit for bit the same)\n"
      "            --grad-reduce chain|allgather [chain] (MPI: how gradients are summed in rank order)\n"
      "  memory    --loader auto|copy|view [auto: view past 1/8 of RAM] --memory-budget SIZE (view) [none]\n"
+     "            --device-memory-budget SIZE (cuda: device bytes the run may hold; a smaller GPU\n"
+     "            simulated; the JSON's placement says what went where) [the device's free memory]\n"
      "            --partition NAME (a stored partitioning) [metis-K-s0]"},
     {"predict", cmd_predict,
      "predict [STORE] --checkpoint DIR --out FILE.npy [--embeddings] [--indices FILE] [--run I [0]] [--json]\n"
@@ -165,7 +168,8 @@ static const struct { const char *name; int (*fn)(int, char **); const char *hel
      "            --epochs E [3] --lr LR [0.01] --dropout P [0.5] --weight-decay W [5e-4]\n"
      "            --feature-norm none|row|standard [none] --parts K [40] --batch-parts B [10] --refresh R [0]\n"
      "            --history-dtype fp32|bf16 [fp32] --refresh-source push|recompute [recompute]\n"
-     "            --cluster-norm batch|global [batch] --history-location device|host [device] --threads T [0]\n"
+     "            --cluster-norm batch|global [batch] --history-location device|host|auto [auto] --threads T [0]\n"
+     "            --device-memory-budget SIZE [free device memory]\n"
      "            --refresh-eval fused|separate [fused] --refresh-relax W [0.15] --eval-average D [0]\n"
      "            --seed S [0] --device cpu|cuda|auto [cpu] --deterministic --tf32 --json\n"
      "  epoch     STORE --methods cluster,gas,incagg [gas,incagg] --refresh-epochs 1,2,4 [1]\n"

@@ -17,7 +17,7 @@ const char *const cli_train_flags[] = {
         "--wd-conv", "--wd-first-layer!", "--adamw!", "--beta1", "--eval-average", "--feature-norm", "--alpha", "--theta", "--K",
         "--batchnorm!", "--residual!", "--dense-input!", "--batch-size", "--checkpoint", "--resume!", "--parts", "--batch-parts", "--refresh", "--history-dtype", "--refresh-source", "--refresh-relax", "--refresh-eval", "--cluster-norm",
         "--partition", "--threads", "--device", "--deterministic!", "--tf32!", "--history-location", "--seed", "--metrics", "--runs", "--json!",
-        "--train-indices", "--split", "--patience", "--eval-every", "--select", "--loader", "--memory-budget", "--workers", "--save-params", "--grad-reduce", "--config", "--quiet!", "--metric", NULL};
+        "--train-indices", "--split", "--patience", "--eval-every", "--select", "--loader", "--memory-budget", "--device-memory-budget", "--workers", "--save-params", "--grad-reduce", "--config", "--quiet!", "--metric", NULL};
 
 static int copy_name(char *dst, size_t cap, const char *flag, const char *v) {
     if (strlen(v) >= cap) return inca_fail(INCA_EINVAL, "%s: value '%s' is too long", flag, v);
@@ -141,7 +141,7 @@ int cli_train_config(const args_t *a, train_config_t *c, cli_log_state_t *ls) {
     const char *rs = args_str(a, "--refresh-source", NULL);
     if ((rs && (rc = agg_source_parse(rs, &c->refresh_source))) ||
         (rc = args_word(a, "--cluster-norm", NULL, train_cluster_norm_words, 2, "batch or global", &c->cluster_global_norm)) ||
-        (rc = args_word(a, "--history-location", NULL, train_history_location_words, 2, "device or host", &c->history_host)) ||
+        (rc = args_word(a, "--history-location", NULL, train_history_location_words, 3, "device, host or auto", &c->history_host)) ||
         (rc = args_word(a, "--refresh-eval", NULL, train_refresh_eval_words, 2, "fused or separate", &c->refresh_eval_separate)) ||
         (rc = args_word(a, "--loader", "auto", train_loader_words, 3, "copy, view or auto", &c->loader)))
         return rc;
@@ -153,6 +153,8 @@ int cli_train_config(const args_t *a, train_config_t *c, cli_log_state_t *ls) {
     c->grad_reduce = strcmp(gr, "allgather") == 0 ? TRAIN_GRAD_ALLGATHER : TRAIN_GRAD_CHAIN;
     const char *mb = args_str(a, "--memory-budget", NULL);
     if (mb && (rc = args_size_parse("--memory-budget", mb, &c->memory_budget))) return rc;
+    const char *dmb = args_str(a, "--device-memory-budget", NULL);
+    if (dmb && (rc = args_size_parse("--device-memory-budget", dmb, &c->device_memory_budget))) return rc;
     if (mb && c->loader == TRAIN_LOADER_COPY)
         return inca_fail(INCA_EINVAL, "--memory-budget: needs --loader view (or auto); --loader copy holds the dataset in memory");
     c->log = args_has(a, "--quiet") ? NULL : train_log_stderr;   /* --quiet: no status or progress lines */
@@ -201,7 +203,7 @@ void cli_train_config_json(json_t *j, const args_t *a, const train_config_t *c) 
     json_int(j, "batch-parts", c->batch_parts);
     json_int(j, "refresh", c->refresh);
     json_str(j, "history-dtype", hist_dtype_words[c->history_dtype]);
-    json_str(j, "history-location", train_history_location_words[c->history_host != 0]);
+    json_str(j, "history-location", train_history_location_words[c->history_host >= 0 && c->history_host < 3 ? c->history_host : 2]);
     json_str(j, "refresh-source", agg_source_name(c->refresh_source));
     json_num(j, "refresh-relax", c->refresh_relax);
     json_str(j, "refresh-eval", train_refresh_eval_words[c->refresh_eval_separate != 0]);
@@ -210,6 +212,8 @@ void cli_train_config_json(json_t *j, const args_t *a, const train_config_t *c) 
     json_str(j, "loader", c->loader >= 0 && c->loader < 3 ? train_loader_words[c->loader] : "?");
     if (c->memory_budget > 0) json_int(j, "memory-budget", c->memory_budget);
     else json_null(j, "memory-budget");   /* none: a rerun with --config must not set one */
+    if (c->device_memory_budget > 0) json_int(j, "device-memory-budget", c->device_memory_budget);
+    else json_null(j, "device-memory-budget");
     json_int(j, "workers", c->workers > 1 ? c->workers : 1);
     json_str(j, "grad-reduce", c->grad_reduce == TRAIN_GRAD_ALLGATHER ? "allgather" : "chain");
     json_str(j, "split", args_str(a, "--split", "stored"));

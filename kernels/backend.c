@@ -21,9 +21,20 @@ int kc_tf32(const kern_ctx_t *c) { return c->tf32; }
 int kc_status(const kern_ctx_t *c) { return c->status; }
 
 /* ---- memory and ordering ---- */
-int kc_alloc(kern_ctx_t *c, kern_mem_t mem, size_t bytes, void **out) { return c->ops->alloc(c, mem, bytes, out); }
+int kc_alloc(kern_ctx_t *c, kern_mem_t mem, size_t bytes, void **out) {
+    *out = NULL;
+    int rc = kc_mem_admit(c, mem, bytes ? bytes : 1, "kc_alloc");
+    if (rc == INCA_OK) rc = c->ops->alloc(c, mem, bytes, out);
+    if (rc == INCA_OK && (rc = kc_mem_note(c, mem, *out, bytes ? bytes : 1)) != INCA_OK) {
+        c->ops->release(c, mem, *out);
+        *out = NULL;
+    }
+    return rc;
+}
 void kc_release(kern_ctx_t *c, kern_mem_t mem, void *p) {
-    if (p) c->ops->release(c, mem, p);
+    if (!p) return;
+    kc_mem_forget(c, p);
+    c->ops->release(c, mem, p);
 }
 /* With a profile attached (kernels/profile.h) every op is timed and its work counted; on a
  * device the timing waits for the queue on both sides. */
@@ -88,7 +99,6 @@ void kc_mirror_free(kern_ctx_t *c, const void *host, void *mirror) {
 
 /* ---- matrices ---- */
 int kc_mat_create(kern_ctx_t *c, int64_t rows_max, int64_t n_cols, int64_t nnz_max, kern_mat_t **out) {
-    (void)c;
     *out = NULL;
     if (rows_max < 0 || n_cols < 0 || nnz_max < 0)
         return inca_fail(INCA_EINVAL, "kc_mat_create: bad capacity %lld x %lld, %lld nonzeros", (long long)rows_max,
@@ -98,6 +108,13 @@ int kc_mat_create(kern_ctx_t *c, int64_t rows_max, int64_t n_cols, int64_t nnz_m
     a->rows_max = rows_max;
     a->n_cols = n_cols;
     a->nnz_max = nnz_max;
+    if (c->dev != KERN_DEV_CPU && c->ops->mat_reserve) {
+        int rc = c->ops->mat_reserve(c, a);
+        if (rc != INCA_OK) {
+            kc_mat_free(c, &a);
+            return rc;
+        }
+    }
     *out = a;
     return INCA_OK;
 }

@@ -53,6 +53,8 @@ typedef struct kern_ctx_opts {
     int device_index;     /* CUDA device ordinal (0) */
     int deterministic;    /* CUDA: cuSPARSE SpMM ALG3 instead of ALG2 */
     int tf32;             /* CUDA: cuBLAS GEMM with TF32 tensor cores (off: plain fp32) */
+    int64_t emu_memory;   /* emu: the emulated device's memory in bytes (0: unlimited); a device
+                             allocation past it fails as on a full GPU */
 } kern_ctx_opts_t;
 
 /* ---- context ---- */
@@ -87,6 +89,37 @@ int kc_stream_wait(kern_ctx_t *ctx, int stream, int event);   /* stream waits fo
 int kc_event_sync(kern_ctx_t *ctx, int event);                /* the host waits for the event */
 int kc_sync(kern_ctx_t *ctx);                                  /* every stream; returns kc_status */
 
+/* ---- accounting (kernels/memtrack.c) ----
+ * Every block of a context made by kc_create is recorded (kc_alloc's, and the backend's own:
+ * CUDA matrix arrays, SpMM buffers, the cuBLAS workspace), with the tag set when it was
+ * allocated. kc_cpu()'s shared context records nothing. */
+#define KERN_MEM_MAX_TAGS 24
+typedef struct kern_mem_stats {
+    int64_t now[3], peak[3];       /* bytes held / most held, by kern_mem_t (device, pinned, host) */
+    int64_t limit;                 /* kc_mem_limit's device bytes (0: none) */
+    int64_t device_total;          /* the device's memory (CUDA: cudaMemGetInfo; emu: its capacity; 0:
+                                      unknown, or the CPU) */
+    int64_t device_free;           /* free on the device now, every process counted (0: unknown) */
+    int ntags;
+    const char *tag[KERN_MEM_MAX_TAGS];               /* tag 0 is "other" */
+    int64_t tag_now[KERN_MEM_MAX_TAGS], tag_peak[KERN_MEM_MAX_TAGS];   /* device bytes per tag */
+} kern_mem_stats_t;
+void kc_mem_stats(kern_ctx_t *ctx, kern_mem_stats_t *out);
+int64_t kc_mem_tag_now(kern_ctx_t *ctx, const char *tag);   /* device bytes held under `tag` now */
+void kc_mem_reset_peak(kern_ctx_t *ctx);                    /* peaks restart from what is held now */
+/* Later allocations are counted under `tag` (a string that outlives the context; NULL: "other");
+ * returns the tag in force before, to put back. */
+const char *kc_mem_tag(kern_ctx_t *ctx, const char *tag);
+/* Device allocations that would take the context past `bytes` fail with INCA_ENOMEM naming the
+ * budget, the request, its tag and what every tag holds, before the backend is asked (0: no
+ * limit). How --device-memory-budget is enforced, and a smaller GPU simulated. */
+void kc_mem_limit(kern_ctx_t *ctx, int64_t bytes);
+/* For backends' own allocations: admit checks the limit, note records a block made, forget
+ * drops one (before it is freed). */
+int kc_mem_admit(kern_ctx_t *ctx, kern_mem_t mem, size_t bytes, const char *what);
+int kc_mem_note(kern_ctx_t *ctx, kern_mem_t mem, const void *p, size_t bytes);
+void kc_mem_forget(kern_ctx_t *ctx, const void *p);
+
 /* Host data the ops must read: on the CPU the host array itself (no copy), on a device a copy
  * in device memory. Free with kc_mirror_free (releases only a copy). */
 int kc_mirror(kern_ctx_t *ctx, const void *host, size_t bytes, void **out);
@@ -94,7 +127,8 @@ void kc_mirror_free(kern_ctx_t *ctx, const void *host, void *mirror);
 
 /* ---- sparse matrices ---- */
 /* A matrix with room for up to rows_max rows, n_cols columns and nnz_max nonzeros, empty
- * until kc_mat_set. CPU: kc_mat_set keeps a view of the host csr_t (borrowed: it must outlive
+ * until kc_mat_set; on a device its arrays are allocated here, at that capacity (so a budget
+ * counts them before the first step). CPU: kc_mat_set keeps a view of the host csr_t (borrowed: it must outlive
  * every later op on the matrix). CUDA: kc_mat_set uploads rowptr (rebased to start at 0), col
  * and val (all-ones when val is NULL) on `stream`, as int32 indices when nnz_max < 2^31, else
  * int64; the SpMM plans cached for the previous contents are marked for rebuild and keep their
@@ -175,6 +209,8 @@ int kc_decode(kern_ctx_t *ctx, kern_dtype_t dt, int64_t n, const void *in, float
 typedef struct kern_ops {
     const char *name;
     void (*destroy)(kern_ctx_t *ctx);
+    /* the device's total and free memory (NULL: unknown / no device) */
+    int (*mem_info)(kern_ctx_t *ctx, int64_t *total, int64_t *free_now);
     int (*alloc)(kern_ctx_t *, kern_mem_t, size_t, void **);
     void (*release)(kern_ctx_t *, kern_mem_t, void *);
     int (*copy)(kern_ctx_t *, void *, const void *, size_t, kern_copy_t, int);
@@ -187,6 +223,8 @@ typedef struct kern_ops {
      * view (a->parent, a->r0, a->rows set) to be built over the parent's device arrays */
     int (*mat_set)(kern_ctx_t *, kern_mat_t *, const csr_t *, int);
     void (*mat_drop)(kern_ctx_t *, kern_mat_t *);    /* free backend data (device arrays, plans) */
+    /* a matrix's device arrays at its capacity (kc_mat_create; NULL: at the first mat_set) */
+    int (*mat_reserve)(kern_ctx_t *, kern_mat_t *);
     int (*spmm)(kern_ctx_t *, kern_mat_t *, const float *, const float *, int64_t, float, float, float *);
     int (*spmm_base)(kern_ctx_t *, kern_mat_t *, const float *, int64_t, const float *, int64_t, const int64_t *,
                      float *);
@@ -230,6 +268,7 @@ struct kern_ctx {
     char describe[96];
     char fallback[200];
     struct kern_prof *prof;     /* kernels/profile.h: NULL (default) = ops not timed */
+    struct kern_memtrack *mt;   /* kernels/memtrack.c: NULL for kc_cpu()'s shared context */
 };
 /* What every matrix starts with; backends keep their data behind `impl`. */
 struct kern_mat {
@@ -241,6 +280,9 @@ struct kern_mat {
     int64_t r0;                 /* rows view: first row */
     void *impl;                 /* backend data */
 };
+
+int kern_memtrack_create(struct kern_memtrack **out);
+void kern_memtrack_free(struct kern_memtrack *m);
 
 /* emu contexts: allocations (device, pinned and host) not yet released (leak checks in tests). */
 int kern_emu_live_blocks(const kern_ctx_t *ctx);

@@ -8,6 +8,7 @@
 #include "core/status.h"
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #ifdef INCA_HAS_CUDA
 #include <dlfcn.h>
@@ -18,7 +19,7 @@
 #endif
 
 const kern_ops_t *kern_cpu_ops(void);   /* kernels/cpu/backend_cpu.c */
-int kern_emu_create(kern_ctx_t **out);  /* kernels/cpu/backend_emu.c */
+int kern_emu_create(int64_t capacity, kern_ctx_t **out);  /* kernels/cpu/backend_emu.c */
 
 static kern_ctx_t cpu_shared;           /* kc_cpu(): written once, under cpu_once */
 static pthread_once_t cpu_once = PTHREAD_ONCE_INIT;
@@ -74,10 +75,26 @@ static int cuda_context(const kern_ctx_opts_t *opts, kern_ctx_t **out) {
 }
 #endif
 
+static int kc_create_backend(const kern_ctx_opts_t *opts, kern_ctx_t **out);
+
+/* the backend's context, then its accounting (kernels/memtrack.c) */
 int kc_create(const kern_ctx_opts_t *opts, kern_ctx_t **out) {
+    int rc = kc_create_backend(opts, out);
+    if (rc == INCA_OK && (rc = kern_memtrack_create(&(*out)->mt)) != INCA_OK) kc_free(out);
+    return rc;
+}
+
+static int kc_create_backend(const kern_ctx_opts_t *opts, kern_ctx_t **out) {
     *out = NULL;
     const char *dev = opts && opts->device ? opts->device : "cpu";
-    if (strcmp(dev, "emu") == 0) return kern_emu_create(out);
+    if (strcmp(dev, "emu") == 0) {
+        /* the emulated device's size: opts, else INCA_EMU_MEMORY (bytes; tests and the README's
+         * simulation of a smaller GPU without one), else unlimited */
+        int64_t cap = opts ? opts->emu_memory : 0;
+        const char *env = getenv("INCA_EMU_MEMORY");
+        if (cap <= 0 && env && *env) cap = strtoll(env, NULL, 10);
+        return kern_emu_create(cap, out);
+    }
     const int want_cuda = strcmp(dev, "cuda") == 0, want_auto = strcmp(dev, "auto") == 0;
     if (!want_cuda && !want_auto && strcmp(dev, "cpu") != 0)
         return inca_fail(INCA_EINVAL, "--device: expected cpu, cuda or auto, got '%s'", dev);
@@ -111,6 +128,8 @@ void kc_free(kern_ctx_t **pc) {
     kern_ctx_t *c = *pc;
     *pc = NULL;
     if (c == &cpu_shared) return;
+    struct kern_memtrack *mt = c->mt;   /* a backend's destroy may still release blocks */
     if (c->ops->destroy) c->ops->destroy(c);
     else inca_free(c);
+    kern_memtrack_free(mt);
 }

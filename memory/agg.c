@@ -320,7 +320,9 @@ static int table(agg_t *g, hist_t *h, char which, int site) {
     if (!g->tdev) rc = hist_init(h, g->arena, g->n, g->dim[site], g->dtype, label);
     else {
         *h = (hist_t){.n = g->n, .f = g->dim[site], .dtype = g->dtype};
+        const char *prev = kc_mem_tag(g->kc, "tables");   /* the device's accounting (--device-memory-budget) */
         if (!(h->data = take(g, (size_t)hist_bytes(h), label, 1))) rc = INCA_ENOMEM;
+        kc_mem_tag(g->kc, prev);
     }
     if (rc == INCA_OK) g->table_bytes += hist_bytes(h);
     return rc;
@@ -442,7 +444,10 @@ static int agg_tables_create(agg_t *g, const agg_config_t *cfg) {
                 g->m0_borrowed = 1;
                 g->M[s] = (hist_t){.n = g->n, .f = g->dim[s], .dtype = g->dtype, .data = (void *)cfg->m0};
                 if (g->tdev) {
-                    if (!(g->M[s].data = take(g, (size_t)hist_bytes(&g->M[s]), "M0_store", 1))) rc = INCA_ENOMEM;
+                    const char *prev = kc_mem_tag(g->kc, "tables");
+                    g->M[s].data = take(g, (size_t)hist_bytes(&g->M[s]), "M0_store", 1);
+                    kc_mem_tag(g->kc, prev);
+                    if (!g->M[s].data) rc = INCA_ENOMEM;
                     else rc = kc_copy(g->kc, g->M[s].data, cfg->m0, (size_t)hist_bytes(&g->M[s]), KERN_H2D, KERN_STREAM_COMPUTE);
                 }
             } else
@@ -606,7 +611,11 @@ int agg_create(const agg_config_t *cfg, agg_t **out) {
         g->fixed[s] = cfg->fixed[s] ? 1 : 0;
         if (g->dim[s] > g->maxdim) g->maxdim = g->dim[s];
     }
-    if ((rc = agg_tables_create(g, cfg)) == INCA_OK && (rc = agg_incagg_scratch(g, cfg)) == INCA_OK &&
+    for (int i = 0; i < cfg->pass_buffers && i < 2 && g->dev && cfg->pass_width > 0 && rc == INCA_OK; i++) {
+        float *pb;
+        rc = agg_pass_buffer(g, i, cfg->pass_width, &pb);
+    }
+    if (rc == INCA_OK && (rc = agg_tables_create(g, cfg)) == INCA_OK && (rc = agg_incagg_scratch(g, cfg)) == INCA_OK &&
         (rc = agg_slot_ids(g, cfg, nbm)) == INCA_OK && (rc = agg_host_stage(g, cfg, nbm)) == INCA_OK &&
         (rc = agg_gas_scratch(g, cfg, nbm)) == INCA_OK)
         rc = agg_rows_and_baselines(g, cfg);
@@ -794,8 +803,10 @@ int agg_pass_buffer(agg_t *g, int i, int64_t f, float **out) {
         return inca_fail(INCA_EINVAL, "agg_pass_buffer: buffer %d was made %lld wide, asked for %lld", i, (long long)g->pass_f[i], (long long)f);
     if (!g->pass[i]) {
         const size_t bytes = sizeof(float) * (size_t)(g->n > 0 ? g->n : 1) * (size_t)f;
+        const char *prev = kc_mem_tag(g->kc, "pass buffers");
         g->pass[i] = g->dev ? take(g, bytes, i ? "pass1" : "pass0", 1)
                             : mem_arena_alloc_spill(g->arena, bytes, i ? "pass1" : "pass0");
+        kc_mem_tag(g->kc, prev);
         if (!g->pass[i]) return inca_fail_ctx(INCA_ENOMEM, "a layer-wise pass buffer of %zu bytes", bytes);
         g->pass_f[i] = f;
         g->table_bytes += (int64_t)bytes;

@@ -76,6 +76,7 @@ static int nn_kc_mat_upload(kern_ctx_t *kc, const csr_t *a, kern_mat_t **out) { 
 #define NN_REAL float
 #define NN_(x) x
 #define NN_ALLOC(m, bytes) nn_kc_alloc((m)->kc, (size_t)(bytes))
+#define NN_WS_TAG(m, tag) kc_mem_tag((m)->kc, (tag))
 #define NN_RELEASE(m, p) kc_release((m)->kc, KERN_MEM_DEVICE, (p))
 #define NN_UPLOAD(m, dst, src, bytes) kc_copy((m)->kc, (dst), (src), (size_t)(bytes), KERN_H2D, KERN_STREAM_COMPUTE)
 #define NN_ZERO(m, p, bytes) kc_zero((m)->kc, (p), (size_t)(bytes), KERN_STREAM_COMPUTE)

@@ -46,6 +46,76 @@ void train_config_default(train_config_t *c) {
     c->eval_average = -1;
     c->eval_every = 1;
     c->memory_baseline = -1;
+    c->history_host = TRAIN_HIST_AUTO;
+}
+
+int train_device_budget_begin(const train_config_t *c, kern_ctx_t *kc, const char *first_use, train_placement_t *pl) {
+    memset(pl, 0, sizeof *pl);
+    if (kc_device(kc) == KERN_DEV_CPU) {
+        if (c->device_memory_budget > 0 && c->device && strcmp(c->device, "cpu") == 0)
+            return inca_fail(INCA_EINVAL, "--device-memory-budget: applies to a device (--device cuda); the CPU "
+                             "backend's memory is --memory-budget's");
+        return INCA_OK;
+    }
+    kern_mem_stats_t s;
+    kc_mem_stats(kc, &s);
+    pl->on_device = 1;
+    pl->budget = c->device_memory_budget > 0 ? c->device_memory_budget
+                 : s.device_free > 0 ? s.device_free + s.now[KERN_MEM_DEVICE] : 0;
+    /* the workspaces cuSPARSE's SpMM plans take at their first call, during the steps (the emulated
+     * device has none) */
+    pl->reserve = pl->budget > 0 && kc_device(kc) == KERN_DEV_CUDA ? ((int64_t)64 << 20) + pl->budget / 100 : 0;
+    if (pl->reserve >= pl->budget) pl->reserve = pl->budget / 2;
+    kc_mem_limit(kc, pl->budget);
+    kc_mem_reset_peak(kc);
+    kc_mem_tag(kc, first_use);
+    return INCA_OK;
+}
+
+void train_device_budget_setup_done(kern_ctx_t *kc, train_placement_t *pl) {
+    if (!pl->on_device) return;
+    kern_mem_stats_t s;
+    kc_mem_stats(kc, &s);
+    pl->nuse = 0;
+    for (int t = 0; t < s.ntags && pl->nuse < TRAIN_PLACE_MAX; t++)
+        if (s.tag_now[t] > 0) {
+            pl->use[pl->nuse] = s.tag[t];
+            pl->bytes[pl->nuse++] = s.tag_now[t];
+        }
+    kc_mem_tag(kc, "during training");
+}
+
+void train_placement_json(json_t *j, const train_placement_t *pl, int mini_batch) {
+    const double MB = 1048576.0;
+    if (!pl->on_device) {
+        json_null(j, "peak_device_mb");
+        json_null(j, "device_total_mb");
+        return;
+    }
+    json_num(j, "peak_device_mb", pl->peak / MB);
+    if (pl->total > 0) json_num(j, "device_total_mb", pl->total / MB);
+    else json_null(j, "device_total_mb");
+    if (pl->budget > 0) json_num(j, "device_memory_budget_mb", pl->budget / MB);
+    else json_null(j, "device_memory_budget_mb");
+    json_obj_begin(j, "placement");
+    if (mini_batch) json_str(j, "tables", pl->tables_host ? "host" : "device");
+    json_num(j, "reserve_mb", pl->reserve / MB);
+    json_obj_begin(j, "device_mb");   /* what the run held on the device per use when training began */
+    for (int i = 0; i < pl->nuse; i++) json_num(j, pl->use[i], pl->bytes[i] / MB);
+    json_obj_end(j);
+    json_obj_begin(j, "host_mb");
+    if (pl->tables_host) json_num(j, "tables", pl->host_table_bytes / MB);
+    json_obj_end(j);
+    json_obj_end(j);
+}
+
+void train_device_budget_end(kern_ctx_t *kc, train_placement_t *pl) {
+    if (!pl->on_device) return;
+    kern_mem_stats_t s;
+    kc_mem_stats(kc, &s);
+    pl->peak = s.peak[KERN_MEM_DEVICE];
+    pl->total = s.device_total;
+    kc_mem_tag(kc, NULL);
 }
 
 int train_eval_due(const train_config_t *c, int ep) {
@@ -223,7 +293,7 @@ const char *const train_featnorm_words[3] = {"none", "row", "standard"};
 const char *const train_metric_words[3] = {"acc", "balanced_acc", "macro_f1"};
 const char *const train_loader_words[3] = {"auto", "copy", "view"};
 const char *const train_refresh_eval_words[2] = {"fused", "separate"};
-const char *const train_history_location_words[2] = {"device", "host"};
+const char *const train_history_location_words[3] = {"device", "host", "auto"};
 const char *const train_cluster_norm_words[2] = {"batch", "global"};
 
 const char *train_method_name(train_method_t m) {

@@ -126,8 +126,15 @@ typedef struct train_config {
     int cluster_global_norm;   /* cluster: 0 (default) Â_BB renormalised on the batch subgraph
                                   (Cluster-GCN as published); 1 the global Â restricted to B */
     hist_dtype_t history_dtype; /* HIST_F32 (default) | HIST_BF16 (memory/history.h) */
-    int history_host;          /* on a device: history tables in host memory (--history-location
-                                  host; default 0: device). Always host memory on the CPU */
+    int history_host;          /* on a device, where the history tables live (--history-location):
+                                  TRAIN_HIST_DEVICE, TRAIN_HIST_HOST, or TRAIN_HIST_AUTO (default:
+                                  on the device when they fit the device memory budget beside what
+                                  the run always keeps there, else in host memory). Always host
+                                  memory on the CPU */
+    int64_t device_memory_budget;  /* on a device: bytes of device memory the run may hold
+                                  (--device-memory-budget; 0, the default: what the device has
+                                  free when the run starts). Every device allocation is admitted
+                                  against it (kernels/backend.h kc_mem_limit) */
     char partition[64];        /* stored partitioning name ("" = default) */
     int loader;                /* mini-batch: TRAIN_LOADER_COPY (the dataset in memory, renumbered
                                   there, whole-graph evaluation), TRAIN_LOADER_VIEW (features and
@@ -187,7 +194,8 @@ extern const char *const train_featnorm_words[3];
 extern const char *const train_metric_words[3];
 extern const char *const train_loader_words[3];
 extern const char *const train_refresh_eval_words[2];
-extern const char *const train_history_location_words[2];
+enum { TRAIN_HIST_DEVICE = 0, TRAIN_HIST_HOST = 1, TRAIN_HIST_AUTO = 2 };
+extern const char *const train_history_location_words[3];
 extern const char *const train_cluster_norm_words[2];
 const char *train_metric_name(int metric);
 /* "full" | "cluster" | "gas" | "incagg" ("?" outside the enum): what the JSON prints. */
@@ -213,6 +221,23 @@ double train_eval_average_auto(const train_config_t *c);
 double train_eval_average(const train_config_t *c);
 double train_beta1(const train_config_t *c);
 
+/* Where a run's memory was on the device (--device-memory-budget): its budget, the part of it
+ * held back for the workspaces the libraries allocate during the steps, the device bytes held
+ * per use when training began (kernels/backend.h tags: graph, features, labels, model,
+ * activations, optimizer, buffers, operator, tables, ...), the peak over the run, and where the
+ * history tables went. Measured by the context's accounting, not estimated. */
+#define TRAIN_PLACE_MAX 24
+typedef struct train_placement {
+    int on_device;                       /* the run's context is a device (CUDA or emu) */
+    int64_t budget, reserve;             /* 0 budget: none (the emulated device without a size) */
+    int64_t peak, total;                 /* device bytes: the run's peak; the device's memory (0: unknown) */
+    int nuse;
+    const char *use[TRAIN_PLACE_MAX];    /* static strings */
+    int64_t bytes[TRAIN_PLACE_MAX];
+    int tables_host;                     /* mini-batch: the tables were in host memory */
+    int64_t host_table_bytes;            /* ... of these bytes */
+} train_placement_t;
+
 typedef struct train_result {
     double test_acc, val_acc;            /* mean over runs */
     double test_bacc, val_bacc, test_f1, val_f1;   /* balanced accuracy and macro F1 at the best
@@ -231,6 +256,7 @@ typedef struct train_result {
     int64_t table_bytes;                 /* mini-batch: the operator's history tables (last run) */
     int64_t scratch_bytes;               /* mini-batch: the operator's scratch buffers (last run) */
     int history_on_host;                 /* mini-batch: the tables were in host memory */
+    train_placement_t placement;         /* last run: device memory (on_device 0 on the CPU) */
     int runs;
     char device[16];                     /* the backend the runs used ("cpu"; auto resolved) */
     char loader[8];                      /* mini-batch: "copy" | "view" (auto resolved); "" full */
@@ -252,6 +278,22 @@ typedef struct train_result {
 
 void train_result_free(train_result_t *r);   /* frees the per-run arrays, zeroes *r */
 
+
+/* --device-memory-budget at the start of a run's setup on kc: pl->budget is c's budget, or
+ * what the device has free plus what kc already holds; the part held back for library
+ * workspaces (64 MiB + 1%) in pl->reserve; kc's limit set to the budget, its peak restarted,
+ * later allocations tagged `first_use`. INCA_EINVAL on the CPU when a budget was given for
+ * --device cpu. */
+int train_device_budget_begin(const train_config_t *c, struct kern_ctx *kc, const char *first_use,
+                              train_placement_t *pl);
+/* After setup: what kc holds per use goes into pl. At the end: the peak and the device's total. */
+void train_device_budget_setup_done(struct kern_ctx *kc, train_placement_t *pl);
+void train_device_budget_end(struct kern_ctx *kc, train_placement_t *pl);
+struct json;
+/* pl as JSON keys (ARCHITECTURE.md's result line): peak_device_mb and device_total_mb (null on
+ * the CPU / unknown), device_memory_budget_mb, and "placement": {"tables": "device"|"host",
+ * "reserve_mb", "device_mb": {use: MB}, "host_mb": {"tables": MB}} on a device. */
+void train_placement_json(struct json *j, const train_placement_t *pl, int mini_batch);
 
 /* The loader a mini-batch run of c uses on a store with n x f features: c->loader, or for auto
  * view when c->memory_budget > 0 or n*f*4 bytes exceed TRAIN_VIEW_FRACTION of physical memory

@@ -151,6 +151,7 @@ typedef struct full_run {
     int64_t *trn_d, *vidx_d, *tidx_d;
     train_meter_t *meter_d;
     int want_logits;                     /* the hooks read host logits */
+    train_placement_t place;             /* --device-memory-budget: what went where */
 } full_run_t;
 
 /* The configuration errors, before anything is allocated. */
@@ -177,6 +178,7 @@ static int full_features(full_run_t *f, const dataset_t *d, const train_config_t
     }
     if ((rc = model_create_on(&f->mc, n, f->kc, &f->m))) return rc;
     if (c->dense_input || c->batch_size != 0) return INCA_OK;
+    kc_mem_tag(f->kc, "features");   /* sparse: the model's first layer holds them */
     if ((rc = train_features_csr(n, d->f, f->x, 0.25, &f->xs)) < 0) return rc;
     if (rc == 1 && model_set_sparse_input(f->m, &f->xs) != INCA_OK) {
         inca_err_clear();   /* this first layer needs dense input: stay dense */
@@ -195,26 +197,31 @@ static int full_setup(full_run_t *f, const dataset_t *d, const train_config_t *c
     int rc;
     const int64_t n = d->n, cc = d->c, nv = d->split_n[SPLIT_VALID], nt = d->split_n[SPLIT_TEST];
     kern_ctx_t *kc = f->kc;
+    if ((rc = train_device_budget_begin(c, kc, "graph", &f->place))) return rc;
     if (f->norm != NN_NORM_NONE) {
         if ((rc = nn_adj_build(&d->adj, f->norm, &f->a, &f->at))) return rc;
         if ((rc = kc_mat_upload(kc, &f->a, &f->am)) || (f->at.rowptr && (rc = kc_mat_upload(kc, &f->at, &f->atm))))
             return rc;
         nn_agg_dev_init(&f->agg, &f->full, kc, f->am, f->atm);
     }
+    kc_mem_tag(kc, "model");
     if ((rc = full_features(f, d, c))) return rc;
-    if ((f->x && (rc = kc_mirror(kc, f->x, (size_t)(n * d->f) * sizeof(float), (void **)&f->xd))) ||
-        (rc = kc_mirror(kc, d->y, (size_t)n * sizeof(int32_t), (void **)&f->y_d)) ||
+    if ((kc_mem_tag(kc, "features"), f->x && (rc = kc_mirror(kc, f->x, (size_t)(n * d->f) * sizeof(float), (void **)&f->xd))) ||
+        (kc_mem_tag(kc, "labels"), (rc = kc_mirror(kc, d->y, (size_t)n * sizeof(int32_t), (void **)&f->y_d))) ||
         (rc = kc_mirror(kc, train_idx, (size_t)n_train * sizeof(int64_t), (void **)&f->trn_d)) ||
         (nv > 0 && (rc = kc_mirror(kc, d->split[SPLIT_VALID], (size_t)nv * sizeof(int64_t), (void **)&f->vidx_d))) ||
         (nt > 0 && (rc = kc_mirror(kc, d->split[SPLIT_TEST], (size_t)nt * sizeof(int64_t), (void **)&f->tidx_d))) ||
-        (rc = kc_alloc(kc, KERN_MEM_DEVICE, sizeof *f->meter_d, (void **)&f->meter_d)) ||
+        (kc_mem_tag(kc, "buffers"), (rc = kc_alloc(kc, KERN_MEM_DEVICE, sizeof *f->meter_d, (void **)&f->meter_d))) ||
         (rc = kc_alloc(kc, KERN_MEM_DEVICE, (size_t)(n * cc) * sizeof(float), (void **)&f->dlog)) ||
         (rc = kc_alloc(kc, KERN_MEM_DEVICE, (size_t)(n * cc) * sizeof(float), (void **)&f->logp)))
         return rc;
+    kc_mem_tag(kc, "optimizer");
     if ((rc = train_optim_build(c, f->m, &f->o))) return rc;
+    kc_mem_tag(kc, "buffers");
     if (c->batch_size > 0 &&
         (rc = mlp_batch_init(kc, &f->mb, c->batch_size < n_train ? c->batch_size : n_train, d->f, n_train)))
         return rc;
+    train_device_budget_setup_done(kc, &f->place);
     /* logits on the host for the hooks (pruning's on_epoch, out_logits); on the CPU they are
      * the model's own */
     f->want_logits = c->on_epoch || c->out_logits || c->on_step;
@@ -302,7 +309,12 @@ int train_full(const dataset_t *d, const train_config_t *c, const int64_t *train
     f.mc.transform_first = 1;   /* the full-graph operator is linear */
     f.norm = nn_kind_norm(f.mc.kind);
     if ((rc = full_check(c, train_idx, n_train, f.norm))) return rc;
-    if ((rc = full_setup(&f, d, c, train_idx, n_train))) goto done;
+    if ((rc = full_setup(&f, d, c, train_idx, n_train))) {
+        if (rc == INCA_ENOMEM && f.place.budget > 0)   /* what it held is in the message */
+            rc = inca_fail_ctx(rc, "full-batch refused before training: it holds every node's activations on the "
+                               "device (--method incagg or gas train in batches)");
+        goto done;
+    }
     train_best_t best;
     train_best_init(&best);
     best.by_loss = c->select_loss;
@@ -357,6 +369,8 @@ int train_full(const dataset_t *d, const train_config_t *c, const int64_t *train
     r->steps_per_epoch = c->batch_size > 0 ? f.mb.steps : 1;
     r->step_time_s /= (double)r->steps_per_epoch;   /* per optimiser step, as the mini-batch methods report it */
     rc = c->keep_params ? train_keep_params(f.kc, f.m, r) : INCA_OK;
+    train_device_budget_end(f.kc, &f.place);
+    r->placement = f.place;
 done:
     r->peak_rss_mb = inca_peak_rss_mb();
     full_free(&f, d, train_idx);

@@ -195,6 +195,7 @@ typedef struct mb_run {
     int32_t *y_d;
     int64_t *tr_d, *va_d, *te_d;
     float *xb_d;                /* a batch's rows of x (device) */
+    train_placement_t place;    /* --device-memory-budget: the budget and what went where */
     double *losses_d;           /* spe: each step's loss, read back at the epoch's end */
     train_meter_t *meter_d;
     float *logp, *dlogits, *lorig, *lhost;
@@ -424,7 +425,7 @@ static int mb_setup_ranks(mb_run_t *R) {
         if (c->on_epoch || c->out_logits || c->on_step)
             return inca_fail(INCA_EINVAL, "mpirun: the per-node logits hooks (on_epoch, on_step, out_logits) are one process's");
     }
-    if (R->workers > 1 && R->method == AGG_GAS && c->history_host)
+    if (R->workers > 1 && R->method == AGG_GAS && c->history_host == TRAIN_HIST_HOST)
         return inca_fail(INCA_EINVAL, "%d ranks with --method gas: not with --history-location host", R->workers);
     if (R->workers > 1 && c->batchnorm)
         return inca_fail(INCA_EINVAL, "%d ranks with --batchnorm: BatchNorm's running statistics would be each "
@@ -457,9 +458,10 @@ static int mb_setup_upload(mb_run_t *R) {
     if (R->comm && R->dev)
         return inca_fail(INCA_EINVAL, "mpirun with --device %s: data-parallel ranks run on the CPU backend for now "
                          "(NCCL between devices is not built)", c->device);
+    if ((rc = train_device_budget_begin(c, kc, "graph", &R->place)) != INCA_OK) return rc;
     if ((rc = kc_mat_upload(kc, &R->D.a, &R->a_m)) || (atp && (rc = kc_mat_upload(kc, atp, &R->at_m))) ||
-        (rc = kc_mirror(kc, R->D.x, sizeof(float) * (size_t)(n * R->D.f), (void **)&R->x_d)) ||
-        (rc = kc_mirror(kc, R->D.y, sizeof(int32_t) * (size_t)n, (void **)&R->y_d)) ||
+        (kc_mem_tag(kc, "features"), (rc = kc_mirror(kc, R->D.x, sizeof(float) * (size_t)(n * R->D.f), (void **)&R->x_d))) ||
+        (kc_mem_tag(kc, "labels"), (rc = kc_mirror(kc, R->D.y, sizeof(int32_t) * (size_t)n, (void **)&R->y_d))) ||
         (rc = kc_mirror(kc, R->D.tr, sizeof(int64_t) * (size_t)R->D.ntr, (void **)&R->tr_d)) ||
         (rc = kc_mirror(kc, R->D.va, sizeof(int64_t) * (size_t)R->D.nva, (void **)&R->va_d)) ||
         (rc = kc_mirror(kc, R->D.te, sizeof(int64_t) * (size_t)R->D.nte, (void **)&R->te_d)))
@@ -503,9 +505,12 @@ static int mb_setup_model(mb_run_t *R) {
     const int64_t n = R->D.n, nb_max = R->nb_max;
     kern_ctx_t *kc = R->kc;
     /* the view path runs the model on a batch or a row panel of a batch's size, never on all n */
+    kc_mem_tag(kc, "model");
     if ((rc = model_create_on(&R->mc, R->stream ? (nb_max > 0 ? nb_max : 1) : n, kc, &R->m)) != INCA_OK) return rc;
+    kc_mem_tag(kc, "optimizer");
     if ((rc = train_optim_build(c, R->m, &R->opt)) != INCA_OK) return rc;
     if (train_eval_average(c) > 0 && (rc = wavg_create(R->m, train_eval_average(c), &R->avg)) != INCA_OK) return rc;
+    kc_mem_tag(kc, "gradients");
     if (R->workers > 1) {   /* the ranks' gradient sums */
         const int np = model_nparams(R->m);
         if (!(R->gacc = inca_calloc((size_t)(np > 0 ? np : 1), sizeof *R->gacc))) return INCA_ENOMEM;
@@ -540,6 +545,37 @@ static int mb_setup_model(mb_run_t *R) {
     return INCA_OK;
 }
 
+/* The pass buffers' width: the widest hidden output of the layer-wise passes. */
+static int64_t mb_pass_width(const mb_run_t *R) {
+    int64_t wmax = 1;
+    for (int li = 0; li + 1 < model_num_layers(R->m); li++)
+        wmax = model_site_dim(&R->mc, li + 1) > wmax ? model_site_dim(&R->mc, li + 1) : wmax;
+    return wmax;
+}
+
+/* The operator, its tables where --history-location puts them. auto on a device: on the device
+ * when they fit the budget less its reserve beside everything the run already holds there (the
+ * model, the batch's buffers: allocated before), else in host memory. Decided by trying under
+ * the context's limit, so the plan is what was allocated, not an estimate of it. */
+static int mb_agg_place(mb_run_t *R, agg_config_t *ac) {
+    const train_config_t *c = R->c;
+    kern_ctx_t *kc = R->kc;
+    const int auto_ = R->dev && c->history_host == TRAIN_HIST_AUTO && R->place.budget > 0 &&
+                      !(R->workers > 1 && R->method == AGG_GAS);   /* GAS ranks hold pushes on the device */
+    ac->host_tables = R->dev && c->history_host == TRAIN_HIST_HOST;
+    kc_mem_tag(kc, "operator");
+    if (auto_) {
+        kc_mem_limit(kc, R->place.budget - R->place.reserve);
+        int rc = agg_create(ac, &R->agg);
+        kc_mem_limit(kc, R->place.budget);
+        if (rc != INCA_ENOMEM) return rc;
+        agg_free(&R->agg);
+        train_log(c, TRAIN_LOG_INFO, "history tables in host memory: %s", inca_errmsg());
+        ac->host_tables = 1;
+    }
+    return agg_create(ac, &R->agg);
+}
+
 /* The aggregation operator over the model's ns sites (*ns_out), within --memory-budget. */
 static int mb_setup_agg(mb_run_t *R, const dataset_t *d, hist_dtype_t hd, const void *m0, int *ns_out) {
     const train_config_t *c = R->c;
@@ -561,6 +597,10 @@ static int mb_setup_agg(mb_run_t *R, const dataset_t *d, hist_dtype_t hd, const 
                                        (int64_t)sizeof(int64_t) * (nb_max ? nb_max : 1)},
                        .nnz_max = batch_nnz_bound(&R->D.a, R->p->bounds, R->p->k, c->batch_parts),
                        .m0 = m0, .spill_budget = -1,
+                       /* the view loader's layer-wise passes (mb_pass): min(2, L - 1) buffers of
+                        * the widest hidden layer */
+                       .pass_width = R->stream ? mb_pass_width(R) : 0,
+                       .pass_buffers = R->stream ? (model_num_layers(R->m) - 1 < 2 ? model_num_layers(R->m) - 1 : 2) : 0,
                        /* gas ranks of one step read the histories as the step found them (under
                         * MPI they pulled their halos before anyone pushed) */
                        .defer_batches = R->workers > 1 && !R->comm && R->method == AGG_GAS ? R->workers : 0,
@@ -597,8 +637,7 @@ static int mb_setup_agg(mb_run_t *R, const dataset_t *d, hist_dtype_t hd, const 
         ac.spill_dir = c->store_path ? c->store_path : ".";
         R->anon_need = need;
     }
-    if ((rc = agg_create(&ac, &R->agg)) != INCA_OK) return rc;
-    return INCA_OK;
+    return mb_agg_place(R, &ac);
 }
 
 /* Row panels of a batch's size for the view loader's layer-wise passes. */
@@ -623,6 +662,7 @@ static int mb_setup_panels(mb_run_t *R) {
             if ((rc = kc_mat_rows_view(kc, R->a_m, r0, r1, &R->apan[R->npan])) != INCA_OK) return rc;
         }
     }
+    kc_mem_tag(kc, "buffers");
     if ((rc = kc_alloc(kc, KERN_MEM_DEVICE, sizeof(float) * (size_t)(n ? n : 1) * (size_t)R->C, (void **)&R->logits_all)))
         return rc;
     return INCA_OK;
@@ -635,6 +675,7 @@ static int mb_setup_buffers(mb_run_t *R) {
     const int64_t n = R->D.n, nb_max = R->nb_max;
     kern_ctx_t *kc = R->kc;
     const int64_t nbm = nb_max ? nb_max : 1;
+    kc_mem_tag(kc, "buffers");
     if ((rc = kc_alloc(kc, KERN_MEM_DEVICE, sizeof(float) * (size_t)(n ? n : 1) * (size_t)R->C, (void **)&R->logp)) ||
         (rc = kc_alloc(kc, KERN_MEM_DEVICE, sizeof(float) * (size_t)nbm * (size_t)R->C, (void **)&R->dlogits)) ||
         (rc = kc_alloc(kc, KERN_MEM_DEVICE, sizeof(double) * (size_t)(R->spe ? R->spe : 1) * (size_t)R->workers, (void **)&R->losses_d)) ||
@@ -683,12 +724,18 @@ static int mb_run_setup(mb_run_t *R, const dataset_t *d, const int64_t *train_id
         (rc = mb_data_prepare(d, c, R->p, train_idx, n_train, nn_kind_norm(R->mc.kind), R->o->view, &R->D)) != INCA_OK ||
         (rc = mb_setup_ranks(R)) != INCA_OK || (rc = mb_setup_upload(R)) != INCA_OK ||
         (rc = mb_setup_loader(R, &hd, &m0)) != INCA_OK || (rc = mb_setup_model(R)) != INCA_OK ||
-        (rc = mb_setup_agg(R, d, hd, m0, &ns)) != INCA_OK || (R->stream && (rc = mb_setup_panels(R)) != INCA_OK))
+        (R->stream && (rc = mb_setup_panels(R)) != INCA_OK) || (rc = mb_setup_buffers(R)) != INCA_OK ||
+        (rc = mb_setup_agg(R, d, hd, m0, &ns)) != INCA_OK) {   /* the tables last: they may move to the host */
+        if (rc == INCA_ENOMEM && R->place.budget > 0)
+            return inca_fail_ctx(rc, "refused before training (--loader view keeps one batch's activations on the "
+                                 "device instead of every node's, --history-dtype bf16 halves the tables, "
+                                 "--history-location host moves them)");
         return rc;
+    }
+    train_device_budget_setup_done(R->kc, &R->place);
     R->op_batch = (nn_agg_t){.forward = agg_forward, .backward = agg_backward, .ctx = R->agg};
     R->op_refresh = (nn_agg_t){.forward = agg_refresh_forward, .backward = NULL, .ctx = R->agg};
     nn_agg_dev_init(&R->op_full, &R->full, R->kc, R->a_m, R->at_m);
-    if ((rc = mb_setup_buffers(R)) != INCA_OK) return rc;
 
     /* checkpoints: the model, the optimiser and every history table (nn/checkpoint.h); under MPI
      * each rank its own in DIR/rank-R-of-P */
@@ -978,8 +1025,7 @@ static int mb_pass(mb_run_t *R, int refresh, const float **logits) {
     int64_t fin = R->D.f;
     int ping = 0, skip_cur = 0, rc = agg_flush(R->agg);
     mb_pass_op_t P = {.R = R, .refresh = refresh};
-    int64_t wmax = 1;   /* the widest hidden output: the pass buffers' width */
-    for (int li = 0; li + 1 < L; li++) wmax = model_site_dim(&R->mc, li + 1) > wmax ? model_site_dim(&R->mc, li + 1) : wmax;
+    const int64_t wmax = mb_pass_width(R);
     nn_agg_t op = {.forward = mb_pass_forward, .backward = NULL, .ctx = &P};
     for (int li = 0; li < L && rc == INCA_OK; li++) {
         const int last = li == L - 1;
@@ -1150,6 +1196,10 @@ static int mb_run_figures(mb_run_t *R, train_result_t *r, mb_stats_t *st) {
     st->table_bytes = r->table_bytes = agg_table_bytes(R->agg);
     st->scratch_bytes = r->scratch_bytes = agg_scratch_bytes(R->agg);
     r->history_on_host = agg_tables_on_host(R->agg);
+    train_device_budget_end(R->kc, &R->place);
+    r->placement = R->place;
+    r->placement.tables_host = r->history_on_host;
+    r->placement.host_table_bytes = r->history_on_host ? r->table_bytes : 0;
     st->spilled_bytes = r->spilled_bytes = agg_spilled_bytes(R->agg);
     st->anon_need_bytes = r->memory_need_bytes = R->anon_need;
     st->anon_baseline_bytes = r->memory_baseline_bytes = R->anon_base;

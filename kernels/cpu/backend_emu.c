@@ -24,6 +24,8 @@ typedef struct emu_ctx {
     kern_ctx_t base;
     emu_block_t *b;
     int nb, cap;
+    int64_t capacity;   /* the emulated device's memory (0: unlimited) */
+    int64_t dev_bytes;  /* device bytes mapped now */
 } emu_ctx_t;
 
 typedef struct emu_mat {
@@ -94,12 +96,16 @@ static int e_alloc(kern_ctx_t *c, kern_mem_t mem, size_t bytes, void **out) {
         e->cap = cap;
     }
     emu_block_t b = {.bytes = bytes, .mem = mem};
+    if (mem == KERN_MEM_DEVICE && e->capacity > 0 && e->dev_bytes + (int64_t)(bytes ? bytes : 1) > e->capacity)
+        return inca_fail(INCA_ENOMEM, "emu device: out of memory: %zu bytes asked with %lld of its %lld in use", bytes,
+                         (long long)e->dev_bytes, (long long)e->capacity);
     if (mem == KERN_MEM_DEVICE) {
         const size_t pg = (size_t)sysconf(_SC_PAGESIZE);
         b.mapped = ((bytes ? bytes : 1) + pg - 1) / pg * pg;
         void *p = mmap(NULL, b.mapped, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);   /* zero pages */
         if (p == MAP_FAILED) return inca_fail(INCA_ENOMEM, "emu device: cannot map %zu bytes", bytes);
         b.p = p;
+        e->dev_bytes += (int64_t)(bytes ? bytes : 1);
     } else {
         b.p = inca_calloc(bytes ? bytes : 1, 1);
         if (!b.p) return inca_fail(INCA_ENOMEM, "emu device: out of host memory for %zu bytes", bytes);
@@ -116,7 +122,10 @@ static void e_release(kern_ctx_t *c, kern_mem_t mem, void *p) {
             if (e->b[i].mem != mem && !c->status)   /* released as the wrong kind: a caller bug */
                 c->status = inca_fail(INCA_EINVAL, "emu device: %p released as memory kind %d, allocated as %d", p,
                                       (int)mem, (int)e->b[i].mem);
-            if (e->b[i].mem == KERN_MEM_DEVICE) munmap(e->b[i].p, e->b[i].mapped);
+            if (e->b[i].mem == KERN_MEM_DEVICE) {
+                munmap(e->b[i].p, e->b[i].mapped);
+                e->dev_bytes -= (int64_t)(e->b[i].bytes ? e->b[i].bytes : 1);
+            }
             else inca_free(e->b[i].p);
             e->b[i] = e->b[--e->nb];
             return;
@@ -162,6 +171,22 @@ static void e_mat_drop(kern_ctx_t *c, kern_mat_t *a) {
     a->impl = NULL;
 }
 
+/* the device arrays at the matrix's capacity, when it is created (kc_mat_create) */
+static int e_mat_reserve(kern_ctx_t *c, kern_mat_t *a) {
+    if (a->impl) return INCA_OK;
+    emu_mat_t *m = inca_calloc(1, sizeof *m);
+    if (!m) return inca_fail(INCA_ENOMEM, "emu device: out of memory");
+    a->impl = m;
+    int rc;
+    if ((rc = kc_alloc(c, KERN_MEM_DEVICE, (size_t)(a->rows_max + 1) * sizeof(int64_t), (void **)&m->d.rowptr)) ||
+        (rc = kc_alloc(c, KERN_MEM_DEVICE, (size_t)a->nnz_max * sizeof(int32_t), (void **)&m->d.col)) ||
+        (rc = kc_alloc(c, KERN_MEM_DEVICE, (size_t)a->nnz_max * sizeof(float), (void **)&m->val))) {
+        e_mat_drop(c, a);
+        return rc;
+    }
+    return INCA_OK;
+}
+
 static int e_mat_set(kern_ctx_t *c, kern_mat_t *a, const csr_t *h, int stream) {
     emu_mat_t *m = a->impl;
     int rc = INCA_OK;
@@ -178,12 +203,10 @@ static int e_mat_set(kern_ctx_t *c, kern_mat_t *a, const csr_t *h, int stream) {
             a->host = &m->d;
             return INCA_OK;
         }
-        if ((rc = kc_alloc(c, KERN_MEM_DEVICE, (size_t)(a->rows_max + 1) * sizeof(int64_t), (void **)&m->d.rowptr)) ||
-            (rc = kc_alloc(c, KERN_MEM_DEVICE, (size_t)a->nnz_max * sizeof(int32_t), (void **)&m->d.col)) ||
-            (rc = kc_alloc(c, KERN_MEM_DEVICE, (size_t)a->nnz_max * sizeof(float), (void **)&m->val))) {
-            e_mat_drop(c, a);
-            return rc;
-        }
+        inca_free(m);
+        a->impl = NULL;
+        if ((rc = e_mat_reserve(c, a)) != INCA_OK) return rc;
+        m = a->impl;
     }
     m->d.n_rows = h->n_rows;
     m->d.n_cols = h->n_cols;
@@ -321,9 +344,16 @@ static void e_destroy(kern_ctx_t *c) {
     inca_free(e);
 }
 
+static int e_mem_info(kern_ctx_t *c, int64_t *total, int64_t *free_now) {
+    const emu_ctx_t *e = (const emu_ctx_t *)c;
+    *total = e->capacity;
+    *free_now = e->capacity > 0 ? e->capacity - e->dev_bytes : 0;
+    return INCA_OK;
+}
+
 static const kern_ops_t emu_ops = {
-    .name = "emu", .destroy = e_destroy, .alloc = e_alloc, .release = e_release, .copy = e_copy, .zero = e_zero,
-    .event_record = e_event, .stream_wait = e_event, .event_sync = e_event_sync, .sync = e_sync, .mat_set = e_mat_set, .mat_drop = e_mat_drop,
+    .name = "emu", .destroy = e_destroy, .mem_info = e_mem_info, .alloc = e_alloc, .release = e_release, .copy = e_copy, .zero = e_zero,
+    .event_record = e_event, .stream_wait = e_event, .event_sync = e_event_sync, .sync = e_sync, .mat_set = e_mat_set, .mat_drop = e_mat_drop, .mat_reserve = e_mat_reserve,
     .spmm = e_spmm, .spmm_base = e_spmm_base, .spmm_bf16 = e_spmm_bf16, .gemm = e_gemm, .axpby = e_axpby,
     .sub = e_sub, .add_bias = e_add_bias, .bias_grad = e_bias_grad, .relu = e_relu, .relu_grad = e_relu_grad,
     .dropout = e_dropout, .dropout_grad = e_dropout_grad,
@@ -335,12 +365,16 @@ static const kern_ops_t emu_ops = {
 /* Blocks still allocated (leak checks in tests). */
 int kern_emu_live_blocks(const kern_ctx_t *c) { return ((const emu_ctx_t *)c)->nb; }
 
-int kern_emu_create(kern_ctx_t **out) {
+int kern_emu_create(int64_t capacity, kern_ctx_t **out) {
     emu_ctx_t *e = inca_calloc(1, sizeof *e);
     if (!e) return inca_fail(INCA_ENOMEM, "emu device: out of memory");
+    e->capacity = capacity > 0 ? capacity : 0;
     e->base.ops = &emu_ops;
     e->base.dev = KERN_DEV_EMU;
-    snprintf(e->base.describe, sizeof e->base.describe, "emu (CPU kernels, device memory rules)");
+    if (e->capacity > 0)
+        snprintf(e->base.describe, sizeof e->base.describe, "emu (CPU kernels, device memory rules, %.1f GiB)",
+                 (double)e->capacity / 1073741824.0);
+    else snprintf(e->base.describe, sizeof e->base.describe, "emu (CPU kernels, device memory rules)");
     *out = &e->base;
     return INCA_OK;
 }

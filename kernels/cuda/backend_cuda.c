@@ -28,6 +28,7 @@ typedef struct kcu_ctx {
     cublasHandle_t bl;
     void *scratch;        /* device, grows to the largest temporary an op needed */
     size_t scratch_bytes;
+    void *blas_ws;        /* cuBLAS's workspace, ours so that it is accounted (KCU_BLAS_WS) */
     const char *last_op;  /* the op queued last: named when a queued kernel fails at sync */
 } kcu_ctx_t;
 
@@ -89,16 +90,34 @@ static int kcu_bad(kcu_ctx_t *c, const char *op, const char *what) {
 }
 static cudaStream_t kcu_stream(kcu_ctx_t *c) { return c->st[KERN_STREAM_COMPUTE]; }
 
+/* The backend's own device blocks (matrix arrays, SpMM buffers, scratch, cuBLAS's workspace):
+ * admitted against the context's limit and accounted like kc_alloc's (kernels/memtrack.c). */
+static int kcu_dmalloc(kcu_ctx_t *c, const char *op, void **p, size_t bytes) {
+    *p = NULL;
+    int rc = kc_mem_admit(&c->base, KERN_MEM_DEVICE, bytes, op);
+    if (rc == INCA_OK) rc = kcu_check(c, op, cudaMalloc(p, bytes));
+    if (rc == INCA_OK && (rc = kc_mem_note(&c->base, KERN_MEM_DEVICE, *p, bytes)) != INCA_OK) {
+        cudaFree(*p);
+        *p = NULL;
+    }
+    return rc;
+}
+static void kcu_dfree(kcu_ctx_t *c, void *p) {
+    if (!p) return;
+    kc_mem_forget(&c->base, p);
+    cudaFree(p);
+}
+
 /* scratch of at least `bytes` on the device; grows (after the compute stream drains, as an op
  * queued earlier may still read the old buffer), never shrinks: no allocation in steady state */
 static int kcu_scratch(kcu_ctx_t *c, const char *op, size_t bytes, void **out) {
     if (bytes > c->scratch_bytes) {
         int rc = kcu_check(c, op, cudaStreamSynchronize(kcu_stream(c)));
         if (rc) return rc;
-        if (c->scratch) cudaFree(c->scratch);
+        kcu_dfree(c, c->scratch);
         c->scratch = NULL;
         c->scratch_bytes = 0;
-        if ((rc = kcu_check(c, op, cudaMalloc(&c->scratch, bytes)))) return rc;
+        if ((rc = kcu_dmalloc(c, op, &c->scratch, bytes))) return rc;
         c->scratch_bytes = bytes;
     }
     *out = c->scratch;
@@ -201,27 +220,27 @@ static int kcu_sync(kern_ctx_t *ctx) {
 }
 
 /* ---- sparse matrices ---- */
-static void kcu_plans_drop(kcu_mat_t *m) {
+static void kcu_plans_drop(kcu_ctx_t *c, kcu_mat_t *m) {
     for (int i = 0; i < m->nplans; i++) {
         kcu_plan_t *p = &m->plans[i];
         if (p->x) cusparseDestroyDnMat(p->x);
         if (p->y) cusparseDestroyDnMat(p->y);
-        if (p->buf) cudaFree(p->buf);
+        kcu_dfree(c, p->buf);
         memset(p, 0, sizeof *p);
     }
     m->nplans = 0;
 }
 static void kcu_mat_drop(kern_ctx_t *ctx, kern_mat_t *a) {
-    (void)ctx;
+    kcu_ctx_t *c = kcu(ctx);
     kcu_mat_t *m = a->impl;
     if (!m) return;
-    kcu_plans_drop(m);
+    kcu_plans_drop(c, m);
     if (m->descr) cusparseDestroySpMat(m->descr);
-    cudaFree(m->rowptr);
+    kcu_dfree(c, m->rowptr);
     if (!m->view) {
-        cudaFree(m->col);
-        cudaFree(m->val);
-        cudaFree(m->rowptr64);
+        kcu_dfree(c, m->col);
+        kcu_dfree(c, m->val);
+        kcu_dfree(c, m->rowptr64);
     }
     free(m->hrowptr);
     free(m);
@@ -245,6 +264,27 @@ static int kcu_mat_view(kern_ctx_t *ctx, const kern_mat_t *parent, kern_mat_t *a
  * nnz_max < 2^31, else both int64: cuSPARSE's CSR takes the two types separately, but mixed
  * (64-bit offsets, 32-bit columns) is not a combination the SpMM documentation lists, so a
  * large matrix widens its columns once per upload instead. */
+/* A matrix's device arrays at its capacity, when it is created (kc_mat_create): the memory a
+ * batch's matrices take is then held before the first step, where the budget sees it. */
+static int kcu_mat_reserve(kern_ctx_t *ctx, kern_mat_t *a) {
+    kcu_ctx_t *c = kcu(ctx);
+    if (a->impl) return INCA_OK;
+    kcu_mat_t *m = calloc(1, sizeof *m);
+    if (!m) return inca_fail(INCA_ENOMEM, "cuda mat_set: matrix state");
+    a->impl = m;   /* freed by kcu_mat_drop, whatever was allocated */
+    m->idx64 = a->nnz_max >= ((int64_t)1 << 31);
+    const size_t isz = m->idx64 ? 8 : 4, nz = (size_t)(a->nnz_max > 0 ? a->nnz_max : 1);
+    m->hrowptr = malloc(((size_t)a->rows_max + 1) * sizeof(int64_t));
+    if (!m->hrowptr) return inca_fail(INCA_ENOMEM, "cuda mat_set: host offsets of %" PRId64 " rows", a->rows_max);
+    int rc;
+    if ((rc = kcu_dmalloc(c, "mat_set", &m->rowptr, ((size_t)a->rows_max + 1) * isz)) ||
+        (rc = kcu_dmalloc(c, "mat_set", (void **)&m->rowptr64, ((size_t)a->rows_max + 1) * 8)) ||
+        (rc = kcu_dmalloc(c, "mat_set", &m->col, nz * isz)) ||
+        (rc = kcu_dmalloc(c, "mat_set", (void **)&m->val, nz * sizeof(float))))
+        return rc;
+    return INCA_OK;
+}
+
 static int kcu_mat_set(kern_ctx_t *ctx, kern_mat_t *a, const csr_t *h, int stream) {
     kcu_ctx_t *c = kcu(ctx);
     if (stream < 0 || stream >= KERN_NSTREAMS) return kcu_bad_stream(c, "mat_set", stream);
@@ -259,17 +299,8 @@ static int kcu_mat_set(kern_ctx_t *ctx, kern_mat_t *a, const csr_t *h, int strea
     kcu_mat_t *m = a->impl;
     int rc;
     if (!m) {
-        if (!(m = calloc(1, sizeof *m))) return inca_fail(INCA_ENOMEM, "cuda mat_set: matrix state");
-        a->impl = m;
-        m->idx64 = a->nnz_max >= ((int64_t)1 << 31);
-        const size_t isz = m->idx64 ? 8 : 4, nz = (size_t)(a->nnz_max > 0 ? a->nnz_max : 1);
-        m->hrowptr = malloc(((size_t)a->rows_max + 1) * sizeof(int64_t));
-        if (!m->hrowptr) return inca_fail(INCA_ENOMEM, "cuda mat_set: host offsets of %" PRId64 " rows", a->rows_max);
-        if ((rc = kcu_check(c, "mat_set", cudaMalloc(&m->rowptr, ((size_t)a->rows_max + 1) * isz))) ||
-            (rc = kcu_check(c, "mat_set", cudaMalloc((void **)&m->rowptr64, ((size_t)a->rows_max + 1) * 8))) ||
-            (rc = kcu_check(c, "mat_set", cudaMalloc(&m->col, nz * isz))) ||
-            (rc = kcu_check(c, "mat_set", cudaMalloc((void **)&m->val, nz * sizeof(float)))))
-            return rc;
+        if ((rc = kcu_mat_reserve(ctx, a))) return rc;
+        m = a->impl;
     }
     /* the host copy first: a rows view built later reads it */
     a->rows = h->n_rows;
@@ -285,11 +316,11 @@ static int kcu_mat_set(kern_ctx_t *ctx, kern_mat_t *a, const csr_t *h, int strea
     if (nnz > 0) {
         if (m->idx64) {   /* widen on the device through a temporary (once per upload) */
             int32_t *tmp = NULL;
-            if ((rc = kcu_check(c, "mat_set", cudaMalloc((void **)&tmp, (size_t)nnz * 4)))) return rc;
+            if ((rc = kcu_dmalloc(c, "mat_set", (void **)&tmp, (size_t)nnz * 4))) return rc;
             rc = kcu_check(c, "mat_set", cudaMemcpyAsync(tmp, h->col + base, (size_t)nnz * 4, cudaMemcpyHostToDevice, s));
             if (!rc) rc = kcu_launched(c, "mat_set", kcu_widen_i32(s, nnz, tmp, m->col));
             if (!rc) rc = kcu_check(c, "mat_set", cudaStreamSynchronize(s));
-            cudaFree(tmp);
+            kcu_dfree(c, tmp);
             if (rc) return rc;
         } else if ((rc = kcu_check(c, "mat_set", cudaMemcpyAsync(m->col, h->col + base, (size_t)nnz * 4,
                                                                  cudaMemcpyHostToDevice, s)))) {
@@ -334,7 +365,7 @@ static int kcu_mat_view(kern_ctx_t *ctx, const kern_mat_t *parent, kern_mat_t *a
     m->val = pm->val + off;
     int rc;
     cudaStream_t s = kcu_stream(c);
-    if ((rc = kcu_check(c, "mat_view", cudaMalloc(&m->rowptr, ((size_t)n + 1) * (m->idx64 ? 8 : 4)))) ||
+    if ((rc = kcu_dmalloc(c, "mat_view", &m->rowptr, ((size_t)n + 1) * (m->idx64 ? 8 : 4))) ||
         (rc = kcu_launched(c, "mat_view", kcu_rowptr_rebase(s, m->idx64, pm->rowptr, r0, n, m->rowptr))) ||
         (rc = kcu_descr(c, a, m)))
         kcu_mat_drop(ctx, a);   /* kc_mat_rows_view frees a failed view without mat_drop */
@@ -381,10 +412,10 @@ static int kcu_plan_get(kcu_ctx_t *c, kern_mat_t *a, kcu_mat_t *m, int64_t f, in
                                                         p->y, CUDA_R_32F, alg, &bytes))))
         goto fail;
     if (bytes > p->cap || !p->buf) {   /* cudaFree waits for queued work that may still use it */
-        if (p->buf) cudaFree(p->buf);
+        kcu_dfree(c, p->buf);
         p->buf = NULL;
         p->cap = 0;
-        if ((rc = kcu_check(c, "spmm", cudaMalloc(&p->buf, bytes ? bytes : 1)))) goto fail;
+        if ((rc = kcu_dmalloc(c, "spmm workspace", &p->buf, bytes ? bytes : 1))) goto fail;
         p->cap = bytes ? bytes : 1;
     }
     if (alg == CUSPARSE_SPMM_CSR_ALG3 &&
@@ -395,7 +426,7 @@ static int kcu_plan_get(kcu_ctx_t *c, kern_mat_t *a, kcu_mat_t *m, int64_t f, in
     p->stale = 0;
     return INCA_OK;
 fail:
-    kcu_plans_drop(m);   /* nothing half-built stays cached */
+    kcu_plans_drop(c, m);   /* nothing half-built stays cached */
     return rc;
 }
 
@@ -454,10 +485,24 @@ static int kcu_spmm_bf16(kern_ctx_t *ctx, kern_mat_t *a, const uint16_t *x, int6
 
 /* ---- GEMM: row-major C = op(A) op(B) is column-major Cᵀ = op(B)ᵀ op(A)ᵀ, so cuBLAS gets
  * the operands swapped with their own transposes; TF32 tensor cores only when asked ---- */
+/* cuBLAS's workspace, given by us at the first GEMM (NVIDIA recommends 32 MiB on Hopper) so that
+ * it is admitted and counted like every other block; cuBLAS would otherwise take its own */
+#define KCU_BLAS_WS ((size_t)32 << 20)
+static int kcu_blas_workspace(kcu_ctx_t *c) {
+    if (c->blas_ws) return INCA_OK;
+    const char *prev = kc_mem_tag(&c->base, "cublas workspace");
+    int rc = kcu_dmalloc(c, "gemm workspace", &c->blas_ws, KCU_BLAS_WS);
+    kc_mem_tag(&c->base, prev);
+    if (rc == INCA_OK) rc = kcu_bl(c, "gemm workspace", cublasSetWorkspace(c->bl, c->blas_ws, KCU_BLAS_WS));
+    return rc;
+}
+
 static int kcu_gemm(kern_ctx_t *ctx, int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
                     int64_t lda, const float *b, int64_t ldb, float beta, float *cc, int64_t ldc) {
     kcu_ctx_t *c = kcu(ctx);
     if (m <= 0 || n <= 0) return INCA_OK;
+    int wrc = kcu_blas_workspace(c);
+    if (wrc) return wrc;
     if (k <= 0) {   /* C = beta C, as kern_gemm (cuBLAS would check lda/ldb against k = 0) */
         cudaStream_t s = kcu_stream(c);
         int rc = INCA_OK;
@@ -634,9 +679,10 @@ static void kcu_destroy(kern_ctx_t *ctx) {
     if (!c) return;
     for (int s = 0; s < KERN_NSTREAMS; s++)
         if (c->st[s]) cudaStreamSynchronize(c->st[s]);
-    if (c->scratch) cudaFree(c->scratch);
     if (c->sp) cusparseDestroy(c->sp);
     if (c->bl) cublasDestroy(c->bl);
+    kcu_dfree(c, c->scratch);
+    kcu_dfree(c, c->blas_ws);
     for (int e = 0; e < KERN_NEVENTS; e++)
         if (c->ev[e]) cudaEventDestroy(c->ev[e]);
     for (int s = 0; s < KERN_NSTREAMS; s++)
@@ -644,9 +690,23 @@ static void kcu_destroy(kern_ctx_t *ctx) {
     free(c);
 }
 
+static int kcu_mem_info(kern_ctx_t *ctx, int64_t *total, int64_t *free_now) {
+    kcu_ctx_t *c = kcu(ctx);
+    size_t fr = 0, tot = 0;
+    *total = *free_now = 0;
+    if (cudaSetDevice(c->dev) != cudaSuccess || cudaMemGetInfo(&fr, &tot) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return INCA_OK;   /* unknown: reported as 0 */
+    }
+    *total = (int64_t)tot;
+    *free_now = (int64_t)fr;
+    return INCA_OK;
+}
+
 static const kern_ops_t kcu_ops = {
     .name = "cuda",
     .destroy = kcu_destroy,
+    .mem_info = kcu_mem_info,
     .alloc = kcu_alloc,
     .release = kcu_release,
     .copy = kcu_copy,
@@ -657,6 +717,7 @@ static const kern_ops_t kcu_ops = {
     .sync = kcu_sync,
     .mat_set = kcu_mat_set,
     .mat_drop = kcu_mat_drop,
+    .mat_reserve = kcu_mat_reserve,
     .spmm = kcu_spmm,
     .spmm_base = kcu_spmm_base,
     .spmm_bf16 = kcu_spmm_bf16,
