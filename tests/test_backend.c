@@ -621,6 +621,87 @@ START_TEST(op_profile_counts) {
 }
 END_TEST
 
+/* The accounting (kernels/memtrack.c) against sizes counted by hand: per kind and per tag, the
+ * peak, a release, the limit's refusal (with its breakdown, nothing allocated), the emulated
+ * device's size, a matrix's arrays at creation, and a table grown past its first size and
+ * emptied in another order. */
+START_TEST(memory_accounting) {
+    kern_ctx_t *c = NULL;
+    ck_assert_int_eq(kc_create(&(kern_ctx_opts_t){.device = "emu", .emu_memory = 1 << 20}, &c), INCA_OK);
+    kern_mem_stats_t s;
+    kc_mem_stats(c, &s);
+    ck_assert(s.now[KERN_MEM_DEVICE] == 0 && s.device_total == 1 << 20 && s.device_free == 1 << 20);
+    void *a = NULL, *b = NULL, *p = NULL, *x = NULL;
+    kc_mem_tag(c, "alpha");
+    ck_assert_int_eq(kc_alloc(c, KERN_MEM_DEVICE, 100000, &a), INCA_OK);
+    ck_assert_str_eq(kc_mem_tag(c, "beta"), "alpha");
+    ck_assert_int_eq(kc_alloc(c, KERN_MEM_DEVICE, 200000, &b), INCA_OK);
+    ck_assert_int_eq(kc_alloc(c, KERN_MEM_PINNED, 50000, &p), INCA_OK);
+    kc_mem_stats(c, &s);
+    ck_assert(s.now[KERN_MEM_DEVICE] == 300000 && s.peak[KERN_MEM_DEVICE] == 300000 && s.now[KERN_MEM_PINNED] == 50000);
+    ck_assert(s.device_free == (1 << 20) - 300000);
+    ck_assert(kc_mem_tag_now(c, "alpha") == 100000 && kc_mem_tag_now(c, "beta") == 200000);   /* pinned: not device */
+    kc_release(c, KERN_MEM_DEVICE, a);
+    kc_mem_stats(c, &s);
+    ck_assert(s.now[KERN_MEM_DEVICE] == 200000 && s.peak[KERN_MEM_DEVICE] == 300000 && kc_mem_tag_now(c, "alpha") == 0);
+    kc_mem_reset_peak(c);
+    kc_mem_stats(c, &s);
+    ck_assert(s.peak[KERN_MEM_DEVICE] == 200000);
+    /* the limit: refused before the backend is asked, the breakdown named */
+    kc_mem_limit(c, 500000);
+    inca_err_clear();
+    ck_assert_int_eq(kc_alloc(c, KERN_MEM_DEVICE, 300001, &x), INCA_ENOMEM);
+    ck_assert(x == NULL && strstr(inca_errmsg(), "device memory budget 0.5 MB") && strstr(inca_errmsg(), "beta 0.2"));
+    ck_assert_int_eq(kern_emu_live_blocks(c), 2);
+    ck_assert_int_eq(kc_alloc(c, KERN_MEM_DEVICE, 300000, &x), INCA_OK);   /* exactly the budget */
+    kc_mem_stats(c, &s);
+    ck_assert(s.now[KERN_MEM_DEVICE] == 500000 && s.limit == 500000);
+    kc_release(c, KERN_MEM_DEVICE, x);
+    /* the emulated device's own size, with no limit */
+    kc_mem_limit(c, 0);
+    inca_err_clear();
+    ck_assert_int_eq(kc_alloc(c, KERN_MEM_DEVICE, (1 << 20) - 200000 + 1, &x), INCA_ENOMEM);
+    ck_assert(strstr(inca_errmsg(), "emu device: out of memory"));
+    /* a matrix's device arrays at creation: rowptr (rows + 1) x 8, col and val nnz x 4 */
+    kern_mat_t *m = NULL;
+    kc_mem_tag(c, "matrix");
+    ck_assert_int_eq(kc_mat_create(c, 100, 50, 1000, &m), INCA_OK);
+    ck_assert(kc_mem_tag_now(c, "matrix") == 101 * 8 + 1000 * 4 + 1000 * 4);
+    kc_mat_free(c, &m);
+    ck_assert(kc_mem_tag_now(c, "matrix") == 0);
+    kc_release(c, KERN_MEM_DEVICE, b);
+    kc_release(c, KERN_MEM_PINNED, p);
+    /* past the table's first 256 slots, released odd ones first */
+    enum { NB = 1500 };
+    void *v[NB];
+    int64_t want = 0;
+    for (int i = 0; i < NB; i++) {
+        ck_assert_int_eq(kc_alloc(c, i % 3 ? KERN_MEM_DEVICE : KERN_MEM_HOST, (size_t)(8 + i), &v[i]), INCA_OK);
+        if (i % 3) want += 8 + i;
+    }
+    kc_mem_stats(c, &s);
+    ck_assert(s.now[KERN_MEM_DEVICE] == want && s.peak[KERN_MEM_DEVICE] == want);
+    for (int pass = 1; pass >= 0; pass--)
+        for (int i = pass; i < NB; i += 2) kc_release(c, i % 3 ? KERN_MEM_DEVICE : KERN_MEM_HOST, v[i]);
+    kc_mem_stats(c, &s);
+    ck_assert(s.now[KERN_MEM_DEVICE] == 0 && s.now[KERN_MEM_HOST] == 0 && s.now[KERN_MEM_PINNED] == 0);
+    ck_assert_int_eq(kern_emu_live_blocks(c), 0);
+    ck_assert_int_eq(kc_status(c), INCA_OK);
+    kc_free(&c);
+    /* a CPU context made by kc_create counts too (no device size); the shared one does not */
+    ck_assert_int_eq(kc_create(&(kern_ctx_opts_t){.device = "cpu"}, &c), INCA_OK);
+    ck_assert_int_eq(kc_alloc(c, KERN_MEM_DEVICE, 4096, &x), INCA_OK);
+    kc_mem_stats(c, &s);
+    ck_assert(s.now[KERN_MEM_DEVICE] == 4096 && s.device_total == 0);
+    kc_release(c, KERN_MEM_DEVICE, x);
+    kc_free(&c);
+    ck_assert_int_eq(kc_alloc(kc_cpu(), KERN_MEM_DEVICE, 4096, &x), INCA_OK);
+    kc_mem_stats(kc_cpu(), &s);
+    ck_assert(s.now[KERN_MEM_DEVICE] == 0);
+    kc_release(kc_cpu(), KERN_MEM_DEVICE, x);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("backend");
     TCase *tc = tcase_create("cpu");
@@ -633,6 +714,7 @@ int main(void) {
     tcase_add_test(tc, matrices);
     tcase_add_test(tc, model_on_context);
     tcase_add_test(tc, emu_device_rules);
+    tcase_add_test(tc, memory_accounting);
     tcase_add_test(tc, model_on_emu_device);
     tcase_add_test(tc, cli_device_flag);
     tcase_add_test(tc, op_profile_counts);
