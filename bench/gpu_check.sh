@@ -1,38 +1,60 @@
 #!/usr/bin/env bash
-# The GPU check (issue 11), one prepared script: builds with CUDA, runs the gpu-labelled tests
-# (every op of the kernel table CUDA vs CPU; the trainers CUDA vs CPU), trains Cora with IncAgg
-# on the device (10 seeds), measures SpMM GB/s at F = 64/256 against the device's own
-# device-to-device copy, and times full-batch, GAS (histories on the device and on the host) and
-# IncAgg per epoch on a csbm graph, then prints one JSON summary line with the targets.
+# The GPU check (issues 11 and 27), one prepared script. Every step runs whatever happened to the
+# ones before it, and the summary says each step's pass or fail: builds with CUDA, runs the
+# gpu-labelled tests (every op CUDA vs CPU; the trainers CUDA vs CPU), trains Cora with IncAgg on
+# the device (10 seeds), measures SpMM GB/s against the device's own copy, then on a hard csbm
+# (homophily 0.4: where the methods differ) times full-batch, GAS and IncAgg with the histories
+# on the device and on the host, trains IncAgg with and without --device-memory-budget (the
+# placement, peak device memory, accuracy and speed of each), checks that full-batch is refused
+# under that budget, and runs PyG's full-batch GCN on the same arrays (the machine's python3).
 #
-#   bash bench/gpu_check.sh                       on a GPU machine (--device cuda; ~5 min on an
-#                                                 H200 with 16 cores, data generation included)
-#   GPU_CHECK_DEVICE=auto GPU_CHECK_NODES=20000 bash bench/gpu_check.sh
-#                                                 dry run of every step on a machine without one
+#   bash bench/gpu_check.sh                       on a GPU machine (--device cuda; target: under
+#                                                 8 minutes on an H200 with 16 cores)
+#   GPU_CHECK_DEVICE=emu GPU_CHECK_NODES=20000 GPU_CHECK_BUDGET=200M GPU_CHECK_CORA_RUNS=1 \
+#   GPU_CHECK_ACC_EPOCHS=4 bash bench/gpu_check.sh
+#                                                 dry run of every step without a GPU (the
+#                                                 emulated device; PyG's step fails without torch)
 # A GPU machine whose image lacks the Debian libraries: run `bash bench/gpu_deps.sh` here first
-# and carry `.gpu-debs` with the run (see below).
+# and carry `.gpu-debs` with the run.
 #
-# Logs and JSON Lines go to $GPU_CHECK_OUT (default: $OUT/gpu_check where the device tool sets
-# $OUT, so they come back with the run; else out/gpu_check); the summary to stdout. The stores
-# (GB at 1M nodes) go to $GPU_CHECK_DATA (default: a fresh temporary folder, removed after a
-# successful run), outside what comes back.
-set -euo pipefail
+# What comes back (the device tool returns at most 8 files from $OUT): $OUT/gpu_check/summary.json
+# (the line printed last) and $OUT/gpu_check/logs.tar.gz (every step's log and JSON). Without
+# $OUT: out/gpu_check. The stores (GB at 1M nodes) go to $GPU_CHECK_DATA (default: a temporary
+# folder, removed at the end).
+set -uo pipefail
 cd "$(dirname "$0")/.."
 DEVICE=${GPU_CHECK_DEVICE:-cuda}
 NODES=${GPU_CHECK_NODES:-1000000}
-OUT=${GPU_CHECK_OUT:-${OUT:+$OUT/gpu_check}}
-OUT=${OUT:-out/gpu_check}
+BUDGET=${GPU_CHECK_BUDGET:-8G}
+RES=${GPU_CHECK_OUT:-${OUT:+$OUT/gpu_check}}
+RES=${RES:-out/gpu_check}
+LOG=$RES/logs
 DATA=${GPU_CHECK_DATA:-$(mktemp -d "${TMPDIR:-/tmp}/inca_gpu_check.XXXXXX")}
-EPOCHS=${GPU_CHECK_EPOCHS:-3}
+EPOCHS=${GPU_CHECK_EPOCHS:-3}            # timed runs (bench epoch: 1 warm-up + the rest)
+ACC_EPOCHS=${GPU_CHECK_ACC_EPOCHS:-20}   # the budgeted / unbudgeted IncAgg accuracy pair
+CORA_RUNS=${GPU_CHECK_CORA_RUNS:-10}     # seeds of the main job (1 for a dry run on the emulated device)
 JOBS=$(nproc)
 B=build-gpu/inca
-mkdir -p "$OUT" "$DATA"
+mkdir -p "$RES" "$LOG" "$DATA"
+: >"$LOG/steps.tsv"
 t_start=$(date +%s)
-step() { echo "gpu_check: [$(( $(date +%s) - t_start )) s] $*" >&2; }
-# every step writes its log under $OUT: on a failure show the newest one, or the GPU minutes are
-# spent on a bare exit status
-trap 'rc=$?; log=$(ls -t "$OUT"/*.log 2>/dev/null | head -1); echo "gpu_check: FAILED (exit $rc): $BASH_COMMAND" >&2;
-      [ -n "$log" ] && { echo "--- tail of $log" >&2; tail -n 40 "$log" >&2; }' ERR
+exec 3>&2   # progress lines stay on the terminal while each step's output goes to its log
+say() { echo "gpu_check: [$(( $(date +%s) - t_start )) s] $*" >&3; }
+# run NAME CMD...: one step, its status and seconds in steps.tsv; a failure shows its log's tail
+run() {
+  local name=$1 t0 rc
+  shift
+  t0=$(date +%s)
+  say "$name"
+  "$@"
+  rc=$?
+  printf '%s\t%s\t%s\n' "$name" "$([ $rc -eq 0 ] && echo pass || echo "fail ($rc)")" "$(( $(date +%s) - t0 ))" >>"$LOG/steps.tsv"
+  if [ $rc -ne 0 ] && [ -f "$LOG/$name.log" ]; then
+    echo "--- $name failed (exit $rc); tail of its log:" >&3
+    tail -n 25 "$LOG/$name.log" >&3
+  fi
+  return 0
+}
 
 # Debian packages carried from a build machine (bench/gpu_deps.sh fills .gpu-debs; name it in the
 # device tool's carry): unpacked outside /, and pkg-config, the compiler, CMake and the loader
@@ -49,82 +71,153 @@ if ls .gpu-debs/*.deb >/dev/null 2>&1; then
   export CPATH="$DEPS/usr/include:$DEPS/usr/include/x86_64-linux-gnu/openblas-pthread${CPATH:+:$CPATH}"
   export LIBRARY_PATH="$L:$L/openblas-pthread${LIBRARY_PATH:+:$LIBRARY_PATH}"
   export LD_LIBRARY_PATH="$L:$L/openblas-pthread${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-  echo "gpu_check: build dependencies from .gpu-debs unpacked into $DEPS" >&2
+  say "build dependencies from .gpu-debs unpacked into $DEPS"
 fi
 
-# the C libraries CMake requires, all named at once (a fresh GPU machine may have only CUDA and
-# Python; one failed start per missing package would spend its device minutes)
+# the C libraries CMake requires, all named at once (nothing after can run without them)
 missing=""
 command -v pkg-config >/dev/null || missing="pkg-config"
 for m in lmdb numa check libcjson openblas zlib; do pkg-config --exists "$m" 2>/dev/null || missing="$missing $m"; done
 echo '#include <metis.h>' | ${CC:-cc} -E -x c - >/dev/null 2>&1 || missing="$missing metis.h"
-[ -z "$missing" ] || { echo "gpu_check: missing build dependencies:$missing (Debian packages: PKGS in scripts/setup.sh)" >&2; exit 1; }
+if [ -n "$missing" ]; then
+  echo "gpu_check: missing build dependencies:$missing (Debian packages: PKGS in scripts/setup.sh)" >&2
+  echo "{\"device\":\"$DEVICE\",\"steps\":{\"dependencies\":\"fail: missing$missing\"}}" | tee "$RES/summary.json"
+  exit 1
+fi
 
-step "build (Release, INCA_CUDA=$([ "$DEVICE" = cuda ] && echo ON || echo AUTO))"
-cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DINCA_CUDA="$([ "$DEVICE" = cuda ] && echo ON || echo AUTO)" \
-  >"$OUT/cmake.log"
-# only what the steps below run (ctest -L gpu: test_backend_ops, test_device): the other ~30 test
-# executables would spend GPU-machine minutes compiling
-cmake --build build-gpu -j"$JOBS" --target inca test_backend_ops test_device >"$OUT/build.log"
-
-step "gpu tests (ctest -L gpu: skipped without a device)"
-ctest --test-dir build-gpu -L gpu --output-on-failure >"$OUT/ctest_gpu.log" 2>&1 || { cat "$OUT/ctest_gpu.log"; exit 1; }
-gpu_tests=$(grep -E "tests passed|Skipped|Failed" "$OUT/ctest_gpu.log" | tr '\n' ' ' | sed 's/"/\x27/g')
-
-step "Cora, IncAgg on $DEVICE, 10 seeds (the README's main job)"
-$B ingest --format ogb data/cora --out "$DATA/cora.lmdb" --force >/dev/null
-$B partition "$DATA/cora.lmdb" --parts 40 --method metis --seed 0 >/dev/null
-$B train "$DATA/cora.lmdb" --model gcn --method incagg --parts 40 --batch-parts 10 --layers 2 --hidden 16 \
-  --dropout 0.5 --lr 0.01 --weight-decay 5e-4 --wd-first-layer --feature-norm row --epochs 200 --runs 10 \
-  --seed 0 --device "$DEVICE" --json 2>"$OUT/cora.log" | tail -1 >"$OUT/cora.json"
-
-step "SpMM GB/s vs device copy (R-MAT $NODES nodes, F = 64, 256)"
-$B bench spmm --nodes "$NODES" --avg-degree 16 --features 64,256 --reps 5 --device "$DEVICE" \
-  >"$OUT/spmm.jsonl" 2>"$OUT/spmm.log"
-
-step "csbm $NODES nodes: generate, partition"
-$B gen --kind csbm --nodes "$NODES" --avg-degree 20 --features 128 --classes 8 --seed 0 \
-  --out "$DATA/csbm.lmdb" --force >/dev/null 2>"$OUT/gen.log"
-$B partition "$DATA/csbm.lmdb" --parts 64 --method metis --seed 0 >/dev/null 2>>"$OUT/gen.log"
-common=(--model gcn --layers 3 --hidden 256 --parts 64 --batch-parts 8 --epochs "$EPOCHS" --device "$DEVICE")
-
-step "full-batch, $EPOCHS epochs"
-$B train "$DATA/csbm.lmdb" --method full "${common[@]}" --json 2>"$OUT/full.log" | tail -1 >"$OUT/full.json"
-step "GAS and IncAgg, histories on the device"
-$B bench epoch "$DATA/csbm.lmdb" --methods gas,incagg --warmup-epochs 1 --eval-each-epoch "${common[@]}" \
-  --history-location device --json 2>"$OUT/epoch_device.log" | tail -1 >"$OUT/epoch_device.json"
-step "GAS and IncAgg, histories on the host"
-$B bench epoch "$DATA/csbm.lmdb" --methods gas,incagg --warmup-epochs 1 --eval-each-epoch "${common[@]}" \
-  --history-location host --json 2>"$OUT/epoch_host.log" | tail -1 >"$OUT/epoch_host.json"
-
-step "summary"
-python3 - "$OUT" "$gpu_tests" "$(( $(date +%s) - t_start ))" <<'PY'
-import json, sys
-out, tests, secs = sys.argv[1], sys.argv[2], int(sys.argv[3])
-load = lambda f: json.loads(open(f"{out}/{f}").read().strip().splitlines()[-1])
-cora, full, dev, host = load("cora.json"), load("full.json"), load("epoch_device.json"), load("epoch_host.json")
-spmm = [json.loads(l) for l in open(f"{out}/spmm.jsonl") if l.strip()][-1]
-f256 = spmm["features"].index(256)
-s = {
-    "device": cora["device"], "seconds": secs, "gpu_tests": tests,
-    "cora_incagg_test_acc": cora["test_acc"], "cora_incagg_test_acc_std": cora["test_acc_std"],
-    "cora_epoch_time_s": cora["epoch_time_s"],
-    "spmm_copy_gbs": spmm["copy_gbs"], "spmm_over_copy_metis": spmm.get("spmm_over_copy_metis"),
-    "spmm_over_copy_random": spmm["spmm_over_copy_random"],
-    "full_epoch_time_s": full["epoch_time_s"], "full_test_acc": full["test_acc"],
-    "gas_device_epoch_time_s": dev["gas_epoch_time_s"], "incagg_device_epoch_time_s": dev["incagg_epoch_time_s"],
-    "gas_host_epoch_time_s": host["gas_epoch_time_s"], "incagg_host_epoch_time_s": host["incagg_epoch_time_s"],
-    "gas_test_acc": dev["gas_test_acc"], "incagg_test_acc": dev["incagg_test_acc"],
+build() {
+  cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DINCA_CUDA="$([ "$DEVICE" = cuda ] && echo ON || echo AUTO)" &&
+  # only what the steps run: the other test executables would spend GPU-machine minutes compiling
+  cmake --build build-gpu -j"$JOBS" --target inca test_backend_ops test_device
 }
-s["incagg_over_gas_host"] = host["gas_epoch_time_s"] / host["incagg_epoch_time_s"]
-s["incagg_over_gas_device"] = dev["gas_epoch_time_s"] / dev["incagg_epoch_time_s"]
-s["targets"] = {
-    "incagg_ge_5x_gas_host": s["incagg_over_gas_host"] >= 5,
-    "incagg_ge_2x_gas_device": s["incagg_over_gas_device"] >= 2,
-    "acc_within_0.5_points": abs(dev["gas_test_acc"] - dev["incagg_test_acc"]) <= 0.005,
-    "spmm_ge_50pct_copy_f256": (spmm.get("spmm_over_copy_metis") or spmm["spmm_over_copy_random"])[f256] >= 0.5,
-    "cora_incagg_ge_81": cora["test_acc"] >= 0.81,
+gpu_tests() { ctest --test-dir build-gpu -L gpu --output-on-failure; }
+cora() {
+  $B ingest --format ogb data/cora --out "$DATA/cora.lmdb" --force --quiet &&
+  $B partition "$DATA/cora.lmdb" --parts 40 --method metis --seed 0 >/dev/null &&
+  $B train "$DATA/cora.lmdb" --model gcn --method incagg --parts 40 --batch-parts 10 --layers 2 --hidden 16 \
+    --dropout 0.5 --lr 0.01 --weight-decay 5e-4 --wd-first-layer --feature-norm row --epochs 200 --runs "$CORA_RUNS" \
+    --seed 0 --device "$DEVICE" --json | tail -1 >"$LOG/cora.json"
 }
+spmm() {
+  $B bench spmm --nodes "$NODES" --avg-degree 16 --features 64,256 --reps 5 --device "$DEVICE" >"$LOG/spmm.jsonl"
+}
+csbm() {
+  $B gen --kind csbm --nodes "$NODES" --avg-degree 20 --features 128 --classes 8 --homophily 0.4 --seed 0 \
+    --out "$DATA/csbm.lmdb" --force --quiet &&
+  $B partition "$DATA/csbm.lmdb" --parts 64 --method metis --seed 0 >/dev/null
+}
+common=(--model gcn --layers 3 --hidden 256 --lr 0.005 --parts 64 --batch-parts 8 --device "$DEVICE")
+full() { $B train "$DATA/csbm.lmdb" --method full "${common[@]}" --epochs "$EPOCHS" --json | tail -1 >"$LOG/full.json"; }
+# refused before any work under the budget (its breakdown on stderr), or, where it fits, run
+full_budget() {
+  if $B train "$DATA/csbm.lmdb" --method full "${common[@]}" --epochs 1 --device-memory-budget "$BUDGET" --json \
+      >"$LOG/full_budget.json"; then
+    echo "full-batch fits in $BUDGET" >&2
+  else
+    grep -q "refused before training" "$LOG/full_budget.log"
+  fi
+}
+epoch_device() {
+  $B bench epoch "$DATA/csbm.lmdb" --methods gas,incagg --warmup-epochs 1 --eval-each-epoch "${common[@]}" \
+    --epochs "$EPOCHS" --history-location device --json >"$LOG/epoch_device.jsonl"
+}
+epoch_host() {
+  $B bench epoch "$DATA/csbm.lmdb" --methods gas,incagg --warmup-epochs 1 --eval-each-epoch "${common[@]}" \
+    --epochs "$EPOCHS" --history-location host --json >"$LOG/epoch_host.jsonl"
+}
+incagg_free() {
+  $B train "$DATA/csbm.lmdb" --method incagg "${common[@]}" --epochs "$ACC_EPOCHS" --json | tail -1 >"$LOG/incagg_free.json"
+}
+incagg_budget() {
+  $B train "$DATA/csbm.lmdb" --method incagg "${common[@]}" --epochs "$ACC_EPOCHS" --device-memory-budget "$BUDGET" \
+    --json | tail -1 >"$LOG/incagg_budget.json"
+}
+pyg() {
+  python3 bench/compare_peers.py --peers pyg --cases csbm --csbm-nodes "$NODES" --csbm-epochs "$EPOCHS" --seeds 1 \
+    --device "$DEVICE" --python-pyg python3 --no-install --inca "$B" --threads "$JOBS" --json >"$LOG/pyg.jsonl"
+}
+
+for s in build gpu_tests cora spmm csbm full full_budget epoch_device epoch_host incagg_free incagg_budget pyg; do
+  run "$s" "$s" >"$LOG/$s.log" 2>&1
+done
+
+say "summary"
+python3 - "$LOG" "$(( $(date +%s) - t_start ))" "$BUDGET" <<'PY' | tee "$RES/summary.json"
+import json, os, sys
+log, secs, budget = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+steps = {}
+for line in open(f"{log}/steps.tsv"):
+    name, status, t = line.rstrip("\n").split("\t")
+    steps[name] = f"{status}, {t} s"
+def last(f):
+    try:
+        lines = [l for l in open(f"{log}/{f}").read().splitlines() if l.strip().startswith("{")]
+        return json.loads(lines[-1]) if lines else None
+    except (OSError, ValueError):
+        return None
+def lines(f):
+    try:
+        return [json.loads(l) for l in open(f"{log}/{f}") if l.strip().startswith("{")]
+    except (OSError, ValueError):
+        return []
+s = {"seconds": secs, "steps": steps}
+t = {}
+cora = last("cora.json")
+if cora:
+    s.update(device=cora["device"], cora_incagg_test_acc=cora["test_acc"], cora_incagg_test_acc_std=cora["test_acc_std"],
+             cora_epoch_time_s=cora["epoch_time_s"])
+    t["cora_incagg_ge_81"] = cora["test_acc"] >= 0.81
+spmm = lines("spmm.jsonl")
+if spmm:
+    sp = spmm[-1]
+    s.update(spmm_copy_gbs=sp.get("copy_gbs"), spmm_over_copy_metis=sp.get("spmm_over_copy_metis"),
+             spmm_over_copy_random=sp.get("spmm_over_copy_random"))
+    ratio = sp.get("spmm_over_copy_metis") or sp.get("spmm_over_copy_random")
+    if ratio and 256 in sp.get("features", []):
+        t["spmm_ge_50pct_copy_f256"] = ratio[sp["features"].index(256)] >= 0.5
+full = last("full.json")
+if full:
+    s.update(full_epoch_time_s=full["epoch_time_s"], full_step_time_s=full["step_time_s"], full_test_acc=full["test_acc"],
+             full_peak_device_mb=full.get("peak_device_mb"))
+s["full_under_budget"] = "refused" if steps.get("full_budget", "").startswith("pass") and not last("full_budget.json") \
+    else ("ran" if last("full_budget.json") else "failed")
+for where in ("device", "host"):
+    runs = {r.get("method"): r for r in lines(f"epoch_{where}.jsonl") if "method" in r}
+    for m, r in runs.items():
+        s[f"{m}_{where}_epoch_time_s"] = r.get("epoch_time_s")
+        s[f"{m}_{where}_step_time_s"] = r.get("step_time_s")
+        s[f"{m}_{where}_test_acc"] = r.get("test_acc")
+        s[f"{m}_{where}_peak_device_mb"] = r.get("peak_device_mb")
+    if "gas" in runs and "incagg" in runs and runs["incagg"].get("epoch_time_s"):
+        s[f"incagg_over_gas_{where}"] = runs["gas"]["epoch_time_s"] / runs["incagg"]["epoch_time_s"]
+free, bud = last("incagg_free.json"), last("incagg_budget.json")
+for name, r in (("incagg_free", free), ("incagg_budget", bud)):
+    if r:
+        s.update({f"{name}_test_acc": r["test_acc"], f"{name}_epoch_time_s": r["epoch_time_s"],
+                  f"{name}_step_time_s": r["step_time_s"], f"{name}_peak_device_mb": r.get("peak_device_mb"),
+                  f"{name}_placement": r.get("placement")})
+if free and bud:
+    bmb = bud.get("device_memory_budget_mb") or 0
+    t["budget_incagg_peak_le_budget"] = bud.get("peak_device_mb") is not None and bud["peak_device_mb"] <= bmb
+    t["budget_incagg_acc_within_0.5"] = abs(bud["test_acc"] - free["test_acc"]) <= 0.005
+    t["budget_incagg_speed_ge_0.7"] = free["epoch_time_s"] / bud["epoch_time_s"] >= 0.7
+if free and full:
+    spe = free.get("steps_per_epoch") or 8
+    t["incagg_step_le_2x_full_share"] = free["step_time_s"] <= 2 * full["step_time_s"] / spe
+t["full_refused_under_budget"] = s["full_under_budget"] == "refused"
+if s.get("incagg_over_gas_device"):
+    t["incagg_ge_10x_gas_device"] = s["incagg_over_gas_device"] >= 10
+    t["gas_incagg_acc_within_0.5_device"] = abs((s.get("gas_device_test_acc") or 0) - (s.get("incagg_device_test_acc") or 0)) <= 0.005
+if s.get("incagg_over_gas_host"):
+    t["incagg_ge_8x_gas_host"] = s["incagg_over_gas_host"] >= 8
+peer = [r for r in lines("pyg.jsonl") if r.get("case", "").startswith("csbm")]
+if peer:
+    s["pyg_csbm"] = peer[-1]
+t["every_step_passed"] = all(v.startswith("pass") for v in steps.values())
+s["budget"] = budget
+s["targets"] = t
 print(json.dumps(s))
 PY
+tar -czf "$RES/logs.tar.gz" -C "$RES" logs
+rm -rf "$LOG"
 [ -n "${GPU_CHECK_DATA:-}" ] || rm -rf "$DATA"

@@ -53,6 +53,7 @@ static int prof_end(kern_ctx_t *c, int rc, double t0, kprof_kind_t k, double flo
 }
 int kc_copy(kern_ctx_t *c, void *dst, const void *src, size_t bytes, kern_copy_t kind, int stream) {
     if (!bytes) return INCA_OK;
+    kern_memtrack_copied(c, kind, bytes);
     if (!c->prof) return c->ops->copy(c, dst, src, bytes, kind, stream);
     const double t0 = prof_begin(c);
     return prof_end(c, c->ops->copy(c, dst, src, bytes, kind, stream), t0, KPROF_COPY, 0, 2.0 * (double)bytes);

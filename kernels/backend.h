@@ -100,6 +100,7 @@ typedef struct kern_mem_stats {
     int64_t device_total;          /* the device's memory (CUDA: cudaMemGetInfo; emu: its capacity; 0:
                                       unknown, or the CPU) */
     int64_t device_free;           /* free on the device now, every process counted (0: unknown) */
+    int64_t copied[3];             /* bytes kc_copy moved, by kern_copy_t (H2D, D2H, D2D) */
     int ntags;
     const char *tag[KERN_MEM_MAX_TAGS];               /* tag 0 is "other" */
     int64_t tag_now[KERN_MEM_MAX_TAGS], tag_peak[KERN_MEM_MAX_TAGS];   /* device bytes per tag */
@@ -107,6 +108,7 @@ typedef struct kern_mem_stats {
 void kc_mem_stats(kern_ctx_t *ctx, kern_mem_stats_t *out);
 int64_t kc_mem_tag_now(kern_ctx_t *ctx, const char *tag);   /* device bytes held under `tag` now */
 void kc_mem_reset_peak(kern_ctx_t *ctx);                    /* peaks restart from what is held now */
+void kc_mem_copied(kern_ctx_t *ctx, int64_t out[3]);        /* kc_copy's bytes so far (cheap: no driver call) */
 /* Later allocations are counted under `tag` (a string that outlives the context; NULL: "other");
  * returns the tag in force before, to put back. */
 const char *kc_mem_tag(kern_ctx_t *ctx, const char *tag);
@@ -282,6 +284,7 @@ struct kern_mat {
 };
 
 int kern_memtrack_create(struct kern_memtrack **out);
+void kern_memtrack_copied(kern_ctx_t *ctx, kern_copy_t kind, size_t bytes);   /* kc_copy's count */
 void kern_memtrack_free(struct kern_memtrack *m);
 
 /* emu contexts: allocations (device, pinned and host) not yet released (leak checks in tests). */

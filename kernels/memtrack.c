@@ -5,7 +5,8 @@
  * for can be read at any time without asking the driver (whose figure also counts the CUDA
  * context and other processes). A device limit (kc_mem_limit) turns an allocation past it into
  * INCA_ENOMEM with the breakdown, before the backend is asked: a GPU of 16 GB is simulated on a
- * larger one, and the emulated device refuses as a full GPU would. Tested in test_backend.c. */
+ * larger one, and the emulated device refuses as a full GPU would. kc_copy's bytes are counted by
+ * direction (what a step moves between host and device). Tested in test_backend.c. */
 #include "kernels/backend.h"
 #include "core/alloc.h"
 #include "core/status.h"
@@ -26,6 +27,7 @@ struct kern_memtrack {
     mt_rec_t *tab;
     size_t cap, used, live;     /* slots, slots not empty (live + deleted), live records */
     int64_t now[3], peak[3], limit;
+    int64_t copied[3];
     const char *tags[MT_MAX_TAGS];
     int64_t tag_now[MT_MAX_TAGS], tag_peak[MT_MAX_TAGS];
     int ntags, cur;
@@ -161,6 +163,23 @@ const char *kc_mem_tag(kern_ctx_t *c, const char *tag) {
     return prev;
 }
 
+void kern_memtrack_copied(kern_ctx_t *c, kern_copy_t kind, size_t bytes) {
+    struct kern_memtrack *m = c->mt;
+    if (!m || kind < 0 || kind > 2) return;
+    pthread_mutex_lock(&m->mu);
+    m->copied[kind] += (int64_t)bytes;
+    pthread_mutex_unlock(&m->mu);
+}
+
+void kc_mem_copied(kern_ctx_t *c, int64_t out[3]) {
+    struct kern_memtrack *m = c->mt;
+    out[0] = out[1] = out[2] = 0;
+    if (!m) return;
+    pthread_mutex_lock(&m->mu);
+    for (int k = 0; k < 3; k++) out[k] = m->copied[k];
+    pthread_mutex_unlock(&m->mu);
+}
+
 void kc_mem_limit(kern_ctx_t *c, int64_t bytes) {
     if (c->mt) c->mt->limit = bytes > 0 ? bytes : 0;
 }
@@ -184,6 +203,7 @@ void kc_mem_stats(kern_ctx_t *c, kern_mem_stats_t *s) {
             s->peak[k] = m->peak[k];
         }
         s->limit = m->limit;
+        for (int k = 0; k < 3; k++) s->copied[k] = m->copied[k];
         s->ntags = m->ntags;
         for (int t = 0; t < m->ntags; t++) {
             s->tag[t] = m->tags[t];

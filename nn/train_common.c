@@ -107,6 +107,13 @@ void train_placement_json(json_t *j, const train_placement_t *pl, int mini_batch
     if (pl->tables_host) json_num(j, "tables", pl->host_table_bytes / MB);
     json_obj_end(j);
     json_obj_end(j);
+    if (!mini_batch) return;
+    /* what crosses the bus: a step's batch upload, the table rows it reads and the pushes it
+     * writes back (GAS: its halo's history rows; IncAgg: M and S at the batch's own rows) */
+    json_num(j, "h2d_bytes_per_step", pl->steps ? (double)pl->step_h2d / (double)pl->steps : 0);
+    json_num(j, "d2h_bytes_per_step", pl->steps ? (double)pl->step_d2h / (double)pl->steps : 0);
+    json_num(j, "h2d_bytes_per_refresh", pl->refreshes ? (double)pl->refresh_h2d / (double)pl->refreshes : 0);
+    json_num(j, "d2h_bytes_per_refresh", pl->refreshes ? (double)pl->refresh_d2h / (double)pl->refreshes : 0);
 }
 
 void train_device_budget_end(kern_ctx_t *kc, train_placement_t *pl) {

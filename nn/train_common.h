@@ -236,6 +236,9 @@ typedef struct train_placement {
     int64_t bytes[TRAIN_PLACE_MAX];
     int tables_host;                     /* mini-batch: the tables were in host memory */
     int64_t host_table_bytes;            /* ... of these bytes */
+    /* mini-batch, last run: bytes kc_copy moved host to device and back during the optimiser
+     * steps (batch uploads, table rows, pushes) and during IncAgg's refreshes, and their counts */
+    int64_t step_h2d, step_d2h, steps, refresh_h2d, refresh_d2h, refreshes;
 } train_placement_t;
 
 typedef struct train_result {

@@ -1079,6 +1079,8 @@ static int mb_refresh(mb_run_t *R, mb_stats_t *st, int shares_eval) {
     /* on a device the steps were drained before (their time is theirs); the refresh is drained
      * after, so its time is its own */
     double t0 = inca_now(), c0 = cpu_now();
+    int64_t cp0[3], cp1[3];
+    kc_mem_copied(R->kc, cp0);
     if (agg_source(R->agg) == AGG_SRC_RECOMPUTE && R->stream) {
         const float *logits;
         rc = mb_pass(R, 1, &logits);
@@ -1090,6 +1092,10 @@ static int mb_refresh(mb_run_t *R, mb_stats_t *st, int shares_eval) {
         rc = agg_refresh(R->agg);
     }
     if (rc == INCA_OK && R->dev) rc = kc_sync(R->kc);
+    kc_mem_copied(R->kc, cp1);
+    R->place.refresh_h2d += cp1[KERN_H2D] - cp0[KERN_H2D];
+    R->place.refresh_d2h += cp1[KERN_D2H] - cp0[KERN_D2H];
+    R->place.refreshes++;
     st->refresh_s_total += inca_now() - t0;
     st->refresh_cpu_s += cpu_now() - c0;
     st->refreshes++;
@@ -1199,7 +1205,8 @@ static int mb_run_figures(mb_run_t *R, train_result_t *r, mb_stats_t *st) {
     train_device_budget_end(R->kc, &R->place);
     r->placement = R->place;
     r->placement.tables_host = r->history_on_host;
-    r->placement.host_table_bytes = r->history_on_host ? r->table_bytes : 0;
+    /* table_bytes counts the layer-wise passes' buffers too, which live on the device */
+    r->placement.host_table_bytes = r->history_on_host ? r->table_bytes - kc_mem_tag_now(R->kc, "pass buffers") : 0;
     st->spilled_bytes = r->spilled_bytes = agg_spilled_bytes(R->agg);
     st->anon_need_bytes = r->memory_need_bytes = R->anon_need;
     st->anon_baseline_bytes = r->memory_baseline_bytes = R->anon_base;
@@ -1265,9 +1272,15 @@ int mb_train(const dataset_t *d, const train_config_t *c, const int64_t *train_i
          * and the drain counts as step time, so the step total is execution, not launches */
         for (int64_t s = 0; rc == INCA_OK && s < R.spe; s++) {
             double ts0 = inca_now(), tc0 = cpu_now();
+            int64_t cp0[3], cp1[3];
+            kc_mem_copied(R.kc, cp0);
             rc = mb_step(&R, ep, s, &loss_sum, &loss_n);
             if (rc == INCA_OK && R.dev && (s == R.spe - 1 || (R.method == AGG_INCAGG && (R.gstep + 1) % R.R == 0)))
                 rc = kc_sync(R.kc);
+            kc_mem_copied(R.kc, cp1);
+            R.place.step_h2d += cp1[KERN_H2D] - cp0[KERN_H2D];
+            R.place.step_d2h += cp1[KERN_D2H] - cp0[KERN_D2H];
+            R.place.steps++;
             st->step_s_total += inca_now() - ts0;
             st->step_cpu_s += cpu_now() - tc0;
             st->steps++;
