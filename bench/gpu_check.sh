@@ -125,12 +125,15 @@ epoch_host() {
   $B bench epoch "$DATA/csbm.lmdb" --methods gas,incagg --warmup-epochs 1 --eval-each-epoch "${common[@]}" \
     --epochs "$EPOCHS" --history-location host --json >"$LOG/epoch_host.jsonl"
 }
+# the view loader holds one batch's activations on the device (the copy loader's whole-graph
+# evaluation holds every node's: about 12 GB at 1M x 256, past an 8 GB budget by itself)
 incagg_free() {
-  $B train "$DATA/csbm.lmdb" --method incagg "${common[@]}" --epochs "$ACC_EPOCHS" --json | tail -1 >"$LOG/incagg_free.json"
+  $B train "$DATA/csbm.lmdb" --method incagg "${common[@]}" --loader view --epochs "$ACC_EPOCHS" --json |
+    tail -1 >"$LOG/incagg_free.json"
 }
 incagg_budget() {
-  $B train "$DATA/csbm.lmdb" --method incagg "${common[@]}" --epochs "$ACC_EPOCHS" --device-memory-budget "$BUDGET" \
-    --json | tail -1 >"$LOG/incagg_budget.json"
+  $B train "$DATA/csbm.lmdb" --method incagg "${common[@]}" --loader view --epochs "$ACC_EPOCHS" \
+    --device-memory-budget "$BUDGET" --json | tail -1 >"$LOG/incagg_budget.json"
 }
 pyg() {
   python3 bench/compare_peers.py --peers pyg --cases csbm --csbm-nodes "$NODES" --csbm-epochs "$EPOCHS" --seeds 1 \
@@ -201,9 +204,8 @@ if free and bud:
     t["budget_incagg_peak_le_budget"] = bud.get("peak_device_mb") is not None and bud["peak_device_mb"] <= bmb
     t["budget_incagg_acc_within_0.5"] = abs(bud["test_acc"] - free["test_acc"]) <= 0.005
     t["budget_incagg_speed_ge_0.7"] = free["epoch_time_s"] / bud["epoch_time_s"] >= 0.7
-if free and full:
-    spe = free.get("steps_per_epoch") or 8
-    t["incagg_step_le_2x_full_share"] = free["step_time_s"] <= 2 * full["step_time_s"] / spe
+if full and s.get("incagg_device_step_time_s"):   # everything on the device: a step against 1/8 of full-batch's
+    t["incagg_step_le_2x_full_share"] = s["incagg_device_step_time_s"] <= 2 * full["step_time_s"] / 8
 t["full_refused_under_budget"] = s["full_under_budget"] == "refused"
 if s.get("incagg_over_gas_device"):
     t["incagg_ge_10x_gas_device"] = s["incagg_over_gas_device"] >= 10

@@ -104,6 +104,7 @@ typedef struct kern_mem_stats {
     int ntags;
     const char *tag[KERN_MEM_MAX_TAGS];               /* tag 0 is "other" */
     int64_t tag_now[KERN_MEM_MAX_TAGS], tag_peak[KERN_MEM_MAX_TAGS];   /* device bytes per tag */
+    int64_t tag_allocs[KERN_MEM_MAX_TAGS];            /* blocks of any kind allocated under the tag */
 } kern_mem_stats_t;
 void kc_mem_stats(kern_ctx_t *ctx, kern_mem_stats_t *out);
 int64_t kc_mem_tag_now(kern_ctx_t *ctx, const char *tag);   /* device bytes held under `tag` now */

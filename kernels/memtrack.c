@@ -29,7 +29,7 @@ struct kern_memtrack {
     int64_t now[3], peak[3], limit;
     int64_t copied[3];
     const char *tags[MT_MAX_TAGS];
-    int64_t tag_now[MT_MAX_TAGS], tag_peak[MT_MAX_TAGS];
+    int64_t tag_now[MT_MAX_TAGS], tag_peak[MT_MAX_TAGS], tag_allocs[MT_MAX_TAGS];
     int ntags, cur;
 };
 
@@ -120,6 +120,7 @@ int kc_mem_note(kern_ctx_t *c, kern_mem_t mem, const void *p, size_t bytes) {
         m->live++;
         m->now[mem] += (int64_t)bytes;
         if (m->now[mem] > m->peak[mem]) m->peak[mem] = m->now[mem];
+        m->tag_allocs[m->cur]++;
         if (mem == KERN_MEM_DEVICE) {
             m->tag_now[m->cur] += (int64_t)bytes;
             if (m->tag_now[m->cur] > m->tag_peak[m->cur]) m->tag_peak[m->cur] = m->tag_now[m->cur];
@@ -209,6 +210,7 @@ void kc_mem_stats(kern_ctx_t *c, kern_mem_stats_t *s) {
             s->tag[t] = m->tags[t];
             s->tag_now[t] = m->tag_now[t];
             s->tag_peak[t] = m->tag_peak[t];
+            s->tag_allocs[t] = m->tag_allocs[t];
         }
         pthread_mutex_unlock(&m->mu);
     }

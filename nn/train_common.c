@@ -100,6 +100,7 @@ void train_placement_json(json_t *j, const train_placement_t *pl, int mini_batch
     json_obj_begin(j, "placement");
     if (mini_batch) json_str(j, "tables", pl->tables_host ? "host" : "device");
     json_num(j, "reserve_mb", pl->reserve / MB);
+    json_int(j, "allocations_during_training", pl->train_allocs);
     json_obj_begin(j, "device_mb");   /* what the run held on the device per use when training began */
     for (int i = 0; i < pl->nuse; i++) json_num(j, pl->use[i], pl->bytes[i] / MB);
     json_obj_end(j);
@@ -122,6 +123,8 @@ void train_device_budget_end(kern_ctx_t *kc, train_placement_t *pl) {
     kc_mem_stats(kc, &s);
     pl->peak = s.peak[KERN_MEM_DEVICE];
     pl->total = s.device_total;
+    for (int t = 0; t < s.ntags; t++)
+        if (strcmp(s.tag[t], "during training") == 0) pl->train_allocs = s.tag_allocs[t];
     kc_mem_tag(kc, NULL);
 }
 

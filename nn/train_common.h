@@ -239,6 +239,8 @@ typedef struct train_placement {
     /* mini-batch, last run: bytes kc_copy moved host to device and back during the optimiser
      * steps (batch uploads, table rows, pushes) and during IncAgg's refreshes, and their counts */
     int64_t step_h2d, step_d2h, steps, refresh_h2d, refresh_d2h, refreshes;
+    int64_t train_allocs;                /* blocks allocated after setup, during training (0: the
+                                            steps, refreshes and evaluations allocate nothing) */
 } train_placement_t;
 
 typedef struct train_result {
