@@ -611,7 +611,10 @@ int agg_create(const agg_config_t *cfg, agg_t **out) {
         g->fixed[s] = cfg->fixed[s] ? 1 : 0;
         if (g->dim[s] > g->maxdim) g->maxdim = g->dim[s];
     }
-    for (int i = 0; i < cfg->pass_buffers && i < 2 && g->dev && cfg->pass_width > 0 && rc == INCA_OK; i++) {
+    /* first, so that under a memory budget they take anonymous memory before the tables do: the
+     * passes' SpMM reads them at random rows (every cut edge), a step reads a table at its
+     * batch's few contiguous ranges, so spilling tables costs less I/O than spilling these */
+    for (int i = 0; i < cfg->pass_buffers && i < 2 && cfg->pass_width > 0 && rc == INCA_OK; i++) {
         float *pb;
         rc = agg_pass_buffer(g, i, cfg->pass_width, &pb);
     }

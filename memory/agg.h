@@ -96,10 +96,11 @@ typedef struct agg_config {
     int64_t extra_bytes[AGG_MAX_EXTRA];   /* off the CPU: room for the caller's per-batch arrays */
     int64_t nnz_max;         /* off the CPU: the most nonzeros of Â_BB / Â_BBᵀ / Â_{B,halo} of
                                 any batch (they are uploaded into matrices of this capacity) */
-    int64_t pass_width, pass_buffers;   /* on a device: agg_pass_buffer's buffers 0 .. pass_buffers-1
-                                (at most 2) made at creation, pass_width wide, before the tables
-                                (held before training, where a device budget sees them); 0: at
-                                their first use. On the CPU always at first use */
+    int64_t pass_width, pass_buffers;   /* agg_pass_buffer's buffers 0 .. pass_buffers-1 (at most
+                                2) made at creation, pass_width wide, before the tables: held
+                                before training, where a device budget sees them, and first to
+                                anonymous memory under a spill budget (tables spill before them);
+                                0: at their first use */
     int64_t panel_bytes;     /* bf16: the row panel's size (0: the rule above; tests set it small) */
     const void *m0;          /* incagg: M^0 = ÂX already computed (n x in_dim of dtype, host memory,
                                 borrowed: the store's layout, nn/layout.h); NULL: computed here.
