@@ -53,7 +53,7 @@ static int prof_end(kern_ctx_t *c, int rc, double t0, kprof_kind_t k, double flo
 }
 int kc_copy(kern_ctx_t *c, void *dst, const void *src, size_t bytes, kern_copy_t kind, int stream) {
     if (!bytes) return INCA_OK;
-    kern_memtrack_copied(c, kind, bytes);
+    kmt_copied_add(c->mt, (int)kind, bytes);
     if (!c->prof) return c->ops->copy(c, dst, src, bytes, kind, stream);
     const double t0 = prof_begin(c);
     return prof_end(c, c->ops->copy(c, dst, src, bytes, kind, stream), t0, KPROF_COPY, 0, 2.0 * (double)bytes);
@@ -96,6 +96,26 @@ int kc_mirror(kern_ctx_t *c, const void *host, size_t bytes, void **out) {
 
 void kc_mirror_free(kern_ctx_t *c, const void *host, void *mirror) {
     if (mirror && mirror != host) kc_release(c, KERN_MEM_DEVICE, mirror);
+}
+
+/* ---- accounting: the context's kernels/memtrack.h ---- */
+int kc_mem_admit(kern_ctx_t *c, kern_mem_t mem, size_t bytes, const char *what) { return kmt_admit(c->mt, (int)mem, bytes, what); }
+int kc_mem_note(kern_ctx_t *c, kern_mem_t mem, const void *p, size_t bytes) { return kmt_note(c->mt, (int)mem, p, bytes); }
+void kc_mem_forget(kern_ctx_t *c, const void *p) { kmt_forget(c->mt, p); }
+const char *kc_mem_tag(kern_ctx_t *c, const char *tag) { return kmt_tag(c->mt, tag); }
+void kc_mem_limit(kern_ctx_t *c, int64_t bytes) { kmt_limit(c->mt, bytes); }
+void kc_mem_reset_peak(kern_ctx_t *c) { kmt_reset_peak(c->mt); }
+void kc_mem_copied(kern_ctx_t *c, int64_t out[3]) { kmt_copied(c->mt, out); }
+void kc_mem_stats(kern_ctx_t *c, kern_mem_stats_t *s) {
+    kmt_stats(c->mt, s);
+    if (c->ops->mem_info) (void)c->ops->mem_info(c, &s->device_total, &s->device_free);
+}
+int64_t kc_mem_tag_now(kern_ctx_t *c, const char *tag) {
+    kern_mem_stats_t s;
+    kmt_stats(c->mt, &s);
+    for (int t = 0; t < s.ntags; t++)
+        if (strcmp(s.tag[t], tag) == 0) return s.tag_now[t];
+    return 0;
 }
 
 /* ---- matrices ---- */

@@ -32,6 +32,7 @@
 #include <stdint.h>
 #include "graph/csr.h"
 #include "kernels/kernels.h"
+#include "kernels/memtrack.h"
 
 typedef struct kern_ctx kern_ctx_t;
 typedef struct kern_mat kern_mat_t;
@@ -93,19 +94,10 @@ int kc_sync(kern_ctx_t *ctx);                                  /* every stream; 
  * Every block of a context made by kc_create is recorded (kc_alloc's, and the backend's own:
  * CUDA matrix arrays, SpMM buffers, the cuBLAS workspace), with the tag set when it was
  * allocated. kc_cpu()'s shared context records nothing. */
-#define KERN_MEM_MAX_TAGS 24
-typedef struct kern_mem_stats {
-    int64_t now[3], peak[3];       /* bytes held / most held, by kern_mem_t (device, pinned, host) */
-    int64_t limit;                 /* kc_mem_limit's device bytes (0: none) */
-    int64_t device_total;          /* the device's memory (CUDA: cudaMemGetInfo; emu: its capacity; 0:
-                                      unknown, or the CPU) */
-    int64_t device_free;           /* free on the device now, every process counted (0: unknown) */
-    int64_t copied[3];             /* bytes kc_copy moved, by kern_copy_t (H2D, D2H, D2D) */
-    int ntags;
-    const char *tag[KERN_MEM_MAX_TAGS];               /* tag 0 is "other" */
-    int64_t tag_now[KERN_MEM_MAX_TAGS], tag_peak[KERN_MEM_MAX_TAGS];   /* device bytes per tag */
-    int64_t tag_allocs[KERN_MEM_MAX_TAGS];            /* blocks of any kind allocated under the tag */
-} kern_mem_stats_t;
+#define KERN_MEM_MAX_TAGS KMT_MAX_TAGS
+/* now/peak/copied by kind and direction, the limit, device total and free (CUDA:
+ * cudaMemGetInfo; emu: its size; 0 unknown or the CPU), device bytes per use (tag 0 "other") */
+typedef kmt_stats_t kern_mem_stats_t;
 void kc_mem_stats(kern_ctx_t *ctx, kern_mem_stats_t *out);
 int64_t kc_mem_tag_now(kern_ctx_t *ctx, const char *tag);   /* device bytes held under `tag` now */
 void kc_mem_reset_peak(kern_ctx_t *ctx);                    /* peaks restart from what is held now */
@@ -271,7 +263,7 @@ struct kern_ctx {
     char describe[96];
     char fallback[200];
     struct kern_prof *prof;     /* kernels/profile.h: NULL (default) = ops not timed */
-    struct kern_memtrack *mt;   /* kernels/memtrack.c: NULL for kc_cpu()'s shared context */
+    kern_memtrack_t *mt;        /* kernels/memtrack.h: NULL for kc_cpu()'s shared context */
 };
 /* What every matrix starts with; backends keep their data behind `impl`. */
 struct kern_mat {
@@ -283,10 +275,6 @@ struct kern_mat {
     int64_t r0;                 /* rows view: first row */
     void *impl;                 /* backend data */
 };
-
-int kern_memtrack_create(struct kern_memtrack **out);
-void kern_memtrack_copied(kern_ctx_t *ctx, kern_copy_t kind, size_t bytes);   /* kc_copy's count */
-void kern_memtrack_free(struct kern_memtrack *m);
 
 /* emu contexts: allocations (device, pinned and host) not yet released (leak checks in tests). */
 int kern_emu_live_blocks(const kern_ctx_t *ctx);

@@ -80,7 +80,7 @@ static int kc_create_backend(const kern_ctx_opts_t *opts, kern_ctx_t **out);
 /* the backend's context, then its accounting (kernels/memtrack.c) */
 int kc_create(const kern_ctx_opts_t *opts, kern_ctx_t **out) {
     int rc = kc_create_backend(opts, out);
-    if (rc == INCA_OK && (rc = kern_memtrack_create(&(*out)->mt)) != INCA_OK) kc_free(out);
+    if (rc == INCA_OK && (rc = kmt_create(&(*out)->mt)) != INCA_OK) kc_free(out);
     return rc;
 }
 
@@ -128,8 +128,8 @@ void kc_free(kern_ctx_t **pc) {
     kern_ctx_t *c = *pc;
     *pc = NULL;
     if (c == &cpu_shared) return;
-    struct kern_memtrack *mt = c->mt;   /* a backend's destroy may still release blocks */
+    kern_memtrack_t *mt = c->mt;   /* a backend's destroy may still release blocks */
     if (c->ops->destroy) c->ops->destroy(c);
     else inca_free(c);
-    kern_memtrack_free(mt);
+    kmt_free(mt);
 }

@@ -1,20 +1,20 @@
-/* Accounting of a context's memory (kernels/backend.h, "accounting"): every block allocated
- * through kc_alloc, and every block a backend allocates for itself (matrix arrays, SpMM and GEMM
- * workspaces) through kc_mem_admit / kc_mem_note, is recorded with its size, kind and the tag
+/* Accounting of a context's memory (kernels/memtrack.h; kernels/backend.h's kc_mem_* wrap it):
+ * every block allocated through kc_alloc, and every block a backend allocates for itself (matrix
+ * arrays, SpMM and GEMM workspaces) through kc_mem_admit / kc_mem_note, is recorded with its size, kind and the tag
  * the caller had set, so that the bytes a run holds on a device, their peak, and what they are
  * for can be read at any time without asking the driver (whose figure also counts the CUDA
  * context and other processes). A device limit (kc_mem_limit) turns an allocation past it into
  * INCA_ENOMEM with the breakdown, before the backend is asked: a GPU of 16 GB is simulated on a
  * larger one, and the emulated device refuses as a full GPU would. kc_copy's bytes are counted by
  * direction (what a step moves between host and device). Tested in test_backend.c. */
-#include "kernels/backend.h"
+#include "kernels/memtrack.h"
 #include "core/alloc.h"
 #include "core/status.h"
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
-#define MT_MAX_TAGS 24
+#define MT_MAX_TAGS KMT_MAX_TAGS
 
 typedef struct mt_rec {
     const void *p;     /* NULL: empty slot; (void *)1: deleted */
@@ -61,7 +61,7 @@ static int mt_grow(struct kern_memtrack *m) {
     return INCA_OK;
 }
 
-int kern_memtrack_create(struct kern_memtrack **out) {
+int kmt_create(kern_memtrack_t **out) {
     struct kern_memtrack *m = inca_calloc(1, sizeof *m);
     if (!m) return inca_fail(INCA_ENOMEM, "kernel context: out of memory for its accounting");
     pthread_mutex_init(&m->mu, NULL);
@@ -71,7 +71,7 @@ int kern_memtrack_create(struct kern_memtrack **out) {
     return INCA_OK;
 }
 
-void kern_memtrack_free(struct kern_memtrack *m) {
+void kmt_free(kern_memtrack_t *m) {
     if (!m) return;
     pthread_mutex_destroy(&m->mu);
     inca_free(m->tab);
@@ -90,25 +90,23 @@ static void mt_breakdown(const struct kern_memtrack *m, char *buf, size_t cap) {
     }
 }
 
-int kc_mem_admit(kern_ctx_t *c, kern_mem_t mem, size_t bytes, const char *what) {
-    struct kern_memtrack *m = c->mt;
-    if (!m || mem != KERN_MEM_DEVICE) return INCA_OK;
+int kmt_admit(kern_memtrack_t *m, int mem, size_t bytes, const char *what) {
+    if (!m || mem != KMT_DEVICE) return INCA_OK;
     pthread_mutex_lock(&m->mu);
     int rc = INCA_OK;
-    if (m->limit > 0 && m->now[KERN_MEM_DEVICE] + (int64_t)bytes > m->limit) {
+    if (m->limit > 0 && m->now[KMT_DEVICE] + (int64_t)bytes > m->limit) {
         char bd[512];
         mt_breakdown(m, bd, sizeof bd);
         rc = inca_fail(INCA_ENOMEM, "device memory budget %.1f MB: %s (%s) asks %.1f MB with %.1f MB in use (MB: %s)",
                        m->limit / 1048576.0, what ? what : "an allocation", m->tags[m->cur], bytes / 1048576.0,
-                       m->now[KERN_MEM_DEVICE] / 1048576.0, bd[0] ? bd : "nothing");
+                       m->now[KMT_DEVICE] / 1048576.0, bd[0] ? bd : "nothing");
     }
     pthread_mutex_unlock(&m->mu);
     return rc;
 }
 
-int kc_mem_note(kern_ctx_t *c, kern_mem_t mem, const void *p, size_t bytes) {
-    struct kern_memtrack *m = c->mt;
-    if (!m || !p) return INCA_OK;
+int kmt_note(kern_memtrack_t *m, int mem, const void *p, size_t bytes) {
+    if (!m || !p || mem < 0 || mem > 2) return INCA_OK;
     pthread_mutex_lock(&m->mu);
     int rc = INCA_OK;
     if (2 * (m->used + 1) > m->cap) rc = mt_grow(m);
@@ -121,7 +119,7 @@ int kc_mem_note(kern_ctx_t *c, kern_mem_t mem, const void *p, size_t bytes) {
         m->now[mem] += (int64_t)bytes;
         if (m->now[mem] > m->peak[mem]) m->peak[mem] = m->now[mem];
         m->tag_allocs[m->cur]++;
-        if (mem == KERN_MEM_DEVICE) {
+        if (mem == KMT_DEVICE) {
             m->tag_now[m->cur] += (int64_t)bytes;
             if (m->tag_now[m->cur] > m->tag_peak[m->cur]) m->tag_peak[m->cur] = m->tag_now[m->cur];
         }
@@ -130,15 +128,14 @@ int kc_mem_note(kern_ctx_t *c, kern_mem_t mem, const void *p, size_t bytes) {
     return rc == INCA_OK ? rc : inca_fail(rc, "kernel context: out of memory for its accounting");
 }
 
-void kc_mem_forget(kern_ctx_t *c, const void *p) {
-    struct kern_memtrack *m = c->mt;
+void kmt_forget(kern_memtrack_t *m, const void *p) {
     if (!m || !p || !m->cap) return;
     pthread_mutex_lock(&m->mu);
     for (size_t j = mt_hash(p, m->cap); m->tab[j].p; j = (j + 1) & (m->cap - 1)) {
         if (m->tab[j].p != p) continue;
         const mt_rec_t r = m->tab[j];
         m->now[r.mem] -= (int64_t)r.bytes;
-        if (r.mem == KERN_MEM_DEVICE) m->tag_now[r.tag] -= (int64_t)r.bytes;
+        if (r.mem == KMT_DEVICE) m->tag_now[r.tag] -= (int64_t)r.bytes;
         m->tab[j].p = MT_DELETED;
         m->live--;
         break;
@@ -146,8 +143,7 @@ void kc_mem_forget(kern_ctx_t *c, const void *p) {
     pthread_mutex_unlock(&m->mu);
 }
 
-const char *kc_mem_tag(kern_ctx_t *c, const char *tag) {
-    struct kern_memtrack *m = c->mt;
+const char *kmt_tag(kern_memtrack_t *m, const char *tag) {
     if (!m) return NULL;
     pthread_mutex_lock(&m->mu);
     const char *prev = m->tags[m->cur];
@@ -164,16 +160,14 @@ const char *kc_mem_tag(kern_ctx_t *c, const char *tag) {
     return prev;
 }
 
-void kern_memtrack_copied(kern_ctx_t *c, kern_copy_t kind, size_t bytes) {
-    struct kern_memtrack *m = c->mt;
+void kmt_copied_add(kern_memtrack_t *m, int kind, size_t bytes) {
     if (!m || kind < 0 || kind > 2) return;
     pthread_mutex_lock(&m->mu);
     m->copied[kind] += (int64_t)bytes;
     pthread_mutex_unlock(&m->mu);
 }
 
-void kc_mem_copied(kern_ctx_t *c, int64_t out[3]) {
-    struct kern_memtrack *m = c->mt;
+void kmt_copied(kern_memtrack_t *m, int64_t out[3]) {
     out[0] = out[1] = out[2] = 0;
     if (!m) return;
     pthread_mutex_lock(&m->mu);
@@ -181,12 +175,11 @@ void kc_mem_copied(kern_ctx_t *c, int64_t out[3]) {
     pthread_mutex_unlock(&m->mu);
 }
 
-void kc_mem_limit(kern_ctx_t *c, int64_t bytes) {
-    if (c->mt) c->mt->limit = bytes > 0 ? bytes : 0;
+void kmt_limit(kern_memtrack_t *m, int64_t bytes) {
+    if (m) m->limit = bytes > 0 ? bytes : 0;
 }
 
-void kc_mem_reset_peak(kern_ctx_t *c) {
-    struct kern_memtrack *m = c->mt;
+void kmt_reset_peak(kern_memtrack_t *m) {
     if (!m) return;
     pthread_mutex_lock(&m->mu);
     for (int k = 0; k < 3; k++) m->peak[k] = m->now[k];
@@ -194,9 +187,8 @@ void kc_mem_reset_peak(kern_ctx_t *c) {
     pthread_mutex_unlock(&m->mu);
 }
 
-void kc_mem_stats(kern_ctx_t *c, kern_mem_stats_t *s) {
+void kmt_stats(kern_memtrack_t *m, kmt_stats_t *s) {
     memset(s, 0, sizeof *s);
-    struct kern_memtrack *m = c->mt;
     if (m) {
         pthread_mutex_lock(&m->mu);
         for (int k = 0; k < 3; k++) {
@@ -214,13 +206,4 @@ void kc_mem_stats(kern_ctx_t *c, kern_mem_stats_t *s) {
         }
         pthread_mutex_unlock(&m->mu);
     }
-    if (c->ops->mem_info) (void)c->ops->mem_info(c, &s->device_total, &s->device_free);
-}
-
-int64_t kc_mem_tag_now(kern_ctx_t *c, const char *tag) {
-    kern_mem_stats_t s;
-    kc_mem_stats(c, &s);
-    for (int t = 0; t < s.ntags; t++)
-        if (strcmp(s.tag[t], tag) == 0) return s.tag_now[t];
-    return 0;
 }
