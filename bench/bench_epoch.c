@@ -188,7 +188,7 @@ int bench_epoch(int argc, char **argv) {
         json_int(j, "threads", inca_threads());
         json_str(j, "device", devname);
         /* the incagg runs' (auto may put the tables on either side; each run's line says its own) */
-        json_str(j, "history_location", kc_device(kc) == KERN_DEV_CPU || (np > 0 ? inc[0].tables_host : gas.tables_host) ? "host" : "device");
+        json_str(j, "history_location", kc_device(kc) == KERN_DEV_CPU || (want_inc ? inc[0].tables_host : want_gas ? gas.tables_host : cluster.tables_host) ? "host" : "device");
         json_bool(j, "eval_each_epoch", ev);
         json_str(j, "refresh_source", agg_source_name(c.refresh_source));
         json_num(j, "eval_average", c.eval_average);

@@ -92,7 +92,13 @@ static int kc_create_backend(const kern_ctx_opts_t *opts, kern_ctx_t **out) {
          * simulation of a smaller GPU without one), else unlimited */
         int64_t cap = opts ? opts->emu_memory : 0;
         const char *env = getenv("INCA_EMU_MEMORY");
-        if (cap <= 0 && env && *env) cap = strtoll(env, NULL, 10);
+        if (cap <= 0 && env && *env) {   /* bytes, or with a K, M or G suffix (binary) */
+            char *end = NULL;
+            cap = strtoll(env, &end, 10);
+            const int sh = end && (*end == 'K' || *end == 'k') ? 10 : end && (*end == 'M' || *end == 'm') ? 20
+                         : end && (*end == 'G' || *end == 'g') ? 30 : 0;
+            cap <<= sh;
+        }
         return kern_emu_create(cap, out);
     }
     const int want_cuda = strcmp(dev, "cuda") == 0, want_auto = strcmp(dev, "auto") == 0;

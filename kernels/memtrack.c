@@ -27,7 +27,7 @@ struct kern_memtrack {
     mt_rec_t *tab;
     size_t cap, used, live;     /* slots, slots not empty (live + deleted), live records */
     int64_t now[3], peak[3], limit;
-    int64_t copied[3];
+    int64_t copied[3], allocs;
     const char *tags[MT_MAX_TAGS];
     int64_t tag_now[MT_MAX_TAGS], tag_peak[MT_MAX_TAGS], tag_allocs[MT_MAX_TAGS];
     int ntags, cur;
@@ -119,6 +119,7 @@ int kmt_note(kern_memtrack_t *m, int mem, const void *p, size_t bytes) {
         m->now[mem] += (int64_t)bytes;
         if (m->now[mem] > m->peak[mem]) m->peak[mem] = m->now[mem];
         m->tag_allocs[m->cur]++;
+        m->allocs++;
         if (mem == KMT_DEVICE) {
             m->tag_now[m->cur] += (int64_t)bytes;
             if (m->tag_now[m->cur] > m->tag_peak[m->cur]) m->tag_peak[m->cur] = m->tag_now[m->cur];
@@ -176,7 +177,10 @@ void kmt_copied(kern_memtrack_t *m, int64_t out[3]) {
 }
 
 void kmt_limit(kern_memtrack_t *m, int64_t bytes) {
-    if (m) m->limit = bytes > 0 ? bytes : 0;
+    if (!m) return;
+    pthread_mutex_lock(&m->mu);
+    m->limit = bytes > 0 ? bytes : 0;
+    pthread_mutex_unlock(&m->mu);
 }
 
 void kmt_reset_peak(kern_memtrack_t *m) {
@@ -197,6 +201,7 @@ void kmt_stats(kern_memtrack_t *m, kmt_stats_t *s) {
         }
         s->limit = m->limit;
         for (int k = 0; k < 3; k++) s->copied[k] = m->copied[k];
+        s->allocs = m->allocs;
         s->ntags = m->ntags;
         for (int t = 0; t < m->ntags; t++) {
             s->tag[t] = m->tags[t];

@@ -19,6 +19,7 @@ typedef struct kmt_stats {
                                       cudaMemGetInfo, emu's size; 0: unknown, or the CPU) */
     int64_t device_free;           /* free on the device now, every process counted (0: unknown) */
     int64_t copied[3];             /* bytes copied, by direction (H2D, D2H, D2D) */
+    int64_t allocs;                /* blocks recorded so far, every kind and use */
     int ntags;
     const char *tag[KMT_MAX_TAGS];                     /* tag 0 is "other" */
     int64_t tag_now[KMT_MAX_TAGS], tag_peak[KMT_MAX_TAGS];   /* device bytes per use */

@@ -66,7 +66,7 @@ int train_device_budget_begin(const train_config_t *c, kern_ctx_t *kc, const cha
      * device has none) */
     pl->reserve = pl->budget > 0 && kc_device(kc) == KERN_DEV_CUDA ? ((int64_t)64 << 20) + pl->budget / 100 : 0;
     if (pl->reserve >= pl->budget) pl->reserve = pl->budget / 2;
-    kc_mem_limit(kc, pl->budget);
+    kc_mem_limit(kc, pl->budget - pl->reserve);   /* setup leaves the reserve free */
     kc_mem_reset_peak(kc);
     kc_mem_tag(kc, first_use);
     return INCA_OK;
@@ -82,6 +82,8 @@ void train_device_budget_setup_done(kern_ctx_t *kc, train_placement_t *pl) {
             pl->use[pl->nuse] = s.tag[t];
             pl->bytes[pl->nuse++] = s.tag_now[t];
         }
+    pl->allocs0 = s.allocs;   /* the count is the context's: what setup and earlier runs made is not training's */
+    kc_mem_limit(kc, pl->budget);
     kc_mem_tag(kc, "during training");
 }
 
@@ -123,8 +125,7 @@ void train_device_budget_end(kern_ctx_t *kc, train_placement_t *pl) {
     kc_mem_stats(kc, &s);
     pl->peak = s.peak[KERN_MEM_DEVICE];
     pl->total = s.device_total;
-    for (int t = 0; t < s.ntags; t++)
-        if (strcmp(s.tag[t], "during training") == 0) pl->train_allocs = s.tag_allocs[t];
+    pl->train_allocs = s.allocs - pl->allocs0;
     kc_mem_tag(kc, NULL);
 }
 

@@ -241,6 +241,7 @@ typedef struct train_placement {
     int64_t step_h2d, step_d2h, steps, refresh_h2d, refresh_d2h, refreshes;
     int64_t train_allocs;                /* blocks allocated after setup, during training (0: the
                                             steps, refreshes and evaluations allocate nothing) */
+    int64_t allocs0;                     /* the context's count of those before this run */
 } train_placement_t;
 
 typedef struct train_result {
@@ -285,8 +286,9 @@ void train_result_free(train_result_t *r);   /* frees the per-run arrays, zeroes
 
 
 /* --device-memory-budget at the start of a run's setup on kc: pl->budget is c's budget, or
- * what the device has free plus what kc already holds; the part held back for library
- * workspaces (64 MiB + 1%) in pl->reserve; kc's limit set to the budget, its peak restarted,
+ * what the device has free plus what kc already holds; the part held back for the workspaces
+ * the libraries allocate at their first calls (CUDA: 64 MiB + 1%) in pl->reserve; kc's limit set
+ * to the budget less the reserve until setup is done (then to the budget), its peak restarted,
  * later allocations tagged `first_use`. INCA_EINVAL on the CPU when a budget was given for
  * --device cpu. */
 int train_device_budget_begin(const train_config_t *c, struct kern_ctx *kc, const char *first_use,

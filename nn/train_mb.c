@@ -564,10 +564,8 @@ static int mb_agg_place(mb_run_t *R, agg_config_t *ac) {
                       !(R->workers > 1 && R->method == AGG_GAS);   /* GAS ranks hold pushes on the device */
     ac->host_tables = R->dev && c->history_host == TRAIN_HIST_HOST;
     kc_mem_tag(kc, "operator");
-    if (auto_) {
-        kc_mem_limit(kc, R->place.budget - R->place.reserve);
+    if (auto_) {   /* under the setup limit (the budget less the reserve: train_device_budget_begin) */
         int rc = agg_create(ac, &R->agg);
-        kc_mem_limit(kc, R->place.budget);
         if (rc != INCA_ENOMEM) return rc;
         agg_free(&R->agg);
         train_log(c, TRAIN_LOG_INFO, "history tables in host memory: %s", inca_errmsg());
@@ -592,7 +590,7 @@ static int mb_setup_agg(mb_run_t *R, const dataset_t *d, hist_dtype_t hd, const 
                        .single_buffer = R->o->single_buffer && R->R == R->spe, .nsites = ns, .dims = dims,
                        .fixed = fixed, .n = n, .in_dim = R->mc.in_dim, .x = R->x_d, .a = &R->D.a,
                        .nb_max = nb_max, .halo_max = halo_max, .kc = kc, .a_m = R->a_m,
-                       .host_tables = c->history_host, .x_host = R->D.x,
+                       .host_tables = c->history_host == TRAIN_HIST_HOST, .x_host = R->D.x,
                        .extra_bytes = {(int64_t)sizeof(int32_t) * (nb_max ? nb_max : 1),
                                        (int64_t)sizeof(int64_t) * (nb_max ? nb_max : 1)},
                        .nnz_max = batch_nnz_bound(&R->D.a, R->p->bounds, R->p->k, c->batch_parts),
@@ -726,7 +724,7 @@ static int mb_run_setup(mb_run_t *R, const dataset_t *d, const int64_t *train_id
         (rc = mb_setup_loader(R, &hd, &m0)) != INCA_OK || (rc = mb_setup_model(R)) != INCA_OK ||
         (R->stream && (rc = mb_setup_panels(R)) != INCA_OK) || (rc = mb_setup_buffers(R)) != INCA_OK ||
         (rc = mb_setup_agg(R, d, hd, m0, &ns)) != INCA_OK) {   /* the tables last: they may move to the host */
-        if (rc == INCA_ENOMEM && R->place.budget > 0)
+        if (rc == INCA_ENOMEM && R->place.budget > 0 && strstr(inca_errmsg(), "device memory budget"))
             return inca_fail_ctx(rc, "refused before training (--loader view keeps one batch's activations on the "
                                  "device instead of every node's, --history-dtype bf16 halves the tables, "
                                  "--history-location host moves them)");

@@ -237,6 +237,8 @@ START_TEST(mini_batch_every_method) {
         "--method cluster --parts 8 --batch-parts 2 --epochs 2 --loader view --memory-budget 64M",
         /* data-parallel ranks simulated (gradient sums on the device, GAS's held pushes) */
         "--method gas --parts 8 --batch-parts 2 --epochs 2 --workers 2",
+        /* under a host memory budget (its sizing must not build host tables on a device) */
+        "--method gas --parts 8 --batch-parts 2 --epochs 2 --workers 2 --loader view --memory-budget 64M",
         "--method incagg --parts 8 --batch-parts 1 --epochs 2 --workers 3 --loader view",
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

@@ -45,6 +45,7 @@ typedef struct kcu_plan {
 typedef struct kcu_mat {
     int idx64;                     /* offsets and columns as int64 (nnz_max >= 2^31) */
     int view;                      /* rows view: col and val are the parent's */
+    int set;                       /* contents uploaded at least once (reserved arrays are not) */
     void *rowptr;                  /* rows + 1 offsets starting at 0 */
     void *col;                     /* int32 or int64 */
     float *val;                    /* nnz values (all ones when the host had none) */
@@ -331,6 +332,7 @@ static int kcu_mat_set(kern_ctx_t *ctx, kern_mat_t *a, const csr_t *h, int strea
                     : kcu_launched(c, "mat_set", kcu_fill(s, nnz, 1.0f, m->val));
         if (rc) return rc;
     }
+    m->set = 1;
     return kcu_descr(c, a, m);   /* drops the plans of the previous contents */
 }
 
@@ -339,7 +341,7 @@ static int kcu_mat_set(kern_ctx_t *ctx, kern_mat_t *a, const csr_t *h, int strea
  * values shared. Reflects the parent's contents at the time it was built. */
 static int kcu_mat_view(kern_ctx_t *ctx, const kern_mat_t *parent, kern_mat_t *a) {
     kcu_ctx_t *c = kcu(ctx);
-    const kcu_mat_t *pm = parent->impl;
+    const kcu_mat_t *pm = parent->impl && ((const kcu_mat_t *)parent->impl)->set ? parent->impl : NULL;
     if (!pm && a->rows == 0) {   /* an empty view of a matrix never set: nothing to build */
         a->nnz = 0;
         return INCA_OK;
@@ -372,7 +374,8 @@ static int kcu_mat_view(kern_ctx_t *ctx, const kern_mat_t *parent, kern_mat_t *a
     return rc;
 }
 static int kcu_mat_ready(kcu_ctx_t *c, kern_mat_t *a, const char *op) {
-    if (a->impl) return INCA_OK;
+    const kcu_mat_t *m = a->impl;
+    if (m && (m->set || m->view)) return INCA_OK;   /* reserved at creation is not set */
     if (a->parent && a->rows == 0) return INCA_OK;
     return kcu_bad(c, op, "the matrix was never set (kc_mat_set)");
 }
