@@ -94,7 +94,6 @@ int kc_sync(kern_ctx_t *ctx);                                  /* every stream; 
  * Every block of a context made by kc_create is recorded (kc_alloc's, and the backend's own:
  * CUDA matrix arrays, SpMM buffers, the cuBLAS workspace), with the tag set when it was
  * allocated. kc_cpu()'s shared context records nothing. */
-#define KERN_MEM_MAX_TAGS KMT_MAX_TAGS
 /* now/peak/copied by kind and direction, the limit, device total and free (CUDA:
  * cudaMemGetInfo; emu: its size; 0 unknown or the CPU), device bytes per use (tag 0 "other") */
 typedef kmt_stats_t kern_mem_stats_t;

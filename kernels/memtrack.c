@@ -29,7 +29,7 @@ struct kern_memtrack {
     int64_t now[3], peak[3], limit;
     int64_t copied[3], allocs;
     const char *tags[MT_MAX_TAGS];
-    int64_t tag_now[MT_MAX_TAGS], tag_peak[MT_MAX_TAGS], tag_allocs[MT_MAX_TAGS];
+    int64_t tag_now[MT_MAX_TAGS];
     int ntags, cur;
 };
 
@@ -118,11 +118,9 @@ int kmt_note(kern_memtrack_t *m, int mem, const void *p, size_t bytes) {
         m->live++;
         m->now[mem] += (int64_t)bytes;
         if (m->now[mem] > m->peak[mem]) m->peak[mem] = m->now[mem];
-        m->tag_allocs[m->cur]++;
         m->allocs++;
         if (mem == KMT_DEVICE) {
             m->tag_now[m->cur] += (int64_t)bytes;
-            if (m->tag_now[m->cur] > m->tag_peak[m->cur]) m->tag_peak[m->cur] = m->tag_now[m->cur];
         }
     }
     pthread_mutex_unlock(&m->mu);
@@ -187,7 +185,6 @@ void kmt_reset_peak(kern_memtrack_t *m) {
     if (!m) return;
     pthread_mutex_lock(&m->mu);
     for (int k = 0; k < 3; k++) m->peak[k] = m->now[k];
-    for (int t = 0; t < m->ntags; t++) m->tag_peak[t] = m->tag_now[t];
     pthread_mutex_unlock(&m->mu);
 }
 
@@ -206,8 +203,6 @@ void kmt_stats(kern_memtrack_t *m, kmt_stats_t *s) {
         for (int t = 0; t < m->ntags; t++) {
             s->tag[t] = m->tags[t];
             s->tag_now[t] = m->tag_now[t];
-            s->tag_peak[t] = m->tag_peak[t];
-            s->tag_allocs[t] = m->tag_allocs[t];
         }
         pthread_mutex_unlock(&m->mu);
     }

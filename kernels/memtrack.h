@@ -22,8 +22,7 @@ typedef struct kmt_stats {
     int64_t allocs;                /* blocks recorded so far, every kind and use */
     int ntags;
     const char *tag[KMT_MAX_TAGS];                     /* tag 0 is "other" */
-    int64_t tag_now[KMT_MAX_TAGS], tag_peak[KMT_MAX_TAGS];   /* device bytes per use */
-    int64_t tag_allocs[KMT_MAX_TAGS];                  /* blocks of any kind allocated under the use */
+    int64_t tag_now[KMT_MAX_TAGS];                     /* device bytes per use */
 } kmt_stats_t;
 
 int kmt_create(kern_memtrack_t **out);

@@ -261,12 +261,11 @@ static int kcu_descr(kcu_ctx_t *c, kern_mat_t *a, kcu_mat_t *m) {
 
 static int kcu_mat_view(kern_ctx_t *ctx, const kern_mat_t *parent, kern_mat_t *a);
 
-/* First call: device arrays for rows_max / nnz_max. Offsets and columns are int32 when
- * nnz_max < 2^31, else both int64: cuSPARSE's CSR takes the two types separately, but mixed
- * (64-bit offsets, 32-bit columns) is not a combination the SpMM documentation lists, so a
- * large matrix widens its columns once per upload instead. */
 /* A matrix's device arrays at its capacity, when it is created (kc_mat_create): the memory a
- * batch's matrices take is then held before the first step, where the budget sees it. */
+ * batch's matrices take is then held before the first step, where the budget sees it. Offsets
+ * and columns are int32 when nnz_max < 2^31, else both int64: cuSPARSE's CSR takes the two types
+ * separately, but mixed (64-bit offsets, 32-bit columns) is not a combination the SpMM
+ * documentation lists, so a large matrix widens its columns once per upload instead. */
 static int kcu_mat_reserve(kern_ctx_t *ctx, kern_mat_t *a) {
     kcu_ctx_t *c = kcu(ctx);
     if (a->impl) return INCA_OK;
