@@ -1,6 +1,6 @@
 /* SNAP-style edge lists ("src dst" per line, whitespace or comma, '#'/'%' comments, optional
  * gzip, extra columns ignored) with optional side files: labels "node label" and features
- * "node f1 ... fk". n = largest id seen + 1.
+ * "node f1 ... fk". n = largest id seen + 1 (at most INGEST_MAX_UNNAMED ids no line names).
  * Tested in tests/test_ingest.c and by the edgelist-* entries of tests/data/bad/. */
 #include "loaders/ingest_internal.h"
 #include "core/alloc.h"
@@ -179,6 +179,14 @@ int ingest_edgelist(const char *path, const ingest_opts_t *o, dataset_t *out) {
     if ((rc = read_edges(path, &e, &maxid, o))) goto fail;
     if (o->labels && (rc = read_side(o->labels, 1, &lab, &maxid))) goto fail;
     if (o->features && (rc = read_side(o->features, 0, &feat, &maxid))) goto fail;
+    int64_t named = 2 * e.m + lab.node.n + feat.node.n;   /* ids the lines can name, at most */
+    if (maxid + 1 > named + INGEST_MAX_UNNAMED) {
+        rc = inca_fail(INCA_EINVAL, "%s: node id %lld makes a graph of %lld nodes, but its %lld edges%s name at most "
+                       "%lld: expected ids 0..n-1 with at most %lld never named (renumber the ids)", path,
+                       (long long)maxid, (long long)maxid + 1, (long long)e.m,
+                       o->labels || o->features ? " and side rows" : "", (long long)named, (long long)INGEST_MAX_UNNAMED);
+        goto fail;
+    }
     d.n = maxid + 1;
     if ((rc = ingest_build_graph(&d, d.n, &e, 0, o))) goto fail;
     ingest_edges_free(&e);

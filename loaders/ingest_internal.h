@@ -11,6 +11,10 @@
 #define INGEST_PATH_MAX 4096
 /* Largest node id a CSR column (int32) can hold. */
 #define INGEST_MAX_ID ((int64_t)INT32_MAX - 1)
+/* Node ids no line of any file names (isolated nodes taken on a count's or an id's word): past
+ * the ids the edges and per-node rows can name, at most this many (8 bytes each in the CSR's row
+ * pointers), so a stray large id or count cannot make an ingest take gigabytes for nothing. */
+#define INGEST_MAX_UNNAMED ((int64_t)1 << 24)
 
 /* A growable edge list; free with ingest_edges_free. */
 typedef struct ingest_edges {

@@ -53,6 +53,23 @@ static int ogb_check_counts(const char *raw, int64_t count, const char *count_ba
     return ingest_check_declared(where, holder, count, "rows", row_bytes, -1);
 }
 
+/* Without node-feat and node-label the node count is checked against nothing but the edges (m
+ * edges name at most 2m nodes): past those, INGEST_MAX_UNNAMED. */
+static int ogb_check_graph_only(const char *raw, int64_t n, int64_t m) {
+    char path[INGEST_PATH_MAX];
+    static const char *const per_node[] = {"node-feat", "node-label"};
+    for (int i = 0; i < 2; i++) {
+        int rc = ingest_find_file(path, sizeof path, raw, per_node[i], ingest_csv_exts);
+        if (rc != INCA_ENOTFOUND) return rc;   /* present (its rows were checked) or unreadable */
+        inca_err_clear();
+    }
+    if (n <= INGEST_MAX_UNNAMED || (n - INGEST_MAX_UNNAMED + 1) / 2 <= m) return INCA_OK;   /* m is unbounded */
+    ingest_find_file(path, sizeof path, raw, "num-node-list", ingest_csv_exts);
+    return inca_fail(INCA_EINVAL, "%s:1: declares %lld nodes with neither node-feat nor node-label, and %lld edges "
+                     "touch at most %lld: expected at most %lld (add a node-feat or node-label file)", path,
+                     (long long)n, (long long)m, (long long)(2 * m), (long long)(2 * m + INGEST_MAX_UNNAMED));
+}
+
 typedef struct edge_ctx {
     ingest_edges_t *e;
     int64_t n, m_decl;
@@ -124,6 +141,14 @@ static int feat_line(void *ctx, const char *path, long long ln, char *line) {
         if (d->f == 0)
             return inca_fail(INCA_EINVAL, "%s:%lld: expected comma-separated feature values, got an empty line",
                              path, ln);
+        /* the file must hold n rows as wide as this one ("0," per value) before n*f floats are taken */
+        int64_t cap = 0;
+        int rc = ingest_file_capacity(path, &cap);
+        if (rc) return rc;
+        if ((cap + 1) / (2 * d->f) < d->n)   /* the last row may lack its newline */
+            return inca_fail(INCA_EINVAL, "%s:%lld: rows of %lld values: the file holds at most %lld of them, expected "
+                             "%lld (num-node-list)", path, ln, (long long)d->f, (long long)((cap + 1) / (2 * d->f)),
+                             (long long)d->n);
         d->x = inca_malloc((size_t)d->n * (size_t)d->f * sizeof *d->x);
         if (!d->x) return INCA_ENOMEM;
     }
@@ -255,6 +280,7 @@ int ingest_ogb(const char *dir, const ingest_opts_t *o, dataset_t *out) {
     }
     if ((rc = ogb_read_count(raw, "num-edge-list", &m))) goto fail;
     if ((rc = ogb_check_counts(raw, m, "num-edge-list", "edge", 4))) goto fail;
+    if ((rc = ogb_check_graph_only(raw, n, m))) goto fail;
     d.n = n;
     if ((rc = ogb_read_edges(raw, n, m, &e, o))) goto fail;
     if ((rc = ingest_build_graph(&d, n, &e, 1, o))) goto fail;

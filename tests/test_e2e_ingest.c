@@ -72,6 +72,8 @@ static const struct { const char *entry, *needle, *needle2; } bad_expect[] = {
     {"edgelist-corrupt.txt.gz", "edgelist-corrupt.txt.gz:1:", "corrupt gzip"},
     {"edgelist-empty.txt", "edgelist-empty.txt:1:", NULL},
     {"edgelist-id-too-large.txt", "edgelist-id-too-large.txt:2:", "out of range"},
+    {"edgelist-sparse-ids.txt", "edgelist-sparse-ids.txt: node id 2000000000 makes a graph of 2000000001 nodes",
+     "name at most 6"},   /* used to take 16 GB of row pointers (killed on a 24 GB machine) */
     {"edgelist-negative-id.txt", "edgelist-negative-id.txt:2:", "out of range"},
     {"edgelist-nonnumber.txt", "edgelist-nonnumber.txt:3:", NULL},
     {"edgelist-one-column.txt", "edgelist-one-column.txt:2:", NULL},
@@ -109,9 +111,13 @@ static const struct { const char *entry, *needle, *needle2; } bad_expect[] = {
     {"ogb-empty-node-count", "ogb-empty-node-count/raw/num-node-list.csv:1:", NULL},
     {"ogb-huge-edge-count", "ogb-huge-edge-count/raw/num-edge-list.csv:1: declares 1000000000000 rows",
      "raw/edge.csv holds at most 3"},
+    {"ogb-graph-only-huge-count", "ogb-graph-only-huge-count/raw/num-node-list.csv:1: declares 500000000 nodes",
+     "expected at most 16777218"},   /* fuzz: no per-node file to check the count against */
     {"ogb-huge-node-count", "ogb-huge-node-count/raw/num-node-list.csv:1: declares 2000000000 rows",
      "raw/node-label.csv holds at most 9"},
     {"npy-huge-rows.npy", "npy-huge-rows.npy: declares 1000000000000 rows", "the file holds at most 1"},
+    {"ogb-feat-wide-first-row", "ogb-feat-wide-first-row/raw/node-feat.csv:1: rows of 400 values",
+     "holds at most 2 of them, expected 1000"},   /* checked before n*f floats are allocated */
     {"ogb-feat-missing-rows", "ogb-feat-missing-rows/raw/node-feat.csv:4:", NULL},
     {"ogb-missing-node-count", "ogb-missing-node-count/raw/num-node-list", "no such file"},
     {"ogb-nan-feat", "ogb-nan-feat/raw/node-feat.csv:2:", "finite"},
