@@ -34,11 +34,14 @@ Options that name choices the paper leaves open:
   --no-push       histories change only at --eval-push (IncAgg's recompute source, period 1 epoch).
   --relax W       --eval-push moves every history a fraction W of the way to the exact rows, the
                   first push excepted (IncAgg's --refresh-relax; default 1: replaced).
+  --push-weights average|last  with --ema and --eval-push: the exact rows come from the weights
+                  evaluated (the average; default) or from a second pass with the training weights
+                  (IncAgg's --refresh-weights).
   --push-eval, --extrapolate C, --mean-drift: history policies tried and ruled out (README).
   --method cluster|full: the same batches without the halo (Â restricted, not renormalised) or
                   full-batch training, as sanity checks of the script.
 The model's hyper-parameters are inca train's defaults unless given. Needs torch, numpy and scipy
-(bench/compare_peers.py's PyG venv has them: ~/.cache/inca/pyg-venv/bin/python).
+(bench/compare_peers.py's DGL venv has them: ~/.cache/inca/dgl-venv/bin/python).
 """
 import argparse
 import json
@@ -184,6 +187,8 @@ def main():
                     help="--eval-push moves each history a fraction W of the way to the exact rows")
     ap.add_argument("--ema", type=float, default=0.0,
                     help="evaluate an exponential moving average of the weights, decay D per step")
+    ap.add_argument("--push-weights", choices=["average", "last"], default="average",
+                    help="with --ema and --eval-push: the rows pushed come from the averaged weights or the training ones")
     ap.add_argument("--diag", action="store_true")
     ap.add_argument("--extrapolate", type=float, default=0,
                     help="scale the batch's drift from its histories by min(cap, row mass / in-batch mass); 0: off")
@@ -291,6 +296,8 @@ def main():
             if ema is not None:
                 for c_, p in zip(cur, model.parameters()):
                     p.copy_(c_)
+                if a.eval_push and a.push_weights == "last":   # the rows of the training weights
+                    _, hs = model.full(a_full, x)
             if a.eval_push and a.method == "gas":
                 w = a.relax if ep > 0 else 1.0   # the first push replaces the zero histories
                 for l in range(1, a.layers):
@@ -312,6 +319,7 @@ def main():
     res = {"tool": "gas_reference.py", "method": a.method, "test_acc": best[2], "val_acc": best[0],
            "best_epoch": best[3], "epochs": a.epochs, "epoch_time_s": t_train / max(1, a.epochs),
            "seed": a.seed, "clip": a.clip, "halo_dropout": a.halo_dropout, "eval_push": a.eval_push, "relax": a.relax,
+           "push_weights": a.push_weights,
            "lr": a.lr, "layers": a.layers, "hidden": a.hidden, "dropout": a.dropout, "batch_parts": a.batch_parts,
            "parts": K}
     print(json.dumps(res) if a.json else

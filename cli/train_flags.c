@@ -15,7 +15,7 @@
 const char *const cli_train_flags[] = {
         "--model", "--method", "--layers", "--hidden", "--epochs", "--lr", "--dropout", "--weight-decay",
         "--wd-conv", "--wd-first-layer!", "--adamw!", "--beta1", "--eval-average", "--feature-norm", "--alpha", "--theta", "--K",
-        "--batchnorm!", "--residual!", "--dense-input!", "--batch-size", "--checkpoint", "--resume!", "--parts", "--batch-parts", "--refresh", "--history-dtype", "--refresh-source", "--refresh-relax", "--refresh-eval", "--cluster-norm",
+        "--batchnorm!", "--residual!", "--dense-input!", "--batch-size", "--checkpoint", "--resume!", "--parts", "--batch-parts", "--refresh", "--history-dtype", "--refresh-source", "--refresh-relax", "--refresh-eval", "--refresh-weights", "--cluster-norm",
         "--partition", "--threads", "--device", "--deterministic!", "--tf32!", "--history-location", "--seed", "--metrics", "--runs", "--json!",
         "--train-indices", "--split", "--patience", "--eval-every", "--select", "--loader", "--memory-budget", "--device-memory-budget", "--workers", "--save-params", "--grad-reduce", "--config", "--quiet!", "--metric", NULL};
 
@@ -143,6 +143,7 @@ int cli_train_config(const args_t *a, train_config_t *c, cli_log_state_t *ls) {
         (rc = args_word(a, "--cluster-norm", NULL, train_cluster_norm_words, 2, "batch or global", &c->cluster_global_norm)) ||
         (rc = args_word(a, "--history-location", NULL, train_history_location_words, 3, "device, host or auto", &c->history_host)) ||
         (rc = args_word(a, "--refresh-eval", NULL, train_refresh_eval_words, 2, "fused or separate", &c->refresh_eval_separate)) ||
+        (rc = args_word(a, "--refresh-weights", NULL, train_refresh_weights_words, 3, "average, last or auto", &c->refresh_weights)) ||
         (rc = args_word(a, "--loader", "auto", train_loader_words, 3, "copy, view or auto", &c->loader)))
         return rc;
     if ((rc = flag_int(a, "--workers", 1, 1, 64, &v))) return rc;
@@ -207,6 +208,9 @@ void cli_train_config_json(json_t *j, const args_t *a, const train_config_t *c) 
     json_str(j, "refresh-source", agg_source_name(c->refresh_source));
     json_num(j, "refresh-relax", c->refresh_relax);
     json_str(j, "refresh-eval", train_refresh_eval_words[c->refresh_eval_separate != 0]);
+    /* resolved, as eval-average is: a rerun with --config refreshes from the same weights */
+    json_str(j, "refresh-weights", c->refresh_weights == TRAIN_REFW_AVERAGE || (c->refresh_weights == TRAIN_REFW_AUTO && train_eval_average(c) > 0)
+                                       ? "average" : "last");
     json_str(j, "cluster-norm", train_cluster_norm_words[c->cluster_global_norm != 0]);
     json_str(j, "partition", c->partition);
     json_str(j, "loader", c->loader >= 0 && c->loader < 3 ? train_loader_words[c->loader] : "?");

@@ -44,6 +44,7 @@ void train_config_default(train_config_t *c) {
     c->refresh_relax = TRAIN_REFRESH_RELAX_DEFAULT;
     c->beta1 = -1;
     c->eval_average = -1;
+    c->refresh_weights = TRAIN_REFW_AUTO;
     c->eval_every = 1;
     c->memory_baseline = -1;
     c->history_host = TRAIN_HIST_AUTO;
@@ -156,6 +157,11 @@ double train_eval_average(const train_config_t *c) {
     return c->eval_average >= 0 ? c->eval_average : train_eval_average_auto(c);
 }
 
+int train_refresh_averaged(const train_config_t *c) {
+    return c->method == TRAIN_INCAGG && c->refresh_source == AGG_SRC_RECOMPUTE && c->refresh_weights != TRAIN_REFW_LAST &&
+           train_eval_average(c) > 0;
+}
+
 void train_result_free(train_result_t *r) {
     if (!r) return;
     inca_free(r->run_test_acc);
@@ -166,9 +172,9 @@ void train_result_free(train_result_t *r) {
 }
 
 const char *train_refresh_eval_name(const train_config_t *c) {
-    /* an evaluation of averaged weights cannot be the refresh's pass: that needs the weights */
-    return c->refresh_source == AGG_SRC_RECOMPUTE && !c->refresh_eval_separate && train_eval_average(c) == 0 ? "fused"
-                                                                                                          : "separate";
+    /* an evaluation of averaged weights is the refresh's pass only when the refresh uses them too */
+    const int same_weights = train_eval_average(c) == 0 || train_refresh_averaged(c);
+    return c->refresh_source == AGG_SRC_RECOMPUTE && !c->refresh_eval_separate && same_weights ? "fused" : "separate";
 }
 
 void train_features_prepare(int mode, int64_t n, int64_t f, const float *x, float *x_out) {
@@ -306,6 +312,7 @@ const char *const train_loader_words[3] = {"auto", "copy", "view"};
 const char *const train_refresh_eval_words[2] = {"fused", "separate"};
 const char *const train_history_location_words[3] = {"device", "host", "auto"};
 const char *const train_cluster_norm_words[2] = {"batch", "global"};
+const char *const train_refresh_weights_words[3] = {"last", "average", "auto"};
 
 const char *train_method_name(train_method_t m) {
     return m >= 0 && m < TRAIN_METHOD_COUNT ? train_method_words[m] : "?";

@@ -123,6 +123,11 @@ typedef struct train_config {
                                   the refresh runs its own pass and the evaluation another, so
                                   each is timed apart. The same model either way, but the two
                                   evaluations sum in another order (last bits of the logits) */
+    int refresh_weights;       /* incagg, recompute source: the weights a refresh computes the
+                                  exact rows with (--refresh-weights): TRAIN_REFW_AVERAGE the
+                                  evaluation's average (eval_average > 0), TRAIN_REFW_LAST the
+                                  training weights, TRAIN_REFW_AUTO (default) average when the
+                                  evaluation averages, else last (train_refresh_averaged) */
     int cluster_global_norm;   /* cluster: 0 (default) Â_BB renormalised on the batch subgraph
                                   (Cluster-GCN as published); 1 the global Â restricted to B */
     hist_dtype_t history_dtype; /* HIST_F32 (default) | HIST_BF16 (memory/history.h) */
@@ -197,6 +202,8 @@ extern const char *const train_refresh_eval_words[2];
 enum { TRAIN_HIST_DEVICE = 0, TRAIN_HIST_HOST = 1, TRAIN_HIST_AUTO = 2 };
 extern const char *const train_history_location_words[3];
 extern const char *const train_cluster_norm_words[2];
+enum { TRAIN_REFW_LAST = 0, TRAIN_REFW_AVERAGE = 1, TRAIN_REFW_AUTO = 2 };
+extern const char *const train_refresh_weights_words[3];
 const char *train_metric_name(int metric);
 /* "full" | "cluster" | "gas" | "incagg" ("?" outside the enum): what the JSON prints. */
 const char *train_method_name(train_method_t m);
@@ -219,6 +226,12 @@ double train_beta1_auto(const train_config_t *c);
  * train_eval_average: the configured value, or the automatic one. */
 double train_eval_average_auto(const train_config_t *c);
 double train_eval_average(const train_config_t *c);
+/* 1 when an IncAgg recompute refresh computes its rows with the evaluation's averaged weights
+ * (--refresh-weights average, or auto with an averaged evaluation), else 0 (the training
+ * weights). Why (issue 33): the last iterate carries the last few batches' pull into every
+ * out-of-batch row for the whole refresh period; the average over about an epoch's steps does
+ * not, and a snapshot made from it no longer falls 10 points in the early epochs. */
+int train_refresh_averaged(const train_config_t *c);
 double train_beta1(const train_config_t *c);
 
 /* Where a run's memory was on the device (--device-memory-budget): its budget, the part of it

@@ -387,6 +387,9 @@ static int mb_setup_check(mb_run_t *R, const dataset_t *d, int64_t n_train) {
     if (!d->y) return inca_fail(INCA_EINVAL, "--method %s needs labels; this dataset has none", mname);
     if (!(c->refresh_relax > 0 && c->refresh_relax <= 1))
         return inca_fail(INCA_EINVAL, "--refresh-relax: expected a value in (0,1], got %g", c->refresh_relax);
+    if (c->refresh_weights == TRAIN_REFW_AVERAGE && train_eval_average(c) == 0)
+        return inca_fail(INCA_EINVAL, "--refresh-weights average: the evaluation averages no weights here (--eval-average "
+                         "is 0%s); give --eval-average D > 0 or --refresh-weights last", c->eval_average < 0 ? " by default" : "");
     if (!R->p || R->p->n != d->n)
         return inca_fail(INCA_EINVAL, "partitioning covers %lld nodes, dataset has %lld", (long long)(R->p ? R->p->n : -1), (long long)d->n);
     /* a shard holds its rank's share of the splits: the job's counts are the sums */
@@ -1070,8 +1073,9 @@ static int mb_pass(mb_run_t *R, int refresh, const float **logits) {
  * own eval-mode pass. */
 static int mb_refresh(mb_run_t *R, mb_stats_t *st, int shares_eval) {
     int rc;
-    if (agg_source(R->agg) == AGG_SRC_RECOMPUTE && shares_eval && !R->c->refresh_eval_separate && !R->avg) {
-        R->fused_pending = 1;
+    const int avg_rows = R->avg && train_refresh_averaged(R->c);   /* rows of the averaged weights */
+    if (agg_source(R->agg) == AGG_SRC_RECOMPUTE && shares_eval && !R->c->refresh_eval_separate && (!R->avg || avg_rows)) {
+        R->fused_pending = 1;   /* the evaluation's pass runs with the refresh's weights */
         return INCA_OK;
     }
     /* on a device the steps were drained before (their time is theirs); the refresh is drained
@@ -1079,13 +1083,17 @@ static int mb_refresh(mb_run_t *R, mb_stats_t *st, int shares_eval) {
     double t0 = inca_now(), c0 = cpu_now();
     int64_t cp0[3], cp1[3];
     kc_mem_copied(R->kc, cp0);
-    if (agg_source(R->agg) == AGG_SRC_RECOMPUTE && R->stream) {
+    if (agg_source(R->agg) == AGG_SRC_RECOMPUTE) {
         const float *logits;
-        rc = mb_pass(R, 1, &logits);
-    } else if (agg_source(R->agg) == AGG_SRC_RECOMPUTE) {
-        const float *logits;
-        model_set_eval_transform_first(R->m, 0);   /* the refresh stores each layer's own input */
-        rc = model_forward(R->m, R->D.n, R->x_d, &R->op_refresh, 0, R->c->seed, (uint64_t)R->gstep, &logits);
+        rc = avg_rows ? wavg_swap(R->avg) : INCA_OK;
+        const int swapped = avg_rows && rc == INCA_OK;
+        if (rc == INCA_OK && R->stream) rc = mb_pass(R, 1, &logits);
+        else if (rc == INCA_OK) {
+            model_set_eval_transform_first(R->m, 0);   /* the refresh stores each layer's own input */
+            rc = model_forward(R->m, R->D.n, R->x_d, &R->op_refresh, 0, R->c->seed, (uint64_t)R->gstep, &logits);
+        }
+        const int back = swapped ? wavg_swap(R->avg) : INCA_OK;   /* training goes on with its weights */
+        if (rc == INCA_OK) rc = back;
     } else {
         rc = agg_refresh(R->agg);
     }

@@ -802,10 +802,11 @@ START_TEST(mb_train_learns_and_is_deterministic) {
             ck_assert(r1.test_acc == r2.test_acc && r1.train_loss == r2.train_loss && r1.best_epoch == r2.best_epoch);
             ck_assert_int_eq(st.steps, 30 * 4);
             ck_assert_int_eq(st.steps_per_epoch, 4);
-            if (k >= 2) {   /* an averaged evaluation (the default) is never a refresh's pass */
+            if (k >= 2) {   /* recompute: the averaged evaluation (the default) is the epoch-end
+                             * refresh's pass, as the refresh uses the averaged weights; push never */
                 ck_assert_int_eq(st.refreshes, 60);
-                ck_assert_int_eq(st.fused, 0);
-                ck_assert_int_eq(st.evals, 30);
+                ck_assert_int_eq(st.fused, k == 2 ? 30 : 0);
+                ck_assert_int_eq(st.evals, k == 2 ? 0 : 30);
                 ck_assert_int_gt(st.table_bytes, 0);
             } else ck_assert_int_eq(st.evals, 30);
             train_result_free(&rf);
@@ -935,47 +936,64 @@ END_TEST
 
 /* --refresh-eval: the recompute refresh due at an epoch end stores the same histories whether it
  * shares the evaluation's pass (fused) or runs its own (separate), so training is the same bits;
- * only the evaluation's sums run in another order. The counts say which path ran. */
+ * only the evaluation's sums run in another order. The counts say which path ran. With an
+ * averaged evaluation the refresh's own pass must use the averaged weights (--refresh-weights
+ * average, the default) for the two to agree: a separate pass that forgot to swap them in would
+ * train another model; with the training weights (last) training differs from both. */
+static void mb_train_refresh_eval(const dataset_t *d, const partition_t *p, double avg, int weights, int sep,
+                                  train_result_t *r) {
+    train_config_t c;
+    train_config_default(&c);
+    c.method = tu_method("incagg");
+    c.refresh_source = AGG_SRC_RECOMPUTE;
+    c.refresh_eval_separate = sep;
+    c.eval_average = avg;
+    c.refresh_weights = weights;
+    c.layers = 3;
+    c.hidden = 16;
+    c.epochs = 10;
+    c.batch_parts = 3;
+    c.keep_params = 1;
+    mb_opts_t o;
+    mb_opts_default(&o);
+    mb_stats_t st;
+    ck_assert_int_eq(mb_train(d, &c, d->split[0], d->split_n[0], 0, p, &o, r, &st), INCA_OK);
+    const int fused = !sep && (avg == 0 || weights != TRAIN_REFW_LAST);
+    ck_assert_int_eq(st.refreshes, 10);
+    ck_assert_int_eq(st.fused, fused ? 10 : 0);
+    ck_assert_int_eq(st.evals, fused ? 0 : 10);
+    ck_assert_int_eq(r->refreshes, 10);
+    ck_assert_int_eq(r->fused, fused ? 10 : 0);
+    ck_assert_int_eq(r->evals, fused ? 0 : 10);
+    ck_assert(fused ? r->eval_time_s == 0 : r->eval_time_s > 0);
+    ck_assert_int_gt(r->nparams, 0);
+    mb_stats_free(&st);
+}
+
 START_TEST(mb_refresh_eval_fused_equals_separate) {
     dataset_t d;
     toy_dataset(&d, 600);
     partition_t p;
     ck_assert_int_eq(partition_compute(&d.adj, 12, PART_METIS, 0, &p), INCA_OK);
-    train_result_t r[2];
-    mb_stats_t st[2];
-    for (int sep = 0; sep < 2; sep++) {
-        train_config_t c;
-        train_config_default(&c);
-        c.method = tu_method("incagg");
-        c.refresh_source = AGG_SRC_RECOMPUTE;
-        c.refresh_eval_separate = sep;
-        c.eval_average = 0;   /* the weights themselves: the evaluation can be the refresh's pass */
-        c.layers = 3;
-        c.hidden = 16;
-        c.epochs = 10;
-        c.batch_parts = 3;
-        c.keep_params = 1;
-        mb_opts_t o;
-        mb_opts_default(&o);
-        ck_assert_int_eq(mb_train(&d, &c, d.split[0], d.split_n[0], 0, &p, &o, &r[sep], &st[sep]), INCA_OK);
-        ck_assert_int_eq(st[sep].refreshes, 10);
-        ck_assert_int_eq(st[sep].fused, sep ? 0 : 10);
-        ck_assert_int_eq(st[sep].evals, sep ? 10 : 0);
-        ck_assert_int_eq(r[sep].refreshes, 10);
-        ck_assert_int_eq(r[sep].fused, sep ? 0 : 10);
-        ck_assert_int_eq(r[sep].evals, sep ? 10 : 0);
-        ck_assert(sep ? r[sep].eval_time_s > 0 : r[sep].eval_time_s == 0);
-    }
-    ck_assert_int_gt(r[0].nparams, 0);
-    ck_assert_int_eq(r[0].nparams, r[1].nparams);
-    ck_assert(memcmp(r[0].params, r[1].params, sizeof(float) * (size_t)r[0].nparams) == 0);
-    ck_assert(r[0].train_loss == r[1].train_loss);
-    /* 120 test nodes: the two evaluations may split a near-tie differently, not more */
-    ck_assert_msg(fabs(r[0].test_acc - r[1].test_acc) <= 1.0 / 120 + 1e-12, "fused %.4f separate %.4f", r[0].test_acc,
-                  r[1].test_acc);
-    for (int i = 0; i < 2; i++) {
-        mb_stats_free(&st[i]);
-        train_result_free(&r[i]);
+    /* the weights themselves (--eval-average 0), then their average over the last 4 steps */
+    static const double avg[2] = {0, 0.75};
+    for (int a = 0; a < 2; a++) {
+        train_result_t r[2];
+        for (int sep = 0; sep < 2; sep++) mb_train_refresh_eval(&d, &p, avg[a], TRAIN_REFW_AUTO, sep, &r[sep]);
+        ck_assert_int_eq(r[0].nparams, r[1].nparams);
+        ck_assert(memcmp(r[0].params, r[1].params, sizeof(float) * (size_t)r[0].nparams) == 0);
+        ck_assert(r[0].train_loss == r[1].train_loss);
+        /* 120 test nodes: the two evaluations may split a near-tie differently, not more */
+        ck_assert_msg(fabs(r[0].test_acc - r[1].test_acc) <= 1.0 / 120 + 1e-12, "fused %.4f separate %.4f",
+                      r[0].test_acc, r[1].test_acc);
+        if (a == 1) {   /* rows of the training weights: another model */
+            train_result_t l;
+            mb_train_refresh_eval(&d, &p, avg[a], TRAIN_REFW_LAST, 0, &l);
+            ck_assert(l.train_loss != r[0].train_loss);
+            ck_assert(memcmp(l.params, r[0].params, sizeof(float) * (size_t)l.nparams) != 0);
+            train_result_free(&l);
+        }
+        for (int i = 0; i < 2; i++) train_result_free(&r[i]);
     }
     partition_free(&p);
     dataset_free(&d);
@@ -1035,9 +1053,24 @@ START_TEST(cli_train_and_benches) {
     snprintf(args, sizeof args, "train '%s/g' --model gcn --method incagg --parts 12 --batch-parts 3 --epochs 20 --json", dir);
     ck_assert_int_eq(tu_inca(args, &out, &err), 0);
     ck_assert_msg(tu_json_num(tu_last_line(out), "test_acc") > 0.6, "incagg test acc %.3f", tu_json_num(tu_last_line(out), "test_acc"));
-    /* the default evaluates the average of the weights (1 - 3/12), so the refresh has its own pass */
-    expect_refresh_eval(tu_last_line(out), "separate", 0, 20);
+    /* the default evaluates the average of the weights (1 - 3/12) and refreshes from it: one pass */
+    expect_refresh_eval(tu_last_line(out), "fused", 20, 0);
     ck_assert(strstr(tu_last_line(out), "\"eval-average\":0.75"));
+    ck_assert(strstr(tu_last_line(out), "\"refresh_weights\":\"average\""));
+    free(out);
+    free(err);
+    /* rows of the training weights: the evaluation of the average needs a pass of its own */
+    snprintf(args, sizeof args, "train '%s/g' --model gcn --method incagg --parts 12 --batch-parts 3 --epochs 20 "
+             "--refresh-weights last --json", dir);
+    ck_assert_int_eq(tu_inca(args, &out, &err), 0);
+    expect_refresh_eval(tu_last_line(out), "separate", 0, 20);
+    ck_assert(strstr(tu_last_line(out), "\"refresh_weights\":\"last\""));
+    free(out);
+    free(err);
+    snprintf(args, sizeof args, "train '%s/g' --method incagg --parts 12 --batch-parts 3 --epochs 2 --eval-average 0 "
+             "--refresh-weights average", dir);
+    ck_assert_int_ne(tu_inca(args, &out, &err), 0);
+    ck_assert_msg(strstr(err, "--refresh-weights average: the evaluation averages no weights here"), "%s", err);
     free(out);
     free(err);
     snprintf(args, sizeof args, "train '%s/g' --model gcn --method incagg --parts 12 --batch-parts 3 --epochs 20 "
