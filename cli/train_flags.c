@@ -209,8 +209,7 @@ void cli_train_config_json(json_t *j, const args_t *a, const train_config_t *c) 
     json_num(j, "refresh-relax", c->refresh_relax);
     json_str(j, "refresh-eval", train_refresh_eval_words[c->refresh_eval_separate != 0]);
     /* resolved, as eval-average is: a rerun with --config refreshes from the same weights */
-    json_str(j, "refresh-weights", c->refresh_weights == TRAIN_REFW_AVERAGE || (c->refresh_weights == TRAIN_REFW_AUTO && train_eval_average(c) > 0)
-                                       ? "average" : "last");
+    json_str(j, "refresh-weights", c->refresh_weights == TRAIN_REFW_AVERAGE || train_refresh_averaged(c) ? "average" : "last");
     json_str(j, "cluster-norm", train_cluster_norm_words[c->cluster_global_norm != 0]);
     json_str(j, "partition", c->partition);
     json_str(j, "loader", c->loader >= 0 && c->loader < 3 ? train_loader_words[c->loader] : "?");

@@ -32,9 +32,19 @@ static int parse_id(const char **p, int64_t *v) {
     return 1;
 }
 
+/* The largest id seen and where (a graph of n = id + 1 nodes: named in a refusal). */
+typedef struct max_id { int64_t v; const char *path; long long ln; } max_id_t;
+
+static void max_id_see(max_id_t *m, int64_t v, const char *path, long long ln) {
+    if (v <= m->v) return;
+    m->v = v;
+    m->path = path;
+    m->ln = ln;
+}
+
 typedef struct edge_ctx {
     ingest_edges_t *e;
-    int64_t *maxid;
+    max_id_t *maxid;
     const ingest_opts_t *o;
 } edge_ctx_t;
 
@@ -51,14 +61,13 @@ static int edge_line(void *ctx, const char *path, long long ln, char *line) {
     if (s < 0 || d < 0 || s > INGEST_MAX_ID || d > INGEST_MAX_ID)
         return inca_fail(INCA_EINVAL, "%s:%lld: node id %lld out of range: expected 0..%lld", path, ln,
                          (long long)(s < 0 || s > INGEST_MAX_ID ? s : d), (long long)INGEST_MAX_ID);
-    if (s > *c->maxid) *c->maxid = s;
-    if (d > *c->maxid) *c->maxid = d;
+    max_id_see(c->maxid, s > d ? s : d, path, ln);
     int rc = ingest_edges_push(c->e, s, d);
     if ((c->e->m & 0xfffff) == 0) ingest_progress(c->o, "edges", c->e->m, 0);
     return rc;
 }
 
-static int read_edges(const char *path, ingest_edges_t *e, int64_t *maxid, const ingest_opts_t *o) {
+static int read_edges(const char *path, ingest_edges_t *e, max_id_t *maxid, const ingest_opts_t *o) {
     edge_ctx_t c = {e, maxid, o};
     int64_t lines;
     int rc = ingest_each_line(path, edge_line, &c, &lines);
@@ -81,7 +90,7 @@ static void side_free(side_t *s) {
     ingest_f32vec_free(&s->val);
 }
 
-typedef struct side_ctx { side_t *sd; int is_label; int64_t *maxid; } side_ctx_t;
+typedef struct side_ctx { side_t *sd; int is_label; max_id_t *maxid; } side_ctx_t;
 
 static int side_line(void *ctx, const char *path, long long ln, char *line) {
     side_ctx_t *c = ctx;
@@ -93,7 +102,7 @@ static int side_line(void *ctx, const char *path, long long ln, char *line) {
     if (!parse_id(&p, &v) || v < 0 || v > INGEST_MAX_ID)
         return inca_fail(INCA_EINVAL, "%s:%lld: expected a node id in 0..%lld first, got '%.40s'", path, ln,
                          (long long)INGEST_MAX_ID, line);
-    if (v > *c->maxid) *c->maxid = v;
+    max_id_see(c->maxid, v, path, ln);
     p = skip_field_sep(p);
     if (c->is_label) {
         int32_t y;
@@ -128,7 +137,7 @@ static int side_line(void *ctx, const char *path, long long ln, char *line) {
     return ingest_i64vec_push(&sd->line, ln);
 }
 
-static int read_side(const char *path, int is_label, side_t *sd, int64_t *maxid) {
+static int read_side(const char *path, int is_label, side_t *sd, max_id_t *maxid) {
     side_ctx_t c = {sd, is_label, maxid};
     int64_t lines;
     int rc = ingest_each_line(path, side_line, &c, &lines);
@@ -168,26 +177,41 @@ done:
     return rc;
 }
 
+/* Before anything is sized by n = largest id + 1: at most INGEST_MAX_UNNAMED ids that no line
+ * names, and no more zero-filled feature rows (nodes without one) than the file gives rows for,
+ * past 2^26 floats (256 MB), so a stray id cannot make a small file take gigabytes. */
+#define EDGELIST_MAX_ZERO_FLOATS ((int64_t)1 << 26)
+
+static int check_ids(const max_id_t *maxid, int64_t m, const side_t *lab, const side_t *feat, const ingest_opts_t *o) {
+    const int64_t n = maxid->v + 1, named = 2 * m + lab->node.n + feat->node.n;   /* ids the lines can name, at most */
+    if (n > named + INGEST_MAX_UNNAMED)
+        return inca_fail(INCA_EINVAL, "%s:%lld: node id %lld makes a graph of %lld nodes, but %lld edges%s name at most "
+                         "%lld: expected ids 0..n-1 with at most %lld never named (renumber the ids)", maxid->path,
+                         maxid->ln, (long long)maxid->v, (long long)n, (long long)m,
+                         o->labels || o->features ? " and the side rows" : "", (long long)named,
+                         (long long)INGEST_MAX_UNNAMED);
+    const int64_t given = feat->node.n * feat->k, zeros = (n - feat->node.n) * feat->k;
+    if (o->features && zeros > EDGELIST_MAX_ZERO_FLOATS && zeros > given)
+        return inca_fail(INCA_EINVAL, "%s: feature rows for %lld of %lld nodes (%lld values each): the other %lld rows "
+                         "would be zero-filled, more than the file gives: expected rows for at least half the nodes",
+                         o->features, (long long)feat->node.n, (long long)n, (long long)feat->k,
+                         (long long)(n - feat->node.n));
+    return INCA_OK;
+}
+
 int ingest_edgelist(const char *path, const ingest_opts_t *o, dataset_t *out) {
     dataset_t d;
     dataset_init(&d);
     dataset_init(out);
     ingest_edges_t e = {0};
     side_t lab = {0}, feat = {0};
-    int64_t maxid = -1;
+    max_id_t maxid = {-1, NULL, 0};
     int rc;
     if ((rc = read_edges(path, &e, &maxid, o))) goto fail;
     if (o->labels && (rc = read_side(o->labels, 1, &lab, &maxid))) goto fail;
     if (o->features && (rc = read_side(o->features, 0, &feat, &maxid))) goto fail;
-    int64_t named = 2 * e.m + lab.node.n + feat.node.n;   /* ids the lines can name, at most */
-    if (maxid + 1 > named + INGEST_MAX_UNNAMED) {
-        rc = inca_fail(INCA_EINVAL, "%s: node id %lld makes a graph of %lld nodes, but its %lld edges%s name at most "
-                       "%lld: expected ids 0..n-1 with at most %lld never named (renumber the ids)", path,
-                       (long long)maxid, (long long)maxid + 1, (long long)e.m,
-                       o->labels || o->features ? " and side rows" : "", (long long)named, (long long)INGEST_MAX_UNNAMED);
-        goto fail;
-    }
-    d.n = maxid + 1;
+    if ((rc = check_ids(&maxid, e.m, &lab, &feat, o))) goto fail;
+    d.n = maxid.v + 1;
     if ((rc = ingest_build_graph(&d, d.n, &e, 0, o))) goto fail;
     ingest_edges_free(&e);
     if (o->labels && (rc = place_side(o->labels, 1, &lab, &d))) goto fail;

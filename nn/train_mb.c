@@ -387,7 +387,8 @@ static int mb_setup_check(mb_run_t *R, const dataset_t *d, int64_t n_train) {
     if (!d->y) return inca_fail(INCA_EINVAL, "--method %s needs labels; this dataset has none", mname);
     if (!(c->refresh_relax > 0 && c->refresh_relax <= 1))
         return inca_fail(INCA_EINVAL, "--refresh-relax: expected a value in (0,1], got %g", c->refresh_relax);
-    if (c->refresh_weights == TRAIN_REFW_AVERAGE && train_eval_average(c) == 0)
+    if (R->method == AGG_INCAGG && c->refresh_source == AGG_SRC_RECOMPUTE && c->refresh_weights == TRAIN_REFW_AVERAGE &&
+        train_eval_average(c) == 0)
         return inca_fail(INCA_EINVAL, "--refresh-weights average: the evaluation averages no weights here (--eval-average "
                          "is 0%s); give --eval-average D > 0 or --refresh-weights last", c->eval_average < 0 ? " by default" : "");
     if (!R->p || R->p->n != d->n)
@@ -512,7 +513,6 @@ static int mb_setup_model(mb_run_t *R) {
     if ((rc = model_create_on(&R->mc, R->stream ? (nb_max > 0 ? nb_max : 1) : n, kc, &R->m)) != INCA_OK) return rc;
     kc_mem_tag(kc, "optimizer");
     if ((rc = train_optim_build(c, R->m, &R->opt)) != INCA_OK) return rc;
-    if (train_eval_average(c) > 0 && (rc = wavg_create(R->m, train_eval_average(c), &R->avg)) != INCA_OK) return rc;
     kc_mem_tag(kc, "gradients");
     if (R->workers > 1) {   /* the ranks' gradient sums */
         const int np = model_nparams(R->m);
@@ -545,6 +545,9 @@ static int mb_setup_model(mb_run_t *R) {
             if (rc != INCA_OK) return rc;
         }
     }
+    /* after the broadcast: every rank's average starts from rank 0's parameters */
+    kc_mem_tag(kc, "optimizer");
+    if (train_eval_average(c) > 0 && (rc = wavg_create(R->m, train_eval_average(c), &R->avg)) != INCA_OK) return rc;
     return INCA_OK;
 }
 

@@ -72,7 +72,7 @@ static const struct { const char *entry, *needle, *needle2; } bad_expect[] = {
     {"edgelist-corrupt.txt.gz", "edgelist-corrupt.txt.gz:1:", "corrupt gzip"},
     {"edgelist-empty.txt", "edgelist-empty.txt:1:", NULL},
     {"edgelist-id-too-large.txt", "edgelist-id-too-large.txt:2:", "out of range"},
-    {"edgelist-sparse-ids.txt", "edgelist-sparse-ids.txt: node id 2000000000 makes a graph of 2000000001 nodes",
+    {"edgelist-sparse-ids.txt", "edgelist-sparse-ids.txt:3: node id 2000000000 makes a graph of 2000000001 nodes",
      "name at most 6"},   /* used to take 16 GB of row pointers (killed on a 24 GB machine) */
     {"edgelist-negative-id.txt", "edgelist-negative-id.txt:2:", "out of range"},
     {"edgelist-nonnumber.txt", "edgelist-nonnumber.txt:3:", NULL},

@@ -323,7 +323,27 @@ START_TEST(test_edgelist_small) {
     o.features = NULL;
     ck_assert_int_eq(ingest_edgelist(p, &o, &d), INCA_EINVAL);
     ck_assert_msg(strstr(inca_errmsg(), "lab2.txt:3:") && strstr(inca_errmsg(), "line 1"), "%s", inca_errmsg());
-    free(p); free(lab); free(feat); free(lab2);
+    /* ids that no line backs are refused before n is allocated, naming the line of the largest:
+     * here a label file's node 2e9 (16 GB of row pointers for 4 edges) */
+    char *lab3 = strdup(puts_("lab3.txt", "0 1\n2000000000 0\n", 0));
+    o.labels = lab3;
+    ck_assert_int_eq(ingest_edgelist(p, &o, &d), INCA_EINVAL);
+    ck_assert_msg(strstr(inca_errmsg(), "lab3.txt:2: node id 2000000000 makes a graph of 2000000001 nodes"), "%s",
+                  inca_errmsg());
+    /* a feature row of 1100 values and an edge to node 65536: 65536 zero-filled rows (7.2e7
+     * floats, past 2^26 and past the one row given) are refused before the n x f array */
+    char *e2 = strdup(puts_("e2.txt", "0 65536\n", 0));
+    char row[8192];
+    int k = snprintf(row, sizeof row, "0");
+    for (int i = 0; i < 1100; i++) k += snprintf(row + k, sizeof row - (size_t)k, " 1");
+    snprintf(row + k, sizeof row - (size_t)k, "\n");
+    char *feat2 = strdup(puts_("feat2.txt", row, 0));
+    o.labels = NULL;
+    o.features = feat2;
+    ck_assert_int_eq(ingest_edgelist(e2, &o, &d), INCA_EINVAL);
+    ck_assert_msg(strstr(inca_errmsg(), "feat2.txt: feature rows for 1 of 65537 nodes (1100 values each)"), "%s",
+                  inca_errmsg());
+    free(p); free(lab); free(feat); free(lab2); free(lab3); free(e2); free(feat2);
 }
 END_TEST
 
