@@ -74,9 +74,10 @@ static int run_one(const dataset_t *d, train_config_t *c, const partition_t *p, 
         if (m == TRAIN_INCAGG) {
             json_int(j, "refresh_epochs", refresh_epochs);
             json_str(j, "refresh_source", agg_source_name(c->refresh_source));
-            if (c->refresh_source == AGG_SRC_RECOMPUTE) json_num(j, "refresh_relax", c->refresh_relax);
-            if (c->refresh_source == AGG_SRC_RECOMPUTE)
-                json_str(j, "refresh_weights", train_refresh_averaged(c) ? "average" : "last");
+            if (c->refresh_source == AGG_SRC_RECOMPUTE) {
+                json_num(j, "refresh_relax", c->refresh_relax);
+                json_str(j, "refresh_weights", train_refresh_weights_name(c));
+            }
             json_str(j, "refresh_eval", train_refresh_eval_name(c));
         }
         if (m == TRAIN_CLUSTER) json_str(j, "cluster_norm", train_cluster_norm_words[c->cluster_global_norm != 0]);

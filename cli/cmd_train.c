@@ -104,7 +104,7 @@ static void train_method_json(json_t *j, const train_config_t *c, const train_re
          * refreshes (refresh_time_s) and not in eval_time_s */
         json_str(j, "refresh_eval", train_refresh_eval_name(c));
         if (c->refresh_source == AGG_SRC_RECOMPUTE)
-            json_str(j, "refresh_weights", train_refresh_averaged(c) ? "average" : "last");
+            json_str(j, "refresh_weights", train_refresh_weights_name(c));
         json_int(j, "refreshes", r->refreshes);
         json_int(j, "refreshes_fused_with_eval", r->fused);
     }

@@ -171,11 +171,15 @@ void train_result_free(train_result_t *r) {
     memset(r, 0, sizeof *r);
 }
 
-const char *train_refresh_eval_name(const train_config_t *c) {
+const char *train_refresh_weights_name(const train_config_t *c) { return train_refresh_averaged(c) ? "average" : "last"; }
+
+int train_refresh_fused(const train_config_t *c) {
     /* an evaluation of averaged weights is the refresh's pass only when the refresh uses them too */
     const int same_weights = train_eval_average(c) == 0 || train_refresh_averaged(c);
-    return c->refresh_source == AGG_SRC_RECOMPUTE && !c->refresh_eval_separate && same_weights ? "fused" : "separate";
+    return c->refresh_source == AGG_SRC_RECOMPUTE && !c->refresh_eval_separate && same_weights;
 }
+
+const char *train_refresh_eval_name(const train_config_t *c) { return train_refresh_fused(c) ? "fused" : "separate"; }
 
 void train_features_prepare(int mode, int64_t n, int64_t f, const float *x, float *x_out) {
     if (x_out != x) memcpy(x_out, x, (size_t)(n * f) * sizeof(float));

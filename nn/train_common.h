@@ -210,8 +210,11 @@ const char *train_method_name(train_method_t m);
 int train_method_agg(train_method_t m);
 /* The model's name (nn/model.h model_kind_name), "auto" for TRAIN_MODEL_AUTO. */
 const char *train_model_name(int model);
-/* "fused" when an epoch's last IncAgg refresh shares the evaluation's pass (recompute source,
- * --refresh-eval fused), else "separate": what the JSON's refresh_eval says. */
+/* 1 when an epoch's last IncAgg refresh shares the evaluation's pass (recompute source,
+ * --refresh-eval fused, and the evaluation uses the refresh's weights: the weights themselves,
+ * or their average refreshed from, train_refresh_averaged), else 0. The trainer decides by it;
+ * train_refresh_eval_name says it in the JSON's refresh_eval: "fused" or "separate". */
+int train_refresh_fused(const train_config_t *c);
 const char *train_refresh_eval_name(const train_config_t *c);
 void train_config_default(train_config_t *c);
 /* Adam's beta1 when --beta1 is not given: 0.9 (the usual) for full, cluster and the MLP; for
@@ -232,6 +235,8 @@ double train_eval_average(const train_config_t *c);
  * out-of-batch row for the whole refresh period; the average over about an epoch's steps does
  * not, and a snapshot made from it no longer falls 10 points in the early epochs. */
 int train_refresh_averaged(const train_config_t *c);
+/* "average" | "last": the JSON's refresh_weights (what train_refresh_averaged decided). */
+const char *train_refresh_weights_name(const train_config_t *c);
 double train_beta1(const train_config_t *c);
 
 /* Where a run's memory was on the device (--device-memory-budget): its budget, the part of it

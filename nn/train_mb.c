@@ -1077,7 +1077,7 @@ static int mb_pass(mb_run_t *R, int refresh, const float **logits) {
 static int mb_refresh(mb_run_t *R, mb_stats_t *st, int shares_eval) {
     int rc;
     const int avg_rows = R->avg && train_refresh_averaged(R->c);   /* rows of the averaged weights */
-    if (agg_source(R->agg) == AGG_SRC_RECOMPUTE && shares_eval && !R->c->refresh_eval_separate && (!R->avg || avg_rows)) {
+    if (shares_eval && train_refresh_fused(R->c)) {
         R->fused_pending = 1;   /* the evaluation's pass runs with the refresh's weights */
         return INCA_OK;
     }
