@@ -324,10 +324,8 @@ static int sc_parse(const args_t *a, comm_t *world, sc_opts_t *o) {
         (rc = parse_list("--model-ranks", args_str(a, "--model-ranks", NULL), o->mr, SC_MAX, &o->nmr)))
         return rc;
     if ((rc = args_word(a, "--loader", "view", train_loader_words, 3, "copy, view or auto", &c->loader))) return rc;
-    const char *gr = args_str(a, "--grad-reduce", "chain");
-    if (strcmp(gr, "chain") != 0 && strcmp(gr, "allgather") != 0)
-        return inca_fail(INCA_EINVAL, "--grad-reduce: expected chain|allgather, got '%s'", gr);
-    c->grad_reduce = strcmp(gr, "allgather") == 0 ? TRAIN_GRAD_ALLGATHER : TRAIN_GRAD_CHAIN;
+    if ((rc = args_word(a, "--grad-reduce", "chain", train_grad_reduce_words, 3, "chain, allgather or nccl", &c->grad_reduce)))
+        return rc;
     if (!args_str(a, "--batch-parts", NULL)) c->batch_parts = 8;
     const char *methods = args_str(a, "--methods", "incagg,gas");
     for (int m = 0; m < SC_NMETHODS; m++) o->want[m] = strstr(methods, sc_names[m]) != NULL;

@@ -135,12 +135,34 @@ incagg_budget() {
   $B train "$DATA/csbm.lmdb" --method incagg "${common[@]}" --loader view --epochs "$ACC_EPOCHS" \
     --device-memory-budget "$BUDGET" --json | tail -1 >"$LOG/incagg_budget.json"
 }
+# issue 29: data-parallel ranks on the device. Thread ranks (--workers 2: two contexts on one GPU,
+# gradients summed through the host) train Cora's main job; under mpirun (when this machine has
+# it) the same with 2 processes must give the same accuracy, and --grad-reduce nccl on 2 ranks
+# with one GPU must be refused naming the shared GPU (with 2 GPUs or more it runs instead)
+ranks() {
+  local cora_args=(--model gcn --method incagg --parts 40 --batch-parts 10 --layers 2 --hidden 16 --dropout 0.5
+    --lr 0.01 --weight-decay 5e-4 --wd-first-layer --feature-norm row --epochs 200 --runs "$CORA_RUNS" --seed 0
+    --device "$DEVICE" --json)
+  $B train "$DATA/cora.lmdb" "${cora_args[@]}" --workers 2 | tail -1 >"$LOG/ranks_workers.json" &&
+  $B train "$DATA/cora.lmdb" --method full --model gcn --parts 40 --epochs 50 --device "$DEVICE" --workers 2 --json |
+    tail -1 >"$LOG/ranks_full_workers.json" || return 1
+  if ! command -v mpiexec >/dev/null; then echo "no mpiexec on this machine: the MPI runs are skipped"; return 0; fi
+  local mpi=(mpiexec --allow-run-as-root --oversubscribe -np 2)
+  "${mpi[@]}" $B train "$DATA/cora.lmdb" "${cora_args[@]}" | tail -1 >"$LOG/ranks_mpi.json" || return 1
+  local ngpu; ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
+  if [ "${ngpu:-0}" -ge 2 ]; then
+    "${mpi[@]}" $B train "$DATA/cora.lmdb" "${cora_args[@]}" --grad-reduce nccl | tail -1 >"$LOG/ranks_nccl.json"
+  else
+    ! "${mpi[@]}" $B train "$DATA/cora.lmdb" "${cora_args[@]}" --grad-reduce nccl 2>"$LOG/ranks_nccl.err" &&
+      grep -q "share the GPU" "$LOG/ranks_nccl.err"
+  fi
+}
 pyg() {
   python3 bench/compare_peers.py --peers pyg --cases csbm --csbm-nodes "$NODES" --csbm-epochs "$EPOCHS" --seeds 1 \
     --device "$DEVICE" --python-pyg python3 --no-install --inca "$B" --threads "$JOBS" --json >"$LOG/pyg.jsonl"
 }
 
-for s in build gpu_tests cora spmm csbm full full_budget epoch_device epoch_host incagg_free incagg_budget pyg; do
+for s in build gpu_tests cora ranks spmm csbm full full_budget epoch_device epoch_host incagg_free incagg_budget pyg; do
   run "$s" "$s" >"$LOG/$s.log" 2>&1
 done
 
@@ -170,6 +192,14 @@ if cora:
     s.update(device=cora["device"], cora_incagg_test_acc=cora["test_acc"], cora_incagg_test_acc_std=cora["test_acc_std"],
              cora_epoch_time_s=cora["epoch_time_s"])
     t["cora_incagg_ge_81"] = cora["test_acc"] >= 0.81
+rw, rm, rn, rf = last("ranks_workers.json"), last("ranks_mpi.json"), last("ranks_nccl.json"), last("ranks_full_workers.json")
+for name, r in (("ranks_workers2", rw), ("ranks_mpi2", rm), ("ranks_nccl2", rn), ("ranks_full_workers2", rf)):
+    if r:
+        s.update({f"{name}_test_acc": r["test_acc"], f"{name}_epoch_time_s": r["epoch_time_s"]})
+if rw:
+    t["ranks_workers2_cora_ge_81"] = rw["test_acc"] >= 0.81
+if rw and rm:
+    t["ranks_mpi2_equals_workers2"] = rm["test_acc"] == rw["test_acc"]
 spmm = lines("spmm.jsonl")
 if spmm:
     sp = spmm[-1]

@@ -256,7 +256,7 @@ int prune_config_from_args(const args_t *a, prune_config_t *cfg, train_config_t 
      * stay on the CPU) */
     train_config_t *p = &cfg->proxy;
     const char *dev = args_str(a, "--device", "cpu");
-    if (strcmp(dev, "cpu") != 0 && strcmp(dev, "cuda") != 0 && strcmp(dev, "auto") != 0 && strcmp(dev, "emu") != 0)
+    if (strcmp(dev, "cpu") != 0 && strcmp(dev, "cuda") != 0 && strncmp(dev, "cuda:", 5) != 0 && strcmp(dev, "auto") != 0 && strcmp(dev, "emu") != 0)
         return inca_fail(INCA_EINVAL, "--device: expected cpu, cuda or auto, got '%s'", dev);
     p->device = target->device = dev;
     p->deterministic = target->deterministic = args_has(a, "--deterministic");

@@ -148,10 +148,8 @@ int cli_train_config(const args_t *a, train_config_t *c, cli_log_state_t *ls) {
         return rc;
     if ((rc = flag_int(a, "--workers", 1, 1, 64, &v))) return rc;
     c->workers = (int)v;
-    const char *gr = args_str(a, "--grad-reduce", "chain");
-    if (strcmp(gr, "chain") != 0 && strcmp(gr, "allgather") != 0)
-        return inca_fail(INCA_EINVAL, "--grad-reduce: expected chain|allgather, got '%s'", gr);
-    c->grad_reduce = strcmp(gr, "allgather") == 0 ? TRAIN_GRAD_ALLGATHER : TRAIN_GRAD_CHAIN;
+    if ((rc = args_word(a, "--grad-reduce", "chain", train_grad_reduce_words, 3, "chain, allgather or nccl", &c->grad_reduce)))
+        return rc;
     const char *mb = args_str(a, "--memory-budget", NULL);
     if (mb && (rc = args_size_parse("--memory-budget", mb, &c->memory_budget))) return rc;
     const char *dmb = args_str(a, "--device-memory-budget", NULL);
@@ -218,7 +216,7 @@ void cli_train_config_json(json_t *j, const args_t *a, const train_config_t *c) 
     if (c->device_memory_budget > 0) json_int(j, "device-memory-budget", c->device_memory_budget);
     else json_null(j, "device-memory-budget");
     json_int(j, "workers", c->workers > 1 ? c->workers : 1);
-    json_str(j, "grad-reduce", c->grad_reduce == TRAIN_GRAD_ALLGATHER ? "allgather" : "chain");
+    json_str(j, "grad-reduce", train_grad_reduce_words[c->grad_reduce]);
     json_str(j, "split", args_str(a, "--split", "stored"));
     json_str(j, "train-indices", args_str(a, "--train-indices", NULL));
     json_str(j, "metrics", c->metrics_path);

@@ -27,6 +27,7 @@ typedef struct comm_shm {
 
 struct comm {
     int rank, size;
+    int local_rank, local_size;   /* among the ranks on this rank's node (MPI_COMM_TYPE_SHARED) */
     int started;   /* comm_init called MPI_Init_thread */
     comm_shm_t *shm;   /* thread ranks of one process (comm_threads_create), else NULL */
 #ifdef INCA_HAS_MPI
@@ -51,7 +52,7 @@ int comm_has_mpi(void) {
 int comm_init(int *argc, char ***argv, comm_t **out) {
     comm_t *c = inca_calloc(1, sizeof *c);
     if (!c) return INCA_ENOMEM;
-    c->size = 1;
+    c->size = c->local_size = 1;
 #ifdef INCA_HAS_MPI
     if (comm_launched()) {
         int provided = 0;
@@ -69,6 +70,15 @@ int comm_init(int *argc, char ***argv, comm_t **out) {
             MPI_Finalize();
             inca_free(c);
             return inca_fail(INCA_ERR, "MPI provides thread level %d, inca needs MPI_THREAD_FUNNELED", provided);
+        }
+        MPI_Comm node;   /* the ranks sharing this node's memory: its GPUs are theirs */
+        if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, c->rank, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
+            MPI_Comm_rank(node, &c->local_rank);
+            MPI_Comm_size(node, &c->local_size);
+            MPI_Comm_free(&node);
+        } else {
+            c->local_rank = c->rank;
+            c->local_size = c->size;
         }
     }
 #else
@@ -101,6 +111,7 @@ int comm_mpi(const comm_t *c, MPI_Comm *out) {
 
 int comm_rank(const comm_t *c) { return c ? c->rank : 0; }
 int comm_size(const comm_t *c) { return c ? c->size : 1; }
+int comm_local_rank(const comm_t *c) { return c ? c->local_rank : 0; }
 
 int64_t comm_bytes_sent(const comm_t *c, int phase) {
     return c && phase >= 0 && phase < COMM_NPHASES ? c->sent[phase] : 0;
@@ -108,6 +119,12 @@ int64_t comm_bytes_sent(const comm_t *c, int phase) {
 double comm_seconds(const comm_t *c, int phase) {
     return c && phase >= 0 && phase < COMM_NPHASES ? c->secs[phase] : 0;
 }
+void comm_count(comm_t *c, int phase, int64_t bytes, double secs) {
+    if (!c || phase < 0 || phase >= COMM_NPHASES) return;
+    c->sent[phase] += bytes;
+    c->secs[phase] += secs;
+}
+
 void comm_reset_bytes(comm_t *c) {
     if (!c) return;
     memset(c->sent, 0, sizeof c->sent);
@@ -143,6 +160,8 @@ int comm_threads_create(int size, comm_t **ranks) {
         if (!(ranks[r] = inca_calloc(1, sizeof **ranks))) { rc = INCA_ENOMEM; break; }
         ranks[r]->rank = r;
         ranks[r]->size = size;
+        ranks[r]->local_rank = r;
+        ranks[r]->local_size = size;
         ranks[r]->shm = s;
     }
     if (rc == INCA_OK) return INCA_OK;
@@ -545,6 +564,8 @@ int comm_split(comm_t *c, int size, comm_t **out) {
     comm_t *s = inca_calloc(1, sizeof *s);
     if (!s) return INCA_ENOMEM;
     s->size = 1;
+    s->local_rank = c ? c->local_rank : 0;   /* the node's devices are counted among the job's ranks */
+    s->local_size = c ? c->local_size : 1;
 #ifdef INCA_HAS_MPI
     if (p > 1) {
         int e = MPI_Comm_split(c->mc, 0, me, &s->mc);

@@ -58,6 +58,9 @@ int comm_poison(comm_t *c);
 /* NULL means one rank. */
 int comm_rank(const comm_t *c);
 int comm_size(const comm_t *c);
+/* This rank's number among the ranks on its node (MPI_COMM_TYPE_SHARED; thread ranks: the
+ * rank; a split keeps its parent's): rank r of a node takes device r mod the node's GPUs. */
+int comm_local_rank(const comm_t *c);
 
 /* recv (size x bytes) <- every rank's send (bytes), in rank order. */
 int comm_allgather(comm_t *c, const void *send, int64_t bytes, void *recv, int phase);
@@ -88,6 +91,9 @@ int comm_barrier(comm_t *c);
 int64_t comm_bytes_sent(const comm_t *c, int phase);
 double comm_seconds(const comm_t *c, int phase);
 void comm_reset_bytes(comm_t *c);
+/* Counts a transfer made outside this module (NCCL between devices, issue 29) under phase, by
+ * the same rule: the payload the collective means for this rank. */
+void comm_count(comm_t *c, int phase, int64_t bytes, double secs);
 const char *comm_phase_name(int phase);   /* "setup", "grad", "refresh", "halo", "eval" */
 
 /* End the whole job with exit status code when MPI is running (MPI_Abort, which does not

@@ -80,6 +80,23 @@ int kc_event_sync(kern_ctx_t *c, int ev) {
 }
 int kc_sync(kern_ctx_t *c) { return c->ops->sync(c); }
 
+int kc_has_coll(const kern_ctx_t *c) { return c->ops->coll_init != NULL && c->ops->coll_sum_f32 != NULL; }
+static int no_coll(const kern_ctx_t *c) {
+    return inca_fail(INCA_EINVAL, "collectives between devices (NCCL) need CUDA devices and a build with NCCL; this "
+                     "context is %s%s", kc_describe(c), c->dev == KERN_DEV_CUDA ? ", built without NCCL" : "");
+}
+int kc_device_uid(kern_ctx_t *c, char *buf, size_t cap) {
+    return c->ops->device_uid ? c->ops->device_uid(c, buf, cap) : no_coll(c);
+}
+int kc_coll_id(kern_ctx_t *c, void *id) { return c->ops->coll_id ? c->ops->coll_id(c, id) : no_coll(c); }
+int kc_coll_init(kern_ctx_t *c, const void *id, int rank, int size) {
+    return c->ops->coll_init ? c->ops->coll_init(c, id, rank, size) : no_coll(c);
+}
+int kc_coll_sum_f32(kern_ctx_t *c, const float *send, float *recv, int64_t n) {
+    if (!c->ops->coll_sum_f32) return no_coll(c);
+    return n > 0 ? c->ops->coll_sum_f32(c, send, recv, n) : INCA_OK;
+}
+
 int kc_mirror(kern_ctx_t *c, const void *host, size_t bytes, void **out) {
     *out = NULL;
     if (c->dev == KERN_DEV_CPU) {

@@ -51,7 +51,10 @@ enum { KERN_STREAM_COMPUTE = 0, KERN_STREAM_COPY = 1, KERN_NSTREAMS = 2 };
 #define KERN_NEVENTS 8
 typedef struct kern_ctx_opts {
     const char *device;   /* "cpu", "cuda", "auto" (NULL = "cpu") or "emu" (tests) */
-    int device_index;     /* CUDA device ordinal (0) */
+    int device_index;     /* CUDA device ordinal (0; device "cuda:N" sets N) */
+    int rank_device;      /* 1: device_index is a data-parallel rank's number on its node, and the
+                             device is that number modulo the devices found (--device cuda under
+                             mpirun: rank r of a node on device r mod its GPUs) */
     int deterministic;    /* CUDA: cuSPARSE SpMM ALG3 instead of ALG2 */
     int tf32;             /* CUDA: cuBLAS GEMM with TF32 tensor cores (off: plain fp32) */
     int64_t emu_memory;   /* emu: the emulated device's memory in bytes (0: unlimited); a device
@@ -64,6 +67,9 @@ typedef struct kern_ctx_opts {
  * with the toolkit and no driver it returns "insufficient driver"). "auto": CUDA when it
  * works, else CPU with the reason in kc_fallback. *out owned by the caller (kc_free). */
 int kc_create(const kern_ctx_opts_t *opts, kern_ctx_t **out);
+/* A new context made with the options ctx was made with (the same device: a thread rank of
+ * --workers needs a context of its own, whose sticky status is its own). */
+int kc_sibling(const kern_ctx_t *ctx, kern_ctx_t **out);
 /* The process-wide CPU context (never freed; kc_free on it is a no-op): what the CPU-only
  * entry points (model_create, ...) run on. */
 kern_ctx_t *kc_cpu(void);
@@ -199,6 +205,21 @@ int kc_sub_rows(kern_ctx_t *ctx, kern_dtype_t dt, void *table, int64_t f, const 
 int kc_encode(kern_ctx_t *ctx, kern_dtype_t dt, int64_t n, const float *in, void *out);
 int kc_decode(kern_ctx_t *ctx, kern_dtype_t dt, int64_t n, const void *in, float *out);
 
+/* ---- collectives between devices (issue 29: NCCL, in the CUDA module when NCCL was found) ----
+ * One clique per context: rank 0 makes an id (kc_coll_id), every rank gets it (MPI) and joins
+ * (kc_coll_init, collective); then kc_coll_sum_f32 sums a buffer over the clique's ranks on the
+ * compute stream. NCCL needs one GPU per rank: kc_device_uid names a device uniquely on its
+ * node (its PCI bus id) so that a caller can refuse ranks sharing one before NCCL fails. Every
+ * call returns INCA_EINVAL naming what is missing on a backend without them (the CPU, the
+ * emulated device, CUDA without NCCL): kc_has_coll says which. NCCL's sum is deterministic for a
+ * fixed device count and topology, but not the rank-ordered sum of core/comm.h. */
+#define KERN_COLL_ID_BYTES 128
+int kc_has_coll(const kern_ctx_t *ctx);
+int kc_device_uid(kern_ctx_t *ctx, char *buf, size_t cap);
+int kc_coll_id(kern_ctx_t *ctx, void *id);   /* KERN_COLL_ID_BYTES bytes */
+int kc_coll_init(kern_ctx_t *ctx, const void *id, int rank, int size);
+int kc_coll_sum_f32(kern_ctx_t *ctx, const float *send, float *recv, int64_t n);   /* recv may be send */
+
 /* ---- the table a backend fills (one per backend, static) ---- */
 typedef struct kern_ops {
     const char *name;
@@ -249,6 +270,11 @@ typedef struct kern_ops {
                         const float *);
     int (*sub_rows)(kern_ctx_t *, kern_dtype_t, void *, int64_t, const int64_t *, int64_t, const float *,
                     float *, const float *);
+    /* collectives (NULL: none; see kc_coll_*) */
+    int (*device_uid)(kern_ctx_t *, char *, size_t);
+    int (*coll_id)(kern_ctx_t *, void *);
+    int (*coll_init)(kern_ctx_t *, const void *, int, int);
+    int (*coll_sum_f32)(kern_ctx_t *, const float *, float *, int64_t);
     int (*encode)(kern_ctx_t *, kern_dtype_t, int64_t, const float *, void *);
     int (*decode)(kern_ctx_t *, kern_dtype_t, int64_t, const void *, float *);
 } kern_ops_t;
@@ -263,6 +289,8 @@ struct kern_ctx {
     char fallback[200];
     struct kern_prof *prof;     /* kernels/profile.h: NULL (default) = ops not timed */
     kern_memtrack_t *mt;        /* kernels/memtrack.h: NULL for kc_cpu()'s shared context */
+    kern_ctx_opts_t made;       /* the options it was made with (device: made_device), kc_sibling */
+    char made_device[16];
 };
 /* What every matrix starts with; backends keep their data behind `impl`. */
 struct kern_mat {

@@ -79,9 +79,37 @@ static int kc_create_backend(const kern_ctx_opts_t *opts, kern_ctx_t **out);
 
 /* the backend's context, then its accounting (kernels/memtrack.c) */
 int kc_create(const kern_ctx_opts_t *opts, kern_ctx_t **out) {
-    int rc = kc_create_backend(opts, out);
+    const char *dev = opts && opts->device ? opts->device : "cpu";
+    kern_ctx_opts_t o = opts ? *opts : (kern_ctx_opts_t){0};
+    o.device = dev;
+    if (strncmp(dev, "cuda:", 5) == 0) {   /* cuda:N, a device by its ordinal */
+        char *end = NULL;
+        const long k = strtol(dev + 5, &end, 10);
+        if (end == dev + 5 || *end || k < 0 || k > 4095)
+            return inca_fail(INCA_EINVAL, "--device: expected cuda:N with N a device number, got '%s'", dev);
+        o.device = "cuda";
+        o.device_index = (int)k;
+        o.rank_device = 0;
+    }
+    int rc = kc_create_backend(&o, out);
     if (rc == INCA_OK && (rc = kmt_create(&(*out)->mt)) != INCA_OK) kc_free(out);
+    if (rc == INCA_OK) {
+        kern_ctx_t *c = *out;
+        snprintf(c->made_device, sizeof c->made_device, "%s", o.device);
+        c->made = o;
+        c->made.device = c->made_device;
+    }
     return rc;
+}
+
+int kc_sibling(const kern_ctx_t *ctx, kern_ctx_t **out) {
+    if (!ctx || ctx->made.device == NULL) {   /* kc_cpu()'s shared context */
+        kern_ctx_opts_t o = {.device = "cpu"};
+        return kc_create(&o, out);
+    }
+    kern_ctx_opts_t o = ctx->made;
+    if (strcmp(o.device, "auto") == 0) o.device = kc_device(ctx) == KERN_DEV_CPU ? "cpu" : "cuda";
+    return kc_create(&o, out);
 }
 
 static int kc_create_backend(const kern_ctx_opts_t *opts, kern_ctx_t **out) {

@@ -87,44 +87,80 @@ static int grow(char **buf, int64_t *cap, int64_t bytes) {
     return INCA_OK;
 }
 
-int halo_exchange(halo_t *h, comm_t *c, void *table, int64_t row_bytes, int phase) {
-    if (comm_size(c) != h->p) return inca_fail(INCA_EINVAL, "halo exchange: planned for %d ranks, the job has %d", h->p, comm_size(c));
-    /* in rounds of at most `chunk` rows per pair, so the staging stays near HALO_STAGE_BYTES
-     * whatever the halo (every rank computes the same number of rounds from pair_max) */
-    int64_t chunk = h->stage / (row_bytes > 0 ? row_bytes : 1) / h->p;
-    if (chunk < 1) chunk = 1;
-    const int64_t rounds = (h->pair_max + chunk - 1) / chunk;
-    int64_t *sc = inca_malloc(sizeof *sc * 2 * (size_t)h->p);
-    if (!sc) return INCA_ENOMEM;
-    int64_t *rcn = sc + h->p;
+/* rows per pair in one round, so a round's staging stays near h->stage bytes whatever the halo */
+static int64_t halo_chunk(const halo_t *h, int64_t row_bytes) {
+    const int64_t chunk = h->stage / (row_bytes > 0 ? row_bytes : 1) / h->p;
+    return chunk < 1 ? 1 : chunk;
+}
+
+int64_t halo_stage_rows(int p, int64_t row_bytes) {
+    const int64_t chunk = HALO_STAGE_BYTES / (row_bytes > 0 ? row_bytes : 1) / (p > 0 ? p : 1);
+    return (chunk < 1 ? 1 : chunk) * (p > 0 ? p : 1);
+}
+
+int64_t halo_round_rows(const halo_t *h, int64_t row_bytes) {
+    if (!h) return 0;
+    const int64_t chunk = halo_chunk(h, row_bytes);
     int64_t ins = 0, inr = 0;
     for (int r = 0; r < h->p; r++) {
         ins += h->scount[r] < chunk ? h->scount[r] : chunk;
         inr += h->rcount[r] < chunk ? h->rcount[r] : chunk;
     }
-    int rc = grow(&h->sbuf, &h->scap, ins * row_bytes);
-    if (rc == INCA_OK) rc = grow(&h->rbuf, &h->rcap, inr * row_bytes);
-    char *t = table;
+    return ins > inr ? ins : inr;
+}
+
+int halo_exchange_with(halo_t *h, comm_t *c, int64_t row_bytes, int phase, const halo_io_t *io) {
+    if (comm_size(c) != h->p) return inca_fail(INCA_EINVAL, "halo exchange: planned for %d ranks, the job has %d", h->p, comm_size(c));
+    /* in rounds of at most `chunk` rows per pair (every rank computes the same number of
+     * rounds from pair_max); a round's ids go to pack / unpack contiguous, in rank order */
+    const int64_t chunk = halo_chunk(h, row_bytes);
+    const int64_t rounds = (h->pair_max + chunk - 1) / chunk, cap = halo_round_rows(h, row_bytes);
+    int64_t *sc = inca_malloc(sizeof *sc * (2 * (size_t)h->p + 2 * (size_t)(cap ? cap : 1)));
+    if (!sc) return INCA_ENOMEM;
+    int64_t *rcn = sc + h->p, *sid = rcn + h->p, *rid = sid + (cap ? cap : 1);
+    int rc = INCA_OK;
     for (int64_t k = 0; k < rounds && rc == INCA_OK; k++) {
         /* round k: rows [k*chunk, (k+1)*chunk) of each pair's list */
-        int64_t sbase = 0, rbase = 0, m = 0;
+        const int64_t s0 = k * chunk;
+        int64_t sbase = 0, rbase = 0, ms = 0, mr = 0;
         for (int r = 0; r < h->p; r++) {
-            const int64_t s0 = k * chunk;
             sc[r] = h->scount[r] > s0 ? (h->scount[r] - s0 < chunk ? h->scount[r] - s0 : chunk) : 0;
             rcn[r] = h->rcount[r] > s0 ? (h->rcount[r] - s0 < chunk ? h->rcount[r] - s0 : chunk) : 0;
-            for (int64_t i = 0; i < sc[r]; i++, m++)
-                memcpy(h->sbuf + m * row_bytes, t + h->sids[sbase + s0 + i] * row_bytes, (size_t)row_bytes);
+            for (int64_t i = 0; i < sc[r]; i++) sid[ms++] = h->sids[sbase + s0 + i];
+            for (int64_t i = 0; i < rcn[r]; i++) rid[mr++] = h->rids[rbase + s0 + i];
             sbase += h->scount[r];
-        }
-        rc = comm_alltoallv_rows(c, h->sbuf, sc, h->rbuf, rcn, row_bytes, phase);
-        m = 0;
-        for (int r = 0; r < h->p && rc == INCA_OK; r++) {
-            const int64_t s0 = k * chunk;
-            for (int64_t i = 0; i < rcn[r]; i++, m++)
-                memcpy(t + h->rids[rbase + s0 + i] * row_bytes, h->rbuf + m * row_bytes, (size_t)row_bytes);
             rbase += h->rcount[r];
         }
+        rc = io->pack(io->ctx, sid, ms, io->sbuf);
+        if (rc == INCA_OK) rc = comm_alltoallv_rows(c, io->sbuf, sc, io->rbuf, rcn, row_bytes, phase);
+        if (rc == INCA_OK) rc = io->unpack(io->ctx, rid, mr, io->rbuf);
     }
     inca_free(sc);
     return rc;
+}
+
+typedef struct { char *t; int64_t row_bytes; } halo_host_t;
+
+static int halo_host_pack(void *ctx, const int64_t *ids, int64_t m, void *buf) {
+    const halo_host_t *t = ctx;
+    for (int64_t i = 0; i < m; i++)
+        memcpy((char *)buf + i * t->row_bytes, t->t + ids[i] * t->row_bytes, (size_t)t->row_bytes);
+    return INCA_OK;
+}
+
+static int halo_host_unpack(void *ctx, const int64_t *ids, int64_t m, void *buf) {
+    const halo_host_t *t = ctx;
+    for (int64_t i = 0; i < m; i++)
+        memcpy(t->t + ids[i] * t->row_bytes, (const char *)buf + i * t->row_bytes, (size_t)t->row_bytes);
+    return INCA_OK;
+}
+
+int halo_exchange(halo_t *h, comm_t *c, void *table, int64_t row_bytes, int phase) {
+    const int64_t cap = halo_round_rows(h, row_bytes);
+    int rc = grow(&h->sbuf, &h->scap, (cap ? cap : 1) * row_bytes);
+    if (rc == INCA_OK) rc = grow(&h->rbuf, &h->rcap, (cap ? cap : 1) * row_bytes);
+    if (rc != INCA_OK) return rc;
+    halo_host_t t = {.t = table, .row_bytes = row_bytes};
+    const halo_io_t io = {.pack = halo_host_pack, .unpack = halo_host_unpack, .ctx = &t, .sbuf = h->sbuf, .rbuf = h->rbuf};
+    return halo_exchange_with(h, c, row_bytes, phase, &io);
 }

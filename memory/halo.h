@@ -28,6 +28,25 @@ typedef struct halo halo_t;
 int halo_plan(comm_t *c, const dist_plan_t *p, const int64_t *need, int64_t m, int phase, halo_t **out);
 /* table (n x row_bytes, by global id): the rows this rank asked for <- their owners' rows. */
 int halo_exchange(halo_t *h, comm_t *c, void *table, int64_t row_bytes, int phase);
+/* The exchange with the rows packed and unpacked by the caller (a table in a device's memory:
+ * memory/halo_dev.h). Each round calls pack(ctx, ids, m, sbuf): rows ids[0..m) of the table
+ * (global ids, host array, valid during the call) packed into sbuf, m x row_bytes; the rows
+ * travel; then unpack(ctx, ids, m, rbuf) writes the received rows into the table's rows ids.
+ * sbuf and rbuf hold halo_round_rows(h, row_bytes) rows each. halo_exchange is this with
+ * memcpy. A failing pack or unpack ends the exchange with its status (the other ranks then wait
+ * in the round's all-to-all: the caller ends the job, as after any failed collective). */
+typedef struct halo_io {
+    int (*pack)(void *ctx, const int64_t *ids, int64_t m, void *sbuf);
+    int (*unpack)(void *ctx, const int64_t *ids, int64_t m, void *rbuf);
+    void *ctx;
+    void *sbuf, *rbuf;
+} halo_io_t;
+int halo_exchange_with(halo_t *h, comm_t *c, int64_t row_bytes, int phase, const halo_io_t *io);
+/* The most rows one round of an exchange of rows of row_bytes packs or unpacks (0: NULL h). */
+int64_t halo_round_rows(const halo_t *h, int64_t row_bytes);
+/* Its bound over every plan of p ranks at the default staging (a round moves at most
+ * max(1, stage / row_bytes / p) rows per pair). */
+int64_t halo_stage_rows(int p, int64_t row_bytes);
 /* Rows travel in rounds whose staging (send and receive buffers) stays near this many bytes
  * (32 MiB unless set; every rank must set the same). */
 void halo_set_stage_bytes(halo_t *h, int64_t bytes);

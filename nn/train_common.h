@@ -168,7 +168,9 @@ typedef struct train_config {
     const struct dist_plan *given_plan;
     int grad_reduce;           /* MPI: TRAIN_GRAD_CHAIN (default: an ordered chain, ~2 gradient
                                   records sent per rank) or TRAIN_GRAD_ALLGATHER (every record to
-                                  every rank); the same bits either way */
+                                  every rank); the same bits either way. TRAIN_GRAD_NCCL: NCCL's
+                                  all-reduce between the ranks' GPUs (one GPU per rank; its own
+                                  summation order: not the bits of the other two) */
     int64_t memory_budget;     /* view loader: bytes of anonymous memory for the run (0: no
                                   limit); history tables past what the batch needs go to
                                   file-backed maps in the store's folder */
@@ -189,7 +191,8 @@ typedef struct train_config {
     float *out_logits;         /* NULL or n x c: eval logits at the best epoch of the last run */
 } train_config_t;
 
-enum { TRAIN_GRAD_CHAIN = 0, TRAIN_GRAD_ALLGATHER = 1 };
+enum { TRAIN_GRAD_CHAIN = 0, TRAIN_GRAD_ALLGATHER = 1, TRAIN_GRAD_NCCL = 2 };
+extern const char *const train_grad_reduce_words[3];   /* "chain", "allgather", "nccl" */
 enum { TRAIN_METRIC_ACC = 0, TRAIN_METRIC_BACC = 1, TRAIN_METRIC_F1 = 2 };
 /* The words of the enums' flags, indexed by their values (TRAIN_FEATNORM_*, TRAIN_METRIC_*,
  * TRAIN_LOADER_*, train_method_t, refresh_eval_separate, history_host, cluster_global_norm): the names the JSON

@@ -1,5 +1,6 @@
 /* Data-parallel full-batch training over MPI ranks or thread ranks; see train_dist.h. */
 #include "nn/train_dist.h"
+#include "nn/train_xfer.h"
 #include "core/alloc.h"
 #include "core/comm.h"
 #include "core/status.h"
@@ -103,6 +104,7 @@ typedef struct fd_op {
     kern_ctx_t *kc;
     kern_mat_t *own_a, *own_at;   /* the rank's rows of Â and Âᵀ (NULL: Â symmetric) */
     halo_t *halo;
+    halo_dev_t *hx;               /* on a device: the halo rows' staging (the tables are device memory) */
     comm_t *comm;
     int64_t lo, no, n;
     int ntab;
@@ -122,8 +124,8 @@ static int fd_spmm(fd_op_t *o, kern_mat_t *a, int64_t n, int64_t f, const float 
     float *t = fd_table(o, f);
     if (!t || n != o->no) return inca_fail(INCA_ERR, "distributed SpMM: %lld rows of width %lld, expected %lld rows of a "
                                                      "site's width", (long long)n, (long long)f, (long long)o->no);
-    memcpy(t + o->lo * f, in, sizeof(float) * (size_t)(n * f));
-    int rc = halo_exchange(o->halo, o->comm, t, (int64_t)sizeof(float) * f, o->phase);
+    int rc = kc_copy(o->kc, t + o->lo * f, in, sizeof(float) * (size_t)(n * f), KERN_D2D, KERN_STREAM_COMPUTE);
+    if (rc == INCA_OK) rc = train_xfer_halo(o->halo, o->hx, o->comm, KERN_F32, t, f, o->phase);
     return rc != INCA_OK ? rc : kc_spmm(o->kc, a, NULL, t, f, 1.f, 0.f, out);
 }
 static int fd_fwd(void *ctx, int site, int64_t n, int64_t f, const float *in_raw, const float *in, float *out) {
@@ -145,6 +147,7 @@ typedef struct fd_rank {
     int rank, P, mpi;
     int64_t lo, no;
     float *x_own;
+    float *x_d;                   /* x_own on the context */
     csr_t xs;
     kern_mat_t *a_m, *at_m;
     fd_op_t op;
@@ -176,8 +179,13 @@ static void fd_rank_free(fd_rank_t *R) {
     inca_free(R->mall);
     optim_free(&R->o);
     model_free(&R->m);
-    for (int i = 0; i < R->op.ntab; i++) inca_free(R->op.tab[i]);
+    for (int i = 0; i < R->op.ntab; i++) {
+        if (R->op.hx) kc_release(kc, KERN_MEM_DEVICE, R->op.tab[i]);
+        else inca_free(R->op.tab[i]);
+    }
+    halo_dev_free(&R->op.hx);
     halo_free(&R->op.halo);
+    kc_mirror_free(kc, R->x_own, R->x_d);
     kc_mat_free(kc, &R->op.own_a);
     kc_mat_free(kc, &R->op.own_at);
     kc_mat_free(kc, &R->a_m);
@@ -214,11 +222,11 @@ static int fd_rank_setup(fd_rank_t *R, const fd_shared_t *S, const train_config_
         } else INCA_FREE(R->x_own);
     }
     /* every rank starts from rank 0's parameters */
-    for (int i = 0; i < model_nparams(R->m); i++) {
-        nn_param_t *pp = model_param(R->m, i);
-        if ((rc = comm_bcast(R->comm, pp->w, (int64_t)sizeof(float) * pp->n, 0, COMM_SETUP))) return rc;
-        R->ng += pp->n;
-    }
+    for (int i = 0; i < model_nparams(R->m); i++) R->ng += model_param(R->m, i)->n;
+    if ((rc = train_xfer_bcast_params(R->comm, R->m))) return rc;
+    if (c->grad_reduce == TRAIN_GRAD_NCCL && (rc = train_xfer_nccl_join(R->comm, kc))) return rc;
+    if (R->x_own && (rc = kc_mirror(kc, R->x_own, sizeof(float) * (size_t)(R->no * f > 0 ? R->no * f : 1), (void **)&R->x_d)))
+        return rc;
     if ((rc = train_optim_build(c, R->m, &R->o))) return rc;
     if (!(R->gbuf = inca_malloc(sizeof(float) * (size_t)(R->ng ? R->ng : 1))) ||
         (c->grad_reduce == TRAIN_GRAD_ALLGATHER &&
@@ -238,12 +246,22 @@ static int fd_rank_setup(fd_rank_t *R, const fd_shared_t *S, const train_config_
         rc = halo_plan(R->comm, &S->plan, hid, hm, COMM_SETUP, &R->op.halo);
         inca_free(hid);
         if (rc) return rc;
+        const int dev = kc_device(kc) != KERN_DEV_CPU;
         for (int s = 0; s < ns; s++) {
             const int64_t w = model_site_dim(&S->mc, s);
             if (fd_table(&R->op, w)) continue;
             if (R->op.ntab == FD_MAX_WIDTHS) return inca_fail(INCA_ERR, "distributed SpMM: more than %d site widths", FD_MAX_WIDTHS);
             R->op.tab_f[R->op.ntab] = w;
-            if (!(R->op.tab[R->op.ntab++] = inca_calloc((size_t)(S->n * w), sizeof(float)))) return INCA_ENOMEM;
+            /* on a device the table is device memory (all n rows: a device has no untouched pages) */
+            if (dev && (rc = kc_alloc(kc, KERN_MEM_DEVICE, sizeof(float) * (size_t)(S->n * w), (void **)&R->op.tab[R->op.ntab])))
+                return rc;
+            if (!dev && !(R->op.tab[R->op.ntab] = inca_calloc((size_t)(S->n * w), sizeof(float)))) return INCA_ENOMEM;
+            R->op.ntab++;
+        }
+        if (dev) {
+            kern_dtype_t dts[FD_MAX_WIDTHS];
+            for (int i = 0; i < R->op.ntab; i++) dts[i] = KERN_F32;
+            if ((rc = train_xfer_halo_dev(kc, R->P, S->n, R->op.tab_f, dts, R->op.ntab, &R->op.hx))) return rc;
         }
     }
     if ((rc = kc_mirror(kc, S->y + R->lo, sizeof(int32_t) * (size_t)(R->no ? R->no : 1), (void **)&R->y_d))) return rc;
@@ -262,14 +280,9 @@ static int fd_rank_setup(fd_rank_t *R, const fd_shared_t *S, const train_config_
 /* The parameter gradients <- their sum over the ranks in rank order (the same bits on every
  * rank, whichever reduction). */
 static int fd_grad_reduce(fd_rank_t *R, const train_config_t *c) {
-    const int np = model_nparams(R->m);
-    float *g = R->gbuf;
-    int rc = INCA_OK;
-    for (int i = 0; i < np; i++) {
-        const nn_param_t *pp = model_param(R->m, i);
-        memcpy(g, pp->g, sizeof(float) * (size_t)pp->n);
-        g += pp->n;
-    }
+    if (c->grad_reduce == TRAIN_GRAD_NCCL) return train_xfer_grads_sum_nccl(R->comm, R->m, NULL);   /* in place */
+    int rc = train_xfer_grads_get(R->m, R->gbuf);
+    if (rc) return rc;
     if (c->grad_reduce == TRAIN_GRAD_ALLGATHER) {
         if ((rc = comm_allgather(R->comm, R->gbuf, (int64_t)sizeof(float) * R->ng, R->grecv, COMM_GRAD))) return rc;
         memcpy(R->gbuf, R->grecv, sizeof(float) * (size_t)R->ng);
@@ -282,13 +295,7 @@ static int fd_grad_reduce(fd_rank_t *R, const train_config_t *c) {
         memset(contrib, 1, sizeof contrib);
         if ((rc = comm_ordered_sum_f32(R->comm, R->gbuf, R->ng, contrib, COMM_GRAD))) return rc;
     }
-    g = R->gbuf;
-    for (int i = 0; i < np; i++) {
-        nn_param_t *pp = model_param(R->m, i);
-        memcpy(pp->g, g, sizeof(float) * (size_t)pp->n);
-        g += pp->n;
-    }
-    return INCA_OK;
+    return train_xfer_grads_put(R->m, R->gbuf);
 }
 
 /* Figures summed over the ranks in rank order: in[0..k) from every rank into out[0..k). */
@@ -458,7 +465,7 @@ static int fd_rank_run(const fd_shared_t *S, const dataset_t *d, const train_con
     g.best.by_loss = c->select_loss;
     g.best.metric = c->metric;
     if (rc == INCA_OK) rc = fd_resume(&R, d, c, run, &g);
-    const float *xin = R.xs.rowptr ? NULL : R.x_own;
+    const float *xin = R.xs.rowptr ? NULL : R.x_d;
     R.agg = (nn_agg_t){.forward = fd_fwd, .backward = fd_bwd, .ctx = &R.op};
     int ep, stop = 0;
     for (ep = g.ep0; rc == INCA_OK && ep < c->epochs && !g.finished; ep++) {
@@ -492,8 +499,8 @@ static void *fd_thread_main(void *arg) {
         c.metrics_path = NULL;
     }
     c.comm = NULL;
-    kern_ctx_opts_t ko = {.device = "cpu"};
-    T->rc = kc_create(&ko, &kc);   /* a context of its own: a context's sticky status is per thread */
+    /* a context of its own on the job's device: a context's sticky status is per thread */
+    T->rc = kc_sibling(T->c->kc ? T->c->kc : kc_cpu(), &kc);
     c.kc = kc;
     if (T->rc == INCA_OK) T->rc = fd_rank_run(T->S, T->d, &c, T->comm, T->run, &T->r);
     if (T->rc != INCA_OK) {
@@ -513,9 +520,9 @@ int train_full_dist(const dataset_t *d, const train_config_t *c, const int64_t *
     if (mpi && c->workers > 1 && c->workers != P)
         return inca_fail(INCA_EINVAL, "--workers %d under mpirun -np %d: the processes are the ranks (omit --workers or give %d)",
                          c->workers, P, P);
-    if (c->kc && kc_device(c->kc) != KERN_DEV_CPU)
-        return inca_fail(INCA_EINVAL, "%d ranks with --method full: data-parallel ranks run on the CPU backend for now "
-                         "(NCCL between devices is not built)", P);
+    if (!mpi && c->grad_reduce == TRAIN_GRAD_NCCL)
+        return inca_fail(INCA_EINVAL, "--grad-reduce nccl: between the GPUs of MPI ranks (mpirun -np P, one GPU each); "
+                         "--workers runs its ranks in one process");
     if (c->batchnorm)
         return inca_fail(INCA_EINVAL, "%d ranks with --batchnorm: BatchNorm's batch statistics would be each rank's own; "
                          "not supported", P);

@@ -22,7 +22,9 @@
  * - Every process holds the whole dataset (features, graph): what is split is the model's
  *   activations, the SpMMs and the GEMMs. Halo rows cross ranks at every site of every forward
  *   and backward (JSON bytes_halo; evaluation under bytes_eval).
- * - CPU backend; no BatchNorm (batch statistics would be each rank's), no --batch-size, no
+ * - Any backend (issue 29): on a device the site tables are device memory and their halo rows
+ *   travel through host staging (nn/train_xfer.h); --workers gives each thread rank a context of
+ *   its own on the job's device (kc_sibling). No BatchNorm (batch statistics would be each rank's), no --batch-size, no
  *   per-node logits hooks (pruning's). Each is refused with a message.
  * - Checkpoints: under MPI DIR/rank-R-of-P plus DIR/manifest.json (nn/checkpoint.h); with
  *   --workers, rank 0 writes DIR/run-<i>.ckpt alone (the state is the same on every rank).

@@ -18,6 +18,7 @@
 #include "nn/layout.h"
 #include "graph/dist.h"
 #include "memory/halo.h"
+#include "nn/train_xfer.h"
 #include <errno.h>
 #include <sys/stat.h>
 #include "nn/optim.h"
@@ -175,6 +176,7 @@ typedef struct mb_run {
     comm_t *comm;               /* MPI: the job's ranks (c->comm with more than one rank), else NULL */
     int rank;                   /* MPI: this process's rank (0 otherwise) */
     halo_t *halo;               /* MPI incagg push: the rows of S this rank's rows of Â read */
+    halo_dev_t *hx;             /* MPI on a device: the halo rows' staging (nn/train_xfer.h) */
     float *gsend, *grecv;       /* MPI: [had, loss, gradients] of this rank / of every rank */
     int64_t gfloats;            /* floats of one rank's record (2 doubles first) */
     char ckdir[4096];           /* MPI: this rank's checkpoint directory */
@@ -231,6 +233,7 @@ static void mb_run_free(mb_run_t *R) {
     for (int r = 0; r < R->workers; r++) batch_loader_free(&R->lds[r]);
     R->ld = NULL;   /* one of lds */
     halo_free(&R->halo);
+    halo_dev_free(&R->hx);
     inca_free(R->gsend);
     inca_free(R->grecv);
     dist_plan_free(&R->plan);
@@ -346,11 +349,18 @@ static int mb_eval_ranks(mb_run_t *R, const float *logits, train_epoch_eval_t *e
     return rc;
 }
 
+/* A history table's halo rows (h's) from their owners: through the device's staging when the
+ * tables are on a device */
+static int mb_table_exchange(mb_run_t *R, halo_t *h, hist_t *t, int phase) {
+    const int on_dev = R->dev && !agg_tables_on_host(R->agg);
+    return train_xfer_halo(h, on_dev ? R->hx : NULL, R->comm, t->dtype == HIST_BF16 ? KERN_BF16 : KERN_F32, t->data, t->f,
+                           phase);
+}
+
 /* MPI incagg push refresh (agg_config.exchange): S's halo rows from their owners */
 static int mb_halo_exchange(void *ctx, int site, hist_t *t) {
-    mb_run_t *R = ctx;
     (void)site;
-    return halo_exchange(R->halo, R->comm, t->data, t->n ? hist_bytes(t) / t->n : 0, COMM_REFRESH);
+    return mb_table_exchange(ctx, ((mb_run_t *)ctx)->halo, t, COMM_REFRESH);
 }
 
 static const char *mb_ckdir(const mb_run_t *R) { return R->comm ? R->ckdir : R->c->checkpoint_dir; }
@@ -415,6 +425,9 @@ static int mb_setup_check(mb_run_t *R, const dataset_t *d, int64_t n_train) {
 static int mb_setup_ranks(mb_run_t *R) {
     const train_config_t *c = R->c;
     int rc;
+    if (c->grad_reduce == TRAIN_GRAD_NCCL && comm_size(c->comm) < 2)
+        return inca_fail(INCA_EINVAL, "--grad-reduce nccl: between the GPUs of MPI ranks (mpirun -np P, one GPU each); "
+                         "this is one process%s", c->workers > 1 ? " (--workers runs its ranks in it)" : "");
     R->workers = c->workers > 1 ? c->workers : 1;
     if (R->workers > MB_MAX_WORKERS) return inca_fail(INCA_EINVAL, "--workers %d: at most %d", R->workers, MB_MAX_WORKERS);
     if (comm_size(c->comm) > 1) {   /* under mpirun: this process is one rank of workers */
@@ -459,9 +472,6 @@ static int mb_setup_upload(mb_run_t *R) {
     R->kc = c->kc ? c->kc : kc_cpu();
     R->dev = kc_device(R->kc) != KERN_DEV_CPU;
     kern_ctx_t *kc = R->kc;
-    if (R->comm && R->dev)
-        return inca_fail(INCA_EINVAL, "mpirun with --device %s: data-parallel ranks run on the CPU backend for now "
-                         "(NCCL between devices is not built)", c->device);
     if ((rc = train_device_budget_begin(c, kc, "graph", &R->place)) != INCA_OK) return rc;
     if ((rc = kc_mat_upload(kc, &R->D.a, &R->a_m)) || (atp && (rc = kc_mat_upload(kc, atp, &R->at_m))) ||
         (kc_mem_tag(kc, "features"), (rc = kc_mirror(kc, R->D.x, sizeof(float) * (size_t)(n * R->D.f), (void **)&R->x_d))) ||
@@ -501,6 +511,30 @@ static int mb_setup_loader(mb_run_t *R, hist_dtype_t *hd_out, const void **m0_ou
     return INCA_OK;
 }
 
+/* MPI on a device: staging for the halo rows of every table this rank exchanges (the history
+ * sites' tables in their type, the layer-wise passes' fp32 outputs), made before the tables so
+ * that a device budget sees it. */
+static int mb_halo_staging(mb_run_t *R) {
+    int64_t dims[AGG_MAX_SITES], w[2 * AGG_MAX_SITES];
+    uint8_t fixed[AGG_MAX_SITES];
+    kern_dtype_t dt[2 * AGG_MAX_SITES];
+    int nw = 0;
+    const int ns = mb_model_sites(&R->mc, dims, fixed);
+    if (ns < 0) return ns;
+    const kern_dtype_t hd = R->c->history_dtype == HIST_BF16 ? KERN_BF16 : KERN_F32;
+    for (int st = 0; st < ns; st++) {
+        if (fixed[st]) continue;   /* x: every rank holds all of it, nothing of it travels */
+        w[nw] = dims[st];
+        dt[nw++] = hd;
+        w[nw] = dims[st];
+        dt[nw++] = KERN_F32;
+    }
+    const char *tag = kc_mem_tag(R->kc, "comm staging");
+    int rc = train_xfer_halo_dev(R->kc, R->workers, R->D.n, w, dt, nw, &R->hx);
+    kc_mem_tag(R->kc, tag);
+    return rc;
+}
+
 /* The model, its optimiser and weight average, the ranks' gradient sums and, under MPI, the
  * common start and the halo plan. */
 static int mb_setup_model(mb_run_t *R) {
@@ -524,12 +558,8 @@ static int mb_setup_model(mb_run_t *R) {
     if (R->comm) {   /* every rank starts from rank 0's parameters; a step's record: had, loss, gradients */
         const int np = model_nparams(R->m);
         R->gfloats = 4;
-        for (int i = 0; i < np && rc == INCA_OK; i++) {
-            nn_param_t *pp = model_param(R->m, i);
-            rc = comm_bcast(R->comm, pp->w, (int64_t)sizeof(float) * pp->n, 0, COMM_SETUP);
-            R->gfloats += pp->n;
-        }
-        if (rc != INCA_OK) return rc;
+        for (int i = 0; i < np; i++) R->gfloats += model_param(R->m, i)->n;
+        if ((rc = train_xfer_bcast_params(R->comm, R->m)) != INCA_OK) return rc;
         if (!(R->gsend = inca_calloc((size_t)R->gfloats, sizeof(float))) ||
             /* allgather: every rank's whole record; the chain: every rank's header */
             !(R->grecv = inca_malloc(sizeof(float) * (size_t)(c->grad_reduce == TRAIN_GRAD_ALLGATHER ? R->gfloats : 4) *
@@ -544,6 +574,8 @@ static int mb_setup_model(mb_run_t *R) {
             inca_free(ids);
             if (rc != INCA_OK) return rc;
         }
+        if (R->dev && (rc = mb_halo_staging(R)) != INCA_OK) return rc;
+        if (c->grad_reduce == TRAIN_GRAD_NCCL && (rc = train_xfer_nccl_join(R->comm, R->kc)) != INCA_OK) return rc;
     }
     /* after the broadcast: every rank's average starts from rank 0's parameters */
     kc_mem_tag(kc, "optimizer");
@@ -795,7 +827,7 @@ static int mb_gas_pull(mb_run_t *R, const batch_t *b) {
     int rc = halo_plan(R->comm, &R->plan, need, m, COMM_HALO, &h);
     for (int st = 0; st < agg_num_sites(R->agg) && rc == INCA_OK; st++) {
         hist_t *t = agg_table(R->agg, 'H', st);
-        if (t) rc = halo_exchange(h, R->comm, t->data, t->n ? hist_bytes(t) / t->n : 0, COMM_HALO);
+        if (t) rc = mb_table_exchange(R, h, t, COMM_HALO);
     }
     halo_free(&h);
     inca_free(need);
@@ -888,10 +920,50 @@ static int mb_grad_apply(mb_run_t *R, const float *sum, int nc) {
     if (nc == 0) return INCA_OK;
     for (int i = 0; i < model_nparams(R->m) && rc == INCA_OK; i++) {
         nn_param_t *pp = model_param(R->m, i);
-        rc = kc_axpby(R->kc, pp->n, 1.f / (float)nc, sum ? sum : R->gacc[i], 0.f, pp->g);
+        const float *src = sum ? sum : R->gacc[i];
+        if (sum && R->dev) {   /* the host's sum goes up first (gacc: the ranks' sums, unused under MPI) */
+            rc = kc_copy(R->kc, R->gacc[i], sum, sizeof(float) * (size_t)pp->n, KERN_H2D, KERN_STREAM_COMPUTE);
+            src = R->gacc[i];
+        }
+        if (rc == INCA_OK) rc = kc_axpby(R->kc, pp->n, 1.f / (float)nc, src, 0.f, pp->g);
         if (sum) sum += pp->n;
     }
     return rc != INCA_OK ? rc : mb_opt_step(R);
+}
+
+/* MPI: this rank's loss at slot (step s of epoch ep; checked: a rank whose loss is not finite
+ * ends the job), from the device when on one. */
+static int mb_rank_loss(mb_run_t *R, int64_t slot, int ep, int64_t s, double *loss) {
+    int rc;
+    if (R->dev && (rc = kc_copy(R->kc, &R->losses_h[slot], &R->losses_d[slot], sizeof(double), KERN_D2H,
+                                KERN_STREAM_COMPUTE)) != INCA_OK)
+        return rc;
+    *loss = R->dev ? R->losses_h[slot] : R->losses_d[slot];
+    if (!isfinite(*loss))
+        return inca_fail(INCA_ERR, "run %d, epoch %d, step %lld, rank %d: training loss is not finite (%g); lower --lr?",
+                         R->run, ep, (long long)s, R->rank, *loss);
+    return INCA_OK;
+}
+
+/* --grad-reduce nccl: [had, loss] of every rank through MPI, the gradients summed on the GPUs
+ * into gacc (a rank without a loss adds zeros), then the shared step. */
+static int mb_step_nccl(mb_run_t *R, const double own[2], double *loss_sum, int64_t *loss_n) {
+    int rc = INCA_OK, nc = 0;
+    if ((rc = comm_allgather(R->comm, own, (int64_t)sizeof(double) * 2, R->grecv, COMM_GRAD)) != INCA_OK) return rc;
+    for (int r = 0; r < R->workers; r++) {
+        double hd[2];
+        memcpy(hd, (const char *)R->grecv + sizeof hd * (size_t)r, sizeof hd);
+        if (hd[0] == 0) continue;
+        *loss_sum += hd[1];
+        (*loss_n)++;
+        nc++;
+    }
+    for (int i = 0; i < model_nparams(R->m) && own[0] == 0 && rc == INCA_OK; i++) {
+        nn_param_t *pp = model_param(R->m, i);
+        rc = kc_zero(R->kc, pp->g, sizeof(float) * (size_t)pp->n, KERN_STREAM_COMPUTE);
+    }
+    if (rc == INCA_OK && nc > 0) rc = train_xfer_grads_sum_nccl(R->comm, R->m, R->gacc);
+    return rc != INCA_OK ? rc : mb_grad_apply(R, NULL, nc);
 }
 
 /* mb_step under MPI: this rank's batch (dropout step gstep * P + rank), then every rank's
@@ -901,7 +973,7 @@ static int mb_grad_apply(mb_run_t *R, const float *sum, int nc) {
  * chain (default) sums through comm_ordered_sum_f32 (about 2 records sent per rank);
  * allgather sends every record to every rank ((P - 1) records) and sums locally. */
 static int mb_step_mpi(mb_run_t *R, int ep, int64_t s, double *loss_sum, int64_t *loss_n) {
-    const int np = model_nparams(R->m), P = R->workers;
+    const int P = R->workers;
     const int64_t slot = s * P + R->rank;
     double own_sum = 0;
     int64_t own_n = 0;
@@ -912,27 +984,27 @@ static int mb_step_mpi(mb_run_t *R, int ep, int64_t s, double *loss_sum, int64_t
     else if (R->method == AGG_GAS)
         rc = mb_gas_pull(R, NULL);
     if (rc != INCA_OK) return rc;
-    double hd[2] = {had ? 1.0 : 0.0, had ? R->losses_d[slot] : 0.0};
+    double hd[2] = {had ? 1.0 : 0.0, 0.0};
+    if (had && (rc = mb_rank_loss(R, slot, ep, s, &hd[1])) != INCA_OK) return rc;
+    if (R->c->grad_reduce == TRAIN_GRAD_NCCL) return mb_step_nccl(R, hd, loss_sum, loss_n);
+    if (had && (rc = train_xfer_grads_get(R->m, R->gsend + 4)) != INCA_OK) return rc;
     memcpy(R->gsend, hd, sizeof hd);
-    float *gp = R->gsend + 4;
-    for (int i = 0; i < np; i++) {
-        const nn_param_t *pp = model_param(R->m, i);
-        if (had) memcpy(gp, pp->g, sizeof(float) * (size_t)pp->n);
-        gp += pp->n;
-    }
     int nc = 0;
-    if (R->c->grad_reduce == TRAIN_GRAD_ALLGATHER) {   /* every record to every rank, summed here */
+    if (R->c->grad_reduce == TRAIN_GRAD_ALLGATHER) {   /* every record to every rank, summed here in rank order */
         if ((rc = comm_allgather(R->comm, R->gsend, (int64_t)sizeof(float) * R->gfloats, R->grecv, COMM_GRAD)) != INCA_OK)
             return rc;
-        for (int r = 0; r < P && rc == INCA_OK; r++) {
+        float *sum = R->gsend + 4;   /* sent: free to reuse */
+        for (int r = 0; r < P; r++) {
             const float *rec = R->grecv + (int64_t)r * R->gfloats;
             memcpy(hd, rec, sizeof hd);
             if (hd[0] == 0) continue;
             *loss_sum += hd[1];
             (*loss_n)++;
-            rc = mb_grad_add(R, rec + 4, nc++ == 0);
+            /* gacc's kc_axpby(1, g, 1, acc) computes these bits: 1 x g + 1 x acc, one rounding */
+            if (nc++ == 0) memcpy(sum, rec + 4, sizeof(float) * (size_t)(R->gfloats - 4));
+            else for (int64_t i = 0; i < R->gfloats - 4; i++) sum[i] = rec[4 + i] + sum[i];
         }
-        return rc != INCA_OK ? rc : mb_grad_apply(R, NULL, nc);
+        return mb_grad_apply(R, sum, nc);
     }
     /* the chain: the headers to everyone, the gradients summed in rank order (core/comm.h) */
     uint8_t contrib[MB_MAX_WORKERS];
@@ -979,7 +1051,7 @@ static int mb_step(mb_run_t *R, int ep, int64_t s, double *loss_sum, int64_t *lo
 /* Off the CPU: the epoch's step losses, read back once, checked and summed in step order (the
  * CPU's sum). A non-finite one names its step; the epoch is not evaluated or checkpointed. */
 static int mb_epoch_losses(mb_run_t *R, int ep, double *loss_sum, int64_t *loss_n) {
-    if (!R->dev) return INCA_OK;
+    if (!R->dev || R->comm) return INCA_OK;   /* under MPI every step's losses came with the records */
     const int64_t nslots = R->spe * R->workers;   /* step-major, rank-minor: the CPU's order */
     int rc = kc_copy(R->kc, R->losses_h, R->losses_d, sizeof(double) * (size_t)nslots, KERN_D2H, KERN_STREAM_COMPUTE);
     if (rc != INCA_OK) return rc;
@@ -1062,7 +1134,8 @@ static int mb_pass(mb_run_t *R, int refresh, const float **logits) {
         }
         /* MPI: the next layer's rows of Â read the halo's rows of this output, from their owners */
         if (rc == INCA_OK && R->comm && !last)
-            rc = halo_exchange(R->halo, R->comm, hout, (int64_t)sizeof(float) * fout, R->init_pass ? COMM_SETUP : refresh ? COMM_REFRESH : COMM_EVAL);
+            rc = train_xfer_halo(R->halo, R->dev ? R->hx : NULL, R->comm, KERN_F32, hout, fout,
+                                 R->init_pass ? COMM_SETUP : refresh ? COMM_REFRESH : COMM_EVAL);
         hin = hout;
         fin = fout;
         skip_cur = skip_next;

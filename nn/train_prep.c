@@ -1,6 +1,7 @@
 /* The prepared-data stage of a run: the dataset, the partitioning, the store layout's views for
  * the view loader, the kernel context of --device. See train_prep.h. */
 #include "nn/train_prep.h"
+#include "core/comm.h"
 #include "nn/layout.h"
 #include "loaders/partition_store.h"
 #include "kernels/backend.h"
@@ -89,6 +90,10 @@ int train_view_open(const dataset_t *d, const train_config_t *c, const partition
 
 int train_device_open(const train_config_t *c, kern_ctx_t **kc, char *name, size_t cap) {
     kern_ctx_opts_t ko = {.device = c->device, .deterministic = c->deterministic, .tf32 = c->tf32};
+    if (comm_size(c->comm) > 1) {   /* --device cuda under mpirun: rank r of a node on its GPU r mod count */
+        ko.device_index = comm_local_rank(c->comm);
+        ko.rank_device = 1;
+    }
     int rc = kc_create(&ko, kc);
     if (rc != INCA_OK) return rc;
     if (kc_fallback(*kc)) train_log(c, TRAIN_LOG_INFO, "--device auto: %s; running on the CPU", kc_fallback(*kc));

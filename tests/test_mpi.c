@@ -120,6 +120,86 @@ START_TEST(mpirun_equals_workers_bit_for_bit) {
 }
 END_TEST
 
+/* issue 29: ranks on a device. mpirun -np p on the emulated device (whose memory faults on any
+ * host access) against the CPU's mpirun -np p: the same parameters bit for bit (the emulated
+ * device runs the CPU's kernels), the same test accuracy and the same bytes per rank and phase;
+ * and --workers p on the emulated device, the same parameters again. */
+static void compare_dev(int p, const char *method) {
+    char args[16384], pc[1100], pe[1100], px[1100], what[256];
+    char *out = NULL, *err = NULL;
+    snprintf(pc, sizeof pc, "%s/dc.npy", dir);
+    snprintf(pe, sizeof pe, "%s/de.npy", dir);
+    snprintf(px, sizeof px, "%s/dx.npy", dir);
+    snprintf(what, sizeof what, "-np %d --device emu %s", p, method);
+    const char *common = "--model gcn --parts 40 --batch-parts 5 --epochs 3 --seed 2 --threads 1 --json";
+    snprintf(args, sizeof args, "train '%s' --method %s %s --save-params '%s'", store, method, common, pc);
+    ck_assert_msg(run(p, args, &out, &err) == 0, "%s on the CPU: %s", what, err);
+    cJSON *c = tu_json_last(out);
+    free(out);
+    free(err);
+    snprintf(args, sizeof args, "train '%s' --method %s %s --device emu --save-params '%s'", store, method, common, pe);
+    ck_assert_msg(run(p, args, &out, &err) == 0, "%s: %s", what, err);
+    cJSON *e = tu_json_last(out);
+    free(out);
+    free(err);
+    ck_assert_str_eq(tu_json_get(e, "device", cJSON_String)->valuestring, "emu");
+    ck_assert_double_eq(tu_json_dbl(e, "ranks"), p);
+    ck_assert_msg(tu_json_dbl(e, "test_acc") == tu_json_dbl(c, "test_acc"), "%s: test accuracy %g vs the CPU's %g", what,
+                  tu_json_dbl(e, "test_acc"), tu_json_dbl(c, "test_acc"));
+    same_file(pc, pe, what);
+    static const char *const keys[] = {"bytes_setup", "bytes_grad", "bytes_refresh", "bytes_halo", "bytes_eval"};
+    const cJSON *rc = tu_json_get(c, "rank_stats", cJSON_Array), *re = tu_json_get(e, "rank_stats", cJSON_Array);
+    ck_assert_int_eq(cJSON_GetArraySize(re), p);
+    for (int r = 0; r < p; r++)
+        for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++)
+            ck_assert_msg(tu_json_dbl(cJSON_GetArrayItem(re, r), keys[k]) == tu_json_dbl(cJSON_GetArrayItem(rc, r), keys[k]),
+                          "%s: rank %d %s %g vs the CPU's %g", what, r, keys[k], tu_json_dbl(cJSON_GetArrayItem(re, r), keys[k]),
+                          tu_json_dbl(cJSON_GetArrayItem(rc, r), keys[k]));
+    const cJSON *pl = cJSON_GetObjectItemCaseSensitive(e, "placement");
+    if (pl)   /* the mini-batch trainers allocate nothing on the device once training starts */
+        ck_assert_msg(tu_json_dbl(pl, "allocations_during_training") == 0, "%s: %g device allocations during training",
+                      what, tu_json_dbl(pl, "allocations_during_training"));
+    snprintf(args, sizeof args, "train '%s' --method %s %s --device emu --workers %d --save-params '%s'", store, method,
+             common, p, px);
+    ck_assert_msg(run(0, args, NULL, &err) == 0, "%s --workers: %s", what, err);
+    free(err);
+    same_file(pc, px, what);
+    cJSON_Delete(c);
+    cJSON_Delete(e);
+}
+
+START_TEST(device_ranks_equal_cpu_ranks) {
+    compare_dev(2, "cluster");
+    compare_dev(2, "gas");
+    compare_dev(3, "gas --grad-reduce allgather");
+    compare_dev(2, "incagg --refresh-source push");
+    compare_dev(2, "incagg --refresh-source push --history-dtype bf16 --model sage");
+    compare_dev(2, "incagg --refresh-source recompute --history-location host");
+    compare_dev(2, "incagg --refresh-source recompute --loader view");
+    compare_dev(2, "gas --loader view --history-dtype bf16");
+    compare_dev(2, "full");
+    compare_dev(3, "full --model sage --grad-reduce allgather");
+    /* NCCL needs CUDA GPUs, one per rank: refused on every rank alike before any step, naming the
+     * rank's device, and for --workers (one process) */
+    static const char *const nccl[] = {"incagg --device emu", "full --device emu", "gas"};
+    for (size_t i = 0; i < sizeof nccl / sizeof nccl[0]; i++) {
+        char args[4096], *out = NULL, *err = NULL;
+        snprintf(args, sizeof args, "train '%s' --method %s --parts 40 --epochs 1 --threads 1 --grad-reduce nccl", store,
+                 nccl[i]);
+        ck_assert_int_ne(run(2, args, &out, &err), 0);
+        ck_assert_msg(strstr(err, "--grad-reduce nccl: rank 0 runs on") && strstr(err, "has no NCCL"), "%s", err);
+        free(out);
+        free(err);
+        snprintf(args, sizeof args, "train '%s' --method %s --parts 40 --epochs 1 --threads 1 --grad-reduce nccl --workers 2",
+                 store, nccl[i]);
+        ck_assert_int_eq(run(0, args, &out, &err), 2);
+        ck_assert_msg(strstr(err, "--grad-reduce nccl: between the GPUs of MPI ranks"), "%s", err);
+        free(out);
+        free(err);
+    }
+}
+END_TEST
+
 /* one rank's [grad, refresh, halo, eval] bytes from a -np 2 run */
 static void bytes_of(const char *method, int epochs, double b[2][4], double *params, double *spe) {
     char args[16384];
@@ -528,6 +608,7 @@ int main(void) {
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 900);
     tcase_add_test(tc, mpirun_equals_workers_bit_for_bit);
+    tcase_add_test(tc, device_ranks_equal_cpu_ranks);
     tcase_add_test(tc, incagg_sends_only_gradients_between_refreshes);
     tcase_add_test(tc, checkpoints_per_rank_resume_bit_for_bit);
     tcase_add_test(tc, failures_end_the_job_naming_the_rank);

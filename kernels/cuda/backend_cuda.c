@@ -12,6 +12,9 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <cusparse.h>
+#ifdef INCA_HAS_NCCL
+#include <nccl.h>
+#endif
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +33,9 @@ typedef struct kcu_ctx {
     size_t scratch_bytes;
     void *blas_ws;        /* cuBLAS's workspace, ours so that it is accounted (KCU_BLAS_WS) */
     const char *last_op;  /* the op queued last: named when a queued kernel fails at sync */
+#ifdef INCA_HAS_NCCL
+    ncclComm_t nccl;      /* the clique of kc_coll_init (NULL: none joined) */
+#endif
 } kcu_ctx_t;
 
 typedef struct kcu_plan {
@@ -681,6 +687,9 @@ static void kcu_destroy(kern_ctx_t *ctx) {
     if (!c) return;
     for (int s = 0; s < KERN_NSTREAMS; s++)
         if (c->st[s]) cudaStreamSynchronize(c->st[s]);
+#ifdef INCA_HAS_NCCL
+    if (c->nccl) ncclCommDestroy(c->nccl);
+#endif
     if (c->sp) cusparseDestroy(c->sp);
     if (c->bl) cublasDestroy(c->bl);
     kcu_dfree(c, c->scratch);
@@ -704,6 +713,45 @@ static int kcu_mem_info(kern_ctx_t *ctx, int64_t *total, int64_t *free_now) {
     *free_now = (int64_t)fr;
     return INCA_OK;
 }
+
+/* ---- NCCL (issue 29): one clique per context ---- */
+static int kcu_device_uid(kern_ctx_t *ctx, char *buf, size_t cap) {
+    kcu_ctx_t *c = kcu(ctx);
+    char bus[64];
+    int rc = kcu_check(c, "device_uid", cudaDeviceGetPCIBusId(bus, (int)sizeof bus, c->dev));
+    if (rc == INCA_OK) snprintf(buf, cap, "%s", bus);
+    return rc;
+}
+#ifdef INCA_HAS_NCCL
+static int kcu_nccl(kcu_ctx_t *c, const char *op, ncclResult_t r) {
+    if (r == ncclSuccess) return INCA_OK;
+    return kcu_fail(c, INCA_ERR, op, "NCCL", ncclGetErrorString(r));
+}
+static int kcu_coll_id(kern_ctx_t *ctx, void *id) {
+    _Static_assert(sizeof(ncclUniqueId) <= KERN_COLL_ID_BYTES, "KERN_COLL_ID_BYTES holds an ncclUniqueId");
+    ncclUniqueId u;
+    int rc = kcu_nccl(kcu(ctx), "coll_id", ncclGetUniqueId(&u));
+    if (rc == INCA_OK) {
+        memset(id, 0, KERN_COLL_ID_BYTES);
+        memcpy(id, &u, sizeof u);
+    }
+    return rc;
+}
+static int kcu_coll_init(kern_ctx_t *ctx, const void *id, int rank, int size) {
+    kcu_ctx_t *c = kcu(ctx);
+    if (c->nccl) return kcu_fail(c, INCA_EINVAL, "coll_init", "NCCL", "this context joined a clique already");
+    ncclUniqueId u;
+    memcpy(&u, id, sizeof u);
+    int rc = kcu_check(c, "coll_init", cudaSetDevice(c->dev));
+    return rc != INCA_OK ? rc : kcu_nccl(c, "coll_init", ncclCommInitRank(&c->nccl, size, u, rank));
+}
+static int kcu_coll_sum_f32(kern_ctx_t *ctx, const float *send, float *recv, int64_t n) {
+    kcu_ctx_t *c = kcu(ctx);
+    if (!c->nccl) return kcu_fail(c, INCA_EINVAL, "coll_sum_f32", "NCCL", "no clique joined (kc_coll_init)");
+    c->last_op = "coll_sum_f32";
+    return kcu_nccl(c, "coll_sum_f32", ncclAllReduce(send, recv, (size_t)n, ncclFloat32, ncclSum, c->nccl, kcu_stream(c)));
+}
+#endif
 
 static const kern_ops_t kcu_ops = {
     .name = "cuda",
@@ -745,6 +793,12 @@ static const kern_ops_t kcu_ops = {
     .sub_rows = kcu_sub_rows_op,
     .encode = kcu_encode_op,
     .decode = kcu_decode_op,
+    .device_uid = kcu_device_uid,
+#ifdef INCA_HAS_NCCL
+    .coll_id = kcu_coll_id,
+    .coll_init = kcu_coll_init,
+    .coll_sum_f32 = kcu_coll_sum_f32,
+#endif
 };
 
 int kern_cuda_create(const kern_ctx_opts_t *opts, kern_ctx_t **out) {
@@ -756,7 +810,7 @@ int kern_cuda_create(const kern_ctx_opts_t *opts, kern_ctx_t **out) {
         return inca_fail(INCA_EINVAL, "no usable CUDA device (%s)",   /* kc_create prefixes "--device cuda: " */
                          e != cudaSuccess ? cudaGetErrorString(e) : "no device found");
     }
-    const int dev = opts ? opts->device_index : 0;
+    const int dev = !opts ? 0 : opts->rank_device ? opts->device_index % n : opts->device_index;
     if (dev < 0 || dev >= n)
         return inca_fail(INCA_EINVAL, "CUDA device %d does not exist (%d found)", dev, n);
     kcu_ctx_t *c = calloc(1, sizeof *c);

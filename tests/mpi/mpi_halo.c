@@ -9,6 +9,8 @@
 #include "core/status.h"
 #include "graph/dist.h"
 #include "memory/halo.h"
+#include "memory/halo_dev.h"
+#include "kernels/backend.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,18 +43,36 @@ END_TEST
 /* the value of row v, column j as its owner writes it */
 static float cell(int64_t v, int owner, int64_t j) { return (float)(v * 1000 + j) + 0.25f * (float)owner; }
 
-static void exchange_case(int64_t n, int64_t k, int64_t f, uint64_t seed, int64_t stage) {
-    const int p = comm_size(C), me = comm_rank(C);
-    csr_t a = tu_csr_random(n, n, seed, 1);   /* every rank builds the same graph */
-    int64_t *bounds = malloc(sizeof *bounds * (size_t)(k + 1));
-    for (int64_t i = 0; i <= k; i++) bounds[i] = n * i / k;
-    dist_plan_t plan;
-    ck_assert_int_eq(dist_plan_make(&a, bounds, k, p, &plan), INCA_OK);
-    int64_t *ids = NULL, m = 0;
-    ck_assert_int_eq(dist_halo(&a, &plan, me, &ids, &m), INCA_OK);
-    halo_t *h = NULL;
+/* A random graph of n nodes (every rank builds the same) in k equal parts over the job's ranks,
+ * and this rank's halo plan (its ids in *ids, *m of them); the byte counters reset before it. */
+typedef struct { csr_t a; int64_t *bounds; dist_plan_t plan; int64_t *ids, m; halo_t *h; } plan_case_t;
+static void plan_case(int64_t n, int64_t k, uint64_t seed, plan_case_t *t) {
+    t->a = tu_csr_random(n, n, seed, 1);
+    t->bounds = malloc(sizeof *t->bounds * (size_t)(k + 1));
+    for (int64_t i = 0; i <= k; i++) t->bounds[i] = n * i / k;
+    ck_assert_int_eq(dist_plan_make(&t->a, t->bounds, k, comm_size(C), &t->plan), INCA_OK);
+    t->ids = NULL;
+    t->m = 0;
+    ck_assert_int_eq(dist_halo(&t->a, &t->plan, comm_rank(C), &t->ids, &t->m), INCA_OK);
+    t->h = NULL;
     comm_reset_bytes(C);
-    ck_assert_int_eq(halo_plan(C, &plan, ids, m, COMM_SETUP, &h), INCA_OK);
+    ck_assert_int_eq(halo_plan(C, &t->plan, t->ids, t->m, COMM_SETUP, &t->h), INCA_OK);
+}
+static void plan_case_free(plan_case_t *t) {
+    halo_free(&t->h);
+    inca_free(t->ids);
+    dist_plan_free(&t->plan);
+    free(t->bounds);
+    csr_free(&t->a);
+}
+
+static void exchange_case(int64_t n, int64_t k, int64_t f, uint64_t seed, int64_t stage) {
+    const int me = comm_rank(C);
+    plan_case_t pc;
+    plan_case(n, k, seed, &pc);
+    halo_t *h = pc.h;
+    const dist_plan_t plan = pc.plan;
+    const int64_t *ids = pc.ids, m = pc.m;
     ck_assert_int_eq(halo_recv_rows(h), m);
     halo_set_stage_bytes(h, stage);
     const float sentinel = -1.f;
@@ -82,11 +102,7 @@ static void exchange_case(int64_t n, int64_t k, int64_t f, uint64_t seed, int64_
     ck_assert_int_eq(tot[0], tot[1]);
     free(asked);
     free(t);
-    halo_free(&h);
-    inca_free(ids);
-    dist_plan_free(&plan);
-    free(bounds);
-    csr_free(&a);
+    plan_case_free(&pc);
 }
 
 START_TEST(halo_rows_equal_the_owners) {
@@ -95,6 +111,75 @@ START_TEST(halo_rows_equal_the_owners) {
     exchange_case(1000, 40, 16, 3, 0);
     exchange_case(1000, 40, 16, 3, 500);   /* rounds of a few rows each */
     exchange_case(300, 12, 7, 11, 1);      /* one row per pair per round */
+}
+END_TEST
+
+/* A table on the emulated device (whose memory a host access faults on) exchanged through
+ * halo_dev: the same bytes and the same byte count as the host exchange of the same table. Row
+ * bits are arbitrary (bf16: any finite, normal pattern), the owner's rows differ per rank. */
+static void exchange_dev_case(int64_t n, int64_t k, int64_t f, uint64_t seed, int64_t stage, kern_dtype_t dt) {
+    const int me = comm_rank(C);
+    const int64_t es = dt == KERN_BF16 ? 2 : 4, rb = es * f;
+    plan_case_t pc;
+    plan_case(n, k, seed, &pc);
+    halo_t *h = pc.h;
+    if (stage) halo_set_stage_bytes(h, stage);
+    unsigned char *host = malloc((size_t)(n * rb)), *back = malloc((size_t)(n * rb));
+    for (int64_t i = 0; i < n * rb / es; i++) {
+        uint32_t x = (uint32_t)(i * 2654435761u) ^ (uint32_t)(me * 40503u) ^ (uint32_t)seed;
+        if (dt == KERN_BF16) {
+            const uint16_t b = (uint16_t)(((x >> 7) & 0x7F7Fu) | 0x0800u);   /* finite, normal */
+            memcpy(host + 2 * i, &b, 2);
+        } else {
+            const float v = (float)(x % 100000u) * 0.125f - 777.f;
+            memcpy(host + 4 * i, &v, 4);
+        }
+    }
+    kern_ctx_opts_t ko = {.device = "emu"};
+    kern_ctx_t *kc = NULL;
+    ck_assert_int_eq(kc_create(&ko, &kc), INCA_OK);
+    void *t_d = NULL;
+    ck_assert_int_eq(kc_alloc(kc, KERN_MEM_DEVICE, (size_t)(n * rb), &t_d), INCA_OK);
+    ck_assert_int_eq(kc_copy(kc, t_d, host, (size_t)(n * rb), KERN_H2D, KERN_STREAM_COMPUTE), INCA_OK);
+    halo_dev_t *x = NULL;
+    const int64_t rows = halo_round_rows(h, rb);
+    ck_assert_int_eq(halo_dev_create(kc, rows, rows * f, dt == KERN_BF16, &x), INCA_OK);
+    comm_reset_bytes(C);
+    ck_assert_int_eq(halo_dev_exchange(x, h, C, dt, t_d, f, COMM_REFRESH), INCA_OK);
+    const int64_t dev_bytes = comm_bytes_sent(C, COMM_REFRESH);
+    ck_assert_int_eq(kc_copy(kc, back, t_d, (size_t)(n * rb), KERN_D2H, KERN_STREAM_COMPUTE), INCA_OK);
+    ck_assert_int_eq(kc_sync(kc), INCA_OK);
+    comm_reset_bytes(C);
+    ck_assert_int_eq(halo_exchange(h, C, host, rb, COMM_REFRESH), INCA_OK);
+    ck_assert_int_eq(dev_bytes, comm_bytes_sent(C, COMM_REFRESH));
+    ck_assert_int_eq(dev_bytes, halo_send_rows(h) * rb);
+    for (int64_t v = 0; v < n; v++)
+        ck_assert_msg(memcmp(host + v * rb, back + v * rb, (size_t)rb) == 0, "rank %d, %s row %lld differs", me,
+                      dt == KERN_BF16 ? "bf16" : "fp32", (long long)v);
+    /* a staging too small is refused, naming both sizes */
+    halo_dev_t *small = NULL;
+    if (rows > 1) {
+        ck_assert_int_eq(halo_dev_create(kc, rows - 1, rows * f, dt == KERN_BF16, &small), INCA_OK);
+        ck_assert_int_eq(halo_dev_exchange(small, h, C, dt, t_d, f, COMM_REFRESH), INCA_EINVAL);
+        ck_assert_ptr_nonnull(strstr(inca_errmsg(), "staging made for"));
+        inca_err_clear();
+    }
+    halo_dev_free(&small);
+    halo_dev_free(&x);
+    kc_release(kc, KERN_MEM_DEVICE, t_d);
+    ck_assert_int_eq(kern_emu_live_blocks(kc), 0);
+    kc_free(&kc);
+    free(host);
+    free(back);
+    plan_case_free(&pc);
+}
+
+START_TEST(device_halo_equals_host) {
+    exchange_dev_case(300, 12, 7, 11, 0, KERN_F32);
+    exchange_dev_case(300, 12, 7, 11, 0, KERN_BF16);
+    exchange_dev_case(1000, 40, 16, 3, 500, KERN_F32);    /* many rounds */
+    exchange_dev_case(1000, 40, 16, 3, 500, KERN_BF16);
+    exchange_dev_case(64, 6, 1, 5, 1, KERN_BF16);         /* one row per pair per round */
 }
 END_TEST
 
@@ -149,6 +234,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, collectives_in_rank_order);
     tcase_add_test(tc, halo_rows_equal_the_owners);
     tcase_add_test(tc, plan_refuses_own_or_unsorted_ids);
+    tcase_add_test(tc, device_halo_equals_host);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_set_fork_status(sr, CK_NOFORK);   /* MPI does not survive fork */
