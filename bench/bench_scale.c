@@ -23,6 +23,11 @@
  * communication alone costs); communication = bytes / link bandwidth + 5 µs per message;
  * gradients as built (an allgather: (P-1) records per step per rank). Prints per link and P the
  * modelled epoch time and parallel efficiency of IncAgg and GAS, and where each falls below 50%.
+ * Ranks on a device (--device cuda; issue 29): the compute is the device's measured P=1 epoch,
+ * every byte MPI carries also crosses the host staging twice at its bandwidth measured in the same
+ * run, and with --grad-reduce nccl the gradients go over NVLink within a node of --gpus-per-node
+ * GPUs at --nvlink GB/s (an assumption, stated in the output; default 300) and across nodes at the
+ * link's rate.
  * Speed is never asserted; test_mpi runs a smoke pass. */
 #include "bench/bench.h"
 #include "bench/bench_progress.h"
@@ -37,6 +42,8 @@
 #include "loaders/partition_store.h"
 #include "loaders/store.h"
 #include "nn/train.h"
+#include "nn/train_prep.h"
+#include "kernels/backend.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -217,15 +224,57 @@ static int halo_sizes(const sc_graph_t *g, int P, int64_t *halo_max, int64_t *ga
     return rc;
 }
 
+/* Ranks on a device (issue 29): the bandwidth of the host staging every byte MPI carries crosses
+ * twice (a download at the sender, an upload at the receiver), measured here: 64 MiB from pinned
+ * memory up and back, best of 3, GB/s per direction. 0 on the CPU (nothing staged). */
+static int staging_gbs(const train_config_t *c, double *gbs) {
+    *gbs = 0;
+    kern_ctx_t *kc = NULL;
+    int rc = train_device_open(c, &kc, (char[64]){0}, 64);
+    if (rc != INCA_OK || kc_device(kc) == KERN_DEV_CPU) {
+        kc_free(&kc);
+        return rc;
+    }
+    const size_t bytes = (size_t)64 << 20;
+    void *h = NULL, *d = NULL;
+    double best = 1e30;
+    if ((rc = kc_alloc(kc, KERN_MEM_PINNED, bytes, &h)) == INCA_OK && (rc = kc_alloc(kc, KERN_MEM_DEVICE, bytes, &d)) == INCA_OK)
+        for (int r = 0; r < 3 && rc == INCA_OK; r++) {
+            const double t0 = inca_now();
+            if ((rc = kc_copy(kc, d, h, bytes, KERN_H2D, KERN_STREAM_COMPUTE)) == INCA_OK &&
+                (rc = kc_copy(kc, h, d, bytes, KERN_D2H, KERN_STREAM_COMPUTE)) == INCA_OK && (rc = kc_sync(kc)) == INCA_OK)
+                best = inca_now() - t0 < best ? inca_now() - t0 : best;
+        }
+    if (rc == INCA_OK) *gbs = 2.0 * (double)bytes / best / 1e9;
+    kc_release(kc, KERN_MEM_DEVICE, d);
+    kc_release(kc, KERN_MEM_PINNED, h);
+    kc_free(&kc);
+    return rc;
+}
+
+/* The transport of the model, for one method at P ranks over a link of bw bytes/s: bytes of it
+ * staged through the host on a device (2 x bytes / staging), the gradients over NVLink within a
+ * node with --grad-reduce nccl (a ring all-reduce: 2 (P - 1) / P of them, at the assumed bus
+ * bandwidth; across nodes at the link's). */
+typedef struct sc_link {
+    double bw, staging, nvlink;   /* bytes/s; staging 0: CPU ranks */
+    int gpn, nccl;                /* GPUs per node */
+} sc_link_t;
+static double link_time(const sc_link_t *L, int P, double bytes, double grad_bytes_nccl) {
+    double t = bytes / L->bw + (L->staging > 0 ? 2.0 * bytes / L->staging : 0);
+    if (L->nccl) t += grad_bytes_nccl * 2.0 * (P - 1) / P / (P <= L->gpn ? L->nvlink : L->bw);
+    return t;
+}
+
 static int run_model(const char *path, const train_config_t *c, const int *mr, int nmr, const int *links, int nl,
-                     const sc_cell_t *p1, int64_t nparams, int json) {
+                     const sc_cell_t *p1, int64_t nparams, const sc_link_t *dev, int json) {
     sc_graph_t g;
     int rc = graph_load(path, c, &g);
     if (rc != INCA_OK) return inca_fail_ctx(rc, "--model-ranks");
     /* the history widths a step and a refresh move: every layer input past x (GCN/SAGE sites) */
     const double width = (double)(c->layers - 1) * (double)c->hidden, row = 4.0 * width;
     const double rec = 4.0 * (4.0 + (double)nparams), alpha = 5e-6;
-    const int chain = c->grad_reduce == TRAIN_GRAD_CHAIN;
+    const int chain = c->grad_reduce == TRAIN_GRAD_CHAIN, nccl = c->grad_reduce == TRAIN_GRAD_NCCL;
     const int64_t spe1 = p1[SC_INCAGG].ok ? p1[SC_INCAGG].spe : p1[SC_GAS].spe;
     double last_ok[2][SC_MAX];
     for (int l = 0; l < nl; l++) last_ok[0][l] = last_ok[1][l] = 0;
@@ -242,7 +291,9 @@ static int run_model(const char *path, const train_config_t *c, const int *mr, i
          * once (--refresh-source recompute: the refresh shares the evaluation's pass) or twice
          * (push: the exchange of S, then the evaluation); GAS its pulls (rows + 8-byte ids) and
          * the evaluation pass's halo rows */
-        const double grad = (double)spe1 * (chain ? 16.0 * (P - 1) + 2.0 * (rec - 16.0) : rec * (P - 1)),
+        /* nccl: [had, loss] through MPI, the gradients by NCCL (link_time) */
+        const double grad = (double)spe1 * (nccl ? 16.0 * (P - 1) : chain ? 16.0 * (P - 1) + 2.0 * (rec - 16.0) : rec * (P - 1)),
+                     grad_nccl = nccl ? (double)spe1 * (rec - 16.0) : 0,
                      inc = grad + (c->refresh_source == AGG_SRC_PUSH ? 2.0 : 1.0) * (double)hmax * row,
                      gas = grad + (double)gmax * (row + 8.0) + (double)hmax * row,
                      gas_ceil = grad + (double)xmax * (row + 8.0) + (double)hmax * row;
@@ -254,6 +305,10 @@ static int run_model(const char *path, const train_config_t *c, const int *mr, i
         if (j) {
             json_str(j, "model", "scale");
             json_int(j, "ranks", P);
+            json_str(j, "device", c->device ? c->device : "cpu");
+            json_num(j, "staging_gbs_measured", dev->staging / 1e9);
+            if (nccl) json_num(j, "nvlink_gbs_assumed", dev->nvlink / 1e9);
+            if (nccl) json_int(j, "gpus_per_node", dev->gpn);
             json_int(j, "halo_rows_max", hmax);
             json_int(j, "gas_pull_rows_max", gmax);
             json_num(j, "incagg_bytes_per_epoch", inc);
@@ -267,11 +322,12 @@ static int run_model(const char *path, const train_config_t *c, const int *mr, i
                 "most %lld (one-node batches): GAS/IncAgg bytes %.2fx, ceiling %.2fx\n", P, (long long)hmax,
                 (long long)gmax, (long long)xmax, inc > 0 ? gas / inc : 0, inc > 0 ? gas_ceil / inc : 0);
         for (int l = 0; l < nl; l++) {
-            const double bw = (double)links[l] * 1e9 / 8.0;
+            sc_link_t L = *dev;
+            L.bw = (double)links[l] * 1e9 / 8.0;
             double t[2], eff[2];
             const double t1[2] = {p1[SC_INCAGG].epoch_s, p1[SC_GAS].epoch_s}, by[2] = {inc, gas}, ms[2] = {msgs_inc, msgs_gas};
             for (int m = 0; m < 2; m++) {
-                t[m] = t1[m] / P + by[m] / bw + alpha * ms[m];
+                t[m] = t1[m] / P + link_time(&L, P, by[m], grad_nccl) + alpha * ms[m];
                 eff[m] = t[m] > 0 ? t1[m] / (P * t[m]) : 0;
                 if (eff[m] >= 0.5) last_ok[m][l] = P;
             }
@@ -309,6 +365,8 @@ typedef struct sc_opts {
     train_config_t c;
     int ranks[SC_MAX], nr, mr[SC_MAX], nmr, links[SC_MAX], nl;
     int want[SC_NMETHODS], maxp, json;
+    double nvlink;   /* --nvlink GB/s: the all-reduce bus bandwidth assumed within a node (nccl) */
+    int gpn;         /* --gpus-per-node */
 } sc_opts_t;
 
 /* The flags into o, checked against this job's process count before anything is loaded. */
@@ -327,6 +385,12 @@ static int sc_parse(const args_t *a, comm_t *world, sc_opts_t *o) {
     if ((rc = args_word(a, "--grad-reduce", "chain", train_grad_reduce_words, 3, "chain, allgather or nccl", &c->grad_reduce)))
         return rc;
     if (!args_str(a, "--batch-parts", NULL)) c->batch_parts = 8;
+    int64_t gpn = 8;
+    if ((rc = args_double(a, "--nvlink", 300, &o->nvlink)) || (rc = args_int(a, "--gpus-per-node", 8, &gpn))) return rc;
+    if (!(o->nvlink > 0) || gpn < 1 || gpn > 1024)
+        return inca_fail(INCA_EINVAL, "--nvlink: expected GB/s > 0, --gpus-per-node 1..1024 (got %g, %lld)", o->nvlink,
+                         (long long)gpn);
+    o->gpn = (int)gpn;
     const char *methods = args_str(a, "--methods", "incagg,gas");
     for (int m = 0; m < SC_NMETHODS; m++) o->want[m] = strstr(methods, sc_names[m]) != NULL;
     if (!o->want[0] && !o->want[1] && !o->want[2])
@@ -430,7 +494,7 @@ static int sc_summary(const sc_opts_t *o, sc_cell_t cells[SC_MAX][SC_NMETHODS]) 
 
 int bench_scale(int argc, char **argv, comm_t *world) {
     static const char *const known[] = {BENCH_MB_FLAGS, "--ranks", "--methods", "--model-ranks", "--links", "--loader",
-                                        "--grad-reduce", NULL};
+                                        "--grad-reduce", "--nvlink", "--gpus-per-node", NULL};
     args_t *a = NULL;
     dataset_t d;
     dataset_init(&d);
@@ -453,7 +517,13 @@ int bench_scale(int argc, char **argv, comm_t *world) {
             rc = inca_fail(INCA_EINVAL, "--model-ranks: needs --ranks to start at 1 and --methods incagg,gas (the measured compute)");
             goto done;
         }
-        rc = run_model(o.c.store_path, &o.c, o.mr, o.nmr, o.links, o.nl, cells[0], nparams, o.json);
+        sc_link_t dev = {.nvlink = o.nvlink * 1e9, .gpn = o.gpn, .nccl = o.c.grad_reduce == TRAIN_GRAD_NCCL};
+        if ((rc = staging_gbs(&o.c, &dev.staging)) != INCA_OK) goto done;
+        dev.staging *= 1e9;
+        if (dev.staging > 0)
+            bench_say("bench scale: model: ranks on %s, host staging measured %.1f GB/s per direction%s\n", o.c.device,
+                      dev.staging / 1e9, dev.nccl ? "; gradients by NCCL over NVLink (assumed below)" : "");
+        rc = run_model(o.c.store_path, &o.c, o.mr, o.nmr, o.links, o.nl, cells[0], nparams, &dev, o.json);
     }
 done:
     inca_free(all);

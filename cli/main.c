@@ -185,7 +185,9 @@ static const struct { const char *name; int (*fn)(int, char **); const char *hel
      "            SGEMM rate, random row gather of its width, copy bandwidth, all measured in the same run)\n"
      "  scale     STORE --ranks 1,2,4 [1,2] --methods incagg,gas [incagg,gas] --batch-parts B (global) [8]\n"
      "            --loader view|copy [view] --grad-reduce chain|allgather|nccl [chain] --model-ranks 8,16,32,64\n"
-     "            --links 10,100 [10,100] + the train model/method flags --json\n"
+     "            --links 10,100 [10,100] --nvlink GBPS [300] --gpus-per-node G [8] (the model of device\n"
+     "            ranks: host staging measured, NVLink assumed for --grad-reduce nccl)\n"
+     "            + the train model/method flags --json\n"
      "            (runs under mpiexec with max(--ranks) processes)"},
 };
 

@@ -464,6 +464,23 @@ START_TEST(bench_scale_smoke) {
     tu_json_free_lines(v, n);
     free(out);
     free(err);
+    /* ranks on a device (issue 29): the model adds the host staging, measured in the same run */
+    snprintf(args, sizeof args, "bench scale '%s' --ranks 1,2 --parts 40 --batch-parts 4 --epochs 1 --threads 1 "
+             "--model-ranks 4 --links 10 --device emu --json", store);
+    ck_assert_msg(tu_inca(args, &out, &err) == 0, "%s", err);
+    const int n2 = tu_json_lines(out, v, 32);
+    models = 0;
+    for (int i = 0; i < n2; i++)
+        if (cJSON_GetObjectItem(v[i], "model")) {
+            models++;
+            ck_assert_str_eq(tu_json_get(v[i], "device", cJSON_String)->valuestring, "emu");
+            ck_assert(tu_json_dbl(v[i], "staging_gbs_measured") > 0);
+        }
+    ck_assert_int_eq(models, 1);
+    ck_assert_msg(strstr(err, "host staging measured"), "%s", err);
+    tu_json_free_lines(v, n2);
+    free(out);
+    free(err);
 }
 END_TEST
 
