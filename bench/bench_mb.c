@@ -39,6 +39,8 @@ int bench_mb_config(const args_t *a, train_config_t *c) {
     int hd = HIST_F32;
     if ((rc = args_word(a, "--history-dtype", "fp32", hist_dtype_words, 2, "fp32 or bf16", &hd))) return rc;
     c->history_dtype = (hist_dtype_t)hd;
+    if ((rc = args_word(a, "--pass-dtype", "fp32", hist_dtype_words, 2, "fp32 or bf16", &hd))) return rc;
+    c->pass_dtype = (hist_dtype_t)hd;
     if ((rc = args_double(a, "--refresh-relax", c->refresh_relax, &c->refresh_relax))) return rc;
     const char *rs = args_str(a, "--refresh-source", NULL);
     if ((rs && (rc = agg_source_parse(rs, &c->refresh_source))) ||

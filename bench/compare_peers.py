@@ -2,7 +2,8 @@
 """inca beside PyTorch Geometric and DGL, on this machine, in one command (issues 14, 31).
 
     python3 bench/compare_peers.py [--peers pyg,dgl] [--cases cora,csbm,cluster] [--models gcn,sage]
-                                   [--ogb DIR ...] [--threads T] [--seeds N] [--json] [--inca build/inca]
+                                   [--ogb DIR ...] [--threads T] [--seeds N] [--seed-start S] [--json]
+                                   [--inca build/inca]
 
 Each case is one dataset, one model and one method, run by inca and every peer on the same arrays
 (inca ingests or generates a store, `inca export --format npz` writes it, the peers' workers load
@@ -369,7 +370,7 @@ def run_case(a, pys, case, store, npz, work):
     """inca and every peer that runs this case, alternating seed by seed."""
     tools = ["inca"] + [p for p in pys if case["method"] == "full" or p == "dgl"]
     rows = {t: [] for t in tools}
-    for s in range(case["seeds"]):
+    for s in range(a.seed_start, a.seed_start + case["seeds"]):
         for t in tools:
             rows[t].append(inca_run(a, store, case, s, work) if t == "inca" else peer_run(a, t, pys[t], npz, case, s, work))
         log(f"compare_peers: {case['name']} seed {s}: " + ", ".join(
@@ -379,13 +380,15 @@ def run_case(a, pys, case, store, npz, work):
     out = {"case": case["name"], "model": f"{case['kind'].upper()} {m['layers']}x{m['hidden']}",
            "method": "full-batch" if case["method"] == "full" else
            f"Cluster-GCN, {case['parts']} parts, {case['batch_parts']} a batch",
-           "epochs": m["epochs"], "seeds": case["seeds"], "threads": a.threads, "device": a.device, "tools": tools}
+           "epochs": m["epochs"], "seeds": case["seeds"], "seed_start": a.seed_start, "threads": a.threads,
+           "device": a.device, "tools": tools}
     for t in tools:
         for k in ("test_acc", "step_time_s", "epoch_time_s", "peak_rss_mb"):
             mu, sd = mean_std([r[k] for r in rows[t]])
             out[f"{t}_{k}"] = mu
             if k == "test_acc":
                 out[f"{t}_test_acc_std"] = sd
+                out[f"{t}_test_accs"] = [r[k] for r in rows[t]]  # per seed: runs of other seeds pool with them
         if t != "inca":
             out[f"{t}_version"] = rows[t][0]["peer_version"]
             out[f"{t}_torch_version"] = rows[t][0]["torch"]
@@ -501,6 +504,7 @@ def main():
     p.add_argument("--ogb", action="append", default=[], help="an OGB raw-layout folder (2x16), repeatable")
     p.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     p.add_argument("--seeds", type=int, default=0, help="seeds per case (default: cora 10, csbm 2, cluster 2, --ogb 5)")
+    p.add_argument("--seed-start", type=int, default=0, help="the first seed (default 0): seeds S .. S+N-1")
     p.add_argument("--csbm-nodes", type=int, default=200000)
     p.add_argument("--csbm-epochs", type=int, default=30)
     p.add_argument("--cluster-parts", type=int, default=64)

@@ -94,6 +94,8 @@ static const struct { const char *name; int (*fn)(int, char **); const char *hel
      "  memory    --loader auto|copy|view [auto: view past 1/8 of RAM] --memory-budget SIZE (view) [none]\n"
      "            --device-memory-budget SIZE (cuda: device bytes the run may hold; a smaller GPU\n"
      "            simulated; the JSON's placement says what went where) [the device's free memory]\n"
+     "            --pass-dtype fp32|bf16 (view: the layer-wise passes' two n x hidden buffers; bf16 halves\n"
+     "            them, rounding hidden outputs between layers of an evaluation or refresh) [fp32]\n"
      "            --partition NAME (a stored partitioning) [metis-K-s0]"},
     {"predict", cmd_predict,
      "predict [STORE] --checkpoint DIR --out FILE.npy [--embeddings] [--indices FILE] [--run I [0]] [--json]\n"
@@ -172,7 +174,7 @@ static const struct { const char *name; int (*fn)(int, char **); const char *hel
      "  model/method flags of loader, epoch and scale: --model M [gcn] --layers L [2] --hidden H [16]\n"
      "            --epochs E [3] --lr LR [0.01] --dropout P [0.5] --weight-decay W [5e-4]\n"
      "            --feature-norm none|row|standard [none] --parts K [40] --batch-parts B [10] --refresh R [0]\n"
-     "            --history-dtype fp32|bf16 [fp32] --refresh-source push|recompute [recompute]\n"
+     "            --history-dtype fp32|bf16 [fp32] --pass-dtype fp32|bf16 [fp32] --refresh-source push|recompute [recompute]\n"
      "            --cluster-norm batch|global [batch] --history-location device|host|auto [auto] --threads T [0]\n"
      "            --device-memory-budget SIZE [free device memory]\n"
      "            --refresh-eval fused|separate [fused] --refresh-relax W [0.15] --eval-average D [0]\n"

@@ -15,7 +15,7 @@
 const char *const cli_train_flags[] = {
         "--model", "--method", "--layers", "--hidden", "--epochs", "--lr", "--dropout", "--weight-decay",
         "--wd-conv", "--wd-first-layer!", "--adamw!", "--beta1", "--eval-average", "--feature-norm", "--alpha", "--theta", "--K",
-        "--batchnorm!", "--residual!", "--dense-input!", "--batch-size", "--checkpoint", "--resume!", "--parts", "--batch-parts", "--refresh", "--history-dtype", "--refresh-source", "--refresh-relax", "--refresh-eval", "--refresh-weights", "--cluster-norm",
+        "--batchnorm!", "--residual!", "--dense-input!", "--batch-size", "--checkpoint", "--resume!", "--parts", "--batch-parts", "--refresh", "--history-dtype", "--pass-dtype", "--refresh-source", "--refresh-relax", "--refresh-eval", "--refresh-weights", "--cluster-norm",
         "--partition", "--threads", "--device", "--deterministic!", "--tf32!", "--history-location", "--seed", "--metrics", "--runs", "--json!",
         "--train-indices", "--split", "--patience", "--eval-every", "--select", "--loader", "--memory-budget", "--device-memory-budget", "--workers", "--save-params", "--grad-reduce", "--config", "--quiet!", "--metric", NULL};
 
@@ -127,6 +127,8 @@ int cli_train_config(const args_t *a, train_config_t *c, cli_log_state_t *ls) {
     int hd = HIST_F32;
     if ((rc = args_word(a, "--history-dtype", "fp32", hist_dtype_words, 2, "fp32|bf16", &hd))) return rc;
     c->history_dtype = (hist_dtype_t)hd;
+    if ((rc = args_word(a, "--pass-dtype", "fp32", hist_dtype_words, 2, "fp32|bf16", &hd))) return rc;
+    c->pass_dtype = (hist_dtype_t)hd;
     if ((rc = copy_name(c->partition, sizeof c->partition, "--partition", args_str(a, "--partition", "")))) return rc;
     if (c->partition[0]) {   /* a stored name carries its part count: --parts follows it or must agree */
         int64_t pk = c->parts;
@@ -202,6 +204,7 @@ void cli_train_config_json(json_t *j, const args_t *a, const train_config_t *c) 
     json_int(j, "batch-parts", c->batch_parts);
     json_int(j, "refresh", c->refresh);
     json_str(j, "history-dtype", hist_dtype_words[c->history_dtype]);
+    json_str(j, "pass-dtype", hist_dtype_words[c->pass_dtype]);
     json_str(j, "history-location", train_history_location_words[c->history_host >= 0 && c->history_host < 3 ? c->history_host : 2]);
     json_str(j, "refresh-source", agg_source_name(c->refresh_source));
     json_num(j, "refresh-relax", c->refresh_relax);

@@ -77,7 +77,8 @@ struct agg {
     int64_t panel_rows;
     int64_t table_bytes, scratch_bytes;
     int m0_borrowed;     /* M at fixed sites is cfg->m0 (host) or its device copy, not a table */
-    float *pass[2];      /* agg_pass_buffer */
+    void *pass[2];       /* agg_pass_buffer, of pass_dtype */
+    hist_dtype_t pass_dtype;
     /* gas with defer_batches: pushes held until agg_commit_pushes: per site, the rows in_raw
      * (defer x nb_max x dim) and their node ids */
     int defer;
@@ -605,6 +606,7 @@ int agg_create(const agg_config_t *cfg, agg_t **out) {
     g->in_dim = cfg->in_dim;
     g->x = cfg->x;
     g->dtype = cfg->dtype;
+    g->pass_dtype = cfg->pass_dtype == HIST_BF16 ? HIST_BF16 : HIST_F32;
     g->maxdim = 1;
     for (int s = 0; s < ns; s++) {
         g->dim[s] = cfg->dims[s];
@@ -615,7 +617,7 @@ int agg_create(const agg_config_t *cfg, agg_t **out) {
      * passes' SpMM reads them at random rows (every cut edge), a step reads a table at its
      * batch's few contiguous ranges, so spilling tables costs less I/O than spilling these */
     for (int i = 0; i < cfg->pass_buffers && i < 2 && cfg->pass_width > 0 && rc == INCA_OK; i++) {
-        float *pb;
+        void *pb;
         rc = agg_pass_buffer(g, i, cfg->pass_width, &pb);
     }
     if (rc == INCA_OK && (rc = agg_tables_create(g, cfg)) == INCA_OK && (rc = agg_incagg_scratch(g, cfg)) == INCA_OK &&
@@ -800,12 +802,14 @@ float *agg_s_direct(agg_t *g, int site) {
     return hist_f32(&g->S[site]);
 }
 
-int agg_pass_buffer(agg_t *g, int i, int64_t f, float **out) {
+hist_dtype_t agg_pass_dtype(const agg_t *g) { return g->pass_dtype; }
+
+int agg_pass_buffer(agg_t *g, int i, int64_t f, void **out) {
     if (i < 0 || i > 1 || f < 1) return inca_fail(INCA_EINVAL, "agg_pass_buffer: buffer %d of width %lld", i, (long long)f);
     if (g->pass[i] && f > g->pass_f[i])
         return inca_fail(INCA_EINVAL, "agg_pass_buffer: buffer %d was made %lld wide, asked for %lld", i, (long long)g->pass_f[i], (long long)f);
     if (!g->pass[i]) {
-        const size_t bytes = sizeof(float) * (size_t)(g->n > 0 ? g->n : 1) * (size_t)f;
+        const size_t bytes = (g->pass_dtype == HIST_BF16 ? 2 : 4) * (size_t)(g->n > 0 ? g->n : 1) * (size_t)f;
         const char *prev = kc_mem_tag(g->kc, "pass buffers");
         g->pass[i] = g->dev ? take(g, bytes, i ? "pass1" : "pass0", 1)
                             : mem_arena_alloc_spill(g->arena, bytes, i ? "pass1" : "pass0");

@@ -101,6 +101,7 @@ typedef struct agg_config {
                                 before training, where a device budget sees them, and first to
                                 anonymous memory under a spill budget (tables spill before them);
                                 0: at their first use */
+    hist_dtype_t pass_dtype; /* the pass buffers' type (HIST_F32, the default, or HIST_BF16) */
     int64_t panel_bytes;     /* bf16: the row panel's size (0: the rule above; tests set it small) */
     const void *m0;          /* incagg: M^0 = ÂX already computed (n x in_dim of dtype, host memory,
                                 borrowed: the store's layout, nn/layout.h); NULL: computed here.
@@ -175,10 +176,12 @@ void agg_snapshot_taken(agg_t *g);
  * its layer outputs into directly (so the next layer's input needs no buffer of its own), or
  * NULL (another method, a fixed site, bf16, host tables). */
 float *agg_s_direct(agg_t *g, int site);
-/* Pass buffer i (0 or 1): n x f fp32 in the context's memory, made on first use (f: the widest
- * layer output the caller will put there; a later call may not ask for more), counted in the
- * table bytes (spilled past the budget like the tables). */
-int agg_pass_buffer(agg_t *g, int i, int64_t f, float **out);
+/* Pass buffer i (0 or 1): n x f of agg_pass_dtype (agg_config.pass_dtype: fp32 or bf16) in the
+ * context's memory, made on first use (f: the widest layer output the caller will put there; a
+ * later call may not ask for more), counted in the table bytes (spilled past the budget like
+ * the tables). */
+int agg_pass_buffer(agg_t *g, int i, int64_t f, void **out);
+hist_dtype_t agg_pass_dtype(const agg_t *g);
 int64_t agg_spilled_bytes(const agg_t *g);   /* table bytes in file-backed maps */
 
 /* gas with defer_batches: the pushes held since the last call land in the history tables

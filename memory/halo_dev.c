@@ -86,9 +86,9 @@ static int halo_dev_unpack(void *ctx, const int64_t *ids, int64_t m, void *rbuf)
 int halo_dev_exchange(halo_dev_t *x, halo_t *h, comm_t *c, kern_dtype_t dt, void *table, int64_t f, int phase) {
     const int64_t rb = row_bytes(dt, f), rows = halo_round_rows(h, rb);
     if (rows > x->max_rows || rows * f > x->max_elems || (dt == KERN_BF16 && !x->raw_d))
-        return inca_fail(INCA_EINVAL, "halo exchange on the device: a round of %lld rows of %lld elements, staging made for "
-                         "%lld rows, %lld elements", (long long)rows, (long long)f, (long long)x->max_rows,
-                         (long long)x->max_elems);
+        return inca_fail(INCA_EINVAL, "halo exchange on the device: a round of %lld %s rows of %lld elements, staging made "
+                         "for %lld rows, %lld elements%s", (long long)rows, dt == KERN_BF16 ? "bf16" : "fp32", (long long)f,
+                         (long long)x->max_rows, (long long)x->max_elems, x->raw_d ? "" : ", fp32 only");
     x->dt = dt;
     x->table = table;
     x->f = f;

@@ -40,6 +40,7 @@ void train_config_default(train_config_t *c) {
     c->parts = 40;
     c->batch_parts = 10;
     c->history_dtype = HIST_F32;
+    c->pass_dtype = HIST_F32;
     c->refresh_source = TRAIN_REFRESH_SOURCE_DEFAULT;
     c->refresh_relax = TRAIN_REFRESH_RELAX_DEFAULT;
     c->beta1 = -1;

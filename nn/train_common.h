@@ -131,6 +131,9 @@ typedef struct train_config {
     int cluster_global_norm;   /* cluster: 0 (default) Â_BB renormalised on the batch subgraph
                                   (Cluster-GCN as published); 1 the global Â restricted to B */
     hist_dtype_t history_dtype; /* HIST_F32 (default) | HIST_BF16 (memory/history.h) */
+    hist_dtype_t pass_dtype;   /* --loader view: the layer-wise passes' buffers, HIST_F32 (default)
+                                  or HIST_BF16 (half their bytes; hidden outputs rounded to bf16
+                                  between the layers of an evaluation or refresh) */
     int history_host;          /* on a device, where the history tables live (--history-location):
                                   TRAIN_HIST_DEVICE, TRAIN_HIST_HOST, or TRAIN_HIST_AUTO (default:
                                   on the device when they fit the device memory budget beside what

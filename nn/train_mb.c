@@ -215,6 +215,7 @@ typedef struct mb_run {
     int64_t *pan_r0;            /* each panel's first row */
     int64_t tr_lo, tr_n, va_lo, va_n, te_lo, te_n;   /* MPI view: this rank's slices of tr/va/te */
     float *logits_all;          /* n x C, the passes' output (context memory) */
+    float *pan_in;              /* --pass-dtype bf16: a panel's input rows decoded (context memory) */
     int64_t anon_need;          /* --memory-budget: what the batch needs (checked) */
     int64_t anon_base;          /* --memory-budget: the process's anonymous memory at the start */
     int64_t spe, R, gstep;
@@ -244,6 +245,7 @@ static void mb_run_free(mb_run_t *R) {
     if (kc) {
         for (int i = 0; i < R->npan; i++) kc_mat_free(kc, &R->apan[i]);   /* views of a_m: first */
         kc_release(kc, KERN_MEM_DEVICE, R->logits_all);
+        kc_release(kc, KERN_MEM_DEVICE, R->pan_in);
         for (int i = 0; i < R->ngacc; i++) kc_release(kc, KERN_MEM_DEVICE, R->gacc[i]);
         kc_mat_free(kc, &R->a_m);
         kc_mat_free(kc, &R->at_m);
@@ -512,7 +514,7 @@ static int mb_setup_loader(mb_run_t *R, hist_dtype_t *hd_out, const void **m0_ou
 }
 
 /* MPI on a device: staging for the halo rows of every table this rank exchanges (the history
- * sites' tables in their type, the layer-wise passes' fp32 outputs), made before the tables so
+ * sites' tables in their type, the layer-wise passes' outputs in --pass-dtype), made before the tables so
  * that a device budget sees it. */
 static int mb_halo_staging(mb_run_t *R) {
     int64_t dims[AGG_MAX_SITES], w[2 * AGG_MAX_SITES];
@@ -526,8 +528,8 @@ static int mb_halo_staging(mb_run_t *R) {
         if (fixed[st]) continue;   /* x: every rank holds all of it, nothing of it travels */
         w[nw] = dims[st];
         dt[nw++] = hd;
-        w[nw] = dims[st];
-        dt[nw++] = KERN_F32;
+        w[nw] = dims[st];   /* the layer-wise passes' outputs */
+        dt[nw++] = R->c->pass_dtype == HIST_BF16 ? KERN_BF16 : KERN_F32;
     }
     const char *tag = kc_mem_tag(R->kc, "comm staging");
     int rc = train_xfer_halo_dev(R->kc, R->workers, R->D.n, w, dt, nw, &R->hx);
@@ -637,6 +639,7 @@ static int mb_setup_agg(mb_run_t *R, const dataset_t *d, hist_dtype_t hd, const 
                         * the widest hidden layer */
                        .pass_width = R->stream ? mb_pass_width(R) : 0,
                        .pass_buffers = R->stream ? (model_num_layers(R->m) - 1 < 2 ? model_num_layers(R->m) - 1 : 2) : 0,
+                       .pass_dtype = c->pass_dtype,
                        /* gas ranks of one step read the histories as the step found them (under
                         * MPI they pulled their halos before anyone pushed) */
                        .defer_batches = R->workers > 1 && !R->comm && R->method == AGG_GAS ? R->workers : 0,
@@ -700,6 +703,9 @@ static int mb_setup_panels(mb_run_t *R) {
     }
     kc_mem_tag(kc, "buffers");
     if ((rc = kc_alloc(kc, KERN_MEM_DEVICE, sizeof(float) * (size_t)(n ? n : 1) * (size_t)R->C, (void **)&R->logits_all)))
+        return rc;
+    if (R->c->pass_dtype == HIST_BF16 &&
+        (rc = kc_alloc(kc, KERN_MEM_DEVICE, sizeof(float) * (size_t)R->pan_rows * (size_t)mb_pass_width(R), (void **)&R->pan_in)))
         return rc;
     return INCA_OK;
 }
@@ -1071,12 +1077,15 @@ static int mb_epoch_losses(mb_run_t *R, int ep, double *loss_sum, int64_t *loss_
  * panel aggregates the layer's input of every node (x, then the previous layer's output), so
  * only the tables and two pass buffers scale with n. A refresh pass also stores S and M of the
  * panel's rows at each history site (agg_refresh_rows), and writes a layer's output straight
- * into the next site's S when that can serve as the next input (agg_s_direct). */
+ * into the next site's S when that can serve as the next input (agg_s_direct). With
+ * --pass-dtype bf16 the buffers hold each hidden layer's output rounded to bf16 (half the bytes):
+ * the next layer aggregates them with the bf16 SpMM and reads its panel's rows decoded. */
 typedef struct mb_pass_op {
     mb_run_t *R;
     int refresh, skip_s;
     int64_t r0;
-    const float *hfull;   /* the layer's input for every node (context memory) */
+    const void *hfull;    /* the layer's input for every node (context memory), fp32 or bf16 */
+    int hbf16;            /* hfull is bf16 */
     kern_mat_t *rows;     /* Â's rows of the panel */
 } mb_pass_op_t;
 
@@ -1089,54 +1098,74 @@ static int mb_pass_forward(void *ctx, int site, int64_t n, int64_t f, const floa
     const hist_t *m0 = agg_m0(R->agg, site);
     const int use_m0 = m0 && (P->refresh || m0->dtype == HIST_F32) && !(R->dev && agg_tables_on_host(R->agg));
     int rc = use_m0 ? kc_gather_rows(R->kc, m0->dtype == HIST_BF16 ? KERN_BF16 : KERN_F32, m0->data, f, NULL, P->r0, n, out)
-                    : kc_spmm(R->kc, P->rows, NULL, P->hfull, f, 1.f, 0.f, out);
+             : P->hbf16 ? kc_spmm_bf16(R->kc, P->rows, P->hfull, f, out)
+                        : kc_spmm(R->kc, P->rows, NULL, P->hfull, f, 1.f, 0.f, out);
     if (rc == INCA_OK && P->refresh) rc = agg_refresh_rows(R->agg, site, P->r0, n, in_raw, out, P->skip_s);
     return rc;
 }
 
-static int mb_pass(mb_run_t *R, int refresh, const float **logits) {
+/* Layer li of a pass over every panel: input P->hfull (fin wide), output into hout (fout wide;
+ * bf16 when hout_bf16). */
+static int mb_pass_layer(mb_run_t *R, mb_pass_op_t *P, int li, int64_t fin, void *hout, int hout_bf16, int64_t fout) {
     kern_ctx_t *kc = R->kc;
+    nn_agg_t op = {.forward = mb_pass_forward, .backward = NULL, .ctx = P};
+    const int64_t es_in = P->hbf16 ? 2 : 4;
+    int rc = INCA_OK;
+    for (int p = 0; p < R->npan && rc == INCA_OK; p++) {
+        const float *out = NULL;
+        P->r0 = R->pan_r0[p];
+        P->rows = R->apan[p];
+        const int64_t np = kc_mat_rows(R->apan[p]);
+        if (!R->dev && p + 1 < R->npan) {   /* the next panel's input (and M^0) rows */
+            const int64_t r1 = R->pan_r0[p + 1], n1 = kc_mat_rows(R->apan[p + 1]);
+            const hist_t *m0 = agg_m0(R->agg, li);
+            /* read-ahead of store views and spilled tables (file pages; anonymous memory ignores it) */
+            inca_madvise((const char *)P->hfull + r1 * fin * es_in, n1 * fin * es_in, MADV_WILLNEED);
+            if (m0) {
+                const int64_t es = m0->dtype == HIST_BF16 ? 2 : 4;
+                inca_madvise((const char *)m0->data + r1 * fin * es, n1 * fin * es, MADV_WILLNEED);
+            }
+        }
+        const float *in = (const float *)P->hfull + P->r0 * fin;
+        if (P->hbf16) {   /* the panel's rows, decoded */
+            rc = kc_decode(kc, KERN_BF16, np * fin, (const uint16_t *)P->hfull + P->r0 * fin, R->pan_in);
+            in = R->pan_in;
+        }
+        if (rc == INCA_OK) rc = model_forward_layer(R->m, li, np, in, &op, &out);
+        if (rc == INCA_OK && hout_bf16) rc = kc_encode(kc, KERN_BF16, np * fout, out, (uint16_t *)hout + P->r0 * fout);
+        else if (rc == INCA_OK)
+            rc = kc_copy(kc, (float *)hout + P->r0 * fout, out, sizeof(float) * (size_t)(np * fout), KERN_D2D,
+                         KERN_STREAM_COMPUTE);
+    }
+    return rc;
+}
+
+static int mb_pass(mb_run_t *R, int refresh, const float **logits) {
     const int L = model_num_layers(R->m);
-    const float *hin = R->x_d;
+    const int pbf16 = agg_pass_dtype(R->agg) == HIST_BF16;
     int64_t fin = R->D.f;
     int ping = 0, skip_cur = 0, rc = agg_flush(R->agg);
-    mb_pass_op_t P = {.R = R, .refresh = refresh};
+    mb_pass_op_t P = {.R = R, .refresh = refresh, .hfull = R->x_d};
     const int64_t wmax = mb_pass_width(R);
-    nn_agg_t op = {.forward = mb_pass_forward, .backward = NULL, .ctx = &P};
     for (int li = 0; li < L && rc == INCA_OK; li++) {
         const int last = li == L - 1;
         const int64_t fout = last ? R->C : model_site_dim(&R->mc, li + 1);
-        float *hout = NULL;
-        int skip_next = 0;
+        void *hout = NULL;
+        int skip_next = 0, obf16 = 0;
         if (last) hout = R->logits_all;
         else if (refresh && (hout = agg_s_direct(R->agg, li + 1))) skip_next = 1;
-        else if ((rc = agg_pass_buffer(R->agg, ping, wmax, &hout)) == INCA_OK) ping ^= 1;
-        P.hfull = hin;
-        P.skip_s = skip_cur;
-        for (int p = 0; p < R->npan && rc == INCA_OK; p++) {
-            const float *out = NULL;
-            P.r0 = R->pan_r0[p];
-            P.rows = R->apan[p];
-            const int64_t np = kc_mat_rows(R->apan[p]);
-            if (!R->dev && p + 1 < R->npan) {   /* the next panel's input (and M^0) rows */
-                const int64_t r1 = R->pan_r0[p + 1], n1 = kc_mat_rows(R->apan[p + 1]);
-                const hist_t *m0 = agg_m0(R->agg, li);
-                /* read-ahead of store views and spilled tables (file pages; anonymous memory ignores it) */
-                inca_madvise(hin + r1 * fin, n1 * fin * (int64_t)sizeof(float), MADV_WILLNEED);
-                if (m0) {
-                    const int64_t es = m0->dtype == HIST_BF16 ? 2 : 4;
-                    inca_madvise((const char *)m0->data + r1 * fin * es, n1 * fin * es, MADV_WILLNEED);
-                }
-            }
-            rc = model_forward_layer(R->m, li, np, hin + P.r0 * fin, &op, &out);
-            if (rc == INCA_OK)
-                rc = kc_copy(kc, hout + P.r0 * fout, out, sizeof(float) * (size_t)(np * fout), KERN_D2D, KERN_STREAM_COMPUTE);
+        else if ((rc = agg_pass_buffer(R->agg, ping, wmax, &hout)) == INCA_OK) {
+            ping ^= 1;
+            obf16 = pbf16;
         }
+        P.skip_s = skip_cur;
+        if (rc == INCA_OK) rc = mb_pass_layer(R, &P, li, fin, hout, obf16, fout);
         /* MPI: the next layer's rows of Â read the halo's rows of this output, from their owners */
         if (rc == INCA_OK && R->comm && !last)
-            rc = train_xfer_halo(R->halo, R->dev ? R->hx : NULL, R->comm, KERN_F32, hout, fout,
+            rc = train_xfer_halo(R->halo, R->dev ? R->hx : NULL, R->comm, obf16 ? KERN_BF16 : KERN_F32, hout, fout,
                                  R->init_pass ? COMM_SETUP : refresh ? COMM_REFRESH : COMM_EVAL);
-        hin = hout;
+        P.hfull = hout;
+        P.hbf16 = obf16;
         fin = fout;
         skip_cur = skip_next;
     }

@@ -288,6 +288,52 @@ START_TEST(views_equal_copies_and_budget_spills) {
 }
 END_TEST
 
+/* --pass-dtype bf16: the two pass buffers take n x width x 2 bytes fewer each (hand count);
+ * GAS's training never reads them (its passes evaluate), so its training loss is the fp32
+ * run's to the bit while its evaluation moves by bf16 rounding only; IncAgg's recompute refresh
+ * reads them, so its training changes, by rounding too (the same accuracy within a point). */
+START_TEST(bf16_pass_buffers) {
+    const char *methods[] = {"gas", "incagg"};
+    for (int mi = 0; mi < 2; mi++) {
+        train_config_t c;
+        base_config(&c);
+        c.method = tu_method(methods[mi]);
+        c.refresh_source = AGG_SRC_RECOMPUTE;
+        c.layers = 3;
+        c.hidden = 20;
+        c.loader = TRAIN_LOADER_VIEW;
+        const int want_m0 = mi == 1;
+        store_t *s = NULL;
+        layout_views_t v;
+        ck_assert_int_eq(store_open(path, STORE_RDWR, &s), INCA_OK);
+        ck_assert_int_eq(layout_ensure(s, &P, &D.adj, c.feature_norm, want_m0, NN_NORM_GCN, HIST_F32, 0, NULL), INCA_OK);
+        ck_assert_int_eq(layout_open(s, &P, c.feature_norm, want_m0, NN_NORM_GCN, HIST_F32, &v), INCA_OK);
+        train_result_t r32, r16;
+        mb_stats_t s32, s16;
+        run_mb(&c, &v, &r32, &s32);
+        c.pass_dtype = HIST_BF16;
+        run_mb(&c, &v, &r16, &s16);
+        ck_assert_int_eq(s32.table_bytes - s16.table_bytes, 2 * D.n * c.hidden * 2);
+        if (mi == 0) {
+            ck_assert_msg(r16.train_loss == r32.train_loss, "gas: training loss %.9g vs %.9g", r16.train_loss, r32.train_loss);
+        } else {
+            ck_assert_msg(r16.train_loss != r32.train_loss, "incagg: the refresh did not read the bf16 buffers");
+            ck_assert_msg(fabs(r16.train_loss - r32.train_loss) <= 1e-2 * r32.train_loss, "incagg: loss %.6f vs %.6f",
+                          r16.train_loss, r32.train_loss);
+        }
+        ck_assert_msg(fabs(r16.test_acc - r32.test_acc) <= 0.01 && fabs(r16.val_acc - r32.val_acc) <= 0.01,
+                      "%s: test %.4f vs %.4f, val %.4f vs %.4f", methods[mi], r16.test_acc, r32.test_acc, r16.val_acc,
+                      r32.val_acc);
+        ck_assert_msg(r16.test_acc > 0.4, "%s: test accuracy %.4f", methods[mi], r16.test_acc);
+        train_result_free(&r32);
+        train_result_free(&r16);
+        mb_stats_free(&s32);
+        mb_stats_free(&s16);
+        store_close(&s);
+    }
+}
+END_TEST
+
 START_TEST(train_run_migrates_and_refuses) {
     /* train_run with --loader view on a store without the layout writes it, once, then maps it */
     dataset_t d;
@@ -337,6 +383,7 @@ int main(void) {
     tcase_add_loop_test(t, arrays_match_independent_reference, 0, 3);
     tcase_add_loop_test(t, views_equal_copies_and_budget_spills, 0, 2);
     tcase_add_test(t, train_run_migrates_and_refuses);
+    tcase_add_test(t, bf16_pass_buffers);
     suite_add_tcase(s, t);
     return tu_run_suite(s);
 }

@@ -106,6 +106,7 @@ START_TEST(mpirun_equals_workers_bit_for_bit) {
     compare(2, "gas --loader view");
     compare(4, "incagg --refresh-source recompute --loader view --model sage");
     compare(3, "incagg --refresh-source recompute --loader view");   /* ranks with unequal largest batches */
+    compare(2, "incagg --refresh-source recompute --loader view --pass-dtype bf16");   /* bf16 layer halos */
     compare(2, "gas --model sage --history-dtype bf16");
     /* an odd rank count, and both gradient reductions (the chain is the default) */
     compare(3, "incagg --refresh-source push");
@@ -176,7 +177,8 @@ START_TEST(device_ranks_equal_cpu_ranks) {
     compare_dev(2, "incagg --refresh-source push --history-dtype bf16 --model sage");
     compare_dev(2, "incagg --refresh-source recompute --history-location host");
     compare_dev(2, "incagg --refresh-source recompute --loader view");
-    compare_dev(2, "gas --loader view --history-dtype bf16");
+    compare_dev(2, "gas --loader view --history-dtype bf16 --pass-dtype bf16");
+    compare_dev(2, "incagg --refresh-source recompute --loader view --pass-dtype bf16");
     compare_dev(2, "full");
     compare_dev(3, "full --model sage --grad-reduce allgather");
     /* NCCL needs CUDA GPUs, one per rank: refused on every rank alike before any step, naming the
