@@ -101,6 +101,47 @@ START_TEST(context_device_rule) {
 }
 END_TEST
 
+/* issue 29: cuda:N names a device (a malformed N is refused before any device is asked);
+ * kc_sibling makes a context of the same kind (thread ranks' own contexts); collectives between
+ * devices are refused where there is no NCCL, naming the context */
+START_TEST(context_siblings_and_device_numbers) {
+    kern_ctx_t *c = NULL, *d = NULL;
+    static const char *const bad[] = {"cuda:", "cuda:x", "cuda:-1", "cuda:1z", "cuda:99999"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        inca_err_clear();
+        ck_assert_int_eq(kc_create(&(kern_ctx_opts_t){.device = bad[i]}, &c), INCA_EINVAL);
+        ck_assert_msg(c == NULL && strstr(inca_errmsg(), "cuda:N"), "%s: %s", bad[i], inca_errmsg());
+    }
+    inca_err_clear();
+    if (kc_create(&(kern_ctx_opts_t){.device = "cuda:0"}, &c) == INCA_OK) {   /* a GPU machine */
+        ck_assert(kc_device(c) == KERN_DEV_CUDA);
+        kc_free(&c);
+    } else {
+        ck_assert_msg(strstr(inca_errmsg(), "--device cuda"), "%s", inca_errmsg());
+        inca_err_clear();
+    }
+    static const char *const kinds[] = {"cpu", "emu"};
+    for (int k = 0; k < 2; k++) {
+        ck_assert_int_eq(kc_create(&(kern_ctx_opts_t){.device = kinds[k]}, &c), INCA_OK);
+        ck_assert_int_eq(kc_sibling(c, &d), INCA_OK);
+        ck_assert(d != c && kc_device(d) == kc_device(c) && strcmp(kc_name(d), kc_name(c)) == 0);
+        ck_assert(!kc_has_coll(d));
+        char uid[64];
+        ck_assert_int_eq(kc_device_uid(d, uid, sizeof uid), INCA_EINVAL);
+        ck_assert_msg(strstr(inca_errmsg(), "NCCL") && strstr(inca_errmsg(), kc_describe(d)), "%s", inca_errmsg());
+        inca_err_clear();
+        float x = 1.f;
+        ck_assert_int_eq(kc_coll_sum_f32(d, &x, &x, 1), INCA_EINVAL);
+        inca_err_clear();
+        kc_free(&d);
+        kc_free(&c);
+    }
+    ck_assert_int_eq(kc_sibling(kc_cpu(), &d), INCA_OK);   /* the shared context's sibling: a CPU context */
+    ck_assert(d != kc_cpu() && kc_device(d) == KERN_DEV_CPU);
+    kc_free(&d);
+}
+END_TEST
+
 START_TEST(memory_ops) {
     kern_ctx_t *c = kc_cpu();
     float *d = NULL;
@@ -707,6 +748,7 @@ int main(void) {
     TCase *tc = tcase_create("cpu");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, context_device_rule);
+    tcase_add_test(tc, context_siblings_and_device_numbers);
     tcase_add_test(tc, memory_ops);
     tcase_add_test(tc, cpu_table_is_the_cpu_kernels);
     tcase_add_test(tc, fused_sweeps_are_the_ops_they_replace);
