@@ -57,7 +57,9 @@ static int64_t row_bytes(kern_dtype_t dt, int64_t f) { return f * (dt == KERN_BF
 static int halo_dev_pack(void *ctx, const int64_t *ids, int64_t m, void *sbuf) {
     halo_dev_t *x = ctx;
     kern_ctx_t *kc = x->kc;
-    if (m == 0) return INCA_OK;
+    /* MPI is about to write rbuf: the previous round's upload from it must be done (on CUDA it
+     * is queued), so this waits for the device even with nothing to send */
+    if (m == 0) return kc_sync(kc);
     const void *src = x->dt == KERN_BF16 ? (const void *)x->raw_d : (const void *)x->rows_d;
     int rc;
     if ((rc = kc_copy(kc, x->ids_d, ids, sizeof *ids * (size_t)m, KERN_H2D, KERN_STREAM_COMPUTE)) ||

@@ -9,7 +9,8 @@
  *   exchange allocates nothing (training allocates nothing after setup); an exchange whose round
  *   would not fit is refused (INCA_EINVAL naming both sizes), never grown.
  * - The table's later ops are ordered after the scatter on the compute stream; the exchange
- *   waits for the device at each round's download (the rows must be on the host for MPI).
+ *   waits for the device before each round's all-to-all (its rows must be on the host, and the
+ *   last round's upload out of the receive staging done, before MPI rewrites it).
  * - The CPU context works too (the staging is host memory; slower than halo_exchange).
  * Tested in tests/mpi/mpi_halo.c (under mpirun, on the emulated device: fp32 and bf16 tables
  * equal the host exchange's rows and counters) and by the device trainers of tests/test_mpi.c. */
