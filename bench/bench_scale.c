@@ -24,8 +24,9 @@
  * gradients as built (an allgather: (P-1) records per step per rank). Prints per link and P the
  * modelled epoch time and parallel efficiency of IncAgg and GAS, and where each falls below 50%.
  * Ranks on a device (--device cuda; issue 29): the compute is the device's measured P=1 epoch,
- * every byte MPI carries also crosses the host staging twice at its bandwidth measured in the same
- * run, and with --grad-reduce nccl the gradients go over NVLink within a node of --gpus-per-node
+ * every halo byte MPI carries also crosses the host staging twice (down at its owner, up at its
+ * reader) and a step's gradient record once each way, at the staging's bandwidth measured in the
+ * same run (fp32 rows; bf16 tables or passes move half), and with --grad-reduce nccl the gradients go over NVLink within a node of --gpus-per-node
  * GPUs at --nvlink GB/s (an assumption, stated in the output; default 300) and across nodes at the
  * link's rate.
  * Speed is never asserted; test_mpi runs a smoke pass. */
@@ -100,6 +101,7 @@ static int run_one(comm_t *sub, const dataset_t *d, const train_config_t *base, 
     c.method = m;
     c.batch_parts = base->batch_parts / P;
     c.comm = sub;
+    if (P == 1 && c.grad_reduce == TRAIN_GRAD_NCCL) c.grad_reduce = TRAIN_GRAD_CHAIN;   /* one rank sums nothing */
     memstat_reset_peaks();
     bench_progress_stage("%s at %d ranks", method, P);
     int rc = train_run(d, &c, NULL, 0, &r);
@@ -242,8 +244,10 @@ static int staging_gbs(const train_config_t *c, double *gbs) {
         for (int r = 0; r < 3 && rc == INCA_OK; r++) {
             const double t0 = inca_now();
             if ((rc = kc_copy(kc, d, h, bytes, KERN_H2D, KERN_STREAM_COMPUTE)) == INCA_OK &&
-                (rc = kc_copy(kc, h, d, bytes, KERN_D2H, KERN_STREAM_COMPUTE)) == INCA_OK && (rc = kc_sync(kc)) == INCA_OK)
-                best = inca_now() - t0 < best ? inca_now() - t0 : best;
+                (rc = kc_copy(kc, h, d, bytes, KERN_D2H, KERN_STREAM_COMPUTE)) == INCA_OK && (rc = kc_sync(kc)) == INCA_OK) {
+                const double t = inca_now() - t0;
+                best = t < best ? t : best;
+            }
         }
     if (rc == INCA_OK) *gbs = 2.0 * (double)bytes / best / 1e9;
     kc_release(kc, KERN_MEM_DEVICE, d);
@@ -260,8 +264,8 @@ typedef struct sc_link {
     double bw, staging, nvlink;   /* bytes/s; staging 0: CPU ranks */
     int gpn, nccl;                /* GPUs per node */
 } sc_link_t;
-static double link_time(const sc_link_t *L, int P, double bytes, double grad_bytes_nccl) {
-    double t = bytes / L->bw + (L->staging > 0 ? 2.0 * bytes / L->staging : 0);
+static double link_time(const sc_link_t *L, int P, double bytes, double staged, double grad_bytes_nccl) {
+    double t = bytes / L->bw + (L->staging > 0 ? staged / L->staging : 0);
     if (L->nccl) t += grad_bytes_nccl * 2.0 * (P - 1) / P / (P <= L->gpn ? L->nvlink : L->bw);
     return t;
 }
@@ -294,6 +298,9 @@ static int run_model(const char *path, const train_config_t *c, const int *mr, i
         /* nccl: [had, loss] through MPI, the gradients by NCCL (link_time) */
         const double grad = (double)spe1 * (nccl ? 16.0 * (P - 1) : chain ? 16.0 * (P - 1) + 2.0 * (rec - 16.0) : rec * (P - 1)),
                      grad_nccl = nccl ? (double)spe1 * (rec - 16.0) : 0,
+                     /* host staging on a device: a halo byte down at its owner and up at its
+                      * reader; a step's record down and its sum up (NCCL: neither) */
+                     stage_grad = nccl ? 0 : (double)spe1 * 2.0 * rec,
                      inc = grad + (c->refresh_source == AGG_SRC_PUSH ? 2.0 : 1.0) * (double)hmax * row,
                      gas = grad + (double)gmax * (row + 8.0) + (double)hmax * row,
                      gas_ceil = grad + (double)xmax * (row + 8.0) + (double)hmax * row;
@@ -325,9 +332,10 @@ static int run_model(const char *path, const train_config_t *c, const int *mr, i
             sc_link_t L = *dev;
             L.bw = (double)links[l] * 1e9 / 8.0;
             double t[2], eff[2];
-            const double t1[2] = {p1[SC_INCAGG].epoch_s, p1[SC_GAS].epoch_s}, by[2] = {inc, gas}, ms[2] = {msgs_inc, msgs_gas};
+            const double t1[2] = {p1[SC_INCAGG].epoch_s, p1[SC_GAS].epoch_s}, by[2] = {inc, gas}, ms[2] = {msgs_inc, msgs_gas},
+                         st[2] = {stage_grad + 2.0 * (inc - grad), stage_grad + 2.0 * (gas - grad)};
             for (int m = 0; m < 2; m++) {
-                t[m] = t1[m] / P + link_time(&L, P, by[m], grad_nccl) + alpha * ms[m];
+                t[m] = t1[m] / P + link_time(&L, P, by[m], st[m], grad_nccl) + alpha * ms[m];
                 eff[m] = t[m] > 0 ? t1[m] / (P * t[m]) : 0;
                 if (eff[m] >= 0.5) last_ok[m][l] = P;
             }

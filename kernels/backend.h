@@ -217,7 +217,8 @@ int kc_decode(kern_ctx_t *ctx, kern_dtype_t dt, int64_t n, const void *in, float
 int kc_has_coll(const kern_ctx_t *ctx);
 int kc_device_uid(kern_ctx_t *ctx, char *buf, size_t cap);
 int kc_coll_id(kern_ctx_t *ctx, void *id);   /* KERN_COLL_ID_BYTES bytes */
-int kc_coll_init(kern_ctx_t *ctx, const void *id, int rank, int size);
+int kc_coll_init(kern_ctx_t *ctx, const void *id, int rank, int size);   /* again with the same rank
+                                                                           and size: nothing (a later run) */
 int kc_coll_sum_f32(kern_ctx_t *ctx, const float *send, float *recv, int64_t n);   /* recv may be send */
 
 /* ---- the table a backend fills (one per backend, static) ---- */

@@ -95,6 +95,9 @@ int train_run(const dataset_t *d, const train_config_t *c, const int64_t *train_
     if (c->model < 0 || c->model >= NN_KIND_COUNT) return inca_fail(INCA_EINVAL, "--model: unknown kind %d", c->model);
     if (c->resume && !c->checkpoint_dir) return inca_fail(INCA_EINVAL, "--resume: needs --checkpoint DIR");
     if (c->runs < 1) return inca_fail(INCA_EINVAL, "--runs: expected >= 1, got %d", c->runs);
+    if (c->grad_reduce == TRAIN_GRAD_NCCL && comm_size(c->comm) < 2)   /* never silently ignored */
+        return inca_fail(INCA_EINVAL, "--grad-reduce nccl: between the GPUs of MPI ranks (mpirun -np P, one GPU each); "
+                         "this is one process%s", c->workers > 1 ? " (--workers runs its ranks in it)" : "");
     kern_ctx_t *kc = NULL;
     if (mb && !dataset_has_graph(d)) return inca_fail(INCA_EINVAL, "--method %s needs a graph; this dataset has none", train_method_name(c->method));
     /* full-batch over several ranks (nn/train_dist.h) owns METIS parts too */

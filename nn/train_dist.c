@@ -179,8 +179,8 @@ static void fd_rank_free(fd_rank_t *R) {
     inca_free(R->mall);
     optim_free(&R->o);
     model_free(&R->m);
-    for (int i = 0; i < R->op.ntab; i++) {
-        if (R->op.hx) kc_release(kc, KERN_MEM_DEVICE, R->op.tab[i]);
+    for (int i = 0; i < R->op.ntab; i++) {   /* device memory on a device (hx may not be made yet) */
+        if (kc && kc_device(kc) != KERN_DEV_CPU) kc_release(kc, KERN_MEM_DEVICE, R->op.tab[i]);
         else inca_free(R->op.tab[i]);
     }
     halo_dev_free(&R->op.hx);

@@ -117,7 +117,8 @@ int train_xfer_halo_dev(kern_ctx_t *kc, int p, int64_t n, const int64_t *widths,
     for (int i = 0; i < nw; i++) {
         bf16 |= dts[i] == KERN_BF16;
         int64_t r = halo_stage_rows(p, widths[i] * (dts[i] == KERN_BF16 ? 2 : 4));
-        if (r > n) r = n;   /* a round never holds more rows than the table */
+        /* a round sends each row at most once to each other rank */
+        if (r > n * (int64_t)(p > 1 ? p - 1 : 1)) r = n * (int64_t)(p > 1 ? p - 1 : 1);
         rows = r > rows ? r : rows;
         elems = r * widths[i] > elems ? r * widths[i] : elems;
     }

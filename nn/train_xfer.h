@@ -38,7 +38,8 @@ int train_xfer_grads_sum_nccl(comm_t *c, model_t *m, float **sum);
  * device's memory (hx made for it: train_xfer_halo_dev), else straight from host memory. */
 int train_xfer_halo(halo_t *h, halo_dev_t *hx, comm_t *c, kern_dtype_t dt, void *table, int64_t f, int phase);
 /* The device staging of a rank that exchanges tables of the given widths and types (nw of
- * them; n rows each) among p ranks: large enough for any plan's round (halo_stage_rows). */
+ * them; n rows each) among p ranks: large enough for any plan's round (halo_stage_rows, at most
+ * n (p - 1) rows: a row goes at most once to each other rank). */
 int train_xfer_halo_dev(kern_ctx_t *kc, int p, int64_t n, const int64_t *widths, const kern_dtype_t *dts, int nw,
                         halo_dev_t **out);
 #endif

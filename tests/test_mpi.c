@@ -198,6 +198,13 @@ START_TEST(device_ranks_equal_cpu_ranks) {
         ck_assert_msg(strstr(err, "--grad-reduce nccl: between the GPUs of MPI ranks"), "%s", err);
         free(out);
         free(err);
+        /* one process without --workers: refused too, not ignored */
+        snprintf(args, sizeof args, "train '%s' --method %s --parts 40 --epochs 1 --threads 1 --grad-reduce nccl", store,
+                 nccl[i]);
+        ck_assert_int_eq(run(0, args, &out, &err), 2);
+        ck_assert_msg(strstr(err, "this is one process"), "%s", err);
+        free(out);
+        free(err);
     }
 }
 END_TEST

@@ -35,6 +35,7 @@ typedef struct kcu_ctx {
     const char *last_op;  /* the op queued last: named when a queued kernel fails at sync */
 #ifdef INCA_HAS_NCCL
     ncclComm_t nccl;      /* the clique of kc_coll_init (NULL: none joined) */
+    int nccl_rank, nccl_size;
 #endif
 } kcu_ctx_t;
 
@@ -739,7 +740,10 @@ static int kcu_coll_id(kern_ctx_t *ctx, void *id) {
 }
 static int kcu_coll_init(kern_ctx_t *ctx, const void *id, int rank, int size) {
     kcu_ctx_t *c = kcu(ctx);
-    if (c->nccl) return kcu_fail(c, INCA_EINVAL, "coll_init", "NCCL", "this context joined a clique already");
+    if (c->nccl && c->nccl_rank == rank && c->nccl_size == size) return INCA_OK;   /* the next run of the same job */
+    if (c->nccl) return kcu_fail(c, INCA_EINVAL, "coll_init", "NCCL", "this context joined another clique already");
+    c->nccl_rank = rank;
+    c->nccl_size = size;
     ncclUniqueId u;
     memcpy(&u, id, sizeof u);
     int rc = kcu_check(c, "coll_init", cudaSetDevice(c->dev));
