@@ -86,9 +86,10 @@ int kc_status(const kern_ctx_t *ctx);              /* first error seen (INCA_OK 
 /* bytes of zeroed memory of kind `mem` (bytes 0 allocates 1). INCA_ENOMEM naming the size. */
 int kc_alloc(kern_ctx_t *ctx, kern_mem_t mem, size_t bytes, void **out);
 void kc_release(kern_ctx_t *ctx, kern_mem_t mem, void *p);   /* NULL-safe */
-/* Queued on `stream` (CPU: immediate). Returns once the source may be reused; a D2H copy into
- * ordinary host memory has arrived when it returns, one into pinned memory only after kc_sync
- * (CUDA's rules for pageable and pinned memory). */
+/* Queued on `stream` (CPU: immediate). CUDA's rules for pageable and pinned memory: with
+ * ordinary host memory on the host side the call returns once that memory may be reused (a D2H
+ * copy has arrived); with pinned memory it returns at once, and the pinned buffer may be read
+ * (D2H) or rewritten (H2D) only after kc_sync or an event that follows the copy. */
 int kc_copy(kern_ctx_t *ctx, void *dst, const void *src, size_t bytes, kern_copy_t kind, int stream);
 int kc_zero(kern_ctx_t *ctx, void *dst, size_t bytes, int stream);
 int kc_event_record(kern_ctx_t *ctx, int event, int stream);
