@@ -520,9 +520,6 @@ int train_full_dist(const dataset_t *d, const train_config_t *c, const int64_t *
     if (mpi && c->workers > 1 && c->workers != P)
         return inca_fail(INCA_EINVAL, "--workers %d under mpirun -np %d: the processes are the ranks (omit --workers or give %d)",
                          c->workers, P, P);
-    if (!mpi && c->grad_reduce == TRAIN_GRAD_NCCL)
-        return inca_fail(INCA_EINVAL, "--grad-reduce nccl: between the GPUs of MPI ranks (mpirun -np P, one GPU each); "
-                         "--workers runs its ranks in one process");
     if (c->batchnorm)
         return inca_fail(INCA_EINVAL, "%d ranks with --batchnorm: BatchNorm's batch statistics would be each rank's own; "
                          "not supported", P);

@@ -427,9 +427,6 @@ static int mb_setup_check(mb_run_t *R, const dataset_t *d, int64_t n_train) {
 static int mb_setup_ranks(mb_run_t *R) {
     const train_config_t *c = R->c;
     int rc;
-    if (c->grad_reduce == TRAIN_GRAD_NCCL && comm_size(c->comm) < 2)
-        return inca_fail(INCA_EINVAL, "--grad-reduce nccl: between the GPUs of MPI ranks (mpirun -np P, one GPU each); "
-                         "this is one process%s", c->workers > 1 ? " (--workers runs its ranks in it)" : "");
     R->workers = c->workers > 1 ? c->workers : 1;
     if (R->workers > MB_MAX_WORKERS) return inca_fail(INCA_EINVAL, "--workers %d: at most %d", R->workers, MB_MAX_WORKERS);
     if (comm_size(c->comm) > 1) {   /* under mpirun: this process is one rank of workers */
