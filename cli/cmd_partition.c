@@ -1,4 +1,4 @@
-/* inca partition STORE --parts K [--method metis|random|parmetis] [--ranks P] [--seed S]
+/* inca partition STORE --parts K [--method metis|lp|random|parmetis] [--ranks P] [--seed S]
  * [--feature-norm none|row|standard] [--m0 gcn|sage|none] [--history-dtype fp32|bf16]
  * [--no-layout] [--json]: compute (or reuse) a partitioning and store it (graph/partition.h;
  * ParMETIS over MPI ranks, graph/partition_par.h), then the partition-ordered layout the view
@@ -143,7 +143,8 @@ static int run(args_t *a, const part_opts_t *o, comm_t *c) {
     double t0 = inca_now();
     cli_progress_t pg;
     cli_progress_init(&pg, "partition", quiet);
-    cli_progress(&pg, 1, "%s into %lld parts", o->method == PART_METIS ? "METIS" : o->method == PART_PARMETIS ? "ParMETIS" : "random",
+    cli_progress(&pg, 1, "%s into %lld parts", o->method == PART_METIS ? "METIS" : o->method == PART_PARMETIS ? "ParMETIS" :
+                 o->method == PART_LP ? "label propagation" : "random",
                  (long long)o->k);
     if (rc == INCA_OK) rc = get_partition(s, c, o, &p, &reused);
     if (rc == INCA_OK) rc = rank_peaks(c, peaks);

@@ -42,8 +42,10 @@ static const struct { const char *name; int (*fn)(int, char **); const char *hel
     {"partition", cmd_partition,
      "partition STORE --parts K [flags]   store a partitioning (and the layout the view loader maps)\n"
      "  (defaults in brackets)\n"
-     "            --method metis|random|parmetis [metis] --seed S [0]\n"
+     "            --method metis|lp|random|parmetis [metis] --seed S [0]\n"
      "            --ranks P (parmetis: start it as P MPI ranks; or run it under mpirun -np P)\n"
+     "            lp: multilevel label propagation in about the graph's own memory (METIS holds some 80 bytes per\n"
+     "            stored edge), several times faster; cuts within a few % of METIS's; for graphs METIS cannot hold\n"
      "            parmetis: PT-Scotch's ParMETIS, each rank reading only its slice of the graph; for graphs whose\n"
      "            METIS run takes too long or does not fit one process's memory (METIS's cut is the better one)\n"
      "  layout    --feature-norm none|row|standard [none] --m0 gcn|sage|none (IncAgg's M^0 = AX) [gcn]\n"

@@ -1,22 +1,23 @@
-/* METIS k-way / random partitioning and contiguous renumbering (see partition.h). METIS's sharp
- * edges are handled here only: METIS_OK is 1, nparts = 1 is not passed, a non-symmetric graph
- * is refused, ids are 32-bit. Tested in test_partition.c. */
+/* METIS k-way / label-propagation / random partitioning and contiguous renumbering (see
+ * partition.h). A non-symmetric graph is refused here; METIS itself is called in metis_kway.c.
+ * Tested in test_partition.c. */
 #include "graph/partition.h"
+#include "graph/metis_kway.h"
+#include "graph/partition_lp.h"
 #include "core/alloc.h"
 #include "core/rng.h"
 #include "core/status.h"
 #include "core/util.h"
-#include <metis.h>
 #include <stdio.h>
 #include <string.h>
 
-static const char *const method_words[] = {"metis", "random", "parmetis"};
+static const char *const method_words[] = {"metis", "random", "parmetis", "lp"};
 #define N_METHODS ((int)(sizeof method_words / sizeof method_words[0]))
 
 int partition_method_parse(const char *s, int *method) {
     for (int i = 0; s && i < N_METHODS; i++)
         if (strcmp(s, method_words[i]) == 0) { *method = i; return INCA_OK; }
-    return inca_fail(INCA_EINVAL, "--method: expected metis, random or parmetis, got '%s'", s ? s : "");
+    return inca_fail(INCA_EINVAL, "--method: expected metis, lp, random or parmetis, got '%s'", s ? s : "");
 }
 
 const char *partition_method_name(int method) {
@@ -62,7 +63,7 @@ int partition_name_parse(const char *s, int *method, int64_t *k, uint64_t *seed,
             }
         }
     }
-    return inca_fail(INCA_EINVAL, "--partition: expected metis|random|parmetis or a stored name like metis-40-s0 or "
+    return inca_fail(INCA_EINVAL, "--partition: expected metis|lp|random|parmetis or a stored name like metis-40-s0 or "
                      "parmetis-40-s0-r2, got '%s'",
                      s ? s : "");
 }
@@ -85,47 +86,9 @@ int64_t partition_edge_cut(const csr_t *adj, const int32_t *part) {
 }
 
 static int assign_metis(const csr_t *adj, int64_t k, uint64_t seed, int32_t *part) {
-    int rc = INCA_OK;
-    idx_t *xadj = NULL, *adjncy = NULL, *pv = NULL;
-    int64_t n = adj->n_rows;
-    if (adj->nnz >= INT32_MAX || n >= INT32_MAX)
-        return inca_fail(INCA_EINVAL, "graph too large for METIS's 32-bit idx_t (%lld nodes, %lld entries); use --method random",
-                         (long long)n, (long long)adj->nnz);
     if (!csr_is_symmetric(adj))
         return inca_fail(INCA_EINVAL, "METIS needs a symmetric graph; this adjacency is not symmetric (re-ingest with symmetrisation)");
-    xadj = inca_malloc(sizeof *xadj * (size_t)(n + 1));
-    adjncy = inca_malloc(sizeof *adjncy * (size_t)(adj->nnz ? adj->nnz : 1));
-    pv = inca_malloc(sizeof *pv * (size_t)(n ? n : 1));
-    if (!xadj || !adjncy || !pv) { rc = INCA_ENOMEM; goto done; }
-    int64_t m = 0;
-    xadj[0] = 0;
-    for (int64_t u = 0; u < n; u++) {   /* METIS wants no self-loops */
-        for (int64_t e = adj->rowptr[u]; e < adj->rowptr[u + 1]; e++)
-            if (adj->col[e] != u) adjncy[m++] = adj->col[e];
-        xadj[u + 1] = (idx_t)m;
-    }
-    idx_t nv = (idx_t)n, ncon = 1, np = (idx_t)k, objval = 0;
-    idx_t opts[METIS_NOPTIONS];
-    METIS_SetDefaultOptions(opts);
-    opts[METIS_OPTION_SEED] = (idx_t)(seed & 0x7fffffff);
-    opts[METIS_OPTION_NUMBERING] = 0;
-    int mr = METIS_PartGraphKway(&nv, &ncon, xadj, adjncy, NULL, NULL, NULL, &np, NULL, NULL, opts, &objval, pv);
-    if (mr != METIS_OK) {
-        rc = inca_fail(mr == METIS_ERROR_MEMORY ? INCA_ENOMEM : INCA_ERR,
-                       "METIS_PartGraphKway failed (code %d: %s) for %lld nodes into %lld parts", mr,
-                       mr == METIS_ERROR_INPUT ? "input error" : mr == METIS_ERROR_MEMORY ? "out of memory" : "error",
-                       (long long)n, (long long)k);
-        goto done;
-    }
-    for (int64_t u = 0; u < n; u++) {
-        if (pv[u] < 0 || pv[u] >= np) { rc = inca_fail(INCA_ERR, "METIS returned part %d for node %lld", (int)pv[u], (long long)u); goto done; }
-        part[u] = (int32_t)pv[u];
-    }
-done:
-    inca_free(xadj);
-    inca_free(adjncy);
-    inca_free(pv);
-    return rc;
+    return metis_kway(adj->n_rows, adj->rowptr, adj->col, NULL, NULL, k, seed, part);
 }
 
 static int assign_random(int64_t n, int64_t k, uint64_t seed, int32_t *part) {
@@ -139,6 +102,12 @@ static int assign_random(int64_t n, int64_t k, uint64_t seed, int32_t *part) {
     for (int64_t i = 0; i < n; i++) part[order[i]] = (int32_t)((i * k) / n);
     inca_free(order);
     return INCA_OK;
+}
+
+static int assign_lp(const csr_t *adj, int64_t k, uint64_t seed, int32_t *part) {
+    if (!csr_is_symmetric(adj))
+        return inca_fail(INCA_EINVAL, "--method lp needs a symmetric graph; this adjacency is not symmetric (re-ingest with symmetrisation)");
+    return partition_lp_assign(adj, k, seed, part, NULL);
 }
 
 int partition_name_parts(const char *name, int parts_given, int64_t *parts) {
@@ -165,6 +134,7 @@ int partition_assign(const csr_t *adj, int64_t k, int method, uint64_t seed, int
     if (k == 1) memset(part, 0, sizeof *part * (size_t)n);
     else if (method == PART_METIS) rc = assign_metis(adj, k, seed, part);
     else if (method == PART_RANDOM) rc = assign_random(n, k, seed, part);
+    else if (method == PART_LP) rc = assign_lp(adj, k, seed, part);
     else if (method == PART_PARMETIS)
         rc = inca_fail(INCA_EINVAL, "ParMETIS partitions over MPI ranks: inca partition STORE --parts %lld --method parmetis "
                        "--ranks P (or under mpirun -np P) stores it first", (long long)k);

@@ -17,7 +17,7 @@
 typedef struct part_manifest {
     uint32_t magic, version;
     char name[64];        /* "metis-40-s0" */
-    char method[16];      /* "metis" | "random" | "parmetis" */
+    char method[16];      /* "metis" | "random" | "parmetis" | "lp" */
     int64_t nodes;        /* n of the graph partitioned */
     int64_t parts;        /* K */
     uint64_t seed;
@@ -35,10 +35,11 @@ typedef struct partition {
 } partition_t;
 
 /* PART_PARMETIS: PT-Scotch's ParMETIS interface over MPI ranks, graph/partition_par.h; the
- * functions of this header compute METIS and random partitionings only. */
-enum { PART_METIS = 0, PART_RANDOM = 1, PART_PARMETIS = 2 };
+ * functions of this header compute METIS, random and PART_LP (streaming + label propagation,
+ * graph/partition_lp.h) partitionings. */
+enum { PART_METIS = 0, PART_RANDOM = 1, PART_PARMETIS = 2, PART_LP = 3 };
 
-/* Parse "metis" / "random" / "parmetis" (INCA_EINVAL naming the flag value otherwise). */
+/* Parse "metis" / "random" / "parmetis" / "lp" (INCA_EINVAL naming the flag value otherwise). */
 int partition_method_parse(const char *s, int *method);
 const char *partition_method_name(int method);
 /* Writes "<method>-<k>-s<seed>" into buf, and for parmetis with ranks > 0 "-r<ranks>" after it:

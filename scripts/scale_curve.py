@@ -2,7 +2,8 @@
 """The cost curve of the stages before training, and of one IncAgg epoch (issue 28).
 
 For each size (nodes) in --sizes: gen (csbm, avg degree 20, 128 features, 8 classes, homophily
-0.4) -> partition with METIS -> partition with ParMETIS (PT-Scotch, --ranks ranks) -> the
+0.4) -> partition with METIS -> with inca's label propagation (--method lp) -> with ParMETIS
+(PT-Scotch, --ranks ranks) -> the
 partition-ordered layout (features and M^0) -> one IncAgg epoch (GCN 3 x 128, --loader view,
 --memory-budget). Every stage is its own process (mpiexec's for ParMETIS). One JSON line per size
 and stage goes to stdout (and to OUT/curve.jsonl): the stage's wall seconds, inca's own peak
@@ -52,7 +53,7 @@ def data_bytes(stage, n, edges, f, tsize, hidden=128):
     feats = 4 * n * f
     m0 = tsize * n * f
     tables = 4 * tsize * n * hidden
-    return {"gen": graph + feats, "metis": graph, "parmetis": graph, "layout": graph + feats + m0,
+    return {"gen": graph + feats, "metis": graph, "lp": graph, "parmetis": graph, "layout": graph + feats + m0,
             "epoch": graph + feats + m0 + tables}.get(stage, 0)
 
 
@@ -62,6 +63,7 @@ def stages(a, store, n):
         ("gen", ["gen", "--kind", "csbm", "--nodes", str(n), "--avg-degree", "20", "--features", str(a.features),
                  "--classes", "8", "--homophily", "0.4", "--seed", "0", "--out", store, "--json", "--quiet"]),
         ("metis", part + ["--method", "metis", "--no-layout"]),
+        ("lp", part + ["--method", "lp", "--no-layout"]),
         ("parmetis", part + ["--method", "parmetis", "--ranks", str(a.ranks), "--no-layout"]),
         ("layout", part + ["--method", "metis", "--history-dtype", a.history_dtype]
          + (["--rebuild-layout"] if a.rebuild_layout else [])),
@@ -77,6 +79,7 @@ def stage_figures(stage, j):
     """The stage's own figures from its JSON line."""
     keys = {"gen": ["edges", "gen_s", "write_s", "threads"],
             "metis": ["edge_cut", "balance", "partition_time_s", "reused"],
+            "lp": ["edge_cut", "balance", "partition_time_s", "reused"],
             "parmetis": ["edge_cut", "balance", "partition_time_s", "reused", "ranks", "rank_peak_rss_anon_mb"],
             "layout": ["layout_time_s", "layout_x_written", "layout_m0_written", "layout_adj_written"],
             "epoch": ["test_acc", "epoch_time_s", "loader_wait_s", "loader_wait_fraction", "refresh_time_s",
@@ -97,7 +100,7 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--memory-budget", default="16G")
     ap.add_argument("--history-dtype", default="fp32", choices=["fp32", "bf16"], help="M^0's and the tables'")
-    ap.add_argument("--stages", default="gen,metis,parmetis,layout,epoch")
+    ap.add_argument("--stages", default="gen,metis,lp,parmetis,layout,epoch")
     ap.add_argument("--rebuild-layout", action="store_true", help="layout stage: write the layout again when it exists")
     ap.add_argument("--keep", action="store_true", help="keep each size's store (default: removed after its epoch)")
     a = ap.parse_args()

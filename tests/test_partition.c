@@ -16,21 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* side x side grid, 4-neighbour, symmetric */
-static void grid(csr_t *g, int side) {
-    int64_t n = (int64_t)side * side, m = 0;
-    int64_t *s = malloc(sizeof *s * (size_t)(4 * n)), *d = malloc(sizeof *d * (size_t)(4 * n));
-    for (int r = 0; r < side; r++)
-        for (int c = 0; c < side; c++) {
-            int64_t u = (int64_t)r * side + c;
-            if (c + 1 < side) { s[m] = u; d[m] = u + 1; m++; }
-            if (r + 1 < side) { s[m] = u; d[m] = u + side; m++; }
-        }
-    ck_assert_int_eq(csr_from_edges(g, n, s, d, m, CSR_SYMMETRIZE), INCA_OK);
-    free(s);
-    free(d);
-}
-
 /* two 6-cliques {0..5} and {6..11} joined by the edge 2-9, with ids interleaved by a fixed
  * shuffle so the answer is not the identity */
 static const int64_t relabel[12] = {7, 0, 11, 3, 5, 9, 1, 10, 2, 8, 4, 6};
@@ -96,7 +81,7 @@ END_TEST
 
 START_TEST(grid_metis_vs_random) {
     csr_t g = {0};
-    grid(&g, 24);
+    tu_grid(&g, 24);
     partition_t pm, pr;
     ck_assert_int_eq(partition_compute(&g, 8, PART_METIS, 3, &pm), INCA_OK);
     ck_assert_int_eq(partition_compute(&g, 8, PART_RANDOM, 3, &pr), INCA_OK);
@@ -121,7 +106,7 @@ END_TEST
 
 START_TEST(one_part_and_bad_inputs) {
     csr_t g = {0};
-    grid(&g, 5);
+    tu_grid(&g, 5);
     partition_t p;
     ck_assert_int_eq(partition_compute(&g, 1, PART_METIS, 0, &p), INCA_OK);
     ck_assert_int_eq(check_partition(&g, &p), 0);
@@ -144,7 +129,7 @@ END_TEST
 
 START_TEST(alloc_failures) {
     csr_t g = {0};
-    grid(&g, 10);
+    tu_grid(&g, 10);
     for (long i = 1; i < 40; i++) {
         partition_t p;
         inca_alloc_fail_after(i);
@@ -160,7 +145,7 @@ END_TEST
 static char *make_store(const char *dir, int side) {
     dataset_t d;
     dataset_init(&d);
-    grid(&d.adj, side);
+    tu_grid(&d.adj, side);
     d.n = (int64_t)side * side;
     d.f = 2;
     d.c = 2;
@@ -178,7 +163,7 @@ START_TEST(store_round_trip) {
     store_t *s = NULL;
     ck_assert_int_eq(store_open(path, STORE_RDWR, &s), INCA_OK);
     csr_t g = {0};
-    grid(&g, 12);
+    tu_grid(&g, 12);
     partition_t a, b;
     int reused = -1;
     ck_assert_int_eq(store_partition_get(s, &g, 6, PART_METIS, 0, &a, &reused), INCA_OK);
@@ -207,7 +192,7 @@ START_TEST(store_damaged_partition_refused) {
     store_t *s = NULL;
     ck_assert_int_eq(store_open(path, STORE_RDWR, &s), INCA_OK);
     csr_t g = {0};
-    grid(&g, 12);
+    tu_grid(&g, 12);
     partition_t a;
     ck_assert_int_eq(store_partition_get(s, &g, 6, PART_METIS, 0, &a, NULL), INCA_OK);
     for (int damage = 0; damage < 3; damage++) {
@@ -309,7 +294,7 @@ END_TEST
  * distributed entry point says so (after checking the slices, which tile [0, n) here) */
 START_TEST(parmetis_needs_ranks) {
     csr_t g = {0};
-    grid(&g, 8);
+    tu_grid(&g, 8);
     int32_t part[64];
     ck_assert_int_eq(partition_assign(&g, 4, PART_PARMETIS, 0, part, NULL), INCA_EINVAL);
     ck_assert_ptr_nonnull(strstr(inca_errmsg(), "--ranks"));

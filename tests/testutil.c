@@ -5,6 +5,7 @@
 #include "testutil.h"
 #include "graph/csr.h"
 #include "core/rng.h"
+#include "core/status.h"
 #include "loaders/dataset.h"
 #include "nn/train_common.h"
 #include <math.h>
@@ -294,3 +295,18 @@ static int word_index(const char *name, const char *const *words, int n) {
 int tu_method(const char *name) { return word_index(name, train_method_words, TRAIN_METHOD_COUNT); }
 int tu_model(const char *name) { return word_index(name, model_kind_words, NN_KIND_COUNT); }
 int tu_dtype(const char *name) { return word_index(name, hist_dtype_words, 2); }
+
+void tu_grid(csr_t *g, int side) {
+    int64_t n = (int64_t)side * side, m = 0;
+    int64_t *s = malloc(sizeof *s * (size_t)(2 * n)), *d = malloc(sizeof *d * (size_t)(2 * n));
+    ck_assert(s && d);
+    for (int r = 0; r < side; r++)
+        for (int c = 0; c < side; c++) {
+            int64_t u = (int64_t)r * side + c;
+            if (c + 1 < side) { s[m] = u; d[m] = u + 1; m++; }
+            if (r + 1 < side) { s[m] = u; d[m] = u + side; m++; }
+        }
+    ck_assert_int_eq(csr_from_edges(g, n, s, d, m, CSR_SYMMETRIZE), INCA_OK);
+    free(s);
+    free(d);
+}

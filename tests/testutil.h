@@ -75,4 +75,7 @@ double tu_norm_err(const float *got, const float *want, int64_t n, int64_t *wors
  * rows, sorted unique columns; values in [0,1) when with_val, else val NULL. */
 #include "graph/csr.h"
 csr_t tu_csr_random(int64_t rows, int64_t cols, uint64_t seed, int with_val);
+/* The side x side grid, 4-neighbour, symmetric (owned, csr_free it): the partitioners' graph
+ * whose good cuts are known (strips, quadrants). */
+void tu_grid(csr_t *g, int side);
 #endif

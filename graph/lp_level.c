@@ -1,0 +1,173 @@
+/* One level of the label-propagation partitioner: neighbourhood gathering, breadth-first order,
+ * clustering and contraction (see lp_graph.h). */
+#include "graph/lp_graph.h"
+#include "core/alloc.h"
+#include "core/rng.h"
+#include "core/status.h"
+#include <string.h>
+
+void lp_graph_free(lp_graph_t *g) {
+    if (!g) return;
+    inca_free(g->own_rowptr);
+    inca_free(g->own_col);
+    inca_free(g->own_ew);
+    inca_free(g->own_vw);
+    memset(g, 0, sizeof *g);
+}
+
+int lp_acc_init(lp_acc_t *a, int64_t labels) {
+    a->conn = inca_calloc((size_t)labels, sizeof *a->conn);
+    a->touched = inca_malloc((size_t)labels * sizeof *a->touched);
+    a->nt = 0;
+    return a->conn && a->touched ? INCA_OK : INCA_ENOMEM;
+}
+
+void lp_acc_free(lp_acc_t *a) {
+    inca_free(a->conn);
+    inca_free(a->touched);
+    memset(a, 0, sizeof *a);
+}
+
+void lp_acc_gather(lp_acc_t *a, const lp_graph_t *g, int64_t v, const int32_t *label) {
+    for (int64_t i = 0; i < a->nt; i++) a->conn[a->touched[i]] = 0;
+    a->nt = 0;
+    for (int64_t e = g->rowptr[v]; e < g->rowptr[v + 1]; e++) {
+        int64_t u = g->col[e];
+        int32_t l = u == v ? -1 : label[u];
+        if (l < 0) continue;
+        if (a->conn[l] == 0) a->touched[a->nt++] = l;
+        a->conn[l] += lp_ew(g, e);
+    }
+}
+
+void lp_bfs_order(const lp_graph_t *g, uint64_t seed, int32_t *order, uint8_t *seen) {
+    const int64_t n = g->n;
+    rng_t r;
+    rng_seed(&r, seed ^ 0x6c70u);
+    int64_t head = 0, tail = 0, scan = (int64_t)rng_below(&r, (uint64_t)n);
+    memset(seen, 0, (size_t)n);
+    for (int64_t done = 0; done < n; done++) {
+        if (head == tail) {   /* a new component */
+            while (seen[scan]) scan = scan + 1 == n ? 0 : scan + 1;
+            seen[scan] = 1;
+            order[tail++] = (int32_t)scan;
+        }
+        int64_t v = order[head++];
+        for (int64_t e = g->rowptr[v]; e < g->rowptr[v + 1]; e++) {
+            int32_t u = g->col[e];
+            if (!seen[u]) { seen[u] = 1; order[tail++] = u; }
+        }
+    }
+}
+
+void lp_cluster(const lp_graph_t *g, const int32_t *order, int64_t wmax, int rounds, int32_t *cl, int64_t *cw,
+                lp_acc_t *a) {
+    for (int64_t v = 0; v < g->n; v++) cl[v] = (int32_t)v, cw[v] = lp_vw(g, v);
+    for (int r = 0; r < rounds; r++) {
+        int64_t moved = 0;
+        for (int64_t i = 0; i < g->n; i++) {
+            const int64_t v = order[i];
+            const int32_t cur = cl[v], wv = lp_vw(g, v);
+            lp_acc_gather(a, g, v, cl);
+            int32_t best = cur;
+            int64_t cb = a->conn[cur];
+            for (int64_t t = 0; t < a->nt; t++) {   /* ties: the lighter cluster, then the smaller id */
+                int32_t c = a->touched[t];
+                if (c == cur || cw[c] + wv > wmax) continue;
+                if (a->conn[c] > cb || (a->conn[c] == cb && best != cur && (cw[c] < cw[best] || (cw[c] == cw[best] && c < best))))
+                    best = c, cb = a->conn[c];
+            }
+            if (best == cur) continue;
+            cw[cur] -= wv;
+            cw[best] += wv;
+            cl[v] = best;
+            moved++;
+        }
+        if (moved * 100 < g->n) break;
+    }
+}
+
+/* the coarse node C's neighbourhood: the edges of its members (mem[s..e)) by coarse node, C's own
+ * (edges inside the cluster) dropped */
+static void acc_cluster(lp_acc_t *a, const lp_graph_t *g, const int32_t *mem, int64_t s, int64_t e, const int32_t *map,
+                        int32_t C) {
+    for (int64_t i = 0; i < a->nt; i++) a->conn[a->touched[i]] = 0;
+    a->nt = 0;
+    for (int64_t i = s; i < e; i++)
+        for (int64_t x = g->rowptr[mem[i]]; x < g->rowptr[mem[i] + 1]; x++) {
+            int32_t D = map[g->col[x]];
+            if (D == C) continue;
+            if (a->conn[D] == 0) a->touched[a->nt++] = D;
+            a->conn[D] += lp_ew(g, x);
+        }
+}
+
+/* map[v] = dense coarse id of cl[v], by first appearance; *nc gets the count */
+static int contract_ids(const lp_graph_t *g, const int32_t *cl, int32_t *map, int64_t *nc) {
+    int32_t *cid = inca_malloc((size_t)g->n * sizeof *cid);
+    if (!cid) return INCA_ENOMEM;
+    memset(cid, 0xff, (size_t)g->n * sizeof *cid);
+    int64_t k = 0;
+    for (int64_t v = 0; v < g->n; v++) {
+        if (cid[cl[v]] < 0) cid[cl[v]] = (int32_t)k++;
+        map[v] = cid[cl[v]];
+    }
+    inca_free(cid);
+    *nc = k;
+    return INCA_OK;
+}
+
+/* the coarse rows: a count pass (c->own_rowptr) and, when it fits, a fill pass */
+static int contract_rows(const lp_graph_t *g, const int32_t *map, const int64_t *start, const int32_t *mem,
+                         int64_t max_nnz, lp_graph_t *c, lp_acc_t *a, int *made) {
+    c->own_rowptr[0] = 0;
+    for (int64_t C = 0; C < c->n; C++) {   /* stops as soon as it is too many */
+        acc_cluster(a, g, mem, start[C], start[C + 1], map, (int32_t)C);
+        c->own_rowptr[C + 1] = c->own_rowptr[C] + a->nt;
+        if (c->own_rowptr[C + 1] > max_nnz) return INCA_OK;
+    }
+    c->nnz = c->own_rowptr[c->n];
+    c->own_col = inca_malloc((size_t)(c->nnz ? c->nnz : 1) * sizeof *c->own_col);
+    c->own_ew = inca_malloc((size_t)(c->nnz ? c->nnz : 1) * sizeof *c->own_ew);
+    c->own_vw = inca_calloc((size_t)c->n, sizeof *c->own_vw);
+    if (!c->own_col || !c->own_ew || !c->own_vw) return INCA_ENOMEM;
+    for (int64_t C = 0; C < c->n; C++) {
+        acc_cluster(a, g, mem, start[C], start[C + 1], map, (int32_t)C);
+        for (int64_t t = 0; t < a->nt; t++) {
+            int64_t x = c->own_rowptr[C] + t;
+            c->own_col[x] = a->touched[t];
+            c->own_ew[x] = (int32_t)a->conn[a->touched[t]];
+        }
+        for (int64_t i = start[C]; i < start[C + 1]; i++) c->own_vw[C] += lp_vw(g, mem[i]);
+    }
+    c->rowptr = c->own_rowptr, c->col = c->own_col, c->ew = c->own_ew, c->vw = c->own_vw;
+    c->total = g->total;
+    *made = 1;
+    return INCA_OK;
+}
+
+int lp_contract(const lp_graph_t *g, const int32_t *cl, int64_t max_nnz, lp_graph_t *c, int32_t *map, lp_acc_t *a,
+                int *made) {
+    memset(c, 0, sizeof *c);
+    *made = 0;
+    int64_t nc = 0, *start = NULL;
+    int32_t *mem = NULL;
+    int rc = contract_ids(g, cl, map, &nc);
+    if (rc != INCA_OK) return rc;
+    start = inca_calloc((size_t)nc + 1, sizeof *start);
+    mem = inca_malloc((size_t)g->n * sizeof *mem);
+    c->own_rowptr = inca_malloc(((size_t)nc + 1) * sizeof *c->own_rowptr);
+    if (!start || !mem || !c->own_rowptr) { rc = INCA_ENOMEM; goto done; }
+    c->n = nc;
+    for (int64_t v = 0; v < g->n; v++) start[map[v] + 1]++;   /* members by coarse node, node order */
+    for (int64_t C = 0; C < nc; C++) start[C + 1] += start[C];
+    for (int64_t v = 0; v < g->n; v++) mem[start[map[v]]++] = (int32_t)v;
+    for (int64_t C = nc; C > 0; C--) start[C] = start[C - 1];
+    start[0] = 0;
+    rc = contract_rows(g, map, start, mem, max_nnz, c, a, made);
+done:
+    if (rc != INCA_OK || !*made) lp_graph_free(c);
+    inca_free(start);
+    inca_free(mem);
+    return rc;
+}

@@ -1,0 +1,132 @@
+/* Multilevel label-propagation partitioning (see partition_lp.h): coarsen, split the coarsest
+ * level, project and refine level by level. The passes themselves are in lp_level.c and
+ * lp_refine.c. */
+#include "graph/partition_lp.h"
+#include "graph/lp_graph.h"
+#include "graph/metis_kway.h"
+#include "core/alloc.h"
+#include "core/status.h"
+#include <math.h>
+#include <string.h>
+
+#define LP_MAX_LEVELS 24
+#define LP_CLUSTER_ROUNDS 5
+#define LP_REFINE_ROUNDS 24
+#define LP_COARSEST_PER_PART 32   /* coarsen until at most this many nodes a part */
+#define LP_CLUSTER_PER_PART 16    /* a cluster holds at most 1/16 of a part's weight */
+/* below this many entries memory is no reason to hold back (4M: 32 MB coarse, some 320 MB in
+ * METIS); a test lowers it to reach the memory-bound paths on small graphs */
+static int64_t lp_small_entries = 1 << 22;
+
+void partition_lp_set_small_entries(int64_t entries) { lp_small_entries = entries > 0 ? entries : 1 << 22; }
+
+typedef struct lp_run {
+    lp_graph_t lv[LP_MAX_LEVELS];
+    int32_t *map[LP_MAX_LEVELS];   /* map[l][v]: v's node on level l + 1 */
+    int levels;                    /* coarse levels made */
+    lp_acc_t acc;
+    int32_t *order, *cl;
+    uint8_t *seen;
+    int64_t *cw, k, cap;
+    uint64_t seed;
+} lp_run_t;
+
+static void run_free(lp_run_t *r) {
+    for (int l = 1; l <= r->levels; l++) lp_graph_free(&r->lv[l]);
+    for (int l = 0; l < r->levels; l++) inca_free(r->map[l]);
+    lp_acc_free(&r->acc);
+    inca_free(r->order);
+    inca_free(r->cl);
+    inca_free(r->seen);
+    inca_free(r->cw);
+}
+
+/* Cluster and contract while the graph shrinks by 10% a level, it has more than
+ * LP_COARSEST_PER_PART nodes a part, and the coarse levels stay within a quarter of the graph's
+ * entries (each coarse entry also carries a weight) or lp_small_entries. */
+static int coarsen(lp_run_t *r) {
+    int64_t room = r->lv[0].nnz / 4 > lp_small_entries ? r->lv[0].nnz / 4 : lp_small_entries;
+    const int64_t wmax = r->lv[0].total / (LP_CLUSTER_PER_PART * r->k) > 1 ? r->lv[0].total / (LP_CLUSTER_PER_PART * r->k) : 1;
+    while (r->levels + 1 < LP_MAX_LEVELS && r->lv[r->levels].n > LP_COARSEST_PER_PART * r->k) {
+        lp_graph_t *g = &r->lv[r->levels], *c = &r->lv[r->levels + 1];
+        int32_t *map = inca_malloc((size_t)g->n * sizeof *map);
+        if (!map) return INCA_ENOMEM;
+        lp_bfs_order(g, r->seed + (uint64_t)r->levels, r->order, r->seen);
+        lp_cluster(g, r->order, wmax, LP_CLUSTER_ROUNDS, r->cl, r->cw, &r->acc);
+        int made = 0, rc = lp_contract(g, r->cl, room, c, map, &r->acc, &made);
+        if (rc == INCA_OK && made && c->n * 10 > g->n * 9) lp_graph_free(c), made = 0;
+        if (rc != INCA_OK || !made) { inca_free(map); return rc; }
+        room -= c->nnz;
+        r->map[r->levels++] = map;
+    }
+    return INCA_OK;
+}
+
+/* Split the coarsest level into part (its n entries) and fill w: METIS when its entries at
+ * about 80 bytes each fit in the graph's own 4 bytes an entry (or are few), else Fennel. */
+static int split_coarsest(lp_run_t *r, int32_t *part, int64_t *w, partition_lp_stats_t *s) {
+    const lp_graph_t *g = &r->lv[r->levels];
+    s->coarse_nodes = g->n, s->coarse_entries = g->nnz;
+    s->coarse_by_metis = r->levels > 0 && (g->nnz * 20 <= r->lv[0].nnz || g->nnz <= lp_small_entries);
+    int rc = INCA_OK;
+    if (s->coarse_by_metis) {
+        if ((rc = metis_kway(g->n, g->rowptr, g->col, g->ew, g->vw, r->k, r->seed, part)) != INCA_OK) return rc;
+        memset(w, 0, (size_t)r->k * sizeof *w);
+        for (int64_t v = 0; v < g->n; v++) w[part[v]] += lp_vw(g, v);
+        return INCA_OK;
+    }
+    lp_bfs_order(g, r->seed, r->order, r->seen);
+    for (int64_t v = 0; v < g->n; v++) part[v] = -1;
+    return lp_stream(g, r->order, r->k, r->cap, part, w, &r->acc);
+}
+
+/* Refine the coarsest level, then project onto each finer one and refine it; part[0] is the
+ * caller's array, the coarse ones are made and freed here. */
+static int uncoarsen(lp_run_t *r, int32_t *part0, int64_t *w, partition_lp_stats_t *s) {
+    int32_t *cur = r->levels ? inca_malloc((size_t)r->lv[r->levels].n * sizeof *cur) : part0;
+    if (!cur) return INCA_ENOMEM;
+    int rc = split_coarsest(r, cur, w, s);
+    for (int l = r->levels; rc == INCA_OK; l--) {
+        lp_bfs_order(&r->lv[l], r->seed + 1000u + (uint64_t)l, r->order, r->seen);
+        int64_t gain = 0;
+        s->rounds += lp_refine(&r->lv[l], r->order, r->cap, LP_REFINE_ROUNDS, cur, w, &r->acc, &gain, &s->moves);
+        if (l == 0) break;
+        int32_t *fine = l == 1 ? part0 : inca_malloc((size_t)r->lv[l - 1].n * sizeof *fine);
+        if (!fine) { rc = INCA_ENOMEM; break; }
+        for (int64_t v = 0; v < r->lv[l - 1].n; v++) fine[v] = cur[r->map[l - 1][v]];
+        inca_free(cur);
+        cur = fine;
+    }
+    if (cur != part0) inca_free(cur);
+    if (rc == INCA_OK && (rc = lp_rebalance(&r->lv[0], r->k, r->cap, part0, w, &r->acc, &s->rebalance_moves)) == INCA_OK &&
+        s->rebalance_moves) {
+        int64_t gain = 0;
+        s->rounds += lp_refine(&r->lv[0], r->order, r->cap, LP_REFINE_ROUNDS, part0, w, &r->acc, &gain, &s->moves);
+    }
+    return rc;
+}
+
+int partition_lp_assign(const csr_t *adj, int64_t k, uint64_t seed, int32_t *part, partition_lp_stats_t *st) {
+    const int64_t n = adj->n_rows;
+    if (k < 2 || k > n || adj->n_cols != n)
+        return inca_fail(INCA_EINVAL, "partition_lp_assign: %lld parts for a %lld x %lld graph", (long long)k, (long long)n,
+                         (long long)adj->n_cols);
+    lp_run_t r = {.k = k, .seed = seed, .cap = (int64_t)ceil(1.03 * (double)n / (double)k)};
+    r.lv[0] = (lp_graph_t){.n = n, .nnz = adj->rowptr[n] - adj->rowptr[0], .total = n, .rowptr = adj->rowptr, .col = adj->col};
+    partition_lp_stats_t s = {.cap = r.cap};
+    int64_t *w = inca_calloc((size_t)k, sizeof *w);
+    r.order = inca_malloc((size_t)n * sizeof *r.order);
+    r.cl = inca_malloc((size_t)n * sizeof *r.cl);
+    r.seen = inca_malloc((size_t)n);
+    r.cw = inca_malloc((size_t)n * sizeof *r.cw);
+    int rc = w && r.order && r.cl && r.seen && r.cw ? lp_acc_init(&r.acc, n) : INCA_ENOMEM;
+    if (rc == INCA_OK) rc = coarsen(&r);
+    inca_free(r.cl), r.cl = NULL;
+    inca_free(r.cw), r.cw = NULL;
+    s.levels = r.levels;
+    if (rc == INCA_OK) rc = uncoarsen(&r, part, w, &s);
+    if (rc == INCA_OK && st) *st = s;
+    run_free(&r);
+    inca_free(w);
+    return rc;
+}
