@@ -3,6 +3,7 @@
 #include "graph/csr.h"
 #include "core/alloc.h"
 #include "core/status.h"
+#include "core/util.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,6 +95,13 @@ static void sort_pairs(int32_t *col, float *val, int64_t n, uint64_t *tmp) {
     }
 }
 
+/* Row blocks for csr_from_edges: one per thread (one in all below 64k rows, where the counts
+ * are in cache anyway). */
+static int64_t csr_blocks(int64_t n) {
+    int t = inca_threads();
+    return n < 65536 || t < 1 ? 1 : t;
+}
+
 int csr_from_edges(csr_t *out, int64_t n, const int64_t *src, const int64_t *dst, int64_t m, unsigned flags) {
     memset(out, 0, sizeof *out);
     if (n < 0 || n > INT32_MAX)
@@ -107,10 +115,21 @@ int csr_from_edges(csr_t *out, int64_t n, const int64_t *src, const int64_t *dst
     }
     int64_t *rowptr = inca_calloc((size_t)n + 2, sizeof *rowptr);
     if (!rowptr) return INCA_ENOMEM;
-    for (int64_t e = 0; e < m; e++) {
-        if (src[e] == dst[e] && (drop || loops)) continue;   /* loops re-added once below */
-        rowptr[src[e] + 2]++;
-        if (sym && src[e] != dst[e]) rowptr[dst[e] + 2]++;
+    /* Rows are cut into blocks, one thread a block: every thread reads all the edges but counts
+     * and places only those of its rows, so its random writes stay within its block (the row
+     * counts of a 10M-node graph are 80 MB, cache misses at every edge when one thread does
+     * all). Within a row entries still arrive in edge order: the same array at any thread
+     * count. */
+    const int64_t nb = csr_blocks(n);
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int64_t b = 0; b < nb; b++) {
+        const int64_t r0 = n * b / nb, r1 = n * (b + 1) / nb;
+        for (int64_t e = 0; e < m; e++) {
+            const int64_t s = src[e], d = dst[e];
+            if (s == d && (drop || loops)) continue;   /* loops re-added once below */
+            if (s >= r0 && s < r1) rowptr[s + 2]++;
+            if (sym && s != d && d >= r0 && d < r1) rowptr[d + 2]++;
+        }
     }
     if (loops)
         for (int64_t v = 0; v < n; v++) rowptr[v + 2]++;
@@ -119,12 +138,17 @@ int csr_from_edges(csr_t *out, int64_t n, const int64_t *src, const int64_t *dst
     int32_t *col = inca_malloc((size_t)total * sizeof *col);
     if (!col) { inca_free(rowptr); return INCA_ENOMEM; }
     /* rowptr[v+1] is the fill cursor of row v */
-    if (loops)
-        for (int64_t v = 0; v < n; v++) col[rowptr[v + 1]++] = (int32_t)v;
-    for (int64_t e = 0; e < m; e++) {
-        if (src[e] == dst[e] && (drop || loops)) continue;
-        col[rowptr[src[e] + 1]++] = (int32_t)dst[e];
-        if (sym && src[e] != dst[e]) col[rowptr[dst[e] + 1]++] = (int32_t)src[e];
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int64_t b = 0; b < nb; b++) {
+        const int64_t r0 = n * b / nb, r1 = n * (b + 1) / nb;
+        if (loops)
+            for (int64_t v = r0; v < r1; v++) col[rowptr[v + 1]++] = (int32_t)v;
+        for (int64_t e = 0; e < m; e++) {
+            const int64_t s = src[e], d = dst[e];
+            if (s == d && (drop || loops)) continue;
+            if (s >= r0 && s < r1) col[rowptr[s + 1]++] = (int32_t)d;
+            if (sym && s != d && d >= r0 && d < r1) col[rowptr[d + 1]++] = (int32_t)s;
+        }
     }
     /* now rowptr[0..n] are row starts; sort and dedupe each row, counting survivors */
     int64_t *kept = inca_malloc((size_t)n * sizeof *kept + 1);

@@ -136,7 +136,8 @@ static int contract_rows(const lp_graph_t *g, const int32_t *map, const int64_t 
         for (int64_t t = 0; t < a->nt; t++) {
             int64_t x = c->own_rowptr[C] + t;
             c->own_col[x] = a->touched[t];
-            c->own_ew[x] = (int32_t)a->conn[a->touched[t]];
+            const int64_t wsum = a->conn[a->touched[t]];   /* METIS's weights are 32-bit too */
+            c->own_ew[x] = wsum > INT32_MAX ? INT32_MAX : (int32_t)wsum;
         }
         for (int64_t i = start[C]; i < start[C + 1]; i++) c->own_vw[C] += lp_vw(g, mem[i]);
     }

@@ -6,6 +6,7 @@
 #include "graph/metis_kway.h"
 #include "core/alloc.h"
 #include "core/status.h"
+#include "core/util.h"
 #include <math.h>
 #include <string.h>
 
@@ -85,7 +86,9 @@ static int split_coarsest(lp_run_t *r, int32_t *part, int64_t *w, partition_lp_s
 static int uncoarsen(lp_run_t *r, int32_t *part0, int64_t *w, partition_lp_stats_t *s) {
     int32_t *cur = r->levels ? inca_malloc((size_t)r->lv[r->levels].n * sizeof *cur) : part0;
     if (!cur) return INCA_ENOMEM;
+    double t0 = inca_now();
     int rc = split_coarsest(r, cur, w, s);
+    s->split_s = inca_now() - t0;
     for (int l = r->levels; rc == INCA_OK; l--) {
         lp_bfs_order(&r->lv[l], r->seed + 1000u + (uint64_t)l, r->order, r->seen);
         int64_t gain = 0;
@@ -103,6 +106,7 @@ static int uncoarsen(lp_run_t *r, int32_t *part0, int64_t *w, partition_lp_stats
         int64_t gain = 0;
         s->rounds += lp_refine(&r->lv[0], r->order, r->cap, LP_REFINE_ROUNDS, part0, w, &r->acc, &gain, &s->moves);
     }
+    s->refine_s = inca_now() - t0 - s->split_s;
     return rc;
 }
 
@@ -120,7 +124,9 @@ int partition_lp_assign(const csr_t *adj, int64_t k, uint64_t seed, int32_t *par
     r.seen = inca_malloc((size_t)n);
     r.cw = inca_malloc((size_t)n * sizeof *r.cw);
     int rc = w && r.order && r.cl && r.seen && r.cw ? lp_acc_init(&r.acc, n) : INCA_ENOMEM;
+    double t0 = inca_now();
     if (rc == INCA_OK) rc = coarsen(&r);
+    s.coarsen_s = inca_now() - t0;
     inca_free(r.cl), r.cl = NULL;
     inca_free(r.cw), r.cw = NULL;
     s.levels = r.levels;

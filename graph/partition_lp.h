@@ -20,6 +20,8 @@ typedef struct partition_lp_stats {
     int coarse_by_metis;      /* 1: METIS split it; 0: Fennel */
     int rounds;               /* refinement rounds over all levels */
     int64_t moves, rebalance_moves;
+    double coarsen_s, split_s, refine_s;   /* clustering + contraction; the coarsest split;
+                                            * projection, refinement and rebalancing */
 } partition_lp_stats_t;
 
 /* Assign each node of the symmetric graph `adj` (self-loops ignored) to one of k parts

@@ -2,6 +2,7 @@
  * against hand-computed values, transpose, permutation, symmetry check, failure injection. */
 #include "core/alloc.h"
 #include "core/status.h"
+#include "core/util.h"
 #include "graph/csr.h"
 #include "testutil.h"
 #include <math.h>
@@ -178,6 +179,58 @@ START_TEST(test_transpose_permute) {
 }
 END_TEST
 
+static int cmp_pair(const void *x, const void *y) {
+    const int64_t *a = x, *b = y;
+    return a[0] != b[0] ? (a[0] > b[0]) - (a[0] < b[0]) : (a[1] > b[1]) - (a[1] < b[1]);
+}
+
+/* A graph past the one-block size (row blocks, one a thread): 1, 2 and 3 threads build the same
+ * arrays, equal to the sorted, deduplicated list of (row, col) pairs made here independently. */
+START_TEST(test_from_edges_blocks) {
+    const int64_t n = 200000, m = 600000;
+    int64_t *s = malloc(sizeof *s * (size_t)m), *d = malloc(sizeof *d * (size_t)m), *pairs = malloc(sizeof *pairs * (size_t)(4 * m + 2 * n));
+    uint64_t x = 12345;
+    for (int64_t e = 0; e < m; e++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        s[e] = (int64_t)((x >> 33) % (uint64_t)n);
+        d[e] = e % 97 == 0 ? s[e] : (int64_t)((x >> 11) % (uint64_t)n);   /* some self-loops */
+    }
+    for (int flags = 0; flags < 2; flags++) {
+        unsigned f = flags ? CSR_SYMMETRIZE | CSR_SELF_LOOPS : CSR_SYMMETRIZE | CSR_DROP_SELF_LOOPS;
+        int64_t np = 0;
+        for (int64_t e = 0; e < m; e++) {
+            if (s[e] == d[e]) continue;
+            pairs[2 * np] = s[e], pairs[2 * np + 1] = d[e], np++;
+            pairs[2 * np] = d[e], pairs[2 * np + 1] = s[e], np++;
+        }
+        for (int64_t v = 0; flags && v < n; v++) pairs[2 * np] = v, pairs[2 * np + 1] = v, np++;
+        qsort(pairs, (size_t)np, 2 * sizeof *pairs, cmp_pair);
+        int64_t u = 0;
+        for (int64_t i = 0; i < np; i++)
+            if (i == 0 || cmp_pair(pairs + 2 * i, pairs + 2 * (i - 1)) != 0) pairs[2 * u] = pairs[2 * i], pairs[2 * u + 1] = pairs[2 * i + 1], u++;
+        csr_t g[3];
+        for (int t = 0; t < 3; t++) {
+            inca_set_threads(t + 1);
+            ck_assert_int_eq(csr_from_edges(&g[t], n, s, d, m, f), INCA_OK);
+        }
+        inca_set_threads(0);
+        ck_assert_int_eq(g[0].nnz, u);
+        for (int64_t r = 0, i = 0; r < n; r++)
+            for (int64_t e = g[0].rowptr[r]; e < g[0].rowptr[r + 1]; e++, i++)
+                if (pairs[2 * i] != r || pairs[2 * i + 1] != g[0].col[e])
+                    ck_abort_msg("entry %lld: (%lld, %d), expected (%lld, %lld)", (long long)i, (long long)r, g[0].col[e],
+                                 (long long)pairs[2 * i], (long long)pairs[2 * i + 1]);
+        for (int t = 1; t < 3; t++) {
+            ck_assert_int_eq(g[t].nnz, g[0].nnz);
+            ck_assert_mem_eq(g[t].rowptr, g[0].rowptr, sizeof(int64_t) * (size_t)(n + 1));
+            ck_assert_mem_eq(g[t].col, g[0].col, sizeof(int32_t) * (size_t)g[0].nnz);
+        }
+        for (int t = 0; t < 3; t++) csr_free(&g[t]);
+    }
+    free(s), free(d), free(pairs);
+}
+END_TEST
+
 START_TEST(test_failure_injection) {
     /* every allocation failure is reported as ENOMEM and leaks nothing (ASan) */
     for (int k = 1; k < 6; k++) {
@@ -205,6 +258,7 @@ int main(void) {
     tcase_add_test(tc, test_long_rows_sorted);
     tcase_add_test(tc, test_gcn_norm);
     tcase_add_test(tc, test_transpose_permute);
+    tcase_add_test(tc, test_from_edges_blocks);
     tcase_add_test(tc, test_failure_injection);
     suite_add_tcase(s, tc);
     return tu_run_suite(s);
