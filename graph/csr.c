@@ -95,11 +95,11 @@ static void sort_pairs(int32_t *col, float *val, int64_t n, uint64_t *tmp) {
     }
 }
 
-/* Row blocks for csr_from_edges: one per thread (one in all below 64k rows, where the counts
- * are in cache anyway). */
+/* Row blocks for csr_from_edges: one per thread, at most 16 (every block reads all the edges),
+ * one in all below 64k rows, where the counts are in cache anyway. */
 static int64_t csr_blocks(int64_t n) {
     int t = inca_threads();
-    return n < 65536 || t < 1 ? 1 : t;
+    return n < 65536 ? 1 : t < 16 ? t : 16;
 }
 
 int csr_from_edges(csr_t *out, int64_t n, const int64_t *src, const int64_t *dst, int64_t m, unsigned flags) {
@@ -118,8 +118,8 @@ int csr_from_edges(csr_t *out, int64_t n, const int64_t *src, const int64_t *dst
     /* Rows are cut into blocks, one thread a block: every thread reads all the edges but counts
      * and places only those of its rows, so its random writes stay within its block (the row
      * counts of a 10M-node graph are 80 MB, cache misses at every edge when one thread does
-     * all). Within a row entries still arrive in edge order: the same array at any thread
-     * count. */
+     * all). The counts and each row's entries are the same at any thread count (rows are
+     * sorted below). */
     const int64_t nb = csr_blocks(n);
 #pragma omp parallel for schedule(dynamic, 1)
     for (int64_t b = 0; b < nb; b++) {

@@ -1,7 +1,7 @@
 /* The levels of the label-propagation partitioner (graph/partition_lp.c): a weighted CSR, the
  * sparse accumulator every pass gathers a node's neighbourhood into, and the passes over one
  * level: coarsening (lp_level.c) and assigning parts (lp_refine.c). Internal to graph/; tested
- * through partition_lp_assign in test_partition.c. */
+ * in test_partition_lp.c, directly and through partition_lp_assign. */
 #ifndef INCA_LP_GRAPH_H
 #define INCA_LP_GRAPH_H
 #include <stdint.h>
@@ -40,7 +40,8 @@ void lp_bfs_order(const lp_graph_t *g, uint64_t seed, int32_t *order, uint8_t *s
 void lp_cluster(const lp_graph_t *g, const int32_t *order, int64_t wmax, int rounds, int32_t *cl, int64_t *cw,
                 lp_acc_t *a);
 /* The graph of the clusters: map[v] = v's coarse node (numbered by first appearance in node
- * order), coarse edge weights the sums of the edges between clusters, node weights the sums.
+ * order), coarse edge weights the sums of the edges between clusters (saturating at INT32_MAX),
+ * node weights the sums.
  * Counts first and makes nothing (*made = 0) when the coarse graph would store more than
  * max_nnz entries. INCA_ENOMEM with nothing kept. */
 int lp_contract(const lp_graph_t *g, const int32_t *cl, int64_t max_nnz, lp_graph_t *c, int32_t *map, lp_acc_t *a,

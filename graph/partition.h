@@ -35,7 +35,7 @@ typedef struct partition {
 } partition_t;
 
 /* PART_PARMETIS: PT-Scotch's ParMETIS interface over MPI ranks, graph/partition_par.h; the
- * functions of this header compute METIS, random and PART_LP (streaming + label propagation,
+ * functions of this header compute METIS, random and PART_LP (multilevel label propagation,
  * graph/partition_lp.h) partitionings. */
 enum { PART_METIS = 0, PART_RANDOM = 1, PART_PARMETIS = 2, PART_LP = 3 };
 

@@ -55,7 +55,10 @@ static int coarsen(lp_run_t *r) {
         lp_bfs_order(g, r->seed + (uint64_t)r->levels, r->order, r->seen);
         lp_cluster(g, r->order, wmax, LP_CLUSTER_ROUNDS, r->cl, r->cw, &r->acc);
         int made = 0, rc = lp_contract(g, r->cl, room, c, map, &r->acc, &made);
-        if (rc == INCA_OK && made && c->n * 10 > g->n * 9) lp_graph_free(c), made = 0;
+        if (rc == INCA_OK && made && c->n * 10 > g->n * 9) {   /* not worth a level */
+            lp_graph_free(c);
+            made = 0;
+        }
         if (rc != INCA_OK || !made) { inca_free(map); return rc; }
         room -= c->nnz;
         r->map[r->levels++] = map;
@@ -64,11 +67,16 @@ static int coarsen(lp_run_t *r) {
 }
 
 /* Split the coarsest level into part (its n entries) and fill w: METIS when its entries at
- * about 80 bytes each fit in the graph's own 4 bytes an entry (or are few), else Fennel. */
+ * about 80 bytes each fit in the graph's own 4 bytes an entry (or are few: a small graph that
+ * was not coarsened goes to METIS whole) and its edge weights sum within METIS's 32 bits, else
+ * Fennel. */
 static int split_coarsest(lp_run_t *r, int32_t *part, int64_t *w, partition_lp_stats_t *s) {
     const lp_graph_t *g = &r->lv[r->levels];
     s->coarse_nodes = g->n, s->coarse_entries = g->nnz;
-    s->coarse_by_metis = r->levels > 0 && (g->nnz * 20 <= r->lv[0].nnz || g->nnz <= lp_small_entries);
+    int64_t wsum = 0;   /* METIS sums edge weights in 32 bits */
+    for (int64_t e = 0; e < g->nnz; e++) wsum += lp_ew(g, e);
+    s->coarse_by_metis = (r->levels > 0 || g->nnz <= lp_small_entries) && wsum <= INT32_MAX / 2 &&
+                         (g->nnz * 20 <= r->lv[0].nnz || g->nnz <= lp_small_entries);
     int rc = INCA_OK;
     if (s->coarse_by_metis) {
         if ((rc = metis_kway(g->n, g->rowptr, g->col, g->ew, g->vw, r->k, r->seed, part)) != INCA_OK) return rc;
@@ -127,8 +135,10 @@ int partition_lp_assign(const csr_t *adj, int64_t k, uint64_t seed, int32_t *par
     double t0 = inca_now();
     if (rc == INCA_OK) rc = coarsen(&r);
     s.coarsen_s = inca_now() - t0;
-    inca_free(r.cl), r.cl = NULL;
-    inca_free(r.cw), r.cw = NULL;
+    inca_free(r.cl);
+    inca_free(r.cw);
+    r.cl = NULL;
+    r.cw = NULL;
     s.levels = r.levels;
     if (rc == INCA_OK) rc = uncoarsen(&r, part, w, &s);
     if (rc == INCA_OK && st) *st = s;

@@ -6,8 +6,8 @@
  * split by METIS when it is small enough for METIS's appetite, else by Fennel streaming; every
  * level on the way back is refined by label propagation within the parts' cap; the finest level
  * is rebalanced. Single threaded, deterministic for a seed. Figures against METIS in README.
- * Tested in tests/test_partition.c (hand-made graphs, balance, determinism, cut against METIS
- * and random on Cora and a csbm). */
+ * Tested in tests/test_partition_lp.c (hand-made graphs, the contraction against a dense count,
+ * balance, determinism, the cut against METIS's and random's on Cora, Facebook and a csbm). */
 #ifndef INCA_PARTITION_LP_H
 #define INCA_PARTITION_LP_H
 #include <stdint.h>
