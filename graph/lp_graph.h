@@ -15,9 +15,31 @@ typedef struct lp_graph {
     int32_t *own_col, *own_ew, *own_vw;
 } lp_graph_t;
 
+/* Part labels are 16 bits (at most LP_MAX_PARTS parts): half the cache a pass's random label
+ * reads need. LP_UNPLACED marks a node Fennel has not placed yet. */
+typedef uint16_t lp_part_t;
+#define LP_UNPLACED ((lp_part_t)0xffff)
+#define LP_MAX_PARTS 65535
+
 static inline int32_t lp_vw(const lp_graph_t *g, int64_t v) { return g->vw ? g->vw[v] : 1; }
 static inline int32_t lp_ew(const lp_graph_t *g, int64_t e) { return g->ew ? g->ew[e] : 1; }
 void lp_graph_free(lp_graph_t *g);   /* frees the owned arrays, zeroes; NULL-safe */
+
+/* A pass visits nodes in an order that scatters their rows over memory and their neighbours'
+ * labels over a table larger than the cache share a process gets, so each visit would wait on
+ * a chain of misses (order -> rowptr -> col -> label). Visit i starts the chains of the visits
+ * ahead: rowptr of i + 8, the row of i + 4 (its rowptr fetched four visits ago), the labels of
+ * i + 1's neighbours (its row fetched three visits ago). Hints only: no result depends on them.
+ * always_inline: GCC 12 judged this function free of effects (prefetches do not count) and
+ * dropped the calls to it. */
+static inline __attribute__((always_inline)) void lp_prefetch(const lp_graph_t *g, const int32_t *order, int64_t i, const void *label, int label_size) {
+    const int64_t last = g->n - 1, i8 = i + 8 < last ? i + 8 : last, i4 = i + 4 < last ? i + 4 : last;
+    const int64_t v = order[i + 1 < last ? i + 1 : last];
+    __builtin_prefetch(&g->rowptr[order[i8]]);
+    __builtin_prefetch(&g->col[g->rowptr[order[i4]]]);
+    for (int64_t e = g->rowptr[v]; e < g->rowptr[v + 1]; e++)
+        __builtin_prefetch((const char *)label + (int64_t)g->col[e] * label_size);
+}
 
 /* conn[l] = the weight of v's edges to label l, for the nt labels listed in touched */
 typedef struct lp_acc {
@@ -29,6 +51,8 @@ int lp_acc_init(lp_acc_t *a, int64_t labels);   /* INCA_ENOMEM; lp_acc_free eith
 void lp_acc_free(lp_acc_t *a);
 /* v's neighbours by label (label[u] < 0 skipped, v itself skipped); clears the previous node's */
 void lp_acc_gather(lp_acc_t *a, const lp_graph_t *g, int64_t v, const int32_t *label);
+/* the same by part (LP_UNPLACED skipped) */
+void lp_acc_gather_parts(lp_acc_t *a, const lp_graph_t *g, int64_t v, const lp_part_t *part);
 
 /* Breadth-first order over every component, each started at the first unvisited node at or
  * after a seeded position (wrapping). seen: n bytes of scratch. */
@@ -36,9 +60,17 @@ void lp_bfs_order(const lp_graph_t *g, uint64_t seed, int32_t *order, uint8_t *s
 
 /* Size-constrained clustering: cl[v] (n entries) starts as v; in `order`, a node joins the
  * neighbouring cluster it has most edge weight to when that beats its own and the cluster stays
- * within wmax node weight; up to `rounds` rounds. cw: n int64 of scratch. */
-void lp_cluster(const lp_graph_t *g, const int32_t *order, int64_t wmax, int rounds, int32_t *cl, int64_t *cw,
-                lp_acc_t *a);
+ * within wmax node weight; up to `rounds` rounds (the rounds run returned). cw: n int32 of
+ * scratch (node weights sum to at most n, within 32 bits). */
+int lp_cluster(const lp_graph_t *g, const int32_t *order, int64_t wmax, int rounds, int32_t *cl, int32_t *cw,
+               lp_acc_t *a);
+/* lp_cluster in steps: every node its own cluster; one round (the nodes moved) */
+void lp_cluster_init(const lp_graph_t *g, int32_t *cl, int32_t *cw);
+int64_t lp_cluster_round(const lp_graph_t *g, const int32_t *order, int64_t wmax, int32_t *cl, int32_t *cw, lp_acc_t *a);
+/* The coarse graph's entries estimated from every stride-th coarse node's (their member lists
+ * built for them alone): what a whole count (lp_contract) would find, scaled. map (n) gets the
+ * coarse ids. INCA_ENOMEM with nothing kept. */
+int lp_contract_estimate(const lp_graph_t *g, const int32_t *cl, int64_t stride, int32_t *map, lp_acc_t *a, int64_t *est);
 /* The graph of the clusters: map[v] = v's coarse node (numbered by first appearance in node
  * order), coarse edge weights the sums of the edges between clusters (saturating at INT32_MAX),
  * node weights the sums.
@@ -47,15 +79,16 @@ void lp_cluster(const lp_graph_t *g, const int32_t *order, int64_t wmax, int rou
 int lp_contract(const lp_graph_t *g, const int32_t *cl, int64_t max_nnz, lp_graph_t *c, int32_t *map, lp_acc_t *a,
                 int *made);
 
-/* Fennel, streaming in `order`: part[] all -1 on entry; w (k) zeroed on entry, the part weights on
+/* Fennel, streaming in `order`: part[] all LP_UNPLACED on entry; w (k) zeroed on entry, the part weights on
  * return. Every part stays within cap unless a node is heavier than any part's room. */
-int lp_stream(const lp_graph_t *g, const int32_t *order, int64_t k, int64_t cap, int32_t *part, int64_t *w, lp_acc_t *a);
+int lp_stream(const lp_graph_t *g, const int32_t *order, int64_t k, int64_t cap, lp_part_t *part, int64_t *w, lp_acc_t *a);
 /* Rounds of size-constrained label propagation in `order` (stops when fewer than n / 1000
- * nodes move, or after max_rounds); *gain += edge weight uncut, *moves += nodes moved. Returns
- * the rounds run. */
-int lp_refine(const lp_graph_t *g, const int32_t *order, int64_t cap, int max_rounds, int32_t *part, int64_t *w,
-              lp_acc_t *a, int64_t *gain, int64_t *moves);
+ * nodes move, or after max_rounds); the first round visits every node, a later one only those
+ * next to a node moved since their last visit. *gain += edge weight uncut, *moves += nodes
+ * moved. active: n bytes of scratch. Returns the rounds run. */
+int lp_refine(const lp_graph_t *g, const int32_t *order, int64_t cap, int max_rounds, lp_part_t *part, int64_t *w,
+              lp_acc_t *a, uint8_t *active, int64_t *gain, int64_t *moves);
 /* Move nodes out of parts over cap, cheapest loss of edge weight first, into parts with room.
  * INCA_ENOMEM; INCA_ERR when no move fits (a node heavier than every part's room). */
-int lp_rebalance(const lp_graph_t *g, int64_t k, int64_t cap, int32_t *part, int64_t *w, lp_acc_t *a, int64_t *moves);
+int lp_rebalance(const lp_graph_t *g, int64_t k, int64_t cap, lp_part_t *part, int64_t *w, lp_acc_t *a, int64_t *moves);
 #endif

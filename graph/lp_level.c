@@ -40,6 +40,18 @@ void lp_acc_gather(lp_acc_t *a, const lp_graph_t *g, int64_t v, const int32_t *l
     }
 }
 
+void lp_acc_gather_parts(lp_acc_t *a, const lp_graph_t *g, int64_t v, const lp_part_t *part) {
+    for (int64_t i = 0; i < a->nt; i++) a->conn[a->touched[i]] = 0;
+    a->nt = 0;
+    for (int64_t e = g->rowptr[v]; e < g->rowptr[v + 1]; e++) {
+        int64_t u = g->col[e];
+        lp_part_t p = part[u];
+        if (u == v || p == LP_UNPLACED) continue;
+        if (a->conn[p] == 0) a->touched[a->nt++] = p;
+        a->conn[p] += lp_ew(g, e);
+    }
+}
+
 void lp_bfs_order(const lp_graph_t *g, uint64_t seed, int32_t *order, uint8_t *seen) {
     const int64_t n = g->n;
     rng_t r;
@@ -53,6 +65,12 @@ void lp_bfs_order(const lp_graph_t *g, uint64_t seed, int32_t *order, uint8_t *s
             order[tail++] = (int32_t)scan;
         }
         int64_t v = order[head++];
+        if (head + 8 < tail) {   /* the queue ahead is known: start its rows' misses (see lp_prefetch) */
+            __builtin_prefetch(&g->rowptr[order[head + 8]]);
+            __builtin_prefetch(&g->col[g->rowptr[order[head + 4]]]);
+            const int64_t v1 = order[head];
+            for (int64_t e = g->rowptr[v1]; e < g->rowptr[v1 + 1]; e++) __builtin_prefetch(&seen[g->col[e]]);
+        }
         for (int64_t e = g->rowptr[v]; e < g->rowptr[v + 1]; e++) {
             int32_t u = g->col[e];
             if (!seen[u]) { seen[u] = 1; order[tail++] = u; }
@@ -60,31 +78,49 @@ void lp_bfs_order(const lp_graph_t *g, uint64_t seed, int32_t *order, uint8_t *s
     }
 }
 
-void lp_cluster(const lp_graph_t *g, const int32_t *order, int64_t wmax, int rounds, int32_t *cl, int64_t *cw,
-                lp_acc_t *a) {
+void lp_cluster_init(const lp_graph_t *g, int32_t *cl, int32_t *cw) {
     for (int64_t v = 0; v < g->n; v++) cl[v] = (int32_t)v, cw[v] = lp_vw(g, v);
-    for (int r = 0; r < rounds; r++) {
-        int64_t moved = 0;
-        for (int64_t i = 0; i < g->n; i++) {
-            const int64_t v = order[i];
-            const int32_t cur = cl[v], wv = lp_vw(g, v);
-            lp_acc_gather(a, g, v, cl);
-            int32_t best = cur;
-            int64_t cb = a->conn[cur];
-            for (int64_t t = 0; t < a->nt; t++) {   /* ties: the lighter cluster, then the smaller id */
-                int32_t c = a->touched[t];
-                if (c == cur || cw[c] + wv > wmax) continue;
-                if (a->conn[c] > cb || (a->conn[c] == cb && best != cur && (cw[c] < cw[best] || (cw[c] == cw[best] && c < best))))
-                    best = c, cb = a->conn[c];
-            }
-            if (best == cur) continue;
-            cw[cur] -= wv;
-            cw[best] += wv;
-            cl[v] = best;
-            moved++;
+}
+
+int64_t lp_cluster_round(const lp_graph_t *g, const int32_t *order, int64_t wmax, int32_t *cl, int32_t *cw, lp_acc_t *a) {
+    int64_t moved = 0;
+    for (int64_t i = 0; i < g->n; i++) {
+        const int64_t v = order[i];
+        const int32_t cur = cl[v], wv = lp_vw(g, v);
+        lp_prefetch(g, order, i + 1, cl, sizeof *cl);   /* labels two visits ahead */
+        const int64_t v1 = order[i + 1 < g->n ? i + 1 : i];   /* their clusters' counters one ahead */
+        for (int64_t e = g->rowptr[v1]; e < g->rowptr[v1 + 1]; e++) {
+            __builtin_prefetch(&a->conn[cl[g->col[e]]]);
+            __builtin_prefetch(&cw[cl[g->col[e]]]);
         }
+        lp_acc_gather(a, g, v, cl);
+        int32_t best = cur;
+        int64_t cb = a->conn[cur];
+        for (int64_t t = 0; t < a->nt; t++) {   /* ties: the lighter cluster, then the smaller id */
+            int32_t c = a->touched[t];
+            if (c == cur || (int64_t)cw[c] + wv > wmax) continue;
+            if (a->conn[c] > cb || (a->conn[c] == cb && best != cur && (cw[c] < cw[best] || (cw[c] == cw[best] && c < best))))
+                best = c, cb = a->conn[c];
+        }
+        if (best == cur) continue;
+        cw[cur] -= wv;
+        cw[best] += wv;
+        cl[v] = best;
+        moved++;
+    }
+    return moved;
+}
+
+int lp_cluster(const lp_graph_t *g, const int32_t *order, int64_t wmax, int rounds, int32_t *cl, int32_t *cw,
+               lp_acc_t *a) {
+    lp_cluster_init(g, cl, cw);
+    int r = 0;
+    while (r < rounds) {
+        int64_t moved = lp_cluster_round(g, order, wmax, cl, cw, a);
+        r++;
         if (moved * 100 < g->n) break;
     }
+    return r;
 }
 
 /* the coarse node C's neighbourhood: the edges of its members (mem[s..e)) by coarse node, C's own
@@ -93,13 +129,15 @@ static void acc_cluster(lp_acc_t *a, const lp_graph_t *g, const int32_t *mem, in
                         int32_t C) {
     for (int64_t i = 0; i < a->nt; i++) a->conn[a->touched[i]] = 0;
     a->nt = 0;
-    for (int64_t i = s; i < e; i++)
+    for (int64_t i = s; i < e; i++) {
+        lp_prefetch(g, mem, i, map, sizeof *map);   /* mem lists all n nodes, cluster by cluster */
         for (int64_t x = g->rowptr[mem[i]]; x < g->rowptr[mem[i] + 1]; x++) {
             int32_t D = map[g->col[x]];
             if (D == C) continue;
             if (a->conn[D] == 0) a->touched[a->nt++] = D;
             a->conn[D] += lp_ew(g, x);
         }
+    }
 }
 
 /* map[v] = dense coarse id of cl[v], by first appearance; *nc gets the count */
@@ -168,6 +206,34 @@ int lp_contract(const lp_graph_t *g, const int32_t *cl, int64_t max_nnz, lp_grap
     rc = contract_rows(g, map, start, mem, max_nnz, c, a, made);
 done:
     if (rc != INCA_OK || !*made) lp_graph_free(c);
+    inca_free(start);
+    inca_free(mem);
+    return rc;
+}
+
+int lp_contract_estimate(const lp_graph_t *g, const int32_t *cl, int64_t stride, int32_t *map, lp_acc_t *a, int64_t *est) {
+    int64_t nc = 0;
+    *est = 0;
+    int rc = contract_ids(g, cl, map, &nc);
+    if (rc != INCA_OK) return rc;
+    const int64_t ns = (nc + stride - 1) / stride;   /* coarse nodes 0, stride, 2 stride, ... */
+    int64_t *start = inca_calloc((size_t)ns + 1, sizeof *start);
+    int32_t *mem = inca_calloc((size_t)g->n, sizeof *mem);   /* n entries: acc_cluster prefetches up to n ahead */
+    if (!start || !mem) { rc = INCA_ENOMEM; goto done; }
+    for (int64_t v = 0; v < g->n; v++)
+        if (map[v] % stride == 0) start[map[v] / stride + 1]++;
+    for (int64_t s = 0; s < ns; s++) start[s + 1] += start[s];
+    for (int64_t v = 0; v < g->n; v++)
+        if (map[v] % stride == 0) mem[start[map[v] / stride]++] = (int32_t)v;
+    for (int64_t s = ns; s > 0; s--) start[s] = start[s - 1];
+    start[0] = 0;
+    int64_t sum = 0;
+    for (int64_t s = 0; s < ns; s++) {
+        acc_cluster(a, g, mem, start[s], start[s + 1], map, (int32_t)(s * stride));
+        sum += a->nt;
+    }
+    *est = ns ? (int64_t)((double)sum * (double)nc / (double)ns) : 0;
+done:
     inca_free(start);
     inca_free(mem);
     return rc;

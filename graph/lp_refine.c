@@ -10,6 +10,7 @@
 #include "core/status.h"
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* (conn, weight, id) of a candidate: more edge weight first, then lighter, then smaller id */
 static int lp_better(int64_t c, int64_t wp, int64_t p, int64_t cb, int64_t wb, int64_t b) {
@@ -42,11 +43,13 @@ static void heap_sift_down(lp_heap_t *hp, int32_t p) {   /* w[p] has just grown 
     hp->pos[p] = (int32_t)i;
 }
 
+/* x sqrt(x) for x^1.5: pow() took half of Fennel's time (1M csbm, 256 parts: 1.1 -> 0.55 s) */
 static double fennel_cost(double alpha, int64_t w, int32_t wv) {
-    return alpha * (pow((double)(w + wv), 1.5) - pow((double)w, 1.5));
+    const double a = (double)(w + wv), b = (double)w;
+    return alpha * (a * sqrt(a) - b * sqrt(b));
 }
 
-int lp_stream(const lp_graph_t *g, const int32_t *order, int64_t k, int64_t cap, int32_t *part, int64_t *w, lp_acc_t *a) {
+int lp_stream(const lp_graph_t *g, const int32_t *order, int64_t k, int64_t cap, lp_part_t *part, int64_t *w, lp_acc_t *a) {
     lp_heap_t hp = {inca_malloc((size_t)k * sizeof(int32_t)), inca_malloc((size_t)k * sizeof(int32_t)), w, k};
     if (!hp.h || !hp.pos) { inca_free(hp.h); inca_free(hp.pos); return INCA_ENOMEM; }
     for (int64_t p = 0; p < k; p++) hp.h[p] = hp.pos[p] = (int32_t)p, w[p] = 0;
@@ -56,7 +59,8 @@ int lp_stream(const lp_graph_t *g, const int32_t *order, int64_t k, int64_t cap,
     for (int64_t i = 0; i < g->n; i++) {
         const int64_t v = order[i];
         const int32_t wv = lp_vw(g, v);
-        lp_acc_gather(a, g, v, part);
+        lp_prefetch(g, order, i, part, sizeof *part);
+        lp_acc_gather_parts(a, g, v, part);
         int32_t best = hp.h[0];   /* the lightest part */
         double best_s = -fennel_cost(alpha, w[best], wv);
         for (int64_t t = 0; t < a->nt; t++) {
@@ -65,7 +69,7 @@ int lp_stream(const lp_graph_t *g, const int32_t *order, int64_t k, int64_t cap,
             double s = (double)a->conn[p] - fennel_cost(alpha, w[p], wv);
             if (s > best_s || (s == best_s && (w[p] < w[best] || (w[p] == w[best] && p < best)))) best = p, best_s = s;
         }
-        part[v] = best;
+        part[v] = (lp_part_t)best;
         w[best] += wv;
         heap_sift_down(&hp, best);
     }
@@ -74,14 +78,19 @@ int lp_stream(const lp_graph_t *g, const int32_t *order, int64_t k, int64_t cap,
     return INCA_OK;
 }
 
-/* one round in `order`: the nodes moved; *gain += the edge weight uncut */
-static int64_t refine_round(const lp_graph_t *g, const int32_t *order, int64_t cap, int32_t *part, int64_t *w, lp_acc_t *a,
-                            int64_t *gain) {
+/* one round in `order` over the active nodes: the nodes moved; *gain += the edge weight uncut.
+ * A visited node goes inactive; a move wakes the mover's neighbours (later in this round or in
+ * the next), so a round after the first visits only where the parts changed nearby. */
+static int64_t refine_round(const lp_graph_t *g, const int32_t *order, int64_t cap, lp_part_t *part, int64_t *w, lp_acc_t *a,
+                            uint8_t *active, int64_t *gain) {
     int64_t moved = 0;
     for (int64_t i = 0; i < g->n; i++) {
         const int64_t v = order[i];
+        if (!active[v]) continue;
+        active[v] = 0;
         const int32_t cur = part[v], wv = lp_vw(g, v);
-        lp_acc_gather(a, g, v, part);
+        lp_prefetch(g, order, i, part, sizeof *part);
+        lp_acc_gather_parts(a, g, v, part);
         /* staying competes as w(cur) - w(v) with id -1: a tie moves only when the pair's heavier
          * side shrinks, so equal parts never swap a node back and forth */
         int64_t best = -1, wb = w[cur] - wv, cb = a->conn[cur];
@@ -94,17 +103,19 @@ static int64_t refine_round(const lp_graph_t *g, const int32_t *order, int64_t c
         *gain += a->conn[best] - a->conn[cur];
         w[cur] -= wv;
         w[best] += wv;
-        part[v] = (int32_t)best;
+        part[v] = (lp_part_t)best;
         moved++;
+        for (int64_t e = g->rowptr[v]; e < g->rowptr[v + 1]; e++) active[g->col[e]] = 1;
     }
     return moved;
 }
 
-int lp_refine(const lp_graph_t *g, const int32_t *order, int64_t cap, int max_rounds, int32_t *part, int64_t *w,
-              lp_acc_t *a, int64_t *gain, int64_t *moves) {
+int lp_refine(const lp_graph_t *g, const int32_t *order, int64_t cap, int max_rounds, lp_part_t *part, int64_t *w,
+              lp_acc_t *a, uint8_t *active, int64_t *gain, int64_t *moves) {
     int r = 0;
+    memset(active, 1, (size_t)g->n);
     while (r < max_rounds) {
-        int64_t moved = refine_round(g, order, cap, part, w, a, gain);
+        int64_t moved = refine_round(g, order, cap, part, w, a, active, gain);
         *moves += moved;
         r++;
         if (moved * 1000 < g->n) break;
@@ -125,7 +136,7 @@ static int cand_cmp(const void *x, const void *y) {
 }
 
 /* the candidates of every node in a part over cap: its best part with room, else the lightest */
-static int64_t rebalance_cands(const lp_graph_t *g, int64_t k, int64_t cap, const int32_t *part, const int64_t *w,
+static int64_t rebalance_cands(const lp_graph_t *g, int64_t k, int64_t cap, const lp_part_t *part, const int64_t *w,
                                lp_acc_t *a, lp_cand_t *c) {
     int32_t light = 0;
     for (int64_t p = 1; p < k; p++)
@@ -134,7 +145,7 @@ static int64_t rebalance_cands(const lp_graph_t *g, int64_t k, int64_t cap, cons
     for (int64_t v = 0; v < g->n; v++) {
         const int32_t cur = part[v], wv = lp_vw(g, v);
         if (w[cur] <= cap) continue;
-        lp_acc_gather(a, g, v, part);
+        lp_acc_gather_parts(a, g, v, part);
         int64_t q = light, cq = a->conn[light];
         for (int64_t t = 0; t < a->nt; t++) {
             int32_t p = a->touched[t];
@@ -147,7 +158,7 @@ static int64_t rebalance_cands(const lp_graph_t *g, int64_t k, int64_t cap, cons
     return nc;
 }
 
-int lp_rebalance(const lp_graph_t *g, int64_t k, int64_t cap, int32_t *part, int64_t *w, lp_acc_t *a, int64_t *moves) {
+int lp_rebalance(const lp_graph_t *g, int64_t k, int64_t cap, lp_part_t *part, int64_t *w, lp_acc_t *a, int64_t *moves) {
     lp_cand_t *c = NULL;
     int rc = INCA_OK;
     for (int pass = 0;; pass++) {
@@ -161,7 +172,7 @@ int lp_rebalance(const lp_graph_t *g, int64_t k, int64_t cap, int32_t *part, int
             if (w[cur] <= cap || w[q] + wv > cap) continue;
             w[cur] -= wv;
             w[q] += wv;
-            part[v] = q;
+            part[v] = (lp_part_t)q;
             moved++;
         }
         *moves += moved;

@@ -15,6 +15,7 @@
 #define LP_REFINE_ROUNDS 24
 #define LP_COARSEST_PER_PART 32   /* coarsen until at most this many nodes a part */
 #define LP_CLUSTER_PER_PART 16    /* a cluster holds at most 1/16 of a part's weight */
+#define LP_ESTIMATE_STRIDE 16     /* the coarse-size estimate counts one coarse node in 16 */
 /* below this many entries memory is no reason to hold back (4M: 32 MB coarse, some 320 MB in
  * METIS); a test lowers it to reach the memory-bound paths on small graphs */
 static int64_t lp_small_entries = 1 << 22;
@@ -28,7 +29,8 @@ typedef struct lp_run {
     lp_acc_t acc;
     int32_t *order, *cl;
     uint8_t *seen;
-    int64_t *cw, k, cap;
+    int32_t *cw;
+    int64_t k, cap;
     uint64_t seed;
 } lp_run_t;
 
@@ -42,10 +44,34 @@ static void run_free(lp_run_t *r) {
     inca_free(r->cw);
 }
 
+/* Cluster g into r->cl (map: scratch), round by round until fewer than 1% of its nodes move.
+ * When g has more entries than `room`, its coarse graph may not fit there: after the first
+ * round, one coarse node in LP_ESTIMATE_STRIDE is counted, and when the estimate exceeds room by
+ * half, *doomed is set and clustering stops (the whole count would refuse it after every round;
+ * on a random graph that saved most of the coarsening's time). */
+static int cluster_level(lp_run_t *r, const lp_graph_t *g, int64_t wmax, int64_t room, int32_t *map,
+                         partition_lp_stats_t *s, int *doomed) {
+    *doomed = 0;
+    lp_cluster_init(g, r->cl, r->cw);
+    for (int round = 0; round < LP_CLUSTER_ROUNDS; round++) {
+        const int64_t moved = lp_cluster_round(g, r->order, wmax, r->cl, r->cw, &r->acc);
+        s->cluster_rounds++;
+        if (round == 0 && g->nnz > room) {
+            int64_t est = 0;
+            int rc = lp_contract_estimate(g, r->cl, LP_ESTIMATE_STRIDE, map, &r->acc, &est);
+            if (rc != INCA_OK) return rc;
+            s->coarse_estimate = est;
+            if (est > room + room / 2) { *doomed = 1; return INCA_OK; }
+        }
+        if (moved * 100 < g->n) break;
+    }
+    return INCA_OK;
+}
+
 /* Cluster and contract while the graph shrinks by 10% a level, it has more than
  * LP_COARSEST_PER_PART nodes a part, and the coarse levels stay within a quarter of the graph's
  * entries (each coarse entry also carries a weight) or lp_small_entries. */
-static int coarsen(lp_run_t *r) {
+static int coarsen(lp_run_t *r, partition_lp_stats_t *s) {
     int64_t room = r->lv[0].nnz / 4 > lp_small_entries ? r->lv[0].nnz / 4 : lp_small_entries;
     const int64_t wmax = r->lv[0].total / (LP_CLUSTER_PER_PART * r->k) > 1 ? r->lv[0].total / (LP_CLUSTER_PER_PART * r->k) : 1;
     while (r->levels + 1 < LP_MAX_LEVELS && r->lv[r->levels].n > LP_COARSEST_PER_PART * r->k) {
@@ -53,8 +79,8 @@ static int coarsen(lp_run_t *r) {
         int32_t *map = inca_malloc((size_t)g->n * sizeof *map);
         if (!map) return INCA_ENOMEM;
         lp_bfs_order(g, r->seed + (uint64_t)r->levels, r->order, r->seen);
-        lp_cluster(g, r->order, wmax, LP_CLUSTER_ROUNDS, r->cl, r->cw, &r->acc);
-        int made = 0, rc = lp_contract(g, r->cl, room, c, map, &r->acc, &made);
+        int made = 0, doomed = 0, rc = cluster_level(r, g, wmax, room, map, s, &doomed);
+        if (rc == INCA_OK && !doomed) rc = lp_contract(g, r->cl, room, c, map, &r->acc, &made);
         if (rc == INCA_OK && made && c->n * 10 > g->n * 9) {   /* not worth a level */
             lp_graph_free(c);
             made = 0;
@@ -70,29 +96,30 @@ static int coarsen(lp_run_t *r) {
  * about 80 bytes each fit in the graph's own 4 bytes an entry (or are few: a small graph that
  * was not coarsened goes to METIS whole) and its edge weights sum within METIS's 32 bits, else
  * Fennel. */
-static int split_coarsest(lp_run_t *r, int32_t *part, int64_t *w, partition_lp_stats_t *s) {
+static int split_coarsest(lp_run_t *r, lp_part_t *part, int64_t *w, partition_lp_stats_t *s) {
     const lp_graph_t *g = &r->lv[r->levels];
     s->coarse_nodes = g->n, s->coarse_entries = g->nnz;
     int64_t wsum = 0;   /* METIS sums edge weights in 32 bits */
     for (int64_t e = 0; e < g->nnz; e++) wsum += lp_ew(g, e);
     s->coarse_by_metis = (r->levels > 0 || g->nnz <= lp_small_entries) && wsum <= INT32_MAX / 2 &&
                          (g->nnz * 20 <= r->lv[0].nnz || g->nnz <= lp_small_entries);
-    int rc = INCA_OK;
     if (s->coarse_by_metis) {
-        if ((rc = metis_kway(g->n, g->rowptr, g->col, g->ew, g->vw, r->k, r->seed, part)) != INCA_OK) return rc;
+        int32_t *mp = inca_malloc((size_t)g->n * sizeof *mp);
+        int rc = mp ? metis_kway(g->n, g->rowptr, g->col, g->ew, g->vw, r->k, r->seed, mp) : INCA_ENOMEM;
         memset(w, 0, (size_t)r->k * sizeof *w);
-        for (int64_t v = 0; v < g->n; v++) w[part[v]] += lp_vw(g, v);
-        return INCA_OK;
+        for (int64_t v = 0; rc == INCA_OK && v < g->n; v++) part[v] = (lp_part_t)mp[v], w[mp[v]] += lp_vw(g, v);
+        inca_free(mp);
+        return rc;
     }
     lp_bfs_order(g, r->seed, r->order, r->seen);
-    for (int64_t v = 0; v < g->n; v++) part[v] = -1;
+    for (int64_t v = 0; v < g->n; v++) part[v] = LP_UNPLACED;
     return lp_stream(g, r->order, r->k, r->cap, part, w, &r->acc);
 }
 
-/* Refine the coarsest level, then project onto each finer one and refine it; part[0] is the
- * caller's array, the coarse ones are made and freed here. */
+/* Refine the coarsest level, then project onto each finer one and refine it; the finest
+ * level's parts are copied into the caller's part0. */
 static int uncoarsen(lp_run_t *r, int32_t *part0, int64_t *w, partition_lp_stats_t *s) {
-    int32_t *cur = r->levels ? inca_malloc((size_t)r->lv[r->levels].n * sizeof *cur) : part0;
+    lp_part_t *cur = inca_malloc((size_t)r->lv[r->levels].n * sizeof *cur);
     if (!cur) return INCA_ENOMEM;
     double t0 = inca_now();
     int rc = split_coarsest(r, cur, w, s);
@@ -100,20 +127,21 @@ static int uncoarsen(lp_run_t *r, int32_t *part0, int64_t *w, partition_lp_stats
     for (int l = r->levels; rc == INCA_OK; l--) {
         lp_bfs_order(&r->lv[l], r->seed + 1000u + (uint64_t)l, r->order, r->seen);
         int64_t gain = 0;
-        s->rounds += lp_refine(&r->lv[l], r->order, r->cap, LP_REFINE_ROUNDS, cur, w, &r->acc, &gain, &s->moves);
+        s->rounds += lp_refine(&r->lv[l], r->order, r->cap, LP_REFINE_ROUNDS, cur, w, &r->acc, r->seen, &gain, &s->moves);
         if (l == 0) break;
-        int32_t *fine = l == 1 ? part0 : inca_malloc((size_t)r->lv[l - 1].n * sizeof *fine);
+        lp_part_t *fine = inca_malloc((size_t)r->lv[l - 1].n * sizeof *fine);
         if (!fine) { rc = INCA_ENOMEM; break; }
         for (int64_t v = 0; v < r->lv[l - 1].n; v++) fine[v] = cur[r->map[l - 1][v]];
         inca_free(cur);
         cur = fine;
     }
-    if (cur != part0) inca_free(cur);
-    if (rc == INCA_OK && (rc = lp_rebalance(&r->lv[0], r->k, r->cap, part0, w, &r->acc, &s->rebalance_moves)) == INCA_OK &&
+    if (rc == INCA_OK && (rc = lp_rebalance(&r->lv[0], r->k, r->cap, cur, w, &r->acc, &s->rebalance_moves)) == INCA_OK &&
         s->rebalance_moves) {
         int64_t gain = 0;
-        s->rounds += lp_refine(&r->lv[0], r->order, r->cap, LP_REFINE_ROUNDS, part0, w, &r->acc, &gain, &s->moves);
+        s->rounds += lp_refine(&r->lv[0], r->order, r->cap, LP_REFINE_ROUNDS, cur, w, &r->acc, r->seen, &gain, &s->moves);
     }
+    for (int64_t v = 0; rc == INCA_OK && v < r->lv[0].n; v++) part0[v] = cur[v];
+    inca_free(cur);
     s->refine_s = inca_now() - t0 - s->split_s;
     return rc;
 }
@@ -123,6 +151,8 @@ int partition_lp_assign(const csr_t *adj, int64_t k, uint64_t seed, int32_t *par
     if (k < 2 || k > n || adj->n_cols != n)
         return inca_fail(INCA_EINVAL, "partition_lp_assign: %lld parts for a %lld x %lld graph", (long long)k, (long long)n,
                          (long long)adj->n_cols);
+    if (k > LP_MAX_PARTS)
+        return inca_fail(INCA_EINVAL, "--method lp: at most %d parts, got %lld (use --method metis)", LP_MAX_PARTS, (long long)k);
     lp_run_t r = {.k = k, .seed = seed, .cap = (int64_t)ceil(1.03 * (double)n / (double)k)};
     r.lv[0] = (lp_graph_t){.n = n, .nnz = adj->rowptr[n] - adj->rowptr[0], .total = n, .rowptr = adj->rowptr, .col = adj->col};
     partition_lp_stats_t s = {.cap = r.cap};
@@ -133,7 +163,7 @@ int partition_lp_assign(const csr_t *adj, int64_t k, uint64_t seed, int32_t *par
     r.cw = inca_malloc((size_t)n * sizeof *r.cw);
     int rc = w && r.order && r.cl && r.seen && r.cw ? lp_acc_init(&r.acc, n) : INCA_ENOMEM;
     double t0 = inca_now();
-    if (rc == INCA_OK) rc = coarsen(&r);
+    if (rc == INCA_OK) rc = coarsen(&r, &s);
     s.coarsen_s = inca_now() - t0;
     inca_free(r.cl);
     inca_free(r.cw);

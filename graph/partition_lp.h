@@ -2,10 +2,12 @@
  * graph's own memory, where METIS's coarsening hierarchy takes some 80 bytes per stored edge.
  * Size-constrained label propagation clusters the graph and contracts it while that shrinks it
  * (the coarse levels together hold at most a quarter of the graph's entries, so a graph whose
- * clusters do not shrink it, as on a random graph, is not coarsened); the coarsest level is
- * split by METIS when it is small enough for METIS's appetite, else by Fennel streaming; every
- * level on the way back is refined by label propagation within the parts' cap; the finest level
- * is rebalanced. Single threaded, deterministic for a seed. Figures against METIS in README.
+ * clusters do not shrink it, as on a random graph, is not coarsened: an estimate after the
+ * first clustering round says so); the coarsest level is split by METIS when it is small enough
+ * for METIS's appetite, else by Fennel streaming; every level on the way back is refined by
+ * label propagation within the parts' cap, a node revisited only when a neighbour has moved;
+ * the finest level is rebalanced. Every pass prefetches the rows and labels of the nodes it
+ * visits next (lp_graph.h). Single threaded, deterministic for a seed. Figures in README.
  * Tested in tests/test_partition_lp.c (hand-made graphs, the contraction against a dense count,
  * balance, determinism, the cut against METIS's and random's on Cora, Facebook and a csbm). */
 #ifndef INCA_PARTITION_LP_H
@@ -16,6 +18,8 @@
 typedef struct partition_lp_stats {
     int64_t cap;              /* most nodes a part may hold: ceil(1.03 n / k) */
     int levels;               /* coarse levels made (0: the graph itself was split) */
+    int cluster_rounds;       /* clustering rounds over all levels tried */
+    int64_t coarse_estimate;  /* the last estimate of a coarse level's entries (0: none made) */
     int64_t coarse_nodes, coarse_entries;   /* the level that was split */
     int coarse_by_metis;      /* 1: METIS split it; 0: Fennel */
     int rounds;               /* refinement rounds over all levels */
@@ -25,7 +29,7 @@ typedef struct partition_lp_stats {
 } partition_lp_stats_t;
 
 /* Assign each node of the symmetric graph `adj` (self-loops ignored) to one of k parts
- * (1 < k <= n), every part at most ceil(1.03 n / k) nodes. part (n entries) and st (may be
+ * (1 < k <= n, k <= 65535: part labels are 16 bits inside), every part at most ceil(1.03 n / k) nodes. part (n entries) and st (may be
  * NULL) are the caller's. INCA_ENOMEM when the scratch cannot be had (nothing kept). */
 int partition_lp_assign(const csr_t *adj, int64_t k, uint64_t seed, int32_t *part,
                         partition_lp_stats_t *st);

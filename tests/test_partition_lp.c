@@ -86,7 +86,7 @@ START_TEST(contraction_counts_every_edge) {
     lp_graph_t g = {.n = n, .nnz = f.nnz, .total = n, .rowptr = f.rowptr, .col = f.col}, c;
     int32_t *order = malloc(sizeof *order * (size_t)n), *cl = malloc(sizeof *cl * (size_t)n), *map = malloc(sizeof *map * (size_t)n);
     uint8_t *seen = malloc((size_t)n);
-    int64_t *cw = malloc(sizeof *cw * (size_t)n);
+    int32_t *cw = malloc(sizeof *cw * (size_t)n);
     lp_acc_t a;
     ck_assert_int_eq(lp_acc_init(&a, n), INCA_OK);
     lp_bfs_order(&g, 1, order, seen);
@@ -115,6 +115,15 @@ START_TEST(contraction_counts_every_edge) {
         ck_assert_int_eq(stored, want);
     }
     ck_assert_int_eq(wsum, n);
+    /* the size estimate counts exactly with every coarse node, and near it with one in three */
+    int64_t est = 0;
+    int32_t *map_e = malloc(sizeof *map_e * (size_t)n);
+    ck_assert_int_eq(lp_contract_estimate(&g, cl, 1, map_e, &a, &est), INCA_OK);
+    ck_assert_int_eq(est, c.nnz);
+    ck_assert_mem_eq(map_e, map, sizeof *map * (size_t)n);
+    ck_assert_int_eq(lp_contract_estimate(&g, cl, 3, map_e, &a, &est), INCA_OK);
+    ck_assert_msg(est * 4 >= c.nnz * 3 && est * 4 <= c.nnz * 5, "estimate %lld of %lld", (long long)est, (long long)c.nnz);
+    free(map_e);
     /* a second level over the weighted coarse graph: its weights are the sums of the first's */
     lp_graph_t c2;
     int32_t *cl2 = malloc(sizeof *cl2 * (size_t)c.n), *map2 = malloc(sizeof *map2 * (size_t)c.n);
@@ -155,9 +164,10 @@ START_TEST(rebalance_moves_out_of_overloaded_parts) {
     tu_grid(&f, 12);
     const int64_t n = f.n_rows, k = 4, cap = 38;
     lp_graph_t g = {.n = n, .nnz = f.nnz, .total = n, .rowptr = f.rowptr, .col = f.col};
-    int32_t *part = malloc(sizeof *part * (size_t)n);
+    lp_part_t *part = malloc(sizeof *part * (size_t)n);
+    int32_t *part32 = malloc(sizeof *part32 * (size_t)n);
     int64_t w[4] = {0}, before[4];
-    for (int64_t v = 0; v < n; v++) part[v] = (int32_t)((v % 12) / 3);   /* four column strips of 36 */
+    for (int64_t v = 0; v < n; v++) part[v] = (lp_part_t)((v % 12) / 3);   /* four column strips of 36 */
     for (int64_t r = 0; r < 12; r++) part[r * 12 + 3] = 0;   /* column 3 too: strip 0 holds 48 */
     for (int64_t v = 0; v < n; v++) w[part[v]]++;
     ck_assert_int_eq(w[0], 48);
@@ -175,9 +185,10 @@ START_TEST(rebalance_moves_out_of_overloaded_parts) {
         if (p) ck_assert_int_ge(w[p], before[p]);
     }
     /* the cheapest nodes left: the borrowed column's, which have edges into strip 1 */
-    ck_assert_int_le(partition_edge_cut(&f, part), 3 * 12 + 12);
+    for (int64_t v = 0; v < n; v++) part32[v] = part[v];
+    ck_assert_int_le(partition_edge_cut(&f, part32), 3 * 12 + 12);
     lp_acc_free(&a);
-    free(part);
+    free(part), free(part32);
     csr_free(&f);
 }
 END_TEST
@@ -196,8 +207,8 @@ static void make_csbm(dataset_t *d, int64_t n) {
     ck_assert_int_eq(gen_csbm(&o, d, NULL), INCA_OK);
 }
 
-/* METIS is the reference: measured 1122 / 1093 on Cora (k 40), 34638 / 34898 on Facebook,
- * 160105 / 155605 on the 20k csbm (k 32); random cuts far more */
+/* METIS is the reference: measured 1132 / 1093 on Cora (k 40), 32288 / 34898 on Facebook,
+ * 161057 / 155605 on the 20k csbm (k 32); random cuts far more */
 START_TEST(cut_against_metis) {
     dataset_t d;
     for (int which = 0; which < 3; which++) {
@@ -248,6 +259,9 @@ START_TEST(fennel_path_when_coarsening_does_not_pay) {
     int64_t cl = lp_cut(&d.adj, 32, 0, &st, &a), cm = other_cut(&d.adj, 32, PART_METIS);
     ck_assert_int_eq(st.levels, 0);
     ck_assert_int_eq(st.coarse_by_metis, 0);
+    /* its clusters are pairs: the estimate after the first round gives up (entries / 4 fit) */
+    ck_assert_int_eq(st.cluster_rounds, 1);
+    ck_assert_int_gt(st.coarse_estimate * 4, d.adj.nnz * 3 / 2);
     ck_assert_msg(cl * 100 <= cm * 106, "lp cut %lld, METIS %lld", (long long)cl, (long long)cm);
     /* deterministic for the seed, another seed another partition */
     ck_assert_int_eq(lp_cut(&d.adj, 32, 0, NULL, &b), cl);
@@ -270,6 +284,14 @@ START_TEST(awkward_graphs) {
     int32_t part[40];
     ck_assert_int_eq(partition_lp_assign(&g, 41, 0, part, NULL), INCA_EINVAL);
     ck_assert_int_eq(partition_lp_assign(&g, 1, 0, part, NULL), INCA_EINVAL);
+    csr_free(&g);
+    /* part labels are 16 bits: 65536 parts are refused with the limit named */
+    int64_t s1[1] = {0}, d1[1] = {1};
+    ck_assert_int_eq(csr_from_edges(&g, 70000, s1, d1, 1, CSR_SYMMETRIZE), INCA_OK);
+    int32_t *big = malloc(sizeof *big * 70000);
+    ck_assert_int_eq(partition_lp_assign(&g, 65536, 0, big, NULL), INCA_EINVAL);
+    ck_assert_ptr_nonnull(strstr(inca_errmsg(), "65535"));
+    free(big);
     csr_free(&g);
     /* the CLI path refuses a directed graph, as METIS's does */
     int64_t s2[2] = {0, 1}, d2[2] = {1, 2};
