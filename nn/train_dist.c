@@ -524,6 +524,11 @@ int train_full_dist(const dataset_t *d, const train_config_t *c, const int64_t *
         return inca_fail(INCA_EINVAL, "%d ranks with --batchnorm: BatchNorm's batch statistics would be each rank's own; "
                          "not supported", P);
     if (c->batch_size > 0) return inca_fail(INCA_EINVAL, "--batch-size with %d ranks: one process only", P);
+    /* each rank allocates on a context of its own (thread ranks: kc_sibling, one device shared),
+     * which no plan covers yet: refused rather than trained past the budget unseen */
+    if (c->device_memory_budget > 0)
+        return inca_fail(INCA_EINVAL, "--device-memory-budget with --method full over %d ranks: the ranks' device memory is "
+                         "not planned (one process, or --method incagg, gas or cluster, plans it)", P);
     if (c->on_epoch || c->out_logits)
         return inca_fail(INCA_EINVAL, "%d ranks: the per-node logits hooks (on_epoch, out_logits) are one process's", P);
     if (!dataset_has_graph(d) || !d->adj.rowptr)

@@ -334,6 +334,12 @@ START_TEST(device_memory_budget) {
     ck_assert_int_ne(train_fails(args, &err), 0);
     ck_assert_msg(strstr(err, "full-batch refused before training") && strstr(err, "activations"), "%s", err);
     free(err);
+    /* full-batch over thread ranks does not plan the ranks' device memory: a budget is refused
+     * (it used to train past it, unseen) */
+    snprintf(args, sizeof args, "--epochs 2 --parts 8 --workers 2 --device %s --device-memory-budget 1G", dut);
+    ck_assert_int_eq(train_fails(args, &err), 2);
+    ck_assert_msg(strstr(err, "--device-memory-budget with --method full over 2 ranks"), "%s", err);
+    free(err);
     /* the CPU backend has no device budget */
     ck_assert_int_eq(train_fails("--epochs 1 --device cpu --device-memory-budget 1G", &err), 2);
     ck_assert_msg(strstr(err, "--device-memory-budget: applies to a device"), "%s", err);
