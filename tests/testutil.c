@@ -12,6 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -49,7 +52,25 @@ static char *slurp(const char *path) {
     return s;
 }
 
+void tu_kmp_sweep(void) {
+    DIR *d = opendir("/dev/shm");
+    if (!d) return;
+    const size_t plen = strlen("__KMP_REGISTERED_LIB_");
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        if (strncmp(e->d_name, "__KMP_REGISTERED_LIB_", plen) != 0) continue;
+        char *end = NULL;
+        const long pid = strtol(e->d_name + plen, &end, 10);
+        if (pid <= 0 || end == e->d_name + plen || *end != '_') continue;
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;   /* alive, or not ours to judge */
+        char path[512];
+        snprintf(path, sizeof path, "/dev/shm/%s", e->d_name);
+        (void)unlink(path);
+    }
+    closedir(d);
+}
+
 int tu_sh(const char *cmd, char **out, char **err) {
+    tu_kmp_sweep();
     char *dir = tu_mkdtemp();
     char *full = NULL;
     if (!dir || asprintf(&full, "( %s ) >'%s/o' 2>'%s/e' </dev/null", cmd, dir, dir) < 0) { free(dir); return -1; }
@@ -248,6 +269,7 @@ void tu_check_loaded(const char *store, long nnz_feat, const long *class_counts,
 }
 
 int tu_run_suite(Suite *s) {
+    tu_kmp_sweep();
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);

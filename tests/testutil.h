@@ -17,6 +17,12 @@ int tu_exists(const char *path);
 int tu_inca(const char *args, char **out, char **err);
 /* Run any shell command, capturing as tu_inca. */
 int tu_sh(const char *cmd, char **out, char **err);
+/* Remove LLVM libomp's /dev/shm/__KMP_REGISTERED_LIB_<pid>_<uid> files of processes that are
+ * gone. A clang build's process killed by a test (test_kill, MPI's aborts) leaves its file, and
+ * a later process given the same pid (pid_max is 32768 here) aborts at its first parallel region
+ * with "OMP: Error #15 ... unknown library already initialized" (seen once in CI's clang suite).
+ * Called before every command tu_sh / tu_inca run and at each suite's start. */
+void tu_kmp_sweep(void);
 const char *tu_bin(void);      /* $INCA_BIN */
 const char *tu_src(void);      /* $INCA_SRC: repository root */
 const char *tu_shared(void);   /* $INCA_SHARED: ../shared (may not exist) */
