@@ -58,13 +58,11 @@ void lp_acc_gather_parts(lp_acc_t *a, const lp_graph_t *g, int64_t v, const lp_p
  * after a seeded position (wrapping). seen: n bytes of scratch. */
 void lp_bfs_order(const lp_graph_t *g, uint64_t seed, int32_t *order, uint8_t *seen);
 
-/* Size-constrained clustering: cl[v] (n entries) starts as v; in `order`, a node joins the
- * neighbouring cluster it has most edge weight to when that beats its own and the cluster stays
- * within wmax node weight; up to `rounds` rounds (the rounds run returned). cw: n int32 of
- * scratch (node weights sum to at most n, within 32 bits). */
-int lp_cluster(const lp_graph_t *g, const int32_t *order, int64_t wmax, int rounds, int32_t *cl, int32_t *cw,
-               lp_acc_t *a);
-/* lp_cluster in steps: every node its own cluster; one round (the nodes moved) */
+/* Size-constrained clustering, a round at a time (partition_lp.c decides when to stop): init
+ * makes every node its own cluster (cl[v] = v, cw[v] its weight); in a round, in `order`, a
+ * node joins the neighbouring cluster it has most edge weight to when that beats its own and
+ * the cluster stays within wmax node weight. Returns the nodes moved. cl, cw: n entries (cw in
+ * 32 bits: node weights sum to at most n). */
 void lp_cluster_init(const lp_graph_t *g, int32_t *cl, int32_t *cw);
 int64_t lp_cluster_round(const lp_graph_t *g, const int32_t *order, int64_t wmax, int32_t *cl, int32_t *cw, lp_acc_t *a);
 /* The coarse graph's entries estimated from every stride-th coarse node's (their member lists

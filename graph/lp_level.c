@@ -111,18 +111,6 @@ int64_t lp_cluster_round(const lp_graph_t *g, const int32_t *order, int64_t wmax
     return moved;
 }
 
-int lp_cluster(const lp_graph_t *g, const int32_t *order, int64_t wmax, int rounds, int32_t *cl, int32_t *cw,
-               lp_acc_t *a) {
-    lp_cluster_init(g, cl, cw);
-    int r = 0;
-    while (r < rounds) {
-        int64_t moved = lp_cluster_round(g, order, wmax, cl, cw, a);
-        r++;
-        if (moved * 100 < g->n) break;
-    }
-    return r;
-}
-
 /* the coarse node C's neighbourhood: the edges of its members (mem[s..e)) by coarse node, C's own
  * (edges inside the cluster) dropped */
 static void acc_cluster(lp_acc_t *a, const lp_graph_t *g, const int32_t *mem, int64_t s, int64_t e, const int32_t *map,
@@ -152,6 +140,30 @@ static int contract_ids(const lp_graph_t *g, const int32_t *cl, int32_t *map, in
     }
     inca_free(cid);
     *nc = k;
+    return INCA_OK;
+}
+
+/* The member lists of the coarse nodes 0, stride, 2 stride, ... (every one for stride 1), each in
+ * node order: those of coarse node s * stride are mem[start[s] .. start[s + 1]). mem has n
+ * entries whatever the stride (acc_cluster prefetches up to n ahead), the lists first. */
+static int member_lists(const lp_graph_t *g, const int32_t *map, int64_t nc, int64_t stride, int64_t **start_out,
+                        int32_t **mem_out) {
+    const int64_t ns = (nc + stride - 1) / stride;
+    int64_t *start = inca_calloc((size_t)ns + 1, sizeof *start);
+    int32_t *mem = inca_calloc((size_t)(g->n ? g->n : 1), sizeof *mem);
+    if (!start || !mem) {
+        inca_free(start);
+        inca_free(mem);
+        return INCA_ENOMEM;
+    }
+    for (int64_t v = 0; v < g->n; v++)
+        if (map[v] % stride == 0) start[map[v] / stride + 1]++;
+    for (int64_t s = 0; s < ns; s++) start[s + 1] += start[s];
+    for (int64_t v = 0; v < g->n; v++)
+        if (map[v] % stride == 0) mem[start[map[v] / stride]++] = (int32_t)v;
+    for (int64_t s = ns; s > 0; s--) start[s] = start[s - 1];
+    start[0] = 0;
+    *start_out = start, *mem_out = mem;
     return INCA_OK;
 }
 
@@ -193,16 +205,12 @@ int lp_contract(const lp_graph_t *g, const int32_t *cl, int64_t max_nnz, lp_grap
     int32_t *mem = NULL;
     int rc = contract_ids(g, cl, map, &nc);
     if (rc != INCA_OK) return rc;
-    start = inca_calloc((size_t)nc + 1, sizeof *start);
-    mem = inca_malloc((size_t)g->n * sizeof *mem);
     c->own_rowptr = inca_malloc(((size_t)nc + 1) * sizeof *c->own_rowptr);
-    if (!start || !mem || !c->own_rowptr) { rc = INCA_ENOMEM; goto done; }
+    if (!c->own_rowptr || (rc = member_lists(g, map, nc, 1, &start, &mem)) != INCA_OK) {
+        rc = INCA_ENOMEM;
+        goto done;
+    }
     c->n = nc;
-    for (int64_t v = 0; v < g->n; v++) start[map[v] + 1]++;   /* members by coarse node, node order */
-    for (int64_t C = 0; C < nc; C++) start[C + 1] += start[C];
-    for (int64_t v = 0; v < g->n; v++) mem[start[map[v]]++] = (int32_t)v;
-    for (int64_t C = nc; C > 0; C--) start[C] = start[C - 1];
-    start[0] = 0;
     rc = contract_rows(g, map, start, mem, max_nnz, c, a, made);
 done:
     if (rc != INCA_OK || !*made) lp_graph_free(c);
@@ -216,24 +224,15 @@ int lp_contract_estimate(const lp_graph_t *g, const int32_t *cl, int64_t stride,
     *est = 0;
     int rc = contract_ids(g, cl, map, &nc);
     if (rc != INCA_OK) return rc;
-    const int64_t ns = (nc + stride - 1) / stride;   /* coarse nodes 0, stride, 2 stride, ... */
-    int64_t *start = inca_calloc((size_t)ns + 1, sizeof *start);
-    int32_t *mem = inca_calloc((size_t)g->n, sizeof *mem);   /* n entries: acc_cluster prefetches up to n ahead */
-    if (!start || !mem) { rc = INCA_ENOMEM; goto done; }
-    for (int64_t v = 0; v < g->n; v++)
-        if (map[v] % stride == 0) start[map[v] / stride + 1]++;
-    for (int64_t s = 0; s < ns; s++) start[s + 1] += start[s];
-    for (int64_t v = 0; v < g->n; v++)
-        if (map[v] % stride == 0) mem[start[map[v] / stride]++] = (int32_t)v;
-    for (int64_t s = ns; s > 0; s--) start[s] = start[s - 1];
-    start[0] = 0;
-    int64_t sum = 0;
+    const int64_t ns = (nc + stride - 1) / stride;
+    int64_t *start = NULL, sum = 0;
+    int32_t *mem = NULL;
+    if ((rc = member_lists(g, map, nc, stride, &start, &mem)) != INCA_OK) return rc;
     for (int64_t s = 0; s < ns; s++) {
         acc_cluster(a, g, mem, start[s], start[s + 1], map, (int32_t)(s * stride));
         sum += a->nt;
     }
     *est = ns ? (int64_t)((double)sum * (double)nc / (double)ns) : 0;
-done:
     inca_free(start);
     inca_free(mem);
     return rc;
