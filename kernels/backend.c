@@ -93,8 +93,13 @@ int kc_coll_init(kern_ctx_t *c, const void *id, int rank, int size) {
     return c->ops->coll_init ? c->ops->coll_init(c, id, rank, size) : no_coll(c);
 }
 int kc_coll_sum_f32(kern_ctx_t *c, const float *send, float *recv, int64_t n) {
+    return kc_coll_sum_f32_many(c, 1, &send, &recv, &n);
+}
+int kc_coll_sum_f32_many(kern_ctx_t *c, int nbuf, const float *const *send, float *const *recv, const int64_t *n) {
     if (!c->ops->coll_sum_f32) return no_coll(c);
-    return n > 0 ? c->ops->coll_sum_f32(c, send, recv, n) : INCA_OK;
+    int64_t any = 0;
+    for (int i = 0; i < nbuf; i++) any |= n[i];
+    return any ? c->ops->coll_sum_f32(c, nbuf, send, recv, n) : INCA_OK;
 }
 
 int kc_mirror(kern_ctx_t *c, const void *host, size_t bytes, void **out) {

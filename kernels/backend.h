@@ -221,6 +221,9 @@ int kc_coll_id(kern_ctx_t *ctx, void *id);   /* KERN_COLL_ID_BYTES bytes */
 int kc_coll_init(kern_ctx_t *ctx, const void *id, int rank, int size);   /* again with the same rank
                                                                            and size: nothing (a later run) */
 int kc_coll_sum_f32(kern_ctx_t *ctx, const float *send, float *recv, int64_t n);   /* recv may be send */
+/* nbuf sums as one group (NCCL: ncclGroupStart/End, so that the buffers of a model's gradients
+ * are launched together and fused by NCCL instead of one launch and one wait each) */
+int kc_coll_sum_f32_many(kern_ctx_t *ctx, int nbuf, const float *const *send, float *const *recv, const int64_t *n);
 
 /* ---- the table a backend fills (one per backend, static) ---- */
 typedef struct kern_ops {
@@ -276,7 +279,7 @@ typedef struct kern_ops {
     int (*device_uid)(kern_ctx_t *, char *, size_t);
     int (*coll_id)(kern_ctx_t *, void *);
     int (*coll_init)(kern_ctx_t *, const void *, int, int);
-    int (*coll_sum_f32)(kern_ctx_t *, const float *, float *, int64_t);
+    int (*coll_sum_f32)(kern_ctx_t *, int, const float *const *, float *const *, const int64_t *);   /* a group */
     int (*encode)(kern_ctx_t *, kern_dtype_t, int64_t, const float *, void *);
     int (*decode)(kern_ctx_t *, kern_dtype_t, int64_t, const void *, float *);
 } kern_ops_t;

@@ -93,14 +93,21 @@ int train_xfer_grads_sum_nccl(comm_t *c, model_t *m, float **sum) {
     kern_ctx_t *kc = model_ctx(m);
     const int P = comm_size(c);
     const double t0 = inca_now();
-    int64_t floats = 0;
-    int rc = INCA_OK;
-    for (int i = 0; i < model_nparams(m) && rc == INCA_OK; i++) {
+    const int np = model_nparams(m);
+    const float **send = inca_malloc(sizeof *send * (size_t)(np ? np : 1));
+    float **recv = inca_malloc(sizeof *recv * (size_t)(np ? np : 1));
+    int64_t *len = inca_malloc(sizeof *len * (size_t)(np ? np : 1)), floats = 0;
+    int rc = send && recv && len ? INCA_OK : INCA_ENOMEM;
+    for (int i = 0; i < np && rc == INCA_OK; i++) {
         nn_param_t *pp = model_param(m, i);
-        rc = kc_coll_sum_f32(kc, pp->g, sum ? sum[i] : pp->g, pp->n);
+        send[i] = pp->g, recv[i] = sum ? sum[i] : pp->g, len[i] = pp->n;
         floats += pp->n;
     }
+    if (rc == INCA_OK) rc = kc_coll_sum_f32_many(kc, np, send, recv, len);   /* one group: NCCL fuses them */
     if (rc == INCA_OK) rc = kc_sync(kc);
+    inca_free(send);
+    inca_free(recv);
+    inca_free(len);
     comm_count(c, COMM_GRAD, (int64_t)(2.0 * (double)(P - 1) / (double)P * (double)floats * sizeof(float)), inca_now() - t0);
     return rc;
 }

@@ -133,6 +133,12 @@ START_TEST(context_siblings_and_device_numbers) {
         float x = 1.f;
         ck_assert_int_eq(kc_coll_sum_f32(d, &x, &x, 1), INCA_EINVAL);
         inca_err_clear();
+        const float *snd[2] = {&x, &x};
+        float *rcv[2] = {&x, &x};
+        const int64_t len[2] = {0, 1};
+        ck_assert_int_eq(kc_coll_sum_f32_many(d, 2, snd, rcv, len), INCA_EINVAL);
+        ck_assert_msg(strstr(inca_errmsg(), "NCCL"), "%s", inca_errmsg());
+        inca_err_clear();
         kc_free(&d);
         kc_free(&c);
     }

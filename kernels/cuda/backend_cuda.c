@@ -749,11 +749,17 @@ static int kcu_coll_init(kern_ctx_t *ctx, const void *id, int rank, int size) {
     int rc = kcu_check(c, "coll_init", cudaSetDevice(c->dev));
     return rc != INCA_OK ? rc : kcu_nccl(c, "coll_init", ncclCommInitRank(&c->nccl, size, u, rank));
 }
-static int kcu_coll_sum_f32(kern_ctx_t *ctx, const float *send, float *recv, int64_t n) {
+static int kcu_coll_sum_f32(kern_ctx_t *ctx, int nbuf, const float *const *send, float *const *recv, const int64_t *n) {
     kcu_ctx_t *c = kcu(ctx);
     if (!c->nccl) return kcu_fail(c, INCA_EINVAL, "coll_sum_f32", "NCCL", "no clique joined (kc_coll_init)");
     c->last_op = "coll_sum_f32";
-    return kcu_nccl(c, "coll_sum_f32", ncclAllReduce(send, recv, (size_t)n, ncclFloat32, ncclSum, c->nccl, kcu_stream(c)));
+    int rc = kcu_nccl(c, "coll_sum_f32", ncclGroupStart());
+    for (int i = 0; i < nbuf && rc == INCA_OK; i++)
+        if (n[i] > 0)
+            rc = kcu_nccl(c, "coll_sum_f32", ncclAllReduce(send[i], recv[i], (size_t)n[i], ncclFloat32, ncclSum, c->nccl,
+                                                           kcu_stream(c)));
+    const int end = kcu_nccl(c, "coll_sum_f32", ncclGroupEnd());   /* closes the group on a failure too */
+    return rc != INCA_OK ? rc : end;
 }
 #endif
 
