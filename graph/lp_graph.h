@@ -49,14 +49,42 @@ typedef struct lp_acc {
 } lp_acc_t;
 int lp_acc_init(lp_acc_t *a, int64_t labels);   /* INCA_ENOMEM; lp_acc_free either way */
 void lp_acc_free(lp_acc_t *a);
-/* v's neighbours by label (label[u] < 0 skipped, v itself skipped); clears the previous node's */
-void lp_acc_gather(lp_acc_t *a, const lp_graph_t *g, int64_t v, const int32_t *label);
-/* the same by part (LP_UNPLACED skipped) */
+/* v's neighbours by part (LP_UNPLACED skipped, v itself skipped); clears the previous node's */
 void lp_acc_gather_parts(lp_acc_t *a, const lp_graph_t *g, int64_t v, const lp_part_t *part);
+
+/* The same for labels from a range too large to index densely (clusters, up to n of them):
+ * w[t] = the weight to touched[t], t < nt, in order of first appearance, through an
+ * open-addressed table sized to the neighbourhood being gathered. Why: a dense table of n
+ * counters costs a random access per entry over 8n bytes (80 MB at 10M nodes, far past the
+ * cache, and one more miss per entry than the labels' own); one neighbourhood's table is a few
+ * hundred bytes and stays in L1. The arrays are sized for the whole range but only the largest
+ * neighbourhood's share is ever touched (and so committed). */
+typedef struct lp_hacc {
+    int32_t *touched;
+    int64_t *w;
+    uint64_t *slot;          /* label << 32 | (index into touched + 1); 0: empty */
+    int64_t nt, mask, slots; /* slots 0..mask in use, of slots (a power of two >= 2 x labels) */
+} lp_hacc_t;
+int lp_hacc_init(lp_hacc_t *h, int64_t labels);   /* INCA_ENOMEM; lp_hacc_free either way */
+void lp_hacc_free(lp_hacc_t *h);
+/* starts a gather (forgets the last) with a table for about `expect` labels; it grows as needed */
+void lp_hacc_begin(lp_hacc_t *h, int64_t expect);
+void lp_hacc_add(lp_hacc_t *h, int32_t label, int64_t w);
+int64_t lp_hacc_get(const lp_hacc_t *h, int32_t label);   /* 0 when not gathered */
+/* v's neighbours by label (label[u] < 0 skipped, v itself skipped) */
+void lp_hacc_gather(lp_hacc_t *h, const lp_graph_t *g, int64_t v, const int32_t *label);
 
 /* Breadth-first order over every component, each started at the first unvisited node at or
  * after a seeded position (wrapping). seen: n bytes of scratch. */
 void lp_bfs_order(const lp_graph_t *g, uint64_t seed, int32_t *order, uint8_t *seen);
+
+/* Chunk-random order (as KaMinPar's label propagation): nodes in chunks of `chunk` consecutive
+ * ids, the chunks in a seeded random order, each chunk's nodes shuffled. Why: in breadth-first
+ * or random order every visit of a random graph's node misses on its row (at 10M nodes the rows
+ * are 880 MB); here a chunk's rows are a few contiguous lines, and the order stays random enough
+ * for label propagation (which moves the same nodes in any order, only in another sequence).
+ * INCA_ENOMEM (a chunk permutation of n / chunk entries). */
+int lp_chunk_order(int64_t n, int64_t chunk, uint64_t seed, int32_t *order);
 
 /* Size-constrained clustering, a round at a time (partition_lp.c decides when to stop): init
  * makes every node its own cluster (cl[v] = v, cw[v] its weight); in a round, in `order`, a
@@ -64,17 +92,17 @@ void lp_bfs_order(const lp_graph_t *g, uint64_t seed, int32_t *order, uint8_t *s
  * the cluster stays within wmax node weight. Returns the nodes moved. cl, cw: n entries (cw in
  * 32 bits: node weights sum to at most n). */
 void lp_cluster_init(const lp_graph_t *g, int32_t *cl, int32_t *cw);
-int64_t lp_cluster_round(const lp_graph_t *g, const int32_t *order, int64_t wmax, int32_t *cl, int32_t *cw, lp_acc_t *a);
+int64_t lp_cluster_round(const lp_graph_t *g, const int32_t *order, int64_t wmax, int32_t *cl, int32_t *cw, lp_hacc_t *h);
 /* The coarse graph's entries estimated from every stride-th coarse node's (their member lists
  * built for them alone): what a whole count (lp_contract) would find, scaled. map (n) gets the
  * coarse ids. INCA_ENOMEM with nothing kept. */
-int lp_contract_estimate(const lp_graph_t *g, const int32_t *cl, int64_t stride, int32_t *map, lp_acc_t *a, int64_t *est);
+int lp_contract_estimate(const lp_graph_t *g, const int32_t *cl, int64_t stride, int32_t *map, lp_hacc_t *h, int64_t *est);
 /* The graph of the clusters: map[v] = v's coarse node (numbered by first appearance in node
  * order), coarse edge weights the sums of the edges between clusters (saturating at INT32_MAX),
  * node weights the sums.
  * Counts first and makes nothing (*made = 0) when the coarse graph would store more than
  * max_nnz entries. INCA_ENOMEM with nothing kept. */
-int lp_contract(const lp_graph_t *g, const int32_t *cl, int64_t max_nnz, lp_graph_t *c, int32_t *map, lp_acc_t *a,
+int lp_contract(const lp_graph_t *g, const int32_t *cl, int64_t max_nnz, lp_graph_t *c, int32_t *map, lp_hacc_t *h,
                 int *made);
 
 /* Fennel, streaming in `order`: part[] all LP_UNPLACED on entry; w (k) zeroed on entry, the part weights on

@@ -16,6 +16,7 @@
 #define LP_COARSEST_PER_PART 32   /* coarsen until at most this many nodes a part */
 #define LP_CLUSTER_PER_PART 16    /* a cluster holds at most 1/16 of a part's weight */
 #define LP_ESTIMATE_STRIDE 16     /* the coarse-size estimate counts one coarse node in 16 */
+#define LP_CHUNK 1024             /* clustering and refinement visit nodes chunk-random, chunks this long */
 /* below this many entries memory is no reason to hold back (4M: 32 MB coarse, some 320 MB in
  * METIS); a test lowers it to reach the memory-bound paths on small graphs */
 static int64_t lp_small_entries = 1 << 22;
@@ -26,7 +27,8 @@ typedef struct lp_run {
     lp_graph_t lv[LP_MAX_LEVELS];
     int32_t *map[LP_MAX_LEVELS];   /* map[l][v]: v's node on level l + 1 */
     int levels;                    /* coarse levels made */
-    lp_acc_t acc;
+    lp_acc_t acc;                  /* by part */
+    lp_hacc_t hacc;                /* by cluster (coarsening) */
     int32_t *order, *cl;
     uint8_t *seen;
     int32_t *cw;
@@ -38,6 +40,7 @@ static void run_free(lp_run_t *r) {
     for (int l = 1; l <= r->levels; l++) lp_graph_free(&r->lv[l]);
     for (int l = 0; l < r->levels; l++) inca_free(r->map[l]);
     lp_acc_free(&r->acc);
+    lp_hacc_free(&r->hacc);
     inca_free(r->order);
     inca_free(r->cl);
     inca_free(r->seen);
@@ -54,11 +57,11 @@ static int cluster_level(lp_run_t *r, const lp_graph_t *g, int64_t wmax, int64_t
     *doomed = 0;
     lp_cluster_init(g, r->cl, r->cw);
     for (int round = 0; round < LP_CLUSTER_ROUNDS; round++) {
-        const int64_t moved = lp_cluster_round(g, r->order, wmax, r->cl, r->cw, &r->acc);
+        const int64_t moved = lp_cluster_round(g, r->order, wmax, r->cl, r->cw, &r->hacc);
         s->cluster_rounds++;
         if (round == 0 && g->nnz > room) {
             int64_t est = 0;
-            int rc = lp_contract_estimate(g, r->cl, LP_ESTIMATE_STRIDE, map, &r->acc, &est);
+            int rc = lp_contract_estimate(g, r->cl, LP_ESTIMATE_STRIDE, map, &r->hacc, &est);
             if (rc != INCA_OK) return rc;
             s->coarse_estimate = est;
             if (est > room + room / 2) { *doomed = 1; return INCA_OK; }
@@ -78,9 +81,9 @@ static int coarsen(lp_run_t *r, partition_lp_stats_t *s) {
         lp_graph_t *g = &r->lv[r->levels], *c = &r->lv[r->levels + 1];
         int32_t *map = inca_malloc((size_t)g->n * sizeof *map);
         if (!map) return INCA_ENOMEM;
-        lp_bfs_order(g, r->seed + (uint64_t)r->levels, r->order, r->seen);
-        int made = 0, doomed = 0, rc = cluster_level(r, g, wmax, room, map, s, &doomed);
-        if (rc == INCA_OK && !doomed) rc = lp_contract(g, r->cl, room, c, map, &r->acc, &made);
+        int made = 0, doomed = 0, rc = lp_chunk_order(g->n, LP_CHUNK, r->seed + (uint64_t)r->levels, r->order);
+        if (rc == INCA_OK) rc = cluster_level(r, g, wmax, room, map, s, &doomed);
+        if (rc == INCA_OK && !doomed) rc = lp_contract(g, r->cl, room, c, map, &r->hacc, &made);
         if (rc == INCA_OK && made && c->n * 10 > g->n * 9) {   /* not worth a level */
             lp_graph_free(c);
             made = 0;
@@ -125,7 +128,7 @@ static int uncoarsen(lp_run_t *r, int32_t *part0, int64_t *w, partition_lp_stats
     int rc = split_coarsest(r, cur, w, s);
     s->split_s = inca_now() - t0;
     for (int l = r->levels; rc == INCA_OK; l--) {
-        lp_bfs_order(&r->lv[l], r->seed + 1000u + (uint64_t)l, r->order, r->seen);
+        if ((rc = lp_chunk_order(r->lv[l].n, LP_CHUNK, r->seed + 1000u + (uint64_t)l, r->order)) != INCA_OK) break;
         int64_t gain = 0;
         s->rounds += lp_refine(&r->lv[l], r->order, r->cap, LP_REFINE_ROUNDS, cur, w, &r->acc, r->seen, &gain, &s->moves);
         if (l == 0) break;
@@ -161,12 +164,14 @@ int partition_lp_assign(const csr_t *adj, int64_t k, uint64_t seed, int32_t *par
     r.cl = inca_malloc((size_t)n * sizeof *r.cl);
     r.seen = inca_malloc((size_t)n);
     r.cw = inca_malloc((size_t)n * sizeof *r.cw);
-    int rc = w && r.order && r.cl && r.seen && r.cw ? lp_acc_init(&r.acc, n) : INCA_ENOMEM;
+    int rc = w && r.order && r.cl && r.seen && r.cw ? lp_acc_init(&r.acc, k) : INCA_ENOMEM;
+    if (rc == INCA_OK) rc = lp_hacc_init(&r.hacc, n);
     double t0 = inca_now();
     if (rc == INCA_OK) rc = coarsen(&r, &s);
     s.coarsen_s = inca_now() - t0;
     inca_free(r.cl);
     inca_free(r.cw);
+    lp_hacc_free(&r.hacc);
     r.cl = NULL;
     r.cw = NULL;
     s.levels = r.levels;

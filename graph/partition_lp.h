@@ -6,8 +6,11 @@
  * first clustering round says so); the coarsest level is split by METIS when it is small enough
  * for METIS's appetite, else by Fennel streaming; every level on the way back is refined by
  * label propagation within the parts' cap, a node revisited only when a neighbour has moved;
- * the finest level is rebalanced. Every pass prefetches the rows and labels of the nodes it
- * visits next (lp_graph.h). Single threaded, deterministic for a seed. Figures in README.
+ * the finest level is rebalanced. Clustering and refinement visit the nodes chunk-random (a
+ * chunk's rows lie together in memory), Fennel breadth-first; every pass prefetches the rows
+ * and labels of the nodes it visits next, and clusters are counted in a hashed accumulator the
+ * size of one neighbourhood (lp_graph.h). Single threaded, deterministic for a seed. Figures
+ * in README.
  * Tested in tests/test_partition_lp.c (hand-made graphs, the contraction against a dense count,
  * balance, determinism, the cut against METIS's and random's on Cora, Facebook and a csbm). */
 #ifndef INCA_PARTITION_LP_H
