@@ -53,13 +53,28 @@ int train_xfer_grads_put(model_t *m, const float *flat) {
     return rc;
 }
 
+int train_xfer_machine_id(char *buf, size_t cap) {
+    if (!buf || cap < 2) return inca_fail(INCA_EINVAL, "train_xfer_machine_id: no room");
+    buf[0] = 0;
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+    if (f) {
+        if (!fgets(buf, (int)(cap < 64 ? cap : 64), f)) buf[0] = 0;
+        fclose(f);
+        buf[strcspn(buf, "\r\n")] = 0;
+    }
+    if (!buf[0] && gethostname(buf, cap - 1) != 0) buf[0] = 0;
+    buf[cap - 1] = 0;
+    if (!buf[0]) return inca_fail(INCA_ERR, "train_xfer_machine_id: neither the kernel's boot id nor a host name");
+    return INCA_OK;
+}
+
 int train_xfer_nccl_join(comm_t *c, kern_ctx_t *kc) {
     const int P = comm_size(c), me = comm_rank(c);
     typedef struct { int64_t ok; char uid[120]; } rec_t;   /* this rank's device, or why none */
     rec_t mine = {0}, *all = inca_calloc((size_t)P, sizeof *all);
     if (!all) return INCA_ENOMEM;
     char host[64] = "";
-    gethostname(host, sizeof host - 1);
+    if (train_xfer_machine_id(host, sizeof host) != INCA_OK) inca_err_clear();   /* then the bus id alone */
     char bus[48] = "";
     if (kc_has_coll(kc) && kc_device_uid(kc, bus, sizeof bus) == INCA_OK) {
         mine.ok = 1;

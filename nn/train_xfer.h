@@ -25,6 +25,11 @@ int train_xfer_bcast_params(comm_t *c, model_t *m);
 int train_xfer_grads_get(model_t *m, float *flat);
 /* The model's gradients <- flat (host). */
 int train_xfer_grads_put(model_t *m, const float *flat);
+/* This machine, as the ranks compare it to find two that share a GPU (the same machine and the
+ * same PCI bus id): the kernel's boot id, else the host name. Why not the host name: it can
+ * repeat across machines (containers named alike) where a boot id does not, and containers on
+ * one machine (one kernel) that see the same GPU do share it. INCA_ERR when neither is known. */
+int train_xfer_machine_id(char *buf, size_t cap);
 /* --grad-reduce nccl: every rank's context joins one NCCL clique (collective). Refused on every
  * rank alike (INCA_EINVAL, naming the ranks) when a rank's context has no NCCL (the CPU, the
  * emulated device, a build without it) or two ranks share a GPU (NCCL needs one per rank:

@@ -8,6 +8,8 @@
 #include "kernels/backend.h"
 #include "core/status.h"
 #include "loaders/dataset.h"
+#include "nn/train_xfer.h"
+#include <unistd.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -165,6 +167,35 @@ static void trained(const cJSON *r, const char *what) {
     ck_assert_msg(acc > majority + 0.05, "%s: test accuracy %g, the largest class alone %g: the run did not train", what,
                   acc, majority);
 }
+
+/* The machine key of the shared-GPU check (--grad-reduce nccl): the kernel's boot id where
+ * there is one (two machines may share a host name), the same on every call, cut to the room */
+START_TEST(machine_id_is_the_boot_id) {
+    char a[64], b[64], small[8];
+    ck_assert_int_eq(train_xfer_machine_id(a, sizeof a), INCA_OK);
+    ck_assert_int_eq(train_xfer_machine_id(b, sizeof b), INCA_OK);
+    ck_assert_str_eq(a, b);
+    ck_assert_int_gt((int)strlen(a), 0);
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+    if (f) {
+        char want[64] = "";
+        ck_assert_ptr_nonnull(fgets(want, sizeof want, f));
+        fclose(f);
+        want[strcspn(want, "\n")] = 0;
+        ck_assert_str_eq(a, want);
+        ck_assert_int_eq((int)strlen(a), 36);
+    } else {
+        char host[64] = "";
+        gethostname(host, sizeof host - 1);
+        ck_assert_str_eq(a, host);
+    }
+    ck_assert_int_eq(train_xfer_machine_id(small, sizeof small), INCA_OK);
+    ck_assert_int_eq((int)strlen(small), 7);
+    ck_assert(strncmp(small, a, 7) == 0);
+    ck_assert_int_eq(train_xfer_machine_id(small, 1), INCA_EINVAL);
+    inca_err_clear();
+}
+END_TEST
 
 START_TEST(full_batch_every_backbone) {
     static const char *const cases[] = {
@@ -373,6 +404,7 @@ int main(void) {
     TCase *tc = tcase_create(dut);
     tcase_set_timeout(tc, 600);
     tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, machine_id_is_the_boot_id);
     tcase_add_test(tc, full_batch_every_backbone);
     tcase_add_test(tc, row_batches_and_checkpoints);
     tcase_add_test(tc, mini_batch_every_method);
