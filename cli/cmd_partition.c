@@ -123,11 +123,27 @@ static int print_json(const partition_t *p, int reused, int built, double layout
     return rc;
 }
 
+/* lp's phases on the status line: "label propagation into K parts: refining (round 3 of at most 24)" */
+typedef struct part_status {
+    cli_progress_t *line;
+    int64_t k;
+} part_status_t;
+
+static void show_phase(void *ctx, const char *phase, int64_t done, int64_t total) {
+    const part_status_t *st = ctx;
+    if (total > 0)
+        cli_progress(st->line, 1, "label propagation into %lld parts: %s (round %lld of at most %lld)", (long long)st->k, phase,
+                     (long long)done + 1, (long long)total);
+    else cli_progress(st->line, 1, "label propagation into %lld parts: %s", (long long)st->k, phase);
+}
+
 /* The partitioning, computed or reused: in this process, or over the ranks of c (parmetis) */
-static int get_partition(store_t *s, comm_t *c, const part_opts_t *o, partition_t *p, int *reused) {
+static int get_partition(store_t *s, comm_t *c, const part_opts_t *o, cli_progress_t *line, partition_t *p, int *reused) {
     if (o->method == PART_PARMETIS) return store_partition_get_par(s, c, o->k, (uint64_t)o->seed, p, reused);
+    part_status_t st = {line, o->k};
+    const partition_progress_t pg = {show_phase, &st};
     /* the graph is read from the store only when something must be computed from it */
-    return store_partition_get(s, NULL, o->k, o->method, (uint64_t)o->seed, p, reused);
+    return store_partition_get_pg(s, NULL, o->k, o->method, (uint64_t)o->seed, &pg, p, reused);
 }
 
 static int run(args_t *a, const part_opts_t *o, comm_t *c) {
@@ -146,7 +162,7 @@ static int run(args_t *a, const part_opts_t *o, comm_t *c) {
     cli_progress(&pg, 1, "%s into %lld parts", o->method == PART_METIS ? "METIS" : o->method == PART_PARMETIS ? "ParMETIS" :
                  o->method == PART_LP ? "label propagation" : "random",
                  (long long)o->k);
-    if (rc == INCA_OK) rc = get_partition(s, c, o, &p, &reused);
+    if (rc == INCA_OK) rc = get_partition(s, c, o, &pg, &p, &reused);
     if (rc == INCA_OK) rc = rank_peaks(c, peaks);
     const double tl = inca_now();
     if (rc == INCA_OK && me == 0 && !args_has(a, "--no-layout") && store_meta(s)->features > 0) {

@@ -6,6 +6,8 @@
 #define INCA_LP_GRAPH_H
 #include <stdint.h>
 
+struct partition_progress;   /* graph/partition_progress.h */
+
 typedef struct lp_graph {
     int64_t n, nnz, total;      /* nodes, stored entries, sum of node weights */
     const int64_t *rowptr;      /* n + 1, from 0 */
@@ -111,9 +113,10 @@ int lp_stream(const lp_graph_t *g, const int32_t *order, int64_t k, int64_t cap,
 /* Rounds of size-constrained label propagation in `order` (stops when fewer than n / 1000
  * nodes move, or after max_rounds); the first round visits every node, a later one only those
  * next to a node moved since their last visit. *gain += edge weight uncut, *moves += nodes
- * moved. active: n bytes of scratch. Returns the rounds run. */
+ * moved. active: n bytes of scratch. Each round is reported to pg ("refining", graph/partition_progress.h;
+ * NULL: none). Returns the rounds run. */
 int lp_refine(const lp_graph_t *g, const int32_t *order, int64_t cap, int max_rounds, lp_part_t *part, int64_t *w,
-              lp_acc_t *a, uint8_t *active, int64_t *gain, int64_t *moves);
+              lp_acc_t *a, uint8_t *active, int64_t *gain, int64_t *moves, const struct partition_progress *pg);
 /* Move nodes out of parts over cap, cheapest loss of edge weight first, into parts with room.
  * INCA_ENOMEM; INCA_ERR when no move fits (a node heavier than every part's room). */
 int lp_rebalance(const lp_graph_t *g, int64_t k, int64_t cap, lp_part_t *part, int64_t *w, lp_acc_t *a, int64_t *moves);

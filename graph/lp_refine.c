@@ -6,6 +6,7 @@
  * neighbours' parts with room and the lightest part. Every choice breaks ties by weight and then
  * part id, so the result depends on the order (the seed) only. */
 #include "graph/lp_graph.h"
+#include "graph/partition_progress.h"
 #include "core/alloc.h"
 #include "core/status.h"
 #include <math.h>
@@ -111,10 +112,11 @@ static int64_t refine_round(const lp_graph_t *g, const int32_t *order, int64_t c
 }
 
 int lp_refine(const lp_graph_t *g, const int32_t *order, int64_t cap, int max_rounds, lp_part_t *part, int64_t *w,
-              lp_acc_t *a, uint8_t *active, int64_t *gain, int64_t *moves) {
+              lp_acc_t *a, uint8_t *active, int64_t *gain, int64_t *moves, const partition_progress_t *pg) {
     int r = 0;
     memset(active, 1, (size_t)g->n);
     while (r < max_rounds) {
+        if (pg && pg->fn) pg->fn(pg->ctx, "refining", r, max_rounds);
         int64_t moved = refine_round(g, order, cap, part, w, a, active, gain);
         *moves += moved;
         r++;

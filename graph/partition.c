@@ -104,10 +104,11 @@ static int assign_random(int64_t n, int64_t k, uint64_t seed, int32_t *part) {
     return INCA_OK;
 }
 
-static int assign_lp(const csr_t *adj, int64_t k, uint64_t seed, int32_t *part) {
+static int assign_lp(const csr_t *adj, int64_t k, uint64_t seed, const partition_progress_t *pg, int32_t *part) {
+    if (pg && pg->fn) pg->fn(pg->ctx, "checking symmetry", 0, 0);
     if (!csr_is_symmetric(adj))
         return inca_fail(INCA_EINVAL, "--method lp needs a symmetric graph; this adjacency is not symmetric (re-ingest with symmetrisation)");
-    return partition_lp_assign(adj, k, seed, part, NULL);
+    return partition_lp_assign_pg(adj, k, seed, pg, part, NULL);
 }
 
 int partition_name_parts(const char *name, int parts_given, int64_t *parts) {
@@ -123,6 +124,11 @@ int partition_name_parts(const char *name, int parts_given, int64_t *parts) {
 }
 
 int partition_assign(const csr_t *adj, int64_t k, int method, uint64_t seed, int32_t *part, double *seconds) {
+    return partition_assign_pg(adj, k, method, seed, NULL, part, seconds);
+}
+
+int partition_assign_pg(const csr_t *adj, int64_t k, int method, uint64_t seed, const partition_progress_t *pg,
+                        int32_t *part, double *seconds) {
     double t0 = inca_now();
     int64_t n = adj->n_rows;
     if (!adj->rowptr || n <= 0) return inca_fail(INCA_EINVAL, "cannot partition: the store has no graph (0 nodes or no adjacency)");
@@ -134,7 +140,7 @@ int partition_assign(const csr_t *adj, int64_t k, int method, uint64_t seed, int
     if (k == 1) memset(part, 0, sizeof *part * (size_t)n);
     else if (method == PART_METIS) rc = assign_metis(adj, k, seed, part);
     else if (method == PART_RANDOM) rc = assign_random(n, k, seed, part);
-    else if (method == PART_LP) rc = assign_lp(adj, k, seed, part);
+    else if (method == PART_LP) rc = assign_lp(adj, k, seed, pg, part);
     else if (method == PART_PARMETIS)
         rc = inca_fail(INCA_EINVAL, "ParMETIS partitions over MPI ranks: inca partition STORE --parts %lld --method parmetis "
                        "--ranks P (or under mpirun -np P) stores it first", (long long)k);
@@ -181,12 +187,17 @@ int partition_from_parts(int64_t n, int64_t k, const int32_t *part, partition_t 
 }
 
 int partition_compute(const csr_t *adj, int64_t k, int method, uint64_t seed, partition_t *out) {
+    return partition_compute_pg(adj, k, method, seed, NULL, out);
+}
+
+int partition_compute_pg(const csr_t *adj, int64_t k, int method, uint64_t seed, const partition_progress_t *pg,
+                         partition_t *out) {
     memset(out, 0, sizeof *out);
     int64_t n = adj->n_rows;
     int32_t *part = inca_malloc(sizeof *part * (size_t)(n > 0 ? n : 1));
     if (!part) return INCA_ENOMEM;
     double secs = 0;
-    int rc = partition_assign(adj, k, method, seed, part, &secs);
+    int rc = partition_assign_pg(adj, k, method, seed, pg, part, &secs);
     if (rc == INCA_OK) rc = partition_from_parts(n, k, part, out);
     if (rc == INCA_OK) {
         out->man.edge_cut = partition_edge_cut(adj, part);

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "graph/csr.h"
+#include "graph/partition_progress.h"
 
 #define PART_MAGIC 0x54524150u   /* "PART" little-endian */
 #define PART_VERSION 1u
@@ -62,6 +63,9 @@ int partition_name_parts(const char *name, int parts_given, int64_t *parts);
  * `part` (n entries) is caller-owned; *seconds (may be NULL) gets the time taken. */
 int partition_assign(const csr_t *adj, int64_t k, int method, uint64_t seed, int32_t *part,
                      double *seconds);
+/* The same, reporting progress to pg (NULL: none) */
+int partition_assign_pg(const csr_t *adj, int64_t k, int method, uint64_t seed, const partition_progress_t *pg,
+                        int32_t *part, double *seconds);
 /* Undirected cut edges: entries (u,v), u != v, part[u] != part[v], counted once per pair
  * (i.e. directed cross entries / 2 for a symmetric pattern). */
 int64_t partition_edge_cut(const csr_t *adj, const int32_t *part);
@@ -71,6 +75,8 @@ int partition_from_parts(int64_t n, int64_t k, const int32_t *part, partition_t 
 
 /* Compute a partitioning (assign + renumber + edge cut + manifest) without touching a store. */
 int partition_compute(const csr_t *adj, int64_t k, int method, uint64_t seed, partition_t *out);
+int partition_compute_pg(const csr_t *adj, int64_t k, int method, uint64_t seed, const partition_progress_t *pg,
+                         partition_t *out);
 
 void partition_free(partition_t *p);   /* frees owned arrays and zeroes; NULL-safe */
 #endif

@@ -34,7 +34,12 @@ typedef struct lp_run {
     int32_t *cw;
     int64_t k, cap;
     uint64_t seed;
+    const partition_progress_t *pg;   /* NULL: no reports */
 } lp_run_t;
+
+static void report(const lp_run_t *r, const char *phase, int64_t done, int64_t total) {
+    if (r->pg && r->pg->fn) r->pg->fn(r->pg->ctx, phase, done, total);
+}
 
 static void run_free(lp_run_t *r) {
     for (int l = 1; l <= r->levels; l++) lp_graph_free(&r->lv[l]);
@@ -57,10 +62,12 @@ static int cluster_level(lp_run_t *r, const lp_graph_t *g, int64_t wmax, int64_t
     *doomed = 0;
     lp_cluster_init(g, r->cl, r->cw);
     for (int round = 0; round < LP_CLUSTER_ROUNDS; round++) {
+        report(r, "clustering", round, LP_CLUSTER_ROUNDS);
         const int64_t moved = lp_cluster_round(g, r->order, wmax, r->cl, r->cw, &r->hacc);
         s->cluster_rounds++;
         if (round == 0 && g->nnz > room) {
             int64_t est = 0;
+            report(r, "estimating the coarse graph", 0, 0);
             int rc = lp_contract_estimate(g, r->cl, LP_ESTIMATE_STRIDE, map, &r->hacc, &est);
             if (rc != INCA_OK) return rc;
             s->coarse_estimate = est;
@@ -83,7 +90,10 @@ static int coarsen(lp_run_t *r, partition_lp_stats_t *s) {
         if (!map) return INCA_ENOMEM;
         int made = 0, doomed = 0, rc = lp_chunk_order(g->n, LP_CHUNK, r->seed + (uint64_t)r->levels, r->order);
         if (rc == INCA_OK) rc = cluster_level(r, g, wmax, room, map, s, &doomed);
-        if (rc == INCA_OK && !doomed) rc = lp_contract(g, r->cl, room, c, map, &r->hacc, &made);
+        if (rc == INCA_OK && !doomed) {
+            report(r, "contracting", r->levels, 0);
+            rc = lp_contract(g, r->cl, room, c, map, &r->hacc, &made);
+        }
         if (rc == INCA_OK && made && c->n * 10 > g->n * 9) {   /* not worth a level */
             lp_graph_free(c);
             made = 0;
@@ -106,6 +116,7 @@ static int split_coarsest(lp_run_t *r, lp_part_t *part, int64_t *w, partition_lp
     for (int64_t e = 0; e < g->nnz; e++) wsum += lp_ew(g, e);
     s->coarse_by_metis = (r->levels > 0 || g->nnz <= lp_small_entries) && wsum <= INT32_MAX / 2 &&
                          (g->nnz * 20 <= r->lv[0].nnz || g->nnz <= lp_small_entries);
+    report(r, s->coarse_by_metis ? "splitting (METIS)" : "splitting (Fennel)", 0, 0);
     if (s->coarse_by_metis) {
         int32_t *mp = inca_malloc((size_t)g->n * sizeof *mp);
         int rc = mp ? metis_kway(g->n, g->rowptr, g->col, g->ew, g->vw, r->k, r->seed, mp) : INCA_ENOMEM;
@@ -130,7 +141,8 @@ static int uncoarsen(lp_run_t *r, int32_t *part0, int64_t *w, partition_lp_stats
     for (int l = r->levels; rc == INCA_OK; l--) {
         if ((rc = lp_chunk_order(r->lv[l].n, LP_CHUNK, r->seed + 1000u + (uint64_t)l, r->order)) != INCA_OK) break;
         int64_t gain = 0;
-        s->rounds += lp_refine(&r->lv[l], r->order, r->cap, LP_REFINE_ROUNDS, cur, w, &r->acc, r->seen, &gain, &s->moves);
+        s->rounds += lp_refine(&r->lv[l], r->order, r->cap, LP_REFINE_ROUNDS, cur, w, &r->acc, r->seen, &gain, &s->moves,
+                               r->pg);
         if (l == 0) break;
         lp_part_t *fine = inca_malloc((size_t)r->lv[l - 1].n * sizeof *fine);
         if (!fine) { rc = INCA_ENOMEM; break; }
@@ -138,10 +150,12 @@ static int uncoarsen(lp_run_t *r, int32_t *part0, int64_t *w, partition_lp_stats
         inca_free(cur);
         cur = fine;
     }
+    if (rc == INCA_OK) report(r, "rebalancing", 0, 0);
     if (rc == INCA_OK && (rc = lp_rebalance(&r->lv[0], r->k, r->cap, cur, w, &r->acc, &s->rebalance_moves)) == INCA_OK &&
         s->rebalance_moves) {
         int64_t gain = 0;
-        s->rounds += lp_refine(&r->lv[0], r->order, r->cap, LP_REFINE_ROUNDS, cur, w, &r->acc, r->seen, &gain, &s->moves);
+        s->rounds += lp_refine(&r->lv[0], r->order, r->cap, LP_REFINE_ROUNDS, cur, w, &r->acc, r->seen, &gain, &s->moves,
+                               r->pg);
     }
     for (int64_t v = 0; rc == INCA_OK && v < r->lv[0].n; v++) part0[v] = cur[v];
     inca_free(cur);
@@ -150,13 +164,18 @@ static int uncoarsen(lp_run_t *r, int32_t *part0, int64_t *w, partition_lp_stats
 }
 
 int partition_lp_assign(const csr_t *adj, int64_t k, uint64_t seed, int32_t *part, partition_lp_stats_t *st) {
+    return partition_lp_assign_pg(adj, k, seed, NULL, part, st);
+}
+
+int partition_lp_assign_pg(const csr_t *adj, int64_t k, uint64_t seed, const partition_progress_t *pg, int32_t *part,
+                           partition_lp_stats_t *st) {
     const int64_t n = adj->n_rows;
     if (k < 2 || k > n || adj->n_cols != n)
         return inca_fail(INCA_EINVAL, "partition_lp_assign: %lld parts for a %lld x %lld graph", (long long)k, (long long)n,
                          (long long)adj->n_cols);
     if (k > LP_MAX_PARTS)
         return inca_fail(INCA_EINVAL, "--method lp: at most %d parts, got %lld (use --method metis)", LP_MAX_PARTS, (long long)k);
-    lp_run_t r = {.k = k, .seed = seed, .cap = (int64_t)ceil(1.03 * (double)n / (double)k)};
+    lp_run_t r = {.k = k, .seed = seed, .cap = (int64_t)ceil(1.03 * (double)n / (double)k), .pg = pg};
     r.lv[0] = (lp_graph_t){.n = n, .nnz = adj->rowptr[n] - adj->rowptr[0], .total = n, .rowptr = adj->rowptr, .col = adj->col};
     partition_lp_stats_t s = {.cap = r.cap};
     int64_t *w = inca_calloc((size_t)k, sizeof *w);

@@ -17,6 +17,7 @@
 #define INCA_PARTITION_LP_H
 #include <stdint.h>
 #include "graph/csr.h"
+#include "graph/partition_progress.h"
 
 typedef struct partition_lp_stats {
     int64_t cap;              /* most nodes a part may hold: ceil(1.03 n / k) */
@@ -36,6 +37,12 @@ typedef struct partition_lp_stats {
  * NULL) are the caller's. INCA_ENOMEM when the scratch cannot be had (nothing kept). */
 int partition_lp_assign(const csr_t *adj, int64_t k, uint64_t seed, int32_t *part,
                         partition_lp_stats_t *st);
+/* The same, reporting its phases to pg (NULL: none): "clustering" (done of at most 5 rounds, a
+ * level), "estimating the coarse graph" (a large graph's first round), "contracting",
+ * "splitting (METIS)" or "splitting (Fennel)", "refining" (done of at most 24 rounds, a
+ * level), "rebalancing". The parts do not depend on pg. */
+int partition_lp_assign_pg(const csr_t *adj, int64_t k, uint64_t seed, const partition_progress_t *pg, int32_t *part,
+                           partition_lp_stats_t *st);
 /* Tests: the entry count below which memory never stops coarsening or METIS on the coarsest
  * level (default 4M, restored by entries <= 0); lowering it reaches the memory-bound paths on
  * small graphs. Not thread safe; set before partitioning. */

@@ -88,6 +88,11 @@ int store_partition_load(store_t *s, const char *name, partition_t *out) {
 }
 
 int store_partition_get(store_t *s, const csr_t *adj, int64_t k, int method, uint64_t seed, partition_t *out, int *reused) {
+    return store_partition_get_pg(s, adj, k, method, seed, NULL, out, reused);
+}
+
+int store_partition_get_pg(store_t *s, const csr_t *adj, int64_t k, int method, uint64_t seed,
+                           const partition_progress_t *pg, partition_t *out, int *reused) {
     char name[64];
     partition_name(name, sizeof name, method, k, seed, 0);
     if (reused) *reused = 0;
@@ -100,7 +105,7 @@ int store_partition_get(store_t *s, const csr_t *adj, int64_t k, int method, uin
     inca_err_clear();
     csr_t own = {0};   /* no graph given (a dataset loaded without it): the store's */
     if (!adj && (rc = dataset_load_adj(s, &own)) != INCA_OK) return rc;
-    rc = partition_compute(adj ? adj : &own, k, method, seed, out);
+    rc = partition_compute_pg(adj ? adj : &own, k, method, seed, pg, out);
     csr_free(&own);
     if (rc == INCA_OK) rc = store_partition_save(s, out);
     if (rc != INCA_OK) partition_free(out);

@@ -22,6 +22,9 @@ int store_partition_save(store_t *s, const partition_t *p);
  * store's own graph, read for the purpose), save it and set *reused = 0. `reused` may be NULL. */
 int store_partition_get(store_t *s, const csr_t *adj, int64_t k, int method, uint64_t seed,
                         partition_t *out, int *reused);
+/* The same, a computation reporting its progress to pg (graph/partition.h; NULL: none) */
+int store_partition_get_pg(store_t *s, const csr_t *adj, int64_t k, int method, uint64_t seed,
+                           const partition_progress_t *pg, partition_t *out, int *reused);
 /* The same for ParMETIS, collective over the ranks of c (every rank has s open; rank 0 for
  * writing): "parmetis-<k>-s<seed>" loaded when every rank finds it stored, else computed by
  * graph/partition_par.h with rank r reading only rows [n r / P, n (r + 1) / P) of the stored

@@ -104,6 +104,7 @@ START_TEST(progress_only_on_a_terminal) {
         {"ingest --format ogb '%1$s/data/cora' --out '%2$s/c.lmdb' --force", "ingest: "},
         {"gen --kind csbm --nodes 2000 --avg-degree 5 --out '%2$s/g.lmdb' --force", "gen: "},
         {"partition '%2$s/c.lmdb' --parts 8", "partition: "},
+        {"partition '%2$s/c.lmdb' --parts 8 --method lp", "partition: label propagation into 8 parts: refining (round 1 of"},
         {"train '%2$s/c.lmdb' --epochs 5 --threads 1", "epoch 5/5"},
         {"bench epoch '%2$s/c.lmdb' --parts 8 --batch-parts 4 --epochs 2 --methods gas --eval-each-epoch", "\rbench epoch: gas"},
         {"bench spmm --nodes 2000 --avg-degree 4 --features 8 --reps 2 --parts 4", "\rbench spmm: metis order"},

@@ -278,6 +278,57 @@ static void make_csbm(dataset_t *d, int64_t n) {
     ck_assert_int_eq(gen_csbm(&o, d, NULL), INCA_OK);
 }
 
+/* what partition_lp_assign_pg reported, one letter a phase: c clustering, e estimating,
+ * x contracting, m / f splitting by METIS / Fennel, r refining, b rebalancing */
+typedef struct phases { char seq[256]; int n, bad; } phases_t;
+static void note_phase(void *ctx, const char *phase, int64_t done, int64_t total) {
+    phases_t *p = ctx;
+    static const char *const words[] = {"clustering", "estimating the coarse graph", "contracting", "splitting (METIS)",
+                                        "splitting (Fennel)", "refining", "rebalancing"};
+    static const char letters[] = "cexmfrb";
+    int w = -1;
+    for (int i = 0; i < 7; i++)
+        if (strcmp(phase, words[i]) == 0) w = i;
+    p->bad |= w < 0 || done < 0 || (total > 0 && done >= total) || (total == 0 && done < 0);
+    if (w >= 0 && p->n < 255) p->seq[p->n++] = letters[w];
+}
+
+/* The phases reported, in order, on both paths; the parts the same as without a reporter */
+START_TEST(progress_reports_the_phases) {
+    dataset_t d;
+    load_cora(&d);
+    for (int fennel = 0; fennel < 2; fennel++) {
+        if (fennel) {   /* the memory floor lowered: the csbm is not coarsened, Fennel splits it */
+            dataset_free(&d);
+            make_csbm(&d, 20000);
+            partition_lp_set_small_entries(1000);
+        }
+        const int64_t n = d.n, k = fennel ? 32 : 40;
+        int32_t *a = malloc(sizeof *a * (size_t)n), *b = malloc(sizeof *b * (size_t)n);
+        phases_t ph = {{0}, 0, 0};
+        const partition_progress_t pg = {note_phase, &ph};
+        ck_assert_int_eq(partition_lp_assign_pg(&d.adj, k, 3, &pg, a, NULL), INCA_OK);
+        ck_assert_int_eq(partition_lp_assign(&d.adj, k, 3, b, NULL), INCA_OK);
+        ck_assert_mem_eq(a, b, sizeof *a * (size_t)n);
+        ck_assert_msg(!ph.bad, "a phase out of its words or counts: %s", ph.seq);
+        /* clustering first, one split, refining right after it, one rebalancing (refining rounds after it) */
+        const char *split = strpbrk(ph.seq, "mf");
+        ck_assert_ptr_nonnull(split);
+        ck_assert_int_eq(*split, fennel ? 'f' : 'm');
+        ck_assert_ptr_null(strpbrk(split + 1, "mfcex"));   /* nothing of the coarsening after the split */
+        ck_assert_int_eq(ph.seq[0], 'c');
+        ck_assert_int_eq(split[1], 'r');
+        ck_assert_ptr_nonnull(strchr(split, 'b'));
+        ck_assert_ptr_null(strpbrk(strchr(split, 'b') + 1, "b"));
+        if (fennel) ck_assert_msg(split - ph.seq == 2 && ph.seq[1] == 'e', "%s", ph.seq);   /* one round, then the estimate */
+        else ck_assert_ptr_nonnull(strchr(ph.seq, 'x'));   /* Cora is coarsened */
+        free(a), free(b);
+    }
+    partition_lp_set_small_entries(0);
+    dataset_free(&d);
+}
+END_TEST
+
 /* METIS is the reference: measured 1088 / 1093 on Cora (k 40), 34024 / 34898 on Facebook,
  * 161863 / 155605 on the 20k csbm (k 32); random cuts far more */
 START_TEST(cut_against_metis) {
@@ -426,6 +477,7 @@ int main(void) {
     tcase_set_timeout(t, 300);
     tcase_add_test(t, two_cliques_and_grid);
     tcase_add_test(t, contraction_counts_every_edge);
+    tcase_add_test(t, progress_reports_the_phases);
     tcase_add_test(t, hashed_accumulator_counts_like_a_dense_one);
     tcase_add_test(t, chunk_order_is_a_permutation_of_whole_chunks);
     tcase_add_test(t, rebalance_moves_out_of_overloaded_parts);
