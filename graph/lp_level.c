@@ -72,14 +72,13 @@ static void hacc_grow(lp_hacc_t *h) {   /* double the table (at most half full),
 }
 
 void lp_hacc_add(lp_hacc_t *h, int32_t label, int64_t w) {
-    for (int64_t s = hacc_home(h, label);; s = (s + 1) & h->mask) {
-        const uint64_t e = h->slot[s];
-        if (!e) break;
-        if ((int32_t)(e >> 32) == label) { h->w[(e & 0xffffffffu) - 1] += w; return; }
-    }
-    if (2 * (h->nt + 1) > h->mask + 1 && h->mask + 1 < h->slots) hacc_grow(h);
     int64_t s = hacc_home(h, label);
-    while (h->slot[s]) s = (s + 1) & h->mask;
+    for (; h->slot[s]; s = (s + 1) & h->mask)
+        if ((int32_t)(h->slot[s] >> 32) == label) { h->w[(h->slot[s] & 0xffffffffu) - 1] += w; return; }
+    if (2 * (h->nt + 1) > h->mask + 1 && h->mask + 1 < h->slots) {   /* a new label: grow first, then its slot anew */
+        hacc_grow(h);
+        for (s = hacc_home(h, label); h->slot[s]; s = (s + 1) & h->mask) {}
+    }
     h->slot[s] = (uint64_t)(uint32_t)label << 32 | (uint64_t)(h->nt + 1);
     h->touched[h->nt] = label;
     h->w[h->nt++] = w;
@@ -190,8 +189,6 @@ int64_t lp_cluster_round(const lp_graph_t *g, const int32_t *order, int64_t wmax
     return moved;
 }
 
-/* the coarse node C's neighbourhood: the edges of its members (mem[s..e)) by coarse node, C's own
- * (edges inside the cluster) dropped */
 /* the coarse node C's neighbourhood: the edges of its members (mem[s..e)) by coarse node, C's own
  * (edges inside the cluster) dropped */
 static void acc_cluster(lp_hacc_t *h, const lp_graph_t *g, const int32_t *mem, int64_t s, int64_t e, const int32_t *map,

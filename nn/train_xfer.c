@@ -105,24 +105,25 @@ int train_xfer_nccl_join(comm_t *c, kern_ctx_t *kc) {
 }
 
 int train_xfer_grads_sum_nccl(comm_t *c, model_t *m, float **sum) {
+    enum { GROUP = 64 };   /* buffers a group: on the stack, since this runs every step (nothing allocated there) */
     kern_ctx_t *kc = model_ctx(m);
-    const int P = comm_size(c);
+    const int P = comm_size(c), np = model_nparams(m);
     const double t0 = inca_now();
-    const int np = model_nparams(m);
-    const float **send = inca_malloc(sizeof *send * (size_t)(np ? np : 1));
-    float **recv = inca_malloc(sizeof *recv * (size_t)(np ? np : 1));
-    int64_t *len = inca_malloc(sizeof *len * (size_t)(np ? np : 1)), floats = 0;
-    int rc = send && recv && len ? INCA_OK : INCA_ENOMEM;
-    for (int i = 0; i < np && rc == INCA_OK; i++) {
-        nn_param_t *pp = model_param(m, i);
-        send[i] = pp->g, recv[i] = sum ? sum[i] : pp->g, len[i] = pp->n;
-        floats += pp->n;
+    int64_t floats = 0;
+    int rc = INCA_OK;
+    for (int i0 = 0; i0 < np && rc == INCA_OK; i0 += GROUP) {   /* one group a model but the largest */
+        const float *send[GROUP];
+        float *recv[GROUP];
+        int64_t len[GROUP];
+        const int nb = np - i0 < GROUP ? np - i0 : GROUP;
+        for (int j = 0; j < nb; j++) {
+            nn_param_t *pp = model_param(m, i0 + j);
+            send[j] = pp->g, recv[j] = sum ? sum[i0 + j] : pp->g, len[j] = pp->n;
+            floats += pp->n;
+        }
+        rc = kc_coll_sum_f32_many(kc, nb, send, recv, len);   /* NCCL launches a group's sums together */
     }
-    if (rc == INCA_OK) rc = kc_coll_sum_f32_many(kc, np, send, recv, len);   /* one group: NCCL fuses them */
     if (rc == INCA_OK) rc = kc_sync(kc);
-    inca_free(send);
-    inca_free(recv);
-    inca_free(len);
     comm_count(c, COMM_GRAD, (int64_t)(2.0 * (double)(P - 1) / (double)P * (double)floats * sizeof(float)), inca_now() - t0);
     return rc;
 }

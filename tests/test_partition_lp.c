@@ -289,7 +289,7 @@ static void note_phase(void *ctx, const char *phase, int64_t done, int64_t total
     int w = -1;
     for (int i = 0; i < 7; i++)
         if (strcmp(phase, words[i]) == 0) w = i;
-    p->bad |= w < 0 || done < 0 || (total > 0 && done >= total) || (total == 0 && done < 0);
+    p->bad |= w < 0 || done < 0 || (total > 0 && done >= total);
     if (w >= 0 && p->n < 255) p->seq[p->n++] = letters[w];
 }
 
