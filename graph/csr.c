@@ -272,17 +272,21 @@ int csr_transpose(const csr_t *a, csr_t *out) {
     return INCA_OK;
 }
 
-int csr_has_entry(const csr_t *a, int64_t i, int32_t j) {
+/* the position of entry (i, j), -1 when absent */
+static int64_t csr_find(const csr_t *a, int64_t i, int32_t j) {
     int64_t lo = a->rowptr[i], hi = a->rowptr[i + 1];
     while (lo < hi) {
-        int64_t mid = lo + (hi - lo) / 2;
+        const int64_t mid = lo + (hi - lo) / 2;
         if (a->col[mid] < j) lo = mid + 1;
         else hi = mid;
     }
-    return lo < a->rowptr[i + 1] && a->col[lo] == j;
+    return lo < a->rowptr[i + 1] && a->col[lo] == j ? lo : -1;
 }
 
-int csr_is_symmetric(const csr_t *a) {
+int csr_has_entry(const csr_t *a, int64_t i, int32_t j) { return csr_find(a, i, j) >= 0; }
+
+/* the pattern's symmetry, and with values the values' too */
+static int csr_symmetric(const csr_t *a, int values) {
     if (a->n_rows != a->n_cols) return 0;
     int ok = 1;
     const int64_t last = a->rowptr[a->n_rows] - 1;
@@ -294,10 +298,14 @@ int csr_is_symmetric(const csr_t *a) {
         for (int64_t k = a->rowptr[i]; k < a->rowptr[i + 1]; k++) {
             __builtin_prefetch(&a->rowptr[a->col[k + 8 < last ? k + 8 : last]]);
             __builtin_prefetch(&a->col[a->rowptr[a->col[k + 4 < last ? k + 4 : last]]]);
-            ok = ok && csr_has_entry(a, a->col[k], (int32_t)i);
+            const int64_t t = ok ? csr_find(a, a->col[k], (int32_t)i) : -1;
+            ok = ok && t >= 0 && (!values || a->val[t] == a->val[k]);
         }
     return ok;
 }
+
+int csr_is_symmetric(const csr_t *a) { return csr_symmetric(a, 0); }
+int csr_is_symmetric_values(const csr_t *a) { return csr_symmetric(a, a->val != NULL); }
 
 int csr_permute(const csr_t *a, const int64_t *perm, csr_t *out) {
     if (a->n_rows != a->n_cols) return inca_fail(INCA_EINVAL, "csr_permute: matrix is not square");

@@ -40,6 +40,8 @@ int csr_transpose(const csr_t *a, csr_t *out);
 int csr_has_entry(const csr_t *a, int64_t i, int32_t j);
 /* 1 when the pattern is symmetric. */
 int csr_is_symmetric(const csr_t *a);
+/* 1 when the matrix is: the pattern, and a[j][i] == a[i][j] bit for bit where values are stored. */
+int csr_is_symmetric_values(const csr_t *a);
 /* Relabel nodes: new id of old node v is perm[v]. Rows and columns move together; columns
  * are re-sorted. */
 int csr_permute(const csr_t *a, const int64_t *perm, csr_t *out);

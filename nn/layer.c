@@ -73,7 +73,12 @@ int nn_adj_build(const csr_t *adj, int norm, csr_t *a, csr_t *at) {
         return inca_fail(INCA_EINVAL, "the dataset has no graph: this model needs one (use --model mlp)");
     switch (norm) {
     case NN_NORM_GCN:
-        return csr_gcn_norm(adj, a);
+        /* D^-1/2 (A + I) D^-1/2 is symmetric when A is (in double, d_i d_j = d_j d_i exactly); on
+         * a directed graph the backward needs Âᵀ, which is not Â */
+        if ((rc = csr_gcn_norm(adj, a))) return rc;
+        if (csr_is_symmetric_values(a)) return INCA_OK;
+        if ((rc = csr_transpose(a, at))) { csr_free(a); return rc; }
+        return INCA_OK;
     case NN_NORM_MEAN:
         if ((rc = csr_mean_norm(adj, a))) return rc;
         if ((rc = csr_transpose(a, at))) { csr_free(a); return rc; }

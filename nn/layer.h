@@ -106,8 +106,9 @@ typedef struct nn_agg_dev {
 } nn_agg_dev_t;
 void nn_agg_dev_init(nn_agg_t *op, nn_agg_dev_t *dev, struct kern_ctx *ctx, struct kern_mat *a, struct kern_mat *at);
 
-/* Build the normalised adjacency for `norm` from a symmetric unnormalised adjacency `adj`
- * (self-loops absent): NN_NORM_GCN -> csr_gcn_norm (at stays empty: Â is symmetric);
- * NN_NORM_MEAN -> csr_mean_norm and its transpose in `at`. Outputs are owned (csr_free). */
+/* Build the normalised adjacency for `norm` from an unnormalised adjacency `adj` (self-loops
+ * absent): NN_NORM_GCN -> csr_gcn_norm, and its transpose in `at` only when Â is not symmetric
+ * (a directed graph; at stays empty otherwise); NN_NORM_MEAN -> csr_mean_norm and its transpose
+ * in `at`. Every backward uses `at` when it is there. Outputs are owned (csr_free). */
 int nn_adj_build(const csr_t *adj, int norm, csr_t *a, csr_t *at);
 #endif

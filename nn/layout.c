@@ -169,7 +169,7 @@ static int put_whole(store_t *s, const char *name, store_dtype_t dt, const void 
 
 static int csr_view(store_t *s, const partition_t *p, const char *which, int norm, int featnorm, csr_t *g);
 
-/* Â (and Âᵀ for mean) built from adj (NULL: loaded) and stored; *a keeps Â in memory */
+/* Â (and Âᵀ: mean's, a directed graph's) built from adj (NULL: loaded) and stored; *a keeps Â in memory */
 static int write_adj(store_t *s, const partition_t *p, const csr_t *adj, int norm, char (*an)[192], char (*tn)[192],
                      csr_t *a) {
     csr_t own = {0}, at = {0};
@@ -297,7 +297,10 @@ int layout_open(store_t *s, const partition_t *p, int featnorm, int want_m0, int
     v->x = x;
     if (rc == INCA_OK && want_m0) rc = view_of(s, mn, dt == HIST_BF16 ? DT_BF16 : DT_F32, v->n * v->f, p, featnorm, &v->m0);
     if (rc == INCA_OK) rc = csr_view(s, p, "adj", norm, featnorm, &v->a);
-    if (rc == INCA_OK && norm == NN_NORM_MEAN) rc = csr_view(s, p, "adjt", norm, featnorm, &v->at);
+    char tn[3][192];
+    adj_names(tn, p->man.name, "adjt", norm);   /* mean's, or a directed graph's gcn Âᵀ */
+    if (rc == INCA_OK && (norm == NN_NORM_MEAN || store_has_array(s, tn[2])))
+        rc = csr_view(s, p, "adjt", norm, featnorm, &v->at);
     if (rc != INCA_OK) memset(v, 0, sizeof *v);
     return rc;
 }

@@ -430,7 +430,7 @@ static int open_path(int rank, int ranks, shard_t *out) {
         memcpy((char *)out->m0_map + lo * f * es, pm, (size_t)(cnt * es));
     }
     if ((rc = own_csr(st, "shard/a", n, lo, hi, &out->rowptr, &out->col, &out->val, &out->v.a))) goto done;
-    if (in.norm == NN_NORM_MEAN &&
+    if ((in.norm == NN_NORM_MEAN || store_has_array(st, "shard/at/rowptr")) &&   /* a directed graph's gcn Âᵀ too */
         (rc = own_csr(st, "shard/at", n, lo, hi, &out->rowptr_t, &out->col_t, &out->val_t, &out->v.at)))
         goto done;
     out->v.n = n;

@@ -98,7 +98,7 @@ typedef struct mb_data {
     int64_t *tr, *va, *te;
     int64_t ntr, nva, nte;
     uint8_t *in_train;
-    csr_t a, at;              /* Â and, when it is not symmetric (mean), Âᵀ */
+    csr_t a, at;              /* Â and, when it is not symmetric (mean, a directed graph), Âᵀ */
     int x_view;               /* x is the store layout's view (not owned) */
 } mb_data_t;
 
@@ -147,7 +147,7 @@ static int mb_data_prepare(const dataset_t *d, const train_config_t *c, const pa
     if (!view) train_features_prepare(c->feature_norm, n, f, D->x, D->x);
     for (int64_t i = 0; i < n_train; i++) D->in_train[D->tr[i]] = 1;
     if (view) {
-        if (view->a.n_rows != n || (norm == NN_NORM_MEAN) != (view->at.rowptr != NULL))
+        if (view->a.n_rows != n || (norm == NN_NORM_MEAN && !view->at.rowptr))
             rc = inca_fail(INCA_EINVAL, "store layout: the adjacency does not match the model's normalisation");
         D->a = view->a;     /* owned = 0: csr_free leaves the map alone */
         D->at = view->at;

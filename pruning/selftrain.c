@@ -89,7 +89,7 @@ static int st_net_make(const dataset_t *dv, const selftrain_opts_t *o, int64_t n
     t->xin = sparse ? NULL : x;
     if (o->graph) {
         if ((rc = nn_adj_build(&dv->adj, NN_NORM_GCN, &t->a, &t->at))) return rc;
-        nn_agg_full_init(&t->agg, &t->full, &t->a, NULL);
+        nn_agg_full_init(&t->agg, &t->full, &t->a, t->at.rowptr ? &t->at : NULL);   /* Âᵀ: a directed graph's */
         t->aggp = &t->agg;
     }
     int grp = 0;

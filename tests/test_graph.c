@@ -22,8 +22,19 @@ START_TEST(test_from_edges_sym) {
     for (int i = 0; i < 4; i++) ck_assert_int_eq(g.rowptr[i], rp[i]);
     for (int i = 0; i < 4; i++) ck_assert_int_eq(g.col[i], cl[i]);
     ck_assert(csr_is_symmetric(&g));
+    ck_assert(csr_is_symmetric_values(&g));   /* no values: the pattern */
     csr_free(&g);
     ck_assert_ptr_null(g.rowptr);
+    /* values: a symmetric pattern whose values are not (1-2 is 0.5, 2-1 is 0.25) */
+    ck_assert_int_eq(csr_alloc(&g, 3, 3, 4, 1), INCA_OK);
+    const float vl[] = {2.f, 2.f, 0.5f, 0.25f};   /* the pattern above */
+    memcpy(g.rowptr, rp, sizeof rp);
+    memcpy(g.col, cl, sizeof cl);
+    memcpy(g.val, vl, sizeof vl);
+    ck_assert(csr_is_symmetric(&g) && !csr_is_symmetric_values(&g));
+    g.val[3] = 0.5f;
+    ck_assert(csr_is_symmetric_values(&g));
+    csr_free(&g);
 }
 END_TEST
 
@@ -34,7 +45,7 @@ START_TEST(test_from_edges_directed_loops) {
     ck_assert_int_eq(g.nnz, 5);
     int32_t cl[] = {0, 1, 1, 2, 2};
     for (int i = 0; i < 5; i++) ck_assert_int_eq(g.col[i], cl[i]);
-    ck_assert(!csr_is_symmetric(&g));
+    ck_assert(!csr_is_symmetric(&g) && !csr_is_symmetric_values(&g));
     csr_free(&g);
     int64_t bad = 3;
     ck_assert_int_eq(csr_from_edges(&g, 3, S, &bad, 1, 0), INCA_EINVAL);

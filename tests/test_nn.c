@@ -188,7 +188,7 @@ typedef struct fixture {
     int64_t nidx;
 } fixture_t;
 
-static void fixture_make(fixture_t *fx, uint64_t seed) {
+static void fixture_make_x(fixture_t *fx, uint64_t seed, int directed) {
     int64_t src[40], dst[40];
     rng_t r;
     memset(fx, 0, sizeof *fx);
@@ -199,7 +199,8 @@ static void fixture_make(fixture_t *fx, uint64_t seed) {
         dst[m] = (int64_t)rng_below(&r, NODES);
         m++;
     }
-    ck_assert_int_eq(csr_from_edges(&fx->adj, NODES, src, dst, m, CSR_SYMMETRIZE | CSR_DROP_SELF_LOOPS), INCA_OK);
+    ck_assert_int_eq(csr_from_edges(&fx->adj, NODES, src, dst, m, (directed ? 0 : CSR_SYMMETRIZE) | CSR_DROP_SELF_LOOPS),
+                     INCA_OK);
     ck_assert_int_eq(csr_gcn_norm(&fx->adj, &fx->gcn), INCA_OK);
     ck_assert_int_eq(csr_mean_norm(&fx->adj, &fx->mean), INCA_OK);
     ck_assert_int_eq(csr_transpose(&fx->mean, &fx->mean_t), INCA_OK);
@@ -226,6 +227,7 @@ static void fixture_make(fixture_t *fx, uint64_t seed) {
     for (int i = 0; i < NODES; i++)
         if (i % 4 != 1) fx->idx[fx->nidx++] = i;
 }
+static void fixture_make(fixture_t *fx, uint64_t seed) { fixture_make_x(fx, seed, 0); }
 static void fixture_free(fixture_t *fx) {
     csr_free(&fx->adj);
     csr_free(&fx->gcn);
@@ -261,8 +263,8 @@ static double d_loss(model_t_d *m, fixture_t *fx, const nn_agg_t_d *agg, double 
     return d_xent(CLS, logits, fx->y, fx->idx, fx->nidx, NODES, dl);
 }
 
-static void float_vs_double_x(const model_config_t *cfg, int sparse);
-static void float_vs_double(const model_config_t *cfg) { float_vs_double_x(cfg, 0); }
+static void float_vs_double_x(const model_config_t *cfg, int sparse, int directed);
+static void float_vs_double(const model_config_t *cfg) { float_vs_double_x(cfg, 0, 0); }
 static double gradcheck_x(const model_config_t *cfg, int sparse);
 static double gradcheck(const model_config_t *cfg) { return gradcheck_x(cfg, 0); }
 
@@ -363,7 +365,7 @@ START_TEST(test_grad_sparse_input) {
     for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
         cs[i].transform_first = 1;
         gradcheck_x(&cs[i], 1);
-        float_vs_double_x(&cs[i], 1);
+        float_vs_double_x(&cs[i], 1, 0);
     }
 }
 END_TEST
@@ -441,15 +443,22 @@ START_TEST(test_grad_loss) {
 END_TEST
 
 /* The float instance (library) against the double instance with identical parameters. */
-static void float_vs_double_x(const model_config_t *cfg, int sparse) {
+/* directed: a graph whose edges were not symmetrised, the library's operator built by
+ * nn_adj_build (the double one scatters: the true transpose whatever the matrix) */
+static void float_vs_double_x(const model_config_t *cfg, int sparse, int directed) {
     fixture_t fx;
-    fixture_make(&fx, 4321);
+    fixture_make_x(&fx, 4321, directed);
     const int norm = nn_kind_norm(cfg->kind);
-    const csr_t *a = norm == NN_NORM_MEAN ? &fx.mean : &fx.gcn;
+    csr_t ba = {0}, bat = {0};
+    if (directed) {
+        ck_assert_int_eq(nn_adj_build(&fx.adj, norm == NN_NORM_MEAN ? NN_NORM_MEAN : NN_NORM_GCN, &ba, &bat), INCA_OK);
+        ck_assert_msg(bat.rowptr != NULL, "%s: a directed graph's Â has no transpose", model_kind_name(cfg->kind));
+    }
+    const csr_t *a = directed ? &ba : norm == NN_NORM_MEAN ? &fx.mean : &fx.gcn;
     nn_agg_t_d aggd = {dagg_fwd, dagg_bwd, (void *)a};
     nn_agg_full_t full;
     nn_agg_t aggf;
-    nn_agg_full_init(&aggf, &full, a, norm == NN_NORM_MEAN ? &fx.mean_t : NULL);
+    nn_agg_full_init(&aggf, &full, a, directed ? &bat : norm == NN_NORM_MEAN ? &fx.mean_t : NULL);
     model_t_d *md = NULL;
     model_t *mf = NULL;
     ck_assert_int_eq(model_create_d(cfg, NODES, &md), INCA_OK);
@@ -527,6 +536,8 @@ static void float_vs_double_x(const model_config_t *cfg, int sparse) {
     }
     model_free_d(&md);
     model_free(&mf);
+    csr_free(&ba);
+    csr_free(&bat);
     fixture_free(&fx);
 }
 
@@ -538,6 +549,26 @@ START_TEST(test_float_matches_double) {
         cfg_make(NN_SAGE, 3, FIN, 0.3f, 1, 1),
     };
     for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) float_vs_double(&cs[i]);
+}
+END_TEST
+
+/* A directed graph: Â is not symmetric, so every backward needs Âᵀ; nn_adj_build makes it for
+ * the GCN normalisation too (GCN, GCNII and APPNP once used Â in their backward). And a
+ * symmetric graph's GCN Â gets none (it would double the adjacency's memory for nothing). */
+START_TEST(test_directed_graph_backward) {
+    const model_config_t cs[] = {
+        cfg_make(NN_GCN, 3, 4, 0.3f, 0, 0), cfg_make(NN_SAGE, 3, 4, 0.3f, 0, 0),
+        cfg_make(NN_GCNII, 4, 4, 0.3f, 0, 0), cfg_make(NN_APPNP, 2, 4, 0.3f, 0, 0),
+    };
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) float_vs_double_x(&cs[i], 0, 1);
+    fixture_t fx;
+    fixture_make(&fx, 4321);
+    csr_t a, at;
+    ck_assert_int_eq(nn_adj_build(&fx.adj, NN_NORM_GCN, &a, &at), INCA_OK);
+    ck_assert_ptr_null(at.rowptr);
+    ck_assert_int_eq(a.nnz, fx.gcn.nnz);
+    csr_free(&a);
+    fixture_free(&fx);
 }
 END_TEST
 
@@ -653,6 +684,7 @@ int main(void) {
     tcase_add_test(t, test_sparse_equals_dense);
     tcase_add_test(t, test_grad_loss);
     tcase_add_test(t, test_float_matches_double);
+    tcase_add_test(t, test_directed_graph_backward);
     tcase_add_test(t, test_dropout_masks_and_eval);
     tcase_add_test(t, test_sites_and_errors);
     tcase_add_test(t, test_alloc_failures);
