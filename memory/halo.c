@@ -16,6 +16,8 @@ struct halo {
     int64_t stage;              /* staging bytes per round (HALO_STAGE_BYTES) */
     char *sbuf, *rbuf;          /* row staging, grown on demand */
     int64_t scap, rcap;
+    int local;                  /* halo_set_local: tables in the rank's local numbering */
+    int64_t lo, nb, no;         /* its own first id, halo ids below it, own rows */
 };
 
 void halo_free(halo_t **ph) {
@@ -33,6 +35,17 @@ void halo_free(halo_t **ph) {
 void halo_set_stage_bytes(halo_t *h, int64_t bytes) {
     if (h) h->stage = bytes > 0 ? bytes : HALO_STAGE_BYTES;
 }
+
+void halo_set_local(halo_t *h, int64_t lo, int64_t no) {
+    int64_t nb = 0;
+    while (nb < h->nr && h->rids[nb] < lo) nb++;
+    h->local = 1;
+    h->lo = lo;
+    h->nb = nb;
+    h->no = no;
+}
+
+int64_t halo_local_row(const halo_t *h, int64_t j) { return j < h->nb ? j : j + h->no; }
 
 int64_t halo_send_rows(const halo_t *h) { return h ? h->ns : 0; }
 int64_t halo_recv_rows(const halo_t *h) { return h ? h->nr : 0; }
@@ -126,8 +139,9 @@ int halo_exchange_with(halo_t *h, comm_t *c, int64_t row_bytes, int phase, const
         for (int r = 0; r < h->p; r++) {
             sc[r] = h->scount[r] > s0 ? (h->scount[r] - s0 < chunk ? h->scount[r] - s0 : chunk) : 0;
             rcn[r] = h->rcount[r] > s0 ? (h->rcount[r] - s0 < chunk ? h->rcount[r] - s0 : chunk) : 0;
-            for (int64_t i = 0; i < sc[r]; i++) sid[ms++] = h->sids[sbase + s0 + i];
-            for (int64_t i = 0; i < rcn[r]; i++) rid[mr++] = h->rids[rbase + s0 + i];
+            for (int64_t i = 0; i < sc[r]; i++) sid[ms++] = h->sids[sbase + s0 + i] - (h->local ? h->lo - h->nb : 0);
+            for (int64_t i = 0; i < rcn[r]; i++)
+                rid[mr++] = h->local ? halo_local_row(h, rbase + s0 + i) : h->rids[rbase + s0 + i];
             sbase += h->scount[r];
             rbase += h->rcount[r];
         }

@@ -5,7 +5,8 @@
  * exchanges the snapshots S at each refresh; GAS plans each batch's halo and exchanges its
  * history tables before the step.
  *
- * Tables are indexed by global node id (n rows of row_bytes), in host memory; rows travel in
+ * Tables are indexed by global node id (n rows of row_bytes; or by local row after
+ * halo_set_local), in host memory; rows travel in
  * all-to-alls of bounded staging (core/comm.h: counts in rows, any width), as many rounds as the
  * largest pair's rows need.
  *
@@ -26,11 +27,12 @@ typedef struct halo halo_t;
 /* The plan for this rank's `need` (m sorted distinct ids, none its own, all in [0, p->n)):
  * INCA_EINVAL when they are not. The ids' bytes count under phase. */
 int halo_plan(comm_t *c, const dist_plan_t *p, const int64_t *need, int64_t m, int phase, halo_t **out);
-/* table (n x row_bytes, by global id): the rows this rank asked for <- their owners' rows. */
+/* table (n x row_bytes, by global id, or local rows: halo_set_local): the rows this rank asked
+ * for <- their owners' rows. */
 int halo_exchange(halo_t *h, comm_t *c, void *table, int64_t row_bytes, int phase);
 /* The exchange with the rows packed and unpacked by the caller (a table in a device's memory:
  * memory/halo_dev.h). Each round calls pack(ctx, ids, m, sbuf): rows ids[0..m) of the table
- * (global ids, host array, valid during the call) packed into sbuf, m x row_bytes; the rows
+ * (global ids or local rows, host array, valid during the call) packed into sbuf, m x row_bytes; the rows
  * travel; then unpack(ctx, ids, m, rbuf) writes the received rows into the table's rows ids.
  * sbuf and rbuf hold halo_round_rows(h, row_bytes) rows each. halo_exchange is this with
  * memcpy. A failing pack or unpack ends the exchange with its status (the other ranks then wait
@@ -50,6 +52,13 @@ int64_t halo_stage_rows(int p, int64_t row_bytes);
 /* Rows travel in rounds whose staging (send and receive buffers) stays near this many bytes
  * (32 MiB unless set; every rank must set the same). */
 void halo_set_stage_bytes(halo_t *h, int64_t bytes);
+/* Tables in the rank's local numbering from now on: the sorted union of its own ids
+ * [lo, lo + no) and its halo ids (the plan's need), so a table holds no + m rows, not n. The
+ * own rows sit at [nb, nb + no), nb the halo ids below lo; halo id need[j] at row
+ * halo_local_row(h, j). The ids pack and unpack get (halo_exchange_with) are then local rows.
+ * Ascending like the global ids, so a CSR renumbered this way keeps its column order. */
+void halo_set_local(halo_t *h, int64_t lo, int64_t no);
+int64_t halo_local_row(const halo_t *h, int64_t j);
 int64_t halo_send_rows(const halo_t *h);   /* rows this rank sends per exchange */
 int64_t halo_recv_rows(const halo_t *h);   /* rows it receives per exchange */
 void halo_free(halo_t **h);                /* NULL-safe */

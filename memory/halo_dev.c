@@ -5,7 +5,7 @@
 
 struct halo_dev {
     kern_ctx_t *kc;
-    int64_t max_rows, max_elems;
+    int64_t max_rows, max_elems, max_bytes;
     int64_t *ids_d;     /* a round's ids (device) */
     float *rows_d;      /* a round's rows in fp32 (device) */
     uint16_t *raw_d;    /* bf16 rows as they travel (device) */
@@ -28,22 +28,24 @@ void halo_dev_free(halo_dev_t **px) {
     *px = NULL;
 }
 
-int halo_dev_create(kern_ctx_t *kc, int64_t max_rows, int64_t max_elems, int bf16, halo_dev_t **out) {
+int halo_dev_create(kern_ctx_t *kc, int64_t max_rows, int64_t max_elems, int64_t max_bytes, int bf16, halo_dev_t **out) {
     *out = NULL;
     if (max_rows < 1) max_rows = 1;
     if (max_elems < 1) max_elems = 1;
+    if (max_bytes < 1) max_bytes = 1;
     halo_dev_t *x = inca_calloc(1, sizeof *x);
     if (!x) return INCA_ENOMEM;
     x->kc = kc;
     x->max_rows = max_rows;
     x->max_elems = max_elems;
+    x->max_bytes = max_bytes;
     const size_t el = (size_t)max_elems;
     int rc;
     if ((rc = kc_alloc(kc, KERN_MEM_DEVICE, sizeof(int64_t) * (size_t)max_rows, (void **)&x->ids_d)) ||
         (rc = kc_alloc(kc, KERN_MEM_DEVICE, sizeof(float) * el, (void **)&x->rows_d)) ||
         (bf16 && (rc = kc_alloc(kc, KERN_MEM_DEVICE, sizeof(uint16_t) * el, (void **)&x->raw_d))) ||
-        (rc = kc_alloc(kc, KERN_MEM_PINNED, sizeof(float) * el, (void **)&x->sbuf)) ||
-        (rc = kc_alloc(kc, KERN_MEM_PINNED, sizeof(float) * el, (void **)&x->rbuf))) {
+        (rc = kc_alloc(kc, KERN_MEM_PINNED, (size_t)max_bytes, (void **)&x->sbuf)) ||
+        (rc = kc_alloc(kc, KERN_MEM_PINNED, (size_t)max_bytes, (void **)&x->rbuf))) {
         halo_dev_free(&x);
         return rc;
     }
@@ -87,10 +89,11 @@ static int halo_dev_unpack(void *ctx, const int64_t *ids, int64_t m, void *rbuf)
 
 int halo_dev_exchange(halo_dev_t *x, halo_t *h, comm_t *c, kern_dtype_t dt, void *table, int64_t f, int phase) {
     const int64_t rb = row_bytes(dt, f), rows = halo_round_rows(h, rb);
-    if (rows > x->max_rows || rows * f > x->max_elems || (dt == KERN_BF16 && !x->raw_d))
+    if (rows > x->max_rows || rows * f > x->max_elems || rows * rb > x->max_bytes || (dt == KERN_BF16 && !x->raw_d))
         return inca_fail(INCA_EINVAL, "halo exchange on the device: a round of %lld %s rows of %lld elements, staging made "
-                         "for %lld rows, %lld elements%s", (long long)rows, dt == KERN_BF16 ? "bf16" : "fp32", (long long)f,
-                         (long long)x->max_rows, (long long)x->max_elems, x->raw_d ? "" : ", fp32 only");
+                         "for %lld rows, %lld elements, %lld bytes%s", (long long)rows, dt == KERN_BF16 ? "bf16" : "fp32",
+                         (long long)f, (long long)x->max_rows, (long long)x->max_elems, (long long)x->max_bytes,
+                         x->raw_d ? "" : ", fp32 only");
     x->dt = dt;
     x->table = table;
     x->f = f;

@@ -22,11 +22,12 @@
 
 typedef struct halo_dev halo_dev_t;
 
-/* Staging on kc for rounds of up to max_rows rows and max_elems elements, of bf16 tables too
- * when bf16 is 1 (else fp32 only); any plan's round of rows of b bytes holds at most
+/* Staging on kc for rounds of up to max_rows rows, max_elems elements and max_bytes bytes as
+ * they travel (the pinned buffers: bf16 rows are half an fp32 row's), of bf16 tables too when
+ * bf16 is 1 (else fp32 only); any plan's round of rows of b bytes holds at most
  * halo_stage_rows(P, b) rows. Device and pinned memory counted under kc's current tag. */
-int halo_dev_create(kern_ctx_t *kc, int64_t max_rows, int64_t max_elems, int bf16, halo_dev_t **out);
-/* table (n x f of dt, by global id, kc's memory): the rows this rank asked for <- their owners'
+int halo_dev_create(kern_ctx_t *kc, int64_t max_rows, int64_t max_elems, int64_t max_bytes, int bf16, halo_dev_t **out);
+/* table (n x f of dt, by global id or local row, kc's memory): the rows this rank asked for <- their owners'
  * rows, as halo_exchange. */
 int halo_dev_exchange(halo_dev_t *x, halo_t *h, comm_t *c, kern_dtype_t dt, void *table, int64_t f, int phase);
 void halo_dev_free(halo_dev_t **x);   /* NULL-safe */

@@ -104,6 +104,7 @@ void train_placement_json(json_t *j, const train_placement_t *pl, int mini_batch
     json_obj_begin(j, "placement");
     if (mini_batch) json_str(j, "tables", pl->tables_host ? "host" : "device");
     json_num(j, "reserve_mb", pl->reserve / MB);
+    if (pl->ranks > 1) json_int(j, "ranks_sharing_device", pl->ranks);   /* peak summed, device_mb rank 0's */
     json_int(j, "allocations_during_training", pl->train_allocs);
     json_obj_begin(j, "device_mb");   /* what the run held on the device per use when training began */
     for (int i = 0; i < pl->nuse; i++) json_num(j, pl->use[i], pl->bytes[i] / MB);

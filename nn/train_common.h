@@ -266,6 +266,8 @@ typedef struct train_placement {
     int64_t train_allocs;                /* blocks allocated after setup, during training (0: the
                                             steps, refreshes and evaluations allocate nothing) */
     int64_t allocs0;                     /* the context's count of those before this run */
+    int ranks;                           /* full-batch thread ranks on one device: peak and budget
+                                            are their sum, uses rank 0's (0 or 1: one context's) */
 } train_placement_t;
 
 typedef struct train_result {

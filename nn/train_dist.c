@@ -98,15 +98,17 @@ fail:
     return rc;
 }
 
-/* The distributed operator of one rank: tables by global id, one per site width, whose own and
- * halo rows are written (calloc'd: the other rows are never touched, so never committed). */
+/* The distributed operator of one rank: tables of its own and halo rows only, in the local
+ * numbering of memory/halo.h (ascending global ids), one per site width: a rank holds its share
+ * of the graph and of every table, not n rows of each. */
 typedef struct fd_op {
     kern_ctx_t *kc;
-    kern_mat_t *own_a, *own_at;   /* the rank's rows of Â and Âᵀ (NULL: Â symmetric) */
+    kern_mat_t *own_a, *own_at;   /* the rank's rows of Â and Âᵀ (NULL: Â symmetric), columns local */
+    csr_t la, lat;                /* ... on the host (the CPU context's matrices borrow them) */
     halo_t *halo;
     halo_dev_t *hx;               /* on a device: the halo rows' staging (the tables are device memory) */
     comm_t *comm;
-    int64_t lo, no, n;
+    int64_t nb, no, nl;           /* own rows at [nb, nb + no) of the tables' nl rows (halo_set_local) */
     int ntab;
     int64_t tab_f[FD_MAX_WIDTHS];
     float *tab[FD_MAX_WIDTHS];
@@ -124,7 +126,7 @@ static int fd_spmm(fd_op_t *o, kern_mat_t *a, int64_t n, int64_t f, const float 
     float *t = fd_table(o, f);
     if (!t || n != o->no) return inca_fail(INCA_ERR, "distributed SpMM: %lld rows of width %lld, expected %lld rows of a "
                                                      "site's width", (long long)n, (long long)f, (long long)o->no);
-    int rc = kc_copy(o->kc, t + o->lo * f, in, sizeof(float) * (size_t)(n * f), KERN_D2D, KERN_STREAM_COMPUTE);
+    int rc = kc_copy(o->kc, t + o->nb * f, in, sizeof(float) * (size_t)(n * f), KERN_D2D, KERN_STREAM_COMPUTE);
     if (rc == INCA_OK) rc = train_xfer_halo(o->halo, o->hx, o->comm, KERN_F32, t, f, o->phase);
     return rc != INCA_OK ? rc : kc_spmm(o->kc, a, NULL, t, f, 1.f, 0.f, out);
 }
@@ -149,7 +151,6 @@ typedef struct fd_rank {
     float *x_own;
     float *x_d;                   /* x_own on the context */
     csr_t xs;
-    kern_mat_t *a_m, *at_m;
     fd_op_t op;
     nn_agg_t agg;                 /* fd_fwd / fd_bwd on op */
     model_t *m;
@@ -161,6 +162,7 @@ typedef struct fd_rank {
     int64_t ng;
     train_meter_t *meter_d;
     train_meter_t *mh, *mall;     /* this rank's meter, then every rank's and their sum (host) */
+    train_placement_t place;      /* on a device: this rank's memory, within its share of the budget */
     char ckdir[4200];
 } fd_rank_t;
 
@@ -188,19 +190,116 @@ static void fd_rank_free(fd_rank_t *R) {
     kc_mirror_free(kc, R->x_own, R->x_d);
     kc_mat_free(kc, &R->op.own_a);
     kc_mat_free(kc, &R->op.own_at);
-    kc_mat_free(kc, &R->a_m);
-    kc_mat_free(kc, &R->at_m);
+    csr_free(&R->op.la);
+    csr_free(&R->op.lat);
     csr_free(&R->xs);
     inca_free(R->x_own);
 }
 
-static int fd_rank_setup(fd_rank_t *R, const fd_shared_t *S, const train_config_t *c) {
-    const int64_t f = S->f, C = S->C;
+/* The sorted union of the sorted id lists a (na) and b (nb) into *out (*m; owned). */
+static int fd_union(const int64_t *a, int64_t na, const int64_t *b, int64_t nb, int64_t **out, int64_t *m) {
+    int64_t *u = inca_malloc(sizeof *u * (size_t)(na + nb > 0 ? na + nb : 1)), i = 0, j = 0, k = 0;
+    if (!u) return INCA_ENOMEM;
+    while (i < na || j < nb) {
+        const int64_t v = j >= nb || (i < na && a[i] <= b[j]) ? a[i] : b[j];
+        i += i < na && a[i] == v;
+        j += j < nb && b[j] == v;
+        u[k++] = v;
+    }
+    *out = u;
+    *m = k;
+    return INCA_OK;
+}
+
+/* Rows [lo, lo + no) of g, their columns in the local numbering of halo_set_local (own id c at
+ * c - lo + nb, halo id hid[j] at j < nb ? j : j + no; hid the hm sorted halo ids, nb of them
+ * below lo): an no x (no + hm) matrix whose columns keep their order, so a row sums in the
+ * one-process order. */
+static int fd_local_rows(const csr_t *g, int64_t lo, int64_t no, const int64_t *hid, int64_t hm, int64_t nb, csr_t *out) {
+    const int64_t e0 = g->rowptr[lo], nz = g->rowptr[lo + no] - e0;
+    int rc = csr_alloc(out, no, no + hm, nz, g->val != NULL);
+    if (rc) return rc;
+    for (int64_t i = 0; i <= no; i++) out->rowptr[i] = g->rowptr[lo + i] - e0;
+    for (int64_t k = 0; k < nz; k++) {
+        const int64_t c = g->col[e0 + k];
+        int64_t j;
+        if (c >= lo && c < lo + no) j = c - lo + nb;
+        else {
+            int64_t a = 0, b = hm;   /* hid holds c: dist_halo listed it */
+            while (a < b) { const int64_t h = a + (b - a) / 2; if (hid[h] < c) a = h + 1; else b = h; }
+            j = a < nb ? a : a + no;
+        }
+        out->col[k] = (int32_t)j;
+        if (g->val) out->val[k] = g->val[e0 + k];
+    }
+    return INCA_OK;
+}
+
+/* The rank's halo: every id outside its rows that its rows of Â reference, and of Âᵀ when the
+ * graph is directed (the backward reads Âᵀ's columns, which are then others). */
+static int fd_rank_halo(const fd_shared_t *S, int rank, int64_t **hid, int64_t *hm) {
+    int64_t *h1 = NULL, *h2 = NULL, m1 = 0, m2 = 0;
+    int rc = dist_halo(&S->a, &S->plan, rank, &h1, &m1);
+    if (rc != INCA_OK || !S->at.rowptr) {
+        *hid = h1;
+        *hm = m1;
+        return rc;
+    }
+    if ((rc = dist_halo(&S->at, &S->plan, rank, &h2, &m2)) == INCA_OK) rc = fd_union(h1, m1, h2, m2, hid, hm);
+    inca_free(h1);
+    inca_free(h2);
+    return rc;
+}
+
+/* The operator of a model with aggregation sites: the rank's rows of Â (Âᵀ) with local columns,
+ * its halo plan, a table of no + halo rows per site width, and on a device the halo staging. */
+static int fd_op_setup(fd_rank_t *R, const fd_shared_t *S) {
     kern_ctx_t *kc = R->kc;
-    int rc;
+    const int dev = kc_device(kc) != KERN_DEV_CPU;
+    int64_t *hid = NULL, hm = 0;
+    R->op = (fd_op_t){.kc = kc, .comm = R->comm, .no = R->no, .phase = COMM_HALO};
+    int rc = fd_rank_halo(S, R->rank, &hid, &hm);
+    if (rc == INCA_OK) rc = halo_plan(R->comm, &S->plan, hid, hm, COMM_SETUP, &R->op.halo);
+    if (rc == INCA_OK) {
+        halo_set_local(R->op.halo, R->lo, R->no);
+        int64_t nb = 0;
+        while (nb < hm && hid[nb] < R->lo) nb++;
+        R->op.nb = nb;
+        R->op.nl = R->no + hm;
+        kc_mem_tag(kc, "graph");
+        fd_op_t *o = &R->op;
+        rc = fd_local_rows(&S->a, R->lo, R->no, hid, hm, nb, &o->la);
+        if (rc == INCA_OK && S->at.rowptr) rc = fd_local_rows(&S->at, R->lo, R->no, hid, hm, nb, &o->lat);
+        if (rc == INCA_OK) rc = kc_mat_upload(kc, &o->la, &o->own_a);
+        if (rc == INCA_OK && o->lat.rowptr) rc = kc_mat_upload(kc, &o->lat, &o->own_at);
+    }
+    inca_free(hid);
+    kc_mem_tag(kc, "halo tables");
+    const int ns = model_num_sites(&S->mc);
+    for (int s = 0; s < ns && rc == INCA_OK; s++) {
+        const int64_t w = model_site_dim(&S->mc, s), bytes = (int64_t)sizeof(float) * R->op.nl * w;
+        if (fd_table(&R->op, w)) continue;
+        if (R->op.ntab == FD_MAX_WIDTHS) return inca_fail(INCA_ERR, "distributed SpMM: more than %d site widths", FD_MAX_WIDTHS);
+        R->op.tab_f[R->op.ntab] = w;
+        if (dev) rc = kc_alloc(kc, KERN_MEM_DEVICE, (size_t)(bytes > 0 ? bytes : 1), (void **)&R->op.tab[R->op.ntab]);
+        else if (!(R->op.tab[R->op.ntab] = inca_calloc((size_t)(bytes > 0 ? bytes : 1), 1))) rc = INCA_ENOMEM;
+        if (rc == INCA_OK) R->op.ntab++;
+    }
+    if (rc == INCA_OK && dev) {
+        kern_dtype_t dts[FD_MAX_WIDTHS];
+        for (int i = 0; i < R->op.ntab; i++) dts[i] = KERN_F32;
+        kc_mem_tag(kc, "comm staging");
+        rc = train_xfer_halo_dev(kc, R->P, R->op.nl, R->op.tab_f, dts, R->op.ntab, &R->op.hx);
+    }
+    return rc;
+}
+
+/* This rank's host pieces: its rows of the features in the partition's order, its ids of each
+ * split (local: new id - lo). */
+static int fd_rank_host(fd_rank_t *R, const fd_shared_t *S) {
+    const int64_t f = S->f;
     R->lo = S->plan.node_lo[R->rank];
     R->no = S->plan.node_lo[R->rank + 1] - R->lo;
-    /* this rank's rows of the features, in the partition's order */
     if (!(R->x_own = inca_malloc(sizeof(float) * (size_t)(R->no * f > 0 ? R->no * f : 1)))) return INCA_ENOMEM;
     for (int64_t i = 0; i < R->no; i++)
         memcpy(R->x_own + i * f, S->x + S->inv[R->lo + i] * f, sizeof(float) * (size_t)f);
@@ -213,67 +312,62 @@ static int fd_rank_setup(fd_rank_t *R, const fd_shared_t *S, const train_config_
         if (!(R->ids[k] = inca_malloc(sizeof(int64_t) * (size_t)(R->nids[k] ? R->nids[k] : 1)))) return INCA_ENOMEM;
         for (int64_t i = 0; i < R->nids[k]; i++) R->ids[k][i] = S->ids[k][a + i] - R->lo;
     }
+    if (!(R->mh = inca_malloc(sizeof *R->mh)) || !(R->mall = inca_malloc(sizeof *R->mall * (size_t)(R->P + 1))))
+        return INCA_ENOMEM;
+    return INCA_OK;
+}
+
+/* The model on the rank's rows (rank 0's parameters), its input, optimiser and gradient buffers. */
+static int fd_model_setup(fd_rank_t *R, const fd_shared_t *S, const train_config_t *c) {
+    const int64_t f = S->f;
+    kern_ctx_t *kc = R->kc;
+    int rc;
+    kc_mem_tag(kc, "model");
     if ((rc = model_create_on(&S->mc, R->no > 0 ? R->no : 1, kc, &R->m))) return rc;
     if (S->sparse) {
+        kc_mem_tag(kc, "features");   /* the first layer holds them */
         if ((rc = train_features_csr(R->no, f, R->x_own, 1.0, &R->xs)) < 0) return rc;
         if (model_set_sparse_input(R->m, &R->xs) != INCA_OK) {   /* a first layer that needs dense input */
             inca_err_clear();
             csr_free(&R->xs);
         } else INCA_FREE(R->x_own);
     }
-    /* every rank starts from rank 0's parameters */
     for (int i = 0; i < model_nparams(R->m); i++) R->ng += model_param(R->m, i)->n;
     if ((rc = train_xfer_bcast_params(R->comm, R->m))) return rc;
+    kc_mem_tag(kc, "comm staging");
     if (c->grad_reduce == TRAIN_GRAD_NCCL && (rc = train_xfer_nccl_join(R->comm, kc))) return rc;
+    kc_mem_tag(kc, "features");
     if (R->x_own && (rc = kc_mirror(kc, R->x_own, sizeof(float) * (size_t)(R->no * f > 0 ? R->no * f : 1), (void **)&R->x_d)))
         return rc;
+    kc_mem_tag(kc, "optimizer");
     if ((rc = train_optim_build(c, R->m, &R->o))) return rc;
     if (!(R->gbuf = inca_malloc(sizeof(float) * (size_t)(R->ng ? R->ng : 1))) ||
         (c->grad_reduce == TRAIN_GRAD_ALLGATHER &&
          !(R->grecv = inca_malloc(sizeof(float) * (size_t)(R->ng ? R->ng : 1) * (size_t)R->P))))
         return INCA_ENOMEM;
-    /* the operator: the rank's rows of Â (Âᵀ), its halo, a table per site width */
-    const int ns = model_num_sites(&S->mc);
-    R->op = (fd_op_t){.kc = kc, .comm = R->comm, .lo = R->lo, .no = R->no, .n = S->n, .phase = COMM_HALO};
-    if (ns > 0) {
-        const csr_t *atp = S->at.rowptr ? &S->at : NULL;
-        if ((rc = kc_mat_upload(kc, &S->a, &R->a_m)) || (atp && (rc = kc_mat_upload(kc, atp, &R->at_m))) ||
-            (rc = kc_mat_rows_view(kc, R->a_m, R->lo, R->lo + R->no, &R->op.own_a)) ||
-            (atp && (rc = kc_mat_rows_view(kc, R->at_m, R->lo, R->lo + R->no, &R->op.own_at))))
-            return rc;
-        int64_t *hid = NULL, hm = 0;
-        if ((rc = dist_halo(&S->a, &S->plan, R->rank, &hid, &hm))) return rc;
-        rc = halo_plan(R->comm, &S->plan, hid, hm, COMM_SETUP, &R->op.halo);
-        inca_free(hid);
-        if (rc) return rc;
-        const int dev = kc_device(kc) != KERN_DEV_CPU;
-        for (int s = 0; s < ns; s++) {
-            const int64_t w = model_site_dim(&S->mc, s);
-            if (fd_table(&R->op, w)) continue;
-            if (R->op.ntab == FD_MAX_WIDTHS) return inca_fail(INCA_ERR, "distributed SpMM: more than %d site widths", FD_MAX_WIDTHS);
-            R->op.tab_f[R->op.ntab] = w;
-            /* on a device the table is device memory (all n rows: a device has no untouched pages) */
-            if (dev && (rc = kc_alloc(kc, KERN_MEM_DEVICE, sizeof(float) * (size_t)(S->n * w), (void **)&R->op.tab[R->op.ntab])))
-                return rc;
-            if (!dev && !(R->op.tab[R->op.ntab] = inca_calloc((size_t)(S->n * w), sizeof(float)))) return INCA_ENOMEM;
-            R->op.ntab++;
-        }
-        if (dev) {
-            kern_dtype_t dts[FD_MAX_WIDTHS];
-            for (int i = 0; i < R->op.ntab; i++) dts[i] = KERN_F32;
-            if ((rc = train_xfer_halo_dev(kc, R->P, S->n, R->op.tab_f, dts, R->op.ntab, &R->op.hx))) return rc;
-        }
-    }
+    return INCA_OK;
+}
+
+/* Everything a rank holds, its device memory planned: within its share of the budget
+ * (train_full_dist), each use under its tag, so the refusal names what took the room. */
+static int fd_rank_setup(fd_rank_t *R, const fd_shared_t *S, const train_config_t *c) {
+    kern_ctx_t *kc = R->kc;
+    const int64_t C = S->C;
+    int rc;
+    if ((rc = fd_rank_host(R, S)) || (rc = train_device_budget_begin(c, kc, "model", &R->place)) ||
+        (rc = fd_model_setup(R, S, c)) || (model_num_sites(&S->mc) > 0 && (rc = fd_op_setup(R, S))))
+        return rc;
+    kc_mem_tag(kc, "labels");
     if ((rc = kc_mirror(kc, S->y + R->lo, sizeof(int32_t) * (size_t)(R->no ? R->no : 1), (void **)&R->y_d))) return rc;
     for (int k = 0; k < 3; k++)
         if (R->nids[k] > 0 && (rc = kc_mirror(kc, R->ids[k], sizeof(int64_t) * (size_t)R->nids[k], (void **)&R->ids_d[k])))
             return rc;
-    if (!(R->mh = inca_malloc(sizeof *R->mh)) || !(R->mall = inca_malloc(sizeof *R->mall * (size_t)(R->P + 1))))
-        return INCA_ENOMEM;
+    kc_mem_tag(kc, "buffers");
     if ((rc = kc_alloc(kc, KERN_MEM_DEVICE, sizeof *R->meter_d, (void **)&R->meter_d)) ||
         (rc = kc_alloc(kc, KERN_MEM_DEVICE, sizeof(float) * (size_t)(R->no * C > 0 ? R->no * C : 1), (void **)&R->dlog)) ||
         (rc = kc_alloc(kc, KERN_MEM_DEVICE, sizeof(float) * (size_t)(R->no * C > 0 ? R->no * C : 1), (void **)&R->logp)))
         return rc;
+    train_device_budget_setup_done(kc, &R->place);
     return INCA_OK;
 }
 
@@ -435,7 +529,26 @@ static int fd_epoch(fd_rank_t *R, const fd_shared_t *S, const dataset_t *d, cons
     return INCA_OK;
 }
 
-/* The run's result after ep epochs: the best epoch's figures, the bytes and MPI seconds per phase. */
+/* The device memory of the job: thread ranks share one device, so their peaks and budget
+ * shares add up (a bound: their peaks need not coincide); MPI ranks each have their own
+ * budget, and the peak is the largest rank's. Uses (placement.device_mb) are rank 0's. */
+static int fd_placement(fd_rank_t *R, train_placement_t *pl) {
+    train_device_budget_end(R->kc, &R->place);
+    *pl = R->place;
+    if (!pl->on_device) return INCA_OK;
+    pl->ranks = R->mpi ? 1 : R->P;
+    if (R->mpi) return comm_allreduce_max_i64(R->comm, &pl->peak, 1, COMM_SETUP);
+    const double mine = (double)R->place.peak;
+    double tot = 0;
+    int rc = fd_sum(R, &mine, 1, &tot, COMM_SETUP);
+    pl->peak = (int64_t)tot;
+    pl->budget *= R->P;
+    pl->reserve *= R->P;
+    return rc;
+}
+
+/* The run's result after ep epochs: the best epoch's figures, the bytes and MPI seconds per
+ * phase (before the placement's own collective), the device memory. */
 static int fd_result(fd_rank_t *R, const train_config_t *c, const fd_progress_t *g, int ep, train_result_t *r) {
     train_result_set(r, &g->best, ep, g->loss, g->t_step, g->t_eval, g->t_epoch);
     r->nparams = R->ng;
@@ -444,7 +557,8 @@ static int fd_result(fd_rank_t *R, const train_config_t *c, const fd_progress_t 
         r->comm_bytes[ph] = comm_bytes_sent(R->comm, ph);
         r->comm_s[ph] = comm_seconds(R->comm, ph);
     }
-    return c->keep_params ? train_keep_params(R->kc, R->m, r) : INCA_OK;
+    int rc = fd_placement(R, &r->placement);
+    return rc == INCA_OK && c->keep_params ? train_keep_params(R->kc, R->m, r) : rc;
 }
 
 /* One rank's run: the contract of train_full. */
@@ -460,6 +574,9 @@ static int fd_rank_run(const fd_shared_t *S, const dataset_t *d, const train_con
     R.mpi = comm_size(c->comm) > 1;
     comm_reset_bytes(comm);
     int rc = fd_rank_setup(&R, S, c);
+    if (rc == INCA_ENOMEM && R.place.budget > 0 && strstr(inca_errmsg(), "device memory budget"))
+        rc = inca_fail_ctx(rc, "rank %d of %d refused before training (its rows, halo and activations on the device; "
+                           "more ranks, or --method incagg or gas, hold less)", R.rank, R.P);
     fd_progress_t g = {.ckdir = c->checkpoint_dir};
     train_best_init(&g.best);
     g.best.by_loss = c->select_loss;
@@ -485,9 +602,22 @@ typedef struct fd_thread {
     const train_config_t *c;
     comm_t *comm;
     int run, rc, first;
+    int64_t budget_share;   /* on a device: the job's device budget / P (the ranks share it) */
     train_result_t r;
     char msg[1024];
 } fd_thread_t;
+
+/* Thread ranks share the job's device: each plans within 1/P of --device-memory-budget, or of
+ * what the device has free when the job starts (each rank reading it as the others allocate
+ * would give each the whole, and the first ranks more than the last). 0: no budget. */
+static int64_t fd_budget_share(const train_config_t *c, int P) {
+    kern_ctx_t *kc = c->kc ? c->kc : kc_cpu();
+    if (kc_device(kc) == KERN_DEV_CPU) return c->device_memory_budget;   /* refused by the rank, as one process */
+    if (c->device_memory_budget > 0) return c->device_memory_budget / P;
+    kern_mem_stats_t s;
+    kc_mem_stats(kc, &s);
+    return s.device_free > 0 ? (s.device_free + s.now[KERN_MEM_DEVICE]) / P : 0;
+}
 
 static void *fd_thread_main(void *arg) {
     fd_thread_t *T = arg;
@@ -499,6 +629,7 @@ static void *fd_thread_main(void *arg) {
         c.metrics_path = NULL;
     }
     c.comm = NULL;
+    c.device_memory_budget = T->budget_share;
     /* a context of its own on the job's device: a context's sticky status is per thread */
     T->rc = kc_sibling(T->c->kc ? T->c->kc : kc_cpu(), &kc);
     c.kc = kc;
@@ -524,11 +655,6 @@ int train_full_dist(const dataset_t *d, const train_config_t *c, const int64_t *
         return inca_fail(INCA_EINVAL, "%d ranks with --batchnorm: BatchNorm's batch statistics would be each rank's own; "
                          "not supported", P);
     if (c->batch_size > 0) return inca_fail(INCA_EINVAL, "--batch-size with %d ranks: one process only", P);
-    /* each rank allocates on a context of its own (thread ranks: kc_sibling, one device shared),
-     * which no plan covers yet: refused rather than trained past the budget unseen */
-    if (c->device_memory_budget > 0)
-        return inca_fail(INCA_EINVAL, "--device-memory-budget with --method full over %d ranks: the ranks' device memory is "
-                         "not planned (one process, or --method incagg, gas or cluster, plans it)", P);
     if (c->on_epoch || c->out_logits)
         return inca_fail(INCA_EINVAL, "%d ranks: the per-node logits hooks (on_epoch, out_logits) are one process's", P);
     if (!dataset_has_graph(d) || !d->adj.rowptr)
@@ -556,8 +682,9 @@ int train_full_dist(const dataset_t *d, const train_config_t *c, const int64_t *
         fd_shared_free(&S);
         return rc;
     }
+    const int64_t share = fd_budget_share(c, P);
     for (int q = 0; q < P; q++) {
-        T[q] = (fd_thread_t){.S = &S, .d = d, .c = c, .comm = ranks[q], .run = run};
+        T[q] = (fd_thread_t){.S = &S, .d = d, .c = c, .comm = ranks[q], .run = run, .budget_share = share};
         if (pthread_create(&th[q], NULL, fd_thread_main, &T[q]) != 0) {
             comm_poison(ranks[q]);   /* the started ones stop at their next collective */
             rc = inca_fail(INCA_ERR, "--workers %d: cannot start the thread of rank %d", P, q);

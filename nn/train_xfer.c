@@ -135,15 +135,17 @@ int train_xfer_halo(halo_t *h, halo_dev_t *hx, comm_t *c, kern_dtype_t dt, void 
 
 int train_xfer_halo_dev(kern_ctx_t *kc, int p, int64_t n, const int64_t *widths, const kern_dtype_t *dts, int nw,
                         halo_dev_t **out) {
-    int64_t rows = 1, elems = 1;
+    int64_t rows = 1, elems = 1, bytes = 1;
     int bf16 = 0;
     for (int i = 0; i < nw; i++) {
+        const int64_t es = dts[i] == KERN_BF16 ? 2 : 4;
         bf16 |= dts[i] == KERN_BF16;
-        int64_t r = halo_stage_rows(p, widths[i] * (dts[i] == KERN_BF16 ? 2 : 4));
+        int64_t r = halo_stage_rows(p, widths[i] * es);
         /* a round sends each row at most once to each other rank */
         if (r > n * (int64_t)(p > 1 ? p - 1 : 1)) r = n * (int64_t)(p > 1 ? p - 1 : 1);
         rows = r > rows ? r : rows;
         elems = r * widths[i] > elems ? r * widths[i] : elems;
+        bytes = r * widths[i] * es > bytes ? r * widths[i] * es : bytes;   /* bf16-only: half the pinned staging */
     }
-    return halo_dev_create(kc, rows, elems, bf16, out);
+    return halo_dev_create(kc, rows, elems, bytes, bf16, out);
 }

@@ -8,6 +8,7 @@
 #include "kernels/backend.h"
 #include "core/status.h"
 #include "loaders/dataset.h"
+#include "memory/halo_dev.h"
 #include "nn/train_xfer.h"
 #include <unistd.h>
 #include <math.h>
@@ -154,6 +155,7 @@ static void held_at_setup(const cJSON *r, const char *what) {
     const cJSON *pl = tu_json_get(r, "placement", cJSON_Object);
     ck_assert_msg(tu_json_dbl(pl, "allocations_during_training") == 0, "%s: %g blocks allocated during training", what,
                   tu_json_dbl(pl, "allocations_during_training"));
+    if (cJSON_GetObjectItem(pl, "ranks_sharing_device")) return;   /* the peak: every rank's; the uses: rank 0's */
     const cJSON *dm = tu_json_get(pl, "device_mb", cJSON_Object);
     double sum = 0;
     for (const cJSON *it = dm->child; it; it = it->next) sum += it->valuedouble;
@@ -197,6 +199,30 @@ START_TEST(machine_id_is_the_boot_id) {
 }
 END_TEST
 
+/* The halo staging of bf16 tables: their rows travel as bf16, so the pinned buffers hold half
+ * an fp32 table's bytes (they were sized at 4 bytes an element whatever the type). */
+START_TEST(halo_staging_sized_by_type) {
+    kern_ctx_opts_t o = {.device = "emu"};
+    kern_ctx_t *kc = NULL;
+    ck_assert_int_eq(kc_create(&o, &kc), INCA_OK);
+    int64_t pinned[2];
+    const int64_t w[1] = {64};
+    for (int t = 0; t < 2; t++) {
+        const kern_dtype_t dt[1] = {t ? KERN_F32 : KERN_BF16};
+        halo_dev_t *x = NULL;
+        ck_assert_int_eq(train_xfer_halo_dev(kc, 2, 100000, w, dt, 1, &x), INCA_OK);
+        kern_mem_stats_t st;
+        kc_mem_stats(kc, &st);
+        pinned[t] = st.now[KERN_MEM_PINNED];
+        halo_dev_free(&x);
+    }
+    /* a round of 2 ranks holds at most n (p - 1) = 100000 rows of 64: 12.8 MB bf16 each way */
+    ck_assert_int_eq(pinned[0], 2 * (int64_t)100000 * 64 * 2);
+    ck_assert_int_eq(pinned[1], 2 * pinned[0]);
+    kc_free(&kc);
+}
+END_TEST
+
 START_TEST(full_batch_every_backbone) {
     static const char *const cases[] = {
         "--model gcn --epochs 6 --feature-norm row",
@@ -205,6 +231,9 @@ START_TEST(full_batch_every_backbone) {
         "--model appnp --epochs 3",
         "--model gcn --layers 3 --batchnorm --residual --epochs 4",
         "--model mlp --epochs 20",
+        /* thread ranks: each its own rows of Â and tables of its own and halo rows */
+        "--model gcn --epochs 4 --parts 8 --workers 2",
+        "--model sage --epochs 3 --parts 8 --workers 3",
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         cJSON *a = train(cases[i], "cpu"), *b = train_dut(cases[i]);
@@ -365,12 +394,30 @@ START_TEST(device_memory_budget) {
     ck_assert_int_ne(train_fails(args, &err), 0);
     ck_assert_msg(strstr(err, "full-batch refused before training") && strstr(err, "activations"), "%s", err);
     free(err);
-    /* full-batch over thread ranks does not plan the ranks' device memory: a budget is refused
-     * (it used to train past it, unseen) */
-    snprintf(args, sizeof args, "--epochs 2 --parts 8 --workers 2 --device %s --device-memory-budget 1G", dut);
-    ck_assert_int_eq(train_fails(args, &err), 2);
-    ck_assert_msg(strstr(err, "--device-memory-budget with --method full over 2 ranks"), "%s", err);
+    /* full-batch over thread ranks on one device: each rank holds its own rows of Â and tables
+     * of its own and halo rows (once: all n rows of each, per rank), within 1/P of the budget */
+    cJSON *one = train_dut("--epochs 2"), *w2 = train_dut("--epochs 2 --parts 8 --workers 2");
+    const cJSON *pw = tu_json_get(w2, "placement", cJSON_Object);
+    ck_assert_int_eq(tu_json_get(pw, "ranks_sharing_device", cJSON_Number)->valueint, 2);
+    const double g1 = tu_json_dbl(tu_json_get(tu_json_get(one, "placement", cJSON_Object), "device_mb", cJSON_Object), "graph");
+    const double g2 = tu_json_dbl(tu_json_get(pw, "device_mb", cJSON_Object), "graph");
+    ck_assert_msg(g2 < 0.75 * g1, "rank 0 of 2 holds %g MB of the graph, one process %g MB", g2, g1);
+    ck_assert(tu_json_dbl(tu_json_get(pw, "device_mb", cJSON_Object), "halo tables") > 0);
+    const double peak2 = tu_json_dbl(w2, "peak_device_mb");   /* both ranks: more than rank 0's uses */
+    ck_assert_msg(peak2 > placed_sum(w2) * 1.5, "2 ranks' peak %g MB, rank 0 held %g MB", peak2, placed_sum(w2));
+    const long long roomy = (long long)(2 * peak2 * 1048576.0);   /* a share of it holds either rank */
+    snprintf(args, sizeof args, "--epochs 2 --parts 8 --workers 2 --device-memory-budget %lld", roomy);
+    cJSON *wb = train_dut(args);
+    for (int k = 0; k < 4; k++) ck_assert(tu_json_dbl(wb, keys[k]) == tu_json_dbl(w2, keys[k]));
+    ck_assert(tu_json_dbl(wb, "device_memory_budget_mb") * 1048576.0 == (double)roomy);
+    snprintf(args, sizeof args, "--epochs 2 --parts 8 --workers 2 --device %s --device-memory-budget %lld", dut,
+             (long long)(peak2 * 1048576.0 / 2));   /* half of what the two need: a share fits neither */
+    ck_assert_int_ne(train_fails(args, &err), 0);
+    ck_assert_msg(strstr(err, "device memory budget") && strstr(err, "of 2 refused before training"), "%s", err);
     free(err);
+    cJSON_Delete(one);
+    cJSON_Delete(w2);
+    cJSON_Delete(wb);
     /* the CPU backend has no device budget */
     ck_assert_int_eq(train_fails("--epochs 1 --device cpu --device-memory-budget 1G", &err), 2);
     ck_assert_msg(strstr(err, "--device-memory-budget: applies to a device"), "%s", err);
@@ -405,6 +452,7 @@ int main(void) {
     tcase_set_timeout(tc, 600);
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, machine_id_is_the_boot_id);
+    tcase_add_test(tc, halo_staging_sized_by_type);
     tcase_add_test(tc, full_batch_every_backbone);
     tcase_add_test(tc, row_batches_and_checkpoints);
     tcase_add_test(tc, mini_batch_every_method);

@@ -156,10 +156,13 @@ static void compare_dev(int p, const char *method) {
             ck_assert_msg(tu_json_dbl(cJSON_GetArrayItem(re, r), keys[k]) == tu_json_dbl(cJSON_GetArrayItem(rc, r), keys[k]),
                           "%s: rank %d %s %g vs the CPU's %g", what, r, keys[k], tu_json_dbl(cJSON_GetArrayItem(re, r), keys[k]),
                           tu_json_dbl(cJSON_GetArrayItem(rc, r), keys[k]));
+    const cJSON *pl = tu_json_get(e, "placement", cJSON_Object);
     if (strncmp(method, "full", 4) != 0) {   /* the mini-batch trainers allocate nothing on the device once training starts */
-        const cJSON *pl = tu_json_get(e, "placement", cJSON_Object);
         ck_assert_msg(tu_json_dbl(pl, "allocations_during_training") == 0, "%s: %g device allocations during training",
                       what, tu_json_dbl(pl, "allocations_during_training"));
+    } else {   /* full-batch ranks plan their device memory: each rank its own (the largest rank's peak) */
+        ck_assert(tu_json_dbl(e, "peak_device_mb") > 0 && !cJSON_GetObjectItem(pl, "ranks_sharing_device"));
+        ck_assert(tu_json_dbl(tu_json_get(pl, "device_mb", cJSON_Object), "halo tables") > 0);
     }
     snprintf(args, sizeof args, "train '%s' --method %s %s --device emu --workers %d --save-params '%s'", store, method,
              common, p, px);

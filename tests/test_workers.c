@@ -279,6 +279,51 @@ START_TEST(full_batch_threads_match_one_process) {
 }
 END_TEST
 
+/* A directed graph (a third of the edges kept one way only): Âᵀ's rows reference other
+ * columns than Â's, so the backward's halo is not the forward's; the ranks must still give the
+ * one-process trajectory. */
+START_TEST(full_batch_threads_directed_graph) {
+    csr_t und = D.adj, dir_ = {0};
+    int64_t m = 0;
+    int64_t *src = malloc(sizeof *src * (size_t)und.nnz), *dst = malloc(sizeof *dst * (size_t)und.nnz);
+    ck_assert(src && dst);
+    for (int64_t u = 0; u < und.n_rows; u++)
+        for (int64_t k = und.rowptr[u]; k < und.rowptr[u + 1]; k++) {
+            const int64_t v = und.col[k];
+            if ((u + v) % 3 == 0 && u > v) continue;   /* keep v -> u only */
+            src[m] = u;
+            dst[m++] = v;
+        }
+    ck_assert_int_eq(csr_from_edges(&dir_, und.n_rows, src, dst, m, 0), INCA_OK);
+    free(src);
+    free(dst);
+    ck_assert(!csr_is_symmetric(&dir_));
+    D.adj = dir_;
+    static const char *const models[] = {"gcn", "sage"};
+    for (size_t i = 0; i < 2; i++) {
+        train_config_t c;
+        train_result_t one, many;
+        full_config(&c, models[i], 1);
+        ck_assert_msg(train_run(&D, &c, NULL, 0, &one) == INCA_OK, "%s: %s", models[i], inca_errmsg());
+        full_config(&c, models[i], 3);
+        c.given_partition = &P;   /* the symmetric graph's METIS parts (METIS takes no directed graph) */
+        ck_assert_msg(train_run(&D, &c, NULL, 0, &many) == INCA_OK, "%s x3: %s", models[i], inca_errmsg());
+        double dmax = 0, wmax = 0;
+        for (int64_t k = 0; k < one.nparams; k++) {
+            const double d = fabs((double)one.params[k] - (double)many.params[k]);
+            dmax = d > dmax ? d : dmax;
+            wmax = fabs(one.params[k]) > wmax ? fabs(one.params[k]) : wmax;
+        }
+        ck_assert_msg(dmax <= 2e-5 * (1 + wmax), "%s, 3 ranks, directed: parameters differ by %g (largest %g)",
+                      models[i], dmax, wmax);
+        train_result_free(&one);
+        train_result_free(&many);
+    }
+    D.adj = und;
+    csr_free(&dir_);
+}
+END_TEST
+
 /* with dropout: deterministic (the same bits twice), and a different draw from one process */
 START_TEST(full_batch_threads_deterministic) {
     train_config_t c;
@@ -357,6 +402,7 @@ int main(void) {
     tcase_set_timeout(t, 120);
     tcase_add_test(t, two_ranks_equal_reference);
     tcase_add_test(t, full_batch_threads_match_one_process);
+    tcase_add_test(t, full_batch_threads_directed_graph);
     tcase_add_test(t, full_batch_threads_deterministic);
     tcase_add_test(t, full_batch_rank_failure_ends_the_run);
     tcase_add_test(t, refusals);

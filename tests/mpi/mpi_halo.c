@@ -143,7 +143,7 @@ static void exchange_dev_case(int64_t n, int64_t k, int64_t f, uint64_t seed, in
     ck_assert_int_eq(kc_copy(kc, t_d, host, (size_t)(n * rb), KERN_H2D, KERN_STREAM_COMPUTE), INCA_OK);
     halo_dev_t *x = NULL;
     const int64_t rows = halo_round_rows(h, rb);
-    ck_assert_int_eq(halo_dev_create(kc, rows, rows * f, dt == KERN_BF16, &x), INCA_OK);
+    ck_assert_int_eq(halo_dev_create(kc, rows, rows * f, rows * rb, dt == KERN_BF16, &x), INCA_OK);   /* exactly a round */
     comm_reset_bytes(C);
     ck_assert_int_eq(halo_dev_exchange(x, h, C, dt, t_d, f, COMM_REFRESH), INCA_OK);
     const int64_t dev_bytes = comm_bytes_sent(C, COMM_REFRESH);
@@ -159,7 +159,7 @@ static void exchange_dev_case(int64_t n, int64_t k, int64_t f, uint64_t seed, in
     /* a staging too small is refused, naming both sizes */
     halo_dev_t *small = NULL;
     if (rows > 1) {
-        ck_assert_int_eq(halo_dev_create(kc, rows - 1, rows * f, dt == KERN_BF16, &small), INCA_OK);
+        ck_assert_int_eq(halo_dev_create(kc, rows - 1, rows * f, rows * rb, dt == KERN_BF16, &small), INCA_OK);
         ck_assert_int_eq(halo_dev_exchange(small, h, C, dt, t_d, f, COMM_REFRESH), INCA_EINVAL);
         ck_assert_ptr_nonnull(strstr(inca_errmsg(), "staging made for"));
         inca_err_clear();
