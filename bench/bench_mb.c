@@ -46,6 +46,7 @@ int bench_mb_config(const args_t *a, train_config_t *c) {
     if ((rs && (rc = agg_source_parse(rs, &c->refresh_source))) ||
         (rc = args_word(a, "--cluster-norm", NULL, train_cluster_norm_words, 2, "batch or global", &c->cluster_global_norm)) ||
         (rc = args_word(a, "--history-location", NULL, train_history_location_words, 3, "device, host or auto", &c->history_host)) ||
+        (rc = args_word(a, "--features-location", NULL, train_history_location_words, 3, "device, host or auto", &c->features_host)) ||
         (rc = args_word(a, "--refresh-eval", "fused", train_refresh_eval_words, 2, "fused or separate", &c->refresh_eval_separate)) ||
         (rc = args_word(a, "--refresh-weights", "auto", train_refresh_weights_words, 3, "average, last or auto", &c->refresh_weights)))
         return rc;

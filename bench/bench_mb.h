@@ -14,7 +14,7 @@
 #define BENCH_MB_FLAGS "--model", "--layers", "--hidden", "--epochs", "--lr", "--dropout", "--weight-decay", \
     "--feature-norm", "--parts", "--batch-parts", "--refresh", "--history-dtype", "--pass-dtype", "--refresh-source", "--refresh-relax", "--eval-average", "--cluster-norm", \
     "--refresh-eval", "--refresh-weights", "--threads", "--seed", "--json!", "--device", "--deterministic!", "--tf32!", "--history-location", \
-    "--device-memory-budget", "--quiet!"
+    "--features-location", "--device-memory-budget", "--quiet!"
 int bench_mb_config(const args_t *a, train_config_t *c);
 /* dataset_load(path) plus the partitioning metis-<parts>-s0 from the store (computed and
  * stored when absent; *reused says which). */

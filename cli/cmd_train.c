@@ -113,6 +113,7 @@ static void train_method_json(json_t *j, const train_config_t *c, const train_re
         json_int(j, "table_bytes", r->table_bytes);
         json_int(j, "scratch_bytes", r->scratch_bytes);
         json_str(j, "history_location", r->history_on_host ? "host" : "device");
+        json_str(j, "features_location", r->features_on_host ? "host" : "device");
         json_str(j, "loader", r->loader);
         if (strcmp(r->loader, "view") == 0) json_str(j, "pass_dtype", hist_dtype_words[c->pass_dtype]);
         json_int(j, "spilled_bytes", r->spilled_bytes);

@@ -16,7 +16,7 @@ const char *const cli_train_flags[] = {
         "--model", "--method", "--layers", "--hidden", "--epochs", "--lr", "--dropout", "--weight-decay",
         "--wd-conv", "--wd-first-layer!", "--adamw!", "--beta1", "--eval-average", "--feature-norm", "--alpha", "--theta", "--K",
         "--batchnorm!", "--residual!", "--dense-input!", "--batch-size", "--checkpoint", "--resume!", "--parts", "--batch-parts", "--refresh", "--history-dtype", "--pass-dtype", "--refresh-source", "--refresh-relax", "--refresh-eval", "--refresh-weights", "--cluster-norm",
-        "--partition", "--threads", "--device", "--deterministic!", "--tf32!", "--history-location", "--seed", "--metrics", "--runs", "--json!",
+        "--partition", "--threads", "--device", "--deterministic!", "--tf32!", "--history-location", "--features-location", "--seed", "--metrics", "--runs", "--json!",
         "--train-indices", "--split", "--patience", "--eval-every", "--select", "--loader", "--memory-budget", "--device-memory-budget", "--workers", "--save-params", "--grad-reduce", "--config", "--quiet!", "--metric", NULL};
 
 static int copy_name(char *dst, size_t cap, const char *flag, const char *v) {
@@ -144,6 +144,7 @@ int cli_train_config(const args_t *a, train_config_t *c, cli_log_state_t *ls) {
     if ((rs && (rc = agg_source_parse(rs, &c->refresh_source))) ||
         (rc = args_word(a, "--cluster-norm", NULL, train_cluster_norm_words, 2, "batch or global", &c->cluster_global_norm)) ||
         (rc = args_word(a, "--history-location", NULL, train_history_location_words, 3, "device, host or auto", &c->history_host)) ||
+        (rc = args_word(a, "--features-location", NULL, train_history_location_words, 3, "device, host or auto", &c->features_host)) ||
         (rc = args_word(a, "--refresh-eval", NULL, train_refresh_eval_words, 2, "fused or separate", &c->refresh_eval_separate)) ||
         (rc = args_word(a, "--refresh-weights", NULL, train_refresh_weights_words, 3, "average, last or auto", &c->refresh_weights)) ||
         (rc = args_word(a, "--loader", "auto", train_loader_words, 3, "copy, view or auto", &c->loader)))
@@ -206,6 +207,7 @@ void cli_train_config_json(json_t *j, const args_t *a, const train_config_t *c) 
     json_str(j, "history-dtype", hist_dtype_words[c->history_dtype]);
     json_str(j, "pass-dtype", hist_dtype_words[c->pass_dtype]);
     json_str(j, "history-location", train_history_location_words[c->history_host >= 0 && c->history_host < 3 ? c->history_host : 2]);
+    json_str(j, "features-location", train_history_location_words[c->features_host >= 0 && c->features_host < 3 ? c->features_host : 2]);
     json_str(j, "refresh-source", agg_source_name(c->refresh_source));
     json_num(j, "refresh-relax", c->refresh_relax);
     json_str(j, "refresh-eval", train_refresh_eval_words[c->refresh_eval_separate != 0]);

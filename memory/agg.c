@@ -488,6 +488,18 @@ static int agg_incagg_scratch(agg_t *g, const agg_config_t *cfg) {
     return rc;
 }
 
+int agg_add_extra(agg_t *g, int e, int64_t bytes) {
+    if (e < 0 || e >= AGG_MAX_EXTRA || g->extra_cap[e] > 0)
+        return inca_fail(INCA_EINVAL, "aggregation operator: extra array %d is not free", e);
+    int rc = INCA_OK;
+    for (int k = 0; k < g->nslots && rc == INCA_OK && g->dev && bytes > 0; k++) {
+        if (!(g->slot[k].extra_d[e] = take(g, (size_t)bytes, "batch_extra", 1))) rc = INCA_ENOMEM;
+        else rc = kc_alloc(g->kc, KERN_MEM_PINNED, (size_t)bytes, &g->slot[k].extra_h[e]);
+    }
+    if (rc == INCA_OK) g->extra_cap[e] = bytes;
+    return rc;
+}
+
 /* Off the CPU: each slot's batch and halo ids and the trainer's extra per-batch arrays. */
 static int agg_slot_ids(agg_t *g, const agg_config_t *cfg, int64_t nbm) {
     int rc = INCA_OK;
@@ -495,13 +507,9 @@ static int agg_slot_ids(agg_t *g, const agg_config_t *cfg, int64_t nbm) {
         g->slot[k].nodes_d = take(g, sizeof(int64_t) * (size_t)nbm, "ids_batch", 1);
         g->slot[k].halo_d = take(g, sizeof(int64_t) * (size_t)(cfg->halo_max > 0 ? cfg->halo_max : 1), "ids_halo", 1);
         if (!g->slot[k].nodes_d || !g->slot[k].halo_d) rc = INCA_ENOMEM;
-        for (int e = 0; e < AGG_MAX_EXTRA && rc == INCA_OK; e++) {
-            g->extra_cap[e] = cfg->extra_bytes[e];
-            if (cfg->extra_bytes[e] <= 0) continue;
-            if (!(g->slot[k].extra_d[e] = take(g, (size_t)cfg->extra_bytes[e], "batch_extra", 1))) rc = INCA_ENOMEM;
-            else rc = kc_alloc(g->kc, KERN_MEM_PINNED, (size_t)cfg->extra_bytes[e], &g->slot[k].extra_h[e]);
-        }
     }
+    for (int e = 0; e < AGG_MAX_EXTRA && rc == INCA_OK; e++)
+        if (cfg->extra_bytes[e] > 0) rc = agg_add_extra(g, e, cfg->extra_bytes[e]);
     return rc;
 }
 

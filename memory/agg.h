@@ -60,7 +60,7 @@
 enum { AGG_CLUSTER = 0, AGG_GAS = 1, AGG_INCAGG = 2 };
 enum { AGG_SRC_PUSH = 0, AGG_SRC_RECOMPUTE = 1 };
 #define AGG_MAX_SITES 256
-#define AGG_MAX_EXTRA 2   /* per-batch arrays a caller uploads with the batch (labels, loss rows) */
+#define AGG_MAX_EXTRA 3   /* per-batch arrays a caller uploads with the batch (labels, loss rows, feature rows) */
 /* The fp32 row panel a bf16 push refresh (and M^0 in bf16) goes through: n/16 rows, at least
  * AGG_PANEL_MIN_ROWS and at most AGG_PANEL_BYTES (so at most 1/8 of a bf16 table on a graph of
  * 16k nodes or more). */
@@ -140,6 +140,10 @@ int agg_set_batch(agg_t *g, const batch_t *b);
  * on the copy stream, ordered by events with the compute stream, so the upload of batch t+1
  * overlaps the compute of batch t. */
 int agg_set_batch_with(agg_t *g, const batch_t *b, const void *const *extra, const int64_t *extra_bytes);
+/* Room for extra array e (unused so far: extra_bytes[e] was 0) of up to bytes per batch, made
+ * after agg_create by a trainer that decides late what travels with its batches (device and
+ * pinned memory under the context's current tag; nothing on the CPU). */
+int agg_add_extra(agg_t *g, int e, int64_t bytes);
 const void *agg_batch_extra(const agg_t *g, int i);
 /* Host tables on a device: the pushes of the last batch still on their way down land in the
  * tables (the refresh paths and agg_set_batch flush by themselves; call it before reading

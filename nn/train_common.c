@@ -49,6 +49,7 @@ void train_config_default(train_config_t *c) {
     c->eval_every = 1;
     c->memory_baseline = -1;
     c->history_host = TRAIN_HIST_AUTO;
+    c->features_host = TRAIN_HIST_AUTO;
 }
 
 int train_device_budget_begin(const train_config_t *c, kern_ctx_t *kc, const char *first_use, train_placement_t *pl) {
@@ -111,6 +112,7 @@ void train_placement_json(json_t *j, const train_placement_t *pl, int mini_batch
     json_obj_end(j);
     json_obj_begin(j, "host_mb");
     if (pl->tables_host) json_num(j, "tables", pl->host_table_bytes / MB);
+    if (pl->host_feature_bytes > 0) json_num(j, "features", pl->host_feature_bytes / MB);
     json_obj_end(j);
     json_obj_end(j);
     if (!mini_batch) return;

@@ -139,6 +139,12 @@ typedef struct train_config {
                                   on the device when they fit the device memory budget beside what
                                   the run always keeps there, else in host memory). Always host
                                   memory on the CPU */
+    int features_host;         /* on a device, where the features live (--features-location, the
+                                  same words): auto (default) puts them on the device when they fit,
+                                  else in host memory, where a step's rows travel with its batch and
+                                  the passes read M^0 (or a CPU SpMM) for the first aggregation;
+                                  host needs --loader view and a method whose steps read no feature
+                                  rows outside the batch (incagg, cluster) */
     int64_t device_memory_budget;  /* on a device: bytes of device memory the run may hold
                                   (--device-memory-budget; 0, the default: what the device has
                                   free when the run starts). Every device allocation is admitted
@@ -260,6 +266,7 @@ typedef struct train_placement {
     int64_t bytes[TRAIN_PLACE_MAX];
     int tables_host;                     /* mini-batch: the tables were in host memory */
     int64_t host_table_bytes;            /* ... of these bytes */
+    int64_t host_feature_bytes;          /* mini-batch: the features' bytes left in host memory (0: on the device) */
     /* mini-batch, last run: bytes kc_copy moved host to device and back during the optimiser
      * steps (batch uploads, table rows, pushes) and during IncAgg's refreshes, and their counts */
     int64_t step_h2d, step_d2h, steps, refresh_h2d, refresh_d2h, refreshes;
@@ -288,6 +295,7 @@ typedef struct train_result {
     int64_t table_bytes;                 /* mini-batch: the operator's history tables (last run) */
     int64_t scratch_bytes;               /* mini-batch: the operator's scratch buffers (last run) */
     int history_on_host;                 /* mini-batch: the tables were in host memory */
+    int features_on_host;                /* mini-batch on a device: the features stayed in host memory */
     train_placement_t placement;         /* last run: device memory (on_device 0 on the CPU) */
     int runs;
     char device[16];                     /* the backend the runs used ("cpu"; auto resolved) */

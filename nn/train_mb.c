@@ -193,7 +193,10 @@ typedef struct mb_run {
     kern_ctx_t *kc;
     int dev;                    /* kc is not the CPU: inputs are uploaded, losses read per epoch */
     kern_mat_t *a_m, *at_m;     /* Â, Âᵀ on the context */
-    float *x_d;                 /* the renumbered features on the context (D.x itself on the CPU) */
+    float *x_d;                 /* the renumbered features on the context (D.x itself on the CPU;
+                                   NULL when x_host) */
+    int x_host;                 /* on a device, the features stay in host memory (D.x): a step's
+                                   rows go up with its batch, a pass's panel rows with the panel */
     int32_t *y_d;
     int64_t *tr_d, *va_d, *te_d;
     float *xb_d;                /* a batch's rows of x (device) */
@@ -216,6 +219,11 @@ typedef struct mb_run {
     int64_t tr_lo, tr_n, va_lo, va_n, te_lo, te_n;   /* MPI view: this rank's slices of tr/va/te */
     float *logits_all;          /* n x C, the passes' output (context memory) */
     float *pan_in;              /* --pass-dtype bf16: a panel's input rows decoded (context memory) */
+    float *pan_x;               /* x_host: a panel's rows of x (context memory) */
+    uint16_t *pan_m0;           /* x_host, bf16 M^0 in host memory: a panel's rows as they go up */
+    float *pan_h;               /* x_host: a panel's Â X computed on the CPU (pinned) */
+    kern_mat_t *a_h, **apan_h;  /* x_host: Â and its panels on the CPU (views of D.a) */
+    int tables_host;            /* auto: the tables went to the host to make room for host features' staging */
     int64_t anon_need;          /* --memory-budget: what the batch needs (checked) */
     int64_t anon_base;          /* --memory-budget: the process's anonymous memory at the start */
     int64_t spe, R, gstep;
@@ -246,10 +254,13 @@ static void mb_run_free(mb_run_t *R) {
         for (int i = 0; i < R->npan; i++) kc_mat_free(kc, &R->apan[i]);   /* views of a_m: first */
         kc_release(kc, KERN_MEM_DEVICE, R->logits_all);
         kc_release(kc, KERN_MEM_DEVICE, R->pan_in);
+        kc_release(kc, KERN_MEM_DEVICE, R->pan_x);
+        kc_release(kc, KERN_MEM_DEVICE, R->pan_m0);
+        kc_release(kc, KERN_MEM_PINNED, R->pan_h);
         for (int i = 0; i < R->ngacc; i++) kc_release(kc, KERN_MEM_DEVICE, R->gacc[i]);
         kc_mat_free(kc, &R->a_m);
         kc_mat_free(kc, &R->at_m);
-        kc_mirror_free(kc, R->D.x, R->x_d);
+        if (!R->x_host) kc_mirror_free(kc, R->D.x, R->x_d);
         kc_mirror_free(kc, R->D.y, R->y_d);
         kc_mirror_free(kc, R->D.tr, R->tr_d);
         kc_mirror_free(kc, R->D.va, R->va_d);
@@ -257,6 +268,9 @@ static void mb_run_free(mb_run_t *R) {
         void *dm[] = {R->xb_d, R->losses_d, R->meter_d, R->logp, R->dlogits};
         for (size_t i = 0; i < sizeof dm / sizeof dm[0]; i++) kc_release(kc, KERN_MEM_DEVICE, dm[i]);
     }
+    for (int i = 0; i < R->npan && R->apan_h; i++) kc_mat_free(kc_cpu(), &R->apan_h[i]);
+    kc_mat_free(kc_cpu(), &R->a_h);
+    inca_free(R->apan_h);
     mb_data_free(&R->D);
     inca_free(R->apan);
     inca_free(R->pan_r0);
@@ -462,6 +476,78 @@ static int mb_setup_ranks(mb_run_t *R) {
     return INCA_OK;
 }
 
+/* The layout's M^0 in the tables' type, which IncAgg's view path borrows (NULL: none). */
+static const void *mb_view_m0(const mb_run_t *R) {
+    const layout_views_t *v = R->o->view;
+    return R->stream && R->method == AGG_INCAGG && v && v->m0 && v->m0_dtype == R->c->history_dtype ? v->m0 : NULL;
+}
+
+/* Where the features go (--features-location). A method whose steps read only their batch's
+ * rows of x (Cluster-GCN; IncAgg, whose M^0 stands for Â X at the sites reading x) with the view
+ * loader's passes may leave them in host memory; they are placed after the tables then (they
+ * are read-only, so host features cost a batch's rows going up, host tables their rows going
+ * both ways): auto keeps them on the device when they fit beside everything else, tried under
+ * the setup limit, so the plan is what was allocated. Else they go up first, as always. */
+static int mb_features_deferred(const mb_run_t *R) {
+    return R->dev && R->stream && R->c->features_host != TRAIN_HIST_DEVICE &&
+           (R->method == AGG_CLUSTER || mb_view_m0(R) != NULL);
+}
+
+static int mb_features_early(mb_run_t *R) {
+    if (mb_features_deferred(R)) return INCA_OK;
+    if (R->dev && R->c->features_host == TRAIN_HIST_HOST)
+        return inca_fail(INCA_EINVAL, "--features-location host: needs --loader view and --method incagg or cluster (%s)",
+                         !R->stream                ? "the copy loader's passes read every node's features on the device"
+                         : R->method == AGG_GAS    ? "a GAS step reads its halo's feature rows"
+                                                   : "IncAgg reads the layout's M^0, absent in this --history-dtype");
+    kc_mem_tag(R->kc, "features");
+    return kc_mirror(R->kc, R->D.x, sizeof(float) * (size_t)(R->D.n * R->D.f), (void **)&R->x_d);
+}
+
+static int mb_setup_panels_x(mb_run_t *R);
+
+/* What mb_features_late made, released (the operator's extra slot goes with the operator). */
+static void mb_features_undo(mb_run_t *R) {
+    kern_ctx_t *kc = R->kc;
+    for (int i = 0; i < R->npan && R->apan_h; i++) kc_mat_free(kc_cpu(), &R->apan_h[i]);
+    kc_mat_free(kc_cpu(), &R->a_h);
+    INCA_FREE(R->apan_h);
+    kc_release(kc, KERN_MEM_DEVICE, R->pan_x);
+    kc_release(kc, KERN_MEM_DEVICE, R->pan_m0);
+    kc_release(kc, KERN_MEM_PINNED, R->pan_h);
+    kc_release(kc, KERN_MEM_DEVICE, R->xb_d);
+    kc_mirror_free(kc, R->D.x, R->x_d);
+    R->pan_x = NULL;
+    R->pan_m0 = NULL;
+    R->pan_h = NULL;
+    R->xb_d = NULL;
+    R->x_d = NULL;
+    R->x_host = 0;
+}
+
+/* After the tables: the deferred features, and what their place needs (a batch's rows of x
+ * gathered on the device, or the panels' staging for host features). */
+static int mb_features_late(mb_run_t *R) {
+    const train_config_t *c = R->c;
+    kern_ctx_t *kc = R->kc;
+    if (!mb_features_deferred(R)) return INCA_OK;
+    const int64_t nbm = R->nb_max ? R->nb_max : 1;
+    int rc = INCA_OK;
+    if (c->features_host != TRAIN_HIST_HOST) {   /* on the device: x and a batch's rows gathered from it */
+        rc = (kc_mem_tag(kc, "features"), kc_mirror(kc, R->D.x, sizeof(float) * (size_t)(R->D.n * R->D.f), (void **)&R->x_d));
+        if (rc == INCA_OK)
+            rc = (kc_mem_tag(kc, "buffers"), kc_alloc(kc, KERN_MEM_DEVICE, sizeof(float) * (size_t)(nbm * R->D.f), (void **)&R->xb_d));
+        if (rc != INCA_ENOMEM || R->place.budget <= 0) return rc;
+        train_log(c, TRAIN_LOG_INFO, "features in host memory: %s", inca_errmsg());
+        inca_err_clear();
+        kc_mirror_free(kc, R->D.x, R->x_d);
+        R->x_d = NULL;
+    }
+    R->x_host = 1;
+    kc_mem_tag(kc, "features");   /* a batch's rows travel with it (two slots: one uploads while one runs) */
+    return (rc = agg_add_extra(R->agg, 2, (int64_t)sizeof(float) * nbm * R->D.f)) ? rc : mb_setup_panels_x(R);
+}
+
 /* The context, and the graph, features, labels and split ids on it. */
 static int mb_setup_upload(mb_run_t *R) {
     const train_config_t *c = R->c;
@@ -473,7 +559,7 @@ static int mb_setup_upload(mb_run_t *R) {
     kern_ctx_t *kc = R->kc;
     if ((rc = train_device_budget_begin(c, kc, "graph", &R->place)) != INCA_OK) return rc;
     if ((rc = kc_mat_upload(kc, &R->D.a, &R->a_m)) || (atp && (rc = kc_mat_upload(kc, atp, &R->at_m))) ||
-        (kc_mem_tag(kc, "features"), (rc = kc_mirror(kc, R->D.x, sizeof(float) * (size_t)(n * R->D.f), (void **)&R->x_d))) ||
+        (rc = mb_features_early(R)) ||
         (kc_mem_tag(kc, "labels"), (rc = kc_mirror(kc, R->D.y, sizeof(int32_t) * (size_t)n, (void **)&R->y_d))) ||
         (rc = kc_mirror(kc, R->D.tr, sizeof(int64_t) * (size_t)R->D.ntr, (void **)&R->tr_d)) ||
         (rc = kc_mirror(kc, R->D.va, sizeof(int64_t) * (size_t)R->D.nva, (void **)&R->va_d)) ||
@@ -490,14 +576,13 @@ static int mb_setup_loader(mb_run_t *R, hist_dtype_t *hd_out, const void **m0_ou
     const int64_t n = R->D.n;
     const csr_t *atp = R->D.at.rowptr ? &R->D.at : NULL;
     const int norm = nn_kind_norm(R->mc.kind);
-    const layout_views_t *view = R->o->view;
     R->src = (batch_source_t){.n = n, .f = R->D.f, .x = R->D.x, .y = R->D.y, .a = &R->D.a, .a_symmetric = atp == NULL,
                               .bounds = R->p->bounds, .k = R->p->k};
     if (c->history_dtype != HIST_F32 && c->history_dtype != HIST_BF16)
         return inca_fail(INCA_EINVAL, "--history-dtype: unknown type %d", (int)c->history_dtype);
     *hd_out = c->history_dtype;
     const hist_dtype_t hd = *hd_out;
-    const void *m0 = *m0_out = R->stream && R->method == AGG_INCAGG && view->m0 && view->m0_dtype == hd ? view->m0 : NULL;
+    const void *m0 = *m0_out = mb_view_m0(R);
     if (m0 && !R->dev) {   /* the step reads M^0 at the batch's rows: the loader thread faults them in */
         R->src.touch = m0;
         R->src.touch_row_bytes = R->D.f * (hd == HIST_BF16 ? 2 : 4);
@@ -597,9 +682,9 @@ static int64_t mb_pass_width(const mb_run_t *R) {
 static int mb_agg_place(mb_run_t *R, agg_config_t *ac) {
     const train_config_t *c = R->c;
     kern_ctx_t *kc = R->kc;
-    const int auto_ = R->dev && c->history_host == TRAIN_HIST_AUTO && R->place.budget > 0 &&
+    const int auto_ = R->dev && c->history_host == TRAIN_HIST_AUTO && R->place.budget > 0 && !R->tables_host &&
                       !(R->workers > 1 && R->method == AGG_GAS);   /* GAS ranks hold pushes on the device */
-    ac->host_tables = R->dev && c->history_host == TRAIN_HIST_HOST;
+    ac->host_tables = R->dev && (c->history_host == TRAIN_HIST_HOST || R->tables_host);
     kc_mem_tag(kc, "operator");
     if (auto_) {   /* under the setup limit (the budget less the reserve: train_device_budget_begin) */
         int rc = agg_create(ac, &R->agg);
@@ -629,7 +714,8 @@ static int mb_setup_agg(mb_run_t *R, const dataset_t *d, hist_dtype_t hd, const 
                        .nb_max = nb_max, .halo_max = halo_max, .kc = kc, .a_m = R->a_m,
                        .host_tables = c->history_host == TRAIN_HIST_HOST, .x_host = R->D.x,
                        .extra_bytes = {(int64_t)sizeof(int32_t) * (nb_max ? nb_max : 1),
-                                       (int64_t)sizeof(int64_t) * (nb_max ? nb_max : 1)},
+                                       (int64_t)sizeof(int64_t) * (nb_max ? nb_max : 1),
+                                       0 /* the batch's rows of x with host features: mb_features_late */},
                        .nnz_max = batch_nnz_bound(&R->D.a, R->p->bounds, R->p->k, c->batch_parts),
                        .m0 = m0, .spill_budget = -1,
                        /* the view loader's layer-wise passes (mb_pass): min(2, L - 1) buffers of
@@ -676,6 +762,43 @@ static int mb_setup_agg(mb_run_t *R, const dataset_t *d, hist_dtype_t hd, const 
     return mb_agg_place(R, &ac);
 }
 
+/* The features in host memory: a panel's rows of x and of bf16 M^0 on the device, and for the
+ * sites M^0 does not serve (Cluster-GCN; evaluations beside bf16 M^0) Â's panels on the CPU and
+ * a pinned panel of their product. */
+static int mb_setup_panels_x(mb_run_t *R) {
+    kern_ctx_t *kc = R->kc;
+    const size_t rows = (size_t)R->pan_rows * (size_t)R->D.f;
+    int rc;
+    kc_mem_tag(kc, "features");
+    if ((rc = kc_alloc(kc, KERN_MEM_DEVICE, sizeof(float) * rows, (void **)&R->pan_x)) ||
+        (R->c->history_dtype == HIST_BF16 && (rc = kc_alloc(kc, KERN_MEM_DEVICE, sizeof(uint16_t) * rows, (void **)&R->pan_m0))) ||
+        (rc = kc_alloc(kc, KERN_MEM_PINNED, sizeof(float) * rows, (void **)&R->pan_h)) ||
+        (rc = kc_mat_upload(kc_cpu(), &R->D.a, &R->a_h)))
+        return rc;
+    if (!(R->apan_h = inca_calloc((size_t)(R->npan ? R->npan : 1), sizeof *R->apan_h))) return INCA_ENOMEM;
+    for (int p = 0; p < R->npan; p++)
+        if ((rc = kc_mat_rows_view(kc_cpu(), R->a_h, R->pan_r0[p], R->pan_r0[p] + kc_mat_rows(R->apan[p]), &R->apan_h[p])))
+            return rc;
+    return INCA_OK;
+}
+
+/* The operator and the deferred features. Tables placed by auto on the device can leave too
+ * little room for even the host features' staging; then both go to the host, once. */
+static int mb_setup_tables(mb_run_t *R, const dataset_t *d, hist_dtype_t hd, const void *m0, int *ns) {
+    int rc = mb_setup_agg(R, d, hd, m0, ns);
+    if (rc == INCA_OK) rc = mb_features_late(R);
+    if (rc != INCA_ENOMEM || !mb_features_deferred(R) || R->c->history_host != TRAIN_HIST_AUTO || !R->agg ||
+        agg_tables_on_host(R->agg) || R->place.budget <= 0)
+        return rc;
+    train_log(R->c, TRAIN_LOG_INFO, "history tables in host memory, to make room for the features': %s", inca_errmsg());
+    inca_err_clear();
+    mb_features_undo(R);
+    agg_free(&R->agg);
+    R->tables_host = 1;
+    rc = mb_setup_agg(R, d, hd, m0, ns);
+    return rc == INCA_OK ? mb_features_late(R) : rc;
+}
+
 /* Row panels of a batch's size for the view loader's layer-wise passes. */
 static int mb_setup_panels(mb_run_t *R) {
     int rc;
@@ -720,7 +843,8 @@ static int mb_setup_buffers(mb_run_t *R) {
         (rc = kc_alloc(kc, KERN_MEM_DEVICE, sizeof(double) * (size_t)(R->spe ? R->spe : 1) * (size_t)R->workers, (void **)&R->losses_d)) ||
         (rc = kc_alloc(kc, KERN_MEM_DEVICE, sizeof *R->meter_d, (void **)&R->meter_d)))
         return rc;
-    if (R->dev && (rc = kc_alloc(kc, KERN_MEM_DEVICE, sizeof(float) * (size_t)(nbm * R->D.f), (void **)&R->xb_d)))
+    if (R->dev && !mb_features_deferred(R) &&
+        (rc = kc_alloc(kc, KERN_MEM_DEVICE, sizeof(float) * (size_t)(nbm * R->D.f), (void **)&R->xb_d)))
         return rc;
     if (!(R->lidx = inca_malloc(sizeof *R->lidx * (size_t)nbm)) ||
         !(R->losses_h = inca_malloc(sizeof *R->losses_h * (size_t)(R->spe ? R->spe : 1) * (size_t)R->workers)) ||
@@ -764,11 +888,11 @@ static int mb_run_setup(mb_run_t *R, const dataset_t *d, const int64_t *train_id
         (rc = mb_setup_ranks(R)) != INCA_OK || (rc = mb_setup_upload(R)) != INCA_OK ||
         (rc = mb_setup_loader(R, &hd, &m0)) != INCA_OK || (rc = mb_setup_model(R)) != INCA_OK ||
         (R->stream && (rc = mb_setup_panels(R)) != INCA_OK) || (rc = mb_setup_buffers(R)) != INCA_OK ||
-        (rc = mb_setup_agg(R, d, hd, m0, &ns)) != INCA_OK) {   /* the tables last: they may move to the host */
+        (rc = mb_setup_tables(R, d, hd, m0, &ns)) != INCA_OK) {   /* the tables late: they may move to the host */
         if (rc == INCA_ENOMEM && R->place.budget > 0 && strstr(inca_errmsg(), "device memory budget"))
             return inca_fail_ctx(rc, "refused before training (--loader view keeps one batch's activations on the "
                                  "device instead of every node's, --history-dtype bf16 halves the tables, "
-                                 "--history-location host moves them)");
+                                 "--history-location host moves them, --features-location host the features)");
         return rc;
     }
     train_device_budget_setup_done(R->kc, &R->place);
@@ -854,14 +978,16 @@ static int mb_fwd_bwd(mb_run_t *R, batch_loader_t *ld, int ep, int64_t slot, uin
     int64_t nidx = 0;
     for (int64_t i = 0; i < b->n_b; i++)
         if (R->D.in_train[b->nodes[i]] && b->y[i] >= 0) R->lidx[nidx++] = i;
-    /* labels and loss rows travel with the batch (uploaded with it off the CPU) */
-    const void *extra[AGG_MAX_EXTRA] = {b->y, R->lidx};
-    const int64_t extra_bytes[AGG_MAX_EXTRA] = {(int64_t)sizeof(int32_t) * b->n_b, (int64_t)sizeof(int64_t) * nidx};
+    /* labels and loss rows travel with the batch (uploaded with it off the CPU), and its rows of
+     * x when the features stay in host memory (the loader gathered them) */
+    const void *extra[AGG_MAX_EXTRA] = {b->y, R->lidx, R->x_host ? b->x : NULL};
+    const int64_t extra_bytes[AGG_MAX_EXTRA] = {(int64_t)sizeof(int32_t) * b->n_b, (int64_t)sizeof(int64_t) * nidx,
+                                                (int64_t)sizeof(float) * b->n_b * R->D.f};
     if ((rc = agg_set_batch_with(R->agg, b, extra, extra_bytes)) != INCA_OK) return rc;
-    const float *xb = b->x;
+    const float *xb = R->x_host ? agg_batch_extra(R->agg, 2) : b->x;
     const int32_t *yb = agg_batch_extra(R->agg, 0);
     const int64_t *lidx = agg_batch_extra(R->agg, 1);
-    if (R->dev) {   /* the batch's rows of x are gathered on the device from its own copy */
+    if (R->dev && !R->x_host) {   /* the batch's rows of x are gathered on the device from its own copy */
         if ((rc = kc_gather_rows(kc, KERN_F32, R->x_d, R->D.f, agg_batch_nodes(R->agg), 0, b->n_b, R->xb_d))) return rc;
         xb = R->xb_d;
     }
@@ -1083,8 +1209,30 @@ typedef struct mb_pass_op {
     int64_t r0;
     const void *hfull;    /* the layer's input for every node (context memory), fp32 or bf16 */
     int hbf16;            /* hfull is bf16 */
+    int xh;               /* hfull is the features in host memory (R->x_host, the first layer) */
+    int pan;              /* the panel's index */
     kern_mat_t *rows;     /* Â's rows of the panel */
 } mb_pass_op_t;
+
+/* The features in host memory, a site reading them: its panel's Â X from M^0's rows (host
+ * tables: uploaded, bf16 decoded on the device), else computed on the CPU and uploaded. */
+static int mb_pass_x_host(mb_run_t *R, const mb_pass_op_t *P, const hist_t *m0, int64_t n, int64_t f, float *out) {
+    kern_ctx_t *kc = R->kc;
+    int rc;
+    if (m0 && m0->dtype == HIST_F32)
+        return kc_copy(kc, out, (const float *)m0->data + P->r0 * f, sizeof(float) * (size_t)(n * f), KERN_H2D,
+                       KERN_STREAM_COMPUTE);
+    if (m0) {
+        if ((rc = kc_copy(kc, R->pan_m0, (const uint16_t *)m0->data + P->r0 * f, sizeof(uint16_t) * (size_t)(n * f),
+                          KERN_H2D, KERN_STREAM_COMPUTE)))
+            return rc;
+        return kc_decode(kc, KERN_BF16, n * f, R->pan_m0, out);
+    }
+    /* the previous panel's upload out of pan_h must be done before the CPU rewrites it */
+    if ((rc = kc_sync(kc)) || (rc = kc_spmm(kc_cpu(), R->apan_h[P->pan], NULL, R->D.x, f, 1.f, 0.f, R->pan_h)))
+        return rc;
+    return kc_copy(kc, out, R->pan_h, sizeof(float) * (size_t)(n * f), KERN_H2D, KERN_STREAM_COMPUTE);
+}
 
 static int mb_pass_forward(void *ctx, int site, int64_t n, int64_t f, const float *in_raw, const float *in, float *out) {
     mb_pass_op_t *P = ctx;
@@ -1093,10 +1241,13 @@ static int mb_pass_forward(void *ctx, int site, int64_t n, int64_t f, const floa
     /* IncAgg's stored M^0 = ÂX serves a site reading x: always in a refresh (what training reads
      * is what the refresh keeps), and in an evaluation when it holds the exact fp32 product */
     const hist_t *m0 = agg_m0(R->agg, site);
-    const int use_m0 = m0 && (P->refresh || m0->dtype == HIST_F32) && !(R->dev && agg_tables_on_host(R->agg));
-    int rc = use_m0 ? kc_gather_rows(R->kc, m0->dtype == HIST_BF16 ? KERN_BF16 : KERN_F32, m0->data, f, NULL, P->r0, n, out)
-             : P->hbf16 ? kc_spmm_bf16(R->kc, P->rows, P->hfull, f, out)
-                        : kc_spmm(R->kc, P->rows, NULL, P->hfull, f, 1.f, 0.f, out);
+    /* with host tables M^0 is host memory: the device's copy of x is read instead, unless x
+     * stayed in host memory too (then M^0's rows go up) */
+    const int m0_ok = m0 && (P->refresh || m0->dtype == HIST_F32), m0_host = R->dev && agg_tables_on_host(R->agg);
+    int rc;
+    if (m0_ok && !m0_host) rc = kc_gather_rows(R->kc, m0->dtype == HIST_BF16 ? KERN_BF16 : KERN_F32, m0->data, f, NULL, P->r0, n, out);
+    else if (P->xh) rc = mb_pass_x_host(R, P, m0_ok ? m0 : NULL, n, f, out);
+    else rc = P->hbf16 ? kc_spmm_bf16(R->kc, P->rows, P->hfull, f, out) : kc_spmm(R->kc, P->rows, NULL, P->hfull, f, 1.f, 0.f, out);
     if (rc == INCA_OK && P->refresh) rc = agg_refresh_rows(R->agg, site, P->r0, n, in_raw, out, P->skip_s);
     return rc;
 }
@@ -1112,19 +1263,23 @@ static int mb_pass_layer(mb_run_t *R, mb_pass_op_t *P, int li, int64_t fin, void
         const float *out = NULL;
         P->r0 = R->pan_r0[p];
         P->rows = R->apan[p];
+        P->pan = p;
         const int64_t np = kc_mat_rows(R->apan[p]);
-        if (!R->dev && p + 1 < R->npan) {   /* the next panel's input (and M^0) rows */
+        if ((!R->dev || P->xh) && p + 1 < R->npan) {   /* the next panel's input (and M^0) rows */
             const int64_t r1 = R->pan_r0[p + 1], n1 = kc_mat_rows(R->apan[p + 1]);
             const hist_t *m0 = agg_m0(R->agg, li);
             /* read-ahead of store views and spilled tables (file pages; anonymous memory ignores it) */
             inca_madvise((const char *)P->hfull + r1 * fin * es_in, n1 * fin * es_in, MADV_WILLNEED);
-            if (m0) {
+            if (m0 && (!R->dev || agg_tables_on_host(R->agg))) {
                 const int64_t es = m0->dtype == HIST_BF16 ? 2 : 4;
                 inca_madvise((const char *)m0->data + r1 * fin * es, n1 * fin * es, MADV_WILLNEED);
             }
         }
         const float *in = (const float *)P->hfull + P->r0 * fin;
-        if (P->hbf16) {   /* the panel's rows, decoded */
+        if (P->xh) {   /* the panel's rows of x, from host memory */
+            rc = kc_copy(kc, R->pan_x, in, sizeof(float) * (size_t)(np * fin), KERN_H2D, KERN_STREAM_COMPUTE);
+            in = R->pan_x;
+        } else if (P->hbf16) {   /* the panel's rows, decoded */
             rc = kc_decode(kc, KERN_BF16, np * fin, (const uint16_t *)P->hfull + P->r0 * fin, R->pan_in);
             in = R->pan_in;
         }
@@ -1142,7 +1297,7 @@ static int mb_pass(mb_run_t *R, int refresh, const float **logits) {
     const int pbf16 = agg_pass_dtype(R->agg) == HIST_BF16;
     int64_t fin = R->D.f;
     int ping = 0, skip_cur = 0, rc = agg_flush(R->agg);
-    mb_pass_op_t P = {.R = R, .refresh = refresh, .hfull = R->x_d};
+    mb_pass_op_t P = {.R = R, .refresh = refresh, .hfull = R->x_host ? R->D.x : R->x_d, .xh = R->x_host};
     const int64_t wmax = mb_pass_width(R);
     for (int li = 0; li < L && rc == INCA_OK; li++) {
         const int last = li == L - 1;
@@ -1163,6 +1318,7 @@ static int mb_pass(mb_run_t *R, int refresh, const float **logits) {
                                  R->init_pass ? COMM_SETUP : refresh ? COMM_REFRESH : COMM_EVAL);
         P.hfull = hout;
         P.hbf16 = obf16;
+        P.xh = 0;
         fin = fout;
         skip_cur = skip_next;
     }
@@ -1315,6 +1471,8 @@ static int mb_run_figures(mb_run_t *R, train_result_t *r, mb_stats_t *st) {
     r->placement.tables_host = r->history_on_host;
     /* table_bytes counts the layer-wise passes' buffers too, which live on the device */
     r->placement.host_table_bytes = r->history_on_host ? r->table_bytes - kc_mem_tag_now(R->kc, "pass buffers") : 0;
+    r->features_on_host = R->x_host || !R->dev;   /* the CPU's memory is the host's */
+    r->placement.host_feature_bytes = R->x_host ? (int64_t)sizeof(float) * R->D.n * R->D.f : 0;
     st->spilled_bytes = r->spilled_bytes = agg_spilled_bytes(R->agg);
     st->anon_need_bytes = r->memory_need_bytes = R->anon_need;
     st->anon_baseline_bytes = r->memory_baseline_bytes = R->anon_base;

@@ -81,7 +81,7 @@ static char *slurp(const char *path) {
  * peaks), where the tables were, the device, the placement. Everything else must agree. */
 static int where_or_when(const char *k) {
     const size_t n = strlen(k);
-    static const char *const skip[] = {"device", "history_location", "placement", "scratch_bytes", "config", "memory_baseline_bytes",
+    static const char *const skip[] = {"device", "history_location", "features_location", "placement", "scratch_bytes", "config", "memory_baseline_bytes",
                                        "memory_need_bytes",
                                        "loader_wait_fraction", "omp_wait_policy", "version"};
     for (size_t i = 0; i < sizeof skip / sizeof skip[0]; i++)
@@ -300,6 +300,16 @@ START_TEST(mini_batch_every_method) {
         /* under a host memory budget (its sizing must not build host tables on a device) */
         "--method gas --parts 8 --batch-parts 2 --epochs 2 --workers 2 --loader view --memory-budget 64M",
         "--method incagg --parts 8 --batch-parts 1 --epochs 2 --workers 3 --loader view",
+        /* the features left in host memory: a step's rows go up with its batch, a pass reads
+         * M^0's rows (uploaded from host tables; bf16 decoded) or a CPU SpMM (Cluster-GCN, an
+         * evaluation beside bf16 M^0) */
+        "--method incagg --parts 8 --batch-parts 2 --epochs 3 --loader view --features-location host",
+        "--method incagg --parts 8 --batch-parts 2 --epochs 3 --loader view --features-location host --history-location host",
+        ("--method incagg --parts 8 --batch-parts 2 --epochs 2 --loader view --features-location host --history-dtype bf16 "
+         "--history-location host --refresh-source push"),
+        "--method incagg --model sage --parts 8 --batch-parts 2 --epochs 2 --loader view --features-location host --history-dtype bf16",
+        "--method cluster --parts 8 --batch-parts 2 --epochs 2 --loader view --features-location host",
+        "--method incagg --parts 8 --batch-parts 1 --epochs 2 --workers 2 --loader view --features-location host",
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         cJSON *a = train(cases[i], "cpu"), *b = train_dut(cases[i]);
@@ -343,6 +353,21 @@ static double placed_sum(const cJSON *r) {
     double sum = 0;
     for (const cJSON *it = dm->child; it; it = it->next) sum += it->valuedouble;
     return sum;
+}
+
+/* `vb --device-memory-budget` (mb MB): the features on the host, the tables where `tables`
+ * says, the peak within the budget and the numbers of `ref` (the run without a budget). */
+static cJSON *placed_under(const char *vb, double mb, const char *tables, const cJSON *ref) {
+    char args[1024];
+    const long long budget = (long long)(mb * 1048576.0);
+    snprintf(args, sizeof args, "%s --device-memory-budget %lld", vb, budget);
+    cJSON *r = train_dut(args);
+    ck_assert_str_eq(tu_json_get(r, "features_location", cJSON_String)->valuestring, "host");
+    ck_assert_str_eq(tu_json_get(r, "history_location", cJSON_String)->valuestring, tables);
+    ck_assert(tu_json_dbl(r, "peak_device_mb") * 1048576.0 <= (double)budget);
+    static const char *const keys[] = {"test_acc", "val_acc", "test_macro_f1", "best_epoch"};
+    for (int k = 0; k < 4; k++) ck_assert_msg(tu_json_dbl(r, keys[k]) == tu_json_dbl(ref, keys[k]), "%s: %s", args, keys[k]);
+    return r;
 }
 
 /* --device-memory-budget and --history-location auto (issue 27): the placement is what the
@@ -418,6 +443,40 @@ START_TEST(device_memory_budget) {
     cJSON_Delete(one);
     cJSON_Delete(w2);
     cJSON_Delete(wb);
+    /* --features-location auto under a budget: the features leave the device first (read-only:
+     * a batch's rows go up, nothing comes back), with the device-feature run's numbers */
+    const char *vb = "--method incagg --parts 8 --batch-parts 2 --epochs 3 --loader view";
+    cJSON *fd = train_dut(vb);
+    snprintf(args, sizeof args, "%s --features-location host", vb);
+    cJSON *fo = train_dut(args);   /* host features' staging: a panel's and two batches' rows */
+    const double pfd = tu_json_dbl(fd, "peak_device_mb"), pfo = tu_json_dbl(fo, "peak_device_mb");
+    const double xfd = tu_json_dbl(tu_json_get(tu_json_get(fd, "placement", cJSON_Object), "device_mb", cJSON_Object), "features");
+    ck_assert_msg(pfo < pfd, "host features: peak %g MB, device features %g MB", pfo, pfd);
+    cJSON *fh = placed_under(vb, (pfd + pfo) / 2, "device", fd);
+    ck_assert(fabs(tu_json_dbl(tu_json_get(tu_json_get(fh, "placement", cJSON_Object), "host_mb", cJSON_Object), "features") -
+                   xfd) < 1e-9);
+    ck_assert(tu_json_dbl(fh, "h2d_bytes_per_step") > tu_json_dbl(fd, "h2d_bytes_per_step"));   /* the batch's rows of x */
+    /* a budget under the device tables + host features' staging, above both on the host: auto
+     * moves the tables too (they had taken the device first) */
+    snprintf(args, sizeof args, "%s --features-location host --history-location host", vb);
+    cJSON *bh = train_dut(args);
+    const double pbh = tu_json_dbl(bh, "peak_device_mb");
+    ck_assert_msg(pbh < pfo, "both on the host: peak %g MB, host features alone %g MB", pbh, pfo);
+    cJSON *ba = placed_under(vb, (pbh + pfo) / 2, "host", fd);
+    cJSON_Delete(bh);
+    cJSON_Delete(ba);
+    cJSON_Delete(fo);
+    cJSON_Delete(fd);
+    cJSON_Delete(fh);
+    /* host features where a step or pass would read rows outside its batch: refused, naming why */
+    snprintf(args, sizeof args, "--method gas --parts 8 --loader view --device %s --features-location host", dut);
+    ck_assert_int_eq(train_fails(args, &err), 2);
+    ck_assert_msg(strstr(err, "a GAS step reads its halo's feature rows"), "%s", err);
+    free(err);
+    snprintf(args, sizeof args, "--method incagg --parts 8 --loader copy --device %s --features-location host", dut);
+    ck_assert_int_eq(train_fails(args, &err), 2);
+    ck_assert_msg(strstr(err, "the copy loader's passes"), "%s", err);
+    free(err);
     /* the CPU backend has no device budget */
     ck_assert_int_eq(train_fails("--epochs 1 --device cpu --device-memory-budget 1G", &err), 2);
     ck_assert_msg(strstr(err, "--device-memory-budget: applies to a device"), "%s", err);

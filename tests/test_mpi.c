@@ -183,6 +183,7 @@ START_TEST(device_ranks_equal_cpu_ranks) {
     compare_dev(2, "incagg --refresh-source recompute --loader view");
     compare_dev(2, "gas --loader view --history-dtype bf16 --pass-dtype bf16");
     compare_dev(2, "incagg --refresh-source recompute --loader view --pass-dtype bf16");
+    compare_dev(2, "incagg --refresh-source recompute --loader view --features-location host");
     compare_dev(2, "full");
     compare_dev(3, "full --model sage --grad-reduce allgather");
     /* NCCL needs CUDA GPUs, one per rank: refused on every rank alike before any step, naming the
