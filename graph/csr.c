@@ -218,7 +218,7 @@ int csr_gcn_norm(const csr_t *a, csr_t *out) {
             }
             double dj = deg[j] > 0 ? 1.0 / sqrt(deg[j]) : 0.0;
             out->col[p] = j;
-            out->val[p++] = (float)(entry(a, k) * di * dj);
+            out->val[p++] = (float)(entry(a, k) * (di * dj));   /* (j, i) gets the same bits when a is symmetric */
         }
         if (!placed) {
             out->col[p] = (int32_t)i;

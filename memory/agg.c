@@ -497,6 +497,11 @@ int agg_add_extra(agg_t *g, int e, int64_t bytes) {
         else rc = kc_alloc(g->kc, KERN_MEM_PINNED, (size_t)bytes, &g->slot[k].extra_h[e]);
     }
     if (rc == INCA_OK) g->extra_cap[e] = bytes;
+    for (int k = 0; k < g->nslots && rc != INCA_OK; k++) {   /* none of it: the device blocks go with the operator */
+        kc_release(g->kc, KERN_MEM_PINNED, g->slot[k].extra_h[e]);
+        g->slot[k].extra_h[e] = NULL;
+        g->slot[k].extra_d[e] = NULL;
+    }
     return rc;
 }
 

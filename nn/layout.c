@@ -33,6 +33,11 @@ static void adj_names(char (*nm)[192], const char *part, const char *which, int 
     for (int i = 0; i < 3; i++) snprintf(nm[i], 192, "layout/%s/%s-%s/%s", part, which, norm == NN_NORM_MEAN ? "mean" : "gcn", parts[i]);
 }
 
+/* gcn: Âᵀ is stored for a directed graph only; a symmetric graph's layout says so in this
+ * one-value array, written after Â, so a gcn layout with neither (made before Âᵀ was kept for
+ * gcn, or cut short between the two writes) is rebuilt rather than trained with Â for Âᵀ */
+static void sym_name(char *buf, size_t len, const char *part) { snprintf(buf, len, "layout/%s/adj-gcn/symmetric", part); }
+
 /* Elements [e0, e0 + cnt) of the stored x (row-major, f a row) into their renumbered rows of x,
  * each checked finite. src is bytes: a chunk small enough for an LMDB leaf page is not aligned
  * for floats (the large ones, overflow pages, are). */
@@ -181,6 +186,12 @@ static int write_adj(store_t *s, const partition_t *p, const csr_t *adj, int nor
     if (rc == INCA_OK) rc = build_adj(p, adj, norm, a, &at);
     csr_free(&own);
     if (rc == INCA_OK && (rc = put_csr(s, an, a)) == INCA_OK && at.rowptr) rc = put_csr(s, tn, &at);
+    if (rc == INCA_OK && !at.rowptr && norm != NN_NORM_MEAN) {
+        char sym[192];
+        const int32_t one = 1;
+        sym_name(sym, sizeof sym, p->man.name);
+        rc = put_whole(s, sym, DT_I32, &one, 1, 0);
+    }
     csr_free(&at);
     return rc;
 }
@@ -199,7 +210,10 @@ int layout_ensure(store_t *s, const partition_t *p, const csr_t *adj, int featno
     adj_names(an, p->man.name, "adj", norm);
     adj_names(tn, p->man.name, "adjt", norm);
     const int need_x = !store_has_array(s, xn), need_m0 = want_m0 && !store_has_array(s, mn);
-    const int need_a = !store_has_array(s, an[2]) || (norm == NN_NORM_MEAN && !store_has_array(s, tn[2]));
+    char sym[192];
+    sym_name(sym, sizeof sym, p->man.name);
+    const int need_a = !store_has_array(s, an[2]) || (norm == NN_NORM_MEAN && !store_has_array(s, tn[2])) ||
+                       (norm != NN_NORM_MEAN && !store_has_array(s, tn[2]) && !store_has_array(s, sym));
     if (!need_x && !need_m0 && !need_a) return INCA_OK;
     float *x = NULL;
     void *m0 = NULL;
@@ -230,7 +244,7 @@ int layout_ensure(store_t *s, const partition_t *p, const csr_t *adj, int featno
 }
 
 int layout_drop(store_t *s, const partition_t *p, int featnorm, int want_m0, int norm, hist_dtype_t dt) {
-    char names[8][192], an[3][192], tn[3][192];
+    char names[12][192], an[3][192], tn[3][192];
     int k = 0;
     layout_x_name(names[k++], sizeof names[0], p->man.name, featnorm);
     if (want_m0) layout_m0_name(names[k++], sizeof names[0], p->man.name, featnorm, norm, dt);
@@ -238,8 +252,9 @@ int layout_drop(store_t *s, const partition_t *p, int featnorm, int want_m0, int
     adj_names(tn, p->man.name, "adjt", norm);
     for (int i = 0; i < 3; i++) {
         memcpy(names[k++], an[i], sizeof an[i]);
-        if (norm == NN_NORM_MEAN) memcpy(names[k++], tn[i], sizeof tn[i]);
+        memcpy(names[k++], tn[i], sizeof tn[i]);   /* mean's, or a directed graph's gcn Âᵀ */
     }
+    if (norm != NN_NORM_MEAN) sym_name(names[k++], sizeof names[0], p->man.name);
     store_wtx_t *w = NULL;
     int rc = store_write_begin(s, &w);
     for (int i = 0; rc == INCA_OK && i < k; i++)

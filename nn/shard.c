@@ -20,7 +20,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 
-#define SHARD_VERSION 1
+#define SHARD_VERSION 2   /* 2: a directed graph's gcn Âᵀ kept (shards of version 1 lack it) */
 
 typedef struct shard_info {
     int32_t version, rank, ranks, featnorm, norm, has_m0, m0_dtype, pad;

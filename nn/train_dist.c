@@ -272,6 +272,10 @@ static int fd_op_setup(fd_rank_t *R, const fd_shared_t *S) {
         if (rc == INCA_OK && S->at.rowptr) rc = fd_local_rows(&S->at, R->lo, R->no, hid, hm, nb, &o->lat);
         if (rc == INCA_OK) rc = kc_mat_upload(kc, &o->la, &o->own_a);
         if (rc == INCA_OK && o->lat.rowptr) rc = kc_mat_upload(kc, &o->lat, &o->own_at);
+        if (dev) {   /* a device copied them; the CPU context borrows them for the run */
+            csr_free(&o->la);
+            csr_free(&o->lat);
+        }
     }
     inca_free(hid);
     kc_mem_tag(kc, "halo tables");
@@ -616,7 +620,7 @@ static int64_t fd_budget_share(const train_config_t *c, int P) {
     if (c->device_memory_budget > 0) return c->device_memory_budget / P;
     kern_mem_stats_t s;
     kc_mem_stats(kc, &s);
-    return s.device_free > 0 ? (s.device_free + s.now[KERN_MEM_DEVICE]) / P : 0;
+    return s.device_free > 0 ? s.device_free / P : 0;   /* what the job's own context holds stays its own */
 }
 
 static void *fd_thread_main(void *arg) {

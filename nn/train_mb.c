@@ -710,6 +710,8 @@ static int mb_setup_agg(mb_run_t *R, const dataset_t *d, hist_dtype_t hd, const 
     *ns_out = ns;
     agg_config_t ac = {.method = R->method, .source = c->refresh_source, .relax = (float)c->refresh_relax, .dtype = hd,
                        .single_buffer = R->o->single_buffer && R->R == R->spe, .nsites = ns, .dims = dims,
+                       /* x: NULL while deferred features are placed (mb_features_late); read only by
+                        * GAS's halo rows and by an M^0 computed here, neither of which defers */
                        .fixed = fixed, .n = n, .in_dim = R->mc.in_dim, .x = R->x_d, .a = &R->D.a,
                        .nb_max = nb_max, .halo_max = halo_max, .kc = kc, .a_m = R->a_m,
                        .host_tables = c->history_host == TRAIN_HIST_HOST, .x_host = R->D.x,
@@ -788,8 +790,8 @@ static int mb_setup_tables(mb_run_t *R, const dataset_t *d, hist_dtype_t hd, con
     int rc = mb_setup_agg(R, d, hd, m0, ns);
     if (rc == INCA_OK) rc = mb_features_late(R);
     if (rc != INCA_ENOMEM || !mb_features_deferred(R) || R->c->history_host != TRAIN_HIST_AUTO || !R->agg ||
-        agg_tables_on_host(R->agg) || R->place.budget <= 0)
-        return rc;
+        agg_tables_on_host(R->agg) || R->place.budget <= 0 || !strstr(inca_errmsg(), "device memory budget"))
+        return rc;   /* host tables help only a device that is full */
     train_log(R->c, TRAIN_LOG_INFO, "history tables in host memory, to make room for the features': %s", inca_errmsg());
     inca_err_clear();
     mb_features_undo(R);

@@ -181,6 +181,74 @@ START_TEST(arrays_match_independent_reference) {
 }
 END_TEST
 
+/* the arrays `which` (adj / adjt) of a gcn layout deleted, as a layout written before gcn kept
+ * Âᵀ would lack them (adjt), or the marker of a symmetric graph (symmetric) */
+static void drop_arrays(store_t *s, const partition_t *p, const char *which) {
+    static const char *const parts[3] = {"rowptr", "col", "val"};
+    store_wtx_t *w = NULL;
+    char nm[256];
+    ck_assert_int_eq(store_write_begin(s, &w), INCA_OK);
+    for (int i = 0; i < 3; i++) {
+        if (strcmp(which, "symmetric") == 0) snprintf(nm, sizeof nm, "layout/%s/adj-gcn/symmetric", p->man.name);
+        else snprintf(nm, sizeof nm, "layout/%s/%s-gcn/%s", p->man.name, which, parts[i]);
+        if (store_has_array(s, nm)) ck_assert_int_eq(store_wtx_del_array(w, nm), INCA_OK);
+    }
+    ck_assert_int_eq(store_write_commit(&w), INCA_OK);
+}
+
+/* GCN on a directed graph (a random partitioning: METIS and lp take no directed graph): the
+ * layout keeps Âᵀ (the backward's), equal to the transpose of the stored Â; a gcn layout
+ * without Âᵀ or the symmetric marker (written before either existed) is rebuilt, on a
+ * directed graph and on a symmetric one, whose layout then carries the marker and no Âᵀ. */
+START_TEST(directed_gcn_layout_keeps_the_transpose) {
+    dataset_t dd = D;   /* borrows D's arrays but the graph */
+    int64_t *src = malloc(sizeof *src * (size_t)D.adj.nnz), *dst = malloc(sizeof *dst * (size_t)D.adj.nnz), m = 0;
+    for (int64_t u = 0; u < D.n; u++)
+        for (int64_t k = D.adj.rowptr[u]; k < D.adj.rowptr[u + 1]; k++)
+            if (!((u + D.adj.col[k]) % 3 == 0 && u > D.adj.col[k])) { src[m] = u; dst[m++] = D.adj.col[k]; }
+    ck_assert_int_eq(csr_from_edges(&dd.adj, D.n, src, dst, m, 0), INCA_OK);
+    free(src);
+    free(dst);
+    char dpath[4200];
+    snprintf(dpath, sizeof dpath, "%s/dir.lmdb", dir);
+    ck_assert_int_eq(dataset_save(&dd, dpath, 0), INCA_OK);
+    store_t *s = NULL;
+    partition_t pr;
+    layout_views_t v;
+    int built = 0;
+    ck_assert_int_eq(store_open(dpath, STORE_RDWR, &s), INCA_OK);
+    ck_assert_int_eq(store_partition_get(s, &dd.adj, 12, PART_RANDOM, 0, &pr, NULL), INCA_OK);
+    for (int round = 0; round < 2; round++) {   /* written, then rebuilt after Âᵀ was dropped */
+        ck_assert_int_eq(layout_ensure(s, &pr, NULL, TRAIN_FEATNORM_NONE, 1, NN_NORM_GCN, HIST_F32, 0, &built), INCA_OK);
+        ck_assert_int_eq(built & 4, 4);
+        ck_assert_int_eq(layout_open(s, &pr, TRAIN_FEATNORM_NONE, 1, NN_NORM_GCN, HIST_F32, &v), INCA_OK);
+        ck_assert_ptr_nonnull(v.at.rowptr);
+        csr_t t = {0};
+        ck_assert_int_eq(csr_transpose(&v.a, &t), INCA_OK);
+        ck_assert_int_eq(t.nnz, v.at.nnz);
+        ck_assert_mem_eq(t.rowptr, v.at.rowptr, sizeof(int64_t) * (size_t)(D.n + 1));
+        ck_assert_mem_eq(t.col, v.at.col, sizeof(int32_t) * (size_t)t.nnz);
+        ck_assert_mem_eq(t.val, v.at.val, sizeof(float) * (size_t)t.nnz);
+        csr_free(&t);
+        drop_arrays(s, &pr, "adjt");
+    }
+    partition_free(&pr);
+    store_close(&s);
+    csr_free(&dd.adj);
+    /* the symmetric store: the marker, no Âᵀ; without the marker, Â is written again */
+    ck_assert_int_eq(store_open(path, STORE_RDWR, &s), INCA_OK);
+    ck_assert_int_eq(layout_ensure(s, &P, &D.adj, TRAIN_FEATNORM_NONE, 1, NN_NORM_GCN, HIST_F32, 0, &built), INCA_OK);
+    ck_assert_int_eq(layout_open(s, &P, TRAIN_FEATNORM_NONE, 1, NN_NORM_GCN, HIST_F32, &v), INCA_OK);
+    ck_assert_ptr_null(v.at.rowptr);
+    ck_assert_int_eq(layout_ensure(s, &P, &D.adj, TRAIN_FEATNORM_NONE, 1, NN_NORM_GCN, HIST_F32, 0, &built), INCA_OK);
+    ck_assert_int_eq(built, 0);
+    drop_arrays(s, &P, "symmetric");
+    ck_assert_int_eq(layout_ensure(s, &P, &D.adj, TRAIN_FEATNORM_NONE, 1, NN_NORM_GCN, HIST_F32, 0, &built), INCA_OK);
+    ck_assert_int_eq(built, 4);
+    store_close(&s);
+}
+END_TEST
+
 static void base_config(train_config_t *c) {
     train_config_default(c);   /* gcn */
     c->method = tu_method("incagg");
@@ -384,6 +452,7 @@ int main(void) {
     tcase_add_loop_test(t, views_equal_copies_and_budget_spills, 0, 2);
     tcase_add_test(t, train_run_migrates_and_refuses);
     tcase_add_test(t, bf16_pass_buffers);
+    tcase_add_test(t, directed_gcn_layout_keeps_the_transpose);
     suite_add_tcase(s, t);
     return tu_run_suite(s);
 }
