@@ -36,13 +36,14 @@ void halo_set_stage_bytes(halo_t *h, int64_t bytes) {
     if (h) h->stage = bytes > 0 ? bytes : HALO_STAGE_BYTES;
 }
 
-void halo_set_local(halo_t *h, int64_t lo, int64_t no) {
+int64_t halo_set_local(halo_t *h, int64_t lo, int64_t no) {
     int64_t nb = 0;
     while (nb < h->nr && h->rids[nb] < lo) nb++;
     h->local = 1;
     h->lo = lo;
     h->nb = nb;
     h->no = no;
+    return nb;
 }
 
 int64_t halo_local_row(const halo_t *h, int64_t j) { return j < h->nb ? j : j + h->no; }

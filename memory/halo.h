@@ -57,7 +57,7 @@ void halo_set_stage_bytes(halo_t *h, int64_t bytes);
  * own rows sit at [nb, nb + no), nb the halo ids below lo; halo id need[j] at row
  * halo_local_row(h, j). The ids pack and unpack get (halo_exchange_with) are then local rows.
  * Ascending like the global ids, so a CSR renumbered this way keeps its column order. */
-void halo_set_local(halo_t *h, int64_t lo, int64_t no);
+int64_t halo_set_local(halo_t *h, int64_t lo, int64_t no);   /* returns nb */
 int64_t halo_local_row(const halo_t *h, int64_t j);
 int64_t halo_send_rows(const halo_t *h);   /* rows this rank sends per exchange */
 int64_t halo_recv_rows(const halo_t *h);   /* rows it receives per exchange */

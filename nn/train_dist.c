@@ -261,10 +261,7 @@ static int fd_op_setup(fd_rank_t *R, const fd_shared_t *S) {
     int rc = fd_rank_halo(S, R->rank, &hid, &hm);
     if (rc == INCA_OK) rc = halo_plan(R->comm, &S->plan, hid, hm, COMM_SETUP, &R->op.halo);
     if (rc == INCA_OK) {
-        halo_set_local(R->op.halo, R->lo, R->no);
-        int64_t nb = 0;
-        while (nb < hm && hid[nb] < R->lo) nb++;
-        R->op.nb = nb;
+        const int64_t nb = R->op.nb = halo_set_local(R->op.halo, R->lo, R->no);
         R->op.nl = R->no + hm;
         kc_mem_tag(kc, "graph");
         fd_op_t *o = &R->op;

@@ -236,6 +236,8 @@ typedef struct mb_run {
     int64_t nva_all;            /* validation nodes of the whole job (a shard holds its share) */
 } mb_run_t;
 
+static void mb_features_undo(mb_run_t *R);
+
 static void mb_run_free(mb_run_t *R) {
     kern_ctx_t *kc = R->kc;
     inca_free(R->blobs);
@@ -254,23 +256,17 @@ static void mb_run_free(mb_run_t *R) {
         for (int i = 0; i < R->npan; i++) kc_mat_free(kc, &R->apan[i]);   /* views of a_m: first */
         kc_release(kc, KERN_MEM_DEVICE, R->logits_all);
         kc_release(kc, KERN_MEM_DEVICE, R->pan_in);
-        kc_release(kc, KERN_MEM_DEVICE, R->pan_x);
-        kc_release(kc, KERN_MEM_DEVICE, R->pan_m0);
-        kc_release(kc, KERN_MEM_PINNED, R->pan_h);
+        mb_features_undo(R);   /* x_d, xb_d, the host features' staging */
         for (int i = 0; i < R->ngacc; i++) kc_release(kc, KERN_MEM_DEVICE, R->gacc[i]);
         kc_mat_free(kc, &R->a_m);
         kc_mat_free(kc, &R->at_m);
-        if (!R->x_host) kc_mirror_free(kc, R->D.x, R->x_d);
         kc_mirror_free(kc, R->D.y, R->y_d);
         kc_mirror_free(kc, R->D.tr, R->tr_d);
         kc_mirror_free(kc, R->D.va, R->va_d);
         kc_mirror_free(kc, R->D.te, R->te_d);
-        void *dm[] = {R->xb_d, R->losses_d, R->meter_d, R->logp, R->dlogits};
+        void *dm[] = {R->losses_d, R->meter_d, R->logp, R->dlogits};
         for (size_t i = 0; i < sizeof dm / sizeof dm[0]; i++) kc_release(kc, KERN_MEM_DEVICE, dm[i]);
     }
-    for (int i = 0; i < R->npan && R->apan_h; i++) kc_mat_free(kc_cpu(), &R->apan_h[i]);
-    kc_mat_free(kc_cpu(), &R->a_h);
-    inca_free(R->apan_h);
     mb_data_free(&R->D);
     inca_free(R->apan);
     inca_free(R->pan_r0);
