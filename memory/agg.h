@@ -165,7 +165,7 @@ int agg_refresh_forward(void *ctx, int site, int64_t n, int64_t f, const float *
  * is a model pass through agg_refresh_forward). */
 int agg_refresh(agg_t *g);
 
-/* ---- layer-wise passes over row panels (streamed evaluation and refresh, nn/train_mb.c) ----
+/* ---- layer-wise passes over row panels (streamed evaluation and refresh, nn/mb_pass.c) ----
  * M^0 at a fixed site of incagg (borrowed or computed), NULL otherwise. */
 const hist_t *agg_m0(const agg_t *g, int site);
 /* The refresh of rows [r0, r0+m) at a history site: S and P rows <- in (S skipped when

@@ -16,7 +16,7 @@
  * anonymous memory. Labels and splits stay in their original arrays (O(n), renumbered
  * in memory).
  *
- * The arithmetic is the copy path's (nn/train_mb.c): x renumbered row by row, then
+ * The arithmetic is the copy path's (nn/mb_data.c): x renumbered row by row, then
  * train_features_prepare; Â = nn_adj_build of the renumbered graph; M^0 by the CPU backend's
  * SpMM, so M^0 has the bits agg_create computes in memory.
  *
