@@ -76,6 +76,7 @@ struct agg {
     float *panel;        /* panel_rows x maxdim fp32 (bf16 M^0 and push refreshes) */
     int64_t panel_rows;
     int64_t table_bytes, scratch_bytes;
+    int64_t scratch_host_bytes;   /* of scratch_bytes and the pinned staging: what is host memory */
     int m0_borrowed;     /* M at fixed sites is cfg->m0 (host) or its device copy, not a table */
     void *pass[2];       /* agg_pass_buffer, of pass_dtype */
     hist_dtype_t pass_dtype;
@@ -110,6 +111,7 @@ const mem_arena_t *agg_arena(const agg_t *g) { return g->arena; }
 int64_t agg_table_bytes(const agg_t *g) { return g->table_bytes; }
 int agg_tables_on_host(const agg_t *g) { return !g->tdev; }
 int64_t agg_scratch_bytes(const agg_t *g) { return g->scratch_bytes; }
+int64_t agg_scratch_host_bytes(const agg_t *g) { return g->scratch_host_bytes; }
 const int64_t *agg_batch_nodes(const agg_t *g) { return g->nodes; }
 
 /* events of the two upload slots (see struct agg) */
@@ -331,8 +333,17 @@ static int table(agg_t *g, hist_t *h, char which, int site) {
 
 static void *scratch(agg_t *g, int64_t floats, const char *label, int on_dev) {
     void *p = take(g, sizeof(float) * (size_t)(floats > 0 ? floats : 1), label, on_dev);
-    if (p) g->scratch_bytes += (int64_t)sizeof(float) * (floats > 0 ? floats : 1);
+    const int64_t bytes = (int64_t)sizeof(float) * (floats > 0 ? floats : 1);
+    if (p) g->scratch_bytes += bytes;
+    if (p && (!on_dev || !g->dev)) g->scratch_host_bytes += bytes;
     return p;
+}
+
+/* Pinned host staging (off the CPU only), counted as the host memory it is. */
+static int pin(agg_t *g, size_t bytes, void **p) {
+    int rc = kc_alloc(g->kc, KERN_MEM_PINNED, bytes, p);
+    if (rc == INCA_OK) g->scratch_host_bytes += (int64_t)bytes;
+    return rc;
 }
 
 
@@ -421,14 +432,14 @@ static int agg_slots_create(agg_t *g, const agg_config_t *cfg, int64_t nbm, int6
         if (rc == INCA_OK && method == AGG_GAS) rc = kc_mat_create(g->kc, nbm, cols, nnzm, &sl->bh);
         for (int m = 0; m < 3 && rc == INCA_OK && g->dev; m++) {
             const size_t nz = (size_t)(nnzm > 0 ? nnzm : 1);
-            if ((rc = kc_alloc(g->kc, KERN_MEM_PINNED, sizeof(int64_t) * (size_t)(nbm + 1), (void **)&sl->rp[m])) ||
-                (rc = kc_alloc(g->kc, KERN_MEM_PINNED, sizeof(int32_t) * nz, (void **)&sl->col[m])))
+            if ((rc = pin(g, sizeof(int64_t) * (size_t)(nbm + 1), (void **)&sl->rp[m])) ||
+                (rc = pin(g, sizeof(int32_t) * nz, (void **)&sl->col[m])))
                 break;
-            rc = kc_alloc(g->kc, KERN_MEM_PINNED, sizeof(float) * nz, (void **)&sl->val[m]);
+            rc = pin(g, sizeof(float) * nz, (void **)&sl->val[m]);
         }
         if (rc == INCA_OK && g->dev &&
-            !(rc = kc_alloc(g->kc, KERN_MEM_PINNED, sizeof(int64_t) * (size_t)nbm, (void **)&sl->nodes_h)))
-            rc = kc_alloc(g->kc, KERN_MEM_PINNED, sizeof(int64_t) * (size_t)(cfg->halo_max > 0 ? cfg->halo_max : 1),
+            !(rc = pin(g, sizeof(int64_t) * (size_t)nbm, (void **)&sl->nodes_h)))
+            rc = pin(g, sizeof(int64_t) * (size_t)(cfg->halo_max > 0 ? cfg->halo_max : 1),
                           (void **)&sl->halo_h);
     }
     return rc;
@@ -494,7 +505,7 @@ int agg_add_extra(agg_t *g, int e, int64_t bytes) {
     int rc = INCA_OK;
     for (int k = 0; k < g->nslots && rc == INCA_OK && g->dev && bytes > 0; k++) {
         if (!(g->slot[k].extra_d[e] = take(g, (size_t)bytes, "batch_extra", 1))) rc = INCA_ENOMEM;
-        else rc = kc_alloc(g->kc, KERN_MEM_PINNED, (size_t)bytes, &g->slot[k].extra_h[e]);
+        else rc = pin(g, (size_t)bytes, &g->slot[k].extra_h[e]);
     }
     if (rc == INCA_OK) g->extra_cap[e] = bytes;
     for (int k = 0; k < g->nslots && rc != INCA_OK; k++) {   /* none of it: the device blocks go with the operator */
@@ -524,7 +535,7 @@ static int agg_host_stage(agg_t *g, const agg_config_t *cfg, int64_t nbm) {
     int rc = INCA_OK;
     if (rc == INCA_OK && g->host_tables) {   /* whole tables move in chunks of a batch's rows */
         g->stage_rows = nbm > cfg->halo_max ? nbm : cfg->halo_max;
-        if ((rc = kc_alloc(g->kc, KERN_MEM_PINNED, sizeof(float) * (size_t)(g->stage_rows * g->maxdim),
+        if ((rc = pin(g, sizeof(float) * (size_t)(g->stage_rows * g->maxdim),
                            (void **)&g->stage)) == INCA_OK)
             g->scratch_bytes += (int64_t)sizeof(float) * g->stage_rows * g->maxdim;
         const int64_t hm = cfg->halo_max > 0 ? cfg->halo_max : 1;
@@ -532,19 +543,19 @@ static int agg_host_stage(agg_t *g, const agg_config_t *cfg, int64_t nbm) {
             const int64_t d = g->dim[st];
             const int wantM = method == AGG_INCAGG, wantS = wantM && !g->fixed[st], wantH = method == AGG_GAS && !g->fixed[st];
             const int push = wantH || (wantS && (g->single || g->P[st].data));
-            if (push && (rc = kc_alloc(g->kc, KERN_MEM_PINNED, sizeof(float) * (size_t)(nbm * d), (void **)&g->push_h[st])))
+            if (push && (rc = pin(g, sizeof(float) * (size_t)(nbm * d), (void **)&g->push_h[st])))
                 break;
             for (int k = 0; k < 2 && rc == INCA_OK; k++) {
                 if (wantM && (!(g->rowsM[k][st] = scratch(g, nbm * d, "rows_M", 1)) ||
-                              (rc = kc_alloc(g->kc, KERN_MEM_PINNED, sizeof(float) * (size_t)(nbm * d), (void **)&g->stM[k][st]))))
+                              (rc = pin(g, sizeof(float) * (size_t)(nbm * d), (void **)&g->stM[k][st]))))
                     rc = rc ? rc : INCA_ENOMEM;
                 if (rc == INCA_OK && wantS &&
                     (!(g->rowsS[k][st] = scratch(g, nbm * d, "rows_S", 1)) ||
-                     (rc = kc_alloc(g->kc, KERN_MEM_PINNED, sizeof(float) * (size_t)(nbm * d), (void **)&g->stS[k][st]))))
+                     (rc = pin(g, sizeof(float) * (size_t)(nbm * d), (void **)&g->stS[k][st]))))
                     rc = rc ? rc : INCA_ENOMEM;
                 if (rc == INCA_OK && wantH &&
                     (!(g->rowsH[k][st] = scratch(g, hm * d, "rows_H", 1)) ||
-                     (rc = kc_alloc(g->kc, KERN_MEM_PINNED, sizeof(float) * (size_t)(hm * d), (void **)&g->stH[k][st]))))
+                     (rc = pin(g, sizeof(float) * (size_t)(hm * d), (void **)&g->stH[k][st]))))
                     rc = rc ? rc : INCA_ENOMEM;
             }
         }
@@ -561,7 +572,10 @@ static int agg_gas_scratch(agg_t *g, const agg_config_t *cfg, int64_t nbm) {
         g->defer = cfg->defer_batches;
         g->ndmax = (int64_t)cfg->defer_batches * nbm;
         if (rc == INCA_OK && !(g->dids = take(g, sizeof(int64_t) * (size_t)g->ndmax, "held_ids", g->dev))) rc = INCA_ENOMEM;
-        else if (rc == INCA_OK) g->scratch_bytes += (int64_t)sizeof(int64_t) * g->ndmax;
+        else if (rc == INCA_OK) {
+            g->scratch_bytes += (int64_t)sizeof(int64_t) * g->ndmax;
+            if (!g->dev) g->scratch_host_bytes += (int64_t)sizeof(int64_t) * g->ndmax;
+        }
         for (int st = 0; st < ns && rc == INCA_OK; st++)
             if (!g->fixed[st] && !(g->dpush[st] = scratch(g, g->ndmax * g->dim[st], "held_pushes", g->dev))) rc = INCA_ENOMEM;
     }
@@ -810,7 +824,9 @@ const hist_t *agg_m0(const agg_t *g, int site) {
 int64_t agg_spilled_bytes(const agg_t *g) { return (int64_t)mem_arena_spilled_bytes(g->arena); }
 
 float *agg_s_direct(agg_t *g, int site) {
-    if (g->method != AGG_INCAGG || site < 0 || site >= g->nsites || g->fixed[site] || g->host_tables) return NULL;
+    if (g->method != AGG_INCAGG || site < 0 || site >= g->nsites || g->fixed[site] || g->host_tables ||
+        g->pass_dtype == HIST_BF16)
+        return NULL;
     if (g->relax < 1.f && g->relaxing) return NULL;   /* S is blended, not overwritten */
     return hist_f32(&g->S[site]);
 }

@@ -178,7 +178,9 @@ int agg_refresh_rows(agg_t *g, int site, int64_t r0, int64_t m, const float *in,
 void agg_snapshot_taken(agg_t *g);
 /* S at site as an fp32 n x dim table in the context's memory that a refresh pass may write
  * its layer outputs into directly (so the next layer's input needs no buffer of its own), or
- * NULL (another method, a fixed site, bf16, host tables). */
+ * NULL (another method, a fixed site, bf16 tables, host tables, or bf16 pass buffers: then the
+ * next layer reads the output rounded to bf16 wherever the tables are, which a direct S would
+ * skip on the CPU and device tables only). */
 float *agg_s_direct(agg_t *g, int site);
 /* Pass buffer i (0 or 1): n x f of agg_pass_dtype (agg_config.pass_dtype: fp32 or bf16) in the
  * context's memory, made on first use (f: the widest layer output the caller will put there; a
@@ -205,6 +207,10 @@ int agg_tables_on_host(const agg_t *g);
  * sum is the arena's bytes. */
 int64_t agg_table_bytes(const agg_t *g);
 int64_t agg_scratch_bytes(const agg_t *g);
+/* What the operator holds in host memory besides its tables: on the CPU all of its scratch; off
+ * it the scratch kept on the host and the pinned staging of batches and host tables (not in
+ * agg_scratch_bytes). What --memory-budget counts. */
+int64_t agg_scratch_host_bytes(const agg_t *g);
 /* Seconds in the batch operator's forward / backward, and Σ nnz(Â_BB) / Σ nnz(Â rows of B) over
  * the forward calls (the share of a batch's edges that stay inside it). */
 void agg_times(const agg_t *g, double *fwd_s, double *bwd_s, double *intra_fraction);

@@ -46,8 +46,9 @@ typedef struct mb_pass_op {
     kern_mat_t *rows;     /* Â's rows of the panel */
 } mb_pass_op_t;
 
-/* The features in host memory, a site reading them: its panel's Â X from M^0's rows (host
- * tables: uploaded, bf16 decoded on the device), else computed on the CPU and uploaded. */
+/* A site reading x whose panel's Â X is not on the device: M^0's rows from host tables
+ * (uploaded, bf16 decoded on the device), else (the features in host memory, no M^0 to serve)
+ * computed on the CPU and uploaded. */
 static int mb_pass_x_host(mb_run_t *R, const mb_pass_op_t *P, const hist_t *m0, int64_t n, int64_t f, float *out) {
     kern_ctx_t *kc = R->kc;
     int rc;
@@ -73,12 +74,13 @@ static int mb_pass_forward(void *ctx, int site, int64_t n, int64_t f, const floa
     /* IncAgg's stored M^0 = ÂX serves a site reading x: always in a refresh (what training reads
      * is what the refresh keeps), and in an evaluation when it holds the exact fp32 product */
     const hist_t *m0 = agg_m0(R->agg, site);
-    /* with host tables M^0 is host memory: the device's copy of x is read instead, unless x
-     * stayed in host memory too (then M^0's rows go up) */
+    /* with host tables M^0 is host memory: the device's copy of x is read instead (the same
+     * product), unless x stayed in host memory too or M^0 is bf16 (the rounded product the
+     * steps read, which the refresh must keep): then M^0's panel rows go up */
     const int m0_ok = m0 && (P->refresh || m0->dtype == HIST_F32), m0_host = R->dev && agg_tables_on_host(R->agg);
     int rc;
     if (m0_ok && !m0_host) rc = kc_gather_rows(R->kc, m0->dtype == HIST_BF16 ? KERN_BF16 : KERN_F32, m0->data, f, NULL, P->r0, n, out);
-    else if (P->xh) rc = mb_pass_x_host(R, P, m0_ok ? m0 : NULL, n, f, out);
+    else if (P->xh || (m0_ok && m0->dtype == HIST_BF16)) rc = mb_pass_x_host(R, P, m0_ok ? m0 : NULL, n, f, out);
     else rc = P->hbf16 ? kc_spmm_bf16(R->kc, P->rows, P->hfull, f, out) : kc_spmm(R->kc, P->rows, NULL, P->hfull, f, 1.f, 0.f, out);
     if (rc == INCA_OK && P->refresh) rc = agg_refresh_rows(R->agg, site, P->r0, n, in_raw, out, P->skip_s);
     return rc;
@@ -97,12 +99,13 @@ static int mb_pass_layer(mb_run_t *R, mb_pass_op_t *P, int li, int64_t fin, void
         P->rows = R->apan[p];
         P->pan = p;
         const int64_t np = kc_mat_rows(R->apan[p]);
-        if ((!R->dev || P->xh) && p + 1 < R->npan) {   /* the next panel's input (and M^0) rows */
+        const int m0_host = !R->dev || agg_tables_on_host(R->agg);
+        if ((!R->dev || P->xh || m0_host) && p + 1 < R->npan) {   /* the next panel's input (and M^0) rows */
             const int64_t r1 = R->pan_r0[p + 1], n1 = kc_mat_rows(R->apan[p + 1]);
             const hist_t *m0 = agg_m0(R->agg, li);
             /* read-ahead of store views and spilled tables (file pages; anonymous memory ignores it) */
-            inca_madvise((const char *)P->hfull + r1 * fin * es_in, n1 * fin * es_in, MADV_WILLNEED);
-            if (m0 && (!R->dev || agg_tables_on_host(R->agg))) {
+            if (!R->dev || P->xh) inca_madvise((const char *)P->hfull + r1 * fin * es_in, n1 * fin * es_in, MADV_WILLNEED);
+            if (m0 && m0_host) {
                 const int64_t es = m0->dtype == HIST_BF16 ? 2 : 4;
                 inca_madvise((const char *)m0->data + r1 * fin * es, n1 * fin * es, MADV_WILLNEED);
             }

@@ -103,11 +103,16 @@ int64_t mb_pass_width(const mb_run_t *R) {
  * when they fit the budget less its reserve beside everything the run already holds there (the
  * model, the batch's buffers: allocated before), else in host memory. Decided by trying under
  * the context's limit, so the plan is what was allocated, not an estimate of it. */
+/* auto on a device under a budget: the tables go where they fit (mb_agg_place) */
+static int mb_tables_auto(const mb_run_t *R) {
+    return R->dev && R->c->history_host == TRAIN_HIST_AUTO && R->place.budget > 0 && !R->tables_host &&
+           !(R->workers > 1 && R->method == AGG_GAS);   /* GAS ranks hold pushes on the device */
+}
+
 static int mb_agg_place(mb_run_t *R, agg_config_t *ac) {
     const train_config_t *c = R->c;
     kern_ctx_t *kc = R->kc;
-    const int auto_ = R->dev && c->history_host == TRAIN_HIST_AUTO && R->place.budget > 0 && !R->tables_host &&
-                      !(R->workers > 1 && R->method == AGG_GAS);   /* GAS ranks hold pushes on the device */
+    const int auto_ = mb_tables_auto(R);
     ac->host_tables = R->dev && (c->history_host == TRAIN_HIST_HOST || R->tables_host);
     kc_mem_tag(kc, "operator");
     if (auto_) {   /* under the setup limit (the budget less the reserve: train_device_budget_begin) */
@@ -162,15 +167,20 @@ static int mb_setup_agg(mb_run_t *R, const dataset_t *d, hist_dtype_t hd, const 
         const int64_t csrb = (int64_t)sizeof(int64_t) * (n + 1) + (int64_t)(sizeof(int32_t) + sizeof(float)) * R->D.a.nnz;
         const int64_t graph = (R->D.a.owned ? csrb * (atp ? 2 : 1) : 0) +
                               (d->adj.rowptr ? (int64_t)sizeof(int64_t) * (n + 1) + (int64_t)sizeof(int32_t) * d->adj.nnz : 0);
-        const int64_t ws = model_workspace_bytes(R->m);
+        const int64_t ws = R->dev ? 0 : model_workspace_bytes(R->m);   /* a device's activations are its own */
         int64_t lb = 0;
         for (int w = 0; w < R->workers; w++) lb += R->lds[w] ? batch_loader_bytes(R->lds[w]) : 0;
         const int64_t pern = n * (int64_t)(sizeof(int32_t) + 1 + sizeof(int64_t)) + 2 * n * (int64_t)sizeof(float) * R->C;
-        /* the operator's scratch as it allocates it (GAS's halo and held pushes, IncAgg's deltas and
-         * row buffers): an operator made without a budget, whose tables are maps never touched */
-        if ((rc = agg_create(&ac, &R->agg)) != INCA_OK) return rc;
+        /* the operator's host scratch as it allocates it (GAS's halo and held pushes, IncAgg's
+         * deltas and row buffers; off the CPU the pinned staging): an operator made without a
+         * budget, whose tables are maps never touched. Off the CPU its tables are the host's
+         * wherever they may go (their staging is the larger host need, and device tables that
+         * auto would move must not end the run here) */
+        agg_config_t probe = ac;
+        probe.host_tables = ac.host_tables || (R->dev && (R->tables_host || mb_tables_auto(R)));
+        if ((rc = agg_create(&probe, &R->agg)) != INCA_OK) return rc;
         const int64_t scr_min = R->method == AGG_CLUSTER ? 0 : (int64_t)sizeof(float) * (nb_max ? nb_max : 1) * maxdim;
-        int64_t scr = agg_scratch_bytes(R->agg);
+        int64_t scr = agg_scratch_host_bytes(R->agg);
         agg_free(&R->agg);
         if (scr < scr_min) scr = scr_min;
         const int64_t need = ws + lb + graph + pern + scr, base = R->anon_base;
@@ -208,11 +218,23 @@ static int mb_setup_panels_x(mb_run_t *R) {
     return INCA_OK;
 }
 
+/* Host tables with bf16 M^0 beside device features: a refresh pass's first layer reads M^0's
+ * panel rows as the steps do, uploaded and decoded (mb_pass_x_host), through the staging that
+ * host features have already. */
+static int mb_m0_staging(mb_run_t *R) {
+    if (!R->dev || !R->stream || R->pan_m0 || R->method != AGG_INCAGG || R->c->history_dtype != HIST_BF16 ||
+        !agg_tables_on_host(R->agg))
+        return INCA_OK;
+    kc_mem_tag(R->kc, "buffers");
+    return kc_alloc(R->kc, KERN_MEM_DEVICE, sizeof(uint16_t) * (size_t)R->pan_rows * (size_t)R->D.f, (void **)&R->pan_m0);
+}
+
 /* The operator and the deferred features. Tables placed by auto on the device can leave too
  * little room for even the host features' staging; then both go to the host, once. */
 int mb_setup_tables(mb_run_t *R, const dataset_t *d, hist_dtype_t hd, const void *m0, int *ns) {
     int rc = mb_setup_agg(R, d, hd, m0, ns);
     if (rc == INCA_OK) rc = mb_features_late(R);
+    if (rc == INCA_OK) rc = mb_m0_staging(R);
     if (rc != INCA_ENOMEM || !mb_features_deferred(R) || R->c->history_host != TRAIN_HIST_AUTO || !R->agg ||
         agg_tables_on_host(R->agg) || R->place.budget <= 0 || !strstr(inca_errmsg(), "device memory budget"))
         return rc;   /* host tables help only a device that is full */
@@ -221,6 +243,6 @@ int mb_setup_tables(mb_run_t *R, const dataset_t *d, hist_dtype_t hd, const void
     mb_features_undo(R);
     agg_free(&R->agg);
     R->tables_host = 1;
-    rc = mb_setup_agg(R, d, hd, m0, ns);
-    return rc == INCA_OK ? mb_features_late(R) : rc;
+    if ((rc = mb_setup_agg(R, d, hd, m0, ns)) == INCA_OK && (rc = mb_features_late(R)) == INCA_OK) rc = mb_m0_staging(R);
+    return rc;
 }

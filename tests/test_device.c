@@ -316,6 +316,13 @@ START_TEST(mini_batch_every_method) {
         "--method incagg --model sage --parts 8 --batch-parts 2 --epochs 2 --loader view --features-location host --history-dtype bf16",
         "--method cluster --parts 8 --batch-parts 2 --epochs 2 --loader view --features-location host",
         "--method incagg --parts 8 --batch-parts 1 --epochs 2 --workers 2 --loader view --features-location host",
+        /* host tables beside device features: a refresh reads bf16 M^0's rows as the steps do (not
+         * the exact Â X of the device's x), and bf16 pass buffers round every hidden output
+         * wherever the tables are (the CPU and device tables wrote it to S unrounded) */
+        "--method incagg --parts 8 --batch-parts 2 --epochs 3 --loader view --history-dtype bf16 --history-location host",
+        ("--method incagg --parts 8 --batch-parts 2 --epochs 3 --loader view --history-dtype bf16 --history-location host "
+         "--refresh-source push"),
+        "--method incagg --parts 8 --batch-parts 2 --epochs 3 --loader view --pass-dtype bf16 --history-location host",
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         cJSON *a = train(cases[i], "cpu"), *b = train_dut(cases[i]);
@@ -474,6 +481,17 @@ START_TEST(device_memory_budget) {
     cJSON_Delete(fo);
     cJSON_Delete(fd);
     cJSON_Delete(fh);
+    /* a host --memory-budget beside a device budget that sends the tables to the host: sized for
+     * host tables, not refused by device tables that auto would have moved */
+    snprintf(args, sizeof args, "%s --features-location device --device-memory-budget %lld", vb,
+             (long long)((pfd + pfo) / 2 * 1048576.0));
+    cJSON *hb = train_dut(args);
+    strcat(args, " --memory-budget 2G");
+    cJSON *hm = train_dut(args);
+    ck_assert_str_eq(tu_json_get(tu_json_get(hm, "placement", cJSON_Object), "tables", cJSON_String)->valuestring, "host");
+    for (int k = 0; k < 4; k++) ck_assert(tu_json_dbl(hm, keys[k]) == tu_json_dbl(hb, keys[k]));
+    cJSON_Delete(hb);
+    cJSON_Delete(hm);
     /* host features where a step or pass would read rows outside its batch: refused, naming why */
     snprintf(args, sizeof args, "--method gas --parts 8 --loader view --device %s --features-location host", dut);
     ck_assert_int_eq(train_fails(args, &err), 2);
