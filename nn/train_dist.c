@@ -82,10 +82,17 @@ static int fd_shared_make(const dataset_t *d, const train_config_t *c, const int
     const int64_t *src[3] = {tidx, d->split[SPLIT_VALID], d->split[SPLIT_TEST]};
     const int64_t cnt[3] = {ntr, d->split_n[SPLIT_VALID], d->split_n[SPLIT_TEST]};
     for (int k = 0; k < 3; k++) {
-        S->nids[k] = cnt[k];
         if (!(S->ids[k] = inca_malloc(sizeof(int64_t) * (size_t)(cnt[k] ? cnt[k] : 1)))) { rc = INCA_ENOMEM; goto fail; }
-        for (int64_t i = 0; i < cnt[k]; i++) S->ids[k][i] = p->perm[src[k][i]];
-        qsort(S->ids[k], (size_t)cnt[k], sizeof(int64_t), cmp_i64);
+        /* training ids without a label are left out: the loss is the mean over the labelled ones
+         * (one process's), and each rank's share of it weighs by its count of them */
+        S->nids[k] = 0;
+        for (int64_t i = 0; i < cnt[k]; i++)
+            if (k != SPLIT_TRAIN || d->y[src[k][i]] >= 0) S->ids[k][S->nids[k]++] = p->perm[src[k][i]];
+        qsort(S->ids[k], (size_t)S->nids[k], sizeof(int64_t), cmp_i64);
+    }
+    if (S->nids[SPLIT_TRAIN] == 0) {
+        rc = inca_fail(INCA_EINVAL, "none of the %lld training nodes has a label", (long long)ntr);
+        goto fail;
     }
     if (!S->inv || !S->y) { rc = INCA_ENOMEM; goto fail; }
     for (int64_t v = 0; v < n; v++) {
@@ -155,6 +162,7 @@ typedef struct fd_rank {
     nn_agg_t agg;                 /* fd_fwd / fd_bwd on op */
     model_t *m;
     optim_t *o;
+    const int32_t *y_h;           /* the shared labels of this rank's rows, and their copy on the context */
     int32_t *y_d;
     int64_t *ids[3], nids[3];     /* the rank's ids of each split, local (new id - lo) */
     int64_t *ids_d[3];
@@ -172,6 +180,7 @@ static void fd_rank_free(fd_rank_t *R) {
         kc_mirror_free(kc, R->ids[k], R->ids_d[k]);
         inca_free(R->ids[k]);
     }
+    kc_mirror_free(kc, R->y_h, R->y_d);
     kc_release(kc, KERN_MEM_DEVICE, R->dlog);
     kc_release(kc, KERN_MEM_DEVICE, R->logp);
     kc_release(kc, KERN_MEM_DEVICE, R->meter_d);
@@ -359,7 +368,8 @@ static int fd_rank_setup(fd_rank_t *R, const fd_shared_t *S, const train_config_
         (rc = fd_model_setup(R, S, c)) || (model_num_sites(&S->mc) > 0 && (rc = fd_op_setup(R, S))))
         return rc;
     kc_mem_tag(kc, "labels");
-    if ((rc = kc_mirror(kc, S->y + R->lo, sizeof(int32_t) * (size_t)(R->no ? R->no : 1), (void **)&R->y_d))) return rc;
+    R->y_h = S->y + R->lo;
+    if ((rc = kc_mirror(kc, R->y_h, sizeof(int32_t) * (size_t)(R->no ? R->no : 1), (void **)&R->y_d))) return rc;
     for (int k = 0; k < 3; k++)
         if (R->nids[k] > 0 && (rc = kc_mirror(kc, R->ids[k], sizeof(int64_t) * (size_t)R->nids[k], (void **)&R->ids_d[k])))
             return rc;

@@ -163,6 +163,18 @@ static void compare_dev(int p, const char *method) {
     } else {   /* full-batch ranks plan their device memory: each rank its own (the largest rank's peak) */
         ck_assert(tu_json_dbl(e, "peak_device_mb") > 0 && !cJSON_GetObjectItem(pl, "ranks_sharing_device"));
         ck_assert(tu_json_dbl(tu_json_get(pl, "device_mb", cJSON_Object), "halo tables") > 0);
+        /* a second run on the same context holds what the first held (nothing of the first left) */
+        snprintf(args, sizeof args, "train '%s' --method %s %s --device emu --runs 2", store, method, common);
+        ck_assert_msg(run(p, args, &out, &err) == 0, "%s --runs 2: %s", what, err);
+        cJSON *e2 = tu_json_last(out);
+        free(out);
+        free(err);
+        const cJSON *d1 = tu_json_get(pl, "device_mb", cJSON_Object);
+        const cJSON *d2 = tu_json_get(tu_json_get(e2, "placement", cJSON_Object), "device_mb", cJSON_Object);
+        for (const cJSON *it = d1->child; it; it = it->next)
+            ck_assert_msg(tu_json_dbl(d2, it->string) == it->valuedouble, "%s: %s %g MB in the second run, %g in one",
+                          what, it->string, tu_json_dbl(d2, it->string), it->valuedouble);
+        cJSON_Delete(e2);
     }
     snprintf(args, sizeof args, "train '%s' --method %s %s --device emu --workers %d --save-params '%s'", store, method,
              common, p, px);

@@ -324,6 +324,48 @@ START_TEST(full_batch_threads_directed_graph) {
 }
 END_TEST
 
+/* Training ids without a label (given with --train-indices) count in neither the loss nor its
+ * gradient (train_common.h): with half of rank 0's unlabelled, the ranks' shares of the labelled
+ * ids differ from their shares of the ids, and the ranks must still give one process's steps. */
+START_TEST(full_batch_threads_unlabelled_train_ids) {
+    const int64_t ntr = D.split_n[SPLIT_TRAIN], *tr = D.split[SPLIT_TRAIN];
+    int32_t *y0 = malloc(sizeof *y0 * (size_t)D.n);
+    ck_assert(y0);
+    memcpy(y0, D.y, sizeof *y0 * (size_t)D.n);
+    int64_t dropped = 0;
+    for (int64_t i = 0; i < ntr; i++)
+        if (P.perm[tr[i]] < D.n / 2 && i % 2 == 0) D.y[tr[i]] = -1, dropped++;
+    ck_assert_int_gt(dropped, ntr / 8);
+    train_config_t c;
+    train_result_t one, many;
+    full_config(&c, "gcn", 1);
+    ck_assert_msg(train_run(&D, &c, tr, ntr, &one) == INCA_OK, "%s", inca_errmsg());
+    full_config(&c, "gcn", 2);
+    c.given_partition = &P;
+    ck_assert_msg(train_run(&D, &c, tr, ntr, &many) == INCA_OK, "%s", inca_errmsg());
+    double dmax = 0, wmax = 0;
+    for (int64_t k = 0; k < one.nparams; k++) {
+        const double d = fabs((double)one.params[k] - (double)many.params[k]);
+        dmax = d > dmax ? d : dmax;
+        wmax = fabs(one.params[k]) > wmax ? fabs(one.params[k]) : wmax;
+    }
+    ck_assert_msg(dmax <= 2e-5 * (1 + wmax), "2 ranks, unlabelled training ids: parameters differ by %g (largest %g)", dmax,
+                  wmax);
+    ck_assert_msg(fabs(many.train_loss - one.train_loss) <= 1e-5 * fabs(one.train_loss), "train loss %.9g vs %.9g",
+                  many.train_loss, one.train_loss);
+    train_result_free(&one);
+    train_result_free(&many);
+    /* none labelled: refused, not a loss of 0 / 0 */
+    for (int64_t i = 0; i < ntr; i++) D.y[tr[i]] = -1;
+    full_config(&c, "gcn", 2);
+    c.given_partition = &P;
+    ck_assert_int_eq(train_run(&D, &c, tr, ntr, &many), INCA_EINVAL);
+    ck_assert_msg(strstr(inca_errmsg(), "has a label"), "%s", inca_errmsg());
+    memcpy(D.y, y0, sizeof *y0 * (size_t)D.n);
+    free(y0);
+}
+END_TEST
+
 /* with dropout: deterministic (the same bits twice), and a different draw from one process */
 START_TEST(full_batch_threads_deterministic) {
     train_config_t c;
@@ -403,6 +445,7 @@ int main(void) {
     tcase_add_test(t, two_ranks_equal_reference);
     tcase_add_test(t, full_batch_threads_match_one_process);
     tcase_add_test(t, full_batch_threads_directed_graph);
+    tcase_add_test(t, full_batch_threads_unlabelled_train_ids);
     tcase_add_test(t, full_batch_threads_deterministic);
     tcase_add_test(t, full_batch_rank_failure_ends_the_run);
     tcase_add_test(t, refusals);
