@@ -11,7 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define CKPT_MAGIC "INCACKP2"   /* 2: the best epoch's selection metric, balanced accuracy and macro F1 */
+#define CKPT_MAGIC "INCACKP3"   /* 2: the best epoch's selection metric, balanced accuracy and macro F1;
+                                 * 3: the node order of the history tables */
 
 /* Fixed-size header; every field the resumed run must agree on, then the resumable state. */
 typedef struct ckpt_header {
@@ -28,7 +29,14 @@ typedef struct ckpt_header {
     double best_val_sel, best_val_bacc, best_val_f1, best_test_bacc, best_test_f1;
     double train_loss, t_step, t_eval, t_epoch;
     int64_t opt_steps;
+    uint64_t order;   /* ckpt_state_t.order */
 } ckpt_header_t;
+
+uint64_t ckpt_order_hash(const int64_t *perm, int64_t n) {
+    uint64_t h = 14695981039346656037ull;
+    for (int64_t v = 0; v < n; v++) h = (h ^ (uint64_t)perm[v]) * 1099511628211ull;
+    return h | 1;
+}
 
 static int ckpt_path(const char *dir, int run, const char *suffix, char *buf, size_t cap) {
     int k = snprintf(buf, cap, "%s/run-%d.ckpt%s", dir, run, suffix);
@@ -103,6 +111,7 @@ int ckpt_save(const char *dir, int run, const train_config_t *c, const dataset_t
     h.t_eval = st->t_eval;
     h.t_epoch = st->t_epoch;
     h.opt_steps = optim_steps(o);
+    h.order = st->order;
     FILE *fp = fopen(tmp, "wb");
     if (!fp) return inca_fail_write(path, errno);   /* path: the temporary is ours */
     int bad = put(fp, &h, sizeof h);
@@ -185,6 +194,10 @@ int ckpt_load(const char *dir, int run, const train_config_t *c, const dataset_t
     else if (h.nparams != want.nparams || h.nbuffers != want.nbuffers)
         rc = inca_fail(INCA_EINVAL, "%s: checkpoint has %d parameters and %d buffers, the model %d and %d", path, h.nparams,
                        h.nbuffers, want.nparams, want.nbuffers);
+    else if (o && h.order != st->order)   /* the tables' rows would land on other nodes */
+        rc = inca_fail(INCA_EINVAL, "%s: checkpoint's history tables are in another partitioning's node order (another "
+                       "--parts, --partition or partition seed): resume with the partitioning it was made with, or "
+                       "train again without --resume", path);
     if (rc) goto done;
     for (int i = 0; i < h.nparams && !rc; i++) {
         nn_param_t *p = model_param(m, i);

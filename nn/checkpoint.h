@@ -34,6 +34,11 @@ typedef struct ckpt_state {
     train_best_t best;
     double train_loss;
     double t_step, t_eval, t_epoch;   /* seconds accumulated over epochs 0..epoch */
+    uint64_t order;                   /* the node order the history tables' rows are in (the
+                                         mini-batch trainers: a hash of the partition's
+                                         permutation; 0: no tables). Saved; on a resume (o given)
+                                         the caller sets it first and a checkpoint of another
+                                         order is refused, naming the partitioning */
 } ckpt_state_t;
 
 /* Extra state of a trainer saved after the model (the mini-batch history tables): raw bytes,
@@ -44,6 +49,8 @@ typedef struct ckpt_blob {
     int dev;    /* 1: p is in the model's context memory (device), 0: host memory */
 } ckpt_blob_t;
 
+/* ckpt_state_t.order of tables renumbered by perm (n entries): FNV-1a over it, odd (never 0). */
+uint64_t ckpt_order_hash(const int64_t *perm, int64_t n);
 /* Write DIR/run-<run>.ckpt (DIR is created when missing; its parent must exist). */
 int ckpt_save(const char *dir, int run, const train_config_t *c, const dataset_t *d, model_t *m, optim_t *o,
               const ckpt_state_t *st, const ckpt_blob_t *blobs, int nblobs);

@@ -105,6 +105,7 @@ typedef struct mb_run {
     int init_pass;              /* the initial snapshot pass is running (its traffic: setup) */
     wavg_t *avg;                /* the weights evaluated (train_eval_average > 0), else NULL */
     int64_t nva_all;            /* validation nodes of the whole job (a shard holds its share) */
+    uint64_t order;             /* checkpoints: the tables' node order (a hash of p->perm, never 0) */
 } mb_run_t;
 
 /* CPU seconds of the whole process (all threads, the loader's included): a load-robust

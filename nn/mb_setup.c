@@ -105,8 +105,10 @@ static int mb_rank_ckdir(mb_run_t *R) {
 }
 
 /* What a checkpoint holds besides the model and the optimiser: every history table of the ns
- * sites and the weight average (its buffer holds the training weights when saved). */
+ * sites and the weight average (its buffer holds the training weights when saved); and the
+ * tables' node order. */
 static int mb_ckpt_blobs(mb_run_t *R, int ns) {
+    R->order = ckpt_order_hash(R->p->perm, R->p->n);
     if (!(R->blobs = inca_malloc(sizeof *R->blobs * (size_t)(4 * ns + 1)))) return INCA_ENOMEM;
     for (int t = 0; t < 4; t++)
         for (int s = 0; s < ns; s++) {
@@ -427,7 +429,7 @@ int mb_run_setup(mb_run_t *R, const dataset_t *d, const int64_t *train_idx, int6
 
 /* Continue after the last completed epoch of a checkpoint, batches included. */
 int mb_run_resume(mb_run_t *R, const dataset_t *d) {
-    ckpt_state_t cs;
+    ckpt_state_t cs = {.order = R->order};
     int rc = ckpt_load(mb_ckdir(R), R->run, R->c, d, R->m, R->opt, &cs, R->blobs, R->nblobs);
     if (rc < 0) return rc;
     if (R->comm) {   /* every rank must continue from the same epoch (a job killed between two ranks' saves) */

@@ -435,7 +435,7 @@ static int fd_resume(fd_rank_t *R, const dataset_t *d, const train_config_t *c, 
     } else if (c->checkpoint_dir && c->resume)
         rc = ckpt_manifest_check(c->checkpoint_dir, 1);
     if (rc != INCA_OK || !c->checkpoint_dir || !c->resume) return rc;
-    ckpt_state_t cs;
+    ckpt_state_t cs = {0};   /* no history tables: order 0 */
     rc = ckpt_load(g->ckdir, run, c, d, R->m, R->o, &cs, NULL, 0);
     if (rc < 0) return rc;
     int64_t e[2] = {rc == CKPT_NONE ? -1 : cs.epoch, rc == CKPT_NONE ? 1 : -(int64_t)cs.epoch};

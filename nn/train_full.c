@@ -20,7 +20,8 @@
  * rows of one batch and every step's loss in the context's memory. */
 typedef struct mlp_batch {
     int64_t bs, f, steps;
-    int64_t *order;   /* n_train training ids, reshuffled each epoch (host) */
+    int64_t *ids, n;  /* the labelled training ids (an unlabelled one has no loss to step on) */
+    int64_t *order;   /* ids, reshuffled each epoch (host) */
     int64_t *order_d; /* the same on the context */
     int32_t *yo;      /* their labels (host) */
     int32_t *yo_d;    /* the same on the context */
@@ -31,17 +32,23 @@ typedef struct mlp_batch {
     int64_t *rows_h;  /* the same on the host (the step hook's rows) */
 } mlp_batch_t;
 
-static int mlp_batch_init(kern_ctx_t *kc, mlp_batch_t *b, int64_t bs, int64_t f, int64_t n_train) {
-    b->bs = bs;
+static int mlp_batch_init(kern_ctx_t *kc, mlp_batch_t *b, int64_t bs, int64_t f, const int32_t *y, const int64_t *train_idx,
+                          int64_t n_train) {
+    if (!(b->ids = inca_malloc((size_t)(n_train ? n_train : 1) * sizeof *b->ids))) return INCA_ENOMEM;
+    for (int64_t i = 0; i < n_train; i++)
+        if (y[train_idx[i]] >= 0) b->ids[b->n++] = train_idx[i];
+    if (b->n == 0) return inca_fail(INCA_EINVAL, "none of the %lld training nodes has a label", (long long)n_train);
+    const int64_t n = b->n;
+    b->bs = bs = bs < n ? bs : n;
     b->f = f;
-    b->steps = (n_train + bs - 1) / bs;
-    b->order = inca_malloc((size_t)n_train * sizeof *b->order);
-    b->yo = inca_malloc((size_t)n_train * sizeof *b->yo);
+    b->steps = (n + bs - 1) / bs;
+    b->order = inca_malloc((size_t)n * sizeof *b->order);
+    b->yo = inca_malloc((size_t)n * sizeof *b->yo);
     b->losses_h = inca_malloc((size_t)b->steps * sizeof *b->losses_h);
     b->rows_h = inca_malloc((size_t)bs * sizeof *b->rows_h);
     int rc = !b->order || !b->yo || !b->losses_h || !b->rows_h ? INCA_ENOMEM : INCA_OK;
-    if (!rc) rc = kc_alloc(kc, KERN_MEM_DEVICE, (size_t)n_train * sizeof(int64_t), (void **)&b->order_d);
-    if (!rc) rc = kc_alloc(kc, KERN_MEM_DEVICE, (size_t)n_train * sizeof(int32_t), (void **)&b->yo_d);
+    if (!rc) rc = kc_alloc(kc, KERN_MEM_DEVICE, (size_t)n * sizeof(int64_t), (void **)&b->order_d);
+    if (!rc) rc = kc_alloc(kc, KERN_MEM_DEVICE, (size_t)n * sizeof(int32_t), (void **)&b->yo_d);
     if (!rc) rc = kc_alloc(kc, KERN_MEM_DEVICE, (size_t)bs * sizeof(int64_t), (void **)&b->rows);
     if (!rc) rc = kc_alloc(kc, KERN_MEM_DEVICE, (size_t)(bs * f) * sizeof(float), (void **)&b->xb);
     if (!rc) rc = kc_alloc(kc, KERN_MEM_DEVICE, (size_t)b->steps * sizeof(double), (void **)&b->losses_d);
@@ -53,6 +60,7 @@ static int mlp_batch_init(kern_ctx_t *kc, mlp_batch_t *b, int64_t bs, int64_t f,
 }
 
 static void mlp_batch_free(kern_ctx_t *kc, mlp_batch_t *b) {
+    inca_free(b->ids);
     inca_free(b->order);
     inca_free(b->yo);
     inca_free(b->losses_h);
@@ -79,17 +87,18 @@ static int step_hook(kern_ctx_t *kc, const train_config_t *c, int run, int ep, c
     return c->on_step(c->on_step_ctx, run, ep, nodes, rows, m, lh, (int32_t)cc);
 }
 
-/* One epoch of mini-batch steps over the training rows in a fresh seeded order (the order of
- * epoch ep depends on the seed and ep only, so runs are reproducible). The last batch may be
- * smaller. *loss and *acc: means over the epoch's training rows. Dropout masks are drawn per
- * step (step number = ep * steps_per_epoch + s). x (n x f) in context memory. */
+/* One epoch of mini-batch steps over the labelled training rows (b->ids) in a fresh seeded order
+ * (the order of epoch ep depends on the seed and ep only, so runs are reproducible). The last
+ * batch may be smaller. *loss and *acc: means over the epoch's training rows. Dropout masks are
+ * drawn per step (step number = ep * steps_per_epoch + s). x (n x f) in context memory. */
 static int train_mlp_epoch(model_t *m, optim_t *o, const train_config_t *c, const float *x, int64_t f, int64_t cc,
-                           const int32_t *y, const int64_t *train_idx, int64_t n_train, int run, int ep, mlp_batch_t *b,
-                           float *dlog, train_meter_t *meter_d, float *lhost, double *loss, double *acc) {
+                           const int32_t *y, int run, int ep, mlp_batch_t *b, float *dlog, train_meter_t *meter_d,
+                           float *lhost, double *loss, double *acc) {
     kern_ctx_t *kc = model_ctx(m);
+    const int64_t n_train = b->n;
     rng_t r;
     int rc;
-    memcpy(b->order, train_idx, (size_t)n_train * sizeof *b->order);   /* the order is a function of ep alone */
+    memcpy(b->order, b->ids, (size_t)n_train * sizeof *b->order);   /* the order is a function of ep alone */
     rng_seed(&r, rng_hash64(c->seed, 0x6d6c7062, (uint64_t)ep));
     rng_shuffle_i64(&r, b->order, n_train);
     for (int64_t i = 0; i < n_train; i++) b->yo[i] = y[b->order[i]];
@@ -128,7 +137,7 @@ static int train_mlp_epoch(model_t *m, optim_t *o, const train_config_t *c, cons
         lsum += b->losses_h[s] * (double)nb;
     }
     *loss = lsum / (double)n_train;
-    *acc = h.count[0][1] ? (double)h.count[0][0] / (double)n_train : 0.0;
+    *acc = h.count[0][1] ? (double)h.count[0][0] / (double)h.count[0][1] : 0.0;
     return INCA_OK;
 }
 /* One full-batch run's resources, made by full_setup and freed by full_free (agg points into
@@ -219,7 +228,7 @@ static int full_setup(full_run_t *f, const dataset_t *d, const train_config_t *c
     if ((rc = train_optim_build(c, f->m, &f->o))) return rc;
     kc_mem_tag(kc, "buffers");
     if (c->batch_size > 0 &&
-        (rc = mlp_batch_init(kc, &f->mb, c->batch_size < n_train ? c->batch_size : n_train, d->f, n_train)))
+        (rc = mlp_batch_init(kc, &f->mb, c->batch_size, d->f, d->y, train_idx, n_train)))
         return rc;
     train_device_budget_setup_done(kc, &f->place);
     /* logits on the host for the hooks (pruning's on_epoch, out_logits); on the CPU they are
@@ -259,7 +268,7 @@ static int full_train_epoch(full_run_t *f, const dataset_t *d, const train_confi
     kern_ctx_t *kc = f->kc;
     const int64_t n = d->n, cc = d->c;
     if (c->batch_size > 0)
-        return train_mlp_epoch(f->m, f->o, c, f->xd, d->f, cc, d->y, train_idx, n_train, run, ep, &f->mb, f->dlog,
+        return train_mlp_epoch(f->m, f->o, c, f->xd, d->f, cc, d->y, run, ep, &f->mb, f->dlog,
                                f->meter_d, f->lhost, loss, train_acc);
     train_meter_t h;
     const float *logits;
@@ -321,7 +330,7 @@ int train_full(const dataset_t *d, const train_config_t *c, const int64_t *train
     best.metric = c->metric;
     double t_step = 0, t_eval = 0, t_epoch = 0, loss = 0;
     int ep, ep0 = 0, finished = 0;
-    ckpt_state_t cs;
+    ckpt_state_t cs = {0};   /* no history tables: order 0 */
     if (c->checkpoint_dir && c->resume) {
         if ((rc = ckpt_load(c->checkpoint_dir, run, c, d, f.m, f.o, &cs, NULL, 0)) < 0) goto done;
         if (rc == INCA_OK) {   /* continue after the last completed epoch (a larger --epochs extends the run) */

@@ -41,7 +41,8 @@ static int mb_epoch_eval(mb_run_t *R, const dataset_t *d, mb_stats_t *st, int ep
     if (rc == INCA_OK && c->checkpoint_dir) {   /* after the evaluation: no refresh is pending here */
         /* only the epoch time carries over a resume: the step / refresh / eval means are this
          * process's (mb_stats_t counts its own steps) */
-        ckpt_state_t cs = {.epoch = ep, .finished = stop, .best = R->best, .train_loss = R->train_loss, .t_epoch = R->epoch_s};
+        ckpt_state_t cs = {.epoch = ep, .finished = stop, .best = R->best, .train_loss = R->train_loss, .t_epoch = R->epoch_s,
+                           .order = R->order};
         rc = ckpt_save(mb_ckdir(R), R->run, c, d, R->m, R->opt, &cs, R->blobs, R->nblobs);
     }
     const int back = R->avg ? wavg_swap(R->avg) : INCA_OK;

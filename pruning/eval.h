@@ -20,7 +20,7 @@ double prune_pseudo_acc(const int32_t *y_true, const int32_t *y_vis, const prune
  * model seed seed+i) and on the whole pool, each only when its PRUNE_EVAL_* bit is in `sets`
  * (the others come back NaN). Random subsets depend only on (pool, size, seed), so runs that
  * leave PRUNE_EVAL_RANDOM out can be compared with another run's random figures. Accuracies are test accuracies at
- * the best validation epoch (last epoch without a valid split), means and population stds. */
+ * the best validation epoch (last epoch without a valid split), means and sample stds (n - 1, as `train` reports). */
 enum { PRUNE_EVAL_CORESET = 1, PRUNE_EVAL_RANDOM = 2, PRUNE_EVAL_FULL = 4 };
 /* PRUNE_EVAL_SAME_STEPS (--eval-budget steps): a subset trains for as many optimiser steps as the
  * full pool does in target->epochs epochs, epochs x steps_per_epoch(npool) /

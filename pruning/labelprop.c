@@ -6,12 +6,47 @@
 #include "core/util.h"
 #include "kernels/kernels.h"
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
+
+/* max(W, Wᵀ) entry by entry (weight 1 where val is NULL): a directed graph as the symmetric one
+ * label spreading is defined on. Rows merged sorted (Wᵀᵀ sorts W's). */
+static int sym_max(const csr_t *w, csr_t *out) {
+    csr_t t = {0}, ws = {0};
+    const int64_t n = w->n_rows;
+    int rc = csr_transpose(w, &t);
+    if (!rc) rc = csr_transpose(&t, &ws);
+    if (!rc) rc = csr_alloc(out, n, n, w->nnz + t.nnz, 1);
+    for (int64_t i = 0, k = 0; !rc && i < n; i++) {
+        int64_t a = ws.rowptr[i], b = t.rowptr[i];
+        out->rowptr[i] = k;
+        while (a < ws.rowptr[i + 1] || b < t.rowptr[i + 1]) {
+            const int64_t ca = a < ws.rowptr[i + 1] ? ws.col[a] : INT64_MAX, cb = b < t.rowptr[i + 1] ? t.col[b] : INT64_MAX;
+            const float va = ca <= cb ? (ws.val ? ws.val[a] : 1.0f) : 0.0f, vb = cb <= ca ? (t.val ? t.val[b] : 1.0f) : 0.0f;
+            out->col[k] = (int32_t)(ca < cb ? ca : cb);
+            out->val[k++] = va > vb ? va : vb;
+            a += ca <= cb;
+            b += cb <= ca;
+        }
+        out->rowptr[i + 1] = k;
+    }
+    if (!rc) out->nnz = out->rowptr[n];
+    csr_free(&t);
+    csr_free(&ws);
+    return rc;
+}
 
 int labelprop_operator(const csr_t *w, csr_t *s) {
     memset(s, 0, sizeof *s);
     const int64_t n = w->n_rows;
     if (w->n_cols != n) return inca_fail(INCA_EINVAL, "labelprop: graph is %lld x %lld, expected square", (long long)n, (long long)w->n_cols);
+    if (!csr_is_symmetric(w)) {   /* a node with no edges of its own row would never pass its label on */
+        csr_t sym = {0};
+        int rc = sym_max(w, &sym);
+        if (!rc) rc = labelprop_operator(&sym, s);
+        csr_free(&sym);
+        return rc;
+    }
     double *dinv = inca_malloc((size_t)(n ? n : 1) * sizeof *dinv);
     if (!dinv) return INCA_ENOMEM;
     int rc = INCA_OK;

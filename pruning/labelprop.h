@@ -7,7 +7,8 @@
 #include <stdint.h>
 #include "graph/csr.h"
 
-/* w: n x n symmetric graph (val NULL = weight 1; self-loops allowed); y: n labels, -1 = not
+/* w: n x n graph (val NULL = weight 1; self-loops allowed; a directed one spreads over
+ * max(W, Wᵀ), the symmetric graph the method is defined on); y: n labels, -1 = not
  * labelled, others in [0, c). Runs `iters` iterations with 0 <= alpha < 1.
  * Outputs (caller-owned, n entries; any may be NULL): label[i] (-1 when row i of F is all zero,
  * i.e. no labelled node reaches it within `iters` hops), conf[i] in [0,1] (0 when unreached);
@@ -16,7 +17,8 @@ int labelprop_spread(const csr_t *w, const int32_t *y, int32_t c, double alpha, 
                      int32_t *label, float *conf, float *f_out);
 
 /* The pieces, for other propagations over the same operator (pruning/cs.h):
- * s (caller frees with csr_free) = D^-½ W D^-½ of a square non-negative w;
+ * s (caller frees with csr_free) = D^-½ W D^-½ of a square non-negative w (max(W, Wᵀ) for a
+ * w that is not symmetric);
  * f (n x c, not overlapping f0) = F after `iters` steps of F ← α S F + (1−α) F0 from F = F0 (any
  * real F0);
  * label/conf (either may be NULL) from F as labelprop_spread defines them. */

@@ -341,6 +341,28 @@ START_TEST(labelprop_closed_form) {
     ck_assert_int_eq(lab[2], -1);
     ck_assert_int_eq(lab[3], -1);
     ck_assert_float_eq(conf[1], 1.0f);
+    /* a directed graph spreads over its symmetric closure: nodes 2 and 3 only link to the
+     * labelled node 0 (their rows hold it, its row holds nothing) and are still reached, with
+     * the labels and confidences of the graph given both ways */
+    {
+        const int64_t src[3] = {1, 2, 3}, dst[3] = {0, 0, 0};
+        const int32_t yd[4] = {1, 0, -1, -1};
+        csr_t dg, ug;
+        ck_assert_int_eq(csr_from_edges(&dg, 4, src, dst, 3, 0), INCA_OK);
+        ck_assert_int_eq(csr_from_edges(&ug, 4, src, dst, 3, CSR_SYMMETRIZE), INCA_OK);
+        ck_assert(!csr_is_symmetric(&dg));
+        int32_t ld[4], lu[4];
+        float cd[4], cu[4];
+        ck_assert_int_eq(labelprop_spread(&dg, yd, 2, 0.9, 50, ld, cd, NULL), INCA_OK);
+        ck_assert_int_eq(labelprop_spread(&ug, yd, 2, 0.9, 50, lu, cu, NULL), INCA_OK);
+        for (int i = 0; i < 4; i++) {
+            ck_assert_int_eq(ld[i], lu[i]);
+            ck_assert_float_eq(cd[i], cu[i]);
+        }
+        ck_assert(ld[2] >= 0 && ld[3] >= 0 && cd[2] > 0);
+        csr_free(&dg);
+        csr_free(&ug);
+    }
     /* bad input */
     ck_assert_int_eq(labelprop_spread(&w, y, C, 1.0, 10, lab, conf, NULL), INCA_EINVAL);
     y[2] = 2;

@@ -187,6 +187,32 @@ START_TEST(test_minibatch_mlp) {
     free(a);
     free(b);
     free(e);
+    /* training ids without a label (--train-indices may name any node) take no step and count in
+     * no mean: the labelled ids alone give the same bits, and the training accuracy is theirs */
+    const int64_t ntr = d.split_n[SPLIT_TRAIN], nte = d.split_n[SPLIT_TEST];
+    int64_t *mixed = malloc(sizeof *mixed * (size_t)(2 * ntr));
+    ck_assert(mixed);
+    int64_t nm = 0;
+    for (int64_t i = 0; i < ntr; i++) {
+        mixed[nm++] = d.split[SPLIT_TRAIN][i];
+        if (i < nte && i % 2 == 0) mixed[nm++] = d.split[SPLIT_TEST][i];
+    }
+    for (int64_t i = 0; i < ntr && i < nte; i += 2) d.y[d.split[SPLIT_TEST][i]] = -1;
+    c = cfg_small("mlp");
+    c.epochs = 5;
+    c.batch_size = 8;
+    float *lab = run_logits(&d, c, 1, d.split[SPLIT_TRAIN], ntr, &rb);
+    float *mix = run_logits(&d, c, 1, mixed, nm, &r2);
+    ck_assert_msg(memcmp(lab, mix, bytes) == 0, "unlabelled training ids changed the model");
+    ck_assert(rb.train_loss == r2.train_loss);
+    train_result_free(&rb);
+    train_result_free(&r2);
+    free(lab);
+    free(mix);
+    for (int64_t i = 0; i < ntr; i++) mixed[i] = d.split[SPLIT_TEST][0];   /* none labelled: refused */
+    ck_assert_int_eq(train_run(&d, &c, mixed, 1, &rb), INCA_EINVAL);
+    ck_assert_ptr_nonnull(strstr(inca_errmsg(), "has a label"));
+    free(mixed);
     c = cfg_small("gcn");
     c.batch_size = 8;
     ck_assert_int_eq(train_run(&d, &c, NULL, 0, &rb), INCA_EINVAL);
@@ -298,6 +324,11 @@ START_TEST(test_checkpoint_resume) {
         train_result_free(&m1);
         train_result_free(&m2);
         train_result_free(&mh);
+        /* another partitioning: the tables' rows would land on other nodes, refused naming it */
+        q.parts = 4;
+        q.epochs = 12;
+        ck_assert_int_eq(train_run(&d, &q, NULL, 0, &m2), INCA_EINVAL);
+        ck_assert_msg(strstr(inca_errmsg(), "partitioning") && strstr(inca_errmsg(), qb), "%s", inca_errmsg());
     }
     o = c;
     o.checkpoint_dir = NULL;

@@ -193,7 +193,7 @@ START_TEST(two_ranks_equal_reference) {
         optim_t *go = NULL;
         ck_assert_int_eq(model_create(&mc, 1, &got), INCA_OK);
         ck_assert_int_eq(train_optim_build(&c, got, &go), INCA_OK);
-        ckpt_state_t cs;
+        ckpt_state_t cs = {.order = ckpt_order_hash(P.perm, P.n)};
         /* the checkpoint also holds IncAgg's tables: read them into scratch of the same sizes */
         int64_t dims[AGG_MAX_SITES];
         uint8_t fixed[AGG_MAX_SITES];
