@@ -72,6 +72,7 @@ int cmd_gen(int argc, char **argv) {
         rc = inca_fail(INCA_EINVAL, "--out %s already exists (add --force to replace it)", outp);
         goto done;
     }
+    if ((rc = dataset_out_replaceable(outp)) != INCA_OK) goto done;
     if ((rc = inca_out_check(outp)) != INCA_OK) goto done;   /* a missing folder, before the sampling */
 
     double t0 = inca_now();

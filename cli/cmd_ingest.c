@@ -68,6 +68,7 @@ int cmd_ingest(int argc, char **argv) {
         rc = inca_fail(INCA_EINVAL, "--out %s: already exists (use --force to replace it)", out);
         goto done;
     }
+    if ((rc = dataset_out_replaceable(out)) != INCA_OK) goto done;
     if ((args_has(a, "--labels") || args_has(a, "--features")) && f != INGEST_EDGELIST) {
         rc = inca_fail(INCA_EINVAL, "--labels/--features: only for --format edgelist");
         goto done;

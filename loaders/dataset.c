@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 static int check_consistent(const dataset_t *d) {
     if (d->n < 0 || d->f < 0 || d->c < 0) return inca_fail(INCA_EINVAL, "dataset: negative sizes");
@@ -237,6 +238,16 @@ static void remove_stale_tmp(const char *path) {
     closedir(dh);
 }
 
+int dataset_out_replaceable(const char *path) {
+    struct stat sp, sd;
+    char mdb[4096];
+    if (stat(path, &sp) != 0) return INCA_OK;
+    snprintf(mdb, sizeof mdb, "%s/data.mdb", path);
+    if (S_ISDIR(sp.st_mode) && stat(mdb, &sd) == 0 && S_ISREG(sd.st_mode)) return INCA_OK;
+    return inca_fail(INCA_EINVAL, "%s: exists and is not an inca store (--force replaces only a store; remove it yourself "
+                     "or choose another --out)", path);
+}
+
 int dataset_save(const dataset_t *d, const char *path, int overwrite) {
     int rc = check_consistent(d);
     if (!rc) rc = check_named(d);
@@ -244,6 +255,7 @@ int dataset_save(const dataset_t *d, const char *path, int overwrite) {
     remove_stale_tmp(path);
     if (inca_path_exists(path) && !overwrite)
         return inca_fail(INCA_EINVAL, "%s: already exists (pass --force to replace it)", path);
+    if ((rc = dataset_out_replaceable(path)) != INCA_OK) return rc;
     /* the store is written as <path>.tmp-<pid>: a missing or read-only folder is reported
      * here, naming path, rather than as the temporary's mkdir */
     if ((rc = inca_out_check(path)) != INCA_OK) return rc;

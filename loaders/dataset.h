@@ -8,6 +8,10 @@
  * beside it, meta is committed last, then it is renamed onto `path`. Fails with INCA_EINVAL
  * when `path` exists unless `overwrite`. Nothing is left behind on failure. */
 int dataset_save(const dataset_t *d, const char *path, int overwrite);
+/* What overwrite may replace: INCA_OK when path is absent or an inca store (a folder holding
+ * data.mdb), else INCA_EINVAL naming it (a dataset's folder, a file: --force must not delete
+ * them). dataset_save checks it; commands call it before a long parse. */
+int dataset_out_replaceable(const char *path);
 /* Load a whole store into memory (copies; the store is closed again). */
 int dataset_load(const char *path, dataset_t *d);
 /* The same with flags: DATASET_NO_X leaves d->x NULL (d->f keeps the store's width): for a

@@ -131,7 +131,12 @@ int64_t ingest_parse_row(const char *line, char sep, int64_t f, float *row, cons
             if (*p != sep) { *why = *p ? "a separator" : "a value (the row ends early)"; return j + 1; }
             p++;
         }
-        if (!textio_parse_f32(&p, &row[j])) { *why = "a number"; return j + 1; }
+        /* the number must end at a blank, the separator or the end: "0x10" is column j's error,
+         * not a missing separator after it */
+        if (!textio_parse_f32(&p, &row[j]) || (*p && *p != sep && *p != ' ' && *p != '\t' && *p != '\r' && *p != '\n')) {
+            *why = "a number";
+            return j + 1;
+        }
         if (!isfinite(row[j])) { *why = "a finite number"; return j + 1; }
     }
     p = textio_skip_blank(p);
@@ -156,11 +161,11 @@ void ingest_set_classes(dataset_t *d) {
 
 int ingest_split_from_marks(dataset_t *d, int which, const unsigned char *mark) {
     int64_t k = 0;
-    for (int64_t i = 0; i < d->n; i++) k += mark[i] && d->y && d->y[i] >= 0;
+    for (int64_t i = 0; i < d->n; i++) k += mark[i] == which + 1 && d->y && d->y[i] >= 0;
     int64_t *ids = inca_malloc((size_t)(k ? k : 1) * sizeof *ids);
     if (!ids) return INCA_ENOMEM;
     k = 0;
-    for (int64_t i = 0; i < d->n; i++) if (mark[i] && d->y && d->y[i] >= 0) ids[k++] = i;
+    for (int64_t i = 0; i < d->n; i++) if (mark[i] == which + 1 && d->y && d->y[i] >= 0) ids[k++] = i;
     inca_free(d->split[which]);
     d->split[which] = ids;
     d->split_n[which] = k;

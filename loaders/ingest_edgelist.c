@@ -81,6 +81,7 @@ static int read_edges(const char *path, ingest_edges_t *e, max_id_t *maxid, cons
 typedef struct side {
     ingest_i64vec_t node, line;
     ingest_f32vec_t val;     /* features: k per row */
+    ingest_i64vec_t lab;     /* labels: one per row (exact: a float holds integers up to 2^24 only) */
     int64_t k;               /* values per row (labels: 1) */
 } side_t;
 
@@ -88,6 +89,7 @@ static void side_free(side_t *s) {
     ingest_i64vec_free(&s->node);
     ingest_i64vec_free(&s->line);
     ingest_f32vec_free(&s->val);
+    ingest_i64vec_free(&s->lab);
 }
 
 typedef struct side_ctx { side_t *sd; int is_label; max_id_t *maxid; } side_ctx_t;
@@ -109,8 +111,7 @@ static int side_line(void *ctx, const char *path, long long ln, char *line) {
         if (!ingest_parse_label(p, &y))
             return inca_fail(INCA_EINVAL, "%s:%lld: expected 'node label' with a class id >= 0, got '%.40s'",
                              path, ln, line);
-        if ((rc = ingest_f32vec_grow(&sd->val, 1))) return rc;
-        sd->val.v[sd->val.n++] = (float)y;
+        if ((rc = ingest_i64vec_push(&sd->lab, y))) return rc;
         sd->k = 1;
     } else {
         int64_t j = 0;   /* values separated by blanks or commas */
@@ -169,7 +170,7 @@ static int place_side(const char *path, int is_label, const side_t *sd, dataset_
             goto done;
         }
         first[v] = sd->line.v[r];
-        if (is_label) d->y[v] = (int32_t)sd->val.v[r];
+        if (is_label) d->y[v] = (int32_t)sd->lab.v[r];
         else memcpy(d->x + v * d->f, sd->val.v + r * sd->k, (size_t)sd->k * sizeof(float));
     }
 done:

@@ -130,12 +130,15 @@ static int idx_part(const char *dir, const char *prefix, dataset_t *d, int64_t *
         goto done;
     }
     int64_t p = (int64_t)idims[1] * idims[2];
-    if (*pix && p != *pix) {
-        rc = inca_fail(INCA_EINVAL, "%s: byte offset 8: expected %lld pixels per image (as in the train images), got %ux%u",
-                       ipath, (long long)*pix, idims[1], idims[2]);
+    /* *pix: rows << 32 | cols of the train images (the same pixel count in another shape would
+     * put another pixel in each feature) */
+    const int64_t shape = (int64_t)idims[1] << 32 | idims[2];
+    if (*pix && shape != *pix) {
+        rc = inca_fail(INCA_EINVAL, "%s: byte offset 8: expected %lldx%lld images (as in the train images), got %ux%u",
+                       ipath, (long long)(*pix >> 32), (long long)(*pix & 0xffffffff), idims[1], idims[2]);
         goto done;
     }
-    *pix = p;
+    *pix = shape;
     *count = idims[0];
     if (pass == 0) goto done;   /* first pass: headers only, to size the arrays */
     int64_t n = idims[0];
@@ -164,7 +167,7 @@ int ingest_idx(const char *dir, const ingest_opts_t *o, dataset_t *out) {
     dataset_init(&d);
     dataset_init(out);
     (void)o;
-    int64_t ntr = 0, nte = 0, pix = 0;
+    int64_t ntr = 0, nte = 0, pix = 0;   /* the images' shape, rows << 32 | cols (idx_part) */
     struct stat st;
     int rc;
     if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
@@ -172,7 +175,7 @@ int ingest_idx(const char *dir, const ingest_opts_t *o, dataset_t *out) {
     if ((rc = idx_part(dir, "train", &d, &ntr, &pix, 0, 0))) goto fail;
     if ((rc = idx_part(dir, "t10k", &d, &nte, &pix, 0, 0))) goto fail;
     d.n = ntr + nte;
-    d.f = pix;
+    d.f = (pix >> 32) * (pix & 0xffffffff);   /* rows x cols */
     if (d.n == 0) { rc = inca_fail(INCA_EINVAL, "%s: expected at least one example, the IDX headers say 0", dir); goto fail; }
     d.x = inca_malloc((size_t)d.n * (size_t)d.f * sizeof *d.x);
     d.y = inca_malloc((size_t)d.n * sizeof *d.y);

@@ -57,7 +57,8 @@ int64_t ingest_count_fields(const char *line, char sep);
 int ingest_build_graph(dataset_t *d, int64_t n, const ingest_edges_t *e, int sym, const ingest_opts_t *o);
 /* classes = max label + 1 (0 when no labels). */
 void ingest_set_classes(dataset_t *d);
-/* Split from a 0/1 mark array of n entries: ids with mark set and a label (y >= 0), ascending. */
+/* Split `which` from a mark array of n entries: ids with mark == which + 1 and a label (y >= 0),
+ * ascending. */
 int ingest_split_from_marks(dataset_t *d, int which, const unsigned char *mark);
 /* Call fn for every line of `path` (gzip or plain) with its 1-based number; stops at the
  * first non-zero return, which is passed back. *nlines (may be NULL) gets the number of

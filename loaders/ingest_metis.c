@@ -91,7 +91,7 @@ static int metis_vertex_line(const char *path, long long ln, const char *line, c
     int64_t w;
     int rc;
     for (int64_t k = 0; k < h->has_size + h->ncon; k++)
-        if (!textio_parse_i64(&p, &w))
+        if (!textio_parse_i64(&p, &w) || (*p && *p != ' ' && *p != '\t' && *p != '\r'))
             return inca_fail(INCA_EINVAL, "%s:%lld: expected %lld vertex size/weight integer(s) first (fmt %lld)",
                              path, ln, (long long)(h->has_size + h->ncon), (long long)h->fmt);
     while (!textio_at_end(p)) {

@@ -224,7 +224,8 @@ static int ogb_pick_split(const char *sdir, char *const *names, int k, const cha
     return INCA_OK;
 }
 
-typedef struct split_ctx { int64_t n; unsigned char *mark; } split_ctx_t;
+/* mark[v]: 1 + the split of the folder that listed v (0: none yet) */
+typedef struct split_ctx { int64_t n; unsigned char *mark; int which; } split_ctx_t;
 
 static int split_line(void *ctx, const char *path, long long ln, char *line) {
     split_ctx_t *c = ctx;
@@ -235,16 +236,19 @@ static int split_line(void *ctx, const char *path, long long ln, char *line) {
     if (v < 0 || v >= c->n)
         return inca_fail(INCA_EINVAL, "%s:%lld: node id %lld out of range: expected 0..%lld", path, ln,
                          (long long)v, (long long)c->n - 1);
-    if (c->mark[v]) return inca_fail(INCA_EINVAL, "%s:%lld: node id %lld listed twice", path, ln, (long long)v);
-    c->mark[v] = 1;
+    if (c->mark[v] == c->which + 1) return inca_fail(INCA_EINVAL, "%s:%lld: node id %lld listed twice", path, ln, (long long)v);
+    if (c->mark[v])   /* a node in two splits would leak, say, test labels into training */
+        return inca_fail(INCA_EINVAL, "%s:%lld: node id %lld is in the %s split of this folder already", path, ln,
+                         (long long)v, dataset_split_names[c->mark[v] - 1]);
+    c->mark[v] = (unsigned char)(c->which + 1);
     return INCA_OK;
 }
 
-/* A missing split file gives an empty split. */
+/* A missing split file gives an empty split. mark: cleared once per folder (mark[v] says which
+ * of its splits holds v). */
 static int ogb_read_split(const char *sdir, const char *name, dataset_t *d, int which, unsigned char *mark) {
     char path[INGEST_PATH_MAX];
-    split_ctx_t c = {d->n, mark};
-    memset(mark, 0, (size_t)d->n);
+    split_ctx_t c = {d->n, mark, which};
     int rc = ingest_find_file(path, sizeof path, sdir, name, ingest_csv_exts);
     if (rc == INCA_ENOTFOUND) { inca_err_clear(); rc = INCA_OK; }
     else if (!rc) rc = ingest_each_line(path, split_line, &c, NULL);
@@ -317,6 +321,7 @@ int ingest_ogb(const char *dir, const ingest_opts_t *o, dataset_t *out) {
             }
             char one[INGEST_PATH_MAX];
             if ((rc = ingest_path_join(one, sizeof one, sdir, names[i]))) goto fail;
+            memset(mark, 0, (size_t)n);
             for (int s = 0; s < SPLIT_COUNT; s++)
                 if ((rc = ogb_read_split(one, dataset_split_names[s], &d, s, mark))) goto fail;
             /* the folder's ids move out of d.split (the next folder's read would free them): the

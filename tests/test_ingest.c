@@ -217,9 +217,9 @@ static void make_ogb(int gz) {
           "1,0.5\n-2.25,1e-2\n0,0\n3.5, 4\n1e3,-0\n", gz);
     puts_("o/raw/node-label.csv", "1\n\nnan\n0\n-1\n", 0);   /* nodes 1, 2, 4 unlabelled */
     puts_("o/split/b/train.csv", "3\n", 0);
-    puts_("o/split/a/train.csv.gz", "3\n0\n1\n", 1);       /* unsorted; 1 is unlabelled */
+    puts_("o/split/a/train.csv.gz", "3\n1\n", 1);          /* unsorted; 1 is unlabelled */
     puts_("o/split/a/valid.csv", "2\n", 0);                /* unlabelled: dropped */
-    puts_("o/split/a/test.csv", "4\n3\n", 0);
+    puts_("o/split/a/test.csv", "4\n0\n", 0);
 }
 
 START_TEST(test_ogb_small) {
@@ -240,12 +240,11 @@ START_TEST(test_ogb_small) {
         for (int i = 0; i < 5; i++) ck_assert_int_eq(d.y[i], y[i]);
         ck_assert_int_eq(d.c, 2);
         ck_assert_int_eq(dataset_labeled(&d), 2);
-        ck_assert_int_eq(d.split_n[SPLIT_TRAIN], 2);   /* split "a": {0, 3} */
-        ck_assert_int_eq(d.split[SPLIT_TRAIN][0], 0);
-        ck_assert_int_eq(d.split[SPLIT_TRAIN][1], 3);
+        ck_assert_int_eq(d.split_n[SPLIT_TRAIN], 1);   /* split "a": {3} */
+        ck_assert_int_eq(d.split[SPLIT_TRAIN][0], 3);
         ck_assert_int_eq(d.split_n[SPLIT_VALID], 0);
         ck_assert_int_eq(d.split_n[SPLIT_TEST], 1);
-        ck_assert_int_eq(d.split[SPLIT_TEST][0], 3);
+        ck_assert_int_eq(d.split[SPLIT_TEST][0], 0);
         /* the other folder comes along as a named split: "b" = train {3}, nothing else */
         ck_assert_str_eq(d.split_name, "a");
         ck_assert_int_eq(d.n_more, 1);
@@ -263,7 +262,7 @@ START_TEST(test_ogb_small) {
         ck_assert_str_eq(d.split_name, "b");
         ck_assert_int_eq(d.n_more, 1);
         ck_assert_str_eq(d.more[0].name, "a");
-        ck_assert_int_eq(d.more[0].n[SPLIT_TRAIN], 2);
+        ck_assert_int_eq(d.more[0].n[SPLIT_TRAIN], 1);
         ck_assert_int_eq(d.more[0].n[SPLIT_TEST], 1);
         static const int64_t rp2[] = {0, 2, 5, 7, 9, 11};
         static const int32_t col2[] = {0, 1, 0, 1, 2, 1, 2, 3, 4, 3, 4};
@@ -272,6 +271,12 @@ START_TEST(test_ogb_small) {
         o.split = "zz";
         ck_assert_int_eq(ingest_ogb(tpath("o"), &o, &d), INCA_ENOTFOUND);
         ck_assert_msg(strstr(inca_errmsg(), "available: a, b"), "%s", inca_errmsg());
+        /* a node in two splits of one folder (test labels in training): refused, naming both */
+        puts_("o/split/b/test.csv", "0\n3\n", 0);
+        o.split = NULL;
+        ck_assert_int_eq(ingest_ogb(tpath("o"), &o, &d), INCA_EINVAL);
+        ck_assert_msg(strstr(inca_errmsg(), "b/test.csv:2: node id 3 is in the train split"), "%s", inca_errmsg());
+        tu_rmrf(tpath("o/split/b/test.csv"));
     }
     /* without node-feat and node-label: f = 0, nobody labelled, empty splits */
     unlink(tpath("o/raw/node-feat.csv.gz"));
@@ -318,6 +323,15 @@ START_TEST(test_edgelist_small) {
     static const float x[] = {1, 2, 0, 0, 0.5f, 1, 0, 0, 0, 0, 0, 0, 0, 0};
     for (int i = 0; i < 14; i++) ck_assert(d.x[i] == x[i]);
     dataset_free(&d);
+    /* class ids past 2^24 (where a float would round them) are kept exactly */
+    char *lab_big = strdup(puts_("lab_big.txt", "0 3\n1 16777219\n", 0));
+    o.labels = lab_big;
+    o.features = NULL;
+    ck_assert_int_eq(ingest_edgelist(p, &o, &d), 0);
+    ck_assert_int_eq(d.y[1], 16777219);
+    ck_assert_int_eq(d.c, 16777220);
+    dataset_free(&d);
+    free(lab_big);
     /* a node listed twice in a side file names both lines */
     o.labels = lab2;
     o.features = NULL;
@@ -408,6 +422,11 @@ START_TEST(test_idx_small) {
     ck_assert_int_eq(d.split_n[SPLIT_TEST], 2);
     ck_assert_int_eq(d.split[SPLIT_TEST][1], 4);
     dataset_free(&d);
+    /* test images of the same pixel count in another shape: refused, naming both shapes */
+    unsigned char tei[12] = {0};
+    put_idx("i/t10k-images-idx3-ubyte", 0x803, 3, (uint32_t[]){2, 3, 2}, tei, 12, 0);
+    ck_assert_int_eq(ingest_idx(tpath("i"), NULL, &d), INCA_EINVAL);
+    ck_assert_msg(strstr(inca_errmsg(), "expected 2x3 images") && strstr(inca_errmsg(), "got 3x2"), "%s", inca_errmsg());
 }
 END_TEST
 

@@ -492,6 +492,21 @@ START_TEST(test_dataset_roundtrip) {
     ck_assert_int_eq(dataset_load(path, &e), INCA_OK);
     dataset_free(&e);
     d.split[0][0] = 0;
+    /* --force replaces a store, never a folder or file that is not one (a dataset's source
+     * folder given as --out by mistake): refused, naming it, and left as it was */
+    char notes[2000], plain[2000], *txt = NULL;
+    snprintf(notes, sizeof notes, "%s/src", dir);
+    snprintf(cmd, sizeof cmd, "mkdir '%s' && echo precious > '%s/notes.txt' && echo x > '%s/plain'", notes, notes, dir);
+    ck_assert_int_eq(tu_sh(cmd, NULL, NULL), 0);
+    snprintf(plain, sizeof plain, "%s/plain", dir);
+    ck_assert_int_eq(dataset_save(&d, notes, 1), INCA_EINVAL);
+    ck_assert_msg(strstr(inca_errmsg(), "is not an inca store"), "%s", inca_errmsg());
+    ck_assert_int_eq(dataset_save(&d, plain, 1), INCA_EINVAL);
+    snprintf(cmd, sizeof cmd, "cat '%s/notes.txt' '%s'", notes, plain);
+    tu_sh(cmd, &txt, NULL);
+    ck_assert_str_eq(txt, "precious\nx\n");
+    free(txt);
+    ck_assert_int_eq(dataset_out_replaceable(path), INCA_OK);   /* a store */
     /* allocation failures anywhere in save/load: clean errors, no temp dirs, no leaks */
     for (int k = 1; k < 40; k++) {
         char p2[4200];
