@@ -281,6 +281,20 @@ END_TEST
 
 /* The fused sweeps (issue 31) against the two ops each replaces, bit for bit: past the size the
  * kernels go parallel, every dropout rate's special case, without a mask, and in place. */
+/* ReLU passes NaN (as PyTorch's does): a diverged pre-activation must reach the loss, whose
+ * finiteness check stops the run, not turn into zeros and a quietly constant model */
+START_TEST(relu_passes_nan) {
+    const float x[4] = {NAN, -1.0f, 2.0f, -0.0f}, b[2] = {0.0f, NAN};
+    float y[4], yb[4];
+    kern_relu(4, x, y);
+    ck_assert(isnan(y[0]) && y[1] == 0.0f && y[2] == 2.0f && y[3] == 0.0f);
+    ck_assert_int_eq(kc_relu(kc_cpu(), 4, x, yb), INCA_OK);
+    ck_assert(isnan(yb[0]) && yb[1] == 0.0f && yb[2] == 2.0f);
+    kern_bias_relu(2, 2, b, x, y);   /* rows {NaN, -1}, {2, -0}; the second column's bias is NaN */
+    ck_assert(isnan(y[0]) && isnan(y[1]) && y[2] == 2.0f && isnan(y[3]));
+}
+END_TEST
+
 START_TEST(fused_sweeps_are_the_ops_they_replace) {
     kern_ctx_t *c = kc_cpu();
     const int64_t n = 301, f = 130, N = n * f;   /* N > 32768: the threaded loops */
@@ -757,6 +771,7 @@ int main(void) {
     tcase_add_test(tc, context_siblings_and_device_numbers);
     tcase_add_test(tc, memory_ops);
     tcase_add_test(tc, cpu_table_is_the_cpu_kernels);
+    tcase_add_test(tc, relu_passes_nan);
     tcase_add_test(tc, fused_sweeps_are_the_ops_they_replace);
     tcase_add_test(tc, row_tables_both_types);
     tcase_add_test(tc, matrices);

@@ -94,7 +94,7 @@ void kern_bias_grad(int64_t rows, int64_t f, const float *restrict dy, float *re
 
 void kern_relu(int64_t n, const float *restrict x, float *restrict y) {
 #pragma omp parallel for schedule(static) if (n >= KERN_PAR_MIN)
-    for (int64_t i = 0; i < n; i++) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+    for (int64_t i = 0; i < n; i++) y[i] = x[i] > 0.0f || x[i] != x[i] ? x[i] : 0.0f;   /* NaN passes (see kb_relu) */
 }
 
 void kern_relu_grad(int64_t n, const float *restrict y, const float *restrict dy, float *restrict dx) {
@@ -195,7 +195,7 @@ void kern_bias_relu(int64_t rows, int64_t f, const float *b, const float *z, flo
         float *yr = y + i * f;
         for (int64_t k = 0; k < f; k++) {
             const float v = zr[k] + b[k];
-            yr[k] = v > 0.0f ? v : 0.0f;
+            yr[k] = v > 0.0f || v != v ? v : 0.0f;
         }
     }
 }

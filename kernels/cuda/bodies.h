@@ -39,7 +39,9 @@ static inline INCA_HD float kb_masked_scale(float x, float scale, uint32_t keep)
 }
 
 /* ---- elementwise ---- */
-static inline INCA_HD float kb_relu(float x) { return x > 0.0f ? x : 0.0f; }
+/* NaN passes, as in PyTorch: a diverged layer must reach the loss, whose check stops the run
+ * (a ReLU that zeroed it would leave a quietly constant model) */
+static inline INCA_HD float kb_relu(float x) { return x > 0.0f || x != x ? x : 0.0f; }
 /* dy where y > 0, else +0.0f (kern_relu_grad masks the bits of dy) */
 static inline INCA_HD float kb_relu_grad(float y, float dy) { return y > 0.0f ? dy : 0.0f; }
 /* beta == 0: y is not read (it may hold NaN garbage) */
