@@ -49,6 +49,10 @@ int cmd_export(int argc, char **argv) {
     if (args_npos(a) != 2) { rc = inca_fail(INCA_EINVAL, "expected STORE and OUT"); goto done; }
     if (!args_str(a, "--format", NULL)) { rc = inca_fail(INCA_EINVAL, "--format ogb|npz|npy is required"); goto done; }
     if ((rc = export_format_parse(args_str(a, "--format", NULL), &fmt))) goto done;
+    if (fmt != EXPORT_OGB && args_has(a, "--split-name")) {   /* npz and npy have no split folder to name */
+        rc = inca_fail(INCA_EINVAL, "--split-name: names the OGB layout's split folder; only with --format ogb");
+        goto done;
+    }
     const double t0 = inca_now();
     /* every named split comes along (the OGB layout writes them all); --split picks the default,
      * the one npz and npy carry */

@@ -188,6 +188,10 @@ int cmd_partition(int argc, char **argv) {
     part_opts_t o;
     int rc = args_parse(argc, argv, known, &a);
     if (rc == INCA_OK) rc = parse_opts(a, &o);
+    static const char *const layout_flags[] = {"--rebuild-layout", "--feature-norm", "--m0", "--history-dtype"};
+    for (size_t i = 0; rc == INCA_OK && args_has(a, "--no-layout") && i < sizeof layout_flags / sizeof *layout_flags; i++)
+        if (args_has(a, layout_flags[i]))   /* they shape the layout --no-layout skips */
+            rc = inca_fail(INCA_EINVAL, "%s: shapes the partition-ordered layout, which --no-layout skips", layout_flags[i]);
     if (rc == INCA_OK && o.method == PART_PARMETIS && o.ranks > 0 && !comm_launched())
         rc = cli_mpi_relaunch("partition", NULL, argc, argv, (int)o.ranks);   /* returns only on failure */
     if (rc == INCA_OK) rc = check_ranks(&o, cli_comm());

@@ -169,7 +169,7 @@ static int predict_json(const predict_t *P, const char *dir, const char *out, in
 }
 
 int cmd_predict(int argc, char **argv) {
-    const char *known[160];
+    static const char *known[160];   /* static: --list-flags prints it after this returns */
     int nk = 0;
     for (; cli_train_flags[nk] && nk < 150; nk++) known[nk] = cli_train_flags[nk];
     for (int i = 0; i < PREDICT_EXTRA; i++) known[nk++] = predict_extra[i];

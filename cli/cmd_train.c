@@ -204,6 +204,9 @@ int cmd_train(int argc, char **argv) {
     }
     const char *save_params = args_str(a, "--save-params", NULL);
     c.keep_params = save_params != NULL;
+    /* the output files' folders before any work (not after hours of training) */
+    if (me == 0 && ((save_params && (rc = inca_out_check(save_params))) || (c.metrics_path && (rc = inca_out_check(c.metrics_path)))))
+        goto done;
     int shard_ranks = 0;
     if ((rc = shard_dir_ranks(c.store_path, me, &shard_ranks) ? train_from_shard(a, &c, me, nranks, &sh, &d)
                                                                : train_dataset_load(&c, &d)))

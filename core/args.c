@@ -7,6 +7,7 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -336,7 +337,7 @@ int args_size_parse(const char *name, const char *s, int64_t *bytes) {
         if (*rest == 'B' || *rest == 'b') rest++;
         if (*rest) mul = 0;
     }
-    if (!s || end == s || errno || !(v > 0) || mul == 0 || v * mul > 9.0e18)
+    if (!s || end == s || errno || !(v > 0) || mul == 0 || v * mul > 9.0e18 || v * mul < 1)   /* < 1 byte: 0, no budget */
         return inca_fail(INCA_EINVAL, "%s: expected a size such as 1G, 512M or 2000000000, got '%s'", name, s ? s : "");
     *bytes = (int64_t)(v * mul);
     return INCA_OK;
@@ -365,8 +366,8 @@ int args_double(const args_t *a, const char *name, double def, double *out) {
         char *end;
         errno = 0;
         double v = strtod(kv->val, &end);
-        if (errno || end == kv->val || *end != '\0')
-            return inca_fail(INCA_EINVAL, "%s: expected a number, got '%s'", name, kv->val);
+        if (errno || end == kv->val || *end != '\0' || !isfinite(v))   /* inf and nan are no settings */
+            return inca_fail(INCA_EINVAL, "%s: expected a finite number, got '%s'", name, kv->val);
         *out = v;
     }
     resolved_t *r = res_add(a, name, RES_NUM);

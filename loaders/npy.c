@@ -196,7 +196,8 @@ static int text_parse(const char *path, const char *s, int64_t **ids, int64_t *n
         long long v = strtoll(p, &end, 10);
         if (end == p || errno || v < 0 || (*end && !isspace((unsigned char)*end) && *end != ',' && *end != '#')) {
             inca_free(out);
-            return inca_fail(INCA_EINVAL, "%s:%" PRId64 ": expected a non-negative integer index, got '%.20s'", path, line, p);
+            const int shown = (int)(strcspn(p, "\r\n") < 20 ? strcspn(p, "\r\n") : 20);   /* one line of message */
+            return inca_fail(INCA_EINVAL, "%s:%" PRId64 ": expected a non-negative integer index, got '%.*s'", path, line, shown, p);
         }
         if (cnt == cap) {
             int64_t *nb = inca_realloc(out, (size_t)cap * 2 * sizeof *out);

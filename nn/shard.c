@@ -191,6 +191,10 @@ int shard_write(const char *store_path, const shard_opts_t *o, const char *dir, 
     c.method = TRAIN_INCAGG;   /* M^0 with the layout */
     c.history_dtype = o->m0_dtype;
     c.parts = (int)o->parts;
+    if (o->parts < 1 || o->parts > d.n) {   /* train_partition would take 40 or n instead, unsaid */
+        rc = inca_fail(INCA_EINVAL, "--parts %lld: expected 1 to the store's %lld nodes", (long long)o->parts, (long long)d.n);
+        goto done;
+    }
     snprintf(c.partition, sizeof c.partition, "%s", o->partition);
     c.feature_norm = o->featnorm;
     c.store_path = store_path;

@@ -118,6 +118,7 @@ static const struct { const char *entry, *needle, *needle2; } bad_expect[] = {
     {"ogb-huge-node-count", "ogb-huge-node-count/raw/num-node-list.csv:1: declares 2000000000 rows",
      "raw/node-label.csv holds at most 9"},
     {"npy-huge-rows.npy", "npy-huge-rows.npy: declares 1000000000000 rows", "the file holds at most 1"},
+    {"npy-negative-index.txt", "npy-negative-index.txt:2: expected a non-negative integer index, got '-1'", NULL},
     {"ogb-feat-wide-first-row", "ogb-feat-wide-first-row/raw/node-feat.csv:1: rows of 400 values",
      "holds at most 2 of them, expected 1000"},   /* checked before n*f floats are allocated */
     {"ogb-feat-missing-rows", "ogb-feat-missing-rows/raw/node-feat.csv:4:", NULL},

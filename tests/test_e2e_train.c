@@ -106,6 +106,10 @@ START_TEST(test_cli_features) {
         {"--frobnicate 3", "--frobnicate"},
         {"--split public2", "--split"},
         {"--method incagg --refresh-relax 1.5", "--refresh-relax"},
+        {"--lr inf", "--lr: expected a finite number"},   /* inf / nan are no settings (nor a reproducible config) */
+        {"--weight-decay nan", "--weight-decay: expected a finite number"},
+        {"--method gas --memory-budget 0.5", "--memory-budget"},   /* under one byte: not "no budget" */
+        {"--epochs 100 --save-params /nonexistent-dir/p.npy", "does not exist"},   /* before training, not after */
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         err = NULL;

@@ -255,6 +255,21 @@ START_TEST(cli_export_ingest_train) {
     cJSON_Delete(j);
     free(out);
     free(err);
+    /* flags that would be silently dropped are refused naming themselves (exit 2): a split
+     * folder's name without the OGB layout, layout flags with --no-layout, shard's --parts < 1 */
+    static const char *const refused[][2] = {
+        {"export '%s' '%s-npz' --format npz --split-name foo", "--split-name"},
+        {"partition '%s' --parts 4 --no-layout --feature-norm row%.0s", "--feature-norm"},
+        {"shard '%s' --ranks 2 --parts 0 --out '%s-sh'", "--parts 0"},
+        {"shard '%s' --ranks 2 --parts 99999 --out '%s-sh'", "--parts 99999"},
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        snprintf(args, sizeof args, refused[i][0], store, ex);
+        err = NULL;
+        ck_assert_msg(tu_inca(args, NULL, &err) == 2, "%s: expected exit 2 (%s)", args, err ? err : "");
+        ck_assert_msg(err && strstr(err, refused[i][1]), "%s: stderr '%s' lacks %s", args, err ? err : "", refused[i][1]);
+        free(err);
+    }
     snprintf(args, sizeof args, "ingest --format ogb '%s' --out '%s'", ex, back);
     ck_assert_int_eq(tu_inca(args, NULL, NULL), 0);
     cJSON *ia = tu_json_parse(tu_info_json(store)), *ib = tu_json_parse(tu_info_json(back));
