@@ -366,7 +366,9 @@ int args_double(const args_t *a, const char *name, double def, double *out) {
         char *end;
         errno = 0;
         double v = strtod(kv->val, &end);
-        if (errno || end == kv->val || *end != '\0' || !isfinite(v))   /* inf and nan are no settings */
+        if (errno || end == kv->val || *end != '\0')
+            return inca_fail(INCA_EINVAL, "%s: expected a number, got '%s'", name, kv->val);
+        if (!isfinite(v))   /* inf and nan are no settings */
             return inca_fail(INCA_EINVAL, "%s: expected a finite number, got '%s'", name, kv->val);
         *out = v;
     }
