@@ -92,6 +92,7 @@ static int mb_pass_layer(mb_run_t *R, mb_pass_op_t *P, int li, int64_t fin, void
     kern_ctx_t *kc = R->kc;
     nn_agg_t op = {.forward = mb_pass_forward, .backward = NULL, .ctx = P};
     const int64_t es_in = P->hbf16 ? 2 : 4;
+    const int m0_host = !R->dev || agg_tables_on_host(R->agg);   /* M^0 (when there is one) in host memory */
     int rc = INCA_OK;
     for (int p = 0; p < R->npan && rc == INCA_OK; p++) {
         const float *out = NULL;
@@ -99,8 +100,7 @@ static int mb_pass_layer(mb_run_t *R, mb_pass_op_t *P, int li, int64_t fin, void
         P->rows = R->apan[p];
         P->pan = p;
         const int64_t np = kc_mat_rows(R->apan[p]);
-        const int m0_host = !R->dev || agg_tables_on_host(R->agg);
-        if ((!R->dev || P->xh || m0_host) && p + 1 < R->npan) {   /* the next panel's input (and M^0) rows */
+        if ((P->xh || m0_host) && p + 1 < R->npan) {   /* the next panel's input (and M^0) rows */
             const int64_t r1 = R->pan_r0[p + 1], n1 = kc_mat_rows(R->apan[p + 1]);
             const hist_t *m0 = agg_m0(R->agg, li);
             /* read-ahead of store views and spilled tables (file pages; anonymous memory ignores it) */
