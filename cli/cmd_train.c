@@ -193,7 +193,7 @@ int cmd_train(int argc, char **argv) {
     if (rc) return rc;
     if (args_npos(a) != 1) { rc = inca_fail(INCA_EINVAL, "expected exactly one STORE argument"); goto done; }
     cli_log_state_t ls = {.tty = isatty(STDERR_FILENO)};
-    if ((rc = cli_train_config(a, &c, &ls))) goto done;
+    if ((rc = cli_train_config(a, &c, &ls)) || (rc = cli_train_check_effect(a, &c))) goto done;
     c.store_path = args_pos(a, 0);
     /* under mpirun every rank trains; rank 0 alone logs, writes files and prints */
     c.comm = cli_comm();

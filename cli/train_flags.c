@@ -254,6 +254,57 @@ int cli_train_config_save(const char *dir, const args_t *a, const train_config_t
     return rc;
 }
 
+/* Where a flag has an effect: a flag the user gave that the run would ignore is refused, since
+ * a result line carrying it (the config records every flag) would claim what did not happen.
+ * --parts and --batch-parts are not checked: they describe the partitioning, which full-batch
+ * ranks own too, and scripts pass them to every method alike. */
+static int on_incagg(const train_config_t *c) { return c->method == TRAIN_INCAGG; }
+static int on_cluster(const train_config_t *c) { return c->method == TRAIN_CLUSTER; }
+static int on_history(const train_config_t *c) { return c->method == TRAIN_GAS || c->method == TRAIN_INCAGG; }
+static int on_batches(const train_config_t *c) { return c->method != TRAIN_FULL; }
+static int on_full(const train_config_t *c) { return c->method == TRAIN_FULL; }
+static int on_alpha(const train_config_t *c) { return c->model == NN_GCNII || c->model == NN_APPNP; }
+static int on_gcnii(const train_config_t *c) { return c->model == NN_GCNII; }
+static int on_appnp(const train_config_t *c) { return c->model == NN_APPNP; }
+static int on_layered(const train_config_t *c) { return c->model != NN_APPNP; }
+
+typedef struct flag_scope {
+    const char *flag;
+    int (*applies)(const train_config_t *c);
+    int by_model;         /* 1: the scope is a --model's, else a --method's */
+    const char *where;    /* what the flag applies to, as the message says it */
+} flag_scope_t;
+
+static const flag_scope_t flag_scopes[] = {
+        {"--refresh", on_incagg, 0, "--method incagg"},
+        {"--refresh-source", on_incagg, 0, "--method incagg"},
+        {"--refresh-relax", on_incagg, 0, "--method incagg"},
+        {"--refresh-eval", on_incagg, 0, "--method incagg"},
+        {"--refresh-weights", on_incagg, 0, "--method incagg"},
+        {"--cluster-norm", on_cluster, 0, "--method cluster"},
+        {"--history-dtype", on_history, 0, "the history tables of --method gas or incagg"},
+        {"--history-location", on_history, 0, "the history tables of --method gas or incagg"},
+        {"--loader", on_batches, 0, "--method cluster, gas or incagg (full-batch holds the dataset in memory)"},
+        {"--pass-dtype", on_batches, 0, "the view loader's passes of --method cluster, gas or incagg"},
+        {"--features-location", on_batches, 0, "the view loader of --method cluster, gas or incagg"},
+        {"--batch-size", on_full, 0, "--method full (an MLP's mini-batches; the other methods batch by --batch-parts)"},
+        {"--alpha", on_alpha, 1, "--model gcnii or appnp"},
+        {"--theta", on_gcnii, 1, "--model gcnii"},
+        {"--K", on_appnp, 1, "--model appnp"},
+        {"--layers", on_layered, 1, "every model but appnp (a 2-layer MLP and --K propagation steps)"},
+};
+
+int cli_train_check_effect(const args_t *a, const train_config_t *c) {
+    for (size_t i = 0; i < sizeof flag_scopes / sizeof flag_scopes[0]; i++) {
+        const flag_scope_t *s = &flag_scopes[i];
+        if (!args_on_command_line(a, s->flag) || s->applies(c)) continue;
+        return inca_fail(INCA_EINVAL, "%s: no effect with %s %s (it applies to %s)", s->flag,
+                         s->by_model ? "--model" : "--method", s->by_model ? model_kind_name(c->model) : train_method_name(c->method),
+                         s->where);
+    }
+    return INCA_OK;
+}
+
 int cli_train_check_parts(const args_t *a, const train_config_t *c, int64_t nodes) {
     /* the loaders would clamp K to n (or draw batches of empty parts); a request that cannot be
      * met is refused before anything is trained or written to the store */

@@ -12,6 +12,9 @@ typedef struct cli_log_state { int tty, open; } cli_log_state_t;
 /* c <- the flags of a (defaults for the rest); c->log prints to stderr through ls unless --quiet.
  * INCA_EINVAL naming a bad flag value. */
 int cli_train_config(const args_t *a, train_config_t *c, cli_log_state_t *ls);
+/* INCA_EINVAL naming the first flag given on the command line that c's method or model
+ * ignores (--refresh with gas, --theta with gcn, ...); flags from --config are not checked. */
+int cli_train_check_effect(const args_t *a, const train_config_t *c);
 /* INCA_EINVAL when --parts (given, or read from --partition) exceeds the dataset's nodes. */
 int cli_train_check_parts(const args_t *a, const train_config_t *c, int64_t nodes);
 /* "config": every resolved flag of c (and a's positional STORE) under the flag's name. */

@@ -21,6 +21,7 @@ typedef struct { resolved_t *v; int n, cap, oom; } res_log_t;
 
 struct args {
     int npos, nkv, cap;   /* cap: entries of kv and owned */
+    int ncmd;             /* kv[0..ncmd): from the command line; the rest from --config */
     const char **pos;
     kv_t *kv;
     char **owned;   /* names split from "--k=v", and names and values from --config */
@@ -278,6 +279,7 @@ int args_parse(int argc, char **argv, const char *const *known, args_t **out) {
         a->kv[j].val = val;
         if (j == a->nkv) a->nkv++;
     }
+    a->ncmd = a->nkv;
     const char *cfg = NULL;
     for (int j = 0; j < a->nkv; j++)
         if (strcmp(a->kv[j].name, "--config") == 0) cfg = a->kv[j].val;
@@ -296,6 +298,12 @@ static const kv_t *find(const args_t *a, const char *name) {
     for (int i = 0; i < a->nkv; i++)
         if (strcmp(a->kv[i].name, name) == 0) return &a->kv[i];
     return NULL;
+}
+
+int args_on_command_line(const args_t *a, const char *name) {
+    for (int i = 0; i < a->ncmd; i++)
+        if (strcmp(a->kv[i].name, name) == 0) return 1;
+    return 0;
 }
 
 int args_has(const args_t *a, const char *name) {

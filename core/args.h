@@ -27,6 +27,9 @@ const char *const *args_listed(void);
 int args_npos(const args_t *a);
 const char *args_pos(const args_t *a, int i);
 int args_has(const args_t *a, const char *name);        /* flag given (either kind) */
+/* Given on the command line itself, not by --config (which records every flag, defaults
+ * included): what a check of the user's own choices looks at. Not recorded for the config. */
+int args_on_command_line(const args_t *a, const char *name);
 const char *args_str(const args_t *a, const char *name, const char *def);
 /* Numeric getters: INCA_EINVAL with "--name: expected an integer, got 'x'" on bad input. */
 int args_int(const args_t *a, const char *name, int64_t def, int64_t *out);

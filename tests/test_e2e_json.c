@@ -358,6 +358,16 @@ START_TEST(test_train_config_rerun) {
     ck_assert_int_eq((int)tu_json_dbl(c3, "hidden"), 8);
     ck_assert_str_eq(tu_json_get(c3, "model", STR)->valuestring, "sage");
     ck_assert(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(c3, "wd-first-layer")));
+    /* another method over the same file: its IncAgg-only keys (refresh, refresh-source, ...) are
+     * the record of a run, not the user's choices, so they are not refused as flags without
+     * effect; given on the command line they are */
+    out = run_ok(NULL, "train --config '%s' --method gas --epochs 1 --json", res);
+    free(out);
+    snprintf(args, sizeof args, "train --config '%s' --method gas --refresh 2", res);
+    err = NULL;
+    ck_assert_int_eq(tu_inca(args, NULL, &err), 2);
+    ck_assert_msg(err && strstr(err, "--refresh: no effect with --method gas"), "%s", err ? err : "");
+    free(err);
     ck_assert_int_eq((int)tu_json_dbl(o3, "epochs"), 2);
     /* the version names the build */
     out = run_ok(NULL, "--version");

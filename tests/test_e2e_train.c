@@ -110,6 +110,14 @@ START_TEST(test_cli_features) {
         {"--weight-decay nan", "--weight-decay: expected a finite number"},
         {"--method gas --memory-budget 0.5", "--memory-budget"},   /* under one byte: not "no budget" */
         {"--epochs 100 --save-params /nonexistent-dir/p.npy", "does not exist"},   /* before training, not after */
+        /* a flag the method or model would ignore is refused, not silently dropped */
+        {"--method gas --refresh 4", "--refresh: no effect with --method gas"},
+        {"--method cluster --history-dtype bf16", "--history-dtype: no effect with --method cluster"},
+        {"--method incagg --cluster-norm global", "--cluster-norm: no effect with --method incagg"},
+        {"--method gas --batch-size 64", "--batch-size: no effect with --method gas"},
+        {"--model gcn --theta 0.3", "--theta: no effect with --model gcn"},
+        {"--model gcnii --K 4", "--K: no effect with --model gcnii"},
+        {"--model appnp --layers 3", "--layers: no effect with --model appnp"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         err = NULL;

@@ -73,12 +73,13 @@ static void compare(int p, const char *method) {
     snprintf(pm, sizeof pm, "%s/m.npy", dir);
     snprintf(what, sizeof what, "-np %d %s", p, method);
     const char *common = "--model gcn --parts 40 --batch-parts 5 --epochs 3 --seed 2 --threads 1 --json";
-    snprintf(args, sizeof args, "train '%s' --method %s %s --workers %d --save-params '%s'", store, method, common, p, pw);
+    /* the case's flags after the common ones: a repeated flag's last value wins (--model) */
+    snprintf(args, sizeof args, "train '%s' %s --method %s --workers %d --save-params '%s'", store, common, method, p, pw);
     ck_assert_msg(run(0, args, &out, &err) == 0, "%s --workers: %s", what, err);
     cJSON *w = tu_json_last(out);
     free(out);
     free(err);
-    snprintf(args, sizeof args, "train '%s' --method %s %s --save-params '%s'", store, method, common, pm);
+    snprintf(args, sizeof args, "train '%s' %s --method %s --save-params '%s'", store, common, method, pm);
     ck_assert_msg(run(p, args, &out, &err) == 0, "%s: %s", what, err);
     cJSON *m = tu_json_last(out);
     ck_assert_double_eq(tu_json_dbl(m, "ranks"), p);
@@ -133,12 +134,12 @@ static void compare_dev(int p, const char *method) {
     snprintf(px, sizeof px, "%s/dx.npy", dir);
     snprintf(what, sizeof what, "-np %d --device emu %s", p, method);
     const char *common = "--model gcn --parts 40 --batch-parts 5 --epochs 3 --seed 2 --threads 1 --json";
-    snprintf(args, sizeof args, "train '%s' --method %s %s --save-params '%s'", store, method, common, pc);
+    snprintf(args, sizeof args, "train '%s' %s --method %s --save-params '%s'", store, common, method, pc);
     ck_assert_msg(run(p, args, &out, &err) == 0, "%s on the CPU: %s", what, err);
     cJSON *c = tu_json_last(out);
     free(out);
     free(err);
-    snprintf(args, sizeof args, "train '%s' --method %s %s --device emu --save-params '%s'", store, method, common, pe);
+    snprintf(args, sizeof args, "train '%s' %s --method %s --device emu --save-params '%s'", store, common, method, pe);
     ck_assert_msg(run(p, args, &out, &err) == 0, "%s: %s", what, err);
     cJSON *e = tu_json_last(out);
     free(out);
@@ -164,7 +165,7 @@ static void compare_dev(int p, const char *method) {
         ck_assert(tu_json_dbl(e, "peak_device_mb") > 0 && !cJSON_GetObjectItem(pl, "ranks_sharing_device"));
         ck_assert(tu_json_dbl(tu_json_get(pl, "device_mb", cJSON_Object), "halo tables") > 0);
         /* a second run on the same context holds what the first held (nothing of the first left) */
-        snprintf(args, sizeof args, "train '%s' --method %s %s --device emu --runs 2", store, method, common);
+        snprintf(args, sizeof args, "train '%s' %s --method %s --device emu --runs 2", store, common, method);
         ck_assert_msg(run(p, args, &out, &err) == 0, "%s --runs 2: %s", what, err);
         cJSON *e2 = tu_json_last(out);
         free(out);
@@ -176,8 +177,8 @@ static void compare_dev(int p, const char *method) {
                           what, it->string, tu_json_dbl(d2, it->string), it->valuedouble);
         cJSON_Delete(e2);
     }
-    snprintf(args, sizeof args, "train '%s' --method %s %s --device emu --workers %d --save-params '%s'", store, method,
-             common, p, px);
+    snprintf(args, sizeof args, "train '%s' %s --method %s --device emu --workers %d --save-params '%s'", store, common,
+             method, p, px);
     ck_assert_msg(run(0, args, NULL, &err) == 0, "%s --workers: %s", what, err);
     free(err);
     same_file(pc, px, what);
