@@ -317,6 +317,17 @@ int export_dataset_parts(const dataset_t *d, int fmt, const char *out, const cha
     if (fmt == EXPORT_OGB && !d->adj.rowptr)
         return inca_fail(INCA_EINVAL, "export --format ogb: the dataset has no graph (OGB node datasets have one); "
                          "use --format npz or npy");
+    /* OGB's edge list is read back symmetrised and without self-loops (loaders/ingest_ogb.c): a
+     * graph that is neither would come back another graph */
+    if (fmt == EXPORT_OGB) {
+        int64_t loops = 0;
+        for (int64_t u = 0; u < d->adj.n_rows; u++)
+            for (int64_t e = d->adj.rowptr[u]; e < d->adj.rowptr[u + 1]; e++) loops += d->adj.col[e] == u;
+        if (loops || !csr_is_symmetric(&d->adj))
+            return inca_fail(INCA_EINVAL, "export --format ogb: the graph %s, and OGB's edge list is ingested symmetrised "
+                             "without self-loops (it would come back another graph); use --format npz or npy",
+                             loops ? "has self-loops" : "is directed");
+    }
     struct stat sb;
     if (stat(out, &sb) == 0) return inca_fail(INCA_EINVAL, "%s: exists; export writes a new %s", out, fmt == EXPORT_NPZ ? "file" : "folder");
     char tmp[EXPORT_PATH_MAX];

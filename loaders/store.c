@@ -261,8 +261,16 @@ int store_open(const char *path, int mode, store_t **out) {
     rc = get_locked(s, s->dbi_meta, "meta", 4, &v);
     if (rc == INCA_ENOTFOUND)
         rc = inca_fail(INCA_EINVAL, "%s: store has no meta record (incomplete: an ingest was interrupted); run the ingest again", path);
-    else if (rc == INCA_OK && v.mv_size == sizeof(store_meta_t))
-        rc = meta_check(s, v.mv_data, v.mv_size);   /* format v1 had no trailer: the version hint */
+    else if (rc == INCA_OK && v.mv_size == sizeof(store_meta_t)) {
+        /* format v1 had no trailer: its version hint. A record of that size that says another
+         * version lost its trailer (a damaged length): never read unchecked */
+        store_meta_t m;
+        memcpy(&m, v.mv_data, sizeof m);
+        rc = m.magic == STORE_MAGIC && m.version == 1
+                     ? meta_check(s, v.mv_data, v.mv_size)
+                     : inca_fail(INCA_EINVAL, "%s: the meta record is %zu bytes, a format-1 record's size, but not one: the "
+                                 "store is corrupt; re-ingest it or restore a copy", path, v.mv_size);
+    }
     else if (rc == INCA_OK) {
         size_t len;
         rc = value_check(s, "the meta record", "meta", 4, &v, &len);
@@ -683,7 +691,7 @@ int store_wtx_put_array_whole(store_wtx_t *w, const char *name, store_dtype_t dt
 }
 int store_wtx_put_array_side(store_wtx_t *w, const char *name, store_dtype_t dtype, const void *data, int64_t count) {
     int rc = store_wtx_put_array(w, name, dtype, data, count);
-    if (rc == INCA_OK) w->ops[w->n - 1].whole = 2;
+    if (rc == INCA_OK) w->ops[w->n - 1].whole = count > 0 ? 2 : 1;   /* no bytes, no file (a map of 0 bytes fails) */
     return rc;
 }
 int store_wtx_del_array(store_wtx_t *w, const char *name) { return add_op(w, OP_DEL_ARRAY, name, DT_U8, NULL, 0); }

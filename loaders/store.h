@@ -131,9 +131,10 @@ int store_wtx_put_array(store_wtx_t *w, const char *name, store_dtype_t dtype, c
 /* Tests: arrays written whole past `bytes` go to side files (0 restores STORE_WHOLE_MAX_BYTES). */
 void store_set_whole_max_bytes(int64_t bytes);
 int store_wtx_put_array_whole(store_wtx_t *w, const char *name, store_dtype_t dtype, const void *data, int64_t count);
-/* The same in a side file whatever its size: the bytes go from the caller's buffer to the file
- * at commit, never through LMDB's dirty pages (which are anonymous memory until the commit): a
- * writer bounded in anonymous memory (--memory-budget) hands over a file-backed buffer. */
+/* The same in a side file whatever its size (an empty array: an ordinary record): the bytes go
+ * from the caller's buffer to the file at commit, never through LMDB's dirty pages (which are
+ * anonymous memory until the commit): a writer bounded in anonymous memory (--memory-budget)
+ * hands over a file-backed buffer. */
 int store_wtx_put_array_side(store_wtx_t *w, const char *name, store_dtype_t dtype, const void *data, int64_t count);
 int store_wtx_del_array(store_wtx_t *w, const char *name);
 int store_wtx_put_record(store_wtx_t *w, const char *key, const void *data, size_t len);

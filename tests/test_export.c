@@ -224,6 +224,22 @@ START_TEST(refusals_leave_nothing) {
     ck_assert_int_eq(export_dataset(&d, EXPORT_OGB, out, NULL, &st), INCA_EINVAL);
     ck_assert_ptr_nonnull(strstr(inca_errmsg(), "no graph"));
     d.adj = keep;
+    /* a graph OGB's ingest would read back as another: directed, or with self-loops (it
+     * symmetrises and drops loops); csbm is symmetric without loops, so edit a copy */
+    csr_t dir_adj;
+    ck_assert_int_eq(csr_alloc(&dir_adj, d.n, d.n, 1, 0), INCA_OK);
+    for (int64_t v = 0; v <= d.n; v++) dir_adj.rowptr[v] = v > 0;   /* one edge, 0 -> 1 */
+    dir_adj.col[0] = 1;
+    d.adj = dir_adj;
+    ck_assert_int_eq(export_dataset(&d, EXPORT_OGB, out, NULL, &st), INCA_EINVAL);
+    ck_assert_ptr_nonnull(strstr(inca_errmsg(), "is directed"));
+    ck_assert_int_eq(export_dataset(&d, EXPORT_NPZ, out, NULL, &st), INCA_OK);   /* npz keeps it as it is */
+    ck_assert_int_eq(remove(out), 0);
+    dir_adj.col[0] = 0;   /* 0 -> 0: symmetric, a loop */
+    ck_assert_int_eq(export_dataset(&d, EXPORT_OGB, out, NULL, &st), INCA_EINVAL);
+    ck_assert_ptr_nonnull(strstr(inca_errmsg(), "has self-loops"));
+    csr_free(&dir_adj);
+    d.adj = keep;
     ck_assert_int_eq(entries(dir), 1);
     /* an allocation that fails part way: nothing but the first export remains */
     int k = 1, rc;

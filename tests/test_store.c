@@ -391,6 +391,17 @@ START_TEST(test_side_files) {
     /* a write that fails (the file-size limit) leaves the array as it was and no file */
     put_whole_commit(s, "big", a, n);
     ck_assert_int_eq(side_files(path, f1, sizeof f1), 1);
+    /* an empty array asked for a side file is an ordinary record (a file of 0 bytes cannot be
+     * mapped, and its descriptor was refused when read) */
+    ck_assert_int_eq(store_write_begin(s, &w), INCA_OK);
+    ck_assert_int_eq(store_wtx_put_array_side(w, "none", DT_F32, NULL, 0), INCA_OK);
+    ck_assert_int_eq(store_write_commit(&w), INCA_OK);
+    ck_assert_int_eq(store_array_view(s, "none", DT_F32, &p, &cnt), INCA_OK);
+    ck_assert_int_eq(cnt, 0);
+    ck_assert_int_eq(side_files(path, f2, sizeof f2), 1);
+    ck_assert_str_eq(f1, f2);
+    store_verify_stats_t vr;
+    ck_assert_msg(store_verify(s, &vr) == INCA_OK, "%s", inca_errmsg());
     signal(SIGXFSZ, SIG_IGN);
     struct rlimit rl = {200000, 200000};
     ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &rl), 0);

@@ -392,6 +392,17 @@ START_TEST(test_old_version_refused) {
     char args[4200];
     snprintf(args, sizeof args, "info '%s'", golden);
     check_err("v1 store", args, 2, golden);
+    /* a v2 record of that size (its trailer lost to a damaged length) is not read unchecked */
+    tu_rmrf(golden);
+    m.version = STORE_VERSION;
+    m.classes = 7;
+    ck_assert_int_eq(store_create(golden, &s), INCA_OK);
+    ck_assert_int_eq(store_write_begin(s, &w), INCA_OK);
+    ck_assert_int_eq(store_wtx_put_record(w, "meta", &m, sizeof m - 4), INCA_OK);
+    ck_assert_int_eq(store_write_commit(&w), INCA_OK);
+    store_close(&s);
+    ck_assert_int_eq(store_open(golden, STORE_RDONLY, &s), INCA_EINVAL);
+    ck_assert_msg(strstr(inca_errmsg(), "the store is corrupt") != NULL, "%s", inca_errmsg());
 }
 END_TEST
 
