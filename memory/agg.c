@@ -63,6 +63,7 @@ struct agg {
     float relax;         /* incagg recompute: a refresh moves S and M this fraction of the way */
     int relaxing;        /* agg_snapshot_taken was called: recompute refreshes blend */
     int64_t sbuf_rows;   /* rows of sbuf */
+    int64_t nb_max, halo_max;   /* the largest batch and halo the buffers hold (agg_config) */
     int64_t n, in_dim, maxdim;   /* maxdim: the widest site */
     const float *x;
     const batch_t *b;
@@ -196,6 +197,11 @@ static int batch_current(agg_t *g, const batch_t *b, const struct agg_slot *sl, 
 
 int agg_set_batch_with(agg_t *g, const batch_t *b, const void *const *extra, const int64_t *extra_bytes) {
     int rc = INCA_OK;
+    /* every path's buffers (Δ rows, pulled halo rows, staging, device ids) hold these many rows */
+    if (b->n_b > g->nb_max || (g->method == AGG_GAS && b->n_halo > g->halo_max))
+        return inca_fail(INCA_EINVAL, "batch %lld: %lld nodes and a halo of %lld exceed the operator's buffers (%lld nodes, "
+                         "a halo of %lld)", (long long)b->index, (long long)b->n_b, (long long)b->n_halo,
+                         (long long)g->nb_max, (long long)g->halo_max);
     for (int e = 0; e < AGG_MAX_EXTRA; e++) {
         g->extra_cur[e] = extra ? extra[e] : NULL;
         if (g->dev && extra && extra[e] && extra_bytes[e] > g->extra_cap[e])
@@ -621,6 +627,8 @@ int agg_create(const agg_config_t *cfg, agg_t **out) {
     rc = agg_ctx_setup(g, cfg);
     /* the batch's matrices: views of the loader's on the CPU, uploads of this capacity off it */
     const int64_t nbm = cfg->nb_max > 0 ? cfg->nb_max : 1, nnzm = g->dev ? cfg->nnz_max : INT64_MAX / 4;
+    g->nb_max = nbm;
+    g->halo_max = cfg->halo_max > 0 ? cfg->halo_max : 0;
     const int64_t cols = nbm > cfg->halo_max ? nbm : cfg->halo_max;
     if (rc == INCA_OK) rc = agg_slots_create(g, cfg, nbm, nnzm, cols);
     if (rc != INCA_OK) { agg_free(&g); return rc; }

@@ -22,6 +22,7 @@
 #include "core/status.h"
 #include "graph/csr.h"
 #include "graph/partition.h"
+#include "kernels/backend.h"
 #include "kernels/kernels.h"
 #include "loaders/batch.h"
 #include "loaders/dataset.h"
@@ -1146,6 +1147,42 @@ START_TEST(cli_train_and_benches) {
 }
 END_TEST
 
+/* A batch larger than the operator was made for (nb_max, halo_max) is refused, on the CPU and
+ * on a device (the emulated one), before any buffer sized by them is written (it used to
+ * overflow the pinned halo ids and the halo's staged rows: an ASan report) */
+START_TEST(batch_past_the_limits_refused) {
+    fx_t t;
+    fx_make(&t, NN_GCN, 400, 8);
+    batch_loader_t *l = fx_loader(&t, 4, 1);
+    const batch_t *b = NULL;
+    ck_assert_int_eq(batch_loader_next(l, &b), INCA_OK);
+    ck_assert_int_gt(b->n_halo, 16);
+    int64_t nb, nh, dims[AGG_MAX_SITES];
+    uint8_t fixed[AGG_MAX_SITES];
+    batch_loader_limits(l, &nb, &nh);
+    const int ns = mb_model_sites(&t.mc, dims, fixed);
+    kern_ctx_opts_t ko = {.device = "emu"};
+    kern_ctx_t *emu = NULL;
+    ck_assert_int_eq(kc_create(&ko, &emu), INCA_OK);
+    for (int dev = 0; dev < 2; dev++)
+        for (int host = 0; host < 1 + dev; host++)
+            for (int which = 0; which < 2; which++) {   /* the halo, then the batch, one too large */
+                agg_config_t ac = {.method = AGG_GAS, .dtype = HIST_F32, .nsites = ns, .dims = dims, .fixed = fixed,
+                                   .n = t.n, .in_dim = t.f, .x = t.x, .x_host = t.x, .a = &t.a,
+                                   .nb_max = which ? b->n_b - 1 : nb, .halo_max = which ? nh : 16,
+                                   .kc = dev ? emu : NULL, .host_tables = host, .nnz_max = t.a.nnz};
+                agg_t *g = NULL;
+                ck_assert_int_eq(agg_create(&ac, &g), INCA_OK);
+                ck_assert_int_eq(agg_set_batch(g, b), INCA_EINVAL);
+                ck_assert_msg(strstr(inca_errmsg(), "exceed the operator's buffers") != NULL, "%s", inca_errmsg());
+                agg_free(&g);
+            }
+    kc_free(&emu);
+    batch_loader_free(&l);
+    fx_free(&t);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("incagg");
     TCase *t = tcase_create("operators");
@@ -1158,6 +1195,7 @@ int main(void) {
     tcase_add_test(t, cluster_batch_renormalisation);
     tcase_add_test(t, bf16_refresh_in_panels);
     tcase_add_test(t, bf16_halves_operator_memory);
+    tcase_add_test(t, batch_past_the_limits_refused);
     suite_add_tcase(s, t);
     TCase *e = tcase_create("trainer");
     tcase_set_timeout(e, 600);
