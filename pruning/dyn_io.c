@@ -147,14 +147,14 @@ done:
     return rc;
 }
 
-void prune_dyn_key(char *buf, size_t len, const prune_config_t *cfg, const char *labeled_file, double labeled,
+void prune_dyn_key(char *buf, size_t len, const prune_config_t *cfg, uint64_t labeled_ids, double labeled,
                    int64_t per_class, const char *split) {
     snprintf(buf, len,
-             "labeled=%s/%g/%lld seed=%llu split=%s ssl=%d/%g/%g/%g/%d k=%d/%d/%s/%d/%d/%lld metric=%d alpha=%g iters=%d graph=%d proxy=%s/%d/%lld/%d/%g/%g/%g fn=%d "
+             "labeled=%016llx/%g/%lld seed=%llu split=%s ssl=%d/%g/%g/%g/%d k=%d/%d/%s/%d/%d/%lld metric=%d alpha=%g iters=%d cmn=%d graph=%d proxy=%s/%d/%lld/%d/%g/%g/%g fn=%d "
              "pm=%s/%d/%d/%lld dyn=%d/%d/%d relabel=%d/%g",
-             labeled_file ? labeled_file : "pick", labeled, (long long)per_class, (unsigned long long)cfg->seed, split ? split : "stored",
+             (unsigned long long)labeled_ids, labeled, (long long)per_class, (unsigned long long)cfg->seed, split ? split : "stored",
              (int)cfg->ssl, cfg->st.tau, cfg->st.noise_strong, cfg->st.lambda_u, cfg->st.epochs, cfg->knn_k, cfg->knn_search,
-             cfg->faiss.factory ? cfg->faiss.factory : "", cfg->faiss.nprobe, cfg->knn_features, (long long)cfg->knn_pca, (int)cfg->metric, cfg->alpha, cfg->iters, cfg->graph,
+             cfg->faiss.factory ? cfg->faiss.factory : "", cfg->faiss.nprobe, cfg->knn_features, (long long)cfg->knn_pca, (int)cfg->metric, cfg->alpha, cfg->iters, cfg->cmn, cfg->graph,
              cfg->proxy.model == TRAIN_MODEL_AUTO ? "" : model_kind_name(cfg->proxy.model), cfg->proxy.epochs,
              (long long)cfg->proxy.hidden, cfg->proxy.layers, cfg->proxy.lr, cfg->proxy.dropout, cfg->proxy.weight_decay,
              cfg->proxy.feature_norm, train_method_name(cfg->proxy.method), cfg->proxy.parts, cfg->proxy.batch_parts, (long long)cfg->proxy.batch_size,

@@ -18,9 +18,9 @@ int prune_dyn_save(const char *path, const char *tag, const char *key, const pru
  * when the stored key differs from `key` (unless key is NULL), naming both. */
 int prune_dyn_load(const char *path, const char *tag, const char *key, prune_result_t *r, int32_t *c);
 /* The key of dynamics made by cfg (after the defaults by data kind) from the labelled subset
- * read from labeled_file (NULL: picked by `labeled` fraction or `per_class`) and the split
- * `split` (NULL: the stored one): every setting that changes the pseudo-labels or the proxy, none
- * that only scores or selects. */
-void prune_dyn_key(char *buf, size_t len, const prune_config_t *cfg, const char *labeled_file, double labeled,
+ * whose sorted ids hash to labeled_ids (read from a file, or picked by the `labeled` fraction or
+ * `per_class`) and the split `split` (NULL: the stored one): every setting that changes the
+ * pseudo-labels or the proxy, none that only scores or selects. */
+void prune_dyn_key(char *buf, size_t len, const prune_config_t *cfg, uint64_t labeled_ids, double labeled,
                    int64_t per_class, const char *split);
 #endif

@@ -12,6 +12,7 @@
 #include "pruning/pruned_store.h"
 #include "pruning/score_select.h"
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 void prune_job_init(prune_job_t *job) {
@@ -82,6 +83,41 @@ static int job_load(prune_job_t *job) {
     return INCA_OK;
 }
 
+static int cmp_i64(const void *a, const void *b) {
+    const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* job->lab sorted, each id once (a file may repeat one: it is one labelled node); its ids
+ * must be pool nodes: a label outside the pool (a validation or test node) would reach the
+ * pseudo-labels (spreading runs over every node) and so the selection that --eval scores */
+static int job_label_ids(prune_job_t *job, const char *src) {
+    qsort(job->lab, (size_t)job->nlab, sizeof *job->lab, cmp_i64);
+    int64_t k = 0;
+    for (int64_t i = 0; i < job->nlab; i++)
+        if (k == 0 || job->lab[i] != job->lab[k - 1]) job->lab[k++] = job->lab[i];
+    job->nlab = k;
+    uint8_t *in_pool = inca_calloc((size_t)job->d.n, 1);
+    if (!in_pool) return INCA_ENOMEM;
+    for (int64_t i = 0; i < job->npool; i++) in_pool[job->pool[i]] = 1;
+    int rc = INCA_OK;
+    for (int64_t i = 0; i < job->nlab && rc == INCA_OK; i++)
+        if (job->lab[i] >= 0 && job->lab[i] < job->d.n && !in_pool[job->lab[i]])
+            rc = inca_fail(INCA_EINVAL, "%s: node %lld is not in the pool (the split being pruned): its label would reach "
+                           "the pseudo-labels; list pool nodes only", src, (long long)job->lab[i]);
+    inca_free(in_pool);
+    return rc;
+}
+
+/* FNV-1a over the sorted labelled ids: the subset itself in the dynamics' key (a file's name
+ * says nothing of what it held when the dynamics were stored) */
+static uint64_t lab_hash(const int64_t *ids, int64_t n) {
+    uint64_t h = 1469598103934665603ull;
+    for (int64_t i = 0; i < n; i++)
+        for (int b = 0; b < 8; b++) h = (h ^ (uint8_t)((uint64_t)ids[i] >> (8 * b))) * 1099511628211ull;
+    return h;
+}
+
 /* The labelled subset: the only labels the pruning code may see (job->y_vis). */
 static int job_label(prune_job_t *job) {
     const prune_job_opts_t *o = &job->o;
@@ -92,6 +128,7 @@ static int job_label(prune_job_t *job) {
                              : prune_labeled_pick(d->y, d->c, job->pool, job->npool, o->labeled, o->labeled_per_class,
                                                   job->cfg.seed, &job->lab, &job->nlab);
     if (rc) return rc;
+    if ((rc = job_label_ids(job, src))) return rc;
     if (!(job->y_vis = inca_malloc((size_t)d->n * sizeof *job->y_vis))) return INCA_ENOMEM;
     if ((rc = prune_visible_labels(d->y, d->n, job->lab, job->nlab, job->y_vis))) {
         inca_fail_ctx(rc, "%s", src);
@@ -121,7 +158,7 @@ static int job_reuse(prune_job_t *job, const char *key) {
 static int job_dynamics(prune_job_t *job) {
     const prune_job_opts_t *o = &job->o;
     char key[1024];
-    prune_dyn_key(key, sizeof key, &job->cfg, o->labeled_file, o->labeled, o->labeled_per_class, o->split);
+    prune_dyn_key(key, sizeof key, &job->cfg, lab_hash(job->lab, job->nlab), o->labeled, o->labeled_per_class, o->split);
     int rc;
     if (o->reuse_dynamics) rc = job_reuse(job, key);
     else {

@@ -538,12 +538,31 @@ START_TEST(cli_outputs_reuse_and_eval) {
     ck_assert_msg(rc == 0, "reuse failed (%d): %s", rc, err);
     ck_assert_int_eq((int)tu_json_num(tu_last_line(out), "kept"), 60);
     free(out); free(err);
-    /* a different SSL configuration does not match the stored key */
-    snprintf(cmd, sizeof cmd, "prune %s --reuse-dynamics %s --knn 5", sa, common);
-    rc = tu_inca(cmd, &out, &err);
-    ck_assert_int_eq(rc, 2);
-    ck_assert(strstr(err, "--reuse-dynamics") != NULL);
-    free(out); free(err);
+    /* a different SSL configuration does not match the stored key (--cmn: class mass
+     * normalisation changes the pseudo-labels too) */
+    const char *other[] = {"--knn 5", "--cmn"};
+    for (int k = 0; k < 2; k++) {
+        snprintf(cmd, sizeof cmd, "prune %s --reuse-dynamics %s %s", sa, common, other[k]);
+        rc = tu_inca(cmd, &out, &err);
+        ck_assert_msg(rc == 2, "%s: exit %d", other[k], rc);
+        ck_assert(strstr(err, "--reuse-dynamics") != NULL);
+        free(out); free(err);
+    }
+    /* a labelled file is keyed by what it holds, not its name; an id listed twice is one label */
+    char *lf = path_in(dir, "lab.txt");
+    const char *cf = "--knn 8 --proxy-hidden 16 --proxy-epochs 10 --keep 0.1 --seed 2 --threads 2 --dyn-tag f --json";
+    for (int k = 0; k < 3; k++) {
+        FILE *f = fopen(lf, "w");
+        for (int i = 0; i < 12; i++) fprintf(f, "%d\n", k == 2 ? 12 + i : i);
+        if (k == 0) fputs("0\n1\n2\n", f);   /* repeats */
+        fclose(f);
+        snprintf(cmd, sizeof cmd, "prune %s --labeled-indices %s %s %s", sa, lf, cf, k ? "--reuse-dynamics" : "");
+        rc = tu_inca(cmd, &out, &err);
+        ck_assert_msg(rc == (k == 2 ? 2 : 0), "labelled file %d: exit %d: %s", k, rc, err);
+        if (k == 0) ck_assert_int_eq((int)tu_json_num(tu_last_line(out), "labeled"), 12);
+        free(out); free(err);
+    }
+    free(lf);
     inca_free(a);
     inca_free(b);
     free(txt);
@@ -628,6 +647,8 @@ START_TEST(cli_usage_errors) {
         {"--eval --eval-budget hours", "--eval-budget: expected epochs or steps"},
         {"--labeled-indices %1$s/empty.txt", "the labelled subset of the pool is empty"},
         {"--labeled-indices %1$s/two.txt", "class 2 (200 nodes in the pool) has no labelled example"},
+        /* a test node's label would reach the pseudo-labels (and the coreset --eval scores) */
+        {"--labeled-indices %1$s/outside.txt", "node 600 is not in the pool"},
         {"--score grand", "--score"},
         {"--ssl fixmatch", "--ssl"},
         {"--metric l1", "--metric"},
@@ -656,6 +677,11 @@ START_TEST(cli_usage_errors) {
     f = fopen(two, "w");
     fputs("0\n1\n3\n4\n", f);
     fclose(f);
+    char *outside = path_in(dir, "outside.txt");
+    f = fopen(outside, "w");
+    fputs("0\n1\n2\n600\n", f);   /* 600 = NPOOL: the first test row */
+    fclose(f);
+    free(outside);
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         char cmd[2048], args[1024];
         snprintf(args, sizeof args, cases[k].args, dir);
