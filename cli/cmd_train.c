@@ -128,7 +128,7 @@ static void train_method_json(json_t *j, const train_config_t *c, const train_re
 
 /* The result line of --json (the contract scripts read: ARCHITECTURE.md). */
 static int train_result_json(const args_t *a, const train_config_t *c, const train_result_t *r, int64_t train_nodes,
-                             int nranks, const double *recs) {
+                             int nranks, const double *recs, double majority, int near) {
     json_t *j = NULL;
     int rc;
     if ((rc = json_new(&j))) return rc;
@@ -141,6 +141,15 @@ static int train_result_json(const args_t *a, const train_config_t *c, const tra
     json_num(j, "test_macro_f1", r->test_f1);
     json_num(j, "val_balanced_acc", r->val_bacc);
     json_num(j, "val_macro_f1", r->val_f1);
+    /* what always answering the test split's largest class scores, and whether test_acc stays
+     * near it (train_near_chance; null where this rank's shard does not hold the whole split) */
+    if (near >= 0) {
+        json_num(j, "test_majority_acc", majority);
+        json_bool(j, "near_chance", near);
+    } else {
+        json_null(j, "test_majority_acc");
+        json_null(j, "near_chance");
+    }
     json_int(j, "best_epoch", r->best_epoch);
     json_int(j, "epochs", r->epochs);
     json_num(j, "epoch_time_s", r->epoch_time_s);
@@ -223,14 +232,21 @@ int cmd_train(int argc, char **argv) {
     cli_progress_line_open(0);
     if (rc || (rc = train_rank_records(&c, &r, nranks, rec, &recs)) || me != 0) goto done;
     if (save_params && (rc = npy_write_f32(save_params, r.params, r.nparams, 1))) goto done;
+    double majority = 0;
+    const int near = shard_ranks ? -1 : train_near_chance(&d, r.test_acc, &majority);
     if (args_has(a, "--json")) {
-        rc = train_result_json(a, &c, &r, ids ? nids : d.split_n[SPLIT_TRAIN], nranks, recs);
+        rc = train_result_json(a, &c, &r, ids ? nids : d.split_n[SPLIT_TRAIN], nranks, recs, majority, near);
     } else {
         if (nranks > 1) printf("%d ranks: ", nranks);
         printf("%s %s on %s: test %.4f", model_kind_name(c.model), train_method_name(c.method), args_pos(a, 0), r.test_acc);
         if (r.runs > 1) printf(" ± %.4f (%d runs)", r.test_acc_std, r.runs);
         printf(", val %.4f, best epoch %d of %d, %.4f s/epoch\n", r.val_acc, r.best_epoch, r.epochs, r.epoch_time_s);
     }
+    fflush(stdout);
+    if (near > 0)   /* defaults that do not suit a dataset must not pass for a result */
+        fprintf(stderr, "train: warning: %s stays near chance (test accuracy %.4f; the largest class is %.4f of the test "
+                "split): it is not learning; try --lr, --epochs, --hidden or --feature-norm row|standard\n",
+                model_kind_name(c.model), r.test_acc, majority);
 done:
     inca_free(recs);
     train_result_free(&r);

@@ -26,4 +26,18 @@ int64_t dataset_labeled(const dataset_t *d) {
     return k;
 }
 
+double dataset_majority_share(const dataset_t *d, int s) {
+    if (!d->y || s < 0 || s >= SPLIT_COUNT || d->c < 1) return 0;
+    int64_t *cnt = inca_calloc((size_t)d->c, sizeof *cnt), best = 0, n = 0;
+    if (!cnt) return 0;
+    for (int64_t i = 0; i < d->split_n[s]; i++) {
+        const int32_t y = d->y[d->split[s][i]];
+        if (y < 0 || y >= d->c) continue;
+        n++;
+        if (++cnt[y] > best) best = cnt[y];
+    }
+    inca_free(cnt);
+    return n ? (double)best / (double)n : 0;
+}
+
 int dataset_has_graph(const dataset_t *d) { return d->adj.rowptr != NULL || (d->adj.nnz > 0 && d->adj.n_rows == d->n); }

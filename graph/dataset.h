@@ -39,6 +39,9 @@ typedef struct dataset {
 void dataset_init(dataset_t *d);   /* zero everything */
 void dataset_free(dataset_t *d);   /* free owned arrays, then zero */
 int64_t dataset_labeled(const dataset_t *d);   /* nodes with y >= 0 */
+/* The largest class's share of split s's labelled nodes: what always answering that class
+ * scores on it (0 for a split without labelled nodes). */
+double dataset_majority_share(const dataset_t *d, int s);
 /* 1 when d has a graph: loaded (adj.rowptr) or declared without its arrays (adj.nnz > 0,
  * loaders/dataset.h DATASET_NO_GRAPH: a trainer that maps it from the store instead). */
 int dataset_has_graph(const dataset_t *d);

@@ -185,6 +185,13 @@ int train_refresh_fused(const train_config_t *c) {
 
 const char *train_refresh_eval_name(const train_config_t *c) { return train_refresh_fused(c) ? "fused" : "separate"; }
 
+int train_near_chance(const dataset_t *d, double acc, double *share) {
+    *share = dataset_majority_share(d, SPLIT_TEST);
+    if (!(acc == acc) || d->c < 2) return 0;
+    const double floor_ = 1.5 / d->c;
+    return acc < (*share + 0.02 > floor_ ? *share + 0.02 : floor_);
+}
+
 void train_features_prepare(int mode, int64_t n, int64_t f, const float *x, float *x_out) {
     if (x_out != x) memcpy(x_out, x, (size_t)(n * f) * sizeof(float));
     if (mode == TRAIN_FEATNORM_ROW) {

@@ -228,6 +228,10 @@ const char *train_model_name(int model);
  * train_refresh_eval_name says it in the JSON's refresh_eval: "fused" or "separate". */
 int train_refresh_fused(const train_config_t *c);
 const char *train_refresh_eval_name(const train_config_t *c);
+/* 1 when a test accuracy stays near chance: under the test split's largest class share (*share:
+ * what always answering that class scores) plus 2 points, or under 1.5 / classes; 0 without a
+ * figure to judge (NaN, fewer than 2 classes). What inca train and inca prune --eval warn of. */
+int train_near_chance(const dataset_t *d, double acc, double *share);
 void train_config_default(train_config_t *c);
 /* Adam's beta1 when --beta1 is not given: 0.9 (the usual) for full, cluster and the MLP; for
  * the methods with histories (gas, incagg) whose batches leave parts out (batch_parts < parts)

@@ -111,23 +111,7 @@ done:
     return rc;
 }
 
-/* The test split's largest class share: what always answering that class scores. */
-static double majority_share(const dataset_t *d) {
-    int64_t best = 0, n = d->split_n[SPLIT_TEST];
-    int64_t *cnt = inca_calloc((size_t)d->c + 1, sizeof *cnt);
-    if (!cnt || n == 0) { inca_free(cnt); return 0; }
-    for (int64_t i = 0; i < n; i++) {
-        const int32_t y = d->y[d->split[SPLIT_TEST][i]];
-        if (y >= 0 && ++cnt[y] > best) best = cnt[y];
-    }
-    inca_free(cnt);
-    return (double)best / (double)n;
-}
-
 int prune_eval_near_chance(const dataset_t *d, const prune_eval_t *ev, unsigned sets, double *acc, double *share) {
     *acc = (sets & PRUNE_EVAL_FULL) ? ev->full_acc : (sets & PRUNE_EVAL_CORESET) ? ev->coreset_acc : NAN;
-    if (!(*acc == *acc) || d->c < 2) return 0;
-    const double floor_ = 1.5 / d->c;
-    *share = majority_share(d);
-    return *acc < (*share + 0.02 > floor_ ? *share + 0.02 : floor_);
+    return train_near_chance(d, *acc, share);
 }

@@ -53,6 +53,19 @@ START_TEST(test_gcn_cora_accuracy) {
     ck_assert_msg(acc >= 0.79, "mean test accuracy %.4f < 0.79 (Kipf & Welling: 0.815)", acc);
     ck_assert(tu_json_num(j, "test_acc_std") < 0.03);
     ck_assert_int_eq((int)tu_json_num(j, "epochs"), 200);
+    /* the majority baseline: class 3 is 319 of the 1000 test nodes (counted in
+     * data/cora/split/public/test.csv.gz against raw/node-label.csv.gz); a trained GCN is far from
+     * it and says nothing on stderr */
+    ck_assert_double_eq_tol(tu_json_num(j, "test_majority_acc"), 0.319, 1e-9);
+    ck_assert_ptr_nonnull(strstr(j, "\"near_chance\":false"));
+    ck_assert_msg(!strstr(err, "near chance"), "%s", err);
+    free(out);
+    free(err);
+    /* a model that does not learn (lr 1e-5, 3 epochs: under the majority class) says so */
+    rc = train("--model gcn --method full --epochs 3 --lr 1e-5 --json", &out, &err);
+    ck_assert_int_eq(rc, 0);
+    ck_assert_ptr_nonnull(strstr(tu_last_line(out), "\"near_chance\":true"));
+    ck_assert_msg(strstr(err, "stays near chance") && strstr(err, "0.3190"), "%s", err);
     free(out);
     free(err);
     tu_rmrf(dir);
