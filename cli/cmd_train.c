@@ -225,9 +225,13 @@ int cmd_train(int argc, char **argv) {
     if ((rc = dataset_split_apply(c.store_path, args_str(a, "--split", NULL), c.seed, &d))) goto done;
     const char *ti = args_str(a, "--train-indices", NULL);
     if (ti && (rc = npy_read_indices(ti, &ids, &nids))) goto done;
-    /* the model's configuration beside its checkpoints, for inca predict */
-    if (c.checkpoint_dir && me == 0 && (rc = cli_train_config_save(c.checkpoint_dir, a, &c, cli_version()))) goto done;
+    /* the model's configuration beside its checkpoints, for inca predict: before a new run's
+     * first checkpoint, after a resume (one the checkpoints refuse leaves the folder's own) */
+    if (c.checkpoint_dir && me == 0 && !c.resume && (rc = cli_train_config_save(c.checkpoint_dir, a, &c, cli_version())))
+        goto done;
     rc = train_run(&d, &c, ids, nids, &r);
+    if (rc == INCA_OK && c.checkpoint_dir && me == 0 && c.resume)
+        rc = cli_train_config_save(c.checkpoint_dir, a, &c, cli_version());
     if (ls.open) fputc('\n', stderr);   /* end the progress line */
     cli_progress_line_open(0);
     if (rc || (rc = train_rank_records(&c, &r, nranks, rec, &recs)) || me != 0) goto done;

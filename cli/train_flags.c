@@ -287,6 +287,7 @@ static const flag_scope_t flag_scopes[] = {
         {"--loader", on_batches, 0, "--method cluster, gas or incagg (full-batch holds the dataset in memory)"},
         {"--pass-dtype", on_batches, 0, "the view loader's passes of --method cluster, gas or incagg"},
         {"--features-location", on_batches, 0, "the view loader of --method cluster, gas or incagg"},
+        {"--eval-average", on_batches, 0, "the mini-batch methods' weight average (full-batch evaluates its weights)"},
         {"--batch-size", on_full, 0, "--method full (an MLP's mini-batches; the other methods batch by --batch-parts)"},
         {"--alpha", on_alpha, 1, "--model gcnii or appnp"},
         {"--theta", on_gcnii, 1, "--model gcnii"},

@@ -11,8 +11,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define CKPT_MAGIC "INCACKP3"   /* 2: the best epoch's selection metric, balanced accuracy and macro F1;
-                                 * 3: the node order of the history tables */
+#define CKPT_MAGIC "INCACKP4"   /* 2: the best epoch's selection metric, balanced accuracy and macro F1;
+                                 * 3: the node order of the history tables; 4: the model's structure,
+                                 * the data's splits, and the evaluations so far */
 
 /* Fixed-size header; every field the resumed run must agree on, then the resumable state. */
 typedef struct ckpt_header {
@@ -30,7 +31,36 @@ typedef struct ckpt_header {
     double train_loss, t_step, t_eval, t_epoch;
     int64_t opt_steps;
     uint64_t order;   /* ckpt_state_t.order */
+    uint64_t arch;    /* arch_hash: what a model of the same kind and size can still differ in */
+    uint64_t data;    /* data_hash: the splits, the feature normalisation and the selection rule */
+    int64_t evals;    /* ckpt_state_t.evals */
 } ckpt_header_t;
+
+static uint64_t fnv(uint64_t h, const void *p, size_t bytes) {
+    for (size_t i = 0; i < bytes; i++) h = (h ^ ((const unsigned char *)p)[i]) * 1099511628211ull;
+    return h;
+}
+
+/* Flags that change the model a resumed run would continue (the kind, --layers and --hidden are
+ * checked by name): its residuals, BatchNorm, dense input, and GCNII's / APPNP's constants. */
+static uint64_t arch_hash(const train_config_t *c) {
+    const int32_t b[3] = {c->batchnorm, c->residual, c->dense_input};
+    const double k[3] = {c->model == NN_GCNII || c->model == NN_APPNP ? c->alpha : 0, c->model == NN_GCNII ? c->theta : 0,
+                         c->model == NN_APPNP ? (double)c->K : 0};
+    return fnv(fnv(14695981039346656037ull, b, sizeof b), k, sizeof k);
+}
+
+/* What the run trains and is judged on: every split's node ids (a resume under another --split
+ * would put test nodes in training), --feature-norm, and --select (the best epoch's rule) */
+static uint64_t data_hash(const train_config_t *c, const dataset_t *d) {
+    uint64_t h = 14695981039346656037ull;
+    for (int s = 0; s < SPLIT_COUNT; s++) {
+        h = fnv(h, &d->split_n[s], sizeof d->split_n[s]);
+        if (d->split[s]) h = fnv(h, d->split[s], sizeof(int64_t) * (size_t)d->split_n[s]);
+    }
+    const int32_t k[2] = {c->feature_norm, c->select_loss};
+    return fnv(h, k, sizeof k);
+}
 
 uint64_t ckpt_order_hash(const int64_t *perm, int64_t n) {
     uint64_t h = 14695981039346656037ull;
@@ -60,6 +90,8 @@ static void header_expect(const train_config_t *c, const dataset_t *d, model_t *
     h->metric = c->metric;
     h->nparams = model_nparams(m);
     h->nbuffers = model_nbuffers(m);
+    h->arch = arch_hash(c);
+    h->data = data_hash(c, d);
 }
 
 static int put(FILE *fp, const void *p, size_t bytes) { return fwrite(p, 1, bytes, fp) == bytes ? 0 : -1; }
@@ -112,6 +144,7 @@ int ckpt_save(const char *dir, int run, const train_config_t *c, const dataset_t
     h.t_epoch = st->t_epoch;
     h.opt_steps = optim_steps(o);
     h.order = st->order;
+    h.evals = st->evals;
     FILE *fp = fopen(tmp, "wb");
     if (!fp) return inca_fail_write(path, errno);   /* path: the temporary is ours */
     int bad = put(fp, &h, sizeof h);
@@ -152,6 +185,42 @@ int ckpt_save(const char *dir, int run, const train_config_t *c, const dataset_t
     return INCA_OK;
 }
 
+/* The first field of header h that differs from what this run expects (w) names itself;
+ * resume: a training run's (predict reads the model alone, of any split and node order). */
+static int header_check(const char *path, const ckpt_header_t *h, const ckpt_header_t *w, int resume, uint64_t order) {
+    /* the first field that differs names itself */
+    if (strcmp(h->model, w->model) != 0)
+        return inca_fail(INCA_EINVAL, "%s: checkpoint of model '%s', this run trains '%s'", path, h->model, w->model);
+    if (strcmp(h->method, w->method) != 0)
+        return inca_fail(INCA_EINVAL, "%s: checkpoint of method '%s', this run uses '%s'", path, h->method, w->method);
+    if (h->n != w->n || h->f != w->f || h->c != w->c)
+        return inca_fail(INCA_EINVAL, "%s: checkpoint of a dataset with %lld nodes, %lld features, %lld classes; this one has %lld, %lld, %lld",
+                         path, (long long)h->n, (long long)h->f, (long long)h->c, (long long)w->n, (long long)w->f, (long long)w->c);
+    if (h->hidden != w->hidden || h->layers != w->layers)
+        return inca_fail(INCA_EINVAL, "%s: checkpoint of --layers %d --hidden %lld, this run has --layers %d --hidden %lld", path,
+                         h->layers, (long long)h->hidden, w->layers, (long long)w->hidden);
+    if (h->seed != w->seed || h->run != w->run)
+        return inca_fail(INCA_EINVAL, "%s: checkpoint of seed %llu, this run has seed %llu", path, (unsigned long long)h->seed,
+                         (unsigned long long)w->seed);
+    if (h->metric != w->metric)
+        return inca_fail(INCA_EINVAL, "%s: checkpoint selects by --metric %s, this run by %s", path, train_metric_name(h->metric),
+                         train_metric_name(w->metric));
+    if (h->arch != w->arch)
+        return inca_fail(INCA_EINVAL, "%s: checkpoint of another model structure (--residual, --batchnorm, --dense-input, "
+                         "--alpha, --theta or --K differ): resume with the flags it was trained with", path);
+    if (resume && h->data != w->data)   /* predict (no optimiser) may score another split */
+        return inca_fail(INCA_EINVAL, "%s: checkpoint of other splits, --feature-norm or --select (a resume under another "
+                         "split would train on nodes it then tests on): resume with the ones it was trained with", path);
+    if (h->nparams != w->nparams || h->nbuffers != w->nbuffers)
+        return inca_fail(INCA_EINVAL, "%s: checkpoint has %d parameters and %d buffers, the model %d and %d", path, h->nparams,
+                         h->nbuffers, w->nparams, w->nbuffers);
+    if (resume && h->order != order)   /* the tables' rows would land on other nodes */
+        return inca_fail(INCA_EINVAL, "%s: checkpoint's history tables are in another partitioning's node order (another "
+                         "--parts, --partition or partition seed): resume with the partitioning it was made with, or "
+                         "train again without --resume", path);
+    return INCA_OK;
+}
+
 int ckpt_load(const char *dir, int run, const train_config_t *c, const dataset_t *d, model_t *m, optim_t *o,
               ckpt_state_t *st, const ckpt_blob_t *blobs, int nblobs) {
     char path[4096];
@@ -174,30 +243,7 @@ int ckpt_load(const char *dir, int run, const train_config_t *c, const dataset_t
         goto done;
     }
     h.model[sizeof h.model - 1] = h.method[sizeof h.method - 1] = '\0';
-    /* the first field that differs names itself */
-    if (strcmp(h.model, want.model) != 0)
-        rc = inca_fail(INCA_EINVAL, "%s: checkpoint of model '%s', this run trains '%s'", path, h.model, want.model);
-    else if (strcmp(h.method, want.method) != 0)
-        rc = inca_fail(INCA_EINVAL, "%s: checkpoint of method '%s', this run uses '%s'", path, h.method, want.method);
-    else if (h.n != want.n || h.f != want.f || h.c != want.c)
-        rc = inca_fail(INCA_EINVAL, "%s: checkpoint of a dataset with %lld nodes, %lld features, %lld classes; this one has %lld, %lld, %lld",
-                       path, (long long)h.n, (long long)h.f, (long long)h.c, (long long)want.n, (long long)want.f, (long long)want.c);
-    else if (h.hidden != want.hidden || h.layers != want.layers)
-        rc = inca_fail(INCA_EINVAL, "%s: checkpoint of --layers %d --hidden %lld, this run has --layers %d --hidden %lld", path,
-                       h.layers, (long long)h.hidden, want.layers, (long long)want.hidden);
-    else if (h.seed != want.seed || h.run != want.run)
-        rc = inca_fail(INCA_EINVAL, "%s: checkpoint of seed %llu, this run has seed %llu", path, (unsigned long long)h.seed,
-                       (unsigned long long)want.seed);
-    else if (h.metric != want.metric)
-        rc = inca_fail(INCA_EINVAL, "%s: checkpoint selects by --metric %s, this run by %s", path, train_metric_name(h.metric),
-                       train_metric_name(want.metric));
-    else if (h.nparams != want.nparams || h.nbuffers != want.nbuffers)
-        rc = inca_fail(INCA_EINVAL, "%s: checkpoint has %d parameters and %d buffers, the model %d and %d", path, h.nparams,
-                       h.nbuffers, want.nparams, want.nbuffers);
-    else if (o && h.order != st->order)   /* the tables' rows would land on other nodes */
-        rc = inca_fail(INCA_EINVAL, "%s: checkpoint's history tables are in another partitioning's node order (another "
-                       "--parts, --partition or partition seed): resume with the partitioning it was made with, or "
-                       "train again without --resume", path);
+    rc = header_check(path, &h, &want, o != NULL, st->order);
     if (rc) goto done;
     for (int i = 0; i < h.nparams && !rc; i++) {
         nn_param_t *p = model_param(m, i);
@@ -264,6 +310,7 @@ int ckpt_load(const char *dir, int run, const train_config_t *c, const dataset_t
     st->t_step = h.t_step;
     st->t_eval = h.t_eval;
     st->t_epoch = h.t_epoch;
+    st->evals = h.evals;
 done:
     fclose(fp);
     return rc;
@@ -292,46 +339,61 @@ int ckpt_manifest_check(const char *dir, int ranks) {
     char mp[4200];
     int q = 0, rc = manifest_ranks(dir, mp, &q);
     if (rc || q == 0) return rc;   /* none yet: a first run, or one process's checkpoints */
+    if (q != ranks && q == 1)
+        return inca_fail(INCA_EINVAL, "%s: checkpoints of one process (the last run in this folder); resume without mpirun", mp);
     if (q != ranks)
         return inca_fail(INCA_EINVAL, "%s: checkpoints of %d ranks; resume with mpirun -np %d", mp, q, q);
     return INCA_OK;
 }
 
-/* DIR/rank-R-of-P (DIR made when missing) and DIR/manifest.json (rank 0: the rank count, method,
- * model, the checkpoint folders). A resume whose manifest names another rank count is refused:
- * the histories are split by rank. */
+/* DIR/manifest.json, written whole via rename: the rank count, method, model and the folders the
+ * checkpoints are in (one process: DIR itself, ".") */
+static int manifest_write(const train_config_t *c, int ranks) {
+    char mp[4200], tmp[4300];
+    snprintf(mp, sizeof mp, "%s/manifest.json", c->checkpoint_dir);
+    snprintf(tmp, sizeof tmp, "%s.tmp", mp);
+    json_t *j = NULL;
+    int rc = json_new(&j);
+    if (rc != INCA_OK) return rc;
+    json_int(j, "ranks", ranks);
+    json_str(j, "method", train_method_name(c->method));
+    json_str(j, "model", model_kind_name(c->model));
+    json_arr_begin(j, "checkpoints");
+    for (int r = 0; r < ranks; r++) {
+        char name[64];
+        if (ranks == 1) snprintf(name, sizeof name, ".");
+        else snprintf(name, sizeof name, "rank-%d-of-%d", r, ranks);
+        json_str(j, NULL, name);
+    }
+    json_arr_end(j);
+    FILE *f = fopen(tmp, "w");
+    if (!f) rc = inca_fail_write(mp, errno);
+    else {
+        rc = json_write(j, f);
+        if (fclose(f) != 0 && rc == INCA_OK) rc = inca_fail(INCA_EIO, "%s: write failed", mp);
+        if (rc == INCA_OK && rename(tmp, mp) != 0) rc = inca_fail(INCA_EIO, "%s: cannot rename into place", mp);
+    }
+    json_free(&j);
+    return rc;
+}
+
+/* DIR/rank-R-of-P (DIR made when missing) and DIR/manifest.json (rank 0). A resume whose
+ * manifest names another rank count is refused: the histories are split by rank. */
 int ckpt_rank_dir(const train_config_t *c, int rank, int ranks, char *out, size_t cap) {
     const char *dir = c->checkpoint_dir;
     if (mkdir(dir, 0777) != 0 && errno != EEXIST) return inca_fail(INCA_EIO, "%s: cannot create the checkpoint folder", dir);
     snprintf(out, cap, "%s/rank-%d-of-%d", dir, rank, ranks);
     int rc = c->resume ? ckpt_manifest_check(dir, ranks) : INCA_OK;
-    /* the manifest (rank 0): which ranks wrote the checkpoints beside it, written whole or not */
-    if (rc == INCA_OK && rank == 0) {
-        char mp[4200], tmp[4300];
-        snprintf(mp, sizeof mp, "%s/manifest.json", dir);
-        snprintf(tmp, sizeof tmp, "%s.tmp", mp);
-        json_t *j = NULL;
-        if ((rc = json_new(&j)) != INCA_OK) return rc;
-        json_int(j, "ranks", ranks);
-        json_str(j, "method", train_method_name(c->method));
-        json_str(j, "model", model_kind_name(c->model));
-        json_arr_begin(j, "checkpoints");
-        for (int r = 0; r < ranks; r++) {
-            char name[64];
-            snprintf(name, sizeof name, "rank-%d-of-%d", r, ranks);
-            json_str(j, NULL, name);
-        }
-        json_arr_end(j);
-        FILE *f = fopen(tmp, "w");
-        if (!f) rc = inca_fail_write(mp, errno);
-        else {
-            rc = json_write(j, f);
-            if (fclose(f) != 0 && rc == INCA_OK) rc = inca_fail(INCA_EIO, "%s: write failed", mp);
-            if (rc == INCA_OK && rename(tmp, mp) != 0) rc = inca_fail(INCA_EIO, "%s: cannot rename into place", mp);
-        }
-        json_free(&j);
-    }
+    if (rc == INCA_OK && rank == 0) rc = manifest_write(c, ranks);
     return rc;
+}
+
+int ckpt_one_process(const train_config_t *c) {
+    const char *dir = c->checkpoint_dir;
+    if (!dir) return INCA_OK;
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST) return inca_fail(INCA_EIO, "%s: cannot create the checkpoint folder", dir);
+    const int rc = c->resume ? ckpt_manifest_check(dir, 1) : INCA_OK;
+    return rc == INCA_OK ? manifest_write(c, 1) : rc;
 }
 
 int ckpt_model_dir(const char *dir, char *out, size_t cap) {
@@ -339,6 +401,6 @@ int ckpt_model_dir(const char *dir, char *out, size_t cap) {
     int q = 0, rc = manifest_ranks(dir, mp, &q);
     if (rc) return rc;
     /* one process's checkpoints are in dir; an MPI job's: rank 0's (every rank holds the same parameters) */
-    const int k = q ? snprintf(out, cap, "%s/rank-0-of-%d", dir, q) : snprintf(out, cap, "%s", dir);
+    const int k = q > 1 ? snprintf(out, cap, "%s/rank-0-of-%d", dir, q) : snprintf(out, cap, "%s", dir);
     return k >= 0 && (size_t)k < cap ? INCA_OK : inca_fail(INCA_EINVAL, "--checkpoint: path '%s' is too long", dir);
 }

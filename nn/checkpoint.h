@@ -34,6 +34,7 @@ typedef struct ckpt_state {
     train_best_t best;
     double train_loss;
     double t_step, t_eval, t_epoch;   /* seconds accumulated over epochs 0..epoch */
+    int64_t evals;                    /* evaluations over epochs 0..epoch (--eval-every) */
     uint64_t order;                   /* the node order the history tables' rows are in (the
                                          mini-batch trainers: a hash of the partition's
                                          permutation; 0: no tables). Saved; on a resume (o given)
@@ -61,14 +62,18 @@ int ckpt_save(const char *dir, int run, const train_config_t *c, const dataset_t
  * optimiser's moments and any history tables are skipped (blobs ignored). */
 int ckpt_load(const char *dir, int run, const train_config_t *c, const dataset_t *d, model_t *m, optim_t *o,
               ckpt_state_t *st, const ckpt_blob_t *blobs, int nblobs);
-/* The folder holding a model's checkpoint files: dir itself, or for an MPI job's (a manifest
- * beside them) rank 0's, DIR/rank-0-of-P (every rank holds the same parameters). */
+/* The folder holding a model's checkpoint files: dir itself, or for an MPI job's (a manifest of
+ * P > 1 ranks beside them) rank 0's, DIR/rank-0-of-P (every rank holds the same parameters). */
 int ckpt_model_dir(const char *dir, char *out, size_t cap);
 /* Checkpoints of a job of several ranks (MPI): DIR/rank-R-of-P for rank `rank` of `ranks` into
  * out[cap] (DIR made when missing), and from rank 0 DIR/manifest.json (the rank count, method,
  * model and the folders), written whole via rename. With c->resume, a manifest naming another
  * rank count is refused (ckpt_manifest_check). */
 int ckpt_rank_dir(const train_config_t *c, int rank, int ranks, char *out, size_t cap);
+/* One process's checkpoints (c->checkpoint_dir; NULL: nothing): with c->resume, DIR must not
+ * hold an MPI job's (ckpt_manifest_check with 1); then DIR/manifest.json says 1 rank, so that a
+ * later predict or mpirun resume reads these checkpoints, not an older job's rank folders. */
+int ckpt_one_process(const train_config_t *c);
 /* INCA_EINVAL naming the rank count to use when DIR/manifest.json is for other than `ranks`
  * ranks (one process passes 1: it may not resume an MPI job's checkpoints); INCA_OK when DIR has
  * no manifest. */

@@ -3,6 +3,7 @@
  * folds them into one result with the runs' statistics. Tested in tests/test_train.c and
  * tests/test_e2e_train.c (the CLI on the bundled Cora). */
 #include "nn/train.h"
+#include "nn/checkpoint.h"
 #include "nn/train_dist.h"
 #include "nn/train_mb.h"
 #include "nn/layout.h"
@@ -144,6 +145,8 @@ int train_run(const dataset_t *d, const train_config_t *c, const int64_t *train_
         }
         cc.metrics_fp = mf;
     }
+    /* one process's checkpoints claim the folder (an MPI job's ranks write their manifest) */
+    if (comm_size(c->comm) == 1 && (rc = ckpt_one_process(c))) goto fail;
     double t[4] = {0, 0, 0, 0};   /* summed epoch, step, refresh and evaluation seconds */
     for (int i = 0; i < c->runs; i++) {
         cc.seed = c->seed + (uint64_t)i;

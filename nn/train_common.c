@@ -519,16 +519,16 @@ void train_result_best(train_result_t *r, const train_best_t *b) {
     r->best_epoch = b->epoch;
 }
 
-void train_result_set(train_result_t *r, const train_best_t *b, int epochs, double loss, double t_step, double t_eval,
-                      double t_epoch) {
+void train_result_set(train_result_t *r, const train_best_t *b, int epochs, int64_t evals, double loss, double t_step,
+                      double t_eval, double t_epoch) {
     train_result_best(r, b);
     r->epochs = epochs;
     r->train_loss = loss;
     r->epoch_time_s = epochs > 0 ? t_epoch / epochs : 0;
     r->step_time_s = epochs > 0 ? t_step / epochs : 0;
-    r->eval_time_s = epochs > 0 ? t_eval / epochs : 0;
+    r->eval_time_s = evals > 0 ? t_eval / (double)evals : 0;   /* one evaluation's */
     r->refresh_time_s = 0;
-    r->evals = epochs;   /* full-batch evaluates after every epoch */
+    r->evals = evals;
     r->refreshes = r->fused = 0;
     r->runs = 1;
 }
@@ -555,9 +555,12 @@ static int mline_cmp(const void *a, const void *b) {
     return x->pos < y->pos ? -1 : x->pos > y->pos;
 }
 
+/* key's number within [line, end) only (a line without it must not find the next line's) */
 static long mline_key(const char *line, const char *end, const char *key) {
-    const char *k = strstr(line, key);
-    return k && k < end ? strtol(k + strlen(key), NULL, 10) : -1;
+    const size_t kl = strlen(key);
+    for (const char *k = line; k + kl <= end; k++)
+        if (memcmp(k, key, kl) == 0) return strtol(k + kl, NULL, 10);
+    return -1;
 }
 
 /* Rewrites the open metrics file f keeping every line except run `run`'s from epoch ep0 on
@@ -570,6 +573,7 @@ static int metrics_rewrite(FILE *f, long run, long ep0, int sort) {
     if (fflush(f) != 0 || fseek(f, 0, SEEK_END) != 0 || (len = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0) rc = INCA_EIO;
     else if (!(buf = inca_malloc((size_t)len + 1)) || !(ln = inca_malloc(sizeof *ln * (size_t)(len + 1)))) rc = INCA_ENOMEM;
     else if (len > 0 && fread(buf, 1, (size_t)len, f) != (size_t)len) rc = INCA_EIO;
+    if (buf) buf[len] = '\0';   /* strtol stops there at the latest */
     size_t nl = 0;
     for (char *p = buf, *e; rc == INCA_OK && p < buf + len && (e = memchr(p, '\n', (size_t)(buf + len - p))); p = e + 1) {
         const mline_t m = {mline_key(p, e, "\"run\":"), mline_key(p, e, "\"epoch\":"), (long)nl, p, (size_t)(e - p) + 1};

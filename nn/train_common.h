@@ -375,10 +375,11 @@ int train_best_update_e(train_best_t *b, const struct train_epoch_eval *e);
 
 /* The best epoch's figures of tracker b into r (epoch, accuracies, balanced accuracies, macro F1). */
 void train_result_best(train_result_t *r, const train_best_t *b);
-/* A run's figures into r: the tracker's best epoch and accuracies, the epochs run, the last
- * training loss and the per-epoch means of the summed step, evaluation and epoch seconds. */
-void train_result_set(train_result_t *r, const train_best_t *b, int epochs, double loss, double t_step, double t_eval,
-                      double t_epoch);
+/* A run's figures into r: the tracker's best epoch and accuracies, the epochs run, the
+ * evaluations run (--eval-every skips some), the last training loss, the per-epoch means of the
+ * summed step and epoch seconds and the mean of an evaluation's. */
+void train_result_set(train_result_t *r, const train_best_t *b, int epochs, int64_t evals, double loss, double t_step,
+                      double t_eval, double t_epoch);
 
 /* The optimiser of c (Adam or AdamW) over every parameter of m, one group per distinct weight
  * decay (train_param_wd). */

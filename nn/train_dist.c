@@ -420,6 +420,7 @@ static int fd_sum(fd_rank_t *R, const double *in, int k, double *out, int phase)
 typedef struct fd_progress {
     train_best_t best;
     double t_step, t_eval, t_epoch, loss;
+    int64_t evals;   /* evaluations run (--eval-every), over a resume too */
     int ep0, finished;            /* the first epoch to run; the run already stopped early */
     const char *ckdir;            /* this rank's checkpoint folder (NULL: none) */
 } fd_progress_t;
@@ -451,6 +452,7 @@ static int fd_resume(fd_rank_t *R, const dataset_t *d, const train_config_t *c, 
         g->t_step = cs.t_step;
         g->t_eval = cs.t_eval;
         g->t_epoch = cs.t_epoch;
+        g->evals = cs.evals;
         g->ep0 = cs.epoch + 1;
         g->finished = cs.finished;
     }
@@ -530,11 +532,12 @@ static int fd_epoch(fd_rank_t *R, const fd_shared_t *S, const dataset_t *d, cons
     g->t_step += t1 - t0;
     g->t_eval += t2 - t1;
     g->t_epoch += t2 - t0;
+    g->evals++;
     if ((rc = train_epoch_end(c, &e, NULL, 0, (int32_t)S->C, &g->best))) return rc;
     *stop = c->patience > 0 && g->best.since >= c->patience;
     if (c->checkpoint_dir && (R->mpi || R->rank == 0)) {
         ckpt_state_t cs = {.epoch = ep, .finished = *stop, .best = g->best, .train_loss = g->loss,
-                           .t_step = g->t_step, .t_eval = g->t_eval, .t_epoch = g->t_epoch};
+                           .t_step = g->t_step, .t_eval = g->t_eval, .t_epoch = g->t_epoch, .evals = g->evals};
         if ((rc = ckpt_save(g->ckdir, run, c, d, R->m, R->o, &cs, NULL, 0))) return rc;
     }
     return INCA_OK;
@@ -561,7 +564,7 @@ static int fd_placement(fd_rank_t *R, train_placement_t *pl) {
 /* The run's result after ep epochs: the best epoch's figures, the bytes and MPI seconds per
  * phase (before the placement's own collective), the device memory. */
 static int fd_result(fd_rank_t *R, const train_config_t *c, const fd_progress_t *g, int ep, train_result_t *r) {
-    train_result_set(r, &g->best, ep, g->loss, g->t_step, g->t_eval, g->t_epoch);
+    train_result_set(r, &g->best, ep, g->evals, g->loss, g->t_step, g->t_eval, g->t_epoch);
     r->nparams = R->ng;
     r->steps_per_epoch = 1;
     for (int ph = 0; ph < COMM_NPHASES; ph++) {

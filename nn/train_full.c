@@ -329,6 +329,7 @@ int train_full(const dataset_t *d, const train_config_t *c, const int64_t *train
     best.by_loss = c->select_loss;
     best.metric = c->metric;
     double t_step = 0, t_eval = 0, t_epoch = 0, loss = 0;
+    int64_t evals = 0;   /* --eval-every: not every epoch's */
     int ep, ep0 = 0, finished = 0;
     ckpt_state_t cs = {0};   /* no history tables: order 0 */
     if (c->checkpoint_dir && c->resume) {
@@ -339,6 +340,7 @@ int train_full(const dataset_t *d, const train_config_t *c, const int64_t *train
             t_step = cs.t_step;
             t_eval = cs.t_eval;
             t_epoch = cs.t_epoch;
+            evals = cs.evals;
             ep0 = cs.epoch + 1;
             finished = cs.finished;
         }
@@ -364,16 +366,17 @@ int train_full(const dataset_t *d, const train_config_t *c, const int64_t *train
         t_step += t1 - t0;
         t_eval += t2 - t1;
         t_epoch += t2 - t0;
+        evals++;
         if ((rc = train_epoch_end(c, &e, lh, d->n, (int32_t)d->c, &best))) goto done;
         const int stop = c->patience > 0 && best.since >= c->patience;
         if (c->checkpoint_dir) {
             cs = (ckpt_state_t){.epoch = ep, .finished = stop, .best = best, .train_loss = loss,
-                                .t_step = t_step, .t_eval = t_eval, .t_epoch = t_epoch};
+                                .t_step = t_step, .t_eval = t_eval, .t_epoch = t_epoch, .evals = evals};
             if ((rc = ckpt_save(c->checkpoint_dir, run, c, d, f.m, f.o, &cs, NULL, 0))) goto done;
         }
         if (stop) { ep++; break; }
     }
-    train_result_set(r, &best, ep, loss, t_step, t_eval, t_epoch);
+    train_result_set(r, &best, ep, evals, loss, t_step, t_eval, t_epoch);
     for (int i = 0; i < model_nparams(f.m); i++) r->nparams += model_param(f.m, i)->n;
     r->steps_per_epoch = c->batch_size > 0 ? f.mb.steps : 1;
     r->step_time_s /= (double)r->steps_per_epoch;   /* per optimiser step, as the mini-batch methods report it */

@@ -128,6 +128,7 @@ START_TEST(test_cli_features) {
         {"--method cluster --history-dtype bf16", "--history-dtype: no effect with --method cluster"},
         {"--method incagg --cluster-norm global", "--cluster-norm: no effect with --method incagg"},
         {"--method gas --batch-size 64", "--batch-size: no effect with --method gas"},
+        {"--method full --eval-average 0.9", "--eval-average: no effect with --method full"},
         {"--model gcn --theta 0.3", "--theta: no effect with --model gcn"},
         {"--model gcnii --K 4", "--K: no effect with --model gcnii"},
         {"--model appnp --layers 3", "--layers: no effect with --model appnp"},
@@ -239,6 +240,69 @@ START_TEST(test_checkpoint_cli) {
     free(err);
     free(o1);
     free(o2);
+    tu_rmrf(dir);
+    free(dir);
+}
+END_TEST
+
+/* What a full-batch checkpoint holds and refuses (a review's findings, each failed before):
+ * --eval-every's evaluations are counted (the JSON said one an epoch, the evaluation time was
+ * divided by epochs) and carried over a resume; a resume under another model structure or
+ * another split is refused (another split trained on nodes it then tested on); a refused resume
+ * leaves the folder's config.json (predict kept working); a metrics line without "run" does not
+ * send the cut-back past its buffer; one process refuses an MPI job's checkpoints, and a new
+ * one-process run claims the folder for predict (it used to read the old job's rank 0). */
+START_TEST(test_checkpoint_full_refusals) {
+    ingest();
+    char flags[4096], ck[1100], mp[1200], *o = NULL, *err = NULL;
+    snprintf(ck, sizeof ck, "%s/ckf", dir);
+    const char *base = "--model gcn --method full --feature-norm row --threads 1 --json";
+    snprintf(flags, sizeof flags, "%s --epochs 4 --eval-every 3 --checkpoint '%s' --metrics '%s/mf.jsonl'", base, ck, dir);
+    ck_assert_int_eq(train(flags, &o, NULL), 0);
+    ck_assert_int_eq((int)tu_json_num(tu_last_line(o), "evaluations"), 2);   /* epochs 2 and 3 (the last) */
+    free(o);
+    snprintf(mp, sizeof mp, "%s/mf.jsonl", dir);
+    FILE *f = fopen(mp, "a");
+    fputs("{\"x\":1}\n", f);
+    fclose(f);
+    snprintf(flags, sizeof flags, "%s --epochs 9 --eval-every 3 --checkpoint '%s' --resume --metrics '%s'", base, ck, mp);
+    ck_assert_int_eq(train(flags, &o, NULL), 0);
+    ck_assert_int_eq((int)tu_json_num(tu_last_line(o), "evaluations"), 4);   /* 2 before, then epochs 5 and 8 */
+    free(o);
+    const struct { const char *flags, *needle; } bad[] = {
+        {"--residual", "another model structure"},
+        {"--split random:0.05,0.5,0.45", "other splits"},
+        {"--feature-norm standard", "other splits, --feature-norm"},
+        {"--model sage", "checkpoint of model 'gcn'"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(flags, sizeof flags, "%s --epochs 12 --checkpoint '%s' --resume %s", base, ck, bad[i].flags);
+        err = NULL;
+        ck_assert_int_eq(train(flags, NULL, &err), 2);
+        ck_assert_msg(err && strstr(err, bad[i].needle), "%s: %s", bad[i].flags, err ? err : "");
+        free(err);
+    }
+    char args[4096];
+    snprintf(args, sizeof args, "predict --checkpoint '%s' --out '%s/s.npy' --json", ck, dir);   /* config.json is still gcn's */
+    ck_assert_int_eq(tu_inca(args, &o, &err), 0);
+    free(o);
+    free(err);
+    /* an MPI job's manifest (2 ranks) in the folder */
+    snprintf(mp, sizeof mp, "%s/manifest.json", ck);
+    f = fopen(mp, "w");
+    fputs("{\"ranks\":2,\"method\":\"full\",\"model\":\"gcn\"}\n", f);
+    fclose(f);
+    snprintf(flags, sizeof flags, "%s --epochs 12 --checkpoint '%s' --resume", base, ck);
+    err = NULL;
+    ck_assert_int_eq(train(flags, NULL, &err), 2);
+    ck_assert_msg(err && strstr(err, "checkpoints of 2 ranks"), "%s", err ? err : "");
+    free(err);
+    snprintf(flags, sizeof flags, "%s --epochs 3 --checkpoint '%s'", base, ck);
+    ck_assert_int_eq(train(flags, NULL, NULL), 0);
+    ck_assert_int_eq(tu_inca(args, &o, &err), 0);   /* reads the new run's file, not rank-0-of-2's */
+    ck_assert_int_eq((int)tu_json_num(tu_last_line(o), "checkpoint_epoch"), 2);
+    free(o);
+    free(err);
     tu_rmrf(dir);
     free(dir);
 }
@@ -584,6 +648,7 @@ int main(void) {
     tcase_add_test(t, test_cli_features);
     tcase_add_test(t, test_incagg_stored_partition);
     tcase_add_test(t, test_checkpoint_cli);
+    tcase_add_test(t, test_checkpoint_full_refusals);
     tcase_add_test(t, test_parts_refused);
     tcase_add_test(t, test_wait_policy);
     tcase_add_test(t, test_predict);
