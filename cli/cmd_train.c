@@ -28,6 +28,16 @@
  * step, refresh and evaluation times, peak anonymous, file-backed and resident memory */
 enum { NT = 4, NREC = 2 * COMM_NPHASES + NT + 3 };
 
+/* 1 when --partition (none: METIS with seed 0) names another partitioning than the shards' */
+static int shard_partition_differs(const train_config_t *c, const partition_t *sp) {
+    int pm = PART_METIS, sm = -1, pranks = 0, sranks = 0;
+    int64_t pk = 0, sk = 0;
+    uint64_t pseed = 0, sseed = 0;
+    if (c->partition[0] && partition_name_parse(c->partition, &pm, &pk, &pseed, &pranks) != INCA_OK) return 1;
+    if (partition_name_parse(sp->man.name, &sm, &sk, &sseed, &sranks) != INCA_OK) return 1;
+    return pm != sm || pseed != sseed || (pranks > 0 && pranks != sranks);
+}
+
 /* STORE is a folder of per-rank shards (nn/shard.h): this rank's shard, refused when it was made
  * for another configuration; the dataset moves to *d and c trains on the shard's views. */
 static int train_from_shard(const args_t *a, train_config_t *c, int me, int nranks, shard_t *sh, dataset_t *d) {
@@ -38,13 +48,21 @@ static int train_from_shard(const args_t *a, train_config_t *c, int me, int nran
                       : args_str(a, "--split", NULL) ? "--split (a shard holds its rank's share of the stored split)"
                       : args_str(a, "--train-indices", NULL) ? "--train-indices"
                       : c->parts != sh->p.k ? "this --parts"
+                      : shard_partition_differs(c, &sh->p) ? "this --partition"
                       : c->feature_norm != sh->featnorm ? "this --feature-norm"
                       : nn_kind_norm(c->model) != sh->norm ? "this --model's adjacency"
                       : c->method == TRAIN_INCAGG && sh->has_m0 && sh->v.m0_dtype != c->history_dtype ? "this --history-dtype"
                       : NULL;
+    /* one inca shard run's set: an interrupted run can leave some ranks' new beside others' old */
+    int64_t job[2] = {sh->job, -sh->job};   /* every rank calls it, whatever its own verdict */
+    if (nranks > 1 && (rc = comm_allreduce_max_i64(c->comm, job, 2, COMM_SETUP))) return rc;
+    if (!why && job[0] != -job[1])
+        return inca_fail(INCA_EINVAL, "%s: the shards come from different inca shard runs (one was interrupted?): run "
+                         "inca shard again", c->store_path);
     if (why)
         return inca_fail(INCA_EINVAL, "%s: the shards were not made for %s; rerun inca shard with the training's "
-                         "--parts, --feature-norm, --model and --history-dtype, or train on the store", c->store_path, why);
+                         "--parts, --partition, --feature-norm, --model and --history-dtype, or train on the store",
+                         c->store_path, why);
     *d = sh->d;   /* the dataset moves to d */
     dataset_init(&sh->d);
     c->given_partition = &sh->p;

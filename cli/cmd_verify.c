@@ -59,11 +59,19 @@ static int shard_folder(const char *path, int (*rr)[2], int *ranks) {
 
 /* Every shard of the folder, in rank order; stops at the first bad one (its message names it). */
 static int verify_shards(const char *dir, const int (*rr)[2], int n, store_verify_stats_t *st, double *t_sums) {
+    int64_t job0 = 0;
     for (int i = 0; i < n; i++) {
         char p[4300];
         snprintf(p, sizeof p, "%s/rank-%d-of-%d.lmdb", dir, rr[i][0], rr[i][1]);
-        const int rc = verify_one(p, st, t_sums);
+        int64_t job = 0;
+        int rc = verify_one(p, st, t_sums);
+        if (rc == INCA_OK) rc = shard_job(p, &job);
         if (rc) return rc;
+        /* a job's shards come from one run (an interrupted one can leave old and new side by side) */
+        if (i > 0 && rr[i][1] == rr[0][1] && job != job0)
+            return inca_fail(INCA_EINVAL, "%s: rank-%d-of-%d.lmdb comes from another inca shard run than rank-%d-of-%d.lmdb "
+                             "(one was interrupted?): run inca shard again", dir, rr[i][0], rr[i][1], rr[0][0], rr[0][1]);
+        if (i == 0) job0 = job;
     }
     return INCA_OK;
 }

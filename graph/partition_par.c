@@ -173,6 +173,26 @@ static void drop_self_loops(csr_t *slice, int64_t row0) {
     slice->nnz = m;
 }
 
+/* Whether the distributed graph is symmetric, with no second copy of the edges: the sums over
+ * every rank's entries of h(u, v) and of h(v, u) agree exactly for a symmetric pattern (the same
+ * multiset of pairs), and differ for any other but with probability about 2^-64 (h: splitmix64 of
+ * the pair). PT-Scotch loops forever on a directed graph (METIS and lp refuse one). The 64-bit
+ * sums go through the allreduce as 32-bit halves, which cannot overflow it. */
+static int slices_symmetric(comm_t *c, const csr_t *slice, int64_t row0, int *sym) {
+    uint64_t fw = 0, bw = 0;
+    for (int64_t i = 0; i < slice->n_rows; i++)
+        for (int64_t e = slice->rowptr[i]; e < slice->rowptr[i + 1]; e++) {
+            const uint64_t u = (uint64_t)(row0 + i), v = (uint64_t)slice->col[e];
+            fw += rng_splitmix64(u << 32 | v);
+            bw += rng_splitmix64(v << 32 | u);
+        }
+    int64_t h[4] = {(int64_t)(fw >> 32), (int64_t)(fw & 0xffffffffu), (int64_t)(bw >> 32), (int64_t)(bw & 0xffffffffu)};
+    const int rc = comm_allreduce_sum_i64(c, h, 4, COMM_SETUP);
+    const uint64_t f = ((uint64_t)h[0] << 32) + (uint64_t)h[1], b = ((uint64_t)h[2] << 32) + (uint64_t)h[3];
+    *sym = f == b;
+    return rc;
+}
+
 static int check_sizes(comm_t *c, const csr_t *slice, int64_t n, int64_t k) {
     if (!partition_par_available())
         return inca_fail(INCA_EINVAL, "--method parmetis: this inca was built without PT-Scotch (install libptscotch-dev "
@@ -200,6 +220,10 @@ int partition_par_compute(comm_t *c, csr_t *slice, int64_t row0, int64_t n, int6
     if (rc == INCA_OK && bad) rc = inca_fail(INCA_ERR, "ParMETIS: another rank refused its slice");
     if (rc == INCA_OK) rc = slices_tile(c, row0, slice->n_rows, n, vtxdist);
     if (rc == INCA_OK) drop_self_loops(slice, row0);
+    int sym = 1;   /* every rank gets the same verdict */
+    if (rc == INCA_OK && (rc = slices_symmetric(c, slice, row0, &sym)) == INCA_OK && !sym)
+        rc = inca_fail(INCA_EINVAL, "ParMETIS (PT-Scotch) needs a symmetric graph; this adjacency is not symmetric "
+                       "(re-ingest with symmetrisation)");
     double t0 = inca_now();
 #ifdef INCA_HAS_PTSCOTCH
     if (rc == INCA_OK && k > 1) rc = call_parmetis(c, slice, row0, k, seed, mine);

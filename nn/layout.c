@@ -312,8 +312,14 @@ int layout_open(store_t *s, const partition_t *p, int featnorm, int want_m0, int
     v->x = x;
     if (rc == INCA_OK && want_m0) rc = view_of(s, mn, dt == HIST_BF16 ? DT_BF16 : DT_F32, v->n * v->f, p, featnorm, &v->m0);
     if (rc == INCA_OK) rc = csr_view(s, p, "adj", norm, featnorm, &v->a);
-    char tn[3][192];
+    char tn[3][192], sym[192];
     adj_names(tn, p->man.name, "adjt", norm);   /* mean's, or a directed graph's gcn Âᵀ */
+    sym_name(sym, sizeof sym, p->man.name);
+    /* gcn with neither Âᵀ nor the symmetric mark: cut short between the two writes (or older):
+     * not found, so that layout_ensure rebuilds it, never Â trained for Âᵀ */
+    if (rc == INCA_OK && norm != NN_NORM_MEAN && !store_has_array(s, tn[2]) && !store_has_array(s, sym))
+        rc = inca_fail(INCA_ENOTFOUND, "%s: layout %s has Â but neither Âᵀ nor its symmetric mark (an interrupted "
+                       "layout): rebuild it", store_path(s), p->man.name);
     if (rc == INCA_OK && (norm == NN_NORM_MEAN || store_has_array(s, tn[2])))
         rc = csr_view(s, p, "adjt", norm, featnorm, &v->at);
     if (rc != INCA_OK) memset(v, 0, sizeof *v);

@@ -19,13 +19,24 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
-#define SHARD_VERSION 2   /* 2: a directed graph's gcn Âᵀ kept (shards of version 1 lack it) */
+#define SHARD_VERSION 3   /* 2: a directed graph's gcn Âᵀ kept (shards of version 1 lack it);
+                           * 3: the job id */
 
 typedef struct shard_info {
     int32_t version, rank, ranks, featnorm, norm, has_m0, m0_dtype, pad;
     int64_t n, f, k, lo, hi, n_local;
+    int64_t job;   /* one inca shard run's, in every shard it wrote: a set mixing two runs is refused */
 } shard_info_t;
+
+/* A run's id: its start time and process, mixed (splitmix64); what ties the shards it wrote */
+static int64_t shard_job_id(void) {
+    uint64_t z = (uint64_t)(inca_now() * 1e9) ^ ((uint64_t)getpid() << 40);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return (int64_t)((z ^ (z >> 31)) >> 1);   /* >= 0 */
+}
 
 static void shard_name(char *buf, size_t len, const char *dir, int r, int p) {
     snprintf(buf, len, "%s/rank-%d-of-%d.lmdb", dir, r, p);
@@ -127,7 +138,7 @@ static int write_one(const char *tmp, const dataset_t *d, const partition_t *p, 
     snprintf(meta.source, sizeof meta.source, "shard %d of %d (%.200s)", r, plan->ranks, d->source);
     shard_info_t info = {.version = SHARD_VERSION, .rank = r, .ranks = plan->ranks, .featnorm = o->featnorm, .norm = norm,
                          .has_m0 = v->m0 != NULL, .m0_dtype = (int32_t)v->m0_dtype, .n = n, .f = f, .k = p->k,
-                         .lo = lo, .hi = hi, .n_local = nl};
+                         .lo = lo, .hi = hi, .n_local = nl, .job = o->job};
     const int64_t nz0 = v->a.rowptr[lo], nnz = v->a.rowptr[hi] - nz0;
     const int64_t es = v->m0_dtype == HIST_BF16 ? 2 : 4;
     /* the meta first (a store opens only with one), then the arrays through the map: whole
@@ -205,25 +216,36 @@ int shard_write(const char *store_path, const shard_opts_t *o, const char *dir, 
         if ((rc = inca_out_check(dir)) == INCA_OK) rc = inca_fail(INCA_EIO, "%s: cannot create the folder: %s", dir, strerror(e));
         goto done;
     }
-    for (int r = 0; r < o->ranks && rc == INCA_OK; r++) {
+    /* every rank's shard written first, then moved into place: a failure leaves the old set */
+    shard_opts_t oj = *o;
+    oj.job = shard_job_id();
+    int wrote = 0;
+    for (int r = 0; r < o->ranks && rc == INCA_OK; r++, wrote = r) {
         char path[4096], tmp[4200];
         shard_name(path, sizeof path, dir, r, o->ranks);
         snprintf(tmp, sizeof tmp, "%s.tmp", path);
         if ((rc = inca_rmtree(tmp)) != INCA_OK) break;
         int64_t own = 0, halo = 0;
-        rc = write_one(tmp, &d, &p, &plan, &v, o, nn_kind_norm(o->model), r, &own, &halo);
-        /* the new shard replaces the old one whole, or not at all */
-        if (rc == INCA_OK && (rc = inca_rmtree(path)) == INCA_OK && rename(tmp, path) != 0)
-            rc = inca_fail(INCA_EIO, "%s: cannot move the new shard into place: %s", path, strerror(errno));
-        if (rc != INCA_OK) {   /* the message names the shard, not its temporary */
-            inca_rmtree(tmp);
-            rc = inca_err_untemp(rc, tmp, path);
-            break;
-        }
+        rc = write_one(tmp, &d, &p, &plan, &v, &oj, nn_kind_norm(o->model), r, &own, &halo);
+        if (rc != INCA_OK) rc = inca_err_untemp(rc, tmp, path);   /* the message names the shard */
         if (st) {
-            store_t *q = NULL;
             st->own_rows[r] = own;
             st->halo_rows[r] = halo;
+        }
+    }
+    for (int r = 0; r < o->ranks; r++) {
+        char path[4096], tmp[4200];
+        shard_name(path, sizeof path, dir, r, o->ranks);
+        snprintf(tmp, sizeof tmp, "%s.tmp", path);
+        if (rc != INCA_OK) {
+            if (r <= wrote) inca_rmtree(tmp);
+            continue;
+        }
+        if ((rc = inca_rmtree(path)) == INCA_OK && rename(tmp, path) != 0)
+            rc = inca_fail(INCA_EIO, "%s: cannot move the new shard into place: %s", path, strerror(errno));
+        if (rc != INCA_OK) inca_rmtree(tmp);
+        if (rc == INCA_OK && st) {
+            store_t *q = NULL;
             st->bytes[r] = store_open(path, STORE_RDONLY, &q) == INCA_OK ? store_disk_bytes(q) + store_side_bytes(q) : 0;
             store_close(&q);
         }
@@ -314,16 +336,24 @@ int shard_open(const char *dir, int rank, int ranks, shard_t *out) {
     return open_path(rank, ranks, out);
 }
 
-int shard_check(const char *path) {
+/* the shard/info record of the shard at path */
+static int read_info(const char *path, shard_info_t *in) {
     store_t *st = NULL;
     const void *rec = NULL;
     size_t len = 0;
-    shard_info_t in;
     int rc = store_open(path, STORE_RDONLY, &st);
     if (rc == INCA_OK) rc = store_record_get(st, "shard/info", &rec, &len);
-    if (rc == INCA_OK && len != sizeof in) rc = inca_fail(INCA_EINVAL, "%s: record shard/info has %zu bytes, expected %zu", path, len, sizeof in);
-    if (rc == INCA_OK) memcpy(&in, rec, sizeof in);
+    if (rc == INCA_OK && len != sizeof *in)
+        rc = inca_fail(INCA_EINVAL, "%s: record shard/info has %zu bytes, expected %zu (a shard of another inca version: "
+                       "run inca shard again)", path, len, sizeof *in);
+    if (rc == INCA_OK) memcpy(in, rec, sizeof *in);
     store_close(&st);
+    return rc;
+}
+
+int shard_check(const char *path) {
+    shard_info_t in;
+    int rc = read_info(path, &in);
     if (rc != INCA_OK) return rc;
     shard_t sh;
     memset(&sh, 0, sizeof sh);
@@ -331,6 +361,13 @@ int shard_check(const char *path) {
     snprintf(sh.path, sizeof sh.path, "%s", path);
     rc = open_path(in.rank, in.ranks, &sh);
     shard_free(&sh);
+    return rc;
+}
+
+int shard_job(const char *path, int64_t *job) {
+    shard_info_t in;
+    const int rc = read_info(path, &in);
+    if (rc == INCA_OK) *job = in.job;
     return rc;
 }
 
@@ -390,6 +427,7 @@ static int open_path(int rank, int ranks, shard_t *out) {
     const int64_t n = in.n, f = in.f, lo = in.lo, hi = in.hi;
     out->featnorm = in.featnorm;
     out->norm = in.norm;
+    out->job = in.job;
     out->has_m0 = in.has_m0;
     /* the ownership plan */
     int64_t *nlo = NULL, *plo = NULL, c1 = 0, c2 = 0;

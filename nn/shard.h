@@ -34,6 +34,7 @@ typedef struct shard_opts {
     int featnorm;         /* TRAIN_FEATNORM_* */
     int model;            /* NN_GCN | NN_SAGE: the adjacency (and M^0) the shards carry */
     hist_dtype_t m0_dtype;
+    int64_t job;          /* set by shard_write (a fresh id a run) */
 } shard_opts_t;
 
 typedef struct shard_stats {
@@ -58,6 +59,7 @@ typedef struct shard {
     layout_views_t v;     /* global numbering: see above */
     int featnorm, norm;   /* what the shard carries (NN_NORM_GCN | NN_NORM_MEAN) */
     int has_m0;
+    int64_t job;          /* the inca shard run that wrote it: every rank's must agree */
     char path[4096];      /* the shard store */
     /* owned */
     void *x_map, *m0_map;
@@ -75,4 +77,6 @@ void shard_free(shard_t *s);
  * check of shard_open) and frees it (inca verify). */
 int shard_is(const char *path);
 int shard_check(const char *path);
+/* The id of the inca shard run that wrote the shard at path (every shard of one run holds it). */
+int shard_job(const char *path, int64_t *job);
 #endif

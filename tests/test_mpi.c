@@ -407,6 +407,8 @@ END_TEST
 
 /* inca shard: per-rank stores give the whole store's bits (and so --workers'), for gcn and for
  * sage with bf16 tables over 3 ranks; shards for another rank count or other flags are refused */
+static void refused(int np, const char *args, int code, const char *want);
+
 static void shard_case(int p, const char *make, const char *train) {
     char args[16384], sd[1100], pa[1100], pb[1100];
     char *out = NULL, *err = NULL;
@@ -449,6 +451,11 @@ static void shard_case(int p, const char *make, const char *train) {
     ck_assert_int_eq(run(p, args, NULL, &err), 2);
     ck_assert_msg(strstr(err, "were not made for this --feature-norm"), "%s", err);
     free(err);
+    /* another partitioning than the shards' (they carry theirs: it used to train on it quietly) */
+    snprintf(args, sizeof args, "train '%s' --method incagg %s --partition random-40-s0 --epochs 1", sd, train);
+    ck_assert_int_eq(run(p, args, NULL, &err), 2);
+    ck_assert_msg(strstr(err, "were not made for this --partition"), "%s", err);
+    free(err);
 }
 
 START_TEST(shards_equal_the_store) {
@@ -458,6 +465,18 @@ START_TEST(shards_equal_the_store) {
     ck_assert_int_eq(run(2, args, NULL, NULL), 0);
     shard_case(2, "--partition parmetis-40-s0", "--model gcn --partition parmetis-40-s0");
     shard_case(3, "--model sage --history-dtype bf16 --feature-norm row", "--model sage --history-dtype bf16 --feature-norm row");
+    /* a set mixing two inca shard runs (one interrupted after some ranks) is refused */
+    char s2[1100], cmd[4400];
+    snprintf(s2, sizeof s2, "%s/shards-again", dir);
+    snprintf(args, sizeof args, "shard '%s' --ranks 2 --out '%s' --parts 40 --partition parmetis-40-s0", store, s2);
+    ck_assert_int_eq(tu_inca(args, NULL, NULL), 0);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s/shards-2/rank-1-of-2.lmdb' && cp -r '%s/rank-1-of-2.lmdb' '%s/shards-2/'", dir, s2, dir);
+    ck_assert_int_eq(tu_sh(cmd, NULL, NULL), 0);
+    snprintf(args, sizeof args, "train '%s/shards-2' --method incagg --model gcn --partition parmetis-40-s0 --epochs 1 "
+             "--loader view", dir);
+    refused(2, args, 2, "different inca shard runs");
+    snprintf(args, sizeof args, "verify '%s/shards-2'", dir);
+    refused(0, args, 2, "comes from another inca shard run");
 }
 END_TEST
 
@@ -632,6 +651,17 @@ START_TEST(parmetis_partition) {
     j = inca_json(0, args);
     ck_assert_double_eq(tu_json_dbl(tu_json_get(j, "config", cJSON_Object), "parts"), 8);
     cJSON_Delete(j);
+    /* a directed graph is refused before PT-Scotch, which looped on one (METIS and lp refuse it) */
+    char el[1100], dg[1100];
+    snprintf(el, sizeof el, "%s/dir.el", dir);
+    snprintf(dg, sizeof dg, "%s/dir.lmdb", dir);
+    FILE *f = fopen(el, "w");
+    for (int i = 0; i < 60; i++) fprintf(f, "%d %d\n", i, (i + 1) % 60);   /* a directed ring */
+    fclose(f);
+    snprintf(args, sizeof args, "ingest --format edgelist '%s' --out '%s' --quiet", el, dg);
+    ck_assert_int_eq(run(0, args, NULL, NULL), 0);
+    snprintf(args, sizeof args, "partition '%s' --parts 4 --method parmetis --seed 1 --no-layout", dg);
+    refused(2, args, 2, "needs a symmetric graph");
     free(pa);
     free(pb);
     free(pc);
