@@ -8,6 +8,7 @@
 #include "nn/layer.h"
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -167,9 +168,9 @@ int cli_train_config(const args_t *a, train_config_t *c, cli_log_state_t *ls) {
 
 /* "config": every resolved training flag (defaults included), keyed by the flag's name, so a
  * result line says exactly what produced it. */
-void cli_train_config_json(json_t *j, const args_t *a, const train_config_t *c) {
+static void config_json(json_t *j, const args_t *a, const train_config_t *c, const char *store) {
     json_obj_begin(j, "config");
-    json_str(j, "store", args_pos(a, 0));
+    json_str(j, "store", store);
     json_str(j, "model", model_kind_name(c->model));
     json_str(j, "method", train_method_name(c->method));
     json_int(j, "layers", c->layers);
@@ -231,6 +232,8 @@ void cli_train_config_json(json_t *j, const args_t *a, const train_config_t *c) 
 }
 
 
+void cli_train_config_json(json_t *j, const args_t *a, const train_config_t *c) { config_json(j, a, c, args_pos(a, 0)); }
+
 int cli_train_config_save(const char *dir, const args_t *a, const train_config_t *c, const char *version) {
     char path[4200], tmp[4300];
     if (mkdir(dir, 0777) != 0 && errno != EEXIST)
@@ -240,7 +243,10 @@ int cli_train_config_save(const char *dir, const args_t *a, const train_config_t
     json_t *j = NULL;
     int rc = json_new(&j);
     if (rc) return rc;
-    cli_train_config_json(j, a, c);
+    /* the store by its absolute path: predict may run from another folder */
+    char *abs = args_pos(a, 0) ? realpath(args_pos(a, 0), NULL) : NULL;
+    config_json(j, a, c, abs ? abs : args_pos(a, 0));
+    free(abs);
     json_str(j, "version", version);
     FILE *f = fopen(tmp, "w");
     if (!f) rc = inca_fail_write(path, errno);   /* the user's name, not the temporary's */

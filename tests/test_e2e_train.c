@@ -303,6 +303,14 @@ START_TEST(test_checkpoint_full_refusals) {
     ck_assert_int_eq((int)tu_json_num(tu_last_line(o), "checkpoint_epoch"), 2);
     free(o);
     free(err);
+    /* a store named relative to where training ran: predict runs from anywhere (config.json holds
+     * the absolute path; it held the path as typed) */
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' train cora.store --epochs 2 --checkpoint ckr --quiet && cd / && '%s' predict "
+             "--checkpoint '%s/ckr' --out '%s/r.npy' --quiet", dir, tu_bin(), tu_bin(), dir, dir);
+    err = NULL;
+    ck_assert_msg(tu_sh(cmd, NULL, &err) == 0, "%s", err ? err : "");
+    free(err);
     tu_rmrf(dir);
     free(dir);
 }
