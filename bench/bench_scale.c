@@ -80,15 +80,21 @@ static int parse_list(const char *flag, const char *s, int *v, int max, int *n) 
     return INCA_OK;
 }
 
+static const char *const scale_flags[] = {BENCH_MB_FLAGS, "--ranks", "--methods", "--model-ranks", "--links", "--loader",
+                                          "--grad-reduce", "--nvlink", "--gpus-per-node", NULL};
+
 int bench_scale_max_ranks(int argc, char **argv, int *maxp) {
+    /* the command line parsed as bench_scale will (an unknown flag, --list-flags: before any
+     * relaunch, once), then --ranks as given (--ranks L, --ranks=L, --config) or its default */
+    args_t *a = NULL;
     *maxp = 1;
-    for (int i = 1; i + 1 < argc; i++)
-        if (strcmp(argv[i], "--ranks") == 0) {
-            int v[SC_MAX], n = 0, rc = parse_list("--ranks", argv[i + 1], v, SC_MAX, &n);
-            if (rc != INCA_OK) return rc;
-            for (int k = 0; k < n; k++) *maxp = v[k] > *maxp ? v[k] : *maxp;
-        }
-    return INCA_OK;
+    int rc = args_parse(argc, argv, scale_flags, &a);
+    if (rc != INCA_OK) return rc;
+    int v[SC_MAX], n = 0;
+    rc = parse_list("--ranks", args_str(a, "--ranks", "1,2"), v, SC_MAX, &n);
+    for (int k = 0; rc == INCA_OK && k < n; k++) *maxp = v[k] > *maxp ? v[k] : *maxp;
+    args_free(&a);
+    return rc;
 }
 
 /* train method on the first P ranks; rank 0 of them gets every rank's figures in all */
@@ -501,12 +507,10 @@ static int sc_summary(const sc_opts_t *o, sc_cell_t cells[SC_MAX][SC_NMETHODS]) 
 }
 
 int bench_scale(int argc, char **argv, comm_t *world) {
-    static const char *const known[] = {BENCH_MB_FLAGS, "--ranks", "--methods", "--model-ranks", "--links", "--loader",
-                                        "--grad-reduce", "--nvlink", "--gpus-per-node", NULL};
     args_t *a = NULL;
     dataset_t d;
     dataset_init(&d);
-    int rc = args_parse(argc, argv, known, &a);
+    int rc = args_parse(argc, argv, scale_flags, &a);
     if (rc != INCA_OK) return rc;
     sc_opts_t o;
     memset(&o, 0, sizeof o);

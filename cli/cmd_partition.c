@@ -192,8 +192,16 @@ int cmd_partition(int argc, char **argv) {
     for (size_t i = 0; rc == INCA_OK && args_has(a, "--no-layout") && i < sizeof layout_flags / sizeof *layout_flags; i++)
         if (args_has(a, layout_flags[i]))   /* they shape the layout --no-layout skips */
             rc = inca_fail(INCA_EINVAL, "%s: shapes the partition-ordered layout, which --no-layout skips", layout_flags[i]);
-    if (rc == INCA_OK && o.method == PART_PARMETIS && o.ranks > 0 && !comm_launched())
-        rc = cli_mpi_relaunch("partition", NULL, argc, argv, (int)o.ranks);   /* returns only on failure */
+    if (rc == INCA_OK && o.method == PART_PARMETIS && o.ranks > 0 && !comm_launched()) {
+        /* what every rank would refuse alike is refused here, once, before the job starts */
+        store_t *s = NULL;
+        rc = store_open(args_pos(a, 0), STORE_RDONLY, &s);
+        if (rc == INCA_OK && (o.k < 1 || o.k > store_meta(s)->nodes))
+            rc = inca_fail(INCA_EINVAL, "--parts: %lld parts for %lld nodes (expected 1 to n)", (long long)o.k,
+                           (long long)store_meta(s)->nodes);
+        store_close(&s);
+        if (rc == INCA_OK) rc = cli_mpi_relaunch("partition", NULL, argc, argv, (int)o.ranks);   /* returns only on failure */
+    }
     if (rc == INCA_OK) rc = check_ranks(&o, cli_comm());
     if (rc == INCA_OK) rc = run(a, &o, cli_comm());
     args_free(&a);

@@ -192,7 +192,7 @@ static void config_json(json_t *j, const args_t *a, const train_config_t *c, con
     json_bool(j, "residual", c->residual);
     json_bool(j, "dense-input", c->dense_input);
     json_int(j, "batch-size", c->batch_size);
-    json_int(j, "seed", (int64_t)c->seed);
+    json_int_exact(j, "seed", (int64_t)c->seed);   /* a seed past 2^53 reruns exactly (a string) */
     json_int(j, "threads", c->threads);
     json_int(j, "runs", c->runs);
     json_int(j, "patience", c->patience);
@@ -225,9 +225,9 @@ static void config_json(json_t *j, const args_t *a, const train_config_t *c, con
     json_str(j, "grad-reduce", train_grad_reduce_words[c->grad_reduce]);
     json_str(j, "split", args_str(a, "--split", "stored"));
     json_str(j, "train-indices", args_str(a, "--train-indices", NULL));
-    json_str(j, "metrics", c->metrics_path);
-    json_str(j, "checkpoint", c->checkpoint_dir);
-    json_bool(j, "resume", c->resume);
+    /* the run's outputs (--metrics, --checkpoint, --resume) are left out, as args_config_json
+     * leaves a command's outputs out: a rerun from the result must not overwrite the first
+     * run's files (it truncated its metrics and rewrote its checkpoint folder's config) */
     json_obj_end(j);
 }
 

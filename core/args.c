@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 typedef struct { const char *name; const char *val; } kv_t;
 
@@ -115,6 +116,11 @@ static int config_read(const char *path, cJSON **root, const cJSON **cfg) {
     *root = NULL;
     FILE *f = fopen(path, "rb");
     if (!f) return inca_fail(errno == ENOENT ? INCA_ENOTFOUND : INCA_EIO, "--config %s: cannot open: %s", path, strerror(errno));
+    struct stat sb;
+    if (fstat(fileno(f), &sb) == 0 && !S_ISREG(sb.st_mode)) {   /* a folder opens, then reads fail */
+        fclose(f);
+        return inca_fail(INCA_EINVAL, "--config %s: not a file (expected the --json output of an inca command)", path);
+    }
     char *buf = NULL;
     size_t len = 0, cap = 0;
     int rc = INCA_OK;
@@ -191,7 +197,7 @@ int args_apply_config(args_t *a, const char *const *known, const char *cmd, cons
         } else if (cJSON_IsString(it)) v = it->valuestring;
         else if (cJSON_IsNumber(it)) {
             const double d = it->valuedouble;
-            if (d == (double)(long long)d && d > -9e15 && d < 9e15) snprintf(val, sizeof val, "%lld", (long long)d);
+            if (d > -9e15 && d < 9e15 && d == (double)(long long)d) snprintf(val, sizeof val, "%lld", (long long)d);
             else snprintf(val, sizeof val, "%.17g", d);
             v = val;
         } else { rc = inca_fail(INCA_EINVAL, "--config %s: '%s' expected a string or a number", path, k); break; }
@@ -263,6 +269,11 @@ int args_parse(int argc, char **argv, const char *const *known, args_t **out) {
             val = "1";
         } else if (eq) {
             val = eq + 1;
+            if (!*val) {   /* "--out=": no value, not the current folder */
+                const int rc = inca_fail(INCA_EINVAL, "flag %s expects a value, got an empty one", name);
+                args_free(&a);
+                return rc;
+            }
         } else {
             if (i + 1 >= argc) {
                 int rc = inca_fail(INCA_EINVAL, "flag %s expects a value", name);
@@ -398,7 +409,7 @@ int args_config_json(const args_t *a, json_t *j, const char *const *outputs) {
         if (output) continue;
         const char *k = r->name + 2;
         if (r->kind == RES_STR) json_str(j, k, r->s);   /* NULL: not given, and no default */
-        else if (r->kind == RES_INT) json_int(j, k, r->i);
+        else if (r->kind == RES_INT) json_int_exact(j, k, r->i);
         else if (r->kind == RES_NUM) json_num(j, k, r->d);
         else json_bool(j, k, (int)r->i);
     }

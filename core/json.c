@@ -111,6 +111,14 @@ void json_int(json_t *j, const char *key, int64_t v) {
     put(j, b, (size_t)n);
 }
 
+void json_int_exact(json_t *j, const char *key, int64_t v) {
+    const int64_t lim = (int64_t)1 << 53;
+    if (v >= -lim && v <= lim) { json_int(j, key, v); return; }
+    char b[32];
+    snprintf(b, sizeof b, "%lld", (long long)v);
+    json_str(j, key, b);
+}
+
 void json_num(json_t *j, const char *key, double v) {
     if (!prefix(j, key)) return;
     if (!isfinite(v)) { puts_(j, "null"); return; }

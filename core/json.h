@@ -19,6 +19,9 @@ int json_new(json_t **out);
 /* Frees the writer and the text json_close returned; sets *j = NULL; NULL-safe. */
 void json_free(json_t **j);
 void json_int(json_t *j, const char *key, int64_t v);
+/* v as a number when a double holds it exactly (|v| <= 2^53), else as a decimal string: what a
+ * reader through doubles (cJSON, --config) must get back bit for bit (a --seed past 2^53). */
+void json_int_exact(json_t *j, const char *key, int64_t v);
 void json_num(json_t *j, const char *key, double v);   /* NaN/inf -> null */
 void json_str(json_t *j, const char *key, const char *v); /* NULL -> null */
 void json_bool(json_t *j, const char *key, int v);

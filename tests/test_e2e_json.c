@@ -223,7 +223,8 @@ START_TEST(test_train) {
     ck_assert_int_eq((int)tu_json_dbl(cfg, "layers"), 2);
     ck_assert_double_eq(tu_json_dbl(cfg, "lr"), 0.01);
     ck_assert_str_eq(tu_json_get(cfg, "history-dtype", STR)->valuestring, "fp32");
-    ck_assert_ptr_nonnull(strstr(tu_json_get(cfg, "metrics", STR)->valuestring, "/m-"));
+    /* the run's outputs are not settings: a rerun from the result must not overwrite them */
+    ck_assert_ptr_null(cJSON_GetObjectItemCaseSensitive(cfg, "metrics"));
     const cJSON *runs = tu_json_get(o, "run_test_acc", ARR);
     ck_assert_int_eq(cJSON_GetArraySize(runs), 2);
     double a0 = cJSON_GetArrayItem(runs, 0)->valuedouble, a1 = cJSON_GetArrayItem(runs, 1)->valuedouble;
@@ -288,6 +289,15 @@ static void write_text(const char *path, const char *a, const char *b) {
     fputs(a, f);
     if (b) fputs(b, f);
     fclose(f);
+}
+
+static int count_lines(const char *path) {
+    FILE *f = fopen(path, "r");
+    int n = 0, ch;
+    if (!f) return -1;
+    while ((ch = fgetc(f)) != EOF) n += ch == '\n';
+    fclose(f);
+    return n;
 }
 
 static int same_bytes(const char *a, const char *b) {
@@ -358,6 +368,37 @@ START_TEST(test_train_config_rerun) {
     ck_assert_int_eq((int)tu_json_dbl(c3, "hidden"), 8);
     ck_assert_str_eq(tu_json_get(c3, "model", STR)->valuestring, "sage");
     ck_assert(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(c3, "wd-first-layer")));
+    /* a seed past 2^53 (a double's exact integers) reruns as given: the config holds it as a
+     * string (it came back 12345678901234568; INT64_MAX was refused) */
+    char rs[1100], p3[1100], p4[1100];
+    snprintf(rs, sizeof rs, "%s/res-seed.json", dir);
+    snprintf(p3, sizeof p3, "%s/p3.npy", dir);
+    snprintf(p4, sizeof p4, "%s/p4.npy", dir);
+    const char *seeds[] = {"12345678901234567", "9223372036854775807"};
+    for (int k = 0; k < 2; k++) {
+        out = run_ok(NULL, "train '%s' --epochs 2 --hidden 8 --threads 1 --seed %s --metrics '%s/ms.jsonl' --save-params '%s' "
+                     "--json --quiet", g, seeds[k], dir, p3);
+        write_text(rs, "", out);
+        cJSON *o4 = tu_json_last(out);
+        free(out);
+        ck_assert_str_eq(tu_json_get(tu_json_get(o4, "config", OBJ), "seed", STR)->valuestring, seeds[k]);
+        cJSON_Delete(o4);
+        out = run_ok(NULL, "train --config '%s' --save-params '%s' --json", rs, p4);
+        free(out);
+        ck_assert_msg(same_bytes(p3, p4), "seed %s: the rerun's parameters differ", seeds[k]);
+    }
+    /* the rerun did not touch the first run's metrics file (2 epochs: 2 lines) */
+    snprintf(args, sizeof args, "%s/ms.jsonl", dir);
+    ck_assert_int_eq(count_lines(args), 2);
+    /* --config of a folder, and an empty --flag=, are usage errors naming the flag (exit 2) */
+    for (int k = 0; k < 2; k++) {
+        if (k == 0) snprintf(args, sizeof args, "train --config '%s'", dir);
+        else snprintf(args, sizeof args, "train '%s' --save-params=", g);
+        err = NULL;
+        ck_assert_int_eq(tu_inca(args, NULL, &err), 2);
+        ck_assert_msg(err && strstr(err, k ? "--save-params expects a value" : "not a file"), "%s", err ? err : "");
+        free(err);
+    }
     /* another method over the same file: its IncAgg-only keys (refresh, refresh-source, ...) are
      * the record of a run, not the user's choices, so they are not refused as flags without
      * effect; given on the command line they are */
