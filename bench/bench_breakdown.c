@@ -41,10 +41,21 @@ static int breakdown_one(const dataset_t *d, train_config_t *c, const partition_
     if (json && (rc = json_new(&j)) != INCA_OK) { train_result_free(&r); return rc; }
     if (j) {
         json_str(j, "method", train_method_name(m));
+        /* the data and model that made the figures */
+        json_int(j, "nodes", d->n);
+        json_int(j, "edges", d->adj.nnz);
+        json_str(j, "model", model_kind_name(c->model));
+        json_int(j, "layers", c->layers);
+        json_int(j, "hidden", c->hidden);
+        if (m != TRAIN_FULL) {
+            json_int(j, "parts", p->k);
+            json_int(j, "batch_parts", c->batch_parts);
+        }
         json_int(j, "epochs", r.epochs);
         json_num(j, "test_acc", r.test_acc);
         json_num(j, "epoch_time_s", r.epoch_time_s);
-        json_num(j, "train_time_per_epoch_s", r.step_time_s);
+        /* step_time_s is one optimiser step's: an epoch has steps_per_epoch of them */
+        json_num(j, "train_time_per_epoch_s", r.step_time_s * (double)(r.steps_per_epoch > 0 ? r.steps_per_epoch : 1));
         json_int(j, "threads", inca_threads());
     }
     /* wall: the whole run (setup, evaluation included) over its epochs */

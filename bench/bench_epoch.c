@@ -81,6 +81,7 @@ static int run_one(const dataset_t *d, train_config_t *c, const partition_t *p, 
             json_str(j, "refresh_eval", train_refresh_eval_name(c));
         }
         if (m == TRAIN_CLUSTER) json_str(j, "cluster_norm", train_cluster_norm_words[c->cluster_global_norm != 0]);
+        json_num(j, "beta1", train_beta1(c));   /* Adam's, resolved (auto: 0 for histories) */
         json_int(j, "epochs", r.epochs);
         json_int(j, "timed_epochs", st.timed_epochs);
         json_int(j, "steps_per_epoch", st.steps_per_epoch);
@@ -94,7 +95,7 @@ static int run_one(const dataset_t *d, train_config_t *c, const partition_t *p, 
         json_num(j, "refresh_time_s", r.refresh_time_s);
         json_int(j, "refreshes", st.refreshes);
         json_num(j, "init_time_s", st.init_s);
-        json_num(j, "eval_time_s", st.eval_s_total);
+        json_num(j, "eval_time_s", st.evals ? st.eval_s_total / (double)st.evals : 0);   /* one evaluation, as train's */
         json_int(j, "fused_refreshes", st.fused);   /* counted in refreshes; their time is the refresh's */
         json_int(j, "evaluations", st.evals);
         json_num(j, "agg_fwd_s", st.agg_fwd_s);
@@ -121,6 +122,20 @@ static int run_one(const dataset_t *d, train_config_t *c, const partition_t *p, 
     }
     mb_stats_free(&st);
     return rc;
+}
+
+/* Flags the chosen mode would not use are refused (the command line's: --config holds all):
+ * --breakdown times and evaluates every epoch and refreshes by --refresh; the timed runs set
+ * IncAgg's period by --refresh-epochs */
+static int mode_flags(const args_t *a, int breakdown) {
+    static const char *const timed_only[] = {"--warmup-epochs", "--refresh-epochs", "--eval-each-epoch"};
+    for (size_t i = 0; breakdown && i < sizeof timed_only / sizeof timed_only[0]; i++)
+        if (args_on_command_line(a, timed_only[i]))
+            return inca_fail(INCA_EINVAL, "%s: no effect with --breakdown (every epoch is timed and evaluated, IncAgg "
+                             "refreshes by --refresh)", timed_only[i]);
+    if (!breakdown && args_on_command_line(a, "--refresh"))
+        return inca_fail(INCA_EINVAL, "--refresh: bench epoch sets IncAgg's refresh period by --refresh-epochs (in epochs)");
+    return INCA_OK;
 }
 
 int bench_epoch(int argc, char **argv) {
@@ -159,6 +174,7 @@ int bench_epoch(int argc, char **argv) {
     int want_gas = strstr(methods, "gas") != NULL, want_inc = strstr(methods, "incagg") != NULL,
         want_cl = strstr(methods, "cluster") != NULL;
     const int breakdown = args_has(a, "--breakdown");   /* any of full,cluster,gas,incagg: bench_breakdown.c */
+    if ((rc = mode_flags(a, breakdown)) != INCA_OK) goto done;
     if (!want_gas && !want_inc && !want_cl && !breakdown) { rc = inca_fail(INCA_EINVAL, "--methods: expected a list of cluster,gas,incagg, got '%s'", methods); goto done; }
     if ((rc = train_device_open(&c, &kc, devname, sizeof devname)) != INCA_OK) goto done;
     c.kc = kc;

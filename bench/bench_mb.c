@@ -29,6 +29,11 @@ int bench_mb_config(const args_t *a, train_config_t *c) {
     if ((rc = args_double(a, "--dropout", 0.5, &c->dropout))) return rc;
     if (!(c->dropout >= 0 && c->dropout < 1)) return inca_fail(INCA_EINVAL, "--dropout: expected a value in [0,1)");
     if ((rc = args_double(a, "--weight-decay", 5e-4, &c->weight_decay))) return rc;
+    const char *b1 = args_str(a, "--beta1", "auto");   /* auto: train_beta1_auto (0 for histories) */
+    if (strcmp(b1, "auto") != 0) {
+        if ((rc = args_double(a, "--beta1", 0.9, &c->beta1))) return rc;
+        if (!(c->beta1 >= 0 && c->beta1 < 1)) return inca_fail(INCA_EINVAL, "--beta1: expected auto or a value in [0,1), got %s", b1);
+    }
     if ((rc = args_word(a, "--feature-norm", "none", train_featnorm_words, 3, "none|row|standard", &c->feature_norm))) return rc;
     if ((rc = flag_range(a, "--parts", 40, 1, INT32_MAX, &v))) return rc;
     c->parts = (int)v;

@@ -11,7 +11,7 @@
 /* Flags: --model --layers --hidden --epochs --lr --dropout --weight-decay --feature-norm
  * --parts --batch-parts --refresh --history-dtype --refresh-source --refresh-relax --eval-average [0] --cluster-norm --refresh-eval --refresh-weights --threads --seed (defaults: gcn 2x16,
  * 3 epochs, lr 0.01, dropout 0.5, wd 5e-4, parts 40, batch-parts 10). */
-#define BENCH_MB_FLAGS "--model", "--layers", "--hidden", "--epochs", "--lr", "--dropout", "--weight-decay", \
+#define BENCH_MB_FLAGS "--model", "--layers", "--hidden", "--epochs", "--lr", "--dropout", "--weight-decay", "--beta1", \
     "--feature-norm", "--parts", "--batch-parts", "--refresh", "--history-dtype", "--pass-dtype", "--refresh-source", "--refresh-relax", "--eval-average", "--cluster-norm", \
     "--refresh-eval", "--refresh-weights", "--threads", "--seed", "--json!", "--device", "--deterministic!", "--tf32!", "--history-location", \
     "--features-location", "--device-memory-budget", "--quiet!"

@@ -101,6 +101,7 @@ typedef struct mb_run {
     int64_t nb_max, halo_max;   /* the largest batch and halo of any rank's loader (the job's) */
     train_best_t best;
     double epoch_s, train_loss;
+    double wait0, build0;   /* the loaders' wait and build seconds when the timed epochs began */
     int ep0, epochs_run, finished, fused_pending;
     int init_pass;              /* the initial snapshot pass is running (its traffic: setup) */
     wavg_t *avg;                /* the weights evaluated (train_eval_average > 0), else NULL */

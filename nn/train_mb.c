@@ -52,11 +52,19 @@ static int mb_epoch_eval(mb_run_t *R, const dataset_t *d, mb_stats_t *st, int ep
     return INCA_OK;
 }
 
+/* every rank's loader of this process: its wait and build seconds so far */
+static void mb_loader_seconds(const mb_run_t *R, double *wait, double *build) {
+    *wait = *build = 0;
+    for (int w = 0; w < R->workers; w++)
+        if (R->lds[w]) *wait += batch_loader_wait_s(R->lds[w]), *build += batch_loader_build_s(R->lds[w]);
+}
+
 static void mb_stats_reset_times(mb_run_t *R, mb_stats_t *st) {
     st->step_s_total = st->refresh_s_total = st->eval_s_total = 0;
     st->step_cpu_s = st->refresh_cpu_s = st->eval_cpu_s = 0;
     st->steps = st->refreshes = st->evals = st->fused = 0;
     R->epoch_s = 0;
+    mb_loader_seconds(R, &R->wait0, &R->build0);   /* the loaders count from their start: warm-up left out */
     agg_reset_times(R->agg);
 }
 
@@ -77,13 +85,12 @@ static int mb_run_figures(mb_run_t *R, train_result_t *r, mb_stats_t *st) {
     r->evals = st->evals;
     r->fused = st->fused;
     r->peak_rss_mb = inca_peak_rss_mb();
-    st->wait_s = st->build_s = st->loader_bytes = 0;
-    for (int w = 0; w < R->workers; w++) {   /* every rank's loader (this process's) */
-        if (!R->lds[w]) continue;
-        st->wait_s += batch_loader_wait_s(R->lds[w]);
-        st->build_s += batch_loader_build_s(R->lds[w]);
-        st->loader_bytes += batch_loader_bytes(R->lds[w]);
-    }
+    st->loader_bytes = 0;
+    for (int w = 0; w < R->workers; w++)   /* every rank's loader (this process's) */
+        if (R->lds[w]) st->loader_bytes += batch_loader_bytes(R->lds[w]);
+    mb_loader_seconds(R, &st->wait_s, &st->build_s);
+    st->wait_s -= R->wait0;   /* the timed epochs' (0 without a warm-up) */
+    st->build_s -= R->build0;
     r->loader_wait_s = st->wait_s;
     r->steps_s = st->step_s_total;
     st->table_bytes = r->table_bytes = agg_table_bytes(R->agg);
