@@ -123,3 +123,13 @@ void inca_madvise(const void *p, int64_t bytes, int advice) {
     const uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE), lo = (uintptr_t)p & ~(pg - 1);
     (void)madvise((void *)lo, (uintptr_t)p + (uintptr_t)bytes - lo, advice);
 }
+
+int inca_cmp_i64(const void *a, const void *b) {
+    const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+uint64_t inca_fnv1a(uint64_t h, const void *p, size_t bytes) {
+    for (size_t i = 0; i < bytes; i++) h = (h ^ ((const unsigned char *)p)[i]) * 1099511628211ull;
+    return h;
+}

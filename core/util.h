@@ -1,6 +1,7 @@
 /* Small helpers shared by every module: wall clock, peak RSS, thread count. */
 #ifndef INCA_UTIL_H
 #define INCA_UTIL_H
+#include <stddef.h>
 #include <stdint.h>
 
 double inca_now(void);            /* monotonic seconds */
@@ -8,6 +9,13 @@ double inca_peak_rss_mb(void);    /* getrusage ru_maxrss of this process, MiB */
 /* Threads used by parallel kernels: set once from --threads (default: online CPUs). */
 void inca_set_threads(int t);
 int inca_threads(void);
+
+/* qsort's comparison of int64_t, ascending */
+int inca_cmp_i64(const void *a, const void *b);
+/* FNV-1a over bytes, continuing from h (start from INCA_FNV_BASIS): a checksum of what a file
+ * was made from (checkpoints, pruning's stored dynamics), not a hash for hostile input. */
+#define INCA_FNV_BASIS 14695981039346656037ull
+uint64_t inca_fnv1a(uint64_t h, const void *p, size_t bytes);
 
 /* madvise(advice) over the pages holding [p, p + bytes) (the range widened to page bounds);
  * a hint, its failure ignored; nothing for p NULL or bytes <= 0. */

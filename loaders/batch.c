@@ -57,14 +57,9 @@ struct batch_loader {
     int64_t bytes;
 };
 
-static int cmp_i64(const void *a, const void *b) {
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
-
 /* Sum of the b largest values of v[0..k) (v is clobbered: sorted). */
 static int64_t sum_largest(int64_t *v, int64_t k, int64_t b) {
-    qsort(v, (size_t)k, sizeof *v, cmp_i64);
+    qsort(v, (size_t)k, sizeof *v, inca_cmp_i64);
     int64_t s = 0;
     for (int64_t i = 0; i < b && i < k; i++) s += v[k - 1 - i];
     return s;
@@ -161,7 +156,7 @@ static int batch_build(batch_loader_t *l, int64_t idx) {
     epoch_order(l, epoch);
     int64_t p0 = step * bp, np = l->kp - p0 < bp ? l->kp - p0 : bp;
     memcpy(l->sel, l->order + p0, sizeof *l->sel * (size_t)np);
-    qsort(l->sel, (size_t)np, sizeof *l->sel, cmp_i64);
+    qsort(l->sel, (size_t)np, sizeof *l->sel, inca_cmp_i64);
     b->index = idx;
     b->epoch = epoch;
     b->step = step;
@@ -222,7 +217,7 @@ static int batch_build(batch_loader_t *l, int64_t idx) {
                 if (l->local[v] < 0 && l->hmark[v] != stamp) { l->hmark[v] = stamp; b->halo[nh++] = v; }
             }
         }
-        qsort(b->halo, (size_t)nh, sizeof *b->halo, cmp_i64);
+        qsort(b->halo, (size_t)nh, sizeof *b->halo, inca_cmp_i64);
         for (int64_t h = 0; h < nh; h++) l->hpos[b->halo[h]] = h;
     }
     b->n_halo = nh;

@@ -36,30 +36,25 @@ typedef struct ckpt_header {
     int64_t evals;    /* ckpt_state_t.evals */
 } ckpt_header_t;
 
-static uint64_t fnv(uint64_t h, const void *p, size_t bytes) {
-    for (size_t i = 0; i < bytes; i++) h = (h ^ ((const unsigned char *)p)[i]) * 1099511628211ull;
-    return h;
-}
-
 /* Flags that change the model a resumed run would continue (the kind, --layers and --hidden are
  * checked by name): its residuals, BatchNorm, dense input, and GCNII's / APPNP's constants. */
 static uint64_t arch_hash(const train_config_t *c) {
     const int32_t b[3] = {c->batchnorm, c->residual, c->dense_input};
     const double k[3] = {c->model == NN_GCNII || c->model == NN_APPNP ? c->alpha : 0, c->model == NN_GCNII ? c->theta : 0,
                          c->model == NN_APPNP ? (double)c->K : 0};
-    return fnv(fnv(14695981039346656037ull, b, sizeof b), k, sizeof k);
+    return inca_fnv1a(inca_fnv1a(INCA_FNV_BASIS, b, sizeof b), k, sizeof k);
 }
 
 /* What the run trains and is judged on: every split's node ids (a resume under another --split
  * would put test nodes in training), --feature-norm, and --select (the best epoch's rule) */
 static uint64_t data_hash(const train_config_t *c, const dataset_t *d) {
-    uint64_t h = 14695981039346656037ull;
+    uint64_t h = INCA_FNV_BASIS;
     for (int s = 0; s < SPLIT_COUNT; s++) {
-        h = fnv(h, &d->split_n[s], sizeof d->split_n[s]);
-        if (d->split[s]) h = fnv(h, d->split[s], sizeof(int64_t) * (size_t)d->split_n[s]);
+        h = inca_fnv1a(h, &d->split_n[s], sizeof d->split_n[s]);
+        if (d->split[s]) h = inca_fnv1a(h, d->split[s], sizeof(int64_t) * (size_t)d->split_n[s]);
     }
     const int32_t k[2] = {c->feature_norm, c->select_loss};
-    return fnv(h, k, sizeof k);
+    return inca_fnv1a(h, k, sizeof k);
 }
 
 uint64_t ckpt_order_hash(const int64_t *perm, int64_t n) {
@@ -188,7 +183,6 @@ int ckpt_save(const char *dir, int run, const train_config_t *c, const dataset_t
 /* The first field of header h that differs from what this run expects (w) names itself;
  * resume: a training run's (predict reads the model alone, of any split and node order). */
 static int header_check(const char *path, const ckpt_header_t *h, const ckpt_header_t *w, int resume, uint64_t order) {
-    /* the first field that differs names itself */
     if (strcmp(h->model, w->model) != 0)
         return inca_fail(INCA_EINVAL, "%s: checkpoint of model '%s', this run trains '%s'", path, h->model, w->model);
     if (strcmp(h->method, w->method) != 0)

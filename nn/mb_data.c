@@ -2,21 +2,17 @@
 #include "nn/mb_data.h"
 #include "core/alloc.h"
 #include "core/status.h"
+#include "core/util.h"
 #include "nn/layer.h"
 #include <stdlib.h>
 #include <string.h>
-
-static int cmp_i64(const void *a, const void *b) {
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
 
 /* ids mapped through perm and sorted (caller frees) */
 static int64_t *map_ids(const int64_t *ids, int64_t m, const int64_t *perm) {
     int64_t *o = inca_malloc(sizeof *o * (size_t)(m ? m : 1));
     if (!o) return NULL;
     for (int64_t i = 0; i < m; i++) o[i] = perm[ids[i]];
-    qsort(o, (size_t)m, sizeof *o, cmp_i64);
+    qsort(o, (size_t)m, sizeof *o, inca_cmp_i64);
     return o;
 }
 
@@ -81,7 +77,7 @@ int64_t mb_batch_nnz_bound(const csr_t *a, const int64_t *bounds, int64_t k, int
     int64_t *nz = inca_malloc(sizeof *nz * (size_t)(k > 0 ? k : 1));
     if (!nz) return a->nnz;
     for (int64_t i = 0; i < k; i++) nz[i] = a->rowptr[bounds[i + 1]] - a->rowptr[bounds[i]];
-    qsort(nz, (size_t)k, sizeof *nz, cmp_i64);
+    qsort(nz, (size_t)k, sizeof *nz, inca_cmp_i64);
     int64_t sum = 0;
     for (int64_t i = 0; i < b && i < k; i++) sum += nz[k - 1 - i];
     inca_free(nz);

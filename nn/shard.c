@@ -4,6 +4,7 @@
  * y, split/<name> and the partitioning under the names a store always uses. */
 #include "nn/shard.h"
 #include "core/alloc.h"
+#include "core/rng.h"
 #include "core/status.h"
 #include "core/util.h"
 #include "loaders/partition_store.h"
@@ -32,10 +33,7 @@ typedef struct shard_info {
 
 /* A run's id: its start time and process, mixed (splitmix64); what ties the shards it wrote */
 static int64_t shard_job_id(void) {
-    uint64_t z = (uint64_t)(inca_now() * 1e9) ^ ((uint64_t)getpid() << 40);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return (int64_t)((z ^ (z >> 31)) >> 1);   /* >= 0 */
+    return (int64_t)(rng_splitmix64((uint64_t)(inca_now() * 1e9) ^ ((uint64_t)getpid() << 40)) >> 1);   /* >= 0 */
 }
 
 static void shard_name(char *buf, size_t len, const char *dir, int r, int p) {
@@ -219,8 +217,7 @@ int shard_write(const char *store_path, const shard_opts_t *o, const char *dir, 
     /* every rank's shard written first, then moved into place: a failure leaves the old set */
     shard_opts_t oj = *o;
     oj.job = shard_job_id();
-    int wrote = 0;
-    for (int r = 0; r < o->ranks && rc == INCA_OK; r++, wrote = r) {
+    for (int r = 0; r < o->ranks && rc == INCA_OK; r++) {
         char path[4096], tmp[4200];
         shard_name(path, sizeof path, dir, r, o->ranks);
         snprintf(tmp, sizeof tmp, "%s.tmp", path);
@@ -237,8 +234,8 @@ int shard_write(const char *store_path, const shard_opts_t *o, const char *dir, 
         char path[4096], tmp[4200];
         shard_name(path, sizeof path, dir, r, o->ranks);
         snprintf(tmp, sizeof tmp, "%s.tmp", path);
-        if (rc != INCA_OK) {
-            if (r <= wrote) inca_rmtree(tmp);
+        if (rc != INCA_OK) {   /* a failure: every temporary goes (a missing one is fine), nothing moves */
+            inca_rmtree(tmp);
             continue;
         }
         if ((rc = inca_rmtree(path)) == INCA_OK && rename(tmp, path) != 0)

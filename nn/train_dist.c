@@ -35,11 +35,6 @@ typedef struct fd_shared {
     model_config_t mc;
 } fd_shared_t;
 
-static int cmp_i64(const void *a, const void *b) {
-    const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
-
 static void fd_shared_free(fd_shared_t *S) {
     inca_free(S->xw);
     inca_free(S->inv);
@@ -88,7 +83,7 @@ static int fd_shared_make(const dataset_t *d, const train_config_t *c, const int
         S->nids[k] = 0;
         for (int64_t i = 0; i < cnt[k]; i++)
             if (k != SPLIT_TRAIN || d->y[src[k][i]] >= 0) S->ids[k][S->nids[k]++] = p->perm[src[k][i]];
-        qsort(S->ids[k], (size_t)S->nids[k], sizeof(int64_t), cmp_i64);
+        qsort(S->ids[k], (size_t)S->nids[k], sizeof(int64_t), inca_cmp_i64);
     }
     if (S->nids[SPLIT_TRAIN] == 0) {
         rc = inca_fail(INCA_EINVAL, "none of the %lld training nodes has a label", (long long)ntr);

@@ -83,16 +83,11 @@ static int job_load(prune_job_t *job) {
     return INCA_OK;
 }
 
-static int cmp_i64(const void *a, const void *b) {
-    const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
-
 /* job->lab sorted, each id once (a file may repeat one: it is one labelled node); its ids
  * must be pool nodes: a label outside the pool (a validation or test node) would reach the
  * pseudo-labels (spreading runs over every node) and so the selection that --eval scores */
 static int job_label_ids(prune_job_t *job, const char *src) {
-    qsort(job->lab, (size_t)job->nlab, sizeof *job->lab, cmp_i64);
+    qsort(job->lab, (size_t)job->nlab, sizeof *job->lab, inca_cmp_i64);
     int64_t k = 0;
     for (int64_t i = 0; i < job->nlab; i++)
         if (k == 0 || job->lab[i] != job->lab[k - 1]) job->lab[k++] = job->lab[i];
@@ -107,15 +102,6 @@ static int job_label_ids(prune_job_t *job, const char *src) {
                            "the pseudo-labels; list pool nodes only", src, (long long)job->lab[i]);
     inca_free(in_pool);
     return rc;
-}
-
-/* FNV-1a over the sorted labelled ids: the subset itself in the dynamics' key (a file's name
- * says nothing of what it held when the dynamics were stored) */
-static uint64_t lab_hash(const int64_t *ids, int64_t n) {
-    uint64_t h = 1469598103934665603ull;
-    for (int64_t i = 0; i < n; i++)
-        for (int b = 0; b < 8; b++) h = (h ^ (uint8_t)((uint64_t)ids[i] >> (8 * b))) * 1099511628211ull;
-    return h;
 }
 
 /* The labelled subset: the only labels the pruning code may see (job->y_vis). */
@@ -158,7 +144,9 @@ static int job_reuse(prune_job_t *job, const char *key) {
 static int job_dynamics(prune_job_t *job) {
     const prune_job_opts_t *o = &job->o;
     char key[1024];
-    prune_dyn_key(key, sizeof key, &job->cfg, lab_hash(job->lab, job->nlab), o->labeled, o->labeled_per_class, o->split);
+    /* the labelled subset itself (sorted, job_label_ids) in the key: a file's name says nothing of
+     * what it held when the dynamics were stored */
+    prune_dyn_key(key, sizeof key, &job->cfg, inca_fnv1a(INCA_FNV_BASIS, job->lab, sizeof *job->lab * (size_t)job->nlab), o->labeled, o->labeled_per_class, o->split);
     int rc;
     if (o->reuse_dynamics) rc = job_reuse(job, key);
     else {
