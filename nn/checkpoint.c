@@ -11,9 +11,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define CKPT_MAGIC "INCACKP4"   /* 2: the best epoch's selection metric, balanced accuracy and macro F1;
+#define CKPT_MAGIC "INCACKP5"   /* 2: the best epoch's selection metric, balanced accuracy and macro F1;
                                  * 3: the node order of the history tables; 4: the model's structure,
-                                 * the data's splits, and the evaluations so far */
+                                 * the data's splits, and the evaluations so far; 5: the refreshes
+                                 * so far (the mini-batch trainers' counts carry over a resume) */
 
 /* Fixed-size header; every field the resumed run must agree on, then the resumable state. */
 typedef struct ckpt_header {
@@ -34,6 +35,8 @@ typedef struct ckpt_header {
     uint64_t arch;    /* arch_hash: what a model of the same kind and size can still differ in */
     uint64_t data;    /* data_hash: the splits, the feature normalisation and the selection rule */
     int64_t evals;    /* ckpt_state_t.evals */
+    int64_t refreshes, fused;   /* ckpt_state_t's */
+    double t_refresh;
 } ckpt_header_t;
 
 /* Flags that change the model a resumed run would continue (the kind, --layers and --hidden are
@@ -140,6 +143,9 @@ int ckpt_save(const char *dir, int run, const train_config_t *c, const dataset_t
     h.opt_steps = optim_steps(o);
     h.order = st->order;
     h.evals = st->evals;
+    h.refreshes = st->refreshes;
+    h.fused = st->fused;
+    h.t_refresh = st->t_refresh;
     FILE *fp = fopen(tmp, "wb");
     if (!fp) return inca_fail_write(path, errno);   /* path: the temporary is ours */
     int bad = put(fp, &h, sizeof h);
@@ -305,6 +311,9 @@ int ckpt_load(const char *dir, int run, const train_config_t *c, const dataset_t
     st->t_eval = h.t_eval;
     st->t_epoch = h.t_epoch;
     st->evals = h.evals;
+    st->refreshes = h.refreshes;
+    st->fused = h.fused;
+    st->t_refresh = h.t_refresh;
 done:
     fclose(fp);
     return rc;

@@ -34,7 +34,11 @@ typedef struct ckpt_state {
     train_best_t best;
     double train_loss;
     double t_step, t_eval, t_epoch;   /* seconds accumulated over epochs 0..epoch */
-    int64_t evals;                    /* evaluations over epochs 0..epoch (--eval-every) */
+    int64_t evals;                    /* evaluations over epochs 0..epoch (--eval-every; the
+                                         mini-batch trainers: those that ran alone) */
+    int64_t refreshes, fused;         /* IncAgg's refreshes over epochs 0..epoch, and how many of
+                                         them shared an evaluation's pass */
+    double t_refresh;                 /* their seconds */
     uint64_t order;                   /* the node order the history tables' rows are in (the
                                          mini-batch trainers: a hash of the partition's
                                          permutation; 0: no tables). Saved; on a resume (o given)

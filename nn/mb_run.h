@@ -102,6 +102,7 @@ typedef struct mb_run {
     train_best_t best;
     double epoch_s, train_loss;
     double wait0, build0;   /* the loaders' wait and build seconds when the timed epochs began */
+    ckpt_state_t carried;       /* a resume: the evaluations and refreshes before it (counts, seconds) */
     int ep0, epochs_run, finished, fused_pending;
     int init_pass;              /* the initial snapshot pass is running (its traffic: setup) */
     wavg_t *avg;                /* the weights evaluated (train_eval_average > 0), else NULL */

@@ -449,6 +449,7 @@ int mb_run_resume(mb_run_t *R, const dataset_t *d) {
     R->best = cs.best;
     R->train_loss = cs.train_loss;
     R->epoch_s = cs.t_epoch;
+    R->carried = cs;
     R->ep0 = R->epochs_run = cs.epoch + 1;
     R->finished = cs.finished;
     R->gstep = (int64_t)R->ep0 * R->spe;

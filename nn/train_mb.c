@@ -39,10 +39,11 @@ static int mb_epoch_eval(mb_run_t *R, const dataset_t *d, mb_stats_t *st, int ep
     if (rc == INCA_OK) rc = mb_eval_pass(R, st, ep, te0);
     const int stop = c->patience > 0 && R->best.since >= c->patience;
     if (rc == INCA_OK && c->checkpoint_dir) {   /* after the evaluation: no refresh is pending here */
-        /* only the epoch time carries over a resume: the step / refresh / eval means are this
-         * process's (mb_stats_t counts its own steps) */
+        /* the epoch time and the evaluations' and refreshes' counts and seconds carry over a
+         * resume (mb_train seeds st with them); the step mean is this process's */
         ckpt_state_t cs = {.epoch = ep, .finished = stop, .best = R->best, .train_loss = R->train_loss, .t_epoch = R->epoch_s,
-                           .order = R->order};
+                           .order = R->order, .evals = st->evals, .t_eval = st->eval_s_total, .refreshes = st->refreshes,
+                           .fused = st->fused, .t_refresh = st->refresh_s_total};
         rc = ckpt_save(mb_ckdir(R), R->run, c, d, R->m, R->opt, &cs, R->blobs, R->nblobs);
     }
     const int back = R->avg ? wavg_swap(R->avg) : INCA_OK;
@@ -142,6 +143,13 @@ int mb_train(const dataset_t *d, const train_config_t *c, const int64_t *train_i
     int rc = mb_run_setup(&R, d, train_idx, n_train);
     if (rc == INCA_OK && c->checkpoint_dir && c->resume && (rc = mb_run_resume(&R, d)) == INCA_OK)
         rc = train_resume_note(c, run, R.ep0);
+    if (R.ep0 > 0) {   /* the resumed epochs' evaluations and refreshes count, as full-batch's do */
+        st->evals = R.carried.evals;
+        st->eval_s_total = R.carried.t_eval;
+        st->refreshes = R.carried.refreshes;
+        st->fused = R.carried.fused;
+        st->refresh_s_total = R.carried.t_refresh;
+    }
     /* IncAgg starts from exact snapshots of the initial model (one eval-mode pass through the
      * refresh operator, whichever the source); a resumed run has its tables from the checkpoint */
     if (rc == INCA_OK && R.method == AGG_INCAGG && R.ep0 == 0) {

@@ -100,11 +100,9 @@ static int agree(const char *key, double x, double y) {
 
 /* Two JSON objects: every key of a in b, numbers agreeing, strings and booleans equal, arrays
  * of numbers element by element (where_or_when's keys apart). */
-static void same_keys(const cJSON *a, const cJSON *b, const char *what, int line, int resumed) {
+static void same_keys(const cJSON *a, const cJSON *b, const char *what, int line) {
     for (const cJSON *it = a->child; it; it = it->next) {
-        if (where_or_when(it->string)) continue;
-        /* a resumed process counts its own passes only */
-        if (resumed && (strcmp(it->string, "evaluations") == 0 || strncmp(it->string, "refreshes", 9) == 0)) continue;
+        if (where_or_when(it->string)) continue;   /* a resume's counts of passes are the whole run's */
         const cJSON *o = cJSON_GetObjectItemCaseSensitive(b, it->string);
         ck_assert_msg(o != NULL, "%s: line %d: key %s missing on %s", what, line, it->string, label);
         if (cJSON_IsNumber(it)) {
@@ -130,7 +128,7 @@ static void same_keys(const cJSON *a, const cJSON *b, const char *what, int line
 
 /* The result lines and every epoch's metrics line, every key, agree (same_keys). */
 static void same_numbers(cJSON *a, cJSON *b, const char *what, int resumed) {
-    same_keys(a, b, what, -1, resumed);
+    same_keys(a, b, what, -1);
     ck_assert_str_eq(tu_json_get(b, "device", cJSON_String)->valuestring, dut);
     char pa[1024], pb[1024];
     snprintf(pa, sizeof pa, "%s/metrics-cpu.jsonl", dir);
@@ -141,7 +139,7 @@ static void same_numbers(cJSON *a, cJSON *b, const char *what, int resumed) {
     /* a resumed run's file (the same --metrics path) holds every epoch, those before the
      * checkpoint kept from the first run (issue 31) */
     ck_assert_msg(na == nb && nb > 0, "%s%s: %d metric lines on cpu, %d on %s", what, resumed ? " (resumed)" : "", na, nb, label);
-    for (int l = 0; l < nb; l++) same_keys(la[na - nb + l], lb[l], what, l, 0);
+    for (int l = 0; l < nb; l++) same_keys(la[na - nb + l], lb[l], what, l);
     tu_json_free_lines(la, na);
     tu_json_free_lines(lb, nb);
     free(ta);
