@@ -238,7 +238,7 @@ int cmd_train(int argc, char **argv) {
     if ((rc = shard_dir_ranks(c.store_path, me, &shard_ranks) ? train_from_shard(a, &c, me, nranks, &sh, &d)
                                                                : train_dataset_load(&c, &d)))
         goto done;
-    if (!shard_ranks && (rc = cli_train_check_parts(a, &c, d.n))) goto done;   /* a shard holds its rank's rows */
+    if (!shard_ranks && (rc = cli_train_check_parts(a, &c, d.n, d.f))) goto done;   /* a shard holds its rank's rows */
     /* stored, a stored split by name, or random:TR,VA,TE[:SEED] */
     if ((rc = dataset_split_apply(c.store_path, args_str(a, "--split", NULL), c.seed, &d))) goto done;
     const char *ti = args_str(a, "--train-indices", NULL);

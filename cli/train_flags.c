@@ -140,6 +140,8 @@ int cli_train_config(const args_t *a, train_config_t *c, cli_log_state_t *ls) {
     if (args_has(a, "--batch-parts") && c->batch_parts > c->parts)   /* the default 10 follows a smaller --parts */
         return inca_fail(INCA_EINVAL, "--batch-parts %d: more than the %d parts (--parts%s%s); a batch holds at most every part",
                          c->batch_parts, c->parts, c->partition[0] ? ", from --partition " : "", c->partition);
+    /* the value used, so that a result's config (predict, --config) does not name 10 of 4 parts */
+    if (c->parts > 0 && c->batch_parts > c->parts) c->batch_parts = c->parts;
     if ((rc = args_double(a, "--refresh-relax", c->refresh_relax, &c->refresh_relax))) return rc;
     const char *rs = args_str(a, "--refresh-source", NULL);
     if ((rs && (rc = agg_source_parse(rs, &c->refresh_source))) ||
@@ -263,60 +265,99 @@ int cli_train_config_save(const char *dir, const args_t *a, const train_config_t
 /* Where a flag has an effect: a flag the user gave that the run would ignore is refused, since
  * a result line carrying it (the config records every flag) would claim what did not happen.
  * --parts and --batch-parts are not checked: they describe the partitioning, which full-batch
- * ranks own too, and scripts pass them to every method alike. */
-static int on_incagg(const train_config_t *c) { return c->method == TRAIN_INCAGG; }
-static int on_cluster(const train_config_t *c) { return c->method == TRAIN_CLUSTER; }
-static int on_history(const train_config_t *c) { return c->method == TRAIN_GAS || c->method == TRAIN_INCAGG; }
-static int on_batches(const train_config_t *c) { return c->method != TRAIN_FULL; }
-static int on_full(const train_config_t *c) { return c->method == TRAIN_FULL; }
-static int on_alpha(const train_config_t *c) { return c->model == NN_GCNII || c->model == NN_APPNP; }
-static int on_gcnii(const train_config_t *c) { return c->model == NN_GCNII; }
-static int on_appnp(const train_config_t *c) { return c->model == NN_APPNP; }
-static int on_layered(const train_config_t *c) { return c->model != NN_APPNP; }
+ * ranks own too, and scripts pass them to every method alike. --history-location and
+ * --features-location are not checked against the CPU: its memory is both the host's and the
+ * "device's", so either word holds there (a script passes them to cpu and cuda alike). Each
+ * scope returns 1 when the flag applies, else 0 with what the run has instead in *with
+ * ("--method gas"). The view loader's flags are checked again once the store's size resolves
+ * --loader auto (cli_train_check_parts). */
+typedef struct { char s[96]; } scope_with_t;
+
+static int with_method(const train_config_t *c, int ok, scope_with_t *w) {
+    if (!ok) snprintf(w->s, sizeof w->s, "--method %s", train_method_name(c->method));
+    return ok;
+}
+static int with_model(const train_config_t *c, int ok, scope_with_t *w) {
+    if (!ok) snprintf(w->s, sizeof w->s, "--model %s", model_kind_name(c->model));
+    return ok;
+}
+static int on_incagg(const train_config_t *c, scope_with_t *w) { return with_method(c, c->method == TRAIN_INCAGG, w); }
+/* the refresh's relaxation, weights and evaluation pass: a recompute refresh's (a push refresh
+ * re-aggregates the pushed rows as they are) */
+static int on_recompute(const train_config_t *c, scope_with_t *w) {
+    if (!on_incagg(c, w)) return 0;
+    if (c->refresh_source == AGG_SRC_RECOMPUTE) return 1;
+    snprintf(w->s, sizeof w->s, "--refresh-source %s", agg_source_name(c->refresh_source));
+    return 0;
+}
+static int on_cluster(const train_config_t *c, scope_with_t *w) { return with_method(c, c->method == TRAIN_CLUSTER, w); }
+static int on_history(const train_config_t *c, scope_with_t *w) {
+    return with_method(c, c->method == TRAIN_GAS || c->method == TRAIN_INCAGG, w);
+}
+static int on_batches(const train_config_t *c, scope_with_t *w) { return with_method(c, c->method != TRAIN_FULL, w); }
+/* the view loader's passes: not with --loader copy (auto is checked once the store is open) */
+static int on_view(const train_config_t *c, scope_with_t *w) {
+    if (!on_batches(c, w)) return 0;
+    if (c->loader != TRAIN_LOADER_COPY) return 1;
+    snprintf(w->s, sizeof w->s, "--loader copy");
+    return 0;
+}
+static int on_full(const train_config_t *c, scope_with_t *w) { return with_method(c, c->method == TRAIN_FULL, w); }
+static int on_alpha(const train_config_t *c, scope_with_t *w) {
+    return with_model(c, c->model == NN_GCNII || c->model == NN_APPNP, w);
+}
+static int on_gcnii(const train_config_t *c, scope_with_t *w) { return with_model(c, c->model == NN_GCNII, w); }
+static int on_appnp(const train_config_t *c, scope_with_t *w) { return with_model(c, c->model == NN_APPNP, w); }
+static int on_layered(const train_config_t *c, scope_with_t *w) { return with_model(c, c->model != NN_APPNP, w); }
 
 typedef struct flag_scope {
     const char *flag;
-    int (*applies)(const train_config_t *c);
-    int by_model;         /* 1: the scope is a --model's, else a --method's */
+    int (*applies)(const train_config_t *c, scope_with_t *with);
     const char *where;    /* what the flag applies to, as the message says it */
 } flag_scope_t;
 
 static const flag_scope_t flag_scopes[] = {
-        {"--refresh", on_incagg, 0, "--method incagg"},
-        {"--refresh-source", on_incagg, 0, "--method incagg"},
-        {"--refresh-relax", on_incagg, 0, "--method incagg"},
-        {"--refresh-eval", on_incagg, 0, "--method incagg"},
-        {"--refresh-weights", on_incagg, 0, "--method incagg"},
-        {"--cluster-norm", on_cluster, 0, "--method cluster"},
-        {"--history-dtype", on_history, 0, "the history tables of --method gas or incagg"},
-        {"--history-location", on_history, 0, "the history tables of --method gas or incagg"},
-        {"--loader", on_batches, 0, "--method cluster, gas or incagg (full-batch holds the dataset in memory)"},
-        {"--pass-dtype", on_batches, 0, "the view loader's passes of --method cluster, gas or incagg"},
-        {"--features-location", on_batches, 0, "the view loader of --method cluster, gas or incagg"},
-        {"--eval-average", on_batches, 0, "the mini-batch methods' weight average (full-batch evaluates its weights)"},
-        {"--batch-size", on_full, 0, "--method full (an MLP's mini-batches; the other methods batch by --batch-parts)"},
-        {"--alpha", on_alpha, 1, "--model gcnii or appnp"},
-        {"--theta", on_gcnii, 1, "--model gcnii"},
-        {"--K", on_appnp, 1, "--model appnp"},
-        {"--layers", on_layered, 1, "every model but appnp (a 2-layer MLP and --K propagation steps)"},
+        {"--refresh", on_incagg, "--method incagg"},
+        {"--refresh-source", on_incagg, "--method incagg"},
+        {"--refresh-relax", on_recompute, "--method incagg with --refresh-source recompute"},
+        {"--refresh-eval", on_recompute, "--method incagg with --refresh-source recompute"},
+        {"--refresh-weights", on_recompute, "--method incagg with --refresh-source recompute"},
+        {"--cluster-norm", on_cluster, "--method cluster"},
+        {"--history-dtype", on_history, "the history tables of --method gas or incagg"},
+        {"--history-location", on_history, "the history tables of --method gas or incagg"},
+        {"--loader", on_batches, "--method cluster, gas or incagg (full-batch holds the dataset in memory)"},
+        {"--memory-budget", on_batches, "the view loader of --method cluster, gas or incagg (full-batch holds the dataset in memory)"},
+        {"--pass-dtype", on_view, "the view loader's passes of --method cluster, gas or incagg"},
+        {"--features-location", on_batches, "the view loader of --method cluster, gas or incagg"},
+        {"--eval-average", on_batches, "the mini-batch methods' weight average (full-batch evaluates its weights)"},
+        {"--batch-size", on_full, "--method full (an MLP's mini-batches; the other methods batch by --batch-parts)"},
+        {"--alpha", on_alpha, "--model gcnii or appnp"},
+        {"--theta", on_gcnii, "--model gcnii"},
+        {"--K", on_appnp, "--model appnp"},
+        {"--layers", on_layered, "every model but appnp (a 2-layer MLP and --K propagation steps)"},
 };
 
 int cli_train_check_effect(const args_t *a, const train_config_t *c) {
     for (size_t i = 0; i < sizeof flag_scopes / sizeof flag_scopes[0]; i++) {
         const flag_scope_t *s = &flag_scopes[i];
-        if (!args_on_command_line(a, s->flag) || s->applies(c)) continue;
-        return inca_fail(INCA_EINVAL, "%s: no effect with %s %s (it applies to %s)", s->flag,
-                         s->by_model ? "--model" : "--method", s->by_model ? model_kind_name(c->model) : train_method_name(c->method),
-                         s->where);
+        scope_with_t w = {{0}};
+        if (!args_on_command_line(a, s->flag) || s->applies(c, &w)) continue;
+        return inca_fail(INCA_EINVAL, "%s: no effect with %s (it applies to %s)", s->flag, w.s, s->where);
     }
     return INCA_OK;
 }
 
-int cli_train_check_parts(const args_t *a, const train_config_t *c, int64_t nodes) {
+int cli_train_check_parts(const args_t *a, const train_config_t *c, int64_t nodes, int64_t features) {
     /* the loaders would clamp K to n (or draw batches of empty parts); a request that cannot be
      * met is refused before anything is trained or written to the store */
     if ((args_has(a, "--parts") || c->partition[0]) && c->parts > nodes)
         return inca_fail(INCA_EINVAL, "--parts %d: more parts than the %lld nodes of %s (expected at most one part per node)",
                          c->parts, (long long)nodes, c->store_path ? c->store_path : "the dataset");
+    /* --loader auto resolved by the store's size: the copy loader has no passes to narrow */
+    if (args_on_command_line(a, "--pass-dtype") && c->method != TRAIN_FULL &&
+        train_loader_resolve(c, nodes, features) == TRAIN_LOADER_COPY)
+        return inca_fail(INCA_EINVAL, "--pass-dtype: no effect with --loader %s resolved to copy for %s (it applies to the "
+                         "view loader's passes; --loader view)", train_loader_words[c->loader],
+                         c->store_path ? c->store_path : "the dataset");
     return INCA_OK;
 }

@@ -15,8 +15,9 @@ int cli_train_config(const args_t *a, train_config_t *c, cli_log_state_t *ls);
 /* INCA_EINVAL naming the first flag given on the command line that c's method or model
  * ignores (--refresh with gas, --theta with gcn, ...); flags from --config are not checked. */
 int cli_train_check_effect(const args_t *a, const train_config_t *c);
-/* INCA_EINVAL when --parts (given, or read from --partition) exceeds the dataset's nodes. */
-int cli_train_check_parts(const args_t *a, const train_config_t *c, int64_t nodes);
+/* INCA_EINVAL when --parts (given, or read from --partition) exceeds the dataset's nodes, or
+ * when --pass-dtype was given and --loader resolves to copy for a dataset of this size. */
+int cli_train_check_parts(const args_t *a, const train_config_t *c, int64_t nodes, int64_t features);
 /* "config": every resolved flag of c (and a's positional STORE) under the flag's name. */
 void cli_train_config_json(json_t *j, const args_t *a, const train_config_t *c);
 /* DIR/config.json (DIR made when missing): {"config": ..., "version": ...}, written whole via

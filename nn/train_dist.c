@@ -456,9 +456,9 @@ static int fd_resume(fd_rank_t *R, const dataset_t *d, const train_config_t *c, 
 }
 
 /* The training step of epoch ep: the mean loss over the job's train nodes, so the ranks'
- * gradients add up; tot = the job's loss sum, correct and counted train nodes; *loss the mean. */
+ * gradients add up; *loss the mean (the training accuracy is the evaluation's, after the step). */
 static int fd_train_step(fd_rank_t *R, const fd_shared_t *S, const train_config_t *c, const float *xin, int ep,
-                         double tot[3], double *loss) {
+                         double *loss) {
     const int64_t C = S->C, N = S->nids[SPLIT_TRAIN];
     const float *logits;
     train_meter_t h;
@@ -473,7 +473,6 @@ static int fd_train_step(fd_rank_t *R, const fd_shared_t *S, const train_config_
          * to the job's mean into dlog */
         if ((rc = kc_softmax_xent(R->kc, R->no, C, logits, R->y_d, R->ids_d[SPLIT_TRAIN], R->nids[SPLIT_TRAIN], NULL,
                                   R->logp, &R->meter_d->loss[0])) ||
-            (rc = kc_accuracy(R->kc, C, logits, R->y_d, R->ids_d[SPLIT_TRAIN], R->nids[SPLIT_TRAIN], R->meter_d->count[0])) ||
             (rc = kc_axpby(R->kc, R->no * C, (float)((double)R->nids[SPLIT_TRAIN] / (double)N), R->logp, 0.f, R->dlog)))
             return rc;
     } else if ((rc = kc_zero(R->kc, R->dlog, sizeof(float) * (size_t)(R->no * C), KERN_STREAM_COMPUTE)))
@@ -481,9 +480,10 @@ static int fd_train_step(fd_rank_t *R, const fd_shared_t *S, const train_config_
     if ((rc = kc_copy(R->kc, &h, R->meter_d, sizeof h, KERN_D2H, KERN_STREAM_COMPUTE)) ||
         (rc = model_backward(R->m, R->dlog, &R->agg)) || (rc = fd_grad_reduce(R, c)))
         return rc;
-    const double mine[3] = {h.loss[0] * (double)R->nids[SPLIT_TRAIN], (double)h.count[0][0], (double)h.count[0][1]};
-    if ((rc = fd_sum(R, mine, 3, tot, COMM_GRAD))) return rc;
-    *loss = tot[0] / (double)N;
+    const double mine = h.loss[0] * (double)R->nids[SPLIT_TRAIN];
+    double tot;
+    if ((rc = fd_sum(R, &mine, 1, &tot, COMM_GRAD))) return rc;
+    *loss = tot / (double)N;
     if (!isfinite(*loss)) return inca_fail(INCA_ERR, "epoch %d: training loss is not finite (%g); lower --lr?", ep, *loss);
     return optim_step(R->o);
 }
@@ -495,12 +495,13 @@ static int fd_eval(fd_rank_t *R, const fd_shared_t *S, const train_config_t *c, 
     int rc;
     R->op.phase = COMM_EVAL;
     if ((rc = model_forward(R->m, R->no, xin, &R->agg, 0, c->seed, (uint64_t)ep, &logits)) ||
-        (rc = train_eval_meter(R->kc, logits, R->no, S->C, R->y_d, NULL, 0, R->ids_d[SPLIT_VALID], R->nids[SPLIT_VALID],
+        (rc = train_eval_meter(R->kc, logits, R->no, S->C, R->y_d, R->ids_d[SPLIT_TRAIN], R->nids[SPLIT_TRAIN],
+                               R->ids_d[SPLIT_VALID], R->nids[SPLIT_VALID],
                                R->ids_d[SPLIT_TEST], R->nids[SPLIT_TEST], R->logp, R->meter_d, e, R->mh)) ||
         (rc = comm_allgather(R->comm, R->mh, sizeof *R->mh, R->mall, COMM_EVAL)))
         return rc;
     train_meter_sum(R->mall + R->P, R->mall, R->P);
-    train_eval_apply(R->mall + R->P, 0, S->nids[SPLIT_VALID], e);
+    train_eval_apply(R->mall + R->P, 1, S->nids[SPLIT_VALID], e);
     return INCA_OK;
 }
 
@@ -509,18 +510,16 @@ static int fd_eval(fd_rank_t *R, const fd_shared_t *S, const train_config_t *c, 
 static int fd_epoch(fd_rank_t *R, const fd_shared_t *S, const dataset_t *d, const train_config_t *c, int run,
                     const float *xin, int ep, fd_progress_t *g, int *stop) {
     const double t0 = inca_now();
-    double tot[3];
     int rc;
     *stop = 0;
-    if ((rc = fd_train_step(R, S, c, xin, ep, tot, &g->loss))) return rc;
+    if ((rc = fd_train_step(R, S, c, xin, ep, &g->loss))) return rc;
     const double t1 = inca_now();
     if (!train_eval_due(c, ep)) {   /* --eval-every: no evaluation, no checkpoint */
         g->t_step += t1 - t0;
         g->t_epoch += t1 - t0;
         return INCA_OK;
     }
-    train_epoch_eval_t e = {.run = run, .epoch = ep, .train_loss = g->loss,
-                            .train_acc = tot[2] > 0 ? tot[1] / tot[2] : 0.0, .n_valid = S->nids[SPLIT_VALID]};
+    train_epoch_eval_t e = {.run = run, .epoch = ep, .train_loss = g->loss, .n_valid = S->nids[SPLIT_VALID]};
     if ((rc = fd_eval(R, S, c, xin, ep, &e))) return rc;
     const double t2 = inca_now();
     e.epoch_s = t2 - t0;

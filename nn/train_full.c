@@ -89,11 +89,10 @@ static int step_hook(kern_ctx_t *kc, const train_config_t *c, int run, int ep, c
 
 /* One epoch of mini-batch steps over the labelled training rows (b->ids) in a fresh seeded order
  * (the order of epoch ep depends on the seed and ep only, so runs are reproducible). The last
- * batch may be smaller. *loss and *acc: means over the epoch's training rows. Dropout masks are
+ * batch may be smaller. *loss: the mean over the epoch's training rows. Dropout masks are
  * drawn per step (step number = ep * steps_per_epoch + s). x (n x f) in context memory. */
 static int train_mlp_epoch(model_t *m, optim_t *o, const train_config_t *c, const float *x, int64_t f, int64_t cc,
-                           const int32_t *y, int run, int ep, mlp_batch_t *b, float *dlog, train_meter_t *meter_d,
-                           float *lhost, double *loss, double *acc) {
+                           const int32_t *y, int run, int ep, mlp_batch_t *b, float *dlog, float *lhost, double *loss) {
     kern_ctx_t *kc = model_ctx(m);
     const int64_t n_train = b->n;
     rng_t r;
@@ -103,21 +102,18 @@ static int train_mlp_epoch(model_t *m, optim_t *o, const train_config_t *c, cons
     rng_shuffle_i64(&r, b->order, n_train);
     for (int64_t i = 0; i < n_train; i++) b->yo[i] = y[b->order[i]];
     if ((rc = kc_copy(kc, b->order_d, b->order, (size_t)n_train * sizeof *b->order, KERN_H2D, KERN_STREAM_COMPUTE)) ||
-        (rc = kc_copy(kc, b->yo_d, b->yo, (size_t)n_train * sizeof *b->yo, KERN_H2D, KERN_STREAM_COMPUTE)) ||
-        (rc = kc_zero(kc, meter_d->count[0], sizeof meter_d->count[0], KERN_STREAM_COMPUTE)))
+        (rc = kc_copy(kc, b->yo_d, b->yo, (size_t)n_train * sizeof *b->yo, KERN_H2D, KERN_STREAM_COMPUTE)))
         return rc;
     /* each step's loss stays on the context; on the CPU it is checked at once (the step that went
      * non-finite stops the run before its update), off it once at the epoch's end */
     const int host = kc_device(kc) == KERN_DEV_CPU;
     double lsum = 0;
-    train_meter_t h;
     for (int64_t s = 0; s < b->steps; s++) {
         const int64_t lo = s * b->bs, nb = (lo + b->bs <= n_train ? b->bs : n_train - lo);
         const float *logits;
         if ((rc = kc_gather_rows(kc, KERN_F32, x, f, b->order_d + lo, 0, nb, b->xb)) ||
             (rc = model_forward(m, nb, b->xb, NULL, 1, c->seed, (uint64_t)ep * (uint64_t)b->steps + (uint64_t)s, &logits)) ||
-            (rc = kc_softmax_xent(kc, nb, cc, logits, b->yo_d + lo, b->rows, nb, NULL, dlog, &b->losses_d[s])) ||
-            (rc = kc_accuracy(kc, cc, logits, b->yo_d + lo, b->rows, nb, meter_d->count[0])))
+            (rc = kc_softmax_xent(kc, nb, cc, logits, b->yo_d + lo, b->rows, nb, NULL, dlog, &b->losses_d[s])))
             return rc;
         if (host && !isfinite(b->losses_d[s]))
             return inca_fail(INCA_ERR, "epoch %d step %lld: training loss is not finite (%g); lower --lr?", ep, (long long)s,
@@ -126,8 +122,7 @@ static int train_mlp_epoch(model_t *m, optim_t *o, const train_config_t *c, cons
             (rc = model_backward(m, dlog, NULL)) || (rc = optim_step(o)))
             return rc;
     }
-    if ((rc = kc_copy(kc, b->losses_h, b->losses_d, (size_t)b->steps * sizeof *b->losses_h, KERN_D2H, KERN_STREAM_COMPUTE)) ||
-        (rc = kc_copy(kc, h.count[0], meter_d->count[0], sizeof h.count[0], KERN_D2H, KERN_STREAM_COMPUTE)))
+    if ((rc = kc_copy(kc, b->losses_h, b->losses_d, (size_t)b->steps * sizeof *b->losses_h, KERN_D2H, KERN_STREAM_COMPUTE)))
         return rc;
     for (int64_t s = 0; s < b->steps; s++) {   /* the sum over steps in host double, in step order */
         const int64_t lo = s * b->bs, nb = (lo + b->bs <= n_train ? b->bs : n_train - lo);
@@ -137,7 +132,6 @@ static int train_mlp_epoch(model_t *m, optim_t *o, const train_config_t *c, cons
         lsum += b->losses_h[s] * (double)nb;
     }
     *loss = lsum / (double)n_train;
-    *acc = h.count[0][1] ? (double)h.count[0][0] / (double)h.count[0][1] : 0.0;
     return INCA_OK;
 }
 /* One full-batch run's resources, made by full_setup and freed by full_free (agg points into
@@ -261,15 +255,15 @@ static void full_free(full_run_t *f, const dataset_t *d, const int64_t *train_id
     csr_free(&f->xs);
 }
 
-/* One epoch's training: one step over the whole graph (or the MLP's mini-batches); *loss and
- * *train_acc are the training figures. */
+/* One epoch's training: one step over the whole graph (or the MLP's mini-batches); *loss is
+ * the training loss (the training accuracy is the evaluation's, after the step, as the
+ * mini-batch trainers report it). */
 static int full_train_epoch(full_run_t *f, const dataset_t *d, const train_config_t *c, const int64_t *train_idx,
-                            int64_t n_train, int run, int ep, double *loss, double *train_acc) {
+                            int64_t n_train, int run, int ep, double *loss) {
     kern_ctx_t *kc = f->kc;
     const int64_t n = d->n, cc = d->c;
     if (c->batch_size > 0)
-        return train_mlp_epoch(f->m, f->o, c, f->xd, d->f, cc, d->y, run, ep, &f->mb, f->dlog,
-                               f->meter_d, f->lhost, loss, train_acc);
+        return train_mlp_epoch(f->m, f->o, c, f->xd, d->f, cc, d->y, run, ep, &f->mb, f->dlog, f->lhost, loss);
     train_meter_t h;
     const float *logits;
     int rc;
@@ -277,7 +271,6 @@ static int full_train_epoch(full_run_t *f, const dataset_t *d, const train_confi
     if ((rc = model_forward(f->m, n, f->xd, agg, 1, c->seed, (uint64_t)ep, &logits)) ||
         (rc = kc_zero(kc, f->meter_d->count[0], sizeof f->meter_d->count[0], KERN_STREAM_COMPUTE)) ||
         (rc = kc_softmax_xent(kc, n, cc, logits, f->y_d, f->trn_d, n_train, NULL, f->dlog, &f->meter_d->loss[0])) ||
-        (rc = kc_accuracy(kc, cc, logits, f->y_d, f->trn_d, n_train, f->meter_d->count[0])) ||
         (rc = kc_copy(kc, &h, f->meter_d, sizeof h, KERN_D2H, KERN_STREAM_COMPUTE)))
         return rc;
     if (c->on_step && isfinite(h.loss[0]) &&
@@ -285,19 +278,18 @@ static int full_train_epoch(full_run_t *f, const dataset_t *d, const train_confi
         return rc;
     *loss = h.loss[0];
     if (!isfinite(*loss)) return inca_fail(INCA_ERR, "epoch %d: training loss is not finite (%g); lower --lr?", ep, *loss);
-    *train_acc = h.count[0][1] ? (double)h.count[0][0] / (double)h.count[0][1] : 0.0;
     return (rc = model_backward(f->m, f->dlog, agg)) ? rc : optim_step(f->o);
 }
 
-/* The epoch's eval-mode forward over every node and its figures into e; *lh: the logits the
- * hooks read (host). */
-static int full_eval(full_run_t *f, const dataset_t *d, const train_config_t *c, int ep, train_epoch_eval_t *e,
-                     const float **lh) {
+/* The epoch's eval-mode forward over every node and its figures into e (the training accuracy
+ * over the n_train training ids among them); *lh: the logits the hooks read (host). */
+static int full_eval(full_run_t *f, const dataset_t *d, const train_config_t *c, int64_t n_train, int ep,
+                     train_epoch_eval_t *e, const float **lh) {
     const float *logits;
     const int64_t n = d->n, cc = d->c;
     int rc;
     if ((rc = model_forward(f->m, n, f->xd, f->norm ? &f->agg : NULL, 0, c->seed, (uint64_t)ep, &logits))) return rc;
-    if ((rc = train_eval_dev(f->kc, logits, n, cc, f->y_d, NULL, 0, f->vidx_d, e->n_valid, f->tidx_d,
+    if ((rc = train_eval_dev(f->kc, logits, n, cc, f->y_d, f->trn_d, n_train, f->vidx_d, e->n_valid, f->tidx_d,
                              d->split_n[SPLIT_TEST], f->logp, f->meter_d, e)))
         return rc;
     *lh = logits;
@@ -348,8 +340,7 @@ int train_full(const dataset_t *d, const train_config_t *c, const int64_t *train
     }
     for (ep = ep0; ep < c->epochs && !finished; ep++) {
         const double t0 = inca_now();
-        double train_acc = 0;
-        if ((rc = full_train_epoch(&f, d, c, train_idx, n_train, run, ep, &loss, &train_acc))) goto done;
+        if ((rc = full_train_epoch(&f, d, c, train_idx, n_train, run, ep, &loss))) goto done;
         if (kc_device(f.kc) != KERN_DEV_CPU && (rc = kc_sync(f.kc))) goto done;   /* the step's time is its execution */
         const double t1 = inca_now();
         if (!train_eval_due(c, ep)) {   /* --eval-every: no evaluation, no checkpoint */
@@ -357,10 +348,9 @@ int train_full(const dataset_t *d, const train_config_t *c, const int64_t *train
             t_epoch += t1 - t0;
             continue;
         }
-        train_epoch_eval_t e = {.run = run, .epoch = ep, .train_loss = loss, .train_acc = train_acc,
-                                .n_valid = d->split_n[SPLIT_VALID]};
+        train_epoch_eval_t e = {.run = run, .epoch = ep, .train_loss = loss, .n_valid = d->split_n[SPLIT_VALID]};
         const float *lh;
-        if ((rc = full_eval(&f, d, c, ep, &e, &lh))) goto done;
+        if ((rc = full_eval(&f, d, c, n_train, ep, &e, &lh))) goto done;
         const double t2 = inca_now();
         e.epoch_s = t2 - t0;
         t_step += t1 - t0;

@@ -132,6 +132,14 @@ START_TEST(test_cli_features) {
         {"--model gcn --theta 0.3", "--theta: no effect with --model gcn"},
         {"--model gcnii --K 4", "--K: no effect with --model gcnii"},
         {"--model appnp --layers 3", "--layers: no effect with --model appnp"},
+        /* a push refresh re-aggregates the pushed rows: no relaxation, weights or eval pass (session
+         * 37: these were accepted and recorded in the config) */
+        {"--method incagg --refresh-source push --refresh-relax 0.5", "--refresh-relax: no effect with --refresh-source push"},
+        {"--method incagg --refresh-source push --refresh-weights last", "--refresh-weights: no effect with --refresh-source push"},
+        {"--method incagg --refresh-source push --refresh-eval separate", "--refresh-eval: no effect with --refresh-source push"},
+        {"--method full --memory-budget 1G", "--memory-budget: no effect with --method full"},
+        {"--method incagg --loader copy --pass-dtype bf16", "--pass-dtype: no effect with --loader copy"},
+        {"--method incagg --pass-dtype bf16", "--pass-dtype: no effect with --loader auto resolved to copy"},   /* Cora */
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         err = NULL;
@@ -356,11 +364,64 @@ START_TEST(test_parts_refused) {
     ck_assert_int_eq(tu_inca(args, &out, NULL), 0);
     ck_assert_msg(!strstr(out, "metis-2709") && !strstr(out, "metis-40-s0"), "a refused run stored a partition: %s", out);
     free(out);
-    ck_assert_int_eq(train("--method cluster --parts 5 --epochs 1", NULL, NULL), 0);   /* the default 10 a batch follows 5 */
+    /* the default 10 a batch follows 5, and the config says 5: predict and --config rerun it (they
+     * refused "--batch-parts 10: more than the 5 parts") */
+    snprintf(args, sizeof args, "--method cluster --parts 5 --epochs 1 --json --checkpoint '%s/ck5'", dir);
+    ck_assert_int_eq(train(args, &out, NULL), 0);
+    cJSON *res = cJSON_Parse(tu_last_line(out));
+    ck_assert_ptr_nonnull(res);
+    ck_assert_int_eq((int)tu_json_get(tu_json_get(res, "config", cJSON_Object), "batch-parts", cJSON_Number)->valuedouble, 5);
+    cJSON_Delete(res);
+    char cfg[1200];
+    snprintf(cfg, sizeof cfg, "%s/r5.json", dir);
+    FILE *cf = fopen(cfg, "w");
+    ck_assert_ptr_nonnull(cf);
+    fputs(tu_last_line(out), cf);
+    ck_assert_int_eq(fclose(cf), 0);
+    free(out);
+    snprintf(args, sizeof args, "--config '%s'", cfg);
+    ck_assert_int_eq(train(args, NULL, &err), 0);
+    free(err);
+    snprintf(args, sizeof args, "predict --checkpoint '%s/ck5' --out '%s/p5.npy'", dir, dir);
+    ck_assert_int_eq(tu_inca(args, NULL, &err), 0);
+    free(err);
     ck_assert_int_eq(train("--method cluster --parts 2708 --batch-parts 2 --epochs 1 --json", &out, &err), 0);
     ck_assert_int_eq((int)tu_json_num(tu_last_line(out), "epochs"), 1);
     free(out);
     free(err);
+    tu_rmrf(dir);
+    free(dir);
+}
+END_TEST
+
+/* train_acc means one thing for every method: the eval-mode accuracy on the training nodes after
+ * the epoch's step, as val_acc and test_acc are. A batch of every part makes cluster, GAS and
+ * IncAgg full-batch's training, so every metrics column agrees; full-batch's train_acc was its
+ * training pass's, before the step (one epoch behind the mini-batch methods'). */
+START_TEST(test_train_acc_same_meaning) {
+    ingest();
+    const char *methods[] = {"full", "gas", "cluster"};
+    cJSON *l[3][8];
+    int n[3];
+    for (int k = 0; k < 3; k++) {
+        char flags[2048], cmd[1200], *m = NULL;
+        snprintf(flags, sizeof flags, "--model gcn --method %s --parts 8 %s --dropout 0 --epochs 5 --threads 1 --metrics '%s/ta%d.jsonl'",
+                 methods[k], k ? "--batch-parts 8" : "", dir, k);
+        ck_assert_int_eq(train(flags, NULL, NULL), 0);
+        snprintf(cmd, sizeof cmd, "cat '%s/ta%d.jsonl'", dir, k);
+        ck_assert_int_eq(tu_sh(cmd, &m, NULL), 0);
+        n[k] = tu_json_lines(m, l[k], 8);
+        free(m);
+        ck_assert_int_eq(n[k], 5);
+    }
+    for (int k = 1; k < 3; k++)
+        for (int e = 0; e < 5; e++)
+            for (int q = 0; q < 3; q++) {
+                const char *key = (const char *[]){"train_acc", "val_acc", "test_acc"}[q];
+                ck_assert_msg(fabs(tu_json_dbl(l[0][e], key) - tu_json_dbl(l[k][e], key)) < 1e-9, "epoch %d: %s full %.6f, %s %.6f",
+                              e, key, tu_json_dbl(l[0][e], key), methods[k], tu_json_dbl(l[k][e], key));
+            }
+    for (int k = 0; k < 3; k++) tu_json_free_lines(l[k], n[k]);
     tu_rmrf(dir);
     free(dir);
 }
@@ -659,6 +720,7 @@ int main(void) {
     tcase_add_test(t, test_checkpoint_cli);
     tcase_add_test(t, test_checkpoint_full_refusals);
     tcase_add_test(t, test_parts_refused);
+    tcase_add_test(t, test_train_acc_same_meaning);
     tcase_add_test(t, test_wait_policy);
     tcase_add_test(t, test_predict);
     tcase_add_test(t, test_help);

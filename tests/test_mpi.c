@@ -274,13 +274,13 @@ START_TEST(incagg_sends_only_gradients_between_refreshes) {
     bytes_of("cluster", 2, g, &np, &spe);
     for (int r = 0; r < 2; r++) ck_assert(g[r][1] == 0 && g[r][2] == 0);
     /* full-batch: per epoch the gradients (the chain: one record out of each of two ranks) and
-     * [loss, correct, counted]; the training forward and backward exchange the halo rows of
+     * the loss (the training accuracy is the evaluation's meter's); the training forward and backward exchange the halo rows of
      * every site (gcn: the backward at site 0 too, its input is X W), the evaluation forward
      * once, plus its meter (summed on every rank) */
     bytes_of("full", 3, g, &np, &spe);
     ck_assert_double_eq(spe, 1);
     for (int r = 0; r < 2; r++) {
-        ck_assert_double_eq(g[r][0], 3 * (4.0 * np + 3 * 8.0));
+        ck_assert_double_eq(g[r][0], 3 * (4.0 * np + 8.0));
         ck_assert_double_eq(g[r][1], 0);
         ck_assert(g[r][2] > 0);
         ck_assert_double_eq(g[r][2], 2 * (g[r][3] - 3 * (double)sizeof(train_meter_t)));
