@@ -239,13 +239,14 @@ static void remove_stale_tmp(const char *path) {
 }
 
 int dataset_out_replaceable(const char *path) {
-    struct stat sp, sd;
-    char mdb[4096];
+    struct stat sp;
+    char why[512] = "not a folder";
     if (stat(path, &sp) != 0) return INCA_OK;
-    snprintf(mdb, sizeof mdb, "%s/data.mdb", path);
-    if (S_ISDIR(sp.st_mode) && stat(mdb, &sd) == 0 && S_ISREG(sd.st_mode)) return INCA_OK;
-    return inca_fail(INCA_EINVAL, "%s: exists and is not an inca store (--force replaces only a store; remove it yourself "
-                     "or choose another --out)", path);
+    /* the whole folder goes: a folder that merely holds a data.mdb (a project, another program's
+     * LMDB) is not one to delete */
+    if (S_ISDIR(sp.st_mode) && store_probe(path, why, sizeof why)) return INCA_OK;
+    return inca_fail(INCA_EINVAL, "%s: exists and is not an inca store (%s; --force replaces only a store; remove it "
+                     "yourself or choose another --out)", path, why);
 }
 
 int dataset_save(const dataset_t *d, const char *path, int overwrite) {

@@ -7,6 +7,7 @@
 #include "core/status.h"
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
@@ -101,17 +102,19 @@ int ingest_parse_label(const char *s, int32_t *out) {
     int64_t v;
     if (textio_parse_i64(&p, &v) && textio_at_end(p)) {
         if (v == -1) { *out = -1; return 1; }
-        if (v < 0 || v > INT32_MAX - 1) return 0;
+        if (v < 0 || v >= INGEST_MAX_CLASSES) return 0;
         *out = (int32_t)v;
         return 1;
     }
-    /* integral floats ("3.0", "1e0") as some OGB datasets write labels */
+    /* integral floats ("3.0", "1e0") as some OGB datasets write labels: the syntax checked as a
+     * float's, the value read as a double, so "2.9999999" (3.0f as a float) is refused, not 3 */
     p = s;
     float f;
     if (textio_parse_f32(&p, &f) && textio_at_end(p)) {
         if (isnan(f)) { *out = -1; return 1; }
-        if (f == -1.0f) { *out = -1; return 1; }
-        if (f >= 0.0f && f < 2147483520.0f && f == floorf(f)) { *out = (int32_t)f; return 1; }
+        const double v2 = strtod(s, NULL);
+        if (v2 == -1.0) { *out = -1; return 1; }
+        if (v2 >= 0.0 && v2 < (double)INGEST_MAX_CLASSES && v2 == floor(v2)) { *out = (int32_t)v2; return 1; }
     }
     return 0;
 }
@@ -195,6 +198,9 @@ void ingest_progress(const ingest_opts_t *o, const char *stage, int64_t done, in
 int ingest_file_capacity(const char *path, int64_t *bytes) {
     struct stat st;
     if (stat(path, &st) != 0) return inca_fail(INCA_ENOTFOUND, "%s: no such file", path);
+    /* a pipe (`<(zcat g.graph)`) has no size to bound a header by: unbounded (an impossible
+     * header then fails its allocation, a clean error); its bytes must not be read here */
+    if (!S_ISREG(st.st_mode)) { *bytes = INT64_MAX; return INCA_OK; }
     unsigned char m[2] = {0, 0};
     FILE *f = fopen(path, "rb");
     if (!f) return inca_fail(INCA_EIO, "%s: cannot open", path);

@@ -26,8 +26,8 @@ static int csv_line(void *ctx, const char *path, long long ln, char *line) {
     if (comma) *comma = '\0';
     int32_t y;
     if (!ingest_parse_label(line, &y))
-        return inca_fail(INCA_EINVAL, "%s:%lld: column 1: expected a class id >= 0 (or -1, nan, empty), got '%.40s'%s",
-                         path, ln, line, ln == 1 ? " (the csv format has no header line)" : "");
+        return inca_fail(INCA_EINVAL, "%s:%lld: column 1: expected a class id in 0..%d (or -1, nan, empty), got '%.40s'%s",
+                         path, ln, INGEST_MAX_CLASSES - 1, line, ln == 1 ? " (the csv format has no header line)" : "");
     const char *rest = comma ? comma + 1 : "";
     int64_t k = comma ? ingest_count_fields(rest, ',') : 0;
     if (comma && k == 0) k = 1;   /* "3," : one empty value, reported by the row parser */

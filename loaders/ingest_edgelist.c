@@ -109,8 +109,8 @@ static int side_line(void *ctx, const char *path, long long ln, char *line) {
     if (c->is_label) {
         int32_t y;
         if (!ingest_parse_label(p, &y))
-            return inca_fail(INCA_EINVAL, "%s:%lld: expected 'node label' with a class id >= 0, got '%.40s'",
-                             path, ln, line);
+            return inca_fail(INCA_EINVAL, "%s:%lld: expected 'node label' with a class id in 0..%d, got '%.40s'",
+                             path, ln, INGEST_MAX_CLASSES - 1, line);
         if ((rc = ingest_i64vec_push(&sd->lab, y))) return rc;
         sd->k = 1;
     } else {

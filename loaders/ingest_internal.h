@@ -41,8 +41,13 @@ int ingest_find_file(char *buf, size_t size, const char *dir, const char *base, 
 /* Exts for text files: ".gz" first, then plain: {".csv.gz", ".csv", NULL}-style lists. */
 extern const char *const ingest_csv_exts[];
 
-/* A label token: "" / "-1" / "nan" -> -1 (unlabelled); integers >= 0 (or integral floats such
- * as "3.0") -> the class. Returns 1 when valid, 0 otherwise (the caller reports file:line). */
+/* Class ids run 0..INGEST_MAX_CLASSES-1: one stray id of 2e9 made a 4-node dataset of 2e9
+ * classes whose training allocated without end. 2^20 holds every OGB and extreme-classification
+ * label set (Amazon-670k). */
+#define INGEST_MAX_CLASSES (1 << 20)
+/* A label token: "" / "-1" / "nan" -> -1 (unlabelled); integers 0..INGEST_MAX_CLASSES-1 (or
+ * exactly integral decimals such as "3.0"; "2.9999999" is no class) -> the class. Returns 1 when
+ * valid, 0 otherwise (the caller reports file:line). */
 int ingest_parse_label(const char *s, int32_t *out);
 
 /* Comma-separated floats, exactly f of them (f > 0) into row; returns 0 ok, or the 1-based

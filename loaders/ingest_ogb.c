@@ -78,6 +78,7 @@ typedef struct edge_ctx {
 
 static int edge_line(void *ctx, const char *path, long long ln, char *line) {
     edge_ctx_t *c = ctx;
+    if (textio_at_end(line)) return INCA_OK;   /* a blank line is no edge (a trailing one was called one too many) */
     if (c->e->m >= c->m_decl)
         return inca_fail(INCA_EINVAL, "%s:%lld: more edge lines than num-edge-list says (%lld)", path, ln,
                          (long long)c->m_decl);
@@ -122,11 +123,13 @@ typedef struct node_ctx {
 
 static int label_line(void *ctx, const char *path, long long ln, char *line) {
     node_ctx_t *c = ctx;
+    /* blank: an unlabelled node among the n rows, nothing after them (a trailing blank line) */
+    if (c->i >= c->d->n && textio_at_end(line)) return INCA_OK;
     if (c->i >= c->d->n)
         return inca_fail(INCA_EINVAL, "%s:%lld: more label lines than nodes (%lld)", path, ln, (long long)c->d->n);
     if (!ingest_parse_label(line, &c->d->y[c->i]))
-        return inca_fail(INCA_EINVAL, "%s:%lld: expected one class id >= 0 (or -1, nan, empty for unlabelled), "
-                         "got '%.40s'", path, ln, line);
+        return inca_fail(INCA_EINVAL, "%s:%lld: expected one class id in 0..%d (or -1, nan, empty for unlabelled), "
+                         "got '%.40s'", path, ln, INGEST_MAX_CLASSES - 1, line);
     c->i++;
     return INCA_OK;
 }
@@ -134,6 +137,7 @@ static int label_line(void *ctx, const char *path, long long ln, char *line) {
 static int feat_line(void *ctx, const char *path, long long ln, char *line) {
     node_ctx_t *c = ctx;
     dataset_t *d = c->d;
+    if (c->i >= d->n && textio_at_end(line)) return INCA_OK;   /* a trailing blank line */
     if (c->i >= d->n)
         return inca_fail(INCA_EINVAL, "%s:%lld: more feature rows than nodes (%lld)", path, ln, (long long)d->n);
     if (c->i == 0) {
@@ -231,6 +235,7 @@ static int split_line(void *ctx, const char *path, long long ln, char *line) {
     split_ctx_t *c = ctx;
     const char *p = line;
     int64_t v;
+    if (textio_at_end(line)) return INCA_OK;   /* a blank line lists no node */
     if (!textio_parse_i64(&p, &v) || !textio_at_end(p))
         return inca_fail(INCA_EINVAL, "%s:%lld: expected a node id, got '%.40s'", path, ln, line);
     if (v < 0 || v >= c->n)

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static const char npy_magic[6] = {'\x93', 'N', 'U', 'M', 'P', 'Y'};
@@ -88,6 +89,12 @@ static int file_slurp(const char *path, char **buf, size_t *len) {
     if (!f) return inca_fail(errno == ENOENT ? INCA_ENOTFOUND : INCA_EIO, "%s: cannot open: %s", path, strerror(errno));
     int rc = INCA_OK;
     char *b = NULL;
+    struct stat st = {0};
+    /* a folder opens, and its ftell says LONG_MAX here: sizing a buffer by it asked for 8 EiB */
+    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+        rc = inca_fail(INCA_EINVAL, "%s: expected a file, found %s", path, S_ISDIR(st.st_mode) ? "a directory" : "no regular file");
+        goto done;
+    }
     if (fseek(f, 0, SEEK_END) != 0) { rc = inca_fail(INCA_EIO, "%s: cannot seek", path); goto done; }
     long sz = ftell(f);
     if (sz < 0 || fseek(f, 0, SEEK_SET) != 0) { rc = inca_fail(INCA_EIO, "%s: cannot seek", path); goto done; }
@@ -137,7 +144,8 @@ static int npy_parse(const char *path, const unsigned char *b, size_t len, int64
     int size = 0;
     if (sscanf(d, "'%c%c%d'", &order, &kind, &size) != 3 || (kind != 'i' && kind != 'u') ||
         (size != 1 && size != 2 && size != 4 && size != 8) || (order == '>' && size > 1))
-        return inca_fail(INCA_EINVAL, "%s: .npy dtype %.8s is not a little-endian integer type (want <i8 or <i4)", path, d);
+        return inca_fail(INCA_EINVAL, "%s: .npy dtype %.*s is not a little-endian integer type (want <i8 or <i4)", path,
+                         (int)strcspn(d, ",}"), d);
     if (strncmp(fo, "False", 5) != 0) return inca_fail(INCA_EINVAL, "%s: Fortran-order .npy not supported", path);
     if (*sh != '(') return inca_fail(INCA_EINVAL, "%s: bad .npy shape", path);
     long long dims[2] = {0, 0};

@@ -69,6 +69,9 @@ int store_partition_load(store_t *s, const char *name, partition_t *out) {
     int64_t n = out->man.nodes, k = out->man.parts, cnt = 0;
     if (meta && meta->nodes != n)
         return inca_fail(INCA_EINVAL, "partitioning %s covers %lld nodes but the store has %lld", name, (long long)n, (long long)meta->nodes);
+    if (k < 1 || k > (n > 0 ? n : 1))   /* partition_check reads bounds[k - 1] */
+        return inca_fail(INCA_EINVAL, "record %s: %lld parts for %lld nodes: the store is corrupt; re-run inca partition", key,
+                         (long long)k, (long long)n);
     void *perm = NULL, *bounds = NULL;
     rc = store_array_load(s, kperm, DT_I64, &perm, &cnt);
     if (rc == INCA_OK && cnt != n) rc = inca_fail(INCA_EINVAL, "array %s: %lld entries, expected %lld", kperm, (long long)cnt, (long long)n);

@@ -8,6 +8,7 @@
 #include "core/util.h"
 #include "loaders/lmdb_check.h"
 #include "loaders/sidefile.h"
+#include <dirent.h>
 #include <errno.h>
 #include <lmdb.h>
 #include <pthread.h>
@@ -245,6 +246,47 @@ static int meta_check(store_t *s, const void *p, size_t len) {
     s->meta = m;
     s->has_meta = 1;
     return INCA_OK;
+}
+
+/* store_probe's second half: 0 when path's LMDB opens and lacks the store's databases */
+static int probe_dbs(const char *path) {
+    MDB_env *env = NULL;
+    MDB_txn *t = NULL;
+    MDB_dbi dbi;
+    int ours = 1;   /* unopenable: damaged, still a store's files */
+    if (mdb_env_create(&env) == 0 && mdb_env_set_maxdbs(env, 4) == 0 &&
+        mdb_env_open(env, path, MDB_RDONLY | MDB_NOTLS | MDB_NOLOCK, 0644) == 0 && mdb_txn_begin(env, NULL, MDB_RDONLY, &t) == 0) {
+        if (mdb_dbi_open(t, "meta", 0, &dbi) == MDB_NOTFOUND || mdb_dbi_open(t, "arrays", 0, &dbi) == MDB_NOTFOUND) ours = 0;
+        mdb_txn_abort(t);
+    }
+    if (env) mdb_env_close(env);
+    return ours;
+}
+
+int store_probe(const char *path, char *why, size_t cap) {
+    char dp[4200];
+    snprintf(dp, sizeof dp, "%s/data.mdb", path);
+    struct stat st;
+    if (stat(dp, &st) != 0 || !S_ISREG(st.st_mode)) return snprintf(why, cap, "no data.mdb"), 0;
+    DIR *dh = opendir(path);
+    if (!dh) return snprintf(why, cap, "cannot list it: %s", strerror(errno)), 0;
+    int ours = 1;
+    for (struct dirent *e; ours && (e = readdir(dh));) {
+        const char *n = e->d_name;
+        if (strcmp(n, ".") && strcmp(n, "..") && strcmp(n, "data.mdb") && strcmp(n, "lock.mdb") && !sidefile_is_name(n, 0) &&
+            !sidefile_is_name(n, 1)) {
+            snprintf(why, cap, "it holds '%s', which no store has", n);
+            ours = 0;
+        }
+    }
+    closedir(dh);
+    /* the structure is checked before LMDB maps the pages (it trusts them) */
+    if (ours && lmdb_check_file(dp, -1) == INCA_OK && !probe_dbs(path)) {
+        snprintf(why, cap, "another program's LMDB (no 'meta'/'arrays' databases)");
+        ours = 0;
+    }
+    inca_err_clear();
+    return ours;
 }
 
 int store_open(const char *path, int mode, store_t **out) {

@@ -75,6 +75,12 @@ enum { STORE_RDONLY = 0, STORE_RDWR = 1, STORE_RDWR_MAP = 2 };
 /* Open an existing store; checks the meta record (magic, version, sizes) with a hint on
  * mismatch. The caller owns *out and frees it with store_close. */
 int store_open(const char *path, int mode, store_t **out);
+/* Whether the folder at path is one an inca store could be (what --force may replace): 1 when
+ * it holds only data.mdb, lock.mdb and side files, and its LMDB either has the store's 'meta'
+ * and 'arrays' databases or is too damaged to open (a broken store is what --force exists to
+ * replace); 0 for anything else (other files, another program's LMDB), with the reason in
+ * why[cap]. */
+int store_probe(const char *path, char *why, size_t cap);
 /* Create an empty environment at `path` (a directory that must not exist) for writing.
  * The store has no meta until store_write_meta is committed. */
 int store_create(const char *path, store_t **out);

@@ -183,6 +183,11 @@ START_TEST(npz_and_npy) {
     ck_assert_int_eq(npy_read_indices(p, &ids, &n), INCA_OK);
     ck_assert(n == d.split_n[SPLIT_TEST] && memcmp(ids, d.split[SPLIT_TEST], sizeof(int64_t) * (size_t)n) == 0);
     inca_free(ids);
+    /* a folder given as an index file: named, not an 8 EiB allocation (its ftell is LONG_MAX) */
+    ids = NULL;
+    ck_assert_int_eq(npy_read_indices(out, &ids, &n), INCA_EINVAL);
+    ck_assert_msg(strstr(inca_errmsg(), "expected a file, found a directory"), "%s", inca_errmsg());
+    ck_assert_ptr_null(ids);
     dataset_free(&d);
 }
 END_TEST

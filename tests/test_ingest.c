@@ -191,7 +191,9 @@ START_TEST(test_parse_i64_and_label) {
     static const struct { const char *s; int ok; int32_t y; } lab[] = {
         {"", 1, -1}, {"  ", 1, -1}, {"nan", 1, -1}, {"NaN", 1, -1}, {"-1", 1, -1}, {"0", 1, 0}, {" 3 ", 1, 3},
         {"3.0", 1, 3}, {"1e1", 1, 10}, {"-1.0", 1, -1}, {"2.5", 0, 0}, {"-2", 0, 0}, {"x", 0, 0}, {"1 2", 0, 0},
-        {"3000000000", 0, 0}};
+        {"3000000000", 0, 0}, {"1048575", 1, 1048575}, {"1048576", 0, 0}, {"1048575.0", 1, 1048575},
+        /* decimals a float rounds to a whole number are no class ids (they were 3 and 7) */
+        {"2.9999999", 0, 0}, {"7.00000001", 0, 0}, {"0.99999999", 0, 0}};
     for (size_t i = 0; i < sizeof lab / sizeof lab[0]; i++) {
         int32_t y = 99;
         ck_assert_msg(ingest_parse_label(lab[i].s, &y) == lab[i].ok, "'%s'", lab[i].s);
@@ -212,11 +214,13 @@ static void make_ogb(int gz) {
     puts_(gz ? "o/raw/num-node-list.csv.gz" : "o/raw/num-node-list.csv", "5\n", gz);
     puts_(gz ? "o/raw/num-edge-list.csv.gz" : "o/raw/num-edge-list.csv", "5\n", gz);
     /* 0-1, 1-2 twice (once reversed), a self-loop on 3, 3-4 */
-    puts_(gz ? "o/raw/edge.csv.gz" : "o/raw/edge.csv", "0,1\n1,2\n2,1\n3,3\n3,4\n", gz);
+    /* blank lines are no rows: within the edges and the split lists, after the n node rows (they
+     * were called one edge / label too many) */
+    puts_(gz ? "o/raw/edge.csv.gz" : "o/raw/edge.csv", "0,1\n1,2\n\n2,1\n3,3\n3,4\n\n", gz);
     puts_(gz ? "o/raw/node-feat.csv.gz" : "o/raw/node-feat.csv",
-          "1,0.5\n-2.25,1e-2\n0,0\n3.5, 4\n1e3,-0\n", gz);
-    puts_("o/raw/node-label.csv", "1\n\nnan\n0\n-1\n", 0);   /* nodes 1, 2, 4 unlabelled */
-    puts_("o/split/b/train.csv", "3\n", 0);
+          "1,0.5\n-2.25,1e-2\n0,0\n3.5, 4\n1e3,-0\n\n", gz);
+    puts_("o/raw/node-label.csv", "1\n\nnan\n0\n-1\n\n", 0);   /* nodes 1, 2, 4 unlabelled */
+    puts_("o/split/b/train.csv", "3\n\n", 0);
     puts_("o/split/a/train.csv.gz", "3\n1\n", 1);          /* unsorted; 1 is unlabelled */
     puts_("o/split/a/valid.csv", "2\n", 0);                /* unlabelled: dropped */
     puts_("o/split/a/test.csv", "4\n0\n", 0);
@@ -323,15 +327,30 @@ START_TEST(test_edgelist_small) {
     static const float x[] = {1, 2, 0, 0, 0.5f, 1, 0, 0, 0, 0, 0, 0, 0, 0};
     for (int i = 0; i < 14; i++) ck_assert(d.x[i] == x[i]);
     dataset_free(&d);
-    /* class ids past 2^24 (where a float would round them) are kept exactly */
-    char *lab_big = strdup(puts_("lab_big.txt", "0 3\n1 16777219\n", 0));
+    /* the largest class id is kept exactly; one past INGEST_MAX_CLASSES is refused at its line (a
+     * stray 2000000000 made 2e9 classes of a 4-node graph, whose training allocated without end);
+     * an integral decimal is its class, a decimal a float would round to one is refused */
+    char *lab_big = strdup(puts_("lab_big.txt", "0 3\n1 1048575\n2 7.0\n3 1e1\n", 0));
     o.labels = lab_big;
     o.features = NULL;
     ck_assert_int_eq(ingest_edgelist(p, &o, &d), 0);
-    ck_assert_int_eq(d.y[1], 16777219);
-    ck_assert_int_eq(d.c, 16777220);
+    ck_assert_int_eq(d.y[1], 1048575);
+    ck_assert_int_eq(d.y[2], 7);
+    ck_assert_int_eq(d.y[3], 10);
+    ck_assert_int_eq(d.c, 1048576);
     dataset_free(&d);
     free(lab_big);
+    const char *bad_labels[][2] = {{"0 3\n1 1048576\n", "lab_bad.txt:2: expected 'node label' with a class id in 0..1048575"},
+                                   {"0 3\n1 2000000000\n", "lab_bad.txt:2:"},
+                                   {"0 2.9999999\n", "lab_bad.txt:1:"},
+                                   {"0 1\n1 7.00000001\n", "lab_bad.txt:2:"}};
+    for (size_t i = 0; i < sizeof bad_labels / sizeof bad_labels[0]; i++) {
+        char *lb = strdup(puts_("lab_bad.txt", bad_labels[i][0], 0));
+        o.labels = lb;
+        ck_assert_int_eq(ingest_edgelist(p, &o, &d), INCA_EINVAL);
+        ck_assert_msg(strstr(inca_errmsg(), bad_labels[i][1]), "'%s': %s", bad_labels[i][0], inca_errmsg());
+        free(lb);
+    }
     /* a node listed twice in a side file names both lines */
     o.labels = lab2;
     o.features = NULL;
@@ -380,6 +399,17 @@ START_TEST(test_metis_small) {
         check_adj(&d, 4, rp, col);
         dataset_free(&d);
     }
+    /* from a pipe (`<(zcat g.graph)`): it has no size, and was refused as "holds at most 0" rows */
+    char cmd[16384], fifo[4096];
+    snprintf(fifo, sizeof fifo, "%s", tpath("m.fifo"));
+    unlink(fifo);
+    snprintf(cmd, sizeof cmd, "mkfifo '%s' && (cat '%s' > '%s' &)", fifo, tpath("m1.graph"), fifo);
+    ck_assert_int_eq(tu_sh(cmd, NULL, NULL), 0);
+    dataset_t d;
+    ck_assert_msg(ingest_metis(fifo, &(ingest_opts_t){0}, &d) == 0, "%s", inca_errmsg());
+    check_adj(&d, 4, rp, col);
+    dataset_free(&d);
+    unlink(fifo);
 }
 END_TEST
 

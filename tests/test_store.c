@@ -11,6 +11,7 @@
 #include <lmdb.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -518,6 +519,34 @@ START_TEST(test_dataset_roundtrip) {
     ck_assert_str_eq(txt, "precious\nx\n");
     free(txt);
     ck_assert_int_eq(dataset_out_replaceable(path), INCA_OK);   /* a store */
+    /* a folder holding a data.mdb among other files (a project), and another program's LMDB: the
+     * whole folder went (session 37's review), now refused and left as it was */
+    char proj[2100], foreign[2100];
+    snprintf(proj, sizeof proj, "%s/proj", dir);
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s/src' && echo code > '%s/src/main.c' && echo x > '%s/data.mdb'", proj, proj, proj);
+    ck_assert_int_eq(tu_sh(cmd, NULL, NULL), 0);
+    ck_assert_int_eq(dataset_save(&d, proj, 1), INCA_EINVAL);
+    ck_assert_msg(strstr(inca_errmsg(), "is not an inca store") && strstr(inca_errmsg(), "holds 'src'"), "%s", inca_errmsg());
+    snprintf(foreign, sizeof foreign, "%s/foreign", dir);
+    ck_assert_int_eq(mkdir(foreign, 0755), 0);
+    MDB_env *env;
+    MDB_txn *t;
+    MDB_dbi dbi;
+    ck_assert_int_eq(mdb_env_create(&env), 0);
+    ck_assert_int_eq(mdb_env_set_maxdbs(env, 2), 0);
+    ck_assert_int_eq(mdb_env_open(env, foreign, 0, 0644), 0);
+    ck_assert_int_eq(mdb_txn_begin(env, NULL, 0, &t), 0);
+    ck_assert_int_eq(mdb_dbi_open(t, "images", MDB_CREATE, &dbi), 0);
+    MDB_val k = {3, "key"}, v = {5, "value"};
+    ck_assert_int_eq(mdb_put(t, dbi, &k, &v, 0), 0);
+    ck_assert_int_eq(mdb_txn_commit(t), 0);
+    mdb_env_close(env);
+    ck_assert_int_eq(dataset_save(&d, foreign, 1), INCA_EINVAL);
+    ck_assert_msg(strstr(inca_errmsg(), "another program's LMDB"), "%s", inca_errmsg());
+    snprintf(cmd, sizeof cmd, "cat '%s/src/main.c' && test -s '%s/data.mdb'", proj, foreign);
+    tu_sh(cmd, &txt, NULL);
+    ck_assert_str_eq(txt, "code\n");
+    free(txt);
     /* allocation failures anywhere in save/load: clean errors, no temp dirs, no leaks */
     for (int k = 1; k < 40; k++) {
         char p2[4200];
