@@ -44,6 +44,8 @@ int inca_threads(void) {
     return g_threads;
 }
 
+void inca_thread_adopt(void) { omp_set_num_threads(inca_threads()); }
+
 #include "core/status.h"
 #include <errno.h>
 #include <ftw.h>

@@ -9,6 +9,10 @@ double inca_peak_rss_mb(void);    /* getrusage ru_maxrss of this process, MiB */
 /* Threads used by parallel kernels: set once from --threads (default: online CPUs). */
 void inca_set_threads(int t);
 int inca_threads(void);
+/* The calling thread's OpenMP team size set to inca_threads(): OpenMP keeps it per thread, so
+ * a thread inca starts (--workers ranks, loaders) began with the machine's core count, and
+ * GEMM's blocks (kern_gemm: by thread count) followed the machine instead of --threads. */
+void inca_thread_adopt(void);
 
 /* qsort's comparison of int64_t, ascending */
 int inca_cmp_i64(const void *a, const void *b);

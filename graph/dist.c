@@ -45,29 +45,45 @@ int dist_plan_make(const csr_t *a, const int64_t *bounds, int64_t k, int ranks, 
     out->part_lo = inca_calloc((size_t)ranks + 1, sizeof *out->part_lo);
     out->node_lo = inca_calloc((size_t)ranks + 1, sizeof *out->node_lo);
     out->weight = inca_calloc((size_t)ranks, sizeof *out->weight);
-    int64_t *prefix = inca_malloc(sizeof *prefix * (size_t)(k + 1));
-    if (!out->part_lo || !out->node_lo || !out->weight || !prefix) {
+    int64_t *prefix = inca_malloc(sizeof *prefix * (size_t)(k + 1)), *full = inca_malloc(sizeof *full * (size_t)(k + 1));
+    if (!out->part_lo || !out->node_lo || !out->weight || !prefix || !full) {
         inca_free(prefix);
+        inca_free(full);
         dist_plan_free(out);
         return INCA_ENOMEM;
     }
-    /* prefix[i] = weight of parts [0, i): nodes + nonzeros of their rows */
+    /* prefix[i] = weight of parts [0, i): nodes + nonzeros of their rows; full[i] = parts of
+     * [i, k) that hold a node (METIS may leave a part empty) */
     prefix[0] = 0;
     for (int64_t i = 0; i < k; i++)
         prefix[i + 1] = prefix[i] + (bounds[i + 1] - bounds[i]) + (a->rowptr[bounds[i + 1]] - a->rowptr[bounds[i]]);
+    full[k] = 0;
+    for (int64_t i = k - 1; i >= 0; i--) full[i] = full[i + 1] + (bounds[i + 1] > bounds[i]);
+    if (full[0] < ranks) {
+        const int64_t nonempty = full[0];
+        inca_free(prefix);
+        inca_free(full);
+        dist_plan_free(out);
+        return inca_fail(INCA_EINVAL, "%d ranks: only %lld of the %lld parts hold a node (every rank owns at least one node)",
+                         ranks, (long long)nonempty, (long long)k);
+    }
     const double total = (double)prefix[k];
     out->part_lo[0] = 0;
     for (int r = 1; r < ranks; r++) {
-        /* the boundary nearest to r/P of the weight, leaving a part for each rank on either side */
+        /* the boundary nearest to r/P of the weight, leaving a node for each rank on either side:
+         * rank r-1 must own a node before b, ranks r.. a non-empty part each from b on (a rank
+         * of empty parts only broke full-batch training with "0 rows") */
         const double target = total * (double)r / (double)ranks;
-        int64_t lo = out->part_lo[r - 1] + 1, hi = k - (ranks - r), best = lo;
-        for (int64_t b = lo; b <= hi; b++) {
-            const double d = (double)prefix[b] - target, db = (double)prefix[best] - target;
-            if ((d < 0 ? -d : d) < (db < 0 ? -db : db)) best = b;
+        int64_t best = -1;
+        for (int64_t b = out->part_lo[r - 1] + 1; b < k && full[b] >= ranks - r; b++) {
+            if (bounds[b] == bounds[out->part_lo[r - 1]]) continue;
+            const double d = (double)prefix[b] - target, db = best < 0 ? 0 : (double)prefix[best] - target;
+            if (best < 0 || (d < 0 ? -d : d) < (db < 0 ? -db : db)) best = b;
             if (prefix[b] > target) break;   /* prefix is non-decreasing: later ones are farther */
         }
-        out->part_lo[r] = best;
+        out->part_lo[r] = best;   /* >= 0: full[0] >= ranks leaves one */
     }
+    inca_free(full);
     out->part_lo[ranks] = k;
     for (int r = 0; r <= ranks; r++) out->node_lo[r] = bounds[out->part_lo[r]];
     for (int r = 0; r < ranks; r++) out->weight[r] = prefix[out->part_lo[r + 1]] - prefix[out->part_lo[r]];

@@ -23,8 +23,9 @@ typedef struct dist_plan {
 } dist_plan_t;
 
 /* Split the k parts of `bounds` (k + 1 entries, from 0 to a->n_rows) among `ranks` ranks by the
- * weights of graph a (renumbered: the partition's order). INCA_EINVAL when ranks < 1 or
- * ranks > k (a rank needs a part). out is owned by the caller (dist_plan_free). */
+ * weights of graph a (renumbered: the partition's order), every rank owning at least one node.
+ * INCA_EINVAL when ranks < 1, ranks > k, or fewer than ranks parts hold a node. out is owned by
+ * the caller (dist_plan_free). */
 int dist_plan_make(const csr_t *a, const int64_t *bounds, int64_t k, int ranks, dist_plan_t *out);
 void dist_plan_free(dist_plan_t *p);   /* NULL-safe; zeroes *p */
 int dist_plan_copy(const dist_plan_t *p, dist_plan_t *out);   /* a deep copy (owned by the caller) */

@@ -260,6 +260,7 @@ static int batch_build(batch_loader_t *l, int64_t idx) {
 
 static void *producer_main(void *arg) {
     batch_loader_t *l = arg;
+    inca_thread_adopt();   /* its kernels' OpenMP teams: --threads, not the machine's cores */
     pthread_mutex_lock(&l->mu);
     for (;;) {
         while (!l->stop && !l->err && l->produced >= l->released + 2) pthread_cond_wait(&l->cv, &l->mu);

@@ -631,6 +631,7 @@ static void *fd_thread_main(void *arg) {
     fd_thread_t *T = arg;
     train_config_t c = *T->c;
     kern_ctx_t *kc = NULL;
+    inca_thread_adopt();   /* --threads, as an MPI rank's process has it */
     if (comm_rank(T->comm) != 0) {   /* rank 0 alone logs and writes the metrics */
         c.log = NULL;
         c.metrics_fp = NULL;

@@ -7,6 +7,8 @@
 #include "core/status.h"
 #include "core/memstat.h"
 #include "core/comm.h"
+#include "core/util.h"
+#include <omp.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -124,6 +126,33 @@ START_TEST(test_rng) {
     for (int i = 0; i < 100; i++) { seen[p[i]]++; moved += p[i] != i; }
     for (int i = 0; i < 100; i++) ck_assert_int_eq(seen[i], 1);
     ck_assert_int_gt(moved, 50);
+}
+END_TEST
+
+/* a thread inca starts runs its OpenMP teams at --threads (inca_thread_adopt): OpenMP keeps the
+ * team size per thread, and a new pthread began at the machine's core count (GEMM's blocks, and so
+ * the bits of --workers ranks, followed the machine) */
+static void *adopt_main(void *arg) {
+    int *got = arg;
+    inca_thread_adopt();
+    got[0] = omp_get_max_threads();
+    int n = 0;
+#pragma omp parallel reduction(+ : n)
+    n += 1;
+    got[1] = n;
+    return NULL;
+}
+
+START_TEST(test_thread_adopt) {
+    const int before = inca_threads();
+    inca_set_threads(1);
+    int got[2] = {0, 0};
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, adopt_main, got), 0);
+    ck_assert_int_eq(pthread_join(th, NULL), 0);
+    ck_assert_int_eq(got[0], 1);
+    ck_assert_int_eq(got[1], 1);
+    inca_set_threads(before);
 }
 END_TEST
 
@@ -503,6 +532,7 @@ int main(void) {
     tcase_add_test(tc, test_comm_thread_ranks);
     tcase_add_test(tc, test_alloc_injection);
     tcase_add_test(tc, test_rng);
+    tcase_add_test(tc, test_thread_adopt);
     tcase_add_test(tc, test_args);
     tcase_add_test(tc, test_json);
     tcase_add_test(tc, test_json_utf8);

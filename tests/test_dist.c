@@ -4,6 +4,7 @@
 #include "testutil.h"
 #include "core/alloc.h"
 #include "core/status.h"
+#include "graph/csr.h"
 #include "graph/dist.h"
 #include "graph/gen.h"
 #include "graph/partition.h"
@@ -86,10 +87,39 @@ START_TEST(plans_cover_balance_and_halo) {
 }
 END_TEST
 
+/* Empty parts (METIS leaves some on small graphs): every rank still owns a node. The weights put
+ * a boundary among empty parts before, so of 3 ranks over a star's parts {[0,2), [2,3), [3,4)} with
+ * empty parts between, rank 1 owned none (full-batch: "model_forward: 0 rows"); fewer parts holding a
+ * node than ranks is refused, naming the count. */
+START_TEST(plans_skip_empty_parts) {
+    csr_t a;
+    const int64_t src[] = {0, 0, 0}, dst[] = {1, 2, 3};   /* a star: node 0 weighs most */
+    ck_assert_int_eq(csr_from_edges(&a, 4, src, dst, 3, CSR_SYMMETRIZE), INCA_OK);
+    /* the weights' boundaries for 3 ranks fell at nodes 2 and 2 in each (rank 1: no node) */
+    const int64_t bounds[][7] = {{0, 2, 2, 3, 3, 4, 4}, {0, 0, 2, 2, 3, 4, 4}, {0, 2, 2, 2, 3, 4, 4}};
+    for (int b = 0; b < 3; b++)
+        for (int P = 1; P <= 3; P++) {
+            dist_plan_t pl;
+            ck_assert_int_eq(dist_plan_make(&a, bounds[b], 6, P, &pl), INCA_OK);
+            ck_assert_int_eq(pl.node_lo[0], 0);
+            ck_assert_int_eq(pl.node_lo[P], 4);
+            for (int r = 0; r < P; r++)
+                ck_assert_msg(pl.node_lo[r + 1] > pl.node_lo[r], "bounds %d, %d ranks: rank %d owns nodes [%lld, %lld)", b, P, r,
+                              (long long)pl.node_lo[r], (long long)pl.node_lo[r + 1]);
+            dist_plan_free(&pl);
+        }
+    dist_plan_t pl;
+    ck_assert_int_eq(dist_plan_make(&a, bounds[0], 6, 4, &pl), INCA_EINVAL);
+    ck_assert_msg(strstr(inca_errmsg(), "4 ranks: only 3 of the 6 parts hold a node"), "%s", inca_errmsg());
+    csr_free(&a);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("dist");
     TCase *t = tcase_create("core");
     tcase_add_test(t, plans_cover_balance_and_halo);
+    tcase_add_test(t, plans_skip_empty_parts);
     suite_add_tcase(s, t);
     return tu_run_suite(s);
 }

@@ -61,19 +61,33 @@ static int is_dev(const kern_ctx_t *c, const void *p) {
     return b && b->mem == KERN_MEM_DEVICE;
 }
 
-/* every named pointer must be NULL or device memory */
-static int check(kern_ctx_t *c, const char *op, int n, const void *const *ptrs, const char *const *names) {
-    for (int i = 0; i < n; i++)
-        if (ptrs[i] && !is_dev(c, ptrs[i]))
-            return fail(c, inca_fail(INCA_EINVAL, "emu device: %s: argument %s (%p) is not device memory", op, names[i],
-                                     ptrs[i]));
+/* p is one past the end of a device block: an empty slice at a table's end, which CUDA takes
+ * with a length of 0 (ops only: a copy's direction is told by is_dev, where a host block that
+ * happens to start there must stay host) */
+static int is_dev_end(const kern_ctx_t *c, const void *p) {
+    const emu_ctx_t *e = (const emu_ctx_t *)c;
+    for (int i = 0; i < e->nb; i++)
+        if (e->b[i].mem == KERN_MEM_DEVICE && (const char *)p == e->b[i].p + e->b[i].bytes) return 1;
+    return 0;
+}
+
+/* every pointer must be NULL or device memory; names is the argument list as written ("x, y"),
+ * the i-th of which names the i-th pointer */
+static int check(kern_ctx_t *c, const char *op, int n, const void *const *ptrs, const char *names) {
+    for (int i = 0; i < n; i++) {
+        if (!ptrs[i] || is_dev(c, ptrs[i]) || is_dev_end(c, ptrs[i])) continue;
+        const char *s = names;
+        for (int k = 0; k < i && s; k++) s = strchr(s, ',') ? strchr(s, ',') + 1 : NULL;
+        s = s ? s + strspn(s, " ") : "?";
+        return fail(c, inca_fail(INCA_EINVAL, "emu device: %s: argument %d (%.*s, %p) is not device memory", op, i + 1,
+                                 (int)strcspn(s, ","), s, ptrs[i]));
+    }
     return INCA_OK;
 }
 #define DEV(op, ...)                                                                                       \
     do {                                                                                                   \
         const void *const p_[] = {__VA_ARGS__};                                                            \
-        static const char *const n_[] = {#__VA_ARGS__};                                                    \
-        int rc_ = check(c, op, (int)(sizeof p_ / sizeof p_[0]), p_, n_);                                   \
+        int rc_ = check(c, op, (int)(sizeof p_ / sizeof p_[0]), p_, #__VA_ARGS__);                         \
         if (rc_ != INCA_OK) return rc_;                                                                    \
     } while (0)
 /* run a CPU op with device memory open */
