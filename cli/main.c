@@ -128,7 +128,7 @@ static const struct { const char *name; int (*fn)(int, char **); const char *hel
      "            Smooth over the same graph; proxy: the proxy trained on the labelled rows alone predicts the\n"
      "            rest; auto: labelprop, sgc or proxy, whichever gets more labelled rows right when each fifth\n"
      "            of them is hidden in turn)\n"
-     "            --graph auto|knn|graph [auto] --knn K [10]\n"
+     "            --graph auto|knn|graph [auto] --knn K [10] (or --knn exact|faiss|auto: the search)\n"
      "            --knn-features raw|whiten|sqrt-whiten|auto [auto] (a table's kNN graph from the rows as given,\n"
      "            PCA-whitened to --knn-pca D [200] components, or their square roots whitened; auto: each\n"
      "            allowed view is a candidate of the check)\n"

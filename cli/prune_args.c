@@ -131,13 +131,20 @@ static int select_from_args(const args_t *a, prune_config_t *cfg) {
 static int spread_from_args(const args_t *a, prune_config_t *cfg) {
     int64_t iv;
     int rc;
-    if ((rc = args_int(a, "--knn", 10, &iv))) return rc;
+    /* --knn K, or --knn exact|faiss|auto: ARCHITECTURE.md's contract names the search by --knn
+     * (the search flag is --knn-search; the two must agree when both are given) */
+    const char *kw = args_str(a, "--knn", NULL), *ks = args_str(a, "--knn-search", NULL);
+    const int kword = kw && (!strcmp(kw, "exact") || !strcmp(kw, "faiss") || !strcmp(kw, "auto"));
+    if (kword && ks && strcmp(kw, ks) != 0)
+        return inca_fail(INCA_EINVAL, "--knn %s and --knn-search %s: two searches asked (--knn takes K or the search)", kw, ks);
+    if (kword) iv = 10;
+    else if ((rc = args_int(a, "--knn", 10, &iv))) return rc;
     cfg->knn_k = (int)iv;
     if ((rc = prune_knn_features_parse(args_str(a, "--knn-features", "auto"), &cfg->knn_features))) return rc;
     if ((rc = args_int(a, "--knn-pca", 200, &iv))) return rc;
     if (iv < 1) return inca_fail(INCA_EINVAL, "--knn-pca: expected a number of components >= 1, got %lld", (long long)iv);
     cfg->knn_pca = iv;
-    const char *ks2 = args_str(a, "--knn-search", "auto");
+    const char *ks2 = kword ? kw : ks ? ks : "auto";
     if (strcmp(ks2, "auto") == 0) cfg->knn_search = PRUNE_KNN_AUTO;
     else if (strcmp(ks2, "exact") == 0) cfg->knn_search = PRUNE_KNN_EXACT;
     else if (strcmp(ks2, "faiss") == 0) cfg->knn_search = PRUNE_KNN_FAISS;

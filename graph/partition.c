@@ -87,7 +87,7 @@ int64_t partition_edge_cut(const csr_t *adj, const int32_t *part) {
 
 static int assign_metis(const csr_t *adj, int64_t k, uint64_t seed, int32_t *part) {
     if (!csr_is_symmetric(adj))
-        return inca_fail(INCA_EINVAL, "METIS needs a symmetric graph; this adjacency is not symmetric (re-ingest with symmetrisation)");
+        return inca_fail(INCA_EINVAL, "METIS needs a symmetric graph; this adjacency is not symmetric (re-ingest with --symmetrize)");
     return metis_kway(adj->n_rows, adj->rowptr, adj->col, NULL, NULL, k, seed, part);
 }
 
@@ -107,7 +107,7 @@ static int assign_random(int64_t n, int64_t k, uint64_t seed, int32_t *part) {
 static int assign_lp(const csr_t *adj, int64_t k, uint64_t seed, const partition_progress_t *pg, int32_t *part) {
     if (pg && pg->fn) pg->fn(pg->ctx, "checking symmetry", 0, 0);
     if (!csr_is_symmetric(adj))
-        return inca_fail(INCA_EINVAL, "--method lp needs a symmetric graph; this adjacency is not symmetric (re-ingest with symmetrisation)");
+        return inca_fail(INCA_EINVAL, "--method lp needs a symmetric graph; this adjacency is not symmetric (re-ingest with --symmetrize)");
     return partition_lp_assign_pg(adj, k, seed, pg, part, NULL);
 }
 

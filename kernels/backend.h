@@ -148,7 +148,9 @@ int kc_mat_rows_view(kern_ctx_t *ctx, const kern_mat_t *a, int64_t r0, int64_t r
 /* Y = alpha A X + beta Y; vals (nnz floats) replaces A's values when non-NULL. */
 int kc_spmm(kern_ctx_t *ctx, kern_mat_t *a, const float *vals, const float *x, int64_t f, float alpha,
             float beta, float *y);
-/* Y[r,:] = base[ids[r],:] + (A X)[r,:] (IncAgg's M_B + Â_BB Δ); base has n_base rows. */
+/* Y[r,:] = base[ids[r],:] + (A X)[r,:] (IncAgg's M_B + Â_BB Δ); base has n_base rows. ids
+ * must lie in 0..n_base-1: the CPU and emu refuse one outside (INCA_EINVAL), a CUDA device does
+ * not check them (ids live in device memory; a bad one reads outside base). */
 int kc_spmm_base(kern_ctx_t *ctx, kern_mat_t *a, const float *x, int64_t f, const float *base,
                  int64_t n_base, const int64_t *ids, float *y);
 /* Y = A X with X stored as bf16. */
@@ -180,7 +182,9 @@ int kc_bn_forward(kern_ctx_t *ctx, int64_t n, int64_t f, int train, float *xhat,
 int kc_bn_backward(kern_ctx_t *ctx, int64_t n, int64_t f, const float *gamma, const float *xhat,
                    const float *istd, const float *dy, float *dz, float *ggamma, float *gbeta);
 /* kern_softmax_xent with the loss written to *loss (one double in context memory) instead of
- * returned; logp / dlogits may be NULL. */
+ * returned; logp / dlogits may be NULL. On a CUDA device a row listed twice in idx gets its
+ * gradient by float atomics (its bits may vary run to run, --deterministic or not): every
+ * caller passes distinct rows; the CPU sums a repeated row in idx order. */
 int kc_softmax_xent(kern_ctx_t *ctx, int64_t rows, int64_t c, const float *logits, const int32_t *y,
                     const int64_t *idx, int64_t nidx, float *logp, float *dlogits, double *loss);
 /* counts[0] += correct, counts[1] += counted (two int64 in context memory): kern_accuracy's

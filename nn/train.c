@@ -133,7 +133,8 @@ int train_run(const dataset_t *d, const train_config_t *c, const int64_t *train_
         if ((rc = train_view_open(d, &cc, &part, &vstore, &views))) goto fail;
         view = &views;
     } else if (!d->x) {
-        rc = inca_fail(INCA_EINVAL, "dataset has no node features: cannot train a model");
+        rc = inca_fail(INCA_EINVAL, "%s: no node features: cannot train a model (ingest them, e.g. --features FILE)",
+                       c->store_path ? c->store_path : "the dataset");
         goto fail;
     } else cc.loader = TRAIN_LOADER_COPY;
     if (parted && comm_size(c->comm) > 1 && !after0 && !c->given_views && (rc = comm_barrier(c->comm))) goto fail;

@@ -255,7 +255,8 @@ int train_model_config(const dataset_t *d, const train_config_t *c, uint64_t see
     mc->seed = seed;
     /* the view loader reads the features from the store's layout: d->x is not loaded */
     if (d->f < 1 || (!d->x && c->loader != TRAIN_LOADER_VIEW))
-        return inca_fail(INCA_EINVAL, "dataset has no node features: cannot train a model");
+        return inca_fail(INCA_EINVAL, "%s: no node features: cannot train a model (ingest them, e.g. --features FILE)",
+                         c->store_path ? c->store_path : "the dataset");
     if (d->c < 1 || !d->y) return inca_fail(INCA_EINVAL, "dataset has no labels: cannot train a model");
     if (mc->kind != NN_MLP && (!dataset_has_graph(d) || d->adj.n_rows != d->n))
         return inca_fail(INCA_EINVAL, "--model %s needs a graph and this dataset has none (use --model mlp)",

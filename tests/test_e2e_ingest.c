@@ -216,6 +216,25 @@ START_TEST(test_usage_errors) {
         free(args); free(err);
     }
     ck_assert(!tu_exists("Y"));
+    /* what a directed, featureless edge list refuses names the store and the way out (the messages
+     * named neither) */
+    char el[4200], st[4200], cmd[8800], *err = NULL;
+    snprintf(el, sizeof el, "%s/d.txt", tmp);
+    snprintf(st, sizeof st, "%s/d.lmdb", tmp);
+    FILE *f = fopen(el, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("0 1\n1 2\n2 3\n", f);
+    ck_assert_int_eq(fclose(f), 0);
+    snprintf(cmd, sizeof cmd, "ingest --format edgelist '%s' --out '%s'", el, st);
+    ck_assert_int_eq(tu_inca(cmd, NULL, NULL), 0);
+    snprintf(cmd, sizeof cmd, "partition '%s' --parts 2", st);
+    ck_assert_int_eq(tu_inca(cmd, NULL, &err), 2);
+    ck_assert_msg(strstr(err, st) && strstr(err, "--symmetrize"), "%s", err);
+    free(err);
+    snprintf(cmd, sizeof cmd, "train '%s' --epochs 1 --model mlp", st);
+    ck_assert_int_eq(tu_inca(cmd, NULL, &err), 2);
+    ck_assert_msg(strstr(err, st) && strstr(err, "no node features"), "%s", err);
+    free(err);
 }
 END_TEST
 

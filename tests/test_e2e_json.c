@@ -577,6 +577,12 @@ START_TEST(test_bench_epoch) {
                                   {"speedup_r1", NUM}, {"speedup_r2", NUM}, {"acc_gap_r2", NUM}, {"speedup_ceiling", NUM},
                                   {NULL, 0}};
     has_keys(v[4], keys);
+    /* the summary's step and refresh times are one step's and one refresh's, as the runs' lines
+     * say (they were an epoch's: 4 steps) */
+    ck_assert_double_eq(tu_json_dbl(v[4], "gas_step_time_s"), tu_json_dbl(v[1], "step_time_s"));
+    ck_assert_double_eq(tu_json_dbl(v[4], "gas_step_time_per_epoch_s"), tu_json_dbl(v[1], "step_time_per_epoch_s"));
+    ck_assert_double_eq(tu_json_dbl(v[4], "incagg_step_time_s"), tu_json_dbl(v[2], "step_time_s"));
+    ck_assert_double_eq(tu_json_dbl(v[4], "incagg_refresh_time_s"), tu_json_dbl(v[2], "refresh_time_s"));
     /* --config reruns it: the summary's config and accuracies again */
     char res[1100];
     snprintf(res, sizeof res, "%s/epoch.json", dir);

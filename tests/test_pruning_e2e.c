@@ -659,6 +659,11 @@ START_TEST(cli_usage_errors) {
         {"--reuse-dynamics", "no stored dynamics"},
         {"--bogus 1", "--bogus"},
         {"--knn-search fast", "--knn-search: expected exact, faiss or auto"},
+        /* --knn takes the search by name too (ARCHITECTURE.md's contract: it was "expected an
+         * integer"); parsed, it reaches the next refusal */
+        {"--knn exact --reuse-dynamics", "no stored dynamics"},
+        {"--knn exact --knn-search faiss", "two searches asked"},
+        {"--knn fast", "--knn: expected an integer"},
         {"--faiss-nprobe 0", "--faiss-nprobe: expected >= 1"},
         {"--epochs 0", "--epochs: expected >= 1"},
         {"--batch-size -1", "--batch-size: expected >= 0"},

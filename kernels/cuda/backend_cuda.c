@@ -110,9 +110,17 @@ static int kcu_dmalloc(kcu_ctx_t *c, const char *op, void **p, size_t bytes) {
     }
     return rc;
 }
+/* Every stream drained: cudaFree "may" synchronise (the runtime's words), so a buffer an op
+ * queued earlier still reads (an SpMM workspace regrown, a matrix dropped) is freed only after
+ * that op. Not in the step loop (nothing is freed there). */
+static void kcu_drain(kcu_ctx_t *c) {
+    for (int s = 0; s < KERN_NSTREAMS; s++)
+        if (c->st[s]) (void)cudaStreamSynchronize(c->st[s]);
+}
 static void kcu_dfree(kcu_ctx_t *c, void *p) {
     if (!p) return;
     kc_mem_forget(&c->base, p);
+    kcu_drain(c);
     cudaFree(p);
 }
 
@@ -142,8 +150,17 @@ static int kcu_alloc(kern_ctx_t *ctx, kern_mem_t mem, size_t bytes, void **out) 
         /* zeroed before returning: a plain cudaMemset runs on the legacy stream, which the
          * non-blocking streams do not wait for (a copy queued next could be overwritten) */
         e = cudaMalloc(out, bytes);
-        if (e == cudaSuccess) e = cudaMemsetAsync(*out, 0, bytes, kcu_stream(c));
-        if (e == cudaSuccess) e = cudaStreamSynchronize(kcu_stream(c));
+        if (e == cudaSuccess) {
+            /* the zeroing's failure is an earlier op's sticky error, not a shortage: the
+             * context's status, under its own name */
+            const cudaError_t z = cudaMemsetAsync(*out, 0, bytes, kcu_stream(c));
+            const cudaError_t y = z == cudaSuccess ? cudaStreamSynchronize(kcu_stream(c)) : z;
+            if (y != cudaSuccess) {
+                (void)cudaFree(*out);
+                *out = NULL;
+                return kcu_check(c, "alloc (zeroing)", y);
+            }
+        }
     } else if (mem == KERN_MEM_PINNED) {
         e = cudaMallocHost(out, bytes);
         if (e == cudaSuccess) memset(*out, 0, bytes);
@@ -161,8 +178,8 @@ static int kcu_alloc(kern_ctx_t *ctx, kern_mem_t mem, size_t bytes, void **out) 
     return INCA_OK;
 }
 static void kcu_release(kern_ctx_t *ctx, kern_mem_t mem, void *p) {
-    (void)ctx;
     if (!p) return;
+    if (mem != KERN_MEM_HOST) kcu_drain(kcu(ctx));   /* a queued op or copy may still use it */
     if (mem == KERN_MEM_DEVICE) cudaFree(p);
     else if (mem == KERN_MEM_PINNED) cudaFreeHost(p);
     else free(p);
