@@ -110,6 +110,13 @@ int train_run(const dataset_t *d, const train_config_t *c, const int64_t *train_
         if (tidx[i] < 0 || tidx[i] >= d->n)
             return inca_fail(INCA_EINVAL, "train index %lld (entry %lld) is outside [0, %lld)", (long long)tidx[i],
                              (long long)i, (long long)d->n);
+    /* training ids without one label trained nothing for --epochs and reported chance (a shard
+     * holds its rank's rows only: the job's verdict is not this process's) */
+    int64_t labelled = 0;
+    for (int64_t i = 0; d->y && i < ntr && !labelled; i++) labelled += d->y[tidx[i]] >= 0;
+    if (ntr > 0 && d->y && !labelled && !c->given_partition)
+        return inca_fail(INCA_EINVAL, "none of the %lld training nodes (%s) has a label: nothing to train on", (long long)ntr,
+                         train_idx_override ? "--train-indices" : "the train split");
     if (c->threads > 0) inca_set_threads(c->threads);
     if ((rc = train_device_open(c, &kc, r->device, sizeof r->device))) return rc;
     if (c->prof) kc_prof_attach(kc, c->prof);

@@ -465,6 +465,18 @@ START_TEST(test_override_and_unlabelled) {
     e.y = y;
     b = run_logits(&e, c, 1, NULL, 0, &r2);
     ck_assert_msg(memcmp(a, b, bytes) == 0, "unlabelled train nodes changed the training");
+    /* no labelled train node at all: refused for every method (they trained nothing for --epochs
+     * and reported chance) */
+    for (int i = 0; i < half; i++) y[d.split[SPLIT_TRAIN][i]] = -1;
+    for (int m = 0; m < TRAIN_METHOD_COUNT; m++) {
+        train_config_t cm = c;
+        cm.method = m;
+        cm.parts = 4;
+        cm.batch_parts = 2;
+        train_result_t r3;
+        ck_assert_int_eq(train_run(&e, &cm, NULL, 0, &r3), INCA_EINVAL);
+        ck_assert_msg(strstr(inca_errmsg(), "none of the") && strstr(inca_errmsg(), "has a label"), "%s", inca_errmsg());
+    }
     free(a);
     free(b);
     free(y);
