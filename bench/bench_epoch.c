@@ -144,6 +144,29 @@ static int mode_flags(const args_t *a, int breakdown) {
     return INCA_OK;
 }
 
+/* The summary's keys of each method run (NULL: not run); times of one step and one refresh, as
+ * every step_time_s is, and their sums per epoch. */
+static void summary_methods(json_t *j, const run_out_t *cl, const run_out_t *gas, const run_out_t *inc) {
+    if (cl) {
+        json_num(j, "cluster_epoch_time_s", cl->epoch_s);
+        json_num(j, "cluster_test_acc", cl->acc);
+    }
+    if (gas) {
+        json_num(j, "gas_epoch_time_s", gas->epoch_s);
+        json_num(j, "gas_step_time_s", gas->step1_s);   /* one step (was an epoch's steps) */
+        json_num(j, "gas_step_time_per_epoch_s", gas->step_s);
+        json_num(j, "gas_test_acc", gas->acc);
+    }
+    if (inc) {
+        json_num(j, "incagg_epoch_time_s", inc->epoch_s);
+        json_num(j, "incagg_step_time_s", inc->step1_s);
+        json_num(j, "incagg_step_time_per_epoch_s", inc->step_s);
+        json_num(j, "incagg_refresh_time_s", inc->refresh1_s);   /* one refresh */
+        json_num(j, "incagg_refresh_time_per_epoch_s", inc->refresh_s);
+        json_num(j, "incagg_test_acc", inc->acc);
+    }
+}
+
 int bench_epoch(int argc, char **argv) {
     static const char *const known[] = {BENCH_MB_FLAGS, "--methods", "--refresh-epochs", "--eval-each-epoch!", "--warmup-epochs", "--config", "--breakdown!", NULL};
     args_t *a = NULL;
@@ -217,21 +240,7 @@ int bench_epoch(int argc, char **argv) {
         json_bool(j, "eval_each_epoch", ev);
         json_str(j, "refresh_source", agg_source_name(c.refresh_source));
         json_num(j, "eval_average", c.eval_average);
-        if (want_cl) { json_num(j, "cluster_epoch_time_s", cluster.epoch_s); json_num(j, "cluster_test_acc", cluster.acc); }
-        if (want_gas) {
-            json_num(j, "gas_epoch_time_s", gas.epoch_s);
-            json_num(j, "gas_step_time_s", gas.step1_s);   /* one step, as every step_time_s (was an epoch's steps) */
-            json_num(j, "gas_step_time_per_epoch_s", gas.step_s);
-            json_num(j, "gas_test_acc", gas.acc);
-        }
-        if (want_inc) {
-            json_num(j, "incagg_epoch_time_s", inc[0].epoch_s);
-            json_num(j, "incagg_step_time_s", inc[0].step1_s);
-            json_num(j, "incagg_step_time_per_epoch_s", inc[0].step_s);
-            json_num(j, "incagg_refresh_time_s", inc[0].refresh1_s);   /* one refresh */
-            json_num(j, "incagg_refresh_time_per_epoch_s", inc[0].refresh_s);
-            json_num(j, "incagg_test_acc", inc[0].acc);
-        }
+        summary_methods(j, want_cl ? &cluster : NULL, want_gas ? &gas : NULL, want_inc ? &inc[0] : NULL);
         if (want_gas && want_inc) {
             json_num(j, "speedup", gas.epoch_s / inc[0].epoch_s);
             json_num(j, "acc_gap", gas.acc - inc[0].acc);
