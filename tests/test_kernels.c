@@ -301,11 +301,45 @@ START_TEST(spmm_threads_bit_identical) {
 }
 END_TEST
 
+/* IncAgg's residual rows (kern_rows_sub): out = in - table[ids] and the pushed rows written
+ * after, against plain loops, in f32 and bf16 (a mutation test: out = in went unnoticed by every
+ * kernel test; only test_incagg's equivalences caught it) */
+START_TEST(rows_sub_matches_loops) {
+    enum { N = 9, F = 5, M = 4 };
+    const int64_t ids[M] = {7, 0, 3, 8};
+    float *in = rand_floats(M * F, 41), *push = rand_floats(M * F, 42), *base = rand_floats(N * F, 43), out[M * F];
+    for (int bf = 0; bf <= 1; bf++) {
+        float t32[N * F];
+        uint16_t t16[N * F];
+        memcpy(t32, base, sizeof t32);
+        for (int k = 0; k < N * F; k++) t16[k] = kern_f32_to_bf16(base[k]);
+        kern_rows_sub(bf ? KERN_BF16 : KERN_F32, bf ? (void *)t16 : (void *)t32, F, ids, M, in, out, push);
+        for (int i = 0; i < M; i++)
+            for (int j = 0; j < F; j++) {
+                const float old = bf ? kern_bf16_to_f32(kern_f32_to_bf16(base[ids[i] * F + j])) : base[ids[i] * F + j];
+                ck_assert_msg(out[i * F + j] == in[i * F + j] - old, "%s: out[%d,%d]", bf ? "bf16" : "f32", i, j);
+                const float now = bf ? kern_bf16_to_f32(t16[ids[i] * F + j]) : t32[ids[i] * F + j];
+                const float want = bf ? kern_bf16_to_f32(kern_f32_to_bf16(push[i * F + j])) : push[i * F + j];
+                ck_assert_msg(now == want, "%s: pushed row %lld", bf ? "bf16" : "f32", (long long)ids[i]);
+            }
+        for (int r = 0; r < N; r++)   /* rows not in ids stay */
+            if (r != 7 && r != 0 && r != 3 && r != 8)
+                for (int j = 0; j < F; j++)
+                    ck_assert(bf ? t16[r * F + j] == kern_f32_to_bf16(base[r * F + j]) : t32[r * F + j] == base[r * F + j]);
+    }
+    free(in);
+    free(push);
+    free(base);
+}
+END_TEST
+
 START_TEST(gemm_matches_reference) {
     /* small shapes take the single-sgemm path; the large ones are cut into per-thread row
-     * blocks (500 x 64) or column blocks (16 x 600) when run with 2 threads */
-    static const int64_t shapes[][3] = {{13, 9, 17}, {500, 64, 200}, {16, 600, 500}};
-    for (int si = 0; si < 3; si++)
+     * blocks (500 x 64; 16 x 600, since kern_gemm splits by rows once m >= 8 T) or column blocks
+     * (8 x 600 at 2 threads: m < n and m < 8 T; a mutation test found the 16-row shape never
+     * reached the column split, whose transposed-B offset went unchecked) */
+    static const int64_t shapes[][3] = {{13, 9, 17}, {500, 64, 200}, {16, 600, 500}, {8, 600, 500}};
+    for (int si = 0; si < 4; si++)
         for (int th = 1; th <= 2; th++)
             for (int ta = 0; ta <= 1; ta++)
                 for (int tb = 0; tb <= 1; tb++) {
@@ -609,6 +643,7 @@ int main(void) {
     tcase_add_test(tc, spmm_bf16_and_row_views);
     tcase_add_test(tc, spmm_threads_bit_identical);
     tcase_add_test(tc, gemm_matches_reference);
+    tcase_add_test(tc, rows_sub_matches_loops);
     tcase_add_test(tc, elementwise_match_reference);
     tcase_add_test(tc, bias_grad_threads_bit_identical);
     tcase_add_test(tc, dropout_rate_and_reproducibility);

@@ -209,6 +209,36 @@ START_TEST(scores_hand_trajectories) {
 }
 END_TEST
 
+/* Forgetting counts right -> wrong transitions only (Toneva et al.), never learning ones, in both
+ * stores: each trajectory below has as many learning as forgetting events but one, so a count of
+ * the other transition (or of both) differs (a mutation test found example 0 above cannot tell). */
+START_TEST(forgetting_not_learning) {
+    /* 1 = right, 0 = wrong at each of 4 epochs; never learned counts E = 4 */
+    static const int traj[][4] = {{1, 0, 0, 0}, {0, 1, 1, 1}, {0, 1, 0, 1}, {1, 0, 1, 0}, {1, 1, 1, 1}};
+    static const float want[] = {1, 0, 1, 2, 0};
+    enum { N = 5, E = 4 };
+    int32_t y[N] = {0, 0, 0, 0, 0};
+    for (int compact = 0; compact <= 1; compact++) {
+        prune_dyn_t d;
+        ck_assert_int_eq(compact ? dyn_init_compact(&d, N, E, E) : dyn_init(&d, N, E), 0);
+        for (int t = 0; t < E; t++) {
+            float p[N][2];
+            for (int i = 0; i < N; i++) {
+                p[i][0] = traj[i][t] ? 0.8f : 0.2f;   /* class 0 is the label */
+                p[i][1] = 1.0f - p[i][0];
+            }
+            if (!compact) ck_assert_int_eq(dyn_record(&d, &p[0][0], 2, 2, y, NULL), 0);
+            for (int i = 0; compact && i < N; i++) ck_assert_int_eq(dyn_record_one(&d, i, t, p[i], 2, y[i]), 0);
+        }
+        float s[N];
+        ck_assert_int_eq(dyn_score(&d, SCORE_FORGETTING, E, s), 0);
+        for (int i = 0; i < N; i++) ck_assert_msg(s[i] == want[i], "%s, example %d: %g forgetting events, expected %g",
+                                                  compact ? "compact" : "full", i, s[i], want[i]);
+        dyn_free(&d);
+    }
+}
+END_TEST
+
 static char *tmp_path(const char *dir, const char *name) {
     char *p = malloc(strlen(dir) + strlen(name) + 2);
     sprintf(p, "%s/%s", dir, name);
@@ -393,6 +423,7 @@ int main(void) {
     tcase_add_test(t, balanced_quotas);
     tcase_add_test(t, scores_hand_trajectories);
     tcase_add_test(t, compact_equals_full);
+    tcase_add_test(t, forgetting_not_learning);
     tcase_add_test(t, npy_round_trip_and_formats);
     tcase_add_test(t, npy_alloc_failures);
     suite_add_tcase(s, t);

@@ -277,6 +277,23 @@ START_TEST(test_checkpoint_resume) {
     ck_assert_int_eq(train_run(&d, &p, NULL, 0, &rp2), INCA_OK);
     ck_assert_int_eq(rp2.epochs, rp1.epochs);
     ck_assert(rp2.test_acc == rp1.test_acc && rp2.best_epoch == rp1.best_epoch);
+    /* patience counted across a resume: stopped one epoch before the early stop (2 evaluations
+     * since the best), resumed, it stops at the same epoch (a mutation test: a counter restarted
+     * at 0 trained on) */
+    train_result_t rp3, rp4;
+    snprintf(path, sizeof path, "%s/p2", dir);
+    p.checkpoint_dir = path;
+    p.resume = 0;
+    p.epochs = rp1.epochs - 1;
+    ck_assert_int_eq(train_run(&d, &p, NULL, 0, &rp3), INCA_OK);
+    ck_assert_int_eq(rp3.epochs, rp1.epochs - 1);
+    p.resume = 1;
+    p.epochs = 200;
+    ck_assert_int_eq(train_run(&d, &p, NULL, 0, &rp4), INCA_OK);
+    ck_assert_int_eq(rp4.epochs, rp1.epochs);
+    ck_assert(rp4.test_acc == rp1.test_acc && rp4.best_epoch == rp1.best_epoch);
+    train_result_free(&rp3);
+    train_result_free(&rp4);
     /* another configuration */
     train_config_t o = c;
     o.hidden = 32;
@@ -588,6 +605,50 @@ START_TEST(test_helpers) {
     ck_assert(train_param_wd(&c, &first) == 5e-4 && train_param_wd(&c, &later) == 0);
     c.wd_conv = 0.01;
     ck_assert(train_param_wd(&c, &conv) == 0.01);
+    /* ... and the optimiser train_optim_build makes applies it per parameter: with zero gradients
+     * one Adam step moves exactly the decayed weights (by about lr: g = wd w, step lr g / |g|) and
+     * leaves the others' bits; AdamW moves GCNII's conv weights by lr 0.01 w and the others by
+     * lr 5e-4 w (a mutation test put every parameter in the first group unnoticed) */
+    for (int gcnii = 0; gcnii <= 1; gcnii++) {
+        dataset_t dd;
+        make_csbm(&dd, 60, 0.8, 1.0, 5);
+        train_config_t cw = cfg_small(gcnii ? "gcnii" : "gcn");
+        cw.weight_decay = 5e-4;
+        cw.wd_first_layer_only = !gcnii;
+        cw.wd_conv = gcnii ? 0.01 : -1;
+        cw.adamw = gcnii;   /* decoupled: the move is lr wd w, so 0.01 and 5e-4 differ */
+        cw.lr = 0.01;
+        model_config_t mc;
+        model_t *mm = NULL;
+        optim_t *oo = NULL;
+        ck_assert_int_eq(train_model_config(&dd, &cw, 1, &mc), INCA_OK);
+        ck_assert_int_eq(model_create(&mc, dd.n, &mm), INCA_OK);
+        ck_assert_int_eq(train_optim_build(&cw, mm, &oo), INCA_OK);
+        const int np = model_nparams(mm);
+        float *before[64];
+        ck_assert_int_le(np, 64);
+        for (int i = 0; i < np; i++) {
+            nn_param_t *q = model_param(mm, i);
+            for (int64_t k = 0; k < q->n; k++) q->w[k] = 0.5f + 0.001f * (float)(k % 7), q->g[k] = 0;
+            before[i] = malloc(sizeof(float) * (size_t)q->n);
+            memcpy(before[i], q->w, sizeof(float) * (size_t)q->n);
+        }
+        ck_assert_int_eq(optim_step(oo), INCA_OK);
+        for (int i = 0; i < np; i++) {
+            nn_param_t *q = model_param(mm, i);
+            const double wd = train_param_wd(&cw, q);
+            for (int64_t k = 0; k < q->n; k++) {
+                const double want = wd == 0 ? 0 : gcnii ? cw.lr * wd * before[i][k] : cw.lr, got = before[i][k] - q->w[k];
+                if (wd == 0) ck_assert_msg(q->w[k] == before[i][k], "%s param %d (no decay) moved", gcnii ? "gcnii" : "gcn", i);
+                else ck_assert_msg(fabs(got - want) < 1e-3 * want + 1e-7, "%s param %d (decay %g) moved by %g, expected %g",
+                                   gcnii ? "gcnii" : "gcn", i, wd, got, want);
+            }
+            free(before[i]);
+        }
+        optim_free(&oo);
+        model_free(&mm);
+        dataset_free(&dd);
+    }
     /* best epoch: higher val acc, ties to lower val loss, else the earlier epoch */
     train_best_t b;
     train_best_init(&b);
