@@ -102,12 +102,8 @@ static int st_net_make(const dataset_t *dv, const selftrain_opts_t *o, int64_t n
     return INCA_OK;
 }
 
-/* FlexMatch's mask for one epoch: per-class learning status from the persistent selections
- * (selected, updated where the weak view is confident past tau; cnt: c + 1 of scratch), then
- * each unlabelled pool row's flexible threshold. yu (n): its argmax where masked in, -1
- * elsewhere. Returns the rows masked in. */
-static int64_t flexmatch_mask(double tau, int32_t c, int64_t n, const int64_t *rows, int64_t npool, const int32_t *ys,
-                              const float *pmax, const int32_t *arg, int64_t *cnt, int32_t *selected, int32_t *yu) {
+int64_t selftrain_flexmatch_mask(double tau, int32_t c, int64_t n, const int64_t *rows, int64_t npool, const int32_t *ys,
+                                 const float *pmax, const int32_t *arg, int64_t *cnt, int32_t *selected, int32_t *yu) {
     memset(cnt, 0, (size_t)(c + 1) * sizeof *cnt);
     for (int64_t t = 0; t < npool; t++) {
         if (ys[rows[t]] >= 0) continue;
@@ -175,7 +171,7 @@ int selftrain_run(const dataset_t *dv, const int64_t *pool, int64_t npool, const
         if (o->noise_weak > 0) { add_noise(n * f, x, (float)o->noise_weak, o->seed, 2 * (uint64_t)ep, xv); xw = xv; }
         if ((rc = model_forward(m, n, xw, aggp, 0, o->seed, (uint64_t)ep, &logits))) goto done;
         soft_max_arg(logits, c, rows, npool, pmax, arg);
-        const int64_t n_mask = flexmatch_mask(o->tau, c, n, rows, npool, ys, pmax, arg, cnt, selected, yu);
+        const int64_t n_mask = selftrain_flexmatch_mask(o->tau, c, n, rows, npool, ys, pmax, arg, cnt, selected, yu);
         /* strong view, training mode (dropout) */
         const float *xs = xin;
         if (o->noise_strong > 0) { add_noise(n * f, x, (float)o->noise_strong, o->seed, 2 * (uint64_t)ep + 1, xv); xs = xv; }

@@ -30,6 +30,14 @@ typedef struct selftrain_opts {
 } selftrain_opts_t;
 
 void selftrain_opts_default(selftrain_opts_t *o);
+/* FlexMatch's mask for one epoch: per-class learning status from the persistent selections
+ * (selected, updated where the weak view is confident past tau; cnt: c + 1 of scratch), then
+ * each unlabelled pool row's flexible threshold. rows: the npool pool rows of arrays of n; ys:
+ * their visible labels (-1: unlabelled); pmax/arg: the weak view's top probability and class
+ * per pool row. yu (n): its argmax where masked in, -1 elsewhere. Returns the rows masked in.
+ * (One epoch's step of selftrain_run, public for its by-hand test.) */
+int64_t selftrain_flexmatch_mask(double tau, int32_t c, int64_t n, const int64_t *rows, int64_t npool, const int32_t *ys,
+                                 const float *pmax, const int32_t *arg, int64_t *cnt, int32_t *selected, int32_t *yu);
 /* dv: dataset with the visible labels only; pool: node ids. pseudo/conf: npool entries each. */
 int selftrain_run(const dataset_t *dv, const int64_t *pool, int64_t npool, const selftrain_opts_t *o,
                   int32_t *pseudo, float *conf);

@@ -14,6 +14,7 @@
 #include "loaders/store.h"
 #include "nn/layer.h"
 #include "nn/layout.h"
+#include "nn/shard.h"
 #include "nn/train.h"
 #include "core/args.h"
 #include "nn/train_mb.h"
@@ -448,6 +449,85 @@ START_TEST(train_run_migrates_and_refuses) {
 }
 END_TEST
 
+/* bf16 M^0 is built in blocks of 65536 rows (build_m0): past the first block every row still
+ * equals the fp32 M^0 rounded to nearest even (a graph of 65536 + 1000 nodes, 2 features) */
+START_TEST(bf16_m0_past_one_block) {
+    gen_opts_t o;
+    gen_opts_default(&o);
+    o.nodes = 65536 + 1000;
+    o.avg_degree = 4;
+    o.features = 2;
+    o.classes = 2;
+    o.seed = 3;
+    dataset_t d;
+    partition_t p;
+    memset(&p, 0, sizeof p);
+    ck_assert_int_eq(gen_csbm(&o, &d, NULL), INCA_OK);
+    char bp[4200];
+    snprintf(bp, sizeof bp, "%s/big.lmdb", dir);
+    ck_assert_int_eq(dataset_save(&d, bp, 0), INCA_OK);
+    store_t *s = NULL;
+    ck_assert_int_eq(store_open(bp, STORE_RDWR, &s), INCA_OK);
+    ck_assert_int_eq(store_partition_get(s, &d.adj, 4, PART_RANDOM, 0, &p, NULL), INCA_OK);
+    ck_assert_int_eq(layout_ensure(s, &p, &d.adj, TRAIN_FEATNORM_NONE, 1, NN_NORM_GCN, HIST_F32, 0, NULL), INCA_OK);
+    ck_assert_int_eq(layout_ensure(s, &p, &d.adj, TRAIN_FEATNORM_NONE, 1, NN_NORM_GCN, HIST_BF16, 0, NULL), INCA_OK);
+    layout_views_t v;
+    ck_assert_int_eq(layout_open(s, &p, TRAIN_FEATNORM_NONE, 1, NN_NORM_GCN, HIST_F32, &v), INCA_OK);
+    const int64_t nf = d.n * d.f;
+    float *m32 = malloc(sizeof(float) * (size_t)nf);
+    memcpy(m32, v.m0, sizeof(float) * (size_t)nf);
+    ck_assert_int_eq(layout_open(s, &p, TRAIN_FEATNORM_NONE, 1, NN_NORM_GCN, HIST_BF16, &v), INCA_OK);
+    const uint16_t *m16 = v.m0;
+    for (int64_t i = 0; i < nf; i++)
+        ck_assert_msg(m16[i] == kern_f32_to_bf16(m32[i]), "bf16 M^0 entry %lld (row %lld): %04x, want %04x", (long long)i,
+                      (long long)(i / d.f), m16[i], kern_f32_to_bf16(m32[i]));
+    free(m32);
+    store_close(&s);
+    partition_free(&p);
+    dataset_free(&d);
+}
+END_TEST
+
+/* A shard's arrays are the store's layout rows, directly (a mutation test: rank 1's M^0 slice
+ * taken from the wrong rows was caught only because its loss went NaN under mpirun): for each of
+ * 2 ranks, its own rows of x, M^0 and Â, and the halo rows of x its Â references, equal the whole
+ * store's layout bit for bit; the rows it does not hold are empty in its Â. */
+START_TEST(shard_rows_are_the_layout_rows) {
+    char sd[4200];
+    snprintf(sd, sizeof sd, "%s/shards", dir);
+    shard_opts_t o = {.ranks = 2, .parts = 12, .featnorm = TRAIN_FEATNORM_NONE, .model = NN_GCN, .m0_dtype = HIST_F32};
+    shard_stats_t st;
+    ck_assert_msg(shard_write(path, &o, sd, &st) == INCA_OK, "%s", inca_errmsg());
+    store_t *s = NULL;
+    layout_views_t v;
+    ck_assert_int_eq(store_open(path, STORE_RDONLY, &s), INCA_OK);
+    ck_assert_int_eq(layout_open(s, &P, TRAIN_FEATNORM_NONE, 1, NN_NORM_GCN, HIST_F32, &v), INCA_OK);
+    const int64_t f = v.f;
+    for (int r = 0; r < 2; r++) {
+        shard_t sh;
+        ck_assert_msg(shard_open(sd, r, 2, &sh) == INCA_OK, "%s", inca_errmsg());
+        const int64_t lo = sh.plan.node_lo[r], hi = sh.plan.node_lo[r + 1];
+        ck_assert(hi > lo);
+        const float *m0 = sh.v.m0, *m0s = v.m0;
+        for (int64_t u = 0; u < v.n; u++) {
+            const int64_t k0 = sh.v.a.rowptr[u], k1 = sh.v.a.rowptr[u + 1];
+            if (u < lo || u >= hi) { ck_assert_int_eq(k1, k0); continue; }   /* not its row */
+            ck_assert_msg(memcmp(sh.v.x + u * f, v.x + u * f, sizeof(float) * (size_t)f) == 0, "rank %d: x row %lld", r, (long long)u);
+            ck_assert_msg(memcmp(m0 + u * f, m0s + u * f, sizeof(float) * (size_t)f) == 0, "rank %d: M^0 row %lld", r, (long long)u);
+            ck_assert_int_eq(k1 - k0, v.a.rowptr[u + 1] - v.a.rowptr[u]);
+            for (int64_t k = k0; k < k1; k++) {
+                const int64_t ks = v.a.rowptr[u] + (k - k0), c = sh.v.a.col[k];
+                ck_assert(c == v.a.col[ks] && sh.v.a.val[k] == v.a.val[ks]);
+                ck_assert_msg(memcmp(sh.v.x + c * f, v.x + c * f, sizeof(float) * (size_t)f) == 0, "rank %d: halo x row %lld", r,
+                              (long long)c);
+            }
+        }
+        shard_free(&sh);
+    }
+    store_close(&s);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("layout");
     TCase *t = tcase_create("core");
@@ -458,6 +538,8 @@ int main(void) {
     tcase_add_test(t, train_run_migrates_and_refuses);
     tcase_add_test(t, bf16_pass_buffers);
     tcase_add_test(t, directed_gcn_layout_keeps_the_transpose);
+    tcase_add_test(t, bf16_m0_past_one_block);
+    tcase_add_test(t, shard_rows_are_the_layout_rows);
     suite_add_tcase(s, t);
     return tu_run_suite(s);
 }

@@ -8,6 +8,7 @@
 #include "pruning/dynamics.h"
 #include "loaders/npy.h"
 #include "pruning/select.h"
+#include "pruning/selftrain.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -239,6 +240,27 @@ START_TEST(forgetting_not_learning) {
 }
 END_TEST
 
+/* FlexMatch's flexible thresholds by hand (a mutation test: a linear tau beta for the convex
+ * tau beta / (2 - beta) passed the end-to-end check): tau 0.9, 7 unlabelled pool rows. Rows 0
+ * and 1 pass tau (class 0 learnt twice), 5 rows unused: beta_0 = 2/5, beta_1 = 0, thresholds
+ * 0.9 * 0.4 / 1.6 = 0.225 and 0; row 2 (0.30, class 0) is in (the linear 0.36 leaves it out),
+ * row 6 (0.2 < 0.225) out. */
+START_TEST(flexmatch_thresholds_by_hand) {
+    const int64_t rows[7] = {0, 1, 2, 3, 4, 5, 6};
+    const int32_t ys[7] = {-1, -1, -1, -1, -1, -1, -1};
+    const float pmax[7] = {0.95f, 0.92f, 0.3f, 0.5f, 0.6f, 0.2f, 0.2f};
+    const int32_t arg[7] = {0, 0, 0, 1, 1, 1, 0};
+    int64_t cnt[3];
+    int32_t selected[7] = {-1, -1, -1, -1, -1, -1, -1}, yu[7];
+    ck_assert_int_eq(selftrain_flexmatch_mask(0.9, 2, 7, rows, 7, ys, pmax, arg, cnt, selected, yu), 6);
+    const int32_t want_sel[7] = {0, 0, -1, -1, -1, -1, -1}, want_yu[7] = {0, 0, 0, 1, 1, 1, -1};
+    for (int i = 0; i < 7; i++) {
+        ck_assert_int_eq(selected[i], want_sel[i]);
+        ck_assert_msg(yu[i] == want_yu[i], "row %d: %d, want %d", i, yu[i], want_yu[i]);
+    }
+}
+END_TEST
+
 static char *tmp_path(const char *dir, const char *name) {
     char *p = malloc(strlen(dir) + strlen(name) + 2);
     sprintf(p, "%s/%s", dir, name);
@@ -424,6 +446,7 @@ int main(void) {
     tcase_add_test(t, scores_hand_trajectories);
     tcase_add_test(t, compact_equals_full);
     tcase_add_test(t, forgetting_not_learning);
+    tcase_add_test(t, flexmatch_thresholds_by_hand);
     tcase_add_test(t, npy_round_trip_and_formats);
     tcase_add_test(t, npy_alloc_failures);
     suite_add_tcase(s, t);

@@ -728,6 +728,59 @@ START_TEST(class_metrics_by_hand) {
 }
 END_TEST
 
+/* The class metrics of the best epoch, for each --metric: the reported validation and test
+ * balanced accuracy / macro F1 equal those counted here from that epoch's logits (out_logits),
+ * and the best epoch is the one of the highest validation figure of the chosen metric in the
+ * metrics file (ties: lower validation loss, then the earlier epoch). */
+START_TEST(class_metrics_of_the_best_epoch) {
+    dataset_t d;
+    make_csbm(&d, 500, 0.6, 0.4, 7);
+    for (int64_t i = 0; i < d.n; i++) d.y[i] = d.y[i] == 2 ? 1 : d.y[i];   /* classes of 1/3 and 2/3: acc != bacc */
+    d.c = 2;
+    char *dir = tu_mkdtemp(), path[512];
+    snprintf(path, sizeof path, "%s/m.jsonl", dir);
+    static const char *const key[3] = {"val_acc", "val_balanced_acc", "val_macro_f1"};
+    for (int metric = 0; metric < 3; metric++) {
+        train_config_t c = cfg_small("gcn");
+        c.epochs = 15;
+        c.metric = metric;
+        c.metrics_path = path;
+        float *l = malloc((size_t)(d.n * d.c) * sizeof(float));
+        c.out_logits = l;
+        train_result_t r;
+        ck_assert_int_eq(train_run(&d, &c, NULL, 0, &r), INCA_OK);
+        for (int sp = SPLIT_VALID; sp <= SPLIT_TEST; sp++) {
+            int64_t *cnt = calloc(3 * (size_t)d.c, sizeof *cnt);
+            kern_class_counts(d.c, l, d.y, d.split[sp], d.split_n[sp], cnt);
+            double bacc, f1;
+            kern_class_metrics(d.c, cnt, &bacc, &f1);
+            const double rb = sp == SPLIT_VALID ? r.val_bacc : r.test_bacc, rf = sp == SPLIT_VALID ? r.val_f1 : r.test_f1;
+            ck_assert_msg(fabs(bacc - rb) < 1e-12 && fabs(f1 - rf) < 1e-12,
+                          "metric %d split %d: counted bacc %.6f f1 %.6f, reported %.6f %.6f", metric, sp, bacc, f1, rb, rf);
+            free(cnt);
+        }
+        FILE *f = fopen(path, "r");
+        ck_assert_ptr_nonnull(f);
+        char line[2048];
+        int e = 0, best = -1;
+        double bs = 0, bl = 0;
+        while (fgets(line, sizeof line, f)) {
+            const double sv = tu_json_num(line, key[metric]), vl = tu_json_num(line, "val_loss");
+            if (best < 0 || sv > bs || (sv == bs && vl < bl)) { best = e; bs = sv; bl = vl; }
+            e++;
+        }
+        fclose(f);
+        ck_assert_int_eq(e, 15);
+        ck_assert_msg(r.best_epoch == best, "metric %s: best epoch %d, the metrics file's %d", key[metric], r.best_epoch, best);
+        train_result_free(&r);
+        free(l);
+    }
+    tu_rmrf(dir);
+    free(dir);
+    dataset_free(&d);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("train");
     TCase *t = tcase_create("train");
@@ -743,6 +796,7 @@ int main(void) {
     tcase_add_test(t, test_helpers);
     tcase_add_test(t, test_errors);
     tcase_add_test(t, class_metrics_by_hand);
+    tcase_add_test(t, class_metrics_of_the_best_epoch);
     suite_add_tcase(s, t);
     return tu_run_suite(s);
 }
