@@ -15,10 +15,7 @@ int cmd_bench(int argc, char **argv);
 int cmd_shard(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_predict(int argc, char **argv);
-/* The job's ranks (core/comm.h): under mpirun the MPI world, else one rank. Made by main()
- * before the command runs; train (and bench scale) use it, every other command refuses more than
- * one rank. */
-struct comm *cli_comm(void);
+#include "cli/job.h"   /* cli_comm(): the job's ranks */
 /* The build's version: "0.10.0-<git describe>" (generated from cli/version.c.in). */
 const char *cli_version(void);
 #endif

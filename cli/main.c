@@ -12,8 +12,7 @@
 #include <unistd.h>
 #include <string.h>
 
-static comm_t *g_comm;
-comm_t *cli_comm(void) { return g_comm; }
+static comm_t *g_comm;   /* also cli_comm()'s (cli/job.h), for the commands */
 
 static const struct { const char *name; int (*fn)(int, char **); const char *help; } cmds[] = {
     {"ingest", cmd_ingest,
@@ -268,6 +267,7 @@ int main(int argc, char **argv) {
             fprintf(stderr, "inca %s: %s\n", cmds[i].name, inca_errmsg());
             return inca_exit_code(rc);
         }
+        cli_comm_set(g_comm);
         const int nr = comm_size(g_comm), me = comm_rank(g_comm);
         if (comm_launched() && !comm_has_mpi() && getenv("OMPI_COMM_WORLD_SIZE") && atoi(getenv("OMPI_COMM_WORLD_SIZE")) > 1)
             rc = inca_fail(INCA_EINVAL, "started by mpirun with %s ranks, but this inca was built without MPI "
@@ -288,6 +288,7 @@ int main(int argc, char **argv) {
             fprintf(stderr, "inca %s: %s\n", cmds[i].name, m[0] ? m : "failed");
         }
         comm_finalize(&g_comm);
+        cli_comm_set(NULL);
         return inca_exit_code(rc);
     }
     fprintf(stderr, "inca: unknown command '%s'\n", argv[1]);

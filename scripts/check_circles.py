@@ -27,12 +27,16 @@ for d in DIRS:
 objdir = os.path.join(build, 'CMakeFiles')
 defs, uses = {}, collections.defaultdict(set)
 nobj = 0
+# every target's objects of the sources in DIRS: the library's (inca_core.dir) and the
+# executable's (inca.dir: cli/ and bench/, which the library's objects alone never showed)
 for dp, _, fs in os.walk(objdir):
     for f in fs:
-        if not f.endswith('.o') or 'inca_core.dir' not in dp:
+        m = re.search(r'[\\/]([^\\/]+)\.dir[\\/](.*)$', os.path.join(dp, f))
+        if not f.endswith('.o') or not m:
             continue
-        rel = os.path.relpath(os.path.join(dp, f), os.path.join(objdir, 'inca_core.dir'))
-        mod = re.sub(r'\.(c|cpp|cu)\.o$', '', rel)
+        mod = re.sub(r'\.(c|cpp|cu)\.o$', '', m.group(2).replace(os.sep, '/'))
+        if mod.split('/')[0] not in DIRS or not any(os.path.exists(os.path.join(ROOT, mod + e)) for e in ('.c', '.cpp', '.cu')):
+            continue
         nobj += 1
         out = subprocess.run(['nm', '-g', os.path.join(dp, f)], capture_output=True, text=True).stdout
         for line in out.splitlines():

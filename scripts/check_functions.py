@@ -34,8 +34,9 @@ def functions(path):
     depth, start, cand, res = 0, None, None, []
     for k, line in enumerate(lines):
         head = line.split('(')[0]
-        # a signature: words and stars up to the function's name, then '(' (no '=' or '{' before)
-        if depth == 0 and '(' in line and re.fullmatch(r'[A-Za-z_][\w \t*]*\b\w+\s*', head) \
+        # a signature: words and stars up to the function's name, then '(' (no '=' or '{' before);
+        # the name may start its line (GNU style), an attribute or indentation may come first
+        if depth == 0 and '(' in line and re.fullmatch(r'[ \t]*[A-Za-z_][\w \t*]*', head) \
                 and not head.startswith(('typedef', 'struct', 'enum', 'union')) and not line.rstrip().endswith(';'):
             cand = k
         for ch in line:
@@ -46,8 +47,8 @@ def functions(path):
             elif ch == '}':
                 depth -= 1
                 if depth == 0 and start is not None:
-                    name = re.search(r'(\w+)\s*\(', lines[start])
-                    res.append((k - start + 1, start + 1, name.group(1) if name else '?'))
+                    names = [w for w in re.findall(r'(\w+)\s*\(', lines[start]) if w != '__attribute__']
+                    res.append((k - start + 1, start + 1, names[0] if names else '?'))
                 if depth == 0:
                     start, cand = None, None
         if depth == 0 and line.rstrip().endswith(';'):
@@ -58,7 +59,7 @@ bad = []
 for d in DIRS:
     for dp, _, fs in os.walk(os.path.join(ROOT, d)):
         for f in sorted(fs):
-            if f.endswith(('.c', '.cpp', '.cu')):
+            if f.endswith(('.c', '.cpp', '.cu', '.h', '.cuh', '.inc')):   # static inline bodies in headers too
                 p = os.path.join(dp, f)
                 for n, line, name in functions(p):
                     if n > MAX:

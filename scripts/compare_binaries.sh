@@ -44,7 +44,7 @@ for cmd in "${cmds[@]}"; do
     metrics=""; tail_args=""
     [ "$sub" = train ] && metrics="--metrics $tmp/m.jsonl" && tail_args="${TRAIN_ARGS:-}"   # prune has no metrics
     # shellcheck disable=SC2086
-    $bin $sub $extra $rest $tail_args --threads 2 --quiet --json $metrics > "$tmp/$b.json" 2> "$tmp/$b.err" ||
+    "$bin" $sub $extra $rest $tail_args --threads 2 --quiet --json $metrics > "$tmp/$b.json" 2> "$tmp/$b.err" ||
       echo "exit $? ($b): $cmd: $(tail -1 "$tmp/$b.err")"
     mv "$tmp/m.jsonl" "$tmp/$b.jsonl" 2>/dev/null || : > "$tmp/$b.jsonl"
   done

@@ -94,7 +94,9 @@ for t in "${targets[@]}"; do
   printf 'fuzz %-11s %-6s %8s executions in %ss, corpus %s inputs\n' "$t" "$status" "${execs:-?}" "$secs" \
     "$(find "$corpus" -type f | wc -l)"
   if [ "$status" = FAILED ]; then
-    grep -E "^==[0-9]+==ERROR|runtime error|SUMMARY|Test unit written" "$log" | head -5 | sed 's/^/    /'
+    # no sanitizer line (a target killed by a signal) must not end the loop under set -e
+    { grep -E "^==[0-9]+==ERROR|runtime error|SUMMARY|Test unit written" "$log" || echo "(no sanitizer line; see $log)"; } |
+      head -5 | sed 's/^/    /'
   fi
 done
 if [ ${#failed[@]} -gt 0 ]; then

@@ -62,8 +62,17 @@ def pyplot():
             f"(python3 -m pip install matplotlib)")
 
 
+def pct(v):
+    """100 v, or None (matplotlib leaves a gap) for a null: a NaN the JSON writer wrote as null"""
+    return None if v is None else 100 * v
+
+
 def lines(spec):
-    path, _, label = spec.partition("=")
+    # FILE=LABEL: the last "=" (a file name may hold one, "lr=0.01.jsonl"), the whole spec when it
+    # names a file
+    path, _, label = spec.rpartition("=")
+    if not path or os.path.exists(spec):
+        path, label = spec, ""
     out = []
     try:
         with open(path) as f:
@@ -92,8 +101,8 @@ def curves(ax_pair, specs):
             ep = [r["epoch"] + 1 for r in rr]
             first = run == min(r.get("run", 0) for r in rows)
             ax_loss.plot(ep, [r["train_loss"] for r in rr], color=colour, lw=1, label=label if first else None)
-            ax_acc.plot(ep, [100 * r["val_acc"] for r in rr], color=colour, lw=1, label=f"{label} val" if first else None)
-            ax_acc.plot(ep, [100 * r["test_acc"] for r in rr], color=colour, lw=1, ls="--",
+            ax_acc.plot(ep, [pct(r.get("val_acc")) for r in rr], color=colour, lw=1, label=f"{label} val" if first else None)
+            ax_acc.plot(ep, [pct(r.get("test_acc")) for r in rr], color=colour, lw=1, ls="--",
                         label=f"{label} test" if first else None)
     ax_loss.set_xlabel("epoch")
     ax_loss.set_ylabel("training loss")
@@ -162,10 +171,13 @@ def budget(ax, specs):
             die(f"{path}: no prune --eval lines (keep, coreset_acc, random_acc, ...)")
         pts += rows
     pts.sort(key=lambda r: r["keep"])
-    keep = [100 * r["keep"] for r in pts]
     for key, label in (("coreset_acc", "coreset"), ("random_acc", "random")):
-        ax.errorbar(keep, [100 * r[key] for r in pts], yerr=[100 * r.get(key + "_std", 0) for r in pts], marker="o",
-                    capsize=3, label=label)
+        # a series prune did not evaluate (--eval-sets coreset: random_acc null) is left out
+        ser = [r for r in pts if r.get(key) is not None]
+        if not ser:
+            continue
+        ax.errorbar([100 * r["keep"] for r in ser], [100 * r[key] for r in ser],
+                    yerr=[100 * (r.get(key + "_std") or 0) for r in ser], marker="o", capsize=3, label=label)
     full = [r for r in pts if r.get("full_acc") is not None]
     if full:
         ax.axhline(100 * full[0]["full_acc"], color="k", ls=":", label="full data")

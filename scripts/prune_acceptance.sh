@@ -11,7 +11,8 @@ W=${2:-out/prune}
 mkdir -p "$W"
 FM=${INCA_FMNIST:-/usr/share/datasets/fashion-mnist}
 [ -d "$W/fmnist" ] || "$B" ingest --format idx "$FM" --out "$W/fmnist"
-[ -d "$W/facebook" ] || "$B" ingest --format ogb ../shared/datasets/facebook --out "$W/facebook"
+SHARED=${INCA_SHARED:-$(cd "$(dirname "$0")/.." && pwd)/../shared}   # not the caller's folder's ../shared
+[ -d "$W/facebook" ] || "$B" ingest --format ogb "$SHARED/datasets/facebook" --out "$W/facebook"
 
 # whole prune run on 60000 images, time per stage
 "$B" bench pruning "$W/fmnist" --labeled 0.01 --ssl labelprop --knn-features raw --keep 0.1 --feature-norm standard --proxy-epochs 20 --proxy-batch-size 128 \

@@ -6,7 +6,7 @@
 set -euo pipefail
 B=${1:-build/inca}
 W=${2:-out/scale}
-shift 2 || true
+shift $(( $# < 2 ? $# : 2 ))   # BIN alone: the default parts (shift 2 of one argument shifted nothing)
 PARTS=${*:-curve table big-table big-graph pseudo relabel cs}
 mkdir -p "$W"
 FM=${INCA_FMNIST:-/usr/share/datasets/fashion-mnist}

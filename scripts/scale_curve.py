@@ -104,11 +104,20 @@ def main():
     ap.add_argument("--rebuild-layout", action="store_true", help="layout stage: write the layout again when it exists")
     ap.add_argument("--keep", action="store_true", help="keep each size's store (default: removed after its epoch)")
     a = ap.parse_args()
+    # one-line errors for what would otherwise be a traceback mid-curve
+    if not (os.path.isfile(a.inca) and os.access(a.inca, os.X_OK)):
+        sys.exit(f"scale_curve: --inca {a.inca}: no executable there (build first)")
+    try:
+        sizes = [int(x) for x in a.sizes.split(",")]
+    except ValueError:
+        sys.exit(f"scale_curve: --sizes {a.sizes}: expected node counts separated by commas (1000000,2000000)")
     os.makedirs(a.out, exist_ok=True)
     log = os.path.join(a.out, "curve.jsonl")
     done, edges_of = set(), {}
     if os.path.exists(log):
         for line in open(log):
+            if not line.strip():
+                continue
             r = json.loads(line)
             if r.get("ok"):
                 done.add((r["nodes"], r["stage"]))
@@ -116,11 +125,14 @@ def main():
                     edges_of[r["nodes"]] = r.get("edges")
     env = dict(os.environ, OMPI_MCA_rmaps_base_oversubscribe="1")
     want = a.stages.split(",")
-    for n in (int(s) for s in a.sizes.split(",")):
+    failed = 0
+    for n in sizes:
         store = os.path.join(a.out, "csbm-%d.lmdb" % n)
+        epoch_ok = False
         edges = edges_of.get(n)
         for stage, args in stages(a, store, n):
             if stage not in want or (n, stage) in done:
+                epoch_ok = epoch_ok or (stage == "epoch" and (n, stage) in done)
                 continue
             rc, secs, j, err, rd, wr = run_stage([a.inca] + args, env)
             if stage == "gen" and j:
@@ -136,13 +148,18 @@ def main():
             rec.update(stage_figures(stage, j))
             if rc != 0:
                 rec["error"] = " | ".join(err)
+                failed += 1
+            elif stage == "epoch":
+                epoch_ok = True
             line = json.dumps(rec)
             print(line, flush=True)
             with open(log, "a") as f:
                 f.write(line + "\n")
-        if not a.keep and "epoch" in want and os.path.isdir(store):
+        # the store goes once its epoch ran (a failed epoch keeps it: a rerun resumes there,
+        # where gen and the partitions count as done)
+        if not a.keep and epoch_ok and os.path.isdir(store):
             subprocess.run(["rm", "-rf", store])
-    return 0
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

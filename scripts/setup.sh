@@ -10,8 +10,9 @@ libsubunit-dev libcjson-dev libopenblas-dev zlib1g-dev libopenmpi-dev openmpi-bi
 clang libclang-rt-14-dev libomp-dev python3 python3-matplotlib python3-venv libfaiss-dev"
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
+# every package installed (dpkg -s also succeeds for one removed with its config files kept)
 # shellcheck disable=SC2086
-if ! dpkg -s $PKGS >/dev/null 2>&1; then
+if [ "$(dpkg-query -W -f='${Status}\n' $PKGS 2>/dev/null | grep -c '^install ok installed$')" -ne "$(echo $PKGS | wc -w)" ]; then
   $sudo apt-get update -qq
   # shellcheck disable=SC2086
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends $PKGS

@@ -1,11 +1,11 @@
-#!/bin/sh
+#!/usr/bin/env bash
 # Issue 3 acceptance: full-batch accuracies on the bundled Cora (10 seeds, public split) and
 # Facebook GCN vs logistic regression, measured with the inca CLI. Usage:
 #   scripts/train_acceptance.sh BUILD_DIR [WORK_DIR]
 # Prints one JSON object per configuration (the --json line of `inca train`), prefixed by its name.
-set -eu
+set -euo pipefail   # a failing train must fail the script (| tail -1 hid it under sh)
 B=${1:?build dir}/inca
-W=${2:-$(mktemp -d)}
+if [ $# -ge 2 ]; then W=$2; else W=$(mktemp -d); trap 'rm -rf "$W"' EXIT; fi   # a temporary folder goes at the end
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 SHARED=${INCA_SHARED:-$SRC/../shared}
 [ -d "$W/cora.store" ] || "$B" ingest --format ogb "$SRC/data/cora" --out "$W/cora.store" >&2

@@ -127,6 +127,15 @@ START_TEST(each_kind_renders) {
                              "{\"keep\":0.3,\"coreset_acc\":0.8,\"coreset_acc_std\":0.01,\"random_acc\":0.79,"
                              "\"random_acc_std\":0.01,\"full_acc\":0.85}\n");
     plot_ok("budget", "prune.json", "budget.png");
+    /* prune --eval-sets coreset writes random_acc null, a NaN accuracy is null, and a file name
+     * may hold "=" (each crashed plot.py, or read "lr" as the file) */
+    write_file("c=1.json", "{\"keep\":0.1,\"coreset_acc\":0.75,\"coreset_acc_std\":null,\"random_acc\":null,"
+                           "\"random_acc_std\":null,\"full_acc\":null}\n"
+                           "{\"keep\":0.3,\"coreset_acc\":0.8,\"random_acc\":null}\n");
+    plot_ok("budget", "c=1.json", "budget_nulls.png");
+    write_file("lr=0.01.jsonl", "{\"run\":0,\"epoch\":0,\"train_loss\":1.9,\"val_acc\":null,\"test_acc\":0.3}\n"
+                                "{\"run\":0,\"epoch\":1,\"train_loss\":1.5,\"val_acc\":0.5,\"test_acc\":0.5}\n");
+    plot_ok("curves", "lr=0.01.jsonl lr=0.01.jsonl=again", "curves_eq.png");
     /* scripts/scale_curve.py, two sizes of three stages, one failed line (skipped) */
     write_file("curve.jsonl", "{\"nodes\":1000000,\"stage\":\"gen\",\"ok\":true,\"seconds\":14,\"peak_rss_anon_mb\":1270}\n"
                               "{\"nodes\":1000000,\"stage\":\"metis\",\"ok\":true,\"seconds\":53,\"peak_rss_anon_mb\":1566}\n"
