@@ -226,6 +226,68 @@ START_TEST(test_args) {
 }
 END_TEST
 
+/* Flag values as a user types them: a repeated flag, the last one wins (whether as "--k v" or
+ * "--k=v"); negative numbers after a value flag are values, not flags; size suffixes are powers
+ * of 1024 (K, M, G, T, either case, an optional B), a fraction of a byte is refused. */
+START_TEST(test_args_values) {
+    static const char *const known[] = {"--seed", "--lr", "--out", "--json!", NULL};
+    char *argv[] = {"train", "--seed", "1", "--lr=0.5", "--seed=2", "--out", "a", "--lr", "-0.25", "--out=b", "--seed", "-3", NULL};
+    args_t *a = NULL;
+    ck_assert_int_eq(args_parse(12, argv, known, &a), INCA_OK);
+    ck_assert_int_eq(args_npos(a), 0);
+    int64_t seed = 0;
+    double lr = 0;
+    ck_assert_int_eq(args_int(a, "--seed", 0, &seed), INCA_OK);
+    ck_assert_int_eq(seed, -3);
+    ck_assert_int_eq(args_double(a, "--lr", 0, &lr), INCA_OK);
+    ck_assert_double_eq(lr, -0.25);
+    ck_assert_str_eq(args_str(a, "--out", NULL), "b");
+    args_free(&a);
+    static const struct { const char *s; int64_t want; } ok[] = {
+        {"64K", (int64_t)64 << 10}, {"3k", 3 * 1024}, {"5KB", 5 * 1024}, {"2kb", 2048}, {"7m", (int64_t)7 << 20},
+        {"2G", (int64_t)2 << 30}, {"1T", (int64_t)1 << 40}, {"0.5K", 512}, {"1000", 1000}, {"1", 1},
+    };
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        int64_t b = -1;
+        ck_assert_msg(args_size_parse("--memory-budget", ok[i].s, &b) == INCA_OK, "%s: %s", ok[i].s, inca_errmsg());
+        ck_assert_msg(b == ok[i].want, "%s: %lld bytes, expected %lld", ok[i].s, (long long)b, (long long)ok[i].want);
+    }
+    static const char *const bad[] = {"0", "0.5", "K", "1KK", "1Kx", "1P", "", "-5M", "1e30G"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int64_t b = -1;
+        ck_assert_msg(args_size_parse("--memory-budget", bad[i], &b) == INCA_EINVAL, "'%s' accepted as %lld", bad[i], (long long)b);
+    }
+}
+END_TEST
+
+/* Every control character is escaped (RFC 8259 section 7: U+0000..U+001F must be), with the
+ * two-character forms where JSON has one, so every string is valid JSON and parses back. */
+START_TEST(test_json_control_chars) {
+    for (int c = 1; c < 0x20; c++) {
+        char in[4] = {'a', (char)c, 'b', 0}, want[32];
+        const char *sh = c == '\b' ? "\\b" : c == '\f' ? "\\f" : c == '\n' ? "\\n" : c == '\r' ? "\\r" : c == '\t' ? "\\t" : NULL;
+        if (sh) snprintf(want, sizeof want, "{\"k\":\"a%sb\"}", sh);
+        else snprintf(want, sizeof want, "{\"k\":\"a\\u%04xb\"}", c);
+        json_t *j = NULL;
+        ck_assert_int_eq(json_new(&j), INCA_OK);
+        json_str(j, "k", in);
+        const char *s = json_close(j);
+        ck_assert_msg(strcmp(s, want) == 0, "0x%02x: got %s, expected %s", c, s, want);
+        cJSON *p = cJSON_Parse(s);
+        ck_assert_msg(p && cJSON_IsString(cJSON_GetObjectItem(p, "k")) && !strcmp(cJSON_GetObjectItem(p, "k")->valuestring, in),
+                      "0x%02x does not parse back", c);
+        cJSON_Delete(p);
+        json_free(&j);
+    }
+    /* 0x7f and space need no escape */
+    json_t *j = NULL;
+    ck_assert_int_eq(json_new(&j), INCA_OK);
+    json_str(j, "k", " \x7f");
+    ck_assert_str_eq(json_close(j), "{\"k\":\" \x7f\"}");
+    json_free(&j);
+}
+END_TEST
+
 START_TEST(test_json) {
     json_t *j = NULL;
     ck_assert_int_eq(json_new(&j), INCA_OK);
@@ -534,6 +596,8 @@ int main(void) {
     tcase_add_test(tc, test_rng);
     tcase_add_test(tc, test_thread_adopt);
     tcase_add_test(tc, test_args);
+    tcase_add_test(tc, test_args_values);
+    tcase_add_test(tc, test_json_control_chars);
     tcase_add_test(tc, test_json);
     tcase_add_test(tc, test_json_utf8);
     tcase_add_test(tc, test_json_numbers_round_trip);

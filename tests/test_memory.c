@@ -148,6 +148,31 @@ static int maps_line(const void *p, char *line, size_t cap) {
     return found;
 }
 
+/* The spill budget counts every spillable block kept in memory (arena.h): two tables of 600
+ * bytes under a budget of 1000 each fit alone, together they do not, so the second goes to a
+ * file; a non-spillable block never counts; a third that fits in what is left stays. */
+START_TEST(spill_budget_accumulates) {
+    char dir[] = "/tmp/inca-spill-test-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    mem_arena_t *a = NULL;
+    ck_assert_int_eq(mem_arena_create(&a), INCA_OK);
+    ck_assert_int_eq(mem_arena_set_spill(a, 1000, dir), INCA_OK);
+    ck_assert_ptr_nonnull(mem_arena_alloc(a, 5000, "scratch"));
+    ck_assert_ptr_nonnull(mem_arena_alloc_spill(a, 600, "t1"));
+    ck_assert_ptr_nonnull(mem_arena_alloc_spill(a, 600, "t2"));
+    ck_assert_ptr_nonnull(mem_arena_alloc_spill(a, 400, "t3"));
+    ck_assert_int_eq(mem_arena_block_spilled(a, 0), 0);
+    ck_assert_int_eq(mem_arena_block_spilled(a, 1), 0);
+    ck_assert_int_eq(mem_arena_block_spilled(a, 2), 1);   /* 600 + 600 > 1000 */
+    ck_assert_int_eq(mem_arena_block_spilled(a, 3), 0);   /* 600 + 400 = 1000: fits */
+    ck_assert_uint_eq(mem_arena_spilled_bytes(a), 600);
+    ck_assert_ptr_nonnull(mem_arena_alloc_spill(a, 1, "t4"));   /* the budget is full: even a byte spills */
+    ck_assert_int_eq(mem_arena_block_spilled(a, 4), 1);
+    mem_arena_destroy(&a);
+    ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
 START_TEST(spill_to_file) {
     char dir[] = "/tmp/inca-spill-test-XXXXXX";
     ck_assert_ptr_nonnull(mkdtemp(dir));
@@ -211,6 +236,7 @@ int main(void) {
     tcase_add_test(t, bf16_rounding);
     tcase_add_test(t, tables);
     tcase_add_test(t, spill_to_file);
+    tcase_add_test(t, spill_budget_accumulates);
     suite_add_tcase(s, t);
     return tu_run_suite(s);
 }

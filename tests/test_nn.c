@@ -541,6 +541,102 @@ static void float_vs_double_x(const model_config_t *cfg, int sparse, int directe
     fixture_free(&fx);
 }
 
+/* GCNII and APPNP forwards against their papers' formulas, written out here in double from the
+ * parameters by name (the double instance's forward is not the expectation: a formula slip in
+ * nn_impl.inc is in both instances and its gradient check passes). Eval mode, no dropout.
+ * GCNII (Chen et al. 2020, eq. 5): H0 = relu(X W0 + b0); for l = 1..L:
+ *   S = (1-a) Â H + a H0, beta_l = log(theta / l + 1), H = relu((1-beta_l) S + beta_l S W_l);
+ *   logits = H Wout + bout.
+ * APPNP (Gasteiger et al. 2019, eq. 4): Z0 = relu(X W0 + b0) W1 + b1,
+ *   Z_{k+1} = (1-a) Â Z_k + a Z0, logits = Z_K. */
+static void ref_dense(const double *x, int64_t n, int64_t fin, const nn_param_t_d *w, const nn_param_t_d *b, int relu,
+                      double *y) {
+    ck_assert(w->rows == fin && (!b || b->cols == w->cols));
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t k = 0; k < w->cols; k++) {
+            double s = b ? b->w[k] : 0;
+            for (int64_t t = 0; t < fin; t++) s += x[i * fin + t] * w->w[t * w->cols + k];
+            y[i * w->cols + k] = relu && s < 0 ? 0 : s;
+        }
+}
+static void ref_agg(const csr_t *a, const double *x, int64_t f, double *y) {
+    for (int64_t i = 0; i < a->n_rows; i++)
+        for (int64_t k = 0; k < f; k++) {
+            double s = 0;
+            for (int64_t e = a->rowptr[i]; e < a->rowptr[i + 1]; e++) s += (double)a->val[e] * x[a->col[e] * f + k];
+            y[i * f + k] = s;
+        }
+}
+static nn_param_t_d *param_named(model_t_d *m, const char *name) {
+    for (int p = 0; p < model_nparams_d(m); p++)
+        if (strcmp(model_param_d(m, p)->name, name) == 0) return model_param_d(m, p);
+    ck_abort_msg("no parameter %s", name);
+    return NULL;
+}
+
+START_TEST(test_gcnii_appnp_paper_forward) {
+    fixture_t fx;
+    fixture_make(&fx, 77);
+    nn_agg_t_d agg = {dagg_fwd, dagg_bwd, (void *)&fx.gcn};
+    enum { H = 6, L = 3 };
+    const double thetas[2] = {0.5, 1.5}, alphas[2] = {0.1, 0.3};
+    for (int v = 0; v < 2; v++) {
+        /* GCNII */
+        model_config_t c = cfg_make(NN_GCNII, L, H, 0.0f, 0, 0);
+        c.alpha = (float)alphas[v];
+        c.theta = (float)thetas[v];
+        model_t_d *m = NULL;
+        ck_assert_int_eq(model_create_d(&c, NODES, &m), INCA_OK);
+        params_jitter_d(m);
+        const double *logits;
+        ck_assert_int_eq(model_forward_d(m, NODES, fx.xd, &agg, 0, SEED, STEP, &logits), INCA_OK);
+        double h0[NODES * H], h[NODES * H], s[NODES * H], sw[NODES * H], out[NODES * CLS];
+        ref_dense(fx.xd, NODES, FIN, model_param_d(m, 0), model_param_d(m, 1), 1, h0);
+        memcpy(h, h0, sizeof h);
+        const double a = (double)c.alpha, th = (double)c.theta;
+        for (int l = 1; l <= L; l++) {
+            char nm[32];
+            snprintf(nm, sizeof nm, "conv%d.weight", l);
+            const double beta = log(th / l + 1);
+            ref_agg(&fx.gcn, h, H, s);
+            for (int i = 0; i < NODES * H; i++) s[i] = (1 - a) * s[i] + a * h0[i];
+            ref_dense(s, NODES, H, param_named(m, nm), NULL, 0, sw);
+            for (int i = 0; i < NODES * H; i++) {
+                const double z = (1 - beta) * s[i] + beta * sw[i];
+                h[i] = z > 0 ? z : 0;
+            }
+        }
+        const int np = model_nparams_d(m);
+        ref_dense(h, NODES, H, model_param_d(m, np - 2), model_param_d(m, np - 1), 0, out);
+        for (int i = 0; i < NODES * CLS; i++)
+            ck_assert_msg(fabs(logits[i] - out[i]) < 1e-10 * (1 + fabs(out[i])), "gcnii theta %g alpha %g: logit %d %.12g, paper %.12g",
+                          th, a, i, logits[i], out[i]);
+        model_free_d(&m);
+        /* APPNP */
+        c = cfg_make(NN_APPNP, 2, H, 0.0f, 0, 0);
+        c.alpha = (float)alphas[v];
+        c.K = 5;
+        ck_assert_int_eq(model_create_d(&c, NODES, &m), INCA_OK);
+        params_jitter_d(m);
+        ck_assert_int_eq(model_forward_d(m, NODES, fx.xd, &agg, 0, SEED, STEP, &logits), INCA_OK);
+        double z0[NODES * CLS], z[NODES * CLS], az[NODES * CLS];
+        ck_assert_int_eq(model_nparams_d(m), 4);
+        ref_dense(fx.xd, NODES, FIN, model_param_d(m, 0), model_param_d(m, 1), 1, h);
+        ref_dense(h, NODES, H, model_param_d(m, 2), model_param_d(m, 3), 0, z0);
+        memcpy(z, z0, sizeof z);
+        for (int k = 0; k < c.K; k++) {
+            ref_agg(&fx.gcn, z, CLS, az);
+            for (int i = 0; i < NODES * CLS; i++) z[i] = (1 - a) * az[i] + a * z0[i];
+        }
+        for (int i = 0; i < NODES * CLS; i++)
+            ck_assert_msg(fabs(logits[i] - z[i]) < 1e-10 * (1 + fabs(z[i])), "appnp alpha %g: logit %d %.12g, paper %.12g", a, i,
+                          logits[i], z[i]);
+        model_free_d(&m);
+    }
+    fixture_free(&fx);
+}
+END_TEST
+
 START_TEST(test_float_matches_double) {
     const model_config_t cs[] = {
         cfg_make(NN_MLP, 3, 4, 0.3f, 0, 0),  cfg_make(NN_GCN, 3, 4, 0.3f, 0, 0),
@@ -684,6 +780,7 @@ int main(void) {
     tcase_add_test(t, test_sparse_equals_dense);
     tcase_add_test(t, test_grad_loss);
     tcase_add_test(t, test_float_matches_double);
+    tcase_add_test(t, test_gcnii_appnp_paper_forward);
     tcase_add_test(t, test_directed_graph_backward);
     tcase_add_test(t, test_dropout_masks_and_eval);
     tcase_add_test(t, test_sites_and_errors);

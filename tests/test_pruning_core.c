@@ -6,6 +6,7 @@
 #include "core/rng.h"
 #include "core/status.h"
 #include "pruning/dynamics.h"
+#include "pruning/eval.h"
 #include "loaders/npy.h"
 #include "pruning/select.h"
 #include "pruning/selftrain.h"
@@ -435,10 +436,39 @@ START_TEST(npy_alloc_failures) {
 }
 END_TEST
 
+/* The pseudo-label accuracy counts the pool nodes whose label was hidden (y_vis < 0) and that
+ * have a true label, nothing else (eval.h): pool {10..17}, by hand. The visible ones are all
+ * right here, so counting them would raise the figure. */
+START_TEST(pseudo_acc_hidden_only) {
+    int32_t y_true[18], y_vis[18];
+    for (int i = 0; i < 18; i++) { y_true[i] = i % 3; y_vis[i] = -1; }
+    int64_t pool[8] = {10, 11, 12, 13, 14, 15, 16, 17};
+    int32_t pseudo[8];
+    for (int i = 0; i < 8; i++) pseudo[i] = y_true[pool[i]];
+    y_vis[10] = y_true[10];   /* visible: right, not counted */
+    y_vis[11] = y_true[11];
+    y_vis[12] = y_true[12];
+    pseudo[3] = (y_true[13] + 1) % 3;   /* hidden and wrong */
+    pseudo[4] = (y_true[14] + 1) % 3;
+    y_true[17] = -1;   /* no true label: not counted */
+    pseudo[7] = 0;
+    prune_result_t r;
+    memset(&r, 0, sizeof r);
+    r.npool = 8;
+    r.pool = pool;
+    r.pseudo = pseudo;
+    /* hidden with a true label: 13, 14, 15, 16; right: 15, 16 */
+    ck_assert_double_eq_tol(prune_pseudo_acc(y_true, y_vis, &r), 2.0 / 4.0, 1e-15);
+    for (int i = 10; i < 18; i++) y_vis[i] = y_true[i] >= 0 ? y_true[i] : -1;   /* all visible: nothing to score */
+    ck_assert_double_eq(prune_pseudo_acc(y_true, y_vis, &r), 0.0);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("pruning_core");
     TCase *t = tcase_create("core");
     tcase_add_test(t, ccs_hand_strata);
+    tcase_add_test(t, pseudo_acc_hidden_only);
     tcase_add_test(t, ccs_negative_max_kept);
     tcase_add_test(t, double_end_and_topk);
     tcase_add_test(t, random_reproducible);

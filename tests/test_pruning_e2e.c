@@ -15,6 +15,8 @@
 #include "loaders/npy.h"
 #include "pruning/knn.h"
 #include "pruning/eval.h"
+#include "graph/gen.h"
+#include "nn/train.h"
 #include "pruning/labeled.h"
 #include "pruning/pipeline.h"
 #include "pruning/score_select.h"
@@ -1175,11 +1177,83 @@ START_TEST(cli_sigint_ends_the_status_line) {
 }
 END_TEST
 
+/* The coreset evaluation on a graph dataset trains the target on the selected nodes only, one
+ * run per seed seed+i, and reports the mean and the sample standard deviation (n - 1, as train's
+ * test_acc_std) of the runs' test accuracies; the full pool's figure trains on the pool. The
+ * expectation: train_run called here on the same ids with the same seeds, and the definitions
+ * of mean and sample std. */
+START_TEST(eval_graph_trains_on_selection) {
+    gen_opts_t o;
+    gen_opts_default(&o);
+    o.nodes = 400;
+    o.avg_degree = 8;
+    o.features = 16;
+    o.classes = 3;
+    o.seed = 17;
+    o.homophily = 0.7;
+    o.mean_scale = 0.6;
+    o.noise = 1.0;
+    o.split[0] = 0.5;
+    o.split[1] = 0.2;
+    o.split[2] = 0.3;
+    dataset_t d;
+    ck_assert_int_eq(gen_csbm(&o, &d, NULL), INCA_OK);
+    train_config_t tc;
+    train_config_default(&tc);
+    tc.model = NN_GCN;
+    tc.epochs = 30;
+    tc.threads = 1;
+    const int64_t *pool = d.split[SPLIT_TRAIN], npool = d.split_n[SPLIT_TRAIN];
+    int64_t sel[12];
+    const int64_t nsel = 12;
+    for (int64_t i = 0; i < nsel; i++) sel[i] = pool[i * 7];   /* ascending, as the selectors give */
+    enum { RUNS = 3 };
+    const uint64_t seed = 40;
+    prune_eval_t e;
+    ck_assert_int_eq(prune_eval_run(&d, &tc, pool, npool, sel, nsel, RUNS, seed, PRUNE_EVAL_CORESET | PRUNE_EVAL_FULL, &e),
+                     INCA_OK);
+    double ac[RUNS], af[RUNS], mc = 0, mf = 0;
+    int differ = 0;
+    for (int i = 0; i < RUNS; i++) {
+        train_config_t c = tc;
+        c.runs = 1;
+        c.seed = seed + (uint64_t)i;
+        train_result_t r;
+        ck_assert_int_eq(train_run(&d, &c, sel, nsel, &r), INCA_OK);
+        ac[i] = r.test_acc;
+        train_result_free(&r);
+        ck_assert_int_eq(train_run(&d, &c, pool, npool, &r), INCA_OK);
+        af[i] = r.test_acc;
+        train_result_free(&r);
+        differ += ac[i] != af[i];
+        mc += ac[i] / RUNS;
+        mf += af[i] / RUNS;
+    }
+    ck_assert_msg(differ > 0, "the selection trains as the pool does: the check below could not fail");
+    double sc = 0, sf = 0;
+    for (int i = 0; i < RUNS; i++) {
+        sc += (ac[i] - mc) * (ac[i] - mc);
+        sf += (af[i] - mf) * (af[i] - mf);
+    }
+    sc = sqrt(sc / (RUNS - 1));
+    sf = sqrt(sf / (RUNS - 1));
+    ck_assert_msg(sc > 1e-6, "the runs agree: the std check would be vacuous");
+    ck_assert_double_eq_tol(e.coreset_acc, mc, 1e-12);
+    ck_assert_double_eq_tol(e.coreset_std, sc, 1e-12);
+    ck_assert_double_eq_tol(e.full_acc, mf, 1e-12);
+    ck_assert_double_eq_tol(e.full_std, sf, 1e-12);
+    ck_assert(isnan(e.random_acc));
+    ck_assert_int_eq(e.runs, RUNS);
+    dataset_free(&d);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("pruning_e2e");
     TCase *t = tcase_create("e2e");
     tcase_set_timeout(t, 600);
     tcase_add_test(t, pipeline_blobs_labelprop);
+    tcase_add_test(t, eval_graph_trains_on_selection);
     tcase_add_test(t, pipeline_blobs_selftrain);
     tcase_add_test(t, hidden_labels_never_read_labelprop);
     tcase_add_test(t, hidden_labels_never_read_selftrain);

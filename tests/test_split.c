@@ -207,12 +207,59 @@ START_TEST(random_partial) {
 }
 END_TEST
 
+/* --split random:TR,VA,TE:SEED draws with SEED whatever the training seed; without :SEED the
+ * training seed draws it (dataset.h). The expectation: split_random called with that seed. */
+static void split_of(const char *spec, uint64_t train_seed, const double fr[3], uint64_t want_seed) {
+    dataset_t a, b;
+    dataset_init(&a);
+    dataset_init(&b);
+    a.n = b.n = 60;
+    a.c = b.c = 3;
+    a.y = inca_malloc(60 * sizeof *a.y);
+    b.y = inca_malloc(60 * sizeof *b.y);
+    ck_assert(a.y && b.y);
+    for (int i = 0; i < 60; i++) a.y[i] = b.y[i] = i % 7 == 3 ? -1 : i % 3;
+    ck_assert_int_eq(dataset_split_apply("unused.store", spec, train_seed, &a), INCA_OK);
+    ck_assert_int_eq(split_random(&b, fr, want_seed), INCA_OK);
+    for (int s = 0; s < SPLIT_COUNT; s++) {
+        ck_assert_int_eq(a.split_n[s], b.split_n[s]);
+        ck_assert_msg(a.split_n[s] == 0 || memcmp(a.split[s], b.split[s], sizeof(int64_t) * (size_t)a.split_n[s]) == 0,
+                      "%s, training seed %llu: split %d is not split_random's with seed %llu", spec,
+                      (unsigned long long)train_seed, s, (unsigned long long)want_seed);
+    }
+    dataset_free(&a);
+    dataset_free(&b);
+}
+
+START_TEST(random_split_seed) {
+    const double fr[3] = {0.5, 0.25, 0.25};
+    for (uint64_t ts = 0; ts < 3; ts++) {
+        split_of("random:0.5,0.25,0.25:9", ts, fr, 9);
+        split_of("random:0.5,0.25,0.25", ts, fr, ts);
+    }
+    /* the check can fail: seeds 0 and 1 draw different splits here */
+    dataset_t a, b;
+    dataset_init(&a);
+    dataset_init(&b);
+    a.n = b.n = 60;
+    a.y = inca_malloc(60 * sizeof *a.y);
+    b.y = inca_malloc(60 * sizeof *b.y);
+    for (int i = 0; i < 60; i++) a.y[i] = b.y[i] = i % 3;
+    ck_assert_int_eq(split_random(&a, fr, 0), INCA_OK);
+    ck_assert_int_eq(split_random(&b, fr, 1), INCA_OK);
+    ck_assert(memcmp(a.split[0], b.split[0], sizeof(int64_t) * (size_t)a.split_n[0]) != 0);
+    dataset_free(&a);
+    dataset_free(&b);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("split");
     TCase *tc = tcase_create("split");
     tcase_add_test(tc, parse_accepts);
     tcase_add_test(tc, parse_rejects);
     tcase_add_test(tc, parse_seed);
+    tcase_add_test(tc, random_split_seed);
     tcase_add_test(tc, random_sizes_and_disjoint);
     tcase_add_test(tc, random_deterministic_and_seeded);
     tcase_add_test(tc, random_uniform);

@@ -226,6 +226,51 @@ END_TEST
  * and out_logits holds the final model); a larger --epochs extends a run; a run stopped by
  * patience resumes as finished; another configuration or a truncated file is refused with the
  * path; cluster, GAS and IncAgg resume exactly too; --resume without --checkpoint is refused. */
+/* A resume under another model structure is refused (checkpoint.c's arch_hash): every flag the
+ * hash names (--alpha, --theta, --K, --batchnorm, --residual, --dense-input) on the model kinds
+ * that use it, each changed alone; the same flags resume (the refusal is the change's). The
+ * expectation is the header check's documented list, not the hash's code. */
+START_TEST(test_checkpoint_arch_refusals) {
+    dataset_t d;
+    make_csbm(&d, 300, 0.8, 1.0, 5);
+    char *dir = tu_mkdtemp(), path[700];
+    ck_assert_ptr_nonnull(dir);
+    static const struct { const char *model, *what; } cases[] = {
+        {"gcnii", "alpha"}, {"gcnii", "theta"}, {"appnp", "alpha"}, {"appnp", "K"},
+        {"gcn", "batchnorm"}, {"gcn", "residual"}, {"gcn", "dense_input"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        train_config_t c = cfg_small(cases[i].model);
+        c.epochs = 2;
+        c.layers = 3;   /* gcn: a hidden-to-hidden layer, where --residual applies */
+        snprintf(path, sizeof path, "%s/%zu", dir, i);
+        c.checkpoint_dir = path;
+        train_result_t r;
+        ck_assert_msg(train_run(&d, &c, NULL, 0, &r) == INCA_OK, "%s: %s", cases[i].model, inca_errmsg());
+        train_result_free(&r);
+        c.resume = 1;
+        c.epochs = 3;
+        train_config_t o = c;
+        const char *w = cases[i].what;
+        if (!strcmp(w, "alpha")) o.alpha = 0.3;
+        else if (!strcmp(w, "theta")) o.theta = 1.0;
+        else if (!strcmp(w, "K")) o.K = c.K + 1;
+        else if (!strcmp(w, "batchnorm")) o.batchnorm = 1;
+        else if (!strcmp(w, "residual")) o.residual = 1;
+        else o.dense_input = 1;
+        const int rc = train_run(&d, &o, NULL, 0, &r);
+        if (rc == INCA_OK) train_result_free(&r);
+        ck_assert_msg(rc == INCA_EINVAL && strstr(inca_errmsg(), "another model structure"),
+                      "%s with another %s resumed (rc %d): %s", cases[i].model, w, rc, inca_errmsg());
+        ck_assert_msg(train_run(&d, &c, NULL, 0, &r) == INCA_OK, "%s: the same flags: %s", cases[i].model, inca_errmsg());
+        train_result_free(&r);
+    }
+    tu_rmrf(dir);
+    free(dir);
+    dataset_free(&d);
+}
+END_TEST
+
 START_TEST(test_checkpoint_resume) {
     dataset_t d;
     make_csbm(&d, 500, 0.8, 1.0, 31);
@@ -578,6 +623,56 @@ START_TEST(test_metrics_hooks_patience) {
 }
 END_TEST
 
+/* The documented defaults and thresholds (train_common.h), by hand: near chance under the
+ * test split's largest class share + 2 points or under 1.5 / classes; beta1 auto 0.9 except
+ * TRAIN_BETA1_HISTORY for gas / incagg batches that leave parts out; eval-average auto 1 - B/K
+ * for the mini-batch methods when a batch leaves parts out, else 0; the given values win. */
+START_TEST(test_auto_defaults_by_hand) {
+    dataset_t d;
+    dataset_init(&d);
+    int32_t y[10] = {0, 0, 0, 0, 0, 1, 1, 2, 2, 2};
+    int64_t test[10] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
+    d.n = 10;
+    d.c = 3;
+    d.y = y;
+    d.split[SPLIT_TEST] = test;
+    d.split_n[SPLIT_TEST] = 10;
+    double share = -1;
+    /* share 0.5; 1.5 / 3 = 0.5: the bar is 0.52 */
+    ck_assert_int_eq(train_near_chance(&d, 0.51, &share), 1);
+    ck_assert_double_eq_tol(share, 0.5, 1e-15);
+    ck_assert_int_eq(train_near_chance(&d, 0.5, &share), 1);
+    ck_assert_int_eq(train_near_chance(&d, 0.53, &share), 0);
+    ck_assert_int_eq(train_near_chance(&d, NAN, &share), 0);
+    /* ten classes, test labels spread evenly: share 0.1, the bar 1.5 / 10 = 0.15 */
+    for (int i = 0; i < 10; i++) y[i] = i;
+    d.c = 10;
+    ck_assert_int_eq(train_near_chance(&d, 0.14, &share), 1);
+    ck_assert_double_eq_tol(share, 0.1, 1e-15);
+    ck_assert_int_eq(train_near_chance(&d, 0.16, &share), 0);
+    /* beta1 and the evaluation's weight average */
+    static const struct { const char *method; int parts, bp; double beta1, avg; } cases[] = {
+        {"full", 40, 10, 0.9, 0.0},     {"cluster", 40, 10, 0.9, 0.75}, {"gas", 40, 10, TRAIN_BETA1_HISTORY, 0.75},
+        {"incagg", 8, 2, TRAIN_BETA1_HISTORY, 0.75}, {"incagg", 10, 10, 0.9, 0.0}, {"gas", 10, 10, 0.9, 0.0},
+        {"gas", 10, 9, TRAIN_BETA1_HISTORY, 0.1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        train_config_t c;
+        train_config_default(&c);
+        c.method = tu_method(cases[i].method);
+        c.parts = cases[i].parts;
+        c.batch_parts = cases[i].bp;
+        ck_assert_msg(fabs(train_beta1(&c) - cases[i].beta1) < 1e-15, "%s %d/%d: beta1 %g", cases[i].method, cases[i].bp,
+                      cases[i].parts, train_beta1(&c));
+        ck_assert_msg(fabs(train_eval_average(&c) - cases[i].avg) < 1e-12, "%s %d/%d: eval average %g", cases[i].method,
+                      cases[i].bp, cases[i].parts, train_eval_average(&c));
+        c.beta1 = 0.5;
+        c.eval_average = 0.25;
+        ck_assert(train_beta1(&c) == 0.5 && train_eval_average(&c) == 0.25);
+    }
+}
+END_TEST
+
 START_TEST(test_helpers) {
     /* row and standard feature normalisation, by hand */
     const float x[6] = {1, 3, 0, 0, 2, 2};   /* 3 x 2 */
@@ -789,6 +884,8 @@ int main(void) {
     tcase_add_test(t, test_deterministic);
     tcase_add_test(t, test_minibatch_mlp);
     tcase_add_test(t, test_checkpoint_resume);
+    tcase_add_test(t, test_auto_defaults_by_hand);
+    tcase_add_test(t, test_checkpoint_arch_refusals);
     tcase_add_test(t, test_runs_statistics);
     tcase_add_test(t, test_eval_every);
     tcase_add_test(t, test_override_and_unlabelled);
