@@ -38,7 +38,7 @@ int bench_mb_config(const args_t *a, train_config_t *c) {
     if ((rc = flag_range(a, "--parts", 40, 1, INT32_MAX, &v))) return rc;
     c->parts = (int)v;
     if ((rc = flag_range(a, "--batch-parts", 10, 1, INT32_MAX, &v))) return rc;
-    c->batch_parts = (int)v;
+    c->batch_parts = (int)(v < c->parts ? v : c->parts);   /* a batch holds at most every part (the value used) */
     if ((rc = flag_range(a, "--refresh", 0, 0, INT32_MAX, &v))) return rc;
     c->refresh = (int)v;
     int hd = HIST_F32;

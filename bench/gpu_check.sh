@@ -40,7 +40,8 @@ B=build-gpu/inca
 mkdir -p "$RES" "$LOG" "$DATA"
 # the stores (GB at 1M nodes) go however the script ends; a TERM or INT ends the running step too
 trap '[ -n "${GPU_CHECK_DATA:-}" ] || rm -rf "$DATA"' EXIT
-trap 'pkill -TERM -P $$ 2>/dev/null; exit 143' INT TERM
+STEP_PID=
+trap '[ -z "$STEP_PID" ] || { pkill -TERM -P "$STEP_PID"; kill -TERM "$STEP_PID"; } 2>/dev/null; exit 143' INT TERM
 : >"$LOG/steps.tsv"
 t_start=$(date +%s)
 exec 3>&2   # progress lines stay on the terminal while each step's output goes to its log
@@ -51,8 +52,13 @@ run() {
   shift
   t0=$(date +%s)
   say "$name"
-  "$@"
+  # in the background and waited for: a TERM or INT reaches the trap at once (bash runs a trap
+  # only once the foreground command it waits on ends), which ends this step's processes
+  "$@" &
+  STEP_PID=$!
+  wait "$STEP_PID"
   rc=$?
+  STEP_PID=
   printf '%s\t%s\t%s\n' "$name" "$([ $rc -eq 0 ] && echo pass || echo "fail ($rc)")" "$(( $(date +%s) - t0 ))" >>"$LOG/steps.tsv"
   if [ $rc -ne 0 ] && [ -f "$LOG/$name.log" ]; then
     echo "--- $name failed (exit $rc); tail of its log:" >&3

@@ -133,18 +133,24 @@ static int spread_from_args(const args_t *a, prune_config_t *cfg) {
     int rc;
     /* --knn K, or --knn exact|faiss|auto: ARCHITECTURE.md's contract names the search by --knn
      * (the search flag is --knn-search; the two must agree when both are given) */
-    const char *kw = args_str(a, "--knn", NULL), *ks = args_str(a, "--knn-search", NULL);
+    const char *kw = args_peek(a, "--knn"), *ks = args_peek(a, "--knn-search");
     const int kword = kw && (!strcmp(kw, "exact") || !strcmp(kw, "faiss") || !strcmp(kw, "auto"));
-    if (kword && ks && strcmp(kw, ks) != 0)
+    const int kn_cmd = args_on_command_line(a, "--knn"), ks_cmd = args_on_command_line(a, "--knn-search");
+    /* both typed and different: refused; else the one on the command line wins over a --config's */
+    if (kword && ks && strcmp(kw, ks) != 0 && kn_cmd == ks_cmd)
         return inca_fail(INCA_EINVAL, "--knn %s and --knn-search %s: two searches asked (--knn takes K or the search)", kw, ks);
-    if (kword) iv = 10;
-    else if ((rc = args_int(a, "--knn", 10, &iv))) return rc;
+    const int by_word = kword && (!ks || kn_cmd || !ks_cmd);
+    if (kword) {   /* the config records the word, or K when a typed --knn-search overrode it */
+        (void)(by_word ? args_str(a, "--knn", NULL) : args_resolve(a, "--knn", "10"));
+        iv = 10;
+    } else if ((rc = args_int(a, "--knn", 10, &iv))) return rc;
     cfg->knn_k = (int)iv;
     if ((rc = prune_knn_features_parse(args_str(a, "--knn-features", "auto"), &cfg->knn_features))) return rc;
     if ((rc = args_int(a, "--knn-pca", 200, &iv))) return rc;
     if (iv < 1) return inca_fail(INCA_EINVAL, "--knn-pca: expected a number of components >= 1, got %lld", (long long)iv);
     cfg->knn_pca = iv;
-    const char *ks2 = kword ? kw : ks ? ks : "auto";
+    /* resolved, for the config */
+    const char *ks2 = by_word ? args_resolve(a, "--knn-search", kw) : args_str(a, "--knn-search", "auto");
     if (strcmp(ks2, "auto") == 0) cfg->knn_search = PRUNE_KNN_AUTO;
     else if (strcmp(ks2, "exact") == 0) cfg->knn_search = PRUNE_KNN_EXACT;
     else if (strcmp(ks2, "faiss") == 0) cfg->knn_search = PRUNE_KNN_FAISS;

@@ -137,7 +137,9 @@ int cli_train_config(const args_t *a, train_config_t *c, cli_log_state_t *ls) {
         if (pk > INT32_MAX) return inca_fail(INCA_EINVAL, "--partition %s: too many parts", c->partition);
         c->parts = (int)pk;
     }
-    if (args_has(a, "--batch-parts") && c->batch_parts > c->parts)   /* the default 10 follows a smaller --parts */
+    /* the default 10, or a config's value (a result written before the clamp below said 10 of 4
+     * parts), follows a smaller --parts; a value the user typed is refused */
+    if (args_on_command_line(a, "--batch-parts") && c->batch_parts > c->parts)
         return inca_fail(INCA_EINVAL, "--batch-parts %d: more than the %d parts (--parts%s%s); a batch holds at most every part",
                          c->batch_parts, c->parts, c->partition[0] ? ", from --partition " : "", c->partition);
     /* the value used, so that a result's config (predict, --config) does not name 10 of 4 parts */

@@ -327,6 +327,17 @@ int args_has(const args_t *a, const char *name) {
     return has;
 }
 
+const char *args_peek(const args_t *a, const char *name) {
+    const kv_t *kv = find(a, name);
+    return kv ? kv->val : NULL;
+}
+
+const char *args_resolve(const args_t *a, const char *name, const char *value) {
+    resolved_t *r = res_add(a, name, RES_STR);
+    if (r && value && !(r->s = dup_or_null(value))) a->res->oom = 1;
+    return value;
+}
+
 const char *args_str(const args_t *a, const char *name, const char *def) {
     const kv_t *kv = find(a, name);
     resolved_t *r = res_add(a, name, RES_STR);

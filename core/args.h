@@ -31,6 +31,12 @@ int args_has(const args_t *a, const char *name);        /* flag given (either ki
  * included): what a check of the user's own choices looks at. Not recorded for the config. */
 int args_on_command_line(const args_t *a, const char *name);
 const char *args_str(const args_t *a, const char *name, const char *def);
+/* The value given (command line or --config), NULL when none, without recording the flag as
+ * resolved: a look before the getter that resolves it (a flag of two forms, --knn K|exact). */
+const char *args_peek(const args_t *a, const char *name);
+/* Record value as what name resolved to (the config's entry) and return it: a flag whose value
+ * a command derives from another's (--knn exact sets --knn-search). */
+const char *args_resolve(const args_t *a, const char *name, const char *value);
 /* Numeric getters: INCA_EINVAL with "--name: expected an integer, got 'x'" on bad input. */
 int args_int(const args_t *a, const char *name, int64_t def, int64_t *out);
 int args_double(const args_t *a, const char *name, double def, double *out);

@@ -235,8 +235,10 @@ int ckpt_load(const char *dir, int run, const train_config_t *c, const dataset_t
     ckpt_header_t h, want;
     header_expect(c, d, m, run, &want);
     rc = INCA_OK;
-    if (get(fp, &h, sizeof h) || memcmp(h.magic, CKPT_MAGIC, sizeof h.magic) != 0) {
-        rc = memcmp(h.magic, CKPT_MAGIC, 7) == 0
+    const int whole = get(fp, &h, sizeof h) == 0;
+    if (!whole || memcmp(h.magic, CKPT_MAGIC, sizeof h.magic) != 0) {
+        /* an older format by its magic (a header cut short is no format: "truncated") */
+        rc = whole && memcmp(h.magic, CKPT_MAGIC, 7) == 0
                  ? inca_fail(INCA_EINVAL, "%s: a checkpoint of an older inca (format %.1s, this one reads %.1s): train "
                              "again without --resume", path, &h.magic[7], &CKPT_MAGIC[7])
                  : inca_fail(INCA_EINVAL, "%s: not an inca checkpoint (or truncated header)", path);

@@ -68,11 +68,15 @@ def pct(v):
 
 
 def lines(spec):
-    # FILE=LABEL: the last "=" (a file name may hold one, "lr=0.01.jsonl"), the whole spec when it
-    # names a file
-    path, _, label = spec.rpartition("=")
-    if not path or os.path.exists(spec):
-        path, label = spec, ""
+    # FILE=LABEL: the whole spec when it names a file, else the first "=" after which the left
+    # side names a file (file names and labels may both hold "=": "lr=0.01.jsonl=again",
+    # "a.jsonl=lr=0.01"), else the first "="
+    path, label = spec, ""
+    if not os.path.exists(spec):
+        cuts = [i for i, ch in enumerate(spec) if ch == "="]
+        at = next((i for i in cuts if os.path.exists(spec[:i])), cuts[0] if cuts else None)
+        if at is not None:
+            path, label = spec[:at], spec[at + 1:]
     out = []
     try:
         with open(path) as f:

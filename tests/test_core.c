@@ -132,6 +132,10 @@ END_TEST
 /* a thread inca starts runs its OpenMP teams at --threads (inca_thread_adopt): OpenMP keeps the
  * team size per thread, and a new pthread began at the machine's core count (GEMM's blocks, and so
  * the bits of --workers ranks, followed the machine) */
+static void *bare_main(void *arg) {   /* a new thread's team size before it adopts anything */
+    *(int *)arg = omp_get_max_threads();
+    return NULL;
+}
 static void *adopt_main(void *arg) {
     int *got = arg;
     inca_thread_adopt();
@@ -145,13 +149,18 @@ static void *adopt_main(void *arg) {
 
 START_TEST(test_thread_adopt) {
     const int before = inca_threads();
-    inca_set_threads(1);
-    int got[2] = {0, 0};
     pthread_t th;
+    int bare = 0, got[2] = {0, 0};
+    ck_assert_int_eq(pthread_create(&th, NULL, bare_main, &bare), 0);
+    ck_assert_int_eq(pthread_join(th, NULL), 0);
+    /* a count other than a bare thread's default, so that the check can fail (1 core or
+     * OMP_NUM_THREADS=1 make the default 1) */
+    const int want = bare == 1 ? 2 : 1;
+    inca_set_threads(want);
     ck_assert_int_eq(pthread_create(&th, NULL, adopt_main, got), 0);
     ck_assert_int_eq(pthread_join(th, NULL), 0);
-    ck_assert_int_eq(got[0], 1);
-    ck_assert_int_eq(got[1], 1);
+    ck_assert_int_eq(got[0], want);
+    ck_assert_int_eq(got[1], want);   /* the team a parallel region gets */
     inca_set_threads(before);
 }
 END_TEST

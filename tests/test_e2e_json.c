@@ -468,6 +468,9 @@ START_TEST(test_prune_eval) {
     ck_assert_str_eq(tu_json_get(c1, "keep", STR)->valuestring, "0.5");   /* a list of budgets: text */
     ck_assert_double_eq(tu_json_dbl(c1, "proxy-epochs"), 3);
     ck_assert_str_eq(tu_json_get(c1, "ssl", STR)->valuestring, "auto");   /* a default, resolved */
+    /* --knn K|exact|faiss|auto resolves both flags (a look at --knn's form recorded null) */
+    ck_assert_double_eq(tu_json_dbl(c1, "knn"), 10);
+    ck_assert_str_eq(tu_json_get(c1, "knn-search", STR)->valuestring, "auto");
     ck_assert(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(c1, "eval")));
     tu_json_get(o, "version", STR);
     free(out);
@@ -482,6 +485,12 @@ START_TEST(test_prune_eval) {
     o2 = tu_json_last(out);
     ck_assert_int_eq((long)tu_json_dbl(o2, "kept"), g_train / 4);
     ck_assert_str_eq(tu_json_get(tu_json_get(o2, "config", OBJ), "keep", STR)->valuestring, "0.25");
+    cJSON_Delete(o2);
+    free(out);
+    out = run_ok(NULL, "prune --config '%s' --knn exact --json", res);
+    o2 = tu_json_last(out);
+    ck_assert_str_eq(tu_json_get(tu_json_get(o2, "config", OBJ), "knn", STR)->valuestring, "exact");
+    ck_assert_str_eq(tu_json_get(tu_json_get(o2, "config", OBJ), "knn-search", STR)->valuestring, "exact");
     cJSON_Delete(o2);
     cJSON_Delete(o);
     free(out);

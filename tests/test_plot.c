@@ -135,7 +135,7 @@ START_TEST(each_kind_renders) {
     plot_ok("budget", "c=1.json", "budget_nulls.png");
     write_file("lr=0.01.jsonl", "{\"run\":0,\"epoch\":0,\"train_loss\":1.9,\"val_acc\":null,\"test_acc\":0.3}\n"
                                 "{\"run\":0,\"epoch\":1,\"train_loss\":1.5,\"val_acc\":0.5,\"test_acc\":0.5}\n");
-    plot_ok("curves", "lr=0.01.jsonl lr=0.01.jsonl=again", "curves_eq.png");
+    plot_ok("curves", "lr=0.01.jsonl lr=0.01.jsonl=again a.jsonl=lr=0.01", "curves_eq.png");
     /* scripts/scale_curve.py, two sizes of three stages, one failed line (skipped) */
     write_file("curve.jsonl", "{\"nodes\":1000000,\"stage\":\"gen\",\"ok\":true,\"seconds\":14,\"peak_rss_anon_mb\":1270}\n"
                               "{\"nodes\":1000000,\"stage\":\"metis\",\"ok\":true,\"seconds\":53,\"peak_rss_anon_mb\":1566}\n"

@@ -355,6 +355,11 @@ START_TEST(test_checkpoint_resume) {
     ck_assert_int_eq(truncate(path, 600), 0);
     ck_assert_int_eq(train_run(&e, &c, NULL, 0, &rx), INCA_EINVAL);
     ck_assert_ptr_nonnull(strstr(inca_errmsg(), "truncated"));
+    /* cut inside its header: truncated, not "a checkpoint of an older inca (format 5, this one
+     * reads 5)" as its whole magic read back */
+    ck_assert_int_eq(truncate(path, 50), 0);
+    ck_assert_int_eq(train_run(&e, &c, NULL, 0, &rx), INCA_EINVAL);
+    ck_assert_msg(strstr(inca_errmsg(), "truncated header") && !strstr(inca_errmsg(), "older"), "%s", inca_errmsg());
     /* mini-batch methods: the history tables and the batch sequence resume too; the exact
      * training loss of the last epoch is the witness (the validation split stays, so the best
      * epoch can lie in either half) */
