@@ -628,6 +628,49 @@ START_TEST(cli_usage_errors) {
 }
 END_TEST
 
+/* R-MAT's quadrant probabilities (mutation test): undo the id permutation (gen_perm with the
+ * generator's seed, as gen_rmat applies it) and, at every level (bit) of the ids, count the
+ * kept edges whose two endpoints have that bit (0, 0): quadrant a = 0.57, (1, 1): d = 0.05,
+ * and one each: b + c = 0.38 (the graph is symmetric, so each edge is counted once, u < v).
+ * A power of two, so no draw is rejected; a sparse graph, so few duplicates are merged.
+ * A d folded into c (no edge between two high halves) passed every other test. */
+START_TEST(rmat_quadrant_probabilities) {
+    gen_opts_t o;
+    const int scale = 14;
+    const int64_t n = (int64_t)1 << scale;
+    rmat_opts(&o, n, 4, 11);
+    dataset_t d;
+    ck_assert_int_eq(gen_rmat(&o, &d, NULL), INCA_OK);
+    gen_perm_t p;
+    gen_perm_init(&p, n, o.seed);
+    int64_t *inv = malloc((size_t)n * sizeof *inv);
+    ck_assert_ptr_nonnull(inv);
+    for (int64_t x = 0; x < n; x++) inv[gen_perm_apply(&p, x)] = x;
+    int64_t both0[14] = {0}, both1[14] = {0}, edges = 0;
+    for (int64_t u = 0; u < n; u++)
+        for (int64_t e = d.adj.rowptr[u]; e < d.adj.rowptr[u + 1]; e++) {
+            const int64_t v = d.adj.col[e];
+            if (v <= u) continue;
+            edges++;
+            for (int l = 0; l < scale; l++) {
+                const int bu = (int)(inv[u] >> l) & 1, bv = (int)(inv[v] >> l) & 1;
+                both0[l] += !bu && !bv;
+                both1[l] += bu && bv;
+            }
+        }
+    ck_assert_int_gt(edges, 25000);   /* of 32768 drawn (sd of a fraction below ~0.003) */
+    for (int l = 0; l < scale; l++) {
+        const double fa = (double)both0[l] / (double)edges, fd = (double)both1[l] / (double)edges;
+        ck_assert_msg(fa > 0.53 && fa < 0.61, "bit %d: quadrant a holds %.4f of the edges, expected 0.57", l, fa);
+        ck_assert_msg(fd > 0.04 && fd < 0.065, "bit %d: quadrant d holds %.4f of the edges, expected 0.05", l, fd);
+        ck_assert_msg(1 - fa - fd > 0.34 && 1 - fa - fd < 0.42, "bit %d: quadrants b + c hold %.4f, expected 0.38", l,
+                      1 - fa - fd);
+    }
+    free(inv);
+    dataset_free(&d);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("gen");
     TCase *tc = tcase_create("gen");
@@ -636,6 +679,7 @@ int main(void) {
     tcase_add_test(tc, rmat_structure);
     tcase_add_test(tc, rmat_sizes);
     tcase_add_test(tc, rmat_attributes);
+    tcase_add_test(tc, rmat_quadrant_probabilities);
     tcase_add_test(tc, rmat_deterministic);
     tcase_add_test(tc, csbm_homophily_degree_balance);
     tcase_add_test(tc, csbm_feature_scale);

@@ -765,6 +765,93 @@ START_TEST(test_alloc_failures) {
 }
 END_TEST
 
+/* SAGE by hand (mutation test): the library's float model against the layer written out in
+ * double from its definition, h' = h W_root + mean_{j in N(i)} h_j W_neigh + b, with the mean
+ * taken over the unnormalised adjacency here (nn_kind_norm(NN_SAGE)'s operator must be that
+ * mean), the residual h' += h on the layer whose width does not change (the first one too),
+ * and, in train mode, dropout on every layer's input (the first one too) by the mask rule of
+ * nn/model.h: keep element e of layer l's input iff rng_hash_uniform(seed, step *
+ * NN_STREAMS_PER_STEP + l, e) >= p, scaled by 1 / (1 - p). Both orders (Agg(h) W and
+ * Agg(h W)) compute the same layer. */
+static void ref_sage_layer(const csr_t *adj, const double *h, int64_t fin, int64_t fout, const float *wr,
+                           const float *wn, const float *b, int relu, int res, double *out) {
+    for (int64_t i = 0; i < NODES; i++) {
+        double mean[FIN + 8] = {0}, deg = 0;
+        for (int64_t e = adj->rowptr[i]; e < adj->rowptr[i + 1]; e++) {
+            const double w = adj->val ? adj->val[e] : 1.0;
+            deg += w;
+            for (int64_t k = 0; k < fin; k++) mean[k] += w * h[adj->col[e] * fin + k];
+        }
+        for (int64_t k = 0; k < fin; k++) mean[k] = deg > 0 ? mean[k] / deg : 0;
+        for (int64_t j = 0; j < fout; j++) {
+            double s = b[j];
+            for (int64_t k = 0; k < fin; k++) s += h[i * fin + k] * wr[k * fout + j] + mean[k] * wn[k * fout + j];
+            if (res) s += h[i * fin + j];
+            out[i * fout + j] = relu && s < 0 ? 0 : s;
+        }
+    }
+}
+static void ref_drop(const double *h, int64_t n, float p, uint64_t seed, uint64_t stream, double *out) {
+    for (int64_t e = 0; e < n; e++)
+        out[e] = rng_hash_uniform(seed, stream, (uint64_t)e) >= p ? h[e] / (1.0 - (double)p) : 0.0;
+}
+static const float *sage_param(model_t *m, const char *name) {
+    for (int i = 0; i < model_nparams(m); i++)
+        if (strcmp(model_param(m, i)->name, name) == 0) return model_param(m, i)->w;
+    ck_abort_msg("no parameter %s", name);
+    return NULL;
+}
+
+START_TEST(test_sage_forward_by_hand) {
+    fixture_t fx;
+    fixture_make(&fx, 5);
+    csr_t a = {0}, at = {0};
+    ck_assert_int_eq(nn_kind_norm(NN_SAGE), NN_NORM_MEAN);
+    ck_assert_int_eq(nn_adj_build(&fx.adj, nn_kind_norm(NN_SAGE), &a, &at), INCA_OK);
+    nn_agg_full_t full;
+    nn_agg_t agg;
+    nn_agg_full_init(&agg, &full, &a, at.rowptr ? &at : NULL);
+    const uint64_t seed = 17, step = 4;
+    /* (residual, dropout, transform_first, train) */
+    const int cases[][4] = {{1, 0, 0, 0}, {1, 0, 1, 0}, {0, 1, 0, 1}, {0, 1, 1, 1}};
+    for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
+        const float p = cases[t][1] ? 0.5f : 0.0f;
+        model_config_t c = cfg_make(NN_SAGE, 2, FIN, p, 0, cases[t][0]);   /* FIN -> FIN -> CLS */
+        c.transform_first = cases[t][2];
+        model_t *m = NULL;
+        ck_assert_int_eq(model_create(&c, NODES, &m), INCA_OK);
+        rng_t r;
+        rng_seed(&r, 100 + t);
+        for (int i = 0; i < model_nparams(m); i++) {
+            nn_param_t *P = model_param(m, i);
+            for (int64_t k = 0; k < P->n; k++) P->w[k] = (float)(0.5 * rng_normal(&r));
+        }
+        const float *l;
+        ck_assert_int_eq(model_forward(m, NODES, fx.xf, &agg, cases[t][3], seed, step, &l), INCA_OK);
+        double x0[NODES * FIN], h1[NODES * FIN], h1d[NODES * FIN], want[NODES * CLS];
+        if (p > 0) ref_drop(fx.xd, NODES * FIN, p, seed, step * NN_STREAMS_PER_STEP + 0, x0);
+        else memcpy(x0, fx.xd, sizeof x0);
+        ref_sage_layer(&fx.adj, x0, FIN, FIN, sage_param(m, "layer0.weight_root"), sage_param(m, "layer0.weight_neigh"),
+                       sage_param(m, "layer0.bias"), 1, cases[t][0], h1);
+        if (p > 0) ref_drop(h1, NODES * FIN, p, seed, step * NN_STREAMS_PER_STEP + 1, h1d);
+        else memcpy(h1d, h1, sizeof h1d);
+        ref_sage_layer(&fx.adj, h1d, FIN, CLS, sage_param(m, "layer1.weight_root"), sage_param(m, "layer1.weight_neigh"),
+                       sage_param(m, "layer1.bias"), 0, 0, want);
+        double num = 0, den = 0;
+        for (int i = 0; i < NODES * CLS; i++) {
+            num += (l[i] - want[i]) * (l[i] - want[i]);
+            den += want[i] * want[i];
+        }
+        ck_assert_msg(den > 1e-6 && sqrt(num / den) < 1e-5, "case %zu (res %d, dropout %g, tf %d): relative error %g",
+                      t, cases[t][0], p, cases[t][2], sqrt(num / (den > 0 ? den : 1)));
+        model_free(&m);
+    }
+    csr_free(&a);
+    csr_free(&at);
+    fixture_free(&fx);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("nn");
     TCase *t = tcase_create("grad");
@@ -785,6 +872,7 @@ int main(void) {
     tcase_add_test(t, test_dropout_masks_and_eval);
     tcase_add_test(t, test_sites_and_errors);
     tcase_add_test(t, test_alloc_failures);
+    tcase_add_test(t, test_sage_forward_by_hand);
     suite_add_tcase(s, t);
     return tu_run_suite(s);
 }

@@ -11,6 +11,7 @@
 #include "core/status.h"
 #include "loaders/dataset.h"
 #include "loaders/store.h"
+#include "loaders/lmdb_check.h"
 #include <dirent.h>
 #include <fcntl.h>
 #include <math.h>
@@ -527,6 +528,63 @@ START_TEST(test_disk_full_ingest) {
 }
 END_TEST
 
+/* Two overflow values sharing pages (mutation test): a store with two records of 10000 bytes
+ * (each stored with its 4-byte checksum: an LMDB overflow run of 3 pages), then, in every leaf page of data.mdb (LMDB 0.9's
+ * layout: page flags at byte 10, free-space lower bound at 12, node offsets from 16; a node is
+ * data size lo/hi (2 x 16 bits), flags (F_BIGDATA = 1), key size, key, then the overflow page
+ * number), the second such node made to reference the first one's run. Each referenced page
+ * header still names its own number, says overflow and holds enough pages: only the check that
+ * no page is reached twice tells. lmdb_check_file must refuse the file naming that page. */
+static unsigned rd16le(const unsigned char *p) { return (unsigned)p[0] | (unsigned)p[1] << 8; }
+START_TEST(test_overflow_page_reached_twice) {
+    char path[4200], mdb[4300];
+    snprintf(path, sizeof path, "%s/twice.lmdb", dir);
+    store_t *s = NULL;
+    ck_assert_int_eq(store_create(path, &s), INCA_OK);
+    unsigned char *va = malloc(10000), *vb = malloc(10000);
+    for (int i = 0; i < 10000; i++) { va[i] = (unsigned char)i; vb[i] = (unsigned char)(i * 7 + 1); }
+    store_wtx_t *w = NULL;
+    ck_assert_int_eq(store_write_begin(s, &w), INCA_OK);
+    ck_assert_int_eq(store_wtx_put_record(w, "twice/a", va, 10000), INCA_OK);
+    ck_assert_int_eq(store_wtx_put_record(w, "twice/b", vb, 10000), INCA_OK);
+    ck_assert_int_eq(store_write_commit(&w), INCA_OK);
+    store_close(&s);
+    snprintf(mdb, sizeof mdb, "%s/data.mdb", path);
+    ck_assert_int_eq(lmdb_check_file(mdb, -1), INCA_OK);   /* intact */
+    size_t len = 0;
+    unsigned char *b = slurp_file(mdb, &len);
+    const size_t ps = 4096;
+    int redirected = 0;
+    for (size_t pg = 2; (pg + 1) * ps <= len; pg++) {
+        unsigned char *p = b + pg * ps;
+        if ((rd16le(p + 10) & 0x3f) != 0x02) continue;   /* leaf pages */
+        const unsigned lower = rd16le(p + 12);
+        if (lower < 16 || lower > ps) continue;
+        unsigned char *first = NULL;
+        for (unsigned k = 0; k < (lower - 16) / 2; k++) {
+            const unsigned off = rd16le(p + 16 + 2 * k);
+            if (off + 8 > ps) continue;
+            unsigned char *node = p + off;
+            const unsigned dsz = rd16le(node) | rd16le(node + 2) << 16, ks = rd16le(node + 6);
+            if (!(rd16le(node + 4) & 0x01) || dsz != 10004 || off + 8 + ks + 8 > ps) continue;
+            unsigned char *ref = node + 8 + ks;
+            if (!first) first = ref;
+            else { memcpy(ref, first, 8); redirected++; }
+        }
+    }
+    ck_assert_int_ge(redirected, 1);
+    FILE *f = fopen(mdb, "r+b");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_uint_eq(fwrite(b, 1, len, f), len);
+    fclose(f);
+    free(b);
+    ck_assert_int_eq(lmdb_check_file(mdb, -1), INCA_EINVAL);
+    ck_assert_msg(strstr(inca_errmsg(), "reached twice") != NULL, "%s", inca_errmsg());
+    free(va);
+    free(vb);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("store_corrupt");
     TCase *tc = tcase_create("store_corrupt");
@@ -538,6 +596,7 @@ int main(void) {
     tcase_add_test(tc, test_old_version_refused);
     tcase_add_test(tc, test_truncated_says_truncated);
     tcase_add_test(tc, test_disk_full_ingest);
+    tcase_add_test(tc, test_overflow_page_reached_twice);
     suite_add_tcase(s, tc);
     return tu_run_suite(s);
 }
