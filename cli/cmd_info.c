@@ -27,7 +27,11 @@ static int layout_name(void *ctx, const char *key, const void *val, size_t len) 
     const char *name = key + strlen("array:layout/");
     const size_t n = strlen(name);
     char buf[256];
-    if ((n >= 7 && strcmp(name + n - 7, "/rowptr") == 0) || (n >= 4 && strcmp(name + n - 4, "/col") == 0)) return 0;
+    /* an adjacency's other arrays, and the mark that its graph is symmetric (nn/layout.c), are
+     * not layouts of their own (the mark listed adj-gcn twice) */
+    if ((n >= 7 && strcmp(name + n - 7, "/rowptr") == 0) || (n >= 4 && strcmp(name + n - 4, "/col") == 0) ||
+        (n >= 10 && strcmp(name + n - 10, "/symmetric") == 0))
+        return 0;
     snprintf(buf, sizeof buf, "%.*s", (int)(n >= 4 && strcmp(name + n - 4, "/val") == 0 ? n - 4 : n), name);
     if (ctx) json_str(ctx, NULL, buf);
     else printf(" %s", buf);

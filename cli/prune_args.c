@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include "core/status.h"
 #include "nn/layout.h"
+#include "pruning/pruned_store.h"
 #include <stdio.h>
 #include <string.h>
 
@@ -111,6 +112,16 @@ static int select_from_args(const args_t *a, prune_config_t *cfg) {
             return inca_fail(INCA_EINVAL, "--keep: expected fractions in (0, 1], comma-separated, got '%s'", ks);
         if (cfg->nkeeps == PRUNE_MAX_BUDGETS)
             return inca_fail(INCA_EINVAL, "--keep: at most %d budgets, got '%s'", PRUNE_MAX_BUDGETS, ks);
+        /* each budget writes its own -keep%g outputs: two that name one file (0.5,0.5; 0.3,0.3000001)
+         * would replace one another, or stop the run halfway */
+        for (int b = 0; b < cfg->nkeeps; b++) {
+            char p1[64], p2[64];
+            pruned_budget_path(p1, sizeof p1, "x", cfg->keeps[b], 2);
+            pruned_budget_path(p2, sizeof p2, "x", v, 2);
+            if (strcmp(p1, p2) == 0)
+                return inca_fail(INCA_EINVAL, "--keep: budgets %g and %.17g name the same outputs (%s); give each once", cfg->keeps[b],
+                                 v, p1 + 2);
+        }
         cfg->keeps[cfg->nkeeps++] = v;
         if (*end == '\0') break;
         q = end + 1;

@@ -17,6 +17,7 @@ int prune_score_select(const prune_config_t *cfg, int32_t c, prune_result_t *r) 
     double t0 = inca_now();
     train_log(&cfg->proxy, TRAIN_LOG_PROGRESS, "scores and selection");
     INCA_FREE(r->sel);
+    r->sec[PRUNE_ST_SCORE] = 0;   /* this call's: a reuse below scores nothing (a curve's later budgets) */
     if (!r->score || !r->aum) {   /* scored once: the next budgets of a curve select from the same scores */
         r->score = inca_malloc((size_t)(r->npool ? r->npool : 1) * sizeof *r->score);
         r->aum = inca_malloc((size_t)(r->npool ? r->npool : 1) * sizeof *r->aum);

@@ -180,6 +180,8 @@ START_TEST(test_incagg_stored_partition) {
     snprintf(args, sizeof args, "info '%s' --json", store);
     ck_assert_int_eq(tu_inca(args, &out, NULL), 0);
     ck_assert_msg(strstr(out, "\"metis-20-s0\"") && strstr(out, "\"metis-40-s0\""), "partitions not listed: %s", out);
+    /* the layout's adjacency once (the mark that it is symmetric was listed as another) */
+    ck_assert_msg(strstr(out, "\"metis-40-s0/adj-gcn\"") && !strstr(out, "adj-gcn/symmetric"), "layouts: %s", out);
     free(out);
     snprintf(args, sizeof args, "partition '%s' --parts 20", store);
     ck_assert_int_eq(tu_inca(args, NULL, &out), 0);

@@ -645,6 +645,10 @@ START_TEST(cli_usage_errors) {
         {"--keep 0", "--keep: expected fractions in (0, 1]"},
         {"--keep 0.1,x", "--keep: expected fractions in (0, 1]"},
         {"--keep 0.1,1.2", "--keep: expected fractions in (0, 1]"},
+        /* budgets naming the same -keep%g outputs (the second replaced the first, or stopped the
+         * run halfway naming --force) */
+        {"--keep 0.5,0.5", "name the same outputs"},
+        {"--keep 0.3,0.3000001", "name the same outputs"},
         {"--keep 0.1, --eval", "--keep"},
         {"--eval --eval-budget hours", "--eval-budget: expected epochs or steps"},
         {"--labeled-indices %1$s/empty.txt", "the labelled subset of the pool is empty"},
@@ -928,6 +932,8 @@ START_TEST(cli_budget_curve) {
             ck_assert_double_eq(tu_json_dbl(v[b], "full_acc"), tu_json_dbl(v[0], "full_acc"));
             ck_assert_double_eq(tu_json_dbl(v[b], "full_acc_std"), tu_json_dbl(v[0], "full_acc_std"));
             ck_assert_str_eq(tu_json_get(v[b], "eval_budget", cJSON_String)->valuestring, steps ? "steps" : "epochs");
+            /* scored once: the later budgets spent no scoring time (they reported the first's) */
+            if (b > 0) ck_assert_double_eq(tu_json_dbl(tu_json_get(v[b], "seconds", cJSON_Object), "score"), 0);
             /* 600 examples in 19 batches of 32; a subset of k in ceil(k / 32) */
             const int64_t spe = (kept + 31) / 32, ep = steps ? (4 * 19 + spe - 1) / spe : 4;
             ck_assert_int_eq((int64_t)tu_json_dbl(v[b], "subset_epochs"), ep);
