@@ -1,6 +1,7 @@
 /* Pseudo-label accuracy and the target trained on the coreset, random subsets and the full
  * pool; see eval.h. Tested in test_pruning_e2e.c. */
 #include "pruning/eval.h"
+#include "core/util.h"
 #include "core/alloc.h"
 #include "core/rng.h"
 #include "core/status.h"
@@ -9,11 +10,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int i64_cmp(const void *a, const void *b) {
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
 
 double prune_pseudo_acc(const int32_t *y_true, const int32_t *y_vis, const prune_result_t *r) {
     int64_t ok = 0, cnt = 0;
@@ -94,7 +90,7 @@ int prune_eval_run(const dataset_t *d, const train_config_t *target, const int64
             int64_t got = 0;
             if ((rc = select_random(npool, nsel, rng_hash64(si, 0x7a4d0, 0), rnd, &got))) goto done;
             for (int64_t t = 0; t < got; t++) rnd[t] = pool[rnd[t]];
-            qsort(rnd, (size_t)got, sizeof *rnd, i64_cmp);
+            qsort(rnd, (size_t)got, sizeof *rnd, inca_cmp_i64);
             if ((rc = eval_one(d, &tc, rnd, got, si, "a random subset", &acc[runs + i]))) goto done;
         }
         if ((sets & PRUNE_EVAL_FULL) && (rc = eval_one(d, &tf, pool, npool, si, "the full pool", &acc[2 * runs + i]))) goto done;

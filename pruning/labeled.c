@@ -1,16 +1,12 @@
 /* The labelled subset and the visible labels; see labeled.h. Tested in test_pruning_e2e.c. */
 #include "pruning/labeled.h"
+#include "core/util.h"
 #include "core/alloc.h"
 #include "core/rng.h"
 #include "core/status.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int i64_cmp(const void *a, const void *b) {
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
 
 int prune_labeled_pick(const int32_t *y, int32_t c, const int64_t *pool, int64_t npool, double fraction,
                        int64_t per_class, uint64_t seed, int64_t **ids, int64_t *nids) {
@@ -37,7 +33,7 @@ int prune_labeled_pick(const int32_t *y, int32_t c, const int64_t *pool, int64_t
         no += take;
     }
     if (no == 0) { rc = inca_fail(INCA_EINVAL, "--labeled: the pool (train split) holds no labelled node"); goto done; }
-    qsort(out, (size_t)no, sizeof *out, i64_cmp);
+    qsort(out, (size_t)no, sizeof *out, inca_cmp_i64);
     *ids = out;
     *nids = no;
     out = NULL;

@@ -6,11 +6,6 @@
 #include "core/util.h"
 #include <stdlib.h>
 
-static int i64_cmp(const void *a, const void *b) {
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
-
 int prune_score_select(const prune_config_t *cfg, int32_t c, prune_result_t *r) {
     int rc = INCA_OK;
     int64_t *pos = NULL;
@@ -36,7 +31,7 @@ int prune_score_select(const prune_config_t *cfg, int32_t c, prune_result_t *r) 
     rc = select_run(&cfg->sel, r->score, score_higher_is_harder(cfg->score), r->aum, r->pseudo, c, r->npool, &pos, &np);
     if (rc) return rc;
     for (int64_t t = 0; t < np; t++) pos[t] = r->pool[pos[t]];
-    qsort(pos, (size_t)np, sizeof *pos, i64_cmp);
+    qsort(pos, (size_t)np, sizeof *pos, inca_cmp_i64);
     r->sel = pos;
     r->nsel = np;
     r->sec[PRUNE_ST_SELECT] = inca_now() - t0;

@@ -1,6 +1,7 @@
 /* Coreset selectors (CCS, double-end, top-k, random, class-balanced wrapper); see select.h.
  * Tested in test_pruning_core.c with hand-computed strata and windows. */
 #include "pruning/select.h"
+#include "core/util.h"
 #include "core/alloc.h"
 #include "core/rng.h"
 #include "core/status.h"
@@ -33,11 +34,6 @@ static int keyed_cmp(const void *a, const void *b) {
     return (x->i > y->i) - (x->i < y->i);
 }
 
-static int i64_cmp(const void *a, const void *b) {
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
-
 /* Positions sorted by (sign·v[i], i) ascending into a new array (caller frees). */
 static keyed_t *sort_by(const float *v, int64_t n, float sign) {
     keyed_t *s = inca_malloc((size_t)(n ? n : 1) * sizeof *s);
@@ -66,7 +62,7 @@ int select_ccs(const float *score, const float *aum, int64_t n, int64_t m, int64
     /* kept positions, ascending, so members of a stratum are visited in position order */
     int64_t *kept = members;
     for (int64_t t = 0; t < r; t++) kept[t] = by_aum[mis_num + t].i;
-    qsort(kept, (size_t)r, sizeof *kept, i64_cmp);
+    qsort(kept, (size_t)r, sizeof *kept, inca_cmp_i64);
     double lo = INFINITY, hi = -INFINITY;
     for (int64_t t = 0; t < r; t++) {
         double s = score[kept[t]];
@@ -105,7 +101,7 @@ int select_ccs(const float *score, const float *aum, int64_t n, int64_t m, int64
         rng_shuffle_i64(&g, b, cnt[k]);
         for (int64_t t = 0; t < budget[k]; t++) out[no++] = b[t];
     }
-    qsort(out, (size_t)no, sizeof *out, i64_cmp);
+    qsort(out, (size_t)no, sizeof *out, inca_cmp_i64);
     *nout = no;
 done:
     inca_free(fill);
@@ -128,7 +124,7 @@ int select_double_end(const float *difficulty, int64_t n, int64_t m, int64_t mis
     if (!s) return INCA_ENOMEM;
     int64_t b = mis_num < n - m ? mis_num : n - m;
     for (int64_t t = 0; t < m; t++) out[t] = s[b + t].i;
-    qsort(out, (size_t)m, sizeof *out, i64_cmp);
+    qsort(out, (size_t)m, sizeof *out, inca_cmp_i64);
     *nout = m;
     inca_free(s);
     return INCA_OK;
@@ -141,7 +137,7 @@ int select_topk(const float *difficulty, int64_t n, int64_t m, int hardest, int6
     keyed_t *s = sort_by(difficulty, n, hardest ? -1.0f : 1.0f);
     if (!s) return INCA_ENOMEM;
     for (int64_t t = 0; t < m; t++) out[t] = s[t].i;
-    qsort(out, (size_t)m, sizeof *out, i64_cmp);
+    qsort(out, (size_t)m, sizeof *out, inca_cmp_i64);
     *nout = m;
     inca_free(s);
     return INCA_OK;
@@ -158,7 +154,7 @@ int select_random(int64_t n, int64_t m, uint64_t seed, int64_t *out, int64_t *no
     rng_seed(&g, seed);
     rng_shuffle_i64(&g, p, n);
     memcpy(out, p, (size_t)m * sizeof *out);
-    qsort(out, (size_t)m, sizeof *out, i64_cmp);
+    qsort(out, (size_t)m, sizeof *out, inca_cmp_i64);
     *nout = m;
     inca_free(p);
     return INCA_OK;
@@ -247,7 +243,7 @@ int select_run(const select_opts_t *o, const float *score, int higher_is_harder,
         if (rc) goto done;
         for (int64_t t = 0; t < got; t++) res[no++] = pos[sub_out[t]];
     }
-    qsort(res, (size_t)no, sizeof *res, i64_cmp);
+    qsort(res, (size_t)no, sizeof *res, inca_cmp_i64);
     *out = res;
     *nout = no;
     res = NULL;
