@@ -39,6 +39,64 @@ typedef struct run_out {
     int ok, tables_host;
 } run_out_t;
 
+/* One run's JSON line: r and st its result and statistics, E its timed epochs, out its figures. */
+static int run_json(const train_config_t *c, train_method_t m, int64_t refresh_epochs, const train_result_t *r,
+                    const mb_stats_t *st, int E, const run_out_t *out) {
+    json_t *j = NULL;
+    int rc = json_new(&j);
+    if (rc != INCA_OK) return rc;
+    json_str(j, "method", train_method_name(m));
+    if (m == TRAIN_INCAGG) {
+        json_int(j, "refresh_epochs", refresh_epochs);
+        json_str(j, "refresh_source", agg_source_name(c->refresh_source));
+        if (c->refresh_source == AGG_SRC_RECOMPUTE) {
+            json_num(j, "refresh_relax", c->refresh_relax);
+            json_str(j, "refresh_weights", train_refresh_weights_name(c));
+        }
+        json_str(j, "refresh_eval", train_refresh_eval_name(c));
+    }
+    if (m == TRAIN_CLUSTER) json_str(j, "cluster_norm", train_cluster_norm_words[c->cluster_global_norm != 0]);
+    json_num(j, "beta1", train_beta1(c));   /* Adam's, resolved (auto: 0 for histories) */
+    json_int(j, "epochs", r->epochs);
+    json_int(j, "timed_epochs", st->timed_epochs);
+    json_int(j, "steps_per_epoch", st->steps_per_epoch);
+    json_num(j, "epoch_time_s", out->epoch_s);
+    json_num(j, "step_time_per_epoch_s", out->step_s);
+    json_num(j, "refresh_time_per_epoch_s", out->refresh_s);
+    json_num(j, "epoch_cpu_s", out->epoch_cpu_s);
+    json_num(j, "step_cpu_per_epoch_s", st->step_cpu_s / E);
+    json_num(j, "refresh_cpu_per_epoch_s", st->refresh_cpu_s / E);
+    json_num(j, "step_time_s", r->step_time_s);
+    json_num(j, "refresh_time_s", r->refresh_time_s);
+    json_int(j, "refreshes", st->refreshes);
+    json_num(j, "init_time_s", st->init_s);
+    json_num(j, "eval_time_s", st->evals ? st->eval_s_total / (double)st->evals : 0);   /* one evaluation, as train's */
+    json_int(j, "fused_refreshes", st->fused);   /* counted in refreshes; their time is the refresh's */
+    json_int(j, "evaluations", st->evals);
+    json_num(j, "agg_fwd_s", st->agg_fwd_s);
+    json_num(j, "agg_bwd_s", st->agg_bwd_s);
+    json_num(j, "agg_time_per_epoch_s", out->agg_s);
+    json_num(j, "dense_time_per_epoch_s", out->dense_s);
+    json_num(j, "intra_batch_edge_fraction", st->intra_fraction);
+    json_str(j, "history_location", r->history_on_host || kc_device(c->kc) == KERN_DEV_CPU ? "host" : "device");
+    train_placement_json(j, &r->placement, 1);
+    json_num(j, "loader_wait_s", st->wait_s);
+    json_num(j, "loader_build_s", st->build_s);
+    json_num(j, "test_acc", r->test_acc);
+    json_num(j, "val_acc", r->val_acc);
+    json_num(j, "train_loss", r->train_loss);
+    json_int(j, "table_bytes", st->table_bytes);
+    json_int(j, "scratch_bytes", st->scratch_bytes);
+    json_obj_begin(j, "tables");   /* arena block label -> bytes (tables and scratch) */
+    for (int i = 0; i < st->ntables; i++) json_int(j, st->tables[i].label, st->tables[i].bytes);
+    json_obj_end(j);
+    json_num(j, "peak_rss_mb", r->peak_rss_mb);
+    memstat_json(j);
+    rc = json_write(j, stdout);
+    json_free(&j);
+    return rc;
+}
+
 static int run_one(const dataset_t *d, train_config_t *c, const partition_t *p, train_method_t m,
                    int64_t refresh_epochs, int json, int eval_each, int warmup, run_out_t *out) {
     const char *method = train_method_name(m);
@@ -73,59 +131,7 @@ static int run_one(const dataset_t *d, train_config_t *c, const partition_t *p, 
     out->tables_host = r.history_on_host;
     bench_say("bench epoch: %-7s refresh %lld ep: %.3f s/epoch (steps %.3f + refresh %.3f), test acc %.4f, wait %.3f s\n",
             method, (long long)refresh_epochs, out->epoch_s, out->step_s, out->refresh_s, r.test_acc, st.wait_s);
-    if (json) {
-        json_t *j = NULL;
-        if ((rc = json_new(&j)) != INCA_OK) { mb_stats_free(&st); return rc; }
-        json_str(j, "method", method);
-        if (m == TRAIN_INCAGG) {
-            json_int(j, "refresh_epochs", refresh_epochs);
-            json_str(j, "refresh_source", agg_source_name(c->refresh_source));
-            if (c->refresh_source == AGG_SRC_RECOMPUTE) {
-                json_num(j, "refresh_relax", c->refresh_relax);
-                json_str(j, "refresh_weights", train_refresh_weights_name(c));
-            }
-            json_str(j, "refresh_eval", train_refresh_eval_name(c));
-        }
-        if (m == TRAIN_CLUSTER) json_str(j, "cluster_norm", train_cluster_norm_words[c->cluster_global_norm != 0]);
-        json_num(j, "beta1", train_beta1(c));   /* Adam's, resolved (auto: 0 for histories) */
-        json_int(j, "epochs", r.epochs);
-        json_int(j, "timed_epochs", st.timed_epochs);
-        json_int(j, "steps_per_epoch", st.steps_per_epoch);
-        json_num(j, "epoch_time_s", out->epoch_s);
-        json_num(j, "step_time_per_epoch_s", out->step_s);
-        json_num(j, "refresh_time_per_epoch_s", out->refresh_s);
-        json_num(j, "epoch_cpu_s", out->epoch_cpu_s);
-        json_num(j, "step_cpu_per_epoch_s", st.step_cpu_s / E);
-        json_num(j, "refresh_cpu_per_epoch_s", st.refresh_cpu_s / E);
-        json_num(j, "step_time_s", r.step_time_s);
-        json_num(j, "refresh_time_s", r.refresh_time_s);
-        json_int(j, "refreshes", st.refreshes);
-        json_num(j, "init_time_s", st.init_s);
-        json_num(j, "eval_time_s", st.evals ? st.eval_s_total / (double)st.evals : 0);   /* one evaluation, as train's */
-        json_int(j, "fused_refreshes", st.fused);   /* counted in refreshes; their time is the refresh's */
-        json_int(j, "evaluations", st.evals);
-        json_num(j, "agg_fwd_s", st.agg_fwd_s);
-        json_num(j, "agg_bwd_s", st.agg_bwd_s);
-        json_num(j, "agg_time_per_epoch_s", out->agg_s);
-        json_num(j, "dense_time_per_epoch_s", out->dense_s);
-        json_num(j, "intra_batch_edge_fraction", st.intra_fraction);
-        json_str(j, "history_location", r.history_on_host || kc_device(c->kc) == KERN_DEV_CPU ? "host" : "device");
-        train_placement_json(j, &r.placement, 1);
-        json_num(j, "loader_wait_s", st.wait_s);
-        json_num(j, "loader_build_s", st.build_s);
-        json_num(j, "test_acc", r.test_acc);
-        json_num(j, "val_acc", r.val_acc);
-        json_num(j, "train_loss", r.train_loss);
-        json_int(j, "table_bytes", st.table_bytes);
-        json_int(j, "scratch_bytes", st.scratch_bytes);
-        json_obj_begin(j, "tables");   /* arena block label -> bytes (tables and scratch) */
-        for (int i = 0; i < st.ntables; i++) json_int(j, st.tables[i].label, st.tables[i].bytes);
-        json_obj_end(j);
-        json_num(j, "peak_rss_mb", r.peak_rss_mb);
-        memstat_json(j);
-        rc = json_write(j, stdout);
-        json_free(&j);
-    }
+    if (json) rc = run_json(c, m, refresh_epochs, &r, &st, E, out);
     mb_stats_free(&st);
     return rc;
 }
@@ -167,6 +173,65 @@ static void summary_methods(json_t *j, const run_out_t *cl, const run_out_t *gas
     }
 }
 
+/* --refresh-epochs: up to MAX_PERIODS positive periods into periods[0 .. *np). */
+static int epoch_periods(const args_t *a, int64_t *periods, int *np) {
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", args_str(a, "--refresh-epochs", "1"));
+    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+        char *end;
+        long v = strtol(tok, &end, 10);
+        if (*end || v < 1 || *np == MAX_PERIODS) return inca_fail(INCA_EINVAL, "--refresh-epochs: expected up to %d positive integers, got '%s'", MAX_PERIODS, tok);
+        periods[(*np)++] = v;
+    }
+    return INCA_OK;
+}
+
+/* The summary's keys of the graph, the model and the setup every run shared. */
+static void summary_setup(json_t *j, const dataset_t *d, const train_config_t *c, const partition_t *p,
+                          int64_t warmup, const char *devname, int tables_host, int ev) {
+    json_int(j, "nodes", d->n);
+    json_int(j, "edges", d->adj.nnz);
+    json_str(j, "model", model_kind_name(c->model));
+    json_int(j, "layers", c->layers);
+    json_int(j, "hidden", c->hidden);
+    json_int(j, "epochs", c->epochs);
+    json_int(j, "warmup_epochs", warmup);
+    json_int(j, "parts", p->k);
+    json_int(j, "batch_parts", c->batch_parts);
+    json_int(j, "edge_cut", p->man.edge_cut);
+    json_int(j, "threads", inca_threads());
+    json_str(j, "device", devname);
+    json_str(j, "history_location", tables_host ? "host" : "device");
+    json_bool(j, "eval_each_epoch", ev);
+    json_str(j, "refresh_source", agg_source_name(c->refresh_source));
+    json_num(j, "eval_average", c->eval_average);
+}
+
+/* The summary's GAS against IncAgg keys: for the first refresh period, then for each of np. */
+static void summary_speedups(json_t *j, const run_out_t *gas, const run_out_t *inc, const int64_t *periods, int np) {
+    json_num(j, "speedup", gas->epoch_s / inc[0].epoch_s);
+    json_num(j, "acc_gap", gas->acc - inc[0].acc);
+    json_num(j, "speedup_cpu", gas->epoch_cpu_s / inc[0].epoch_cpu_s);
+    /* the most any aggregation scheme could gain here: GAS's epoch over the dense part
+     * of IncAgg's steps, as if its aggregation and refreshes cost nothing (with
+     * --eval-each-epoch plus one evaluation, counted at GAS's cost) */
+    const double floor_s = inc[0].dense_s + gas->eval_s;
+    json_num(j, "speedup_ceiling", floor_s > 0 ? gas->epoch_s / floor_s : 0);
+    json_num(j, "gas_agg_time_s", gas->agg_s);
+    json_num(j, "gas_dense_time_s", gas->dense_s);
+    json_num(j, "incagg_agg_time_s", inc[0].agg_s);
+    json_num(j, "incagg_dense_time_s", inc[0].dense_s);
+    for (int i = 0; i < np; i++) {
+        char k1[32], k2[32];
+        snprintf(k1, sizeof k1, "speedup_r%lld", (long long)periods[i]);
+        snprintf(k2, sizeof k2, "acc_gap_r%lld", (long long)periods[i]);
+        json_num(j, k1, gas->epoch_s / inc[i].epoch_s);
+        json_num(j, k2, gas->acc - inc[i].acc);
+        snprintf(k1, sizeof k1, "speedup_cpu_r%lld", (long long)periods[i]);
+        json_num(j, k1, gas->epoch_cpu_s / inc[i].epoch_cpu_s);
+    }
+}
+
 int bench_epoch(int argc, char **argv) {
     static const char *const known[] = {BENCH_MB_FLAGS, "--methods", "--refresh-epochs", "--eval-each-epoch!", "--warmup-epochs", "--config", "--breakdown!", NULL};
     args_t *a = NULL;
@@ -181,18 +246,11 @@ int bench_epoch(int argc, char **argv) {
     if (rc != INCA_OK) return rc;
     int64_t periods[MAX_PERIODS];
     int np = 0, reused = 0;
-    char buf[256];
     run_out_t gas = {0}, cluster = {0}, inc[MAX_PERIODS];
     memset(inc, 0, sizeof inc);
     if (args_npos(a) != 1) { rc = inca_fail(INCA_EINVAL, "expected one STORE argument"); goto done; }
     if ((rc = bench_mb_config(a, &c)) != INCA_OK) goto done;
-    snprintf(buf, sizeof buf, "%s", args_str(a, "--refresh-epochs", "1"));
-    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
-        char *end;
-        long v = strtol(tok, &end, 10);
-        if (*end || v < 1 || np == MAX_PERIODS) { rc = inca_fail(INCA_EINVAL, "--refresh-epochs: expected up to %d positive integers, got '%s'", MAX_PERIODS, tok); goto done; }
-        periods[np++] = v;
-    }
+    if ((rc = epoch_periods(a, periods, &np)) != INCA_OK) goto done;
     int64_t warmup = 0;
     if ((rc = args_int(a, "--warmup-epochs", 0, &warmup)) != INCA_OK) goto done;
     if (warmup < 0 || warmup >= c.epochs) {
@@ -223,47 +281,11 @@ int bench_epoch(int argc, char **argv) {
         if ((rc = run_one(&d, &c, &p, TRAIN_INCAGG, periods[i], json, ev, (int)warmup, &inc[i])) != INCA_OK) goto done;
     if (json) {
         if ((rc = json_new(&j)) != INCA_OK) goto done;
-        json_int(j, "nodes", d.n);
-        json_int(j, "edges", d.adj.nnz);
-        json_str(j, "model", model_kind_name(c.model));
-        json_int(j, "layers", c.layers);
-        json_int(j, "hidden", c.hidden);
-        json_int(j, "epochs", c.epochs);
-        json_int(j, "warmup_epochs", warmup);
-        json_int(j, "parts", p.k);
-        json_int(j, "batch_parts", c.batch_parts);
-        json_int(j, "edge_cut", p.man.edge_cut);
-        json_int(j, "threads", inca_threads());
-        json_str(j, "device", devname);
         /* the incagg runs' (auto may put the tables on either side; each run's line says its own) */
-        json_str(j, "history_location", kc_device(kc) == KERN_DEV_CPU || (want_inc ? inc[0].tables_host : want_gas ? gas.tables_host : cluster.tables_host) ? "host" : "device");
-        json_bool(j, "eval_each_epoch", ev);
-        json_str(j, "refresh_source", agg_source_name(c.refresh_source));
-        json_num(j, "eval_average", c.eval_average);
+        const int host = kc_device(kc) == KERN_DEV_CPU || (want_inc ? inc[0].tables_host : want_gas ? gas.tables_host : cluster.tables_host);
+        summary_setup(j, &d, &c, &p, warmup, devname, host, ev);
         summary_methods(j, want_cl ? &cluster : NULL, want_gas ? &gas : NULL, want_inc ? &inc[0] : NULL);
-        if (want_gas && want_inc) {
-            json_num(j, "speedup", gas.epoch_s / inc[0].epoch_s);
-            json_num(j, "acc_gap", gas.acc - inc[0].acc);
-            json_num(j, "speedup_cpu", gas.epoch_cpu_s / inc[0].epoch_cpu_s);
-            /* the most any aggregation scheme could gain here: GAS's epoch over the dense part
-             * of IncAgg's steps, as if its aggregation and refreshes cost nothing (with
-             * --eval-each-epoch plus one evaluation, counted at GAS's cost) */
-            const double floor_s = inc[0].dense_s + gas.eval_s;
-            json_num(j, "speedup_ceiling", floor_s > 0 ? gas.epoch_s / floor_s : 0);
-            json_num(j, "gas_agg_time_s", gas.agg_s);
-            json_num(j, "gas_dense_time_s", gas.dense_s);
-            json_num(j, "incagg_agg_time_s", inc[0].agg_s);
-            json_num(j, "incagg_dense_time_s", inc[0].dense_s);
-            for (int i = 0; i < np; i++) {
-                char k1[32], k2[32];
-                snprintf(k1, sizeof k1, "speedup_r%lld", (long long)periods[i]);
-                snprintf(k2, sizeof k2, "acc_gap_r%lld", (long long)periods[i]);
-                json_num(j, k1, gas.epoch_s / inc[i].epoch_s);
-                json_num(j, k2, gas.acc - inc[i].acc);
-                snprintf(k1, sizeof k1, "speedup_cpu_r%lld", (long long)periods[i]);
-                json_num(j, k1, gas.epoch_cpu_s / inc[i].epoch_cpu_s);
-            }
-        }
+        if (want_gas && want_inc) summary_speedups(j, &gas, inc, periods, np);
         if ((rc = args_config_json(a, j, NULL)) != INCA_OK) goto done;   /* --config reruns it */
         json_str(j, "version", bench_version());
         rc = json_write(j, stdout);

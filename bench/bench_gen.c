@@ -79,60 +79,48 @@ static int store_col_sum(store_t *s, uint64_t *sum, int64_t *count) {
     return INCA_OK;
 }
 
-int bench_gen(int argc, char **argv) {
-    static const char *const flags[] = {"--nodes", "--avg-degree", "--features", "--classes", "--seed",
-                                        "--threads", "--out", "--keep!", "--quiet!", "--json!", NULL};   /* --json: the
-                                        output is JSON either way (the help names it) */
-    args_t *a = NULL;
-    json_t *j = NULL;
-    store_t *s = NULL;
-    dataset_t d;
-    gen_opts_t o;
-    gen_stats_t st = {0, 0, 0, 0};
-    char path[4096];
-    int64_t v, nnz = 0, stored = 0;
-    uint64_t sum_mem = 0, sum_disk = 0;
-    int made = 0;
-    dataset_init(&d);
-    gen_opts_default(&o);
-    int rc = args_parse(argc, argv, flags, &a);
-    if (rc != INCA_OK) return rc;
-    if ((rc = args_int(a, "--nodes", 2000000, &o.nodes)) != INCA_OK) goto done;
-    if ((rc = args_double(a, "--avg-degree", 50.0, &o.avg_degree)) != INCA_OK) goto done;
-    if ((rc = args_int(a, "--features", 16, &o.features)) != INCA_OK) goto done;
-    if ((rc = args_int(a, "--classes", 8, &v)) != INCA_OK) goto done;
-    if (v < 0 || v > INT32_MAX) { rc = inca_fail(INCA_EINVAL, "--classes %lld out of range", (long long)v); goto done; }
-    o.classes = (int32_t)v;
-    if ((rc = args_int(a, "--seed", 0, &v)) != INCA_OK) goto done;
-    o.seed = (uint64_t)v;
-    if ((rc = args_int(a, "--threads", 0, &v)) != INCA_OK) goto done;
-    if (v < 0 || v > 4096) { rc = inca_fail(INCA_EINVAL, "--threads %lld, expected 0 (all) .. 4096", (long long)v); goto done; }
+/* What one run measured, for its JSON line. */
+typedef struct bench_gen_figures {
+    gen_stats_t st;
+    int64_t nnz, bytes;                           /* stored edges, the store's bytes on disk */
+    double build_s, write_s, read_s;              /* wall clock: generate, save, reread the column array */
+    double cpu_gen_s, cpu_write_s;                /* CPU seconds of the first two */
+    double rss_gen, rss_all, anon_mb, file_mb;    /* peaks after generating and after rereading */
+    double copy_gbs;                              /* the memcpy baseline */
+} bench_gen_figures_t;
+
+/* The generator's options from the flags (and --threads set), checked for R-MAT. */
+static int bench_gen_opts(const args_t *a, gen_opts_t *o) {
+    int64_t v;
+    int rc;
+    if ((rc = args_int(a, "--nodes", 2000000, &o->nodes)) != INCA_OK) return rc;
+    if ((rc = args_double(a, "--avg-degree", 50.0, &o->avg_degree)) != INCA_OK) return rc;
+    if ((rc = args_int(a, "--features", 16, &o->features)) != INCA_OK) return rc;
+    if ((rc = args_int(a, "--classes", 8, &v)) != INCA_OK) return rc;
+    if (v < 0 || v > INT32_MAX) return inca_fail(INCA_EINVAL, "--classes %lld out of range", (long long)v);
+    o->classes = (int32_t)v;
+    if ((rc = args_int(a, "--seed", 0, &v)) != INCA_OK) return rc;
+    o->seed = (uint64_t)v;
+    if ((rc = args_int(a, "--threads", 0, &v)) != INCA_OK) return rc;
+    if (v < 0 || v > 4096) return inca_fail(INCA_EINVAL, "--threads %lld, expected 0 (all) .. 4096", (long long)v);
     inca_set_threads((int)v);
-    if ((rc = gen_opts_check(&o, "rmat")) != INCA_OK) goto done;
-    const char *tmp = getenv("TMPDIR");
-    const char *dir = args_str(a, "--out", tmp && *tmp ? tmp : "/tmp");
-    snprintf(path, sizeof path, "%s/inca-bench-gen-%ld", dir, (long)getpid());
+    return gen_opts_check(o, "rmat");
+}
 
-    double copy_gbs = 0;
-    double c0 = cpu_seconds(), t0 = inca_now();
-    bench_progress_stage("generating %lld nodes", (long long)o.nodes);
-    if ((rc = gen_rmat(&o, &d, &st)) != INCA_OK) goto done;
-    double t1 = inca_now(), c1 = cpu_seconds();
-    nnz = d.adj.nnz;
-    for (int64_t i = 0; i < nnz; i++) sum_mem += (uint64_t)d.adj.col[i];
-    double rss_gen = inca_peak_rss_mb();
-    bench_progress_stage("saving %s", path);
-    if ((rc = dataset_save(&d, path, 0)) != INCA_OK) goto done;
-    made = 1;
-    double t2 = inca_now(), c2 = cpu_seconds();
-    dataset_free(&d);
-
+/* Reopens the store at path and checks it holds what was written (o's nodes, nnz column ids
+ * summing to sum_mem); *read_s: the column walk's seconds, *bytes: the store's size on disk. */
+static int bench_gen_reread(const char *path, const gen_opts_t *o, int64_t nnz, uint64_t sum_mem, double *read_s,
+                            int64_t *bytes) {
+    store_t *s = NULL;
+    int64_t stored = 0;
+    uint64_t sum_disk = 0;
+    int rc;
     if ((rc = store_open(path, STORE_RDONLY, &s)) != INCA_OK) goto done;
     const store_meta_t *m = store_meta(s);
-    if (!m || m->nodes != o.nodes || m->edges != nnz) {
+    if (!m || m->nodes != o->nodes || m->edges != nnz) {
         rc = inca_fail(INCA_ERR, "reopened store %s holds %lld nodes / %lld edges, wrote %lld / %lld",
                        path, m ? (long long)m->nodes : -1LL, m ? (long long)m->edges : -1LL,
-                       (long long)o.nodes, (long long)nnz);
+                       (long long)o->nodes, (long long)nnz);
         goto done;
     }
     double t3 = inca_now();
@@ -143,54 +131,104 @@ int bench_gen(int argc, char **argv) {
                        (long long)stored, (unsigned long long)sum_disk, (long long)nnz, (unsigned long long)sum_mem);
         goto done;
     }
-    int64_t bytes = store_disk_bytes(s);
+    *read_s = t4 - t3;
+    *bytes = store_disk_bytes(s);
+done:
     store_close(&s);
-    /* the peaks are the generator's and the store's: taken before the memcpy baseline, whose two
-     * 64 MiB buffers would stay in them (they never go back down) */
-    const double rss_all = inca_peak_rss_mb();
-    double anon_mb = 0, file_mb = 0;
-    memstat_sample();
-    memstat_peaks(&anon_mb, &file_mb);
-    if ((rc = copy_baseline(&copy_gbs)) != INCA_OK) goto done;
+    return rc;
+}
 
-    double write_s = t2 - t1, read_s = t4 - t3, build_s = t1 - t0;
+/* The result line on stdout; store: the kept store's path or "(removed)". */
+static int bench_gen_json(const gen_opts_t *o, const bench_gen_figures_t *f, const char *store) {
+    json_t *j = NULL;
+    int rc = json_new(&j);
+    if (rc != INCA_OK) return rc;
+    const int64_t nnz = f->nnz, bytes = f->bytes;
+    const double write_s = f->write_s, read_s = f->read_s, build_s = f->build_s, copy_gbs = f->copy_gbs;
     double col_bytes = (double)nnz * 4.0;
-    if ((rc = json_new(&j)) != INCA_OK) goto done;
     json_str(j, "bench", "gen");
     json_str(j, "kind", "rmat");
-    json_int(j, "nodes", o.nodes);
-    json_int(j, "sampled_edges", st.sampled_edges);
+    json_int(j, "nodes", o->nodes);
+    json_int(j, "sampled_edges", f->st.sampled_edges);
     json_int(j, "edges", nnz);
-    json_int(j, "features", o.features);
-    json_int(j, "classes", o.classes);
+    json_int(j, "features", o->features);
+    json_int(j, "classes", o->classes);
     json_int(j, "threads", inca_threads());
-    json_num(j, "gen_s", st.edges_s);
-    json_num(j, "csr_s", st.csr_s);
-    json_num(j, "attr_s", st.attr_s);
+    json_num(j, "gen_s", f->st.edges_s);
+    json_num(j, "csr_s", f->st.csr_s);
+    json_num(j, "attr_s", f->st.attr_s);
     json_num(j, "write_s", write_s);
     json_num(j, "reopen_read_col_s", read_s);
     json_num(j, "total_s", build_s + write_s);
     json_num(j, "edges_per_s", (double)nnz / (build_s + write_s));
-    json_num(j, "sampled_edges_per_s_gen", (double)st.sampled_edges / st.edges_s);
-    json_num(j, "cpu_gen_csr_attr_s", c1 - c0);
-    json_num(j, "cpu_write_s", c2 - c1);
-    json_num(j, "peak_rss_mb_gen", rss_gen);
-    json_num(j, "peak_rss_mb", rss_all);
-    json_num(j, "peak_rss_anon_mb", anon_mb);
-    json_num(j, "peak_rss_file_mb", file_mb);
+    json_num(j, "sampled_edges_per_s_gen", (double)f->st.sampled_edges / f->st.edges_s);
+    json_num(j, "cpu_gen_csr_attr_s", f->cpu_gen_s);
+    json_num(j, "cpu_write_s", f->cpu_write_s);
+    json_num(j, "peak_rss_mb_gen", f->rss_gen);
+    json_num(j, "peak_rss_mb", f->rss_all);
+    json_num(j, "peak_rss_anon_mb", f->anon_mb);
+    json_num(j, "peak_rss_file_mb", f->file_mb);
     json_int(j, "store_bytes", bytes);
     json_num(j, "memcpy_gbs", copy_gbs);
     json_num(j, "store_write_gbs", (double)bytes / write_s / 1e9);
     json_num(j, "store_write_vs_memcpy", (double)bytes / write_s / 1e9 / copy_gbs);
     json_num(j, "col_read_gbs", col_bytes / read_s / 1e9);
     json_num(j, "col_read_vs_memcpy", col_bytes / read_s / 1e9 / copy_gbs);
-    json_str(j, "store", args_has(a, "--keep") ? path : "(removed)");
+    json_str(j, "store", store);
     rc = json_write(j, stdout);
+    json_free(&j);
+    return rc;
+}
+
+int bench_gen(int argc, char **argv) {
+    static const char *const flags[] = {"--nodes", "--avg-degree", "--features", "--classes", "--seed",
+                                        "--threads", "--out", "--keep!", "--quiet!", "--json!", NULL};   /* --json: the
+                                        output is JSON either way (the help names it) */
+    args_t *a = NULL;
+    dataset_t d;
+    gen_opts_t o;
+    bench_gen_figures_t f;
+    char path[4096];
+    uint64_t sum_mem = 0;
+    int made = 0;
+    memset(&f, 0, sizeof f);
+    dataset_init(&d);
+    gen_opts_default(&o);
+    int rc = args_parse(argc, argv, flags, &a);
+    if (rc != INCA_OK) return rc;
+    if ((rc = bench_gen_opts(a, &o)) != INCA_OK) goto done;
+    const char *tmp = getenv("TMPDIR");
+    const char *dir = args_str(a, "--out", tmp && *tmp ? tmp : "/tmp");
+    snprintf(path, sizeof path, "%s/inca-bench-gen-%ld", dir, (long)getpid());
+
+    double c0 = cpu_seconds(), t0 = inca_now();
+    bench_progress_stage("generating %lld nodes", (long long)o.nodes);
+    if ((rc = gen_rmat(&o, &d, &f.st)) != INCA_OK) goto done;
+    double t1 = inca_now(), c1 = cpu_seconds();
+    f.nnz = d.adj.nnz;
+    for (int64_t i = 0; i < f.nnz; i++) sum_mem += (uint64_t)d.adj.col[i];
+    f.rss_gen = inca_peak_rss_mb();
+    bench_progress_stage("saving %s", path);
+    if ((rc = dataset_save(&d, path, 0)) != INCA_OK) goto done;
+    made = 1;
+    double t2 = inca_now(), c2 = cpu_seconds();
+    dataset_free(&d);
+    f.build_s = t1 - t0;
+    f.write_s = t2 - t1;
+    f.cpu_gen_s = c1 - c0;
+    f.cpu_write_s = c2 - c1;
+
+    if ((rc = bench_gen_reread(path, &o, f.nnz, sum_mem, &f.read_s, &f.bytes)) != INCA_OK) goto done;
+    /* the peaks are the generator's and the store's: taken before the memcpy baseline, whose two
+     * 64 MiB buffers would stay in them (they never go back down) */
+    f.rss_all = inca_peak_rss_mb();
+    memstat_sample();
+    memstat_peaks(&f.anon_mb, &f.file_mb);
+    if ((rc = copy_baseline(&f.copy_gbs)) != INCA_OK) goto done;
+    rc = bench_gen_json(&o, &f, args_has(a, "--keep") ? path : "(removed)");
 
 done:
-    store_close(&s);
     if (made && !args_has(a, "--keep")) nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-    json_free(&j);
     dataset_free(&d);
     args_free(&a);
     return rc;

@@ -15,11 +15,47 @@
 #include <stdio.h>
 #include <string.h>
 
+/* recall@k: the share of the exact neighbours ex that FAISS also returned in ap (n rows of k). */
+static double knn_recall(const int32_t *ap, const int32_t *ex, int64_t n, int64_t k) {
+    int64_t hit = 0;
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t p = 0; p < k; p++)
+            for (int64_t q = 0; q < k; q++) hit += ap[i * k + p] == ex[i * k + q];
+    return (double)hit / (double)(n * k);
+}
+
+/* The --json result line: n rows of f features, k neighbours; te, tf: the exact and FAISS
+ * seconds (te unmeasured when !exact). */
+static int knn_json(const args_t *a, int64_t n, int64_t f, int64_t k, knn_metric_t metric, const knn_faiss_opts_t *o,
+                    int64_t np, int exact, double te, double tf, double recall) {
+    json_t *j = NULL;
+    int rc = json_new(&j);
+    if (rc) return rc;
+    json_int(j, "rows", n);
+    json_int(j, "features", f);
+    json_int(j, "k", k);
+    json_str(j, "metric", metric == KNN_COSINE ? "cosine" : "euclidean");
+    char fac[64];
+    knn_faiss_default_factory(n, fac, sizeof fac);
+    json_str(j, "faiss_index", o->factory ? o->factory : fac);
+    json_int(j, "faiss_nprobe", np);
+    json_num(j, "exact_s", exact ? te : NAN);
+    json_num(j, "faiss_s", tf);
+    json_num(j, "speedup", exact ? te / tf : NAN);
+    json_num(j, "recall", recall);
+    json_int(j, "threads", inca_threads());
+    if ((rc = args_config_json(a, j, NULL)) == INCA_OK) {
+        json_str(j, "version", bench_version());
+        rc = json_write(j, stdout);
+    }
+    json_free(&j);
+    return rc;
+}
+
 int bench_knn(int argc, char **argv) {
     static const char *const known[] = {"--knn", "--metric", "--faiss-index", "--faiss-nprobe", "--threads", "--seed",
                                         "--max-rows", "--no-exact!", "--json!", "--quiet!", NULL};
     args_t *a = NULL;
-    json_t *j = NULL;
     dataset_t d;
     dataset_init(&d);
     float *x = NULL;
@@ -61,34 +97,11 @@ int bench_knn(int argc, char **argv) {
     t0 = inca_now();
     if ((rc = knn_faiss(x, n, d.f, (int)k, metric, &o, ap, NULL))) goto done;
     tf = inca_now() - t0;
-    int64_t hit = 0;   /* recall@k: exact neighbours FAISS also returned */
-    for (int64_t i = 0; exact && i < n; i++)
-        for (int64_t p = 0; p < k; p++)
-            for (int64_t q = 0; q < k; q++) hit += ap[i * k + p] == ex[i * k + q];
-    const double recall = exact ? (double)hit / (double)(n * k) : NAN;
+    const double recall = exact ? knn_recall(ap, ex, n, k) : NAN;
     bench_say("bench knn: %lld rows x %lld features, k %lld: exact %.2f s, FAISS %.2f s (%.1fx), recall@%lld %.4f\n",
               (long long)n, (long long)d.f, (long long)k, te, tf, exact ? te / tf : NAN, (long long)k, recall);
-    if (args_has(a, "--json")) {
-        if ((rc = json_new(&j))) goto done;
-        json_int(j, "rows", n);
-        json_int(j, "features", d.f);
-        json_int(j, "k", k);
-        json_str(j, "metric", metric == KNN_COSINE ? "cosine" : "euclidean");
-        char fac[64];
-        knn_faiss_default_factory(n, fac, sizeof fac);
-        json_str(j, "faiss_index", o.factory ? o.factory : fac);
-        json_int(j, "faiss_nprobe", np);
-        json_num(j, "exact_s", exact ? te : NAN);
-        json_num(j, "faiss_s", tf);
-        json_num(j, "speedup", exact ? te / tf : NAN);
-        json_num(j, "recall", recall);
-        json_int(j, "threads", inca_threads());
-        if ((rc = args_config_json(a, j, NULL))) goto done;
-        json_str(j, "version", bench_version());
-        rc = json_write(j, stdout);
-    }
+    if (args_has(a, "--json")) rc = knn_json(a, n, d.f, k, metric, &o, np, exact, te, tf, recall);
 done:
-    json_free(&j);
     inca_free(x);
     inca_free(ex);
     inca_free(ap);

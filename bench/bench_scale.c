@@ -276,15 +276,95 @@ static double link_time(const sc_link_t *L, int P, double bytes, double staged, 
     return t;
 }
 
+/* What IncAgg and GAS move per epoch and rank at P ranks, from halo_sizes' figures. */
+typedef struct sc_traffic {
+    int64_t hmax, gmax, xmax;              /* halo_sizes' */
+    double grad, grad_nccl, stage_grad;    /* the steps' records: through MPI, by NCCL, staged on a device */
+    double inc, gas, gas_ceil;             /* bytes: IncAgg's, GAS's, GAS's bound */
+    double msgs_inc, msgs_gas;             /* messages */
+} sc_traffic_t;
+
+/* t's bytes and messages from its halo sizes (spe1: steps per epoch at one rank). */
+static void model_traffic(const train_config_t *c, int P, int64_t spe1, int64_t nparams, sc_traffic_t *t) {
+    /* the history widths a step and a refresh move: every layer input past x (GCN/SAGE sites) */
+    const double width = (double)(c->layers - 1) * (double)c->hidden, row = 4.0 * width;
+    const double rec = 4.0 * (4.0 + (double)nparams);
+    const int chain = c->grad_reduce == TRAIN_GRAD_CHAIN, nccl = c->grad_reduce == TRAIN_GRAD_NCCL;
+    /* per epoch and rank: spe steps, each an allgather of (P-1) records; IncAgg's halo rows
+     * once (--refresh-source recompute: the refresh shares the evaluation's pass) or twice
+     * (push: the exchange of S, then the evaluation); GAS its pulls (rows + 8-byte ids) and
+     * the evaluation pass's halo rows */
+    /* nccl: [had, loss] through MPI, the gradients by NCCL (link_time) */
+    t->grad = (double)spe1 * (nccl ? 16.0 * (P - 1) : chain ? 16.0 * (P - 1) + 2.0 * (rec - 16.0) : rec * (P - 1));
+    t->grad_nccl = nccl ? (double)spe1 * (rec - 16.0) : 0;
+    /* host staging on a device: a halo byte down at its owner and up at its
+     * reader; a step's record down and its sum up (NCCL: neither) */
+    t->stage_grad = nccl ? 0 : (double)spe1 * 2.0 * rec;
+    t->inc = t->grad + (c->refresh_source == AGG_SRC_PUSH ? 2.0 : 1.0) * (double)t->hmax * row;
+    t->gas = t->grad + (double)t->gmax * (row + 8.0) + (double)t->hmax * row;
+    t->gas_ceil = t->grad + (double)t->xmax * (row + 8.0) + (double)t->hmax * row;
+    /* the chain's latency: P hops down and P around, per step (pipelined chunks) */
+    t->msgs_inc = (double)spe1 * (chain ? 2.0 * P : (double)(P - 1)) + 2.0 * (c->layers) * (P - 1);
+    t->msgs_gas = t->msgs_inc + (double)spe1 * 2 * (P - 1);
+}
+
+/* The keys of P's JSON line before its links. */
+static void model_json_head(json_t *j, const train_config_t *c, int P, const sc_link_t *dev, const sc_traffic_t *t) {
+    const int nccl = c->grad_reduce == TRAIN_GRAD_NCCL;
+    json_str(j, "model", "scale");
+    json_int(j, "ranks", P);
+    json_str(j, "device", c->device ? c->device : "cpu");
+    json_num(j, "staging_gbs_measured", dev->staging / 1e9);
+    if (nccl) json_num(j, "nvlink_gbs_assumed", dev->nvlink / 1e9);
+    if (nccl) json_int(j, "gpus_per_node", dev->gpn);
+    json_int(j, "halo_rows_max", t->hmax);
+    json_int(j, "gas_pull_rows_max", t->gmax);
+    json_num(j, "incagg_bytes_per_epoch", t->inc);
+    json_num(j, "gas_bytes_per_epoch", t->gas);
+    json_num(j, "gas_over_incagg_bytes", t->inc > 0 ? t->gas / t->inc : 0);
+    json_int(j, "cross_nonzeros_max", t->xmax);
+    json_num(j, "gas_over_incagg_ceiling", t->inc > 0 ? t->gas_ceil / t->inc : 0);
+    json_arr_begin(j, "links");
+}
+
+/* Both methods' epoch times and efficiencies at P ranks over each link, printed and (j not NULL)
+ * in j's links; last_ok[m][l]: the last P at which method m kept 50% efficiency over link l. */
+static void model_links(json_t *j, int P, const int *links, int nl, const sc_cell_t *p1, const sc_link_t *dev,
+                        const sc_traffic_t *tr, double last_ok[2][SC_MAX]) {
+    const double alpha = 5e-6;
+    for (int l = 0; l < nl; l++) {
+        sc_link_t L = *dev;
+        L.bw = (double)links[l] * 1e9 / 8.0;
+        double t[2], eff[2];
+        const double t1[2] = {p1[SC_INCAGG].epoch_s, p1[SC_GAS].epoch_s}, by[2] = {tr->inc, tr->gas},
+                     ms[2] = {tr->msgs_inc, tr->msgs_gas},
+                     st[2] = {tr->stage_grad + 2.0 * (tr->inc - tr->grad), tr->stage_grad + 2.0 * (tr->gas - tr->grad)};
+        for (int m = 0; m < 2; m++) {
+            t[m] = t1[m] / P + link_time(&L, P, by[m], st[m], tr->grad_nccl) + alpha * ms[m];
+            eff[m] = t[m] > 0 ? t1[m] / (P * t[m]) : 0;
+            if (eff[m] >= 0.5) last_ok[m][l] = P;
+        }
+        bench_say("bench scale: model P=%-3d %3d Gb/s: incagg %.3f s/epoch (eff %.2f), gas %.3f s/epoch (eff %.2f, "
+                "%.2fx incagg's time); bytes/epoch %.1f vs %.1f MB\n", P, links[l], t[0], eff[0], t[1], eff[1],
+                t[0] > 0 ? t[1] / t[0] : 0, tr->inc / 1e6, tr->gas / 1e6);
+        if (j) {
+            json_obj_begin(j, NULL);
+            json_int(j, "gbps", links[l]);
+            json_num(j, "incagg_epoch_s", t[0]);
+            json_num(j, "incagg_efficiency", eff[0]);
+            json_num(j, "gas_epoch_s", t[1]);
+            json_num(j, "gas_efficiency", eff[1]);
+            json_num(j, "gas_over_incagg_time", t[0] > 0 ? t[1] / t[0] : 0);
+            json_obj_end(j);
+        }
+    }
+}
+
 static int run_model(const char *path, const train_config_t *c, const int *mr, int nmr, const int *links, int nl,
                      const sc_cell_t *p1, int64_t nparams, const sc_link_t *dev, int json) {
     sc_graph_t g;
     int rc = graph_load(path, c, &g);
     if (rc != INCA_OK) return inca_fail_ctx(rc, "--model-ranks");
-    /* the history widths a step and a refresh move: every layer input past x (GCN/SAGE sites) */
-    const double width = (double)(c->layers - 1) * (double)c->hidden, row = 4.0 * width;
-    const double rec = 4.0 * (4.0 + (double)nparams), alpha = 5e-6;
-    const int chain = c->grad_reduce == TRAIN_GRAD_CHAIN, nccl = c->grad_reduce == TRAIN_GRAD_NCCL;
     const int64_t spe1 = p1[SC_INCAGG].ok ? p1[SC_INCAGG].spe : p1[SC_GAS].spe;
     double last_ok[2][SC_MAX];
     for (int l = 0; l < nl; l++) last_ok[0][l] = last_ok[1][l] = 0;
@@ -295,70 +375,16 @@ static int run_model(const char *path, const train_config_t *c, const int *mr, i
                     (long long)g.p.k);
             continue;
         }
-        int64_t hmax = 0, gmax = 0, xmax = 0;
-        if ((rc = halo_sizes(&g, P, &hmax, &gmax, &xmax)) != INCA_OK) break;
-        /* per epoch and rank: spe steps, each an allgather of (P-1) records; IncAgg's halo rows
-         * once (--refresh-source recompute: the refresh shares the evaluation's pass) or twice
-         * (push: the exchange of S, then the evaluation); GAS its pulls (rows + 8-byte ids) and
-         * the evaluation pass's halo rows */
-        /* nccl: [had, loss] through MPI, the gradients by NCCL (link_time) */
-        const double grad = (double)spe1 * (nccl ? 16.0 * (P - 1) : chain ? 16.0 * (P - 1) + 2.0 * (rec - 16.0) : rec * (P - 1)),
-                     grad_nccl = nccl ? (double)spe1 * (rec - 16.0) : 0,
-                     /* host staging on a device: a halo byte down at its owner and up at its
-                      * reader; a step's record down and its sum up (NCCL: neither) */
-                     stage_grad = nccl ? 0 : (double)spe1 * 2.0 * rec,
-                     inc = grad + (c->refresh_source == AGG_SRC_PUSH ? 2.0 : 1.0) * (double)hmax * row,
-                     gas = grad + (double)gmax * (row + 8.0) + (double)hmax * row,
-                     gas_ceil = grad + (double)xmax * (row + 8.0) + (double)hmax * row;
-        /* the chain's latency: P hops down and P around, per step (pipelined chunks) */
-        const double msgs_inc = (double)spe1 * (chain ? 2.0 * P : (double)(P - 1)) + 2.0 * (c->layers) * (P - 1),
-                     msgs_gas = msgs_inc + (double)spe1 * 2 * (P - 1);
+        sc_traffic_t t = {.hmax = 0, .gmax = 0, .xmax = 0};
+        if ((rc = halo_sizes(&g, P, &t.hmax, &t.gmax, &t.xmax)) != INCA_OK) break;
+        model_traffic(c, P, spe1, nparams, &t);
         json_t *j = NULL;
         if (json && (rc = json_new(&j)) != INCA_OK) break;
-        if (j) {
-            json_str(j, "model", "scale");
-            json_int(j, "ranks", P);
-            json_str(j, "device", c->device ? c->device : "cpu");
-            json_num(j, "staging_gbs_measured", dev->staging / 1e9);
-            if (nccl) json_num(j, "nvlink_gbs_assumed", dev->nvlink / 1e9);
-            if (nccl) json_int(j, "gpus_per_node", dev->gpn);
-            json_int(j, "halo_rows_max", hmax);
-            json_int(j, "gas_pull_rows_max", gmax);
-            json_num(j, "incagg_bytes_per_epoch", inc);
-            json_num(j, "gas_bytes_per_epoch", gas);
-            json_num(j, "gas_over_incagg_bytes", inc > 0 ? gas / inc : 0);
-            json_int(j, "cross_nonzeros_max", xmax);
-            json_num(j, "gas_over_incagg_ceiling", inc > 0 ? gas_ceil / inc : 0);
-            json_arr_begin(j, "links");
-        }
+        if (j) model_json_head(j, c, P, dev, &t);
         bench_say("bench scale: model P=%-3d halo %lld rows, GAS pulls %lld rows/epoch with one-part batches, at "
-                "most %lld (one-node batches): GAS/IncAgg bytes %.2fx, ceiling %.2fx\n", P, (long long)hmax,
-                (long long)gmax, (long long)xmax, inc > 0 ? gas / inc : 0, inc > 0 ? gas_ceil / inc : 0);
-        for (int l = 0; l < nl; l++) {
-            sc_link_t L = *dev;
-            L.bw = (double)links[l] * 1e9 / 8.0;
-            double t[2], eff[2];
-            const double t1[2] = {p1[SC_INCAGG].epoch_s, p1[SC_GAS].epoch_s}, by[2] = {inc, gas}, ms[2] = {msgs_inc, msgs_gas},
-                         st[2] = {stage_grad + 2.0 * (inc - grad), stage_grad + 2.0 * (gas - grad)};
-            for (int m = 0; m < 2; m++) {
-                t[m] = t1[m] / P + link_time(&L, P, by[m], st[m], grad_nccl) + alpha * ms[m];
-                eff[m] = t[m] > 0 ? t1[m] / (P * t[m]) : 0;
-                if (eff[m] >= 0.5) last_ok[m][l] = P;
-            }
-            bench_say("bench scale: model P=%-3d %3d Gb/s: incagg %.3f s/epoch (eff %.2f), gas %.3f s/epoch (eff %.2f, "
-                    "%.2fx incagg's time); bytes/epoch %.1f vs %.1f MB\n", P, links[l], t[0], eff[0], t[1], eff[1],
-                    t[0] > 0 ? t[1] / t[0] : 0, inc / 1e6, gas / 1e6);
-            if (j) {
-                json_obj_begin(j, NULL);
-                json_int(j, "gbps", links[l]);
-                json_num(j, "incagg_epoch_s", t[0]);
-                json_num(j, "incagg_efficiency", eff[0]);
-                json_num(j, "gas_epoch_s", t[1]);
-                json_num(j, "gas_efficiency", eff[1]);
-                json_num(j, "gas_over_incagg_time", t[0] > 0 ? t[1] / t[0] : 0);
-                json_obj_end(j);
-            }
-        }
+                "most %lld (one-node batches): GAS/IncAgg bytes %.2fx, ceiling %.2fx\n", P, (long long)t.hmax,
+                (long long)t.gmax, (long long)t.xmax, t.inc > 0 ? t.gas / t.inc : 0, t.inc > 0 ? t.gas_ceil / t.inc : 0);
+        model_links(j, P, links, nl, p1, dev, &t, last_ok);
         if (j) {
             json_arr_end(j);
             json_write(j, stdout);

@@ -40,6 +40,40 @@ typedef struct line {
     double copy_gbs;
 } line_t;
 
+/* The (ordering, F) JSON line on stdout: out's figures over T threads and reps repetitions. */
+static int spmm_json(const char *ordering, const csr_t *a, int64_t f, int T, int reps, const line_t *out, double sink) {
+    json_t *j = NULL;
+    int rc = json_new(&j);
+    if (rc) return rc;
+    json_str(j, "bench", "spmm");
+    json_str(j, "ordering", ordering);
+    json_int(j, "features", f);
+    json_int(j, "nodes", a->n_rows);
+    json_int(j, "nnz", a->nnz);
+    json_int(j, "threads", T);
+    json_int(j, "reps", reps);
+    json_num(j, "spmm_s", out->spmm_s);
+    json_num(j, "spmm_best_s", out->spmm_best_s);
+    json_num(j, "spmm_gbs", out->spmm_gbs);
+    json_num(j, "spmm_best_gbs", out->spmm_best_gbs);
+    json_num(j, "gather_gbs", out->gather_gbs);
+    json_num(j, "gather_best_gbs", out->gather_best_gbs);
+    json_num(j, "gather_pattern_gbs", out->pattern_gbs);
+    json_num(j, "copy_gbs", out->copy_gbs);
+    json_num(j, "spmm_over_gather", out->spmm_gbs / out->gather_gbs);
+    json_num(j, "spmm_over_gather_best", out->spmm_best_gbs / out->gather_best_gbs);
+    json_num(j, "spmm_over_gather_pattern", out->spmm_gbs / out->pattern_gbs);
+    json_num(j, "spmm_over_copy", out->spmm_gbs / out->copy_gbs);
+    json_num(j, "gather_sink", sink);   /* keeps the gather loops from being optimised away */
+    json_str(j, "spmm_bytes", spmm_bytes_formula);
+    json_str(j, "gather_bytes", gather_bytes_formula);
+    json_str(j, "copy_bytes", copy_bytes_formula);
+    rc = json_write(j, stdout);
+    fflush(stdout);
+    json_free(&j);
+    return rc;
+}
+
 /* Per repetition, in turn: copy, random gather, pattern gather, SpMM, so that all four see the
  * same machine load (machines here are shared); one JSON line on stdout. */
 static int bench_one(const char *ordering, const csr_t *a, int64_t f, int reps, const int32_t *ids,
@@ -51,7 +85,6 @@ static int bench_one(const char *ordering, const csr_t *a, int64_t f, int reps, 
     float *y = inca_malloc_aligned((size_t)(a->n_rows * f) * sizeof(float));
     float *acc = inca_malloc_aligned((size_t)(T * ldacc) * sizeof(float));
     double *tm = inca_malloc((size_t)(4 * reps) * sizeof(double));   /* [copy|gather|pattern|spmm] x reps */
-    json_t *j = NULL;
     if (!x || !y || !acc || !tm) { rc = INCA_ENOMEM; goto done; }
     bench_fill_floats(x, a->n_cols * f, seed);
     bench_fill_floats(y, a->n_rows * f, seed + 1);
@@ -89,34 +122,8 @@ static int bench_one(const char *ordering, const csr_t *a, int64_t f, int reps, 
     out->gather_best_gbs = gather_bytes / g_best * 1e-9;
     out->pattern_gbs = gather_bytes / p_med * 1e-9;
     out->copy_gbs = copy_bytes / c_med * 1e-9;
-    if ((rc = json_new(&j))) goto done;
-    json_str(j, "bench", "spmm");
-    json_str(j, "ordering", ordering);
-    json_int(j, "features", f);
-    json_int(j, "nodes", a->n_rows);
-    json_int(j, "nnz", a->nnz);
-    json_int(j, "threads", T);
-    json_int(j, "reps", reps);
-    json_num(j, "spmm_s", s_med);
-    json_num(j, "spmm_best_s", s_best);
-    json_num(j, "spmm_gbs", out->spmm_gbs);
-    json_num(j, "spmm_best_gbs", out->spmm_best_gbs);
-    json_num(j, "gather_gbs", out->gather_gbs);
-    json_num(j, "gather_best_gbs", out->gather_best_gbs);
-    json_num(j, "gather_pattern_gbs", out->pattern_gbs);
-    json_num(j, "copy_gbs", out->copy_gbs);
-    json_num(j, "spmm_over_gather", out->spmm_gbs / out->gather_gbs);
-    json_num(j, "spmm_over_gather_best", out->spmm_best_gbs / out->gather_best_gbs);
-    json_num(j, "spmm_over_gather_pattern", out->spmm_gbs / out->pattern_gbs);
-    json_num(j, "spmm_over_copy", out->spmm_gbs / out->copy_gbs);
-    json_num(j, "gather_sink", sink);   /* keeps the gather loops from being optimised away */
-    json_str(j, "spmm_bytes", spmm_bytes_formula);
-    json_str(j, "gather_bytes", gather_bytes_formula);
-    json_str(j, "copy_bytes", copy_bytes_formula);
-    rc = json_write(j, stdout);
-    fflush(stdout);
+    rc = spmm_json(ordering, a, f, T, reps, out, sink);
 done:
-    json_free(&j);
     inca_free(x);
     inca_free(y);
     inca_free(acc);

@@ -40,6 +40,46 @@ static void ingest_progress_line(void *ctx, const char *stage, int64_t done, int
         cli_progress(&g->p, 0, "%s %lld rows, %.0f rows/s", stage, (long long)done, rate);
 }
 
+/* The flags checked against each other and --out before a long read; *force: --force. */
+static int ingest_flags_check(const args_t *a, const char *fmt, ingest_format_t f, const char *out, int *force) {
+    if (args_npos(a) != 1)
+        return inca_fail(INCA_EINVAL, "expected exactly one SRC (file or folder), got %d", args_npos(a));
+    if (!out) return inca_fail(INCA_EINVAL, "--out STORE is required");
+    *force = args_has(a, "--force");
+    struct stat st;
+    if (!*force && stat(out, &st) == 0)   /* fail before parsing a large input */
+        return inca_fail(INCA_EINVAL, "--out %s: already exists (use --force to replace it)", out);
+    int rc = dataset_out_replaceable(out);
+    if (rc != INCA_OK) return rc;
+    if ((args_has(a, "--labels") || args_has(a, "--features")) && f != INGEST_EDGELIST)
+        return inca_fail(INCA_EINVAL, "--labels/--features: only for --format edgelist");
+    if ((args_has(a, "--symmetrize") || args_has(a, "--self-loops")) && (f == INGEST_IDX || f == INGEST_CSV))
+        return inca_fail(INCA_EINVAL, "--symmetrize/--self-loops: --format %s has no graph", fmt);
+    if (args_has(a, "--split") && f != INGEST_OGB)
+        return inca_fail(INCA_EINVAL, "--split: only for --format ogb");
+    return inca_out_check(out);   /* a missing --out folder, before a long read */
+}
+
+/* The --json result: the written store as inca info sees it, with the format and the times. */
+static int ingest_print_json(const char *out, ingest_format_t f, double secs) {
+    json_t *j = NULL;
+    store_t *st_ = NULL;
+    int rc;
+    if ((rc = store_open(out, STORE_RDONLY, &st_))) return rc;
+    rc = json_new(&j);
+    if (!rc) rc = info_add_json(st_, j);
+    store_close(&st_);
+    if (!rc) {
+        json_str(j, "format", ingest_format_name(f));
+        json_num(j, "seconds", secs);
+        json_num(j, "peak_rss_mb", inca_peak_rss_mb());
+        memstat_json(j);
+        rc = json_write(j, stdout);
+    }
+    json_free(&j);
+    return rc;
+}
+
 int cmd_ingest(int argc, char **argv) {
     static const char *const known[] = {"--format", "--out", "--split", "--labels", "--features",
                                         "--symmetrize!", "--self-loops!", "--force!", "--json!", "--quiet!", NULL};
@@ -55,33 +95,10 @@ int cmd_ingest(int argc, char **argv) {
     const char *fmt = args_str(a, "--format", NULL);
     const char *out = args_str(a, "--out", NULL);
     ingest_format_t f;
+    int force = 0;
     if (!fmt) { rc = inca_fail(INCA_EINVAL, "--format ogb|edgelist|metis|idx|csv is required"); goto done; }
     if ((rc = ingest_format_parse(fmt, &f))) goto done;
-    if (args_npos(a) != 1) {
-        rc = inca_fail(INCA_EINVAL, "expected exactly one SRC (file or folder), got %d", args_npos(a));
-        goto done;
-    }
-    if (!out) { rc = inca_fail(INCA_EINVAL, "--out STORE is required"); goto done; }
-    int force = args_has(a, "--force");
-    struct stat st;
-    if (!force && stat(out, &st) == 0) {   /* fail before parsing a large input */
-        rc = inca_fail(INCA_EINVAL, "--out %s: already exists (use --force to replace it)", out);
-        goto done;
-    }
-    if ((rc = dataset_out_replaceable(out)) != INCA_OK) goto done;
-    if ((args_has(a, "--labels") || args_has(a, "--features")) && f != INGEST_EDGELIST) {
-        rc = inca_fail(INCA_EINVAL, "--labels/--features: only for --format edgelist");
-        goto done;
-    }
-    if ((args_has(a, "--symmetrize") || args_has(a, "--self-loops")) && (f == INGEST_IDX || f == INGEST_CSV)) {
-        rc = inca_fail(INCA_EINVAL, "--symmetrize/--self-loops: --format %s has no graph", fmt);
-        goto done;
-    }
-    if (args_has(a, "--split") && f != INGEST_OGB) {
-        rc = inca_fail(INCA_EINVAL, "--split: only for --format ogb");
-        goto done;
-    }
-    if ((rc = inca_out_check(out))) goto done;   /* a missing --out folder, before a long read */
+    if ((rc = ingest_flags_check(a, fmt, f, out, &force))) goto done;
     ingest_opts_t o = {0};
     o.flags = (args_has(a, "--symmetrize") ? INGEST_SYMMETRIZE : 0u) |
               (args_has(a, "--self-loops") ? INGEST_SELF_LOOPS : 0u);
@@ -98,20 +115,7 @@ int cmd_ingest(int argc, char **argv) {
     if (rc) goto done;
     double secs = inca_now() - t0;
     if (args_has(a, "--json")) {
-        json_t *j = NULL;
-        store_t *st_ = NULL;
-        if ((rc = store_open(out, STORE_RDONLY, &st_))) goto done;
-        rc = json_new(&j);
-        if (!rc) rc = info_add_json(st_, j);
-        store_close(&st_);
-        if (!rc) {
-            json_str(j, "format", ingest_format_name(f));
-            json_num(j, "seconds", secs);
-            json_num(j, "peak_rss_mb", inca_peak_rss_mb());
-            memstat_json(j);
-            rc = json_write(j, stdout);
-        }
-        json_free(&j);
+        rc = ingest_print_json(out, f, secs);
     } else {
         printf("ingested %s %s -> %s: %lld nodes, %lld edges, %lld features, %d classes, "
                "splits %lld/%lld/%lld, %.2f s\n", ingest_format_name(f), args_pos(a, 0), out,

@@ -53,10 +53,10 @@ static void train_log_stderr(void *ctx, int level, const char *line) {
     cli_progress_line_open(0);
 }
 
-int cli_train_config(const args_t *a, train_config_t *c, cli_log_state_t *ls) {
+/* The model, its optimiser and its architecture's flags. */
+static int train_flags_model(const args_t *a, train_config_t *c) {
     int rc;
     int64_t v;
-    train_config_default(c);
     int m = TRAIN_FULL;
     if ((rc = args_word(a, "--model", "gcn", model_kind_words, NN_KIND_COUNT, MODEL_KIND_EXPECT, &c->model)) ||
         (rc = args_word(a, "--method", "full", train_method_words, TRAIN_METHOD_COUNT, "full|cluster|gas|incagg", &m)))
@@ -96,6 +96,13 @@ int cli_train_config(const args_t *a, train_config_t *c, cli_log_state_t *ls) {
     c->batchnorm = args_has(a, "--batchnorm");
     c->residual = args_has(a, "--residual");
     c->dense_input = args_has(a, "--dense-input");
+    return INCA_OK;
+}
+
+/* What a run keeps, repeats, selects and runs on. */
+static int train_flags_run(const args_t *a, train_config_t *c) {
+    int rc;
+    int64_t v;
     c->checkpoint_dir = args_str(a, "--checkpoint", NULL);
     c->resume = args_has(a, "--resume");
     if ((rc = flag_int(a, "--batch-size", 0, 0, INT64_MAX, &v))) return rc;
@@ -119,6 +126,13 @@ int cli_train_config(const args_t *a, train_config_t *c, cli_log_state_t *ls) {
     c->device = args_str(a, "--device", "cpu");
     c->deterministic = args_has(a, "--deterministic");
     c->tf32 = args_has(a, "--tf32");
+    return INCA_OK;
+}
+
+/* The mini-batch parts and history types; --batch-parts fitted to the parts. */
+static int train_flags_parts(const args_t *a, train_config_t *c) {
+    int rc;
+    int64_t v;
     if ((rc = flag_int(a, "--parts", 40, 1, INT32_MAX, &v))) return rc;
     c->parts = (int)v;
     if ((rc = flag_int(a, "--batch-parts", 10, 1, INT32_MAX, &v))) return rc;
@@ -144,6 +158,13 @@ int cli_train_config(const args_t *a, train_config_t *c, cli_log_state_t *ls) {
                          c->batch_parts, c->parts, c->partition[0] ? ", from --partition " : "", c->partition);
     /* the value used, so that a result's config (predict, --config) does not name 10 of 4 parts */
     if (c->parts > 0 && c->batch_parts > c->parts) c->batch_parts = c->parts;
+    return INCA_OK;
+}
+
+/* Refresh, placement, loader, workers and memory budgets. */
+static int train_flags_memory(const args_t *a, train_config_t *c) {
+    int rc;
+    int64_t v;
     if ((rc = args_double(a, "--refresh-relax", c->refresh_relax, &c->refresh_relax))) return rc;
     const char *rs = args_str(a, "--refresh-source", NULL);
     if ((rs && (rc = agg_source_parse(rs, &c->refresh_source))) ||
@@ -164,6 +185,15 @@ int cli_train_config(const args_t *a, train_config_t *c, cli_log_state_t *ls) {
     if (dmb && (rc = args_size_parse("--device-memory-budget", dmb, &c->device_memory_budget))) return rc;
     if (mb && c->loader == TRAIN_LOADER_COPY)
         return inca_fail(INCA_EINVAL, "--memory-budget: needs --loader view (or auto); --loader copy holds the dataset in memory");
+    return INCA_OK;
+}
+
+int cli_train_config(const args_t *a, train_config_t *c, cli_log_state_t *ls) {
+    int rc;
+    train_config_default(c);
+    if ((rc = train_flags_model(a, c)) || (rc = train_flags_run(a, c)) || (rc = train_flags_parts(a, c)) ||
+        (rc = train_flags_memory(a, c)))
+        return rc;
     c->log = args_has(a, "--quiet") ? NULL : train_log_stderr;   /* --quiet: no status or progress lines */
     if (c->log && ls->tty) cli_progress_sigint_install();
     c->log_ctx = ls;

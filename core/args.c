@@ -220,6 +220,48 @@ static const char *const *listed;
 void args_set_list_mode(int on) { list_mode = on; listed = NULL; }
 const char *const *args_listed(void) { return listed; }
 
+/* The flag argv[*i] into a, with its value (after '=', or the next argument: *i moves past it);
+ * cmd: argv[0], for the unknown-flag message. On an error a still owns what it took. */
+static int flag_take(args_t *a, int argc, char **argv, int *i, const char *const *known, const char *cmd) {
+    const char *s = argv[*i];
+    const char *eq = strchr(s, '=');
+    size_t len = eq ? (size_t)(eq - s) : strlen(s);
+    int is_bool = 0;
+    if (!spec_find(known, s, len, &is_bool)) {
+        /* no "CMD: " here: main.c prefixes every message with "inca CMD: " already; a
+         * benchmark (argv[0] its name, help_cmd "bench") names itself after the flag */
+        char of[160] = "";
+        if (help_cmd && strcmp(help_cmd, cmd) != 0) snprintf(of, sizeof of, " for %s %s:", help_cmd, cmd);
+        return inca_fail(INCA_EINVAL, "unknown flag%s '%.*s' (see 'inca %s --help')", of, (int)len, s,
+                         help_cmd ? help_cmd : cmd);
+    }
+    char *name = inca_malloc(len + 1);
+    if (!name) return INCA_ENOMEM;
+    memcpy(name, s, len);
+    name[len] = '\0';
+    a->owned[a->nowned++] = name;
+    const char *val = NULL;
+    if (is_bool) {
+        if (eq) return inca_fail(INCA_EINVAL, "flag %s takes no value, got '%s'", name, eq + 1);
+        val = "1";
+    } else if (eq) {
+        val = eq + 1;
+        if (!*val)   /* "--out=": no value, not the current folder */
+            return inca_fail(INCA_EINVAL, "flag %s expects a value, got an empty one", name);
+    } else {
+        if (*i + 1 >= argc) return inca_fail(INCA_EINVAL, "flag %s expects a value", name);
+        val = argv[++*i];
+    }
+    /* a repeated flag: the last one wins */
+    int j;
+    for (j = 0; j < a->nkv; j++)
+        if (strcmp(a->kv[j].name, name) == 0) break;
+    a->kv[j].name = name;
+    a->kv[j].val = val;
+    if (j == a->nkv) a->nkv++;
+    return INCA_OK;
+}
+
 int args_parse(int argc, char **argv, const char *const *known, args_t **out) {
     *out = NULL;
     if (list_mode) {   /* `inca CMD --list-flags`: keep the list for the caller to print */
@@ -242,53 +284,11 @@ int args_parse(int argc, char **argv, const char *const *known, args_t **out) {
             a->pos[a->npos++] = s;
             continue;
         }
-        const char *eq = strchr(s, '=');
-        size_t len = eq ? (size_t)(eq - s) : strlen(s);
-        int is_bool = 0;
-        if (!spec_find(known, s, len, &is_bool)) {
-            /* no "CMD: " here: main.c prefixes every message with "inca CMD: " already; a
-             * benchmark (argv[0] its name, help_cmd "bench") names itself after the flag */
-            char of[160] = "";
-            if (help_cmd && strcmp(help_cmd, cmd) != 0) snprintf(of, sizeof of, " for %s %s:", help_cmd, cmd);
+        const int rc = flag_take(a, argc, argv, &i, known, cmd);
+        if (rc) {   /* args_free after the message: the flag's name it holds is owned by a */
             args_free(&a);
-            return inca_fail(INCA_EINVAL, "unknown flag%s '%.*s' (see 'inca %s --help')", of, (int)len, s,
-                             help_cmd ? help_cmd : cmd);
+            return rc;
         }
-        char *name = inca_malloc(len + 1);
-        if (!name) { args_free(&a); return INCA_ENOMEM; }
-        memcpy(name, s, len);
-        name[len] = '\0';
-        a->owned[a->nowned++] = name;
-        const char *val = NULL;
-        if (is_bool) {
-            if (eq) {   /* the message before args_free: name is owned by a */
-                const int rc = inca_fail(INCA_EINVAL, "flag %s takes no value, got '%s'", name, eq + 1);
-                args_free(&a);
-                return rc;
-            }
-            val = "1";
-        } else if (eq) {
-            val = eq + 1;
-            if (!*val) {   /* "--out=": no value, not the current folder */
-                const int rc = inca_fail(INCA_EINVAL, "flag %s expects a value, got an empty one", name);
-                args_free(&a);
-                return rc;
-            }
-        } else {
-            if (i + 1 >= argc) {
-                int rc = inca_fail(INCA_EINVAL, "flag %s expects a value", name);
-                args_free(&a);
-                return rc;
-            }
-            val = argv[++i];
-        }
-        /* a repeated flag: the last one wins */
-        int j;
-        for (j = 0; j < a->nkv; j++)
-            if (strcmp(a->kv[j].name, name) == 0) break;
-        a->kv[j].name = name;
-        a->kv[j].val = val;
-        if (j == a->nkv) a->nkv++;
     }
     a->ncmd = a->nkv;
     const char *cfg = NULL;

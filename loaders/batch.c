@@ -147,19 +147,14 @@ static void batch_renorm(csr_t *a, int renorm) {
     }
 }
 
-/* Build global batch number `idx` into slot idx % 2. Runs on one thread at a time. */
-static int batch_build(batch_loader_t *l, int64_t idx) {
-    double t0 = inca_now();
+/* The parts of batch b (step `step` of the epoch's order) into its node ranges and nodes, with
+ * l->local set for them; n_b and nnz_rows too. */
+static void batch_ranges(batch_loader_t *l, batch_t *b, int64_t step) {
     const batch_source_t *src = &l->src;
-    batch_t *b = &l->slot[idx % 2];
-    int64_t epoch = idx / l->spe, step = idx % l->spe, bp = l->o.batch_parts;
-    epoch_order(l, epoch);
+    const int64_t bp = l->o.batch_parts;
     int64_t p0 = step * bp, np = l->kp - p0 < bp ? l->kp - p0 : bp;
     memcpy(l->sel, l->order + p0, sizeof *l->sel * (size_t)np);
     qsort(l->sel, (size_t)np, sizeof *l->sel, inca_cmp_i64);
-    b->index = idx;
-    b->epoch = epoch;
-    b->step = step;
     b->nranges = 0;
     int64_t nb = 0;
     for (int64_t i = 0; i < np; i++) {
@@ -178,17 +173,22 @@ static int batch_build(batch_loader_t *l, int64_t idx) {
     b->nnz_rows = 0;
     for (int64_t r = 0; r < b->nranges; r++)
         b->nnz_rows += src->a->rowptr[b->range_start[r] + b->range_len[r]] - src->a->rowptr[b->range_start[r]];
+}
+
+/* Batch b's feature and label rows (slot s's buffers), and the pages of its rows touched. */
+static void batch_rows(batch_loader_t *l, batch_t *b, int s) {
+    const batch_source_t *src = &l->src;
     /* features and labels: a view for one range, else a copy */
     if (src->x && src->f > 0) {
         if (b->nranges == 1) b->x = src->x + b->range_start[0] * src->f;
         else {
             int64_t off = 0;
             for (int64_t r = 0; r < b->nranges; r++) {
-                memcpy(l->xbuf[idx % 2] + off * src->f, src->x + b->range_start[r] * src->f,
+                memcpy(l->xbuf[s] + off * src->f, src->x + b->range_start[r] * src->f,
                        sizeof(float) * (size_t)(b->range_len[r] * src->f));
                 off += b->range_len[r];
             }
-            b->x = l->xbuf[idx % 2];
+            b->x = l->xbuf[s];
         }
     } else b->x = NULL;
     if (src->touch && src->touch_row_bytes > 0)
@@ -199,17 +199,20 @@ static int batch_build(batch_loader_t *l, int64_t idx) {
         else {
             int64_t off = 0;
             for (int64_t r = 0; r < b->nranges; r++) {
-                memcpy(l->ybuf[idx % 2] + off, src->y + b->range_start[r], sizeof(int32_t) * (size_t)b->range_len[r]);
+                memcpy(l->ybuf[s] + off, src->y + b->range_start[r], sizeof(int32_t) * (size_t)b->range_len[r]);
                 off += b->range_len[r];
             }
-            b->y = l->ybuf[idx % 2];
+            b->y = l->ybuf[s];
         }
     } else b->y = NULL;
-    /* halo ids (sorted) */
-    const csr_t *a = src->a;
+}
+
+/* Batch b's halo ids (sorted; stamp marks this batch in l->hmark) and their positions. */
+static void batch_halo(batch_loader_t *l, batch_t *b, int64_t stamp) {
+    const csr_t *a = l->src.a;
+    const int64_t nb = b->n_b;
     int64_t nh = 0;
     if (l->o.halo) {
-        int64_t stamp = idx + 1;
         for (int64_t i = 0; i < nb; i++) {
             int64_t u = b->nodes[i];
             for (int64_t e = a->rowptr[u]; e < a->rowptr[u + 1]; e++) {
@@ -221,8 +224,13 @@ static int batch_build(batch_loader_t *l, int64_t idx) {
         for (int64_t h = 0; h < nh; h++) l->hpos[b->halo[h]] = h;
     }
     b->n_halo = nh;
-    /* Â_BB and Â_{B,halo}: columns ascending because global ids map monotonically to local
-     * ids and to halo positions */
+}
+
+/* Â_BB and Â_{B,halo}: columns ascending because global ids map monotonically to local ids and
+ * to halo positions */
+static void batch_adjacency(batch_loader_t *l, batch_t *b) {
+    const csr_t *a = l->src.a;
+    const int64_t nb = b->n_b;
     int64_t zb = 0, zh = 0;
     b->a_bb.rowptr[0] = 0;
     if (l->o.halo) b->a_bh.rowptr[0] = 0;
@@ -248,12 +256,28 @@ static int batch_build(batch_loader_t *l, int64_t idx) {
     b->a_bb.nnz = zb;
     if (l->o.halo) {
         b->a_bh.n_rows = nb;
-        b->a_bh.n_cols = nh;
+        b->a_bh.n_cols = b->n_halo;
         b->a_bh.nnz = zh;
     }
+}
+
+/* Build global batch number `idx` into slot idx % 2. Runs on one thread at a time. */
+static int batch_build(batch_loader_t *l, int64_t idx) {
+    double t0 = inca_now();
+    const batch_source_t *src = &l->src;
+    batch_t *b = &l->slot[idx % 2];
+    int64_t epoch = idx / l->spe, step = idx % l->spe;
+    epoch_order(l, epoch);
+    b->index = idx;
+    b->epoch = epoch;
+    b->step = step;
+    batch_ranges(l, b, step);
+    batch_rows(l, b, (int)(idx % 2));
+    batch_halo(l, b, idx + 1);
+    batch_adjacency(l, b);
     if (l->o.renorm != BATCH_RENORM_NONE) batch_renorm(&b->a_bb, l->o.renorm);
     if (!src->a_symmetric) transpose_into(&b->a_bb, &b->a_bbt, l->tcount);
-    for (int64_t i = 0; i < nb; i++) l->local[b->nodes[i]] = -1;
+    for (int64_t i = 0; i < b->n_b; i++) l->local[b->nodes[i]] = -1;
     l->build_s += inca_now() - t0;
     return INCA_OK;
 }

@@ -458,49 +458,52 @@ static int load_all_named(store_t *s, dataset_t *d) {
     return rc;
 }
 
-int dataset_split_apply(const char *path, const char *spec, uint64_t seed, dataset_t *d) {
-    if (!spec || strcmp(spec, "stored") == 0) return INCA_OK;
-    if (strncmp(spec, "random:", 7) == 0) {
-        double fr[3];
-        uint64_t sseed = 0;
-        int has_seed = 0;   /* random:TR,VA,TE:SEED keeps the split whatever the training seed */
-        int rc = split_parse_seed(spec, fr, &sseed, &has_seed);
-        if (rc) return rc;
-        /* with every split loaded, a named default stays among them (its slot was kept free) */
-        dataset_named_split_t keep;
-        memset(&keep, 0, sizeof keep);
-        const int move = d->more_loaded && d->split_name[0];
-        if (move) {
-            snprintf(keep.name, sizeof keep.name, "%s", d->split_name);
-            for (int sp = 0; sp < SPLIT_COUNT; sp++) {
-                keep.n[sp] = d->split_n[sp];
-                if (d->split_n[sp] > 0 && !(keep.ids[sp] = inca_malloc(sizeof(int64_t) * (size_t)d->split_n[sp]))) rc = INCA_ENOMEM;
-                else if (d->split_n[sp] > 0) memcpy(keep.ids[sp], d->split[sp], sizeof(int64_t) * (size_t)d->split_n[sp]);
-            }
+/* --split random:TR,VA,TE[:SEED] drawn into d's default split (seed: the run's, unless the spec
+ * names its own). */
+static int split_apply_random(const char *spec, uint64_t seed, dataset_t *d) {
+    double fr[3];
+    uint64_t sseed = 0;
+    int has_seed = 0;   /* random:TR,VA,TE:SEED keeps the split whatever the training seed */
+    int rc = split_parse_seed(spec, fr, &sseed, &has_seed);
+    if (rc) return rc;
+    /* with every split loaded, a named default stays among them (its slot was kept free) */
+    dataset_named_split_t keep;
+    memset(&keep, 0, sizeof keep);
+    const int move = d->more_loaded && d->split_name[0];
+    if (move) {
+        snprintf(keep.name, sizeof keep.name, "%s", d->split_name);
+        for (int sp = 0; sp < SPLIT_COUNT; sp++) {
+            keep.n[sp] = d->split_n[sp];
+            if (d->split_n[sp] > 0 && !(keep.ids[sp] = inca_malloc(sizeof(int64_t) * (size_t)d->split_n[sp]))) rc = INCA_ENOMEM;
+            else if (d->split_n[sp] > 0) memcpy(keep.ids[sp], d->split[sp], sizeof(int64_t) * (size_t)d->split_n[sp]);
         }
-        if (!rc) rc = split_random(d, fr, has_seed ? sseed : seed);
-        if (rc) {
-            for (int sp = 0; sp < SPLIT_COUNT; sp++) inca_free(keep.ids[sp]);
-            return rc;
-        }
-        if (move) d->more[d->n_more++] = keep;
-        d->split_name[0] = '\0';
-        return INCA_OK;
     }
-    if (d->split_name[0] && strcmp(spec, d->split_name) == 0) return INCA_OK;
-    /* stores ingested before splits had names took "public" for their one split */
-    if (!d->split_name[0] && d->n_more == 0 && strcmp(spec, "public") == 0) {
-        store_t *s = NULL;
-        dataset_split_info_t *v = NULL;
-        int k = 0, rc = store_open(path, STORE_RDONLY, &s);
-        if (!rc) rc = dataset_splits_list(s, &v, &k);
-        const int only = !rc && k == 1 && !v[0].name[0];
-        inca_free(v);
-        store_close(&s);
-        if (rc) return rc;
-        if (only) return INCA_OK;
+    if (!rc) rc = split_random(d, fr, has_seed ? sseed : seed);
+    if (rc) {
+        for (int sp = 0; sp < SPLIT_COUNT; sp++) inca_free(keep.ids[sp]);
+        return rc;
     }
-    for (int32_t i = 0; i < d->n_more; i++) {   /* loaded with DATASET_ALL_SPLITS: swap it in */
+    if (move) d->more[d->n_more++] = keep;
+    d->split_name[0] = '\0';
+    return INCA_OK;
+}
+
+/* Whether the store at path holds one split only, and that one unnamed (*only). */
+static int split_only_unnamed(const char *path, int *only) {
+    store_t *s = NULL;
+    dataset_split_info_t *v = NULL;
+    int k = 0, rc = store_open(path, STORE_RDONLY, &s);
+    if (!rc) rc = dataset_splits_list(s, &v, &k);
+    *only = !rc && k == 1 && !v[0].name[0];
+    inca_free(v);
+    store_close(&s);
+    return rc;
+}
+
+/* The split named spec among d->more (loaded with DATASET_ALL_SPLITS) swapped in as the
+ * default; 0 when there is none of that name. */
+static int split_swap_in(dataset_t *d, const char *spec) {
+    for (int32_t i = 0; i < d->n_more; i++) {
         dataset_named_split_t *ns = &d->more[i];
         if (strcmp(ns->name, spec) != 0) continue;
         for (int sp = 0; sp < SPLIT_COUNT; sp++) {
@@ -518,8 +521,13 @@ int dataset_split_apply(const char *path, const char *spec, uint64_t seed, datas
             for (int sp = 0; sp < SPLIT_COUNT; sp++) inca_free(ns->ids[sp]);
             *ns = d->more[--d->n_more];
         }
-        return INCA_OK;
+        return 1;
     }
+    return 0;
+}
+
+/* The split named spec loaded from the store at path in place of d's default. */
+static int split_load_stored(const char *path, const char *spec, dataset_t *d) {
     store_t *s = NULL;
     dataset_split_info_t *v = NULL;
     int k = 0, rc = store_open(path, STORE_RDONLY, &s);
@@ -548,6 +556,20 @@ int dataset_split_apply(const char *path, const char *spec, uint64_t seed, datas
     inca_free(v);
     store_close(&s);
     return rc;
+}
+
+int dataset_split_apply(const char *path, const char *spec, uint64_t seed, dataset_t *d) {
+    if (!spec || strcmp(spec, "stored") == 0) return INCA_OK;
+    if (strncmp(spec, "random:", 7) == 0) return split_apply_random(spec, seed, d);
+    if (d->split_name[0] && strcmp(spec, d->split_name) == 0) return INCA_OK;
+    /* stores ingested before splits had names took "public" for their one split */
+    if (!d->split_name[0] && d->n_more == 0 && strcmp(spec, "public") == 0) {
+        int only = 0, rc = split_only_unnamed(path, &only);
+        if (rc) return rc;
+        if (only) return INCA_OK;
+    }
+    if (split_swap_in(d, spec)) return INCA_OK;   /* loaded with DATASET_ALL_SPLITS: swapped in */
+    return split_load_stored(path, spec, d);
 }
 
 int dataset_load_ex(const char *path, int flags, dataset_t *d) {

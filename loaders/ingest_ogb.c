@@ -261,104 +261,132 @@ static int ogb_read_split(const char *sdir, const char *name, dataset_t *d, int 
     return rc;
 }
 
+/* raw/'s counts checked and its edges read into d's graph (d->n set). */
+static int ogb_read_graph(const char *raw, const ingest_opts_t *o, dataset_t *d) {
+    char path[INGEST_PATH_MAX];
+    ingest_edges_t e = {0};
+    int64_t n = 0, m = 0;
+    int rc;
+    if ((rc = ogb_read_count(raw, "num-node-list", &n))) goto done;
+    if ((rc = ogb_check_counts(raw, n, "num-node-list", "node-label", 1))) goto done;
+    if ((rc = ogb_check_counts(raw, n, "num-node-list", "node-feat", 2))) goto done;
+    if (n <= 0 || n > INGEST_MAX_ID) {
+        ingest_find_file(path, sizeof path, raw, "num-node-list", ingest_csv_exts);
+        rc = inca_fail(INCA_EINVAL, "%s:1: expected a node count in 1..%lld, got %lld", path,
+                       (long long)INGEST_MAX_ID, (long long)n);
+        goto done;
+    }
+    if ((rc = ogb_read_count(raw, "num-edge-list", &m))) goto done;
+    if ((rc = ogb_check_counts(raw, m, "num-edge-list", "edge", 4))) goto done;
+    if ((rc = ogb_check_graph_only(raw, n, m))) goto done;
+    d->n = n;
+    if ((rc = ogb_read_edges(raw, n, m, &e, o))) goto done;
+    rc = ingest_build_graph(d, n, &e, 1, o);
+done:
+    ingest_edges_free(&e);
+    return rc;
+}
+
+/* raw/'s labels and features into d, where there are any. */
+static int ogb_read_attrs(const char *raw, const ingest_opts_t *o, dataset_t *d) {
+    char path[INGEST_PATH_MAX];
+    int rc = ingest_find_file(path, sizeof path, raw, "node-label", ingest_csv_exts);
+    if (rc == INCA_OK) {
+        d->y = inca_malloc((size_t)d->n * sizeof *d->y);
+        rc = d->y ? ogb_read_nodes(path, d, label_line, "label", o) : INCA_ENOMEM;
+    }
+    else if (rc == INCA_ENOTFOUND) { inca_err_clear(); rc = INCA_OK; }
+    if (rc) return rc;
+    ingest_set_classes(d);
+
+    rc = ingest_find_file(path, sizeof path, raw, "node-feat", ingest_csv_exts);
+    if (rc == INCA_OK) rc = ogb_read_nodes(path, d, feat_line, "feature", o);
+    else if (rc == INCA_ENOTFOUND) { inca_err_clear(); rc = INCA_OK; }
+    return rc;
+}
+
+/* The splits of folder sdir/name into d->split. mark: d->n bytes of scratch. */
+static int ogb_read_split_folder(const char *sdir, const char *name, dataset_t *d, unsigned char *mark) {
+    char one[INGEST_PATH_MAX];
+    int rc = ingest_path_join(one, sizeof one, sdir, name);
+    if (rc) return rc;
+    memset(mark, 0, (size_t)d->n);
+    for (int s = 0; s < SPLIT_COUNT; s++)
+        if ((rc = ogb_read_split(one, dataset_split_names[s], d, s, mark))) return rc;
+    return INCA_OK;
+}
+
+/* d->split's ids moved to ns, named name; d->split left empty. */
+static void ogb_split_move(dataset_t *d, dataset_named_split_t *ns, const char *name) {
+    snprintf(ns->name, sizeof ns->name, "%s", name);
+    for (int s = 0; s < SPLIT_COUNT; s++) {
+        ns->ids[s] = d->split[s];
+        ns->n[s] = d->split_n[s];
+        d->split[s] = NULL;
+        d->split_n[s] = 0;
+    }
+}
+
+/* every split folder: the default (--split, else the first) into d.split, the others into
+ * d.more, so one store serves each of them (inca train --split NAME) */
+static int ogb_read_splits(const char *dir, const ingest_opts_t *o, dataset_t *d) {
+    unsigned char *mark = NULL;
+    char sdir[INGEST_PATH_MAX];
+    char *names[OGB_MAX_SPLITS];
+    int nnames = 0, pick = -1;
+    dataset_named_split_t def;
+    memset(&def, 0, sizeof def);
+    int rc;
+    if ((rc = ingest_path_join(sdir, sizeof sdir, dir, "split"))) goto done;
+    if ((rc = ogb_list_splits(sdir, names, &nnames))) goto done;
+    if ((rc = ogb_pick_split(sdir, names, nnames, o->split, &pick))) goto done;
+    if (pick >= 0) {
+        mark = inca_malloc((size_t)d->n);
+        if (!mark) { rc = INCA_ENOMEM; goto done; }
+        if (nnames > 1 && !(d->more = inca_calloc((size_t)(nnames - 1), sizeof *d->more))) { rc = INCA_ENOMEM; goto done; }
+        for (int i = 0; i < nnames; i++) {
+            if (i != pick && (rc = dataset_split_name_check(names[i]))) {
+                inca_fail_ctx(rc, "%s/%s: cannot store this split folder (rename it)", sdir, names[i]);
+                goto done;
+            }
+            if ((rc = ogb_read_split_folder(sdir, names[i], d, mark))) goto done;
+            /* the folder's ids move out of d.split (the next folder's read would free them): the
+             * default's to def until the end, the others' to their entry of d.more */
+            ogb_split_move(d, i == pick ? &def : &d->more[d->n_more++], names[i]);
+        }
+        for (int s = 0; s < SPLIT_COUNT; s++) {
+            d->split[s] = def.ids[s];
+            d->split_n[s] = def.n[s];
+            def.ids[s] = NULL;
+        }
+        /* an unstorable default name (only "stored") leaves the default unnamed: it needs none */
+        if (dataset_split_name_check(names[pick]) == INCA_OK) snprintf(d->split_name, sizeof d->split_name, "%s", names[pick]);
+        else inca_err_clear();
+    }
+done:
+    inca_free(mark);
+    for (int i = 0; i < nnames; i++) inca_free(names[i]);
+    for (int s = 0; s < SPLIT_COUNT; s++) inca_free(def.ids[s]);   /* after a failure: the default's, not yet moved */
+    return rc;
+}
+
 int ingest_ogb(const char *dir, const ingest_opts_t *o, dataset_t *out) {
     dataset_t d;
     dataset_init(&d);
     dataset_init(out);
-    ingest_edges_t e = {0};
-    unsigned char *mark = NULL;
-    char raw[INGEST_PATH_MAX], path[INGEST_PATH_MAX], sdir[INGEST_PATH_MAX];
-    char *names[OGB_MAX_SPLITS];
-    int nnames = 0;
-    dataset_named_split_t def;
-    memset(&def, 0, sizeof def);
-    int64_t n = 0, m = 0;
+    char raw[INGEST_PATH_MAX];
     struct stat st;
     int rc;
     if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
         return inca_fail(INCA_ENOTFOUND, "%s: expected an OGB dataset folder (raw/, split/)", dir);
     if ((rc = ingest_path_join(raw, sizeof raw, dir, "raw"))) goto fail;
-    if ((rc = ogb_read_count(raw, "num-node-list", &n))) goto fail;
-    if ((rc = ogb_check_counts(raw, n, "num-node-list", "node-label", 1))) goto fail;
-    if ((rc = ogb_check_counts(raw, n, "num-node-list", "node-feat", 2))) goto fail;
-    if (n <= 0 || n > INGEST_MAX_ID) {
-        ingest_find_file(path, sizeof path, raw, "num-node-list", ingest_csv_exts);
-        rc = inca_fail(INCA_EINVAL, "%s:1: expected a node count in 1..%lld, got %lld", path,
-                       (long long)INGEST_MAX_ID, (long long)n);
-        goto fail;
-    }
-    if ((rc = ogb_read_count(raw, "num-edge-list", &m))) goto fail;
-    if ((rc = ogb_check_counts(raw, m, "num-edge-list", "edge", 4))) goto fail;
-    if ((rc = ogb_check_graph_only(raw, n, m))) goto fail;
-    d.n = n;
-    if ((rc = ogb_read_edges(raw, n, m, &e, o))) goto fail;
-    if ((rc = ingest_build_graph(&d, n, &e, 1, o))) goto fail;
-    ingest_edges_free(&e);
-
-    rc = ingest_find_file(path, sizeof path, raw, "node-label", ingest_csv_exts);
-    if (rc == INCA_OK) {
-        d.y = inca_malloc((size_t)n * sizeof *d.y);
-        rc = d.y ? ogb_read_nodes(path, &d, label_line, "label", o) : INCA_ENOMEM;
-    }
-    else if (rc == INCA_ENOTFOUND) { inca_err_clear(); rc = INCA_OK; }
-    if (rc) goto fail;
-    ingest_set_classes(&d);
-
-    rc = ingest_find_file(path, sizeof path, raw, "node-feat", ingest_csv_exts);
-    if (rc == INCA_OK) rc = ogb_read_nodes(path, &d, feat_line, "feature", o);
-    else if (rc == INCA_ENOTFOUND) { inca_err_clear(); rc = INCA_OK; }
-    if (rc) goto fail;
-
-    /* every split folder: the default (--split, else the first) into d.split, the others into
-     * d.more, so one store serves each of them (inca train --split NAME) */
-    if ((rc = ingest_path_join(sdir, sizeof sdir, dir, "split"))) goto fail;
-    if ((rc = ogb_list_splits(sdir, names, &nnames))) goto fail;
-    int pick = -1;
-    if ((rc = ogb_pick_split(sdir, names, nnames, o->split, &pick))) goto fail;
-    if (pick >= 0) {
-        mark = inca_malloc((size_t)n);
-        if (!mark) { rc = INCA_ENOMEM; goto fail; }
-        if (nnames > 1 && !(d.more = inca_calloc((size_t)(nnames - 1), sizeof *d.more))) { rc = INCA_ENOMEM; goto fail; }
-        for (int i = 0; i < nnames; i++) {
-            if (i != pick && (rc = dataset_split_name_check(names[i]))) {
-                inca_fail_ctx(rc, "%s/%s: cannot store this split folder (rename it)", sdir, names[i]);
-                goto fail;
-            }
-            char one[INGEST_PATH_MAX];
-            if ((rc = ingest_path_join(one, sizeof one, sdir, names[i]))) goto fail;
-            memset(mark, 0, (size_t)n);
-            for (int s = 0; s < SPLIT_COUNT; s++)
-                if ((rc = ogb_read_split(one, dataset_split_names[s], &d, s, mark))) goto fail;
-            /* the folder's ids move out of d.split (the next folder's read would free them): the
-             * default's to def until the end, the others' to their entry of d.more */
-            dataset_named_split_t *ns = i == pick ? &def : &d.more[d.n_more++];
-            snprintf(ns->name, sizeof ns->name, "%s", names[i]);
-            for (int s = 0; s < SPLIT_COUNT; s++) {
-                ns->ids[s] = d.split[s];
-                ns->n[s] = d.split_n[s];
-                d.split[s] = NULL;
-                d.split_n[s] = 0;
-            }
-        }
-        for (int s = 0; s < SPLIT_COUNT; s++) {
-            d.split[s] = def.ids[s];
-            d.split_n[s] = def.n[s];
-            def.ids[s] = NULL;
-        }
-        /* an unstorable default name (only "stored") leaves the default unnamed: it needs none */
-        if (dataset_split_name_check(names[pick]) == INCA_OK) snprintf(d.split_name, sizeof d.split_name, "%s", names[pick]);
-        else inca_err_clear();
-    }
+    if ((rc = ogb_read_graph(raw, o, &d))) goto fail;
+    if ((rc = ogb_read_attrs(raw, o, &d))) goto fail;
+    if ((rc = ogb_read_splits(dir, o, &d))) goto fail;
     snprintf(d.source, sizeof d.source, "ogb:%s", dir);
-    inca_free(mark);
-    for (int i = 0; i < nnames; i++) inca_free(names[i]);
     *out = d;
     return INCA_OK;
 fail:
-    inca_free(mark);
-    for (int i = 0; i < nnames; i++) inca_free(names[i]);
-    for (int s = 0; s < SPLIT_COUNT; s++) inca_free(def.ids[s]);
-    ingest_edges_free(&e);
     dataset_free(&d);
     return rc;
 }

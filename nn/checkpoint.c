@@ -221,33 +221,27 @@ static int header_check(const char *path, const ckpt_header_t *h, const ckpt_hea
     return INCA_OK;
 }
 
-int ckpt_load(const char *dir, int run, const train_config_t *c, const dataset_t *d, model_t *m, optim_t *o,
-              ckpt_state_t *st, const ckpt_blob_t *blobs, int nblobs) {
-    char path[4096];
-    kern_ctx_t *kc = model_ctx(m);
-    int rc;
-    if ((rc = ckpt_path(dir, run, "", path, sizeof path))) return rc;
-    FILE *fp = fopen(path, "rb");
-    if (!fp) {
-        if (errno == ENOENT) return CKPT_NONE;
-        return inca_fail(INCA_EIO, "%s: cannot open: %s", path, strerror(errno));
-    }
-    ckpt_header_t h, want;
-    header_expect(c, d, m, run, &want);
-    rc = INCA_OK;
-    const int whole = get(fp, &h, sizeof h) == 0;
-    if (!whole || memcmp(h.magic, CKPT_MAGIC, sizeof h.magic) != 0) {
+/* The header of fp into *h, refused with its path when it is no checkpoint of this format or
+ * not this run's (want; resume: o is not NULL, order: the run's node order). */
+static int header_read(FILE *fp, const char *path, const ckpt_header_t *want, int resume, uint64_t order,
+                       ckpt_header_t *h) {
+    const int whole = get(fp, h, sizeof *h) == 0;
+    if (!whole || memcmp(h->magic, CKPT_MAGIC, sizeof h->magic) != 0) {
         /* an older format by its magic (a header cut short is no format: "truncated") */
-        rc = whole && memcmp(h.magic, CKPT_MAGIC, 7) == 0
-                 ? inca_fail(INCA_EINVAL, "%s: a checkpoint of an older inca (format %.1s, this one reads %.1s): train "
-                             "again without --resume", path, &h.magic[7], &CKPT_MAGIC[7])
-                 : inca_fail(INCA_EINVAL, "%s: not an inca checkpoint (or truncated header)", path);
-        goto done;
+        return whole && memcmp(h->magic, CKPT_MAGIC, 7) == 0
+                   ? inca_fail(INCA_EINVAL, "%s: a checkpoint of an older inca (format %.1s, this one reads %.1s): train "
+                               "again without --resume", path, &h->magic[7], &CKPT_MAGIC[7])
+                   : inca_fail(INCA_EINVAL, "%s: not an inca checkpoint (or truncated header)", path);
     }
-    h.model[sizeof h.model - 1] = h.method[sizeof h.method - 1] = '\0';
-    rc = header_check(path, &h, &want, o != NULL, st->order);
-    if (rc) goto done;
-    for (int i = 0; i < h.nparams && !rc; i++) {
+    h->model[sizeof h->model - 1] = h->method[sizeof h->method - 1] = '\0';
+    return header_check(path, h, want, resume, order);
+}
+
+/* The parameters (and, with o, their moments; without, skipped) and the BatchNorm buffers from
+ * fp into m. */
+static int params_read(FILE *fp, const char *path, kern_ctx_t *kc, const ckpt_header_t *h, model_t *m, optim_t *o) {
+    int rc = INCA_OK;
+    for (int i = 0; i < h->nparams && !rc; i++) {
         nn_param_t *p = model_param(m, i);
         float *mo = NULL, *vo = NULL;
         int64_t n = p->n, fn = -1;
@@ -265,23 +259,20 @@ int ckpt_load(const char *dir, int run, const train_config_t *c, const dataset_t
                : fseeko(fp, (off_t)(2 * sizeof(float) * (size_t)n), SEEK_CUR) != 0))
             rc = inca_fail(INCA_EINVAL, "%s: truncated in parameter %s", path, p->name);
     }
-    for (int i = 0; i < h.nbuffers && !rc; i++) {
+    for (int i = 0; i < h->nbuffers && !rc; i++) {
         int64_t n = 0, fn = -1;
         float *b = model_buffer(m, i, &n);
         if (get(fp, &fn, sizeof fn) || fn != n || get_m(fp, kc, b, sizeof(float) * (size_t)n))
             rc = inca_fail(INCA_EINVAL, "%s: truncated or mismatched in BatchNorm buffer %d", path, i);
     }
-    if (!o && !rc) {   /* the model alone (prediction): no moments, no history tables */
-        st->finished = h.finished;
-        st->epoch = h.epoch;
-        train_best_init(&st->best);   /* which epoch was the best, for predict to say */
-        st->best.epoch = h.best_epoch;
-        st->best.val_acc = h.best_val_acc;
-        st->best.test_acc = h.best_test_acc;
-        goto done;
-    }
+    return rc;
+}
+
+/* The history tables from fp into blobs, then nothing more. */
+static int blobs_read(FILE *fp, const char *path, kern_ctx_t *kc, const ckpt_blob_t *blobs, int nblobs) {
+    int rc = INCA_OK;
     int32_t nb = -1;
-    if (!rc && (get(fp, &nb, sizeof nb) || nb != nblobs))
+    if (get(fp, &nb, sizeof nb) || nb != nblobs)
         rc = inca_fail(INCA_EINVAL, "%s: %d history tables in the checkpoint, this run has %d (or the file is truncated)", path, nb, nblobs);
     for (int i = 0; i < nblobs && !rc; i++) {
         int64_t bytes = -1;
@@ -291,31 +282,65 @@ int ckpt_load(const char *dir, int run, const train_config_t *c, const dataset_t
                            path, i, (long long)bytes, (long long)blobs[i].bytes);
     }
     if (!rc && fgetc(fp) != EOF) rc = inca_fail(INCA_EINVAL, "%s: trailing bytes after the last table", path);
-    if (rc) goto done;
-    optim_set_steps(o, h.opt_steps);
-    st->finished = h.finished;
-    st->epoch = h.epoch;
+    return rc;
+}
+
+/* A resumed run's state from header h (c: its selection by loss and metric). */
+static void state_from_header(ckpt_state_t *st, const ckpt_header_t *h, const train_config_t *c) {
+    st->finished = h->finished;
+    st->epoch = h->epoch;
     train_best_init(&st->best);
-    st->best.epoch = h.best_epoch;
-    st->best.since = h.best_since;
-    st->best.val_acc = h.best_val_acc;
-    st->best.val_loss = h.best_val_loss;
-    st->best.test_acc = h.best_test_acc;
-    st->best.val_sel = h.best_val_sel;
-    st->best.val_bacc = h.best_val_bacc;
-    st->best.val_f1 = h.best_val_f1;
-    st->best.test_bacc = h.best_test_bacc;
-    st->best.test_f1 = h.best_test_f1;
+    st->best.epoch = h->best_epoch;
+    st->best.since = h->best_since;
+    st->best.val_acc = h->best_val_acc;
+    st->best.val_loss = h->best_val_loss;
+    st->best.test_acc = h->best_test_acc;
+    st->best.val_sel = h->best_val_sel;
+    st->best.val_bacc = h->best_val_bacc;
+    st->best.val_f1 = h->best_val_f1;
+    st->best.test_bacc = h->best_test_bacc;
+    st->best.test_f1 = h->best_test_f1;
     st->best.by_loss = c->select_loss;
     st->best.metric = c->metric;
-    st->train_loss = h.train_loss;
-    st->t_step = h.t_step;
-    st->t_eval = h.t_eval;
-    st->t_epoch = h.t_epoch;
-    st->evals = h.evals;
-    st->refreshes = h.refreshes;
-    st->fused = h.fused;
-    st->t_refresh = h.t_refresh;
+    st->train_loss = h->train_loss;
+    st->t_step = h->t_step;
+    st->t_eval = h->t_eval;
+    st->t_epoch = h->t_epoch;
+    st->evals = h->evals;
+    st->refreshes = h->refreshes;
+    st->fused = h->fused;
+    st->t_refresh = h->t_refresh;
+}
+
+int ckpt_load(const char *dir, int run, const train_config_t *c, const dataset_t *d, model_t *m, optim_t *o,
+              ckpt_state_t *st, const ckpt_blob_t *blobs, int nblobs) {
+    char path[4096];
+    kern_ctx_t *kc = model_ctx(m);
+    int rc;
+    if ((rc = ckpt_path(dir, run, "", path, sizeof path))) return rc;
+    FILE *fp = fopen(path, "rb");
+    if (!fp) {
+        if (errno == ENOENT) return CKPT_NONE;
+        return inca_fail(INCA_EIO, "%s: cannot open: %s", path, strerror(errno));
+    }
+    ckpt_header_t h, want;
+    header_expect(c, d, m, run, &want);
+    rc = header_read(fp, path, &want, o != NULL, st->order, &h);
+    if (rc) goto done;
+    rc = params_read(fp, path, kc, &h, m, o);
+    if (!o && !rc) {   /* the model alone (prediction): no moments, no history tables */
+        st->finished = h.finished;
+        st->epoch = h.epoch;
+        train_best_init(&st->best);   /* which epoch was the best, for predict to say */
+        st->best.epoch = h.best_epoch;
+        st->best.val_acc = h.best_val_acc;
+        st->best.test_acc = h.best_test_acc;
+        goto done;
+    }
+    if (!rc) rc = blobs_read(fp, path, kc, blobs, nblobs);
+    if (rc) goto done;
+    optim_set_steps(o, h.opt_steps);
+    state_from_header(st, &h, c);
 done:
     fclose(fp);
     return rc;

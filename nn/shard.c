@@ -84,6 +84,61 @@ int shard_dir_list(const char *dir, int (*rr)[2], int cap) {
     return n;
 }
 
+/* The rank's local rows (the own range [lo, hi) and the halo hids[0..nh)) into l2g, their
+ * feature rows into xl, the own rows' Â (and Âᵀ when rpt) rowptr from 0 into rp (rpt). */
+static void shard_local_rows(const layout_views_t *v, int64_t lo, int64_t hi, const int64_t *hids, int64_t nh,
+                             int64_t f, int64_t *l2g, float *xl, int64_t *rp, int64_t *rpt) {
+    const int64_t nl = (hi - lo) + nh;
+    /* the own range and the halo merged in global order */
+    int64_t a = 0, m = 0;
+    for (int64_t g = lo; g <= hi; g++) {
+        while (a < nh && hids[a] < g) l2g[m++] = hids[a++];
+        if (g < hi) l2g[m++] = g;
+    }
+    while (a < nh) l2g[m++] = hids[a++];
+    for (int64_t i = 0; i < nl; i++) memcpy(xl + i * f, v->x + l2g[i] * f, sizeof(float) * (size_t)f);
+    for (int64_t i = 0; i <= hi - lo; i++) rp[i] = v->a.rowptr[lo + i] - v->a.rowptr[lo];
+    if (rpt) for (int64_t i = 0; i <= hi - lo; i++) rpt[i] = v->at.rowptr[lo + i] - v->at.rowptr[lo];
+}
+
+/* labels and splits of the own nodes (permuted ids in [lo, hi)), in the dataset's own numbering:
+ * y[0..n) (-1 elsewhere), split[sp][0..sn[sp]); returns the labelled count */
+static int64_t shard_own_labels(const dataset_t *d, const partition_t *p, int64_t lo, int64_t hi, int32_t *y,
+                                int64_t *const *split, int64_t *sn) {
+    int64_t labeled = 0;
+    for (int64_t u = 0; u < d->n; u++) {
+        const int64_t g = p->perm[u];
+        y[u] = g >= lo && g < hi && d->y ? d->y[u] : -1;
+        labeled += y[u] >= 0;
+    }
+    for (int sp = 0; sp < SPLIT_COUNT; sp++)
+        for (int64_t i = 0; i < d->split_n[sp]; i++) {
+            const int64_t g = p->perm[d->split[sp][i]];
+            if (g >= lo && g < hi) split[sp][sn[sp]++] = d->split[sp][i];
+        }
+    return labeled;
+}
+
+/* The own rows [lo, hi) of Â, Âᵀ (when rpt) and M^0 (when v has it) put through w, whole. */
+static int shard_put_adjacency(store_wtx_t *w, const layout_views_t *v, int64_t lo, int64_t hi, int64_t f,
+                               const int64_t *rp, const int64_t *rpt) {
+    const int64_t nz0 = v->a.rowptr[lo], nnz = v->a.rowptr[hi] - nz0;
+    const int64_t es = v->m0_dtype == HIST_BF16 ? 2 : 4;
+    int rc = store_wtx_put_array_whole(w, "shard/a/rowptr", DT_I64, rp, hi - lo + 1);
+    if (!rc) rc = store_wtx_put_array_whole(w, "shard/a/col", DT_I32, v->a.col + nz0, nnz);
+    if (!rc) rc = store_wtx_put_array_whole(w, "shard/a/val", DT_F32, v->a.val + nz0, nnz);
+    if (!rc && rpt) {
+        const int64_t t0 = v->at.rowptr[lo], tn = v->at.rowptr[hi] - t0;
+        rc = store_wtx_put_array_whole(w, "shard/at/rowptr", DT_I64, rpt, hi - lo + 1);
+        if (!rc) rc = store_wtx_put_array_whole(w, "shard/at/col", DT_I32, v->at.col + t0, tn);
+        if (!rc) rc = store_wtx_put_array_whole(w, "shard/at/val", DT_F32, v->at.val + t0, tn);
+    }
+    if (!rc && v->m0)
+        rc = store_wtx_put_array_whole(w, "shard/m0", v->m0_dtype == HIST_BF16 ? DT_BF16 : DT_F32,
+                                       (const char *)v->m0 + lo * f * es, (hi - lo) * f);
+    return rc;
+}
+
 /* one rank's shard, written to tmp (a fresh store) */
 static int write_one(const char *tmp, const dataset_t *d, const partition_t *p, const dist_plan_t *plan,
                      const layout_views_t *v, const shard_opts_t *o, int norm, int r, int64_t *own, int64_t *halo) {
@@ -108,28 +163,8 @@ static int write_one(const char *tmp, const dataset_t *d, const partition_t *p, 
     if (v->at.rowptr) rpt = inca_malloc(sizeof *rpt * (size_t)(hi - lo + 1));
     for (int sp = 0; sp < SPLIT_COUNT; sp++) split[sp] = inca_malloc(sizeof(int64_t) * (size_t)(d->split_n[sp] ? d->split_n[sp] : 1));
     if (!l2g || !xl || !y || !rp || (v->at.rowptr && !rpt) || !split[0] || !split[1] || !split[2]) { rc = INCA_ENOMEM; goto done; }
-    /* the own range and the halo merged in global order */
-    int64_t a = 0, m = 0;
-    for (int64_t g = lo; g <= hi; g++) {
-        while (a < nh && hids[a] < g) l2g[m++] = hids[a++];
-        if (g < hi) l2g[m++] = g;
-    }
-    while (a < nh) l2g[m++] = hids[a++];
-    for (int64_t i = 0; i < nl; i++) memcpy(xl + i * f, v->x + l2g[i] * f, sizeof(float) * (size_t)f);
-    for (int64_t i = 0; i <= hi - lo; i++) rp[i] = v->a.rowptr[lo + i] - v->a.rowptr[lo];
-    if (rpt) for (int64_t i = 0; i <= hi - lo; i++) rpt[i] = v->at.rowptr[lo + i] - v->at.rowptr[lo];
-    /* labels and splits of the own nodes, in the dataset's own numbering */
-    int64_t labeled = 0;
-    for (int64_t u = 0; u < n; u++) {
-        const int64_t g = p->perm[u];
-        y[u] = g >= lo && g < hi && d->y ? d->y[u] : -1;
-        labeled += y[u] >= 0;
-    }
-    for (int sp = 0; sp < SPLIT_COUNT; sp++)
-        for (int64_t i = 0; i < d->split_n[sp]; i++) {
-            const int64_t g = p->perm[d->split[sp][i]];
-            if (g >= lo && g < hi) split[sp][sn[sp]++] = d->split[sp][i];
-        }
+    shard_local_rows(v, lo, hi, hids, nh, f, l2g, xl, rp, rpt);
+    const int64_t labeled = shard_own_labels(d, p, lo, hi, y, split, sn);
     store_meta_t meta = {.magic = STORE_MAGIC, .version = STORE_VERSION, .nodes = n, .edges = d->adj.nnz, .features = f,
                          .classes = (int32_t)d->c, .feat_dtype = DT_F32, .labeled = labeled,
                          .split_n = {sn[0], sn[1], sn[2]}};
@@ -137,8 +172,6 @@ static int write_one(const char *tmp, const dataset_t *d, const partition_t *p, 
     shard_info_t info = {.version = SHARD_VERSION, .rank = r, .ranks = plan->ranks, .featnorm = o->featnorm, .norm = norm,
                          .has_m0 = v->m0 != NULL, .m0_dtype = (int32_t)v->m0_dtype, .n = n, .f = f, .k = p->k,
                          .lo = lo, .hi = hi, .n_local = nl, .job = o->job};
-    const int64_t nz0 = v->a.rowptr[lo], nnz = v->a.rowptr[hi] - nz0;
-    const int64_t es = v->m0_dtype == HIST_BF16 ? 2 : 4;
     /* the meta first (a store opens only with one), then the arrays through the map: whole
      * values past 2 GiB need it (store.h) */
     if ((rc = store_create(tmp, &s)) != INCA_OK || (rc = store_write_begin(s, &w)) != INCA_OK ||
@@ -155,18 +188,7 @@ static int write_one(const char *tmp, const dataset_t *d, const partition_t *p, 
     if (!rc) rc = store_wtx_put_array(w, "shard/plan/part_lo", DT_I64, plan->part_lo, plan->ranks + 1);
     if (!rc) rc = store_wtx_put_array_whole(w, "shard/l2g", DT_I64, l2g, nl);
     if (!rc) rc = store_wtx_put_array_whole(w, "shard/x", DT_F32, xl, nl * f);
-    if (!rc) rc = store_wtx_put_array_whole(w, "shard/a/rowptr", DT_I64, rp, hi - lo + 1);
-    if (!rc) rc = store_wtx_put_array_whole(w, "shard/a/col", DT_I32, v->a.col + nz0, nnz);
-    if (!rc) rc = store_wtx_put_array_whole(w, "shard/a/val", DT_F32, v->a.val + nz0, nnz);
-    if (!rc && rpt) {
-        const int64_t t0 = v->at.rowptr[lo], tn = v->at.rowptr[hi] - t0;
-        rc = store_wtx_put_array_whole(w, "shard/at/rowptr", DT_I64, rpt, hi - lo + 1);
-        if (!rc) rc = store_wtx_put_array_whole(w, "shard/at/col", DT_I32, v->at.col + t0, tn);
-        if (!rc) rc = store_wtx_put_array_whole(w, "shard/at/val", DT_F32, v->at.val + t0, tn);
-    }
-    if (!rc && v->m0)
-        rc = store_wtx_put_array_whole(w, "shard/m0", v->m0_dtype == HIST_BF16 ? DT_BF16 : DT_F32,
-                                       (const char *)v->m0 + lo * f * es, (hi - lo) * f);
+    if (!rc) rc = shard_put_adjacency(w, v, lo, hi, f, rp, rpt);
     if (!rc) rc = store_write_commit(&w);
     if (!rc) rc = store_partition_save(s, p);
 done:
@@ -403,71 +425,93 @@ static int shard_partition_load(store_t *st, const char *path, int64_t k, partit
     return rc;
 }
 
+/* The shard/info record of st into *in, checked against rank `rank` of `ranks` (path: the
+ * shard's, for the messages). */
+static int info_load(store_t *st, const char *path, int rank, int ranks, shard_info_t *in) {
+    const void *rec = NULL;
+    size_t len = 0;
+    int rc = store_record_get(st, "shard/info", &rec, &len);
+    if (rc == INCA_OK && len != sizeof *in) rc = inca_fail(INCA_EINVAL, "%s: record shard/info has %zu bytes, expected %zu", path, len, sizeof *in);
+    if (rc == INCA_OK) {
+        memcpy(in, rec, sizeof *in);
+        if (in->version != SHARD_VERSION || in->rank != rank || in->ranks != ranks || in->lo < 0 || in->hi < in->lo || in->hi > in->n)
+            rc = inca_fail(INCA_EINVAL, "%s: shard/info says version %d, rank %d of %d, rows [%lld, %lld) of %lld: expected "
+                           "version %d, rank %d of %d", path, in->version, in->rank, in->ranks, (long long)in->lo,
+                           (long long)in->hi, (long long)in->n, SHARD_VERSION, rank, ranks);
+    }
+    return rc;
+}
+
+/* the ownership plan into out->plan, checked against shard/info */
+static int plan_load(store_t *st, const shard_info_t *in, int rank, int ranks, shard_t *out) {
+    int64_t *nlo = NULL, *plo = NULL, c1 = 0, c2 = 0;
+    int rc;
+    if ((rc = store_array_load(st, "shard/plan/node_lo", DT_I64, (void **)&nlo, &c1)) ||
+        (rc = store_array_load(st, "shard/plan/part_lo", DT_I64, (void **)&plo, &c2))) {
+        inca_free(nlo);
+        return rc;
+    }
+    out->plan = (dist_plan_t){.ranks = ranks, .k = in->k, .n = in->n, .part_lo = plo, .node_lo = nlo,
+                              .weight = inca_calloc((size_t)ranks, sizeof(int64_t))};
+    if (!out->plan.weight) return INCA_ENOMEM;
+    if (c1 != ranks + 1 || c2 != ranks + 1 || nlo[rank] != in->lo || nlo[rank + 1] != in->hi)
+        return inca_fail(INCA_EINVAL, "%s: the ownership plan disagrees with shard/info: the shard is corrupt", out->path);
+    return INCA_OK;
+}
+
+/* features of the own and halo rows, at their global rows of out->x_map */
+static int features_load(store_t *st, const shard_info_t *in, shard_t *out) {
+    const void *pl = NULL, *px = NULL;
+    int64_t cnt = 0, nl = 0;
+    const int64_t n = in->n, f = in->f;
+    int rc;
+    if ((rc = store_array_view(st, "shard/l2g", DT_I64, &pl, &nl)) || (rc = store_array_view(st, "shard/x", DT_F32, &px, &cnt)))
+        return rc;
+    if (nl != in->n_local || cnt != nl * f)
+        return inca_fail(INCA_EINVAL, "%s: shard/x holds %lld values for %lld rows of %lld: the shard is corrupt", out->path,
+                         (long long)cnt, (long long)nl, (long long)f);
+    out->x_bytes = (int64_t)sizeof(float) * n * f;
+    if (!(out->x_map = lazy_map(out->x_bytes, "the shard's features"))) return INCA_ENOMEM;
+    const int64_t *l2g = pl;
+    for (int64_t i = 0; i < nl; i++) {
+        if (l2g[i] < 0 || l2g[i] >= n || (i > 0 && l2g[i] <= l2g[i - 1]))
+            return inca_fail(INCA_EINVAL, "%s: shard/l2g entry %lld = %lld is out of order or range: the shard is corrupt",
+                             out->path, (long long)i, (long long)l2g[i]);
+        memcpy((float *)out->x_map + l2g[i] * f, (const float *)px + i * f, sizeof(float) * (size_t)f);
+    }
+    return INCA_OK;
+}
+
+/* M^0's own rows, at their global rows of out->m0_map */
+static int m0_load(store_t *st, const shard_info_t *in, shard_t *out) {
+    const void *pm = NULL;
+    int64_t cnt = 0;
+    const int64_t n = in->n, f = in->f, lo = in->lo, hi = in->hi;
+    const int es = in->m0_dtype == HIST_BF16 ? 2 : 4;
+    int rc;
+    if ((rc = store_array_view(st, "shard/m0", in->m0_dtype == HIST_BF16 ? DT_BF16 : DT_F32, &pm, &cnt))) return rc;
+    if (cnt != (hi - lo) * f) return inca_fail(INCA_EINVAL, "%s: shard/m0 holds %lld values: the shard is corrupt", out->path, (long long)cnt);
+    out->m0_bytes = es * n * f;
+    if (!(out->m0_map = lazy_map(out->m0_bytes, "the shard's M^0"))) return INCA_ENOMEM;
+    memcpy((char *)out->m0_map + lo * f * es, pm, (size_t)(cnt * es));
+    return INCA_OK;
+}
+
 /* rank `rank` of `ranks` from out->path */
 static int open_path(int rank, int ranks, shard_t *out) {
     store_t *st = NULL;
-    const void *rec = NULL, *pl = NULL, *px = NULL, *pm = NULL;
-    size_t len = 0;
-    int64_t cnt = 0, nl = 0;
-    int rc = store_open(out->path, STORE_RDONLY, &st);
-    if (rc == INCA_OK) rc = store_record_get(st, "shard/info", &rec, &len);
     shard_info_t in;
-    if (rc == INCA_OK && len != sizeof in) rc = inca_fail(INCA_EINVAL, "%s: record shard/info has %zu bytes, expected %zu", out->path, len, sizeof in);
-    if (rc == INCA_OK) {
-        memcpy(&in, rec, sizeof in);
-        if (in.version != SHARD_VERSION || in.rank != rank || in.ranks != ranks || in.lo < 0 || in.hi < in.lo || in.hi > in.n)
-            rc = inca_fail(INCA_EINVAL, "%s: shard/info says version %d, rank %d of %d, rows [%lld, %lld) of %lld: expected "
-                           "version %d, rank %d of %d", out->path, in.version, in.rank, in.ranks, (long long)in.lo,
-                           (long long)in.hi, (long long)in.n, SHARD_VERSION, rank, ranks);
-    }
+    int rc = store_open(out->path, STORE_RDONLY, &st);
+    if (rc == INCA_OK) rc = info_load(st, out->path, rank, ranks, &in);
     if (rc != INCA_OK) goto done;
     const int64_t n = in.n, f = in.f, lo = in.lo, hi = in.hi;
     out->featnorm = in.featnorm;
     out->norm = in.norm;
     out->job = in.job;
     out->has_m0 = in.has_m0;
-    /* the ownership plan */
-    int64_t *nlo = NULL, *plo = NULL, c1 = 0, c2 = 0;
-    if ((rc = store_array_load(st, "shard/plan/node_lo", DT_I64, (void **)&nlo, &c1)) ||
-        (rc = store_array_load(st, "shard/plan/part_lo", DT_I64, (void **)&plo, &c2))) {
-        inca_free(nlo);
-        goto done;
-    }
-    out->plan = (dist_plan_t){.ranks = ranks, .k = in.k, .n = n, .part_lo = plo, .node_lo = nlo,
-                              .weight = inca_calloc((size_t)ranks, sizeof(int64_t))};
-    if (!out->plan.weight) { rc = INCA_ENOMEM; goto done; }
-    if (c1 != ranks + 1 || c2 != ranks + 1 || nlo[rank] != lo || nlo[rank + 1] != hi) {
-        rc = inca_fail(INCA_EINVAL, "%s: the ownership plan disagrees with shard/info: the shard is corrupt", out->path);
-        goto done;
-    }
-    /* features of the own and halo rows, at their global rows */
-    if ((rc = store_array_view(st, "shard/l2g", DT_I64, &pl, &nl)) || (rc = store_array_view(st, "shard/x", DT_F32, &px, &cnt)))
-        goto done;
-    if (nl != in.n_local || cnt != nl * f) {
-        rc = inca_fail(INCA_EINVAL, "%s: shard/x holds %lld values for %lld rows of %lld: the shard is corrupt", out->path,
-                       (long long)cnt, (long long)nl, (long long)f);
-        goto done;
-    }
-    out->x_bytes = (int64_t)sizeof(float) * n * f;
-    if (!(out->x_map = lazy_map(out->x_bytes, "the shard's features"))) { rc = INCA_ENOMEM; goto done; }
-    const int64_t *l2g = pl;
-    for (int64_t i = 0; i < nl; i++) {
-        if (l2g[i] < 0 || l2g[i] >= n || (i > 0 && l2g[i] <= l2g[i - 1])) {
-            rc = inca_fail(INCA_EINVAL, "%s: shard/l2g entry %lld = %lld is out of order or range: the shard is corrupt",
-                           out->path, (long long)i, (long long)l2g[i]);
-            goto done;
-        }
-        memcpy((float *)out->x_map + l2g[i] * f, (const float *)px + i * f, sizeof(float) * (size_t)f);
-    }
-    /* M^0's own rows */
-    if (in.has_m0) {
-        const int es = in.m0_dtype == HIST_BF16 ? 2 : 4;
-        if ((rc = store_array_view(st, "shard/m0", in.m0_dtype == HIST_BF16 ? DT_BF16 : DT_F32, &pm, &cnt))) goto done;
-        if (cnt != (hi - lo) * f) { rc = inca_fail(INCA_EINVAL, "%s: shard/m0 holds %lld values: the shard is corrupt", out->path, (long long)cnt); goto done; }
-        out->m0_bytes = es * n * f;
-        if (!(out->m0_map = lazy_map(out->m0_bytes, "the shard's M^0"))) { rc = INCA_ENOMEM; goto done; }
-        memcpy((char *)out->m0_map + lo * f * es, pm, (size_t)(cnt * es));
-    }
+    if ((rc = plan_load(st, &in, rank, ranks, out))) goto done;
+    if ((rc = features_load(st, &in, out))) goto done;
+    if (in.has_m0 && (rc = m0_load(st, &in, out))) goto done;
     if ((rc = own_csr(st, "shard/a", n, lo, hi, &out->rowptr, &out->col, &out->val, &out->v.a))) goto done;
     if ((in.norm == NN_NORM_MEAN || store_has_array(st, "shard/at/rowptr")) &&   /* a directed graph's gcn Âᵀ too */
         (rc = own_csr(st, "shard/at", n, lo, hi, &out->rowptr_t, &out->col_t, &out->val_t, &out->v.at)))

@@ -78,34 +78,18 @@ static void fold_run(train_result_t *r, train_result_t *one, int i, int runs, do
     *r = last;
 }
 
-int train_run(const dataset_t *d, const train_config_t *c, const int64_t *train_idx_override, int64_t n_override,
-              train_result_t *r) {
-    int rc = INCA_OK, mb;
-    train_config_t cc = *c;
-    train_result_t one;
-    partition_t part;
-    FILE *mf = NULL;
-    store_t *vstore = NULL;
-    layout_views_t views;
-    const layout_views_t *view = NULL;
-    memset(r, 0, sizeof *r);
-    memset(&one, 0, sizeof one);
-    memset(&part, 0, sizeof part);
+/* The configuration and the training ids (tidx, ntr; idx_given: the caller's, not the train
+ * split) checked before anything is opened. */
+static int train_check(const dataset_t *d, const train_config_t *c, const int64_t *tidx, int64_t ntr, int idx_given) {
     if (c->method < 0 || c->method >= TRAIN_METHOD_COUNT) return inca_fail(INCA_EINVAL, "--method: unknown method %d", (int)c->method);
-    mb = c->method != TRAIN_FULL;
+    const int mb = c->method != TRAIN_FULL;
     if (c->model < 0 || c->model >= NN_KIND_COUNT) return inca_fail(INCA_EINVAL, "--model: unknown kind %d", c->model);
     if (c->resume && !c->checkpoint_dir) return inca_fail(INCA_EINVAL, "--resume: needs --checkpoint DIR");
     if (c->runs < 1) return inca_fail(INCA_EINVAL, "--runs: expected >= 1, got %d", c->runs);
     if (c->grad_reduce == TRAIN_GRAD_NCCL && comm_size(c->comm) < 2)   /* never silently ignored */
         return inca_fail(INCA_EINVAL, "--grad-reduce nccl: between the GPUs of MPI ranks (mpirun -np P, one GPU each); "
                          "this is one process%s", c->workers > 1 ? " (--workers runs its ranks in it)" : "");
-    kern_ctx_t *kc = NULL;
     if (mb && !dataset_has_graph(d)) return inca_fail(INCA_EINVAL, "--method %s needs a graph; this dataset has none", train_method_name(c->method));
-    /* full-batch over several ranks (nn/train_dist.h) owns METIS parts too */
-    const int dist = !mb && (comm_size(c->comm) > 1 || c->workers > 1);
-    const int parted = mb || dist;
-    const int64_t *tidx = train_idx_override ? train_idx_override : d->split[SPLIT_TRAIN];
-    const int64_t ntr = train_idx_override ? n_override : d->split_n[SPLIT_TRAIN];
     for (int64_t i = 0; i < ntr; i++)
         if (tidx[i] < 0 || tidx[i] >= d->n)
             return inca_fail(INCA_EINVAL, "train index %lld (entry %lld) is outside [0, %lld)", (long long)tidx[i],
@@ -116,7 +100,77 @@ int train_run(const dataset_t *d, const train_config_t *c, const int64_t *train_
     for (int64_t i = 0; d->y && i < ntr && !labelled; i++) labelled += d->y[tidx[i]] >= 0;
     if (ntr > 0 && d->y && !labelled && !c->given_partition)
         return inca_fail(INCA_EINVAL, "none of the %lld training nodes (%s) has a label: nothing to train on", (long long)ntr,
-                         train_idx_override ? "--train-indices" : "the train split");
+                         idx_given ? "--train-indices" : "the train split");
+    return INCA_OK;
+}
+
+/* The loader of the runs into cc->loader: the caller's views, the store's views (opened into
+ * *vstore and *views), or the features in memory; *view: the views used, or NULL. */
+static int train_loader_pick(const dataset_t *d, const train_config_t *c, int mb, const partition_t *part,
+                             train_config_t *cc, store_t **vstore, layout_views_t *views, const layout_views_t **view) {
+    int rc;
+    /* auto with the features loaded (a caller that loaded the dataset: prune, tests) stays on the
+     * copy path; the CLI resolves auto before loading and loads no features for view */
+    if (mb && c->given_views) {
+        cc->loader = TRAIN_LOADER_VIEW;
+        *view = c->given_views;
+    } else if (mb && (c->loader == TRAIN_LOADER_VIEW || (c->loader == TRAIN_LOADER_AUTO && !d->x))) {
+        cc->loader = TRAIN_LOADER_VIEW;
+        if ((rc = train_view_open(d, cc, part, vstore, views))) return rc;
+        *view = views;
+    } else if (!d->x) {
+        return inca_fail(INCA_EINVAL, "%s: no node features: cannot train a model (ingest them, e.g. --features FILE)",
+                         c->store_path ? c->store_path : "the dataset");
+    } else cc->loader = TRAIN_LOADER_COPY;
+    return INCA_OK;
+}
+
+/* --metrics opened into *mf and cc->metrics_fp, unless the caller passed its own file. */
+static int train_metrics_open(const train_config_t *c, train_config_t *cc, FILE **mf) {
+    if (c->metrics_path && !c->metrics_fp) {
+        /* a resumed run continues the file (train_resume_note cuts it back to the checkpoint) */
+        if (!(*mf = fopen(c->metrics_path, c->resume ? "a+" : "w")))
+            return inca_fail(INCA_EIO, "--metrics %s: cannot open for writing", c->metrics_path);
+        cc->metrics_fp = *mf;
+    }
+    return INCA_OK;
+}
+
+/* r's figures over its runs: accuracies' means and deviations, times t summed by fold_run. */
+static void train_runs_summary(train_result_t *r, int runs, const double t[4]) {
+    r->runs = runs;
+    r->test_acc = mean_of(r->run_test_acc, runs);
+    r->val_acc = mean_of(r->run_val_acc, runs);
+    r->test_acc_std = std_of(r->run_test_acc, runs);
+    r->val_acc_std = std_of(r->run_val_acc, runs);
+    r->epoch_time_s = t[0] / runs;
+    r->step_time_s = t[1] / runs;
+    r->refresh_time_s = t[2] / runs;
+    r->eval_time_s = t[3] / runs;
+    r->peak_rss_mb = inca_peak_rss_mb();
+}
+
+int train_run(const dataset_t *d, const train_config_t *c, const int64_t *train_idx_override, int64_t n_override,
+              train_result_t *r) {
+    int rc = INCA_OK;
+    train_config_t cc = *c;
+    train_result_t one;
+    partition_t part;
+    FILE *mf = NULL;
+    store_t *vstore = NULL;
+    layout_views_t views;
+    const layout_views_t *view = NULL;
+    memset(r, 0, sizeof *r);
+    memset(&one, 0, sizeof one);
+    memset(&part, 0, sizeof part);
+    const int64_t *tidx = train_idx_override ? train_idx_override : d->split[SPLIT_TRAIN];
+    const int64_t ntr = train_idx_override ? n_override : d->split_n[SPLIT_TRAIN];
+    if ((rc = train_check(d, c, tidx, ntr, train_idx_override != NULL))) return rc;
+    const int mb = c->method != TRAIN_FULL;
+    kern_ctx_t *kc = NULL;
+    /* full-batch over several ranks (nn/train_dist.h) owns METIS parts too */
+    const int dist = !mb && (comm_size(c->comm) > 1 || c->workers > 1);
+    const int parted = mb || dist;
     if (c->threads > 0) inca_set_threads(c->threads);
     if ((rc = train_device_open(c, &kc, r->device, sizeof r->device))) return rc;
     if (c->prof) kc_prof_attach(kc, c->prof);
@@ -130,29 +184,9 @@ int train_run(const dataset_t *d, const train_config_t *c, const int64_t *train_
     if (after0 && (rc = comm_barrier(c->comm))) goto fail;
     const partition_t *pp = c->given_partition ? c->given_partition : &part;   /* a shard's (nn/shard.h) */
     if (parted && !c->given_partition && (rc = train_partition(d, c, &part, NULL))) goto fail;   /* one partitioning for every run */
-    /* auto with the features loaded (a caller that loaded the dataset: prune, tests) stays on the
-     * copy path; the CLI resolves auto before loading and loads no features for view */
-    if (mb && c->given_views) {
-        cc.loader = TRAIN_LOADER_VIEW;
-        view = c->given_views;
-    } else if (mb && (c->loader == TRAIN_LOADER_VIEW || (c->loader == TRAIN_LOADER_AUTO && !d->x))) {
-        cc.loader = TRAIN_LOADER_VIEW;
-        if ((rc = train_view_open(d, &cc, &part, &vstore, &views))) goto fail;
-        view = &views;
-    } else if (!d->x) {
-        rc = inca_fail(INCA_EINVAL, "%s: no node features: cannot train a model (ingest them, e.g. --features FILE)",
-                       c->store_path ? c->store_path : "the dataset");
-        goto fail;
-    } else cc.loader = TRAIN_LOADER_COPY;
+    if ((rc = train_loader_pick(d, c, mb, &part, &cc, &vstore, &views, &view))) goto fail;
     if (parted && comm_size(c->comm) > 1 && !after0 && !c->given_views && (rc = comm_barrier(c->comm))) goto fail;
-    if (c->metrics_path && !c->metrics_fp) {
-        /* a resumed run continues the file (train_resume_note cuts it back to the checkpoint) */
-        if (!(mf = fopen(c->metrics_path, c->resume ? "a+" : "w"))) {
-            rc = inca_fail(INCA_EIO, "--metrics %s: cannot open for writing", c->metrics_path);
-            goto fail;
-        }
-        cc.metrics_fp = mf;
-    }
+    if ((rc = train_metrics_open(c, &cc, &mf))) goto fail;
     /* one process's checkpoints claim the folder (an MPI job's ranks write their manifest) */
     if (comm_size(c->comm) == 1 && (rc = ckpt_one_process(c))) goto fail;
     double t[4] = {0, 0, 0, 0};   /* summed epoch, step, refresh and evaluation seconds */
@@ -166,16 +200,7 @@ int train_run(const dataset_t *d, const train_config_t *c, const int64_t *train_
         fold_run(r, &one, i, c->runs, t);
     }
     partition_free(&part);
-    r->runs = c->runs;
-    r->test_acc = mean_of(r->run_test_acc, c->runs);
-    r->val_acc = mean_of(r->run_val_acc, c->runs);
-    r->test_acc_std = std_of(r->run_test_acc, c->runs);
-    r->val_acc_std = std_of(r->run_val_acc, c->runs);
-    r->epoch_time_s = t[0] / c->runs;
-    r->step_time_s = t[1] / c->runs;
-    r->refresh_time_s = t[2] / c->runs;
-    r->eval_time_s = t[3] / c->runs;
-    r->peak_rss_mb = inca_peak_rss_mb();
+    train_runs_summary(r, c->runs, t);
     if (mf && c->resume && (rc = train_metrics_sort(mf, c->metrics_path))) goto fail;
     if (mf && fclose(mf) != 0) { mf = NULL; rc = inca_fail(INCA_EIO, "--metrics %s: write failed", c->metrics_path); goto fail; }
     kc_free(&kc);

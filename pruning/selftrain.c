@@ -123,7 +123,92 @@ int64_t selftrain_flexmatch_mask(double tau, int32_t c, int64_t n, const int64_t
     return n_mask;
 }
 
-/* Longer than 80 lines: the epoch loop and the dozen buffers it shares, taken and freed in one place. */
+/* The buffers a run shares between its epochs, taken and freed in one place. */
+typedef struct st_bufs {
+    float *x, *xv, *pmax, *dl, *du, *logp;   /* x: dv->x itself on a graph, else the pool's rows */
+    int32_t *arg, *ys, *yu, *selected;
+    int64_t *rows, *cnt;
+} st_bufs_t;
+
+static void st_bufs_free(const dataset_t *dv, st_bufs_t *b) {
+    if (b->x != dv->x) inca_free(b->x);
+    inca_free(b->xv);
+    inca_free(b->pmax);
+    inca_free(b->arg);
+    inca_free(b->dl);
+    inca_free(b->du);
+    inca_free(b->logp);
+    inca_free(b->ys);
+    inca_free(b->yu);
+    inca_free(b->selected);
+    inca_free(b->rows);
+    inca_free(b->cnt);
+}
+
+/* b's buffers for n model rows of f features and c classes over npool pool rows (b zeroed). */
+static int st_bufs_alloc(const dataset_t *dv, int graph, int64_t n, int64_t f, int32_t c, int64_t npool, st_bufs_t *b) {
+    b->x = graph ? dv->x : inca_malloc((size_t)n * (size_t)f * sizeof *b->x);
+    b->xv = inca_malloc((size_t)n * (size_t)f * sizeof *b->xv);   /* noisy view buffer */
+    b->pmax = inca_malloc((size_t)npool * sizeof *b->pmax);
+    b->arg = inca_malloc((size_t)npool * sizeof *b->arg);
+    b->dl = inca_malloc((size_t)n * (size_t)c * sizeof *b->dl);
+    b->du = inca_malloc((size_t)n * (size_t)c * sizeof *b->du);
+    b->logp = inca_malloc((size_t)n * (size_t)c * sizeof *b->logp);
+    b->ys = inca_malloc((size_t)n * sizeof *b->ys);
+    b->yu = inca_malloc((size_t)n * sizeof *b->yu);
+    b->selected = inca_malloc((size_t)npool * sizeof *b->selected);
+    b->rows = inca_malloc((size_t)npool * sizeof *b->rows);
+    b->cnt = inca_calloc((size_t)c + 1, sizeof *b->cnt);
+    if (!b->x || !b->xv || !b->pmax || !b->arg || !b->dl || !b->du || !b->logp || !b->ys || !b->yu || !b->selected ||
+        !b->rows || !b->cnt)
+        return INCA_ENOMEM;
+    return INCA_OK;
+}
+
+/* The pool's model rows, labels (ys: -1 off the pool) and, for the MLP, feature rows into b;
+ * no pseudo-label selected yet. Returns the pool's unlabelled count. */
+static int64_t st_pool_rows(const dataset_t *dv, const int64_t *pool, int64_t npool, int graph, int64_t n, st_bufs_t *b) {
+    const int64_t f = dv->f;
+    for (int64_t i = 0; i < n; i++) b->ys[i] = -1;
+    int64_t n_unl = 0;
+    for (int64_t t = 0; t < npool; t++) {
+        b->rows[t] = graph ? pool[t] : t;
+        if (!graph) memcpy(b->x + t * f, dv->x + pool[t] * f, (size_t)f * sizeof *b->x);
+        b->ys[b->rows[t]] = dv->y[pool[t]];
+        n_unl += dv->y[pool[t]] < 0;
+        b->selected[t] = -1;
+    }
+    return n_unl;
+}
+
+/* Epoch ep: pseudo-labels from the weak view, then one step on the strong view's supervised and
+ * masked unsupervised losses. */
+static int st_epoch(const selftrain_opts_t *o, st_net_t *net, st_bufs_t *b, int ep, int64_t n, int64_t f, int32_t c,
+                    int64_t npool, int64_t n_unl) {
+    const float *logits = NULL;
+    int rc;
+    /* weak view, eval mode */
+    const float *xw = net->xin;
+    if (o->noise_weak > 0) { add_noise(n * f, b->x, (float)o->noise_weak, o->seed, 2 * (uint64_t)ep, b->xv); xw = b->xv; }
+    if ((rc = model_forward(net->m, n, xw, net->aggp, 0, o->seed, (uint64_t)ep, &logits))) return rc;
+    soft_max_arg(logits, c, b->rows, npool, b->pmax, b->arg);
+    const int64_t n_mask = selftrain_flexmatch_mask(o->tau, c, n, b->rows, npool, b->ys, b->pmax, b->arg, b->cnt,
+                                                    b->selected, b->yu);
+    /* strong view, training mode (dropout) */
+    const float *xs = net->xin;
+    if (o->noise_strong > 0) { add_noise(n * f, b->x, (float)o->noise_strong, o->seed, 2 * (uint64_t)ep + 1, b->xv); xs = b->xv; }
+    if ((rc = model_forward(net->m, n, xs, net->aggp, 1, o->seed, (uint64_t)ep, &logits))) return rc;
+    double ls = kern_softmax_xent(n, c, logits, b->ys, b->rows, npool, b->logp, b->dl);
+    double lu = kern_softmax_xent(n, c, logits, b->yu, b->rows, npool, NULL, b->du);
+    if (!isfinite(ls) || !isfinite(lu)) return inca_fail(INCA_ERR, "selftrain: loss is not finite at epoch %d", ep);
+    /* L_u is a mean over all unlabelled examples, masked ones contributing zero */
+    float wu = n_unl ? (float)(o->lambda_u * (double)n_mask / (double)n_unl) : 0.0f;
+    kern_axpby(n * c, wu, b->du, 1.0f, b->dl);
+    if ((rc = model_backward(net->m, b->dl, net->aggp))) return rc;
+    optim_step(net->opt);
+    return INCA_OK;
+}
+
 int selftrain_run(const dataset_t *dv, const int64_t *pool, int64_t npool, const selftrain_opts_t *o,
                   int32_t *pseudo, float *conf) {
     if (!dv->x || dv->f < 1) return inca_fail(INCA_EINVAL, "selftrain: the dataset has no features");
@@ -133,78 +218,25 @@ int selftrain_run(const dataset_t *dv, const int64_t *pool, int64_t npool, const
     int32_t c = dv->c;
     /* rows the model runs on: the pool (MLP) or every node (GCN) */
     int64_t n = o->graph ? dv->n : npool, f = dv->f;
-    float *x = NULL, *xv = NULL, *pmax = NULL, *dl = NULL, *du = NULL, *logp = NULL;
-    int32_t *arg = NULL, *ys = NULL, *yu = NULL, *selected = NULL;
-    int64_t *rows = NULL, *cnt = NULL;
+    st_bufs_t b;
+    memset(&b, 0, sizeof b);
     st_net_t net;
     memset(&net, 0, sizeof net);
-    x = o->graph ? dv->x : inca_malloc((size_t)n * (size_t)f * sizeof *x);
-    xv = inca_malloc((size_t)n * (size_t)f * sizeof *xv);   /* noisy view buffer */
-    pmax = inca_malloc((size_t)npool * sizeof *pmax);
-    arg = inca_malloc((size_t)npool * sizeof *arg);
-    dl = inca_malloc((size_t)n * (size_t)c * sizeof *dl);
-    du = inca_malloc((size_t)n * (size_t)c * sizeof *du);
-    logp = inca_malloc((size_t)n * (size_t)c * sizeof *logp);
-    ys = inca_malloc((size_t)n * sizeof *ys);
-    yu = inca_malloc((size_t)n * sizeof *yu);
-    selected = inca_malloc((size_t)npool * sizeof *selected);
-    rows = inca_malloc((size_t)npool * sizeof *rows);
-    cnt = inca_calloc((size_t)c + 1, sizeof *cnt);
-    if (!x || !xv || !pmax || !arg || !dl || !du || !logp || !ys || !yu || !selected || !rows || !cnt) { rc = INCA_ENOMEM; goto done; }
-    for (int64_t i = 0; i < n; i++) ys[i] = -1;
-    int64_t n_unl = 0;
-    for (int64_t t = 0; t < npool; t++) {
-        rows[t] = o->graph ? pool[t] : t;
-        if (!o->graph) memcpy(x + t * f, dv->x + pool[t] * f, (size_t)f * sizeof *x);
-        ys[rows[t]] = dv->y[pool[t]];
-        n_unl += dv->y[pool[t]] < 0;
-        selected[t] = -1;
-    }
-    if ((rc = st_net_make(dv, o, n, f, x, &net))) goto done;
-    model_t *m = net.m;
-    nn_agg_t *aggp = net.aggp;
-    const float *xin = net.xin;
+    if ((rc = st_bufs_alloc(dv, o->graph, n, f, c, npool, &b))) goto done;
+    const int64_t n_unl = st_pool_rows(dv, pool, npool, o->graph, n, &b);
+    if ((rc = st_net_make(dv, o, n, f, b.x, &net))) goto done;
+    for (int ep = 0; ep < o->epochs; ep++)
+        if ((rc = st_epoch(o, &net, &b, ep, n, f, c, npool, n_unl))) goto done;
     const float *logits = NULL;
-    for (int ep = 0; ep < o->epochs; ep++) {
-        /* weak view, eval mode */
-        const float *xw = xin;
-        if (o->noise_weak > 0) { add_noise(n * f, x, (float)o->noise_weak, o->seed, 2 * (uint64_t)ep, xv); xw = xv; }
-        if ((rc = model_forward(m, n, xw, aggp, 0, o->seed, (uint64_t)ep, &logits))) goto done;
-        soft_max_arg(logits, c, rows, npool, pmax, arg);
-        const int64_t n_mask = selftrain_flexmatch_mask(o->tau, c, n, rows, npool, ys, pmax, arg, cnt, selected, yu);
-        /* strong view, training mode (dropout) */
-        const float *xs = xin;
-        if (o->noise_strong > 0) { add_noise(n * f, x, (float)o->noise_strong, o->seed, 2 * (uint64_t)ep + 1, xv); xs = xv; }
-        if ((rc = model_forward(m, n, xs, aggp, 1, o->seed, (uint64_t)ep, &logits))) goto done;
-        double ls = kern_softmax_xent(n, c, logits, ys, rows, npool, logp, dl);
-        double lu = kern_softmax_xent(n, c, logits, yu, rows, npool, NULL, du);
-        if (!isfinite(ls) || !isfinite(lu)) { rc = inca_fail(INCA_ERR, "selftrain: loss is not finite at epoch %d", ep); goto done; }
-        /* L_u is a mean over all unlabelled examples, masked ones contributing zero */
-        float wu = n_unl ? (float)(o->lambda_u * (double)n_mask / (double)n_unl) : 0.0f;
-        kern_axpby(n * c, wu, du, 1.0f, dl);
-        if ((rc = model_backward(m, dl, aggp))) goto done;
-        optim_step(net.opt);
-    }
-    if ((rc = model_forward(m, n, xin, aggp, 0, o->seed, (uint64_t)o->epochs, &logits))) goto done;
-    soft_max_arg(logits, c, rows, npool, pmax, arg);
+    if ((rc = model_forward(net.m, n, net.xin, net.aggp, 0, o->seed, (uint64_t)o->epochs, &logits))) goto done;
+    soft_max_arg(logits, c, b.rows, npool, b.pmax, b.arg);
     for (int64_t t = 0; t < npool; t++) {
         int32_t v = dv->y[pool[t]];
-        pseudo[t] = v >= 0 ? v : arg[t];
-        conf[t] = v >= 0 ? 1.0f : pmax[t];
+        pseudo[t] = v >= 0 ? v : b.arg[t];
+        conf[t] = v >= 0 ? 1.0f : b.pmax[t];
     }
 done:
-    if (x != dv->x) inca_free(x);
-    inca_free(xv);
-    inca_free(pmax);
-    inca_free(arg);
-    inca_free(dl);
-    inca_free(du);
-    inca_free(logp);
-    inca_free(ys);
-    inca_free(yu);
-    inca_free(selected);
-    inca_free(rows);
-    inca_free(cnt);
+    st_bufs_free(dv, &b);
     st_net_free(&net);
     return rc;
 }

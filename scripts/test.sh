@@ -9,7 +9,7 @@ jobs="$(nproc)"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DINCA_WERROR="${INCA_WERROR:-OFF}" >/dev/null
 cmake --build build -j"$jobs"
 python3 scripts/check_circles.py build   # no circle of files by includes or calls (issue 26)
-python3 scripts/check_functions.py 120  # no function over 120 lines outside tests (issue 26)
+python3 scripts/check_functions.py 80  # no function over 80 lines outside tests (issue 26)
 ctest --test-dir build --output-on-failure -j"$jobs"
 
 if [ "${INCA_TEST_ASAN:-1}" = 1 ]; then
