@@ -57,9 +57,13 @@ static int shard_folder(const char *path, int (*rr)[2], int *ranks) {
     return n < MAX_SHARDS ? n : MAX_SHARDS;
 }
 
-/* Every shard of the folder, in rank order; stops at the first bad one (its message names it). */
+/* Every shard of the folder, in rank order; stops at the first bad one (its message names it).
+ * rr is sorted by P then R: the shards of one rank count P are side by side, rr[first] the
+ * first of them, and each set is checked against its own first shard's run (only the first
+ * set was, so a folder whose second rank count mixed two runs passed). */
 static int verify_shards(const char *dir, const int (*rr)[2], int n, store_verify_stats_t *st, double *t_sums) {
     int64_t job0 = 0;
+    int first = 0;
     for (int i = 0; i < n; i++) {
         char p[4300];
         snprintf(p, sizeof p, "%s/rank-%d-of-%d.lmdb", dir, rr[i][0], rr[i][1]);
@@ -67,11 +71,13 @@ static int verify_shards(const char *dir, const int (*rr)[2], int n, store_verif
         int rc = verify_one(p, st, t_sums);
         if (rc == INCA_OK) rc = shard_job(p, &job);
         if (rc) return rc;
+        if (i > 0 && rr[i][1] != rr[i - 1][1]) first = i;   /* the next rank count's set */
         /* a job's shards come from one run (an interrupted one can leave old and new side by side) */
-        if (i > 0 && rr[i][1] == rr[0][1] && job != job0)
+        if (i > first && job != job0)
             return inca_fail(INCA_EINVAL, "%s: rank-%d-of-%d.lmdb comes from another inca shard run than rank-%d-of-%d.lmdb "
-                             "(one was interrupted?): run inca shard again", dir, rr[i][0], rr[i][1], rr[0][0], rr[0][1]);
-        if (i == 0) job0 = job;
+                             "(one was interrupted?): run inca shard again", dir, rr[i][0], rr[i][1], rr[first][0],
+                             rr[first][1]);
+        if (i == first) job0 = job;
     }
     return INCA_OK;
 }

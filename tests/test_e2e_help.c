@@ -81,6 +81,46 @@ START_TEST(readme_flags_reference_is_current) {
 }
 END_TEST
 
+/* The defaults `inca train --help` gives in brackets ("--dropout P [0.5]") are the values a run
+ * without the flag records in its config: read from the help text, not from the code. */
+START_TEST(train_help_defaults_are_the_config) {
+    static const struct { const char *flag, *key; } d[] = {
+        {"--layers", "layers"},   {"--hidden", "hidden"},         {"--dropout", "dropout"},   {"--lr", "lr"},
+        {"--weight-decay", "weight-decay"}, {"--alpha", "alpha"}, {"--theta", "theta"},       {"--K", "K"},
+        {"--patience", "patience"}, {"--eval-every", "eval-every"}, {"--parts", "parts"},     {"--batch-parts", "batch-parts"},
+        {"--refresh", "refresh"}, {"--refresh-relax", "refresh-relax"}, {"--runs", "runs"},
+    };
+    char *help = run("train --help");
+    char *dir = tu_mkdtemp(), args[8192];
+    snprintf(args, sizeof args, "gen --kind csbm --nodes 300 --avg-degree 4 --features 6 --classes 3 --out '%s/g.lmdb' --quiet",
+             dir);
+    free(run(args));
+    snprintf(args, sizeof args, "train '%s/g.lmdb' --epochs 1 --threads 1 --quiet --json", dir);
+    char *out = run(args);
+    cJSON *o = tu_json_last(out);
+    const cJSON *cfg = tu_json_get(o, "config", cJSON_Object);
+    for (size_t i = 0; i < sizeof d / sizeof d[0]; i++) {
+        /* the flag's first mention as a whole word, then its "[default" before any other flag */
+        const char *p = help;
+        const size_t n = strlen(d[i].flag);
+        while ((p = strstr(p, d[i].flag)) && (p[n] != ' ' || p[-1] != ' ')) p += n;
+        ck_assert_msg(p != NULL, "train --help does not name %s", d[i].flag);
+        const char *b = strchr(p + n, '['), *next = strstr(p + n, " --");
+        ck_assert_msg(b && (!next || b < next), "train --help gives %s no default in brackets", d[i].flag);
+        char *end = NULL;
+        const double want = strtod(b + 1, &end);
+        ck_assert_msg(end > b + 1, "train --help: %s's default '%.12s' is no number", d[i].flag, b + 1);
+        ck_assert_msg(tu_json_dbl(cfg, d[i].key) == want, "%s: the config says %.17g, train --help [%g]", d[i].flag,
+                      tu_json_dbl(cfg, d[i].key), want);
+    }
+    cJSON_Delete(o);
+    free(out);
+    free(help);
+    tu_rmrf(dir);
+    free(dir);
+}
+END_TEST
+
 /* a carriage return that rewrites a line (a terminal turns every "\n" into "\r\n") */
 static int rewrites(const char *text) {
     for (size_t i = 0; text[i]; i++)
@@ -135,6 +175,7 @@ int main(void) {
     tcase_set_timeout(t, 120);
     tcase_add_test(t, every_flag_in_help);
     tcase_add_test(t, readme_flags_reference_is_current);
+    tcase_add_test(t, train_help_defaults_are_the_config);
     tcase_add_test(t, progress_only_on_a_terminal);
     suite_add_tcase(s, t);
     return tu_run_suite(s);

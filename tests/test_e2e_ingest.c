@@ -270,6 +270,15 @@ START_TEST(test_csv_readme_example) {
     const char *j = tu_info_json(path);
     tu_check_counts(j, 5, 0, 3, 3, 4);
     tu_check_splits(j, 3, 0, 1);
+    /* the plain listing gives the same counts, one a line: the example's 5 rows, one of them
+     * unlabelled (4 labelled), 3 features, classes 0 to 2, 3 training rows and 1 test row */
+    snprintf(cmd, sizeof cmd, "info '%s'", path);
+    ck_assert_int_eq(tu_inca(cmd, &out, NULL), 0);
+    static const char *const lines[] = {"\nnodes       5\n", "\nedges       0 directed (no graph)\n", "\nfeatures    3 (float32)\n",
+                                        "\nclasses     3\n", "\nlabeled     4\n", "\nsplits      train 3 / valid 0 / test 1"};
+    for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++)
+        ck_assert_msg(strstr(out, lines[i]), "inca info: no line '%s' in:\n%s", lines[i] + 1, out);
+    free(out);
     /* the help names the files and the line format; a header line is refused saying there is none */
     out = err = NULL;
     ck_assert_int_eq(tu_inca("ingest --help", &out, NULL), 0);

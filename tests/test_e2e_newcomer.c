@@ -264,7 +264,45 @@ START_TEST(verify_checks_a_shard_folder) {
     ck_assert_int_eq((int)tu_json_dbl(j, "shards"), 2);
     ck_assert_int_eq((int)tu_json_dbl(j, "ranks"), 2);
     ck_assert(tu_json_dbl(j, "arrays") >= 2 && tu_json_dbl(j, "bytes") > 0);
+    /* the folder's counts are the sums of its shards' counts, each shard verified alone */
+    static const char *const counts[] = {"arrays", "chunks", "records", "side_files", "bytes"};
+    double sum[5] = {0};
+    for (int r = 0; r < 2; r++) {
+        char *o1 = NULL, *e1 = NULL;
+        snprintf(args, sizeof args, "verify '%s/rank-%d-of-2.lmdb' --json", sh, r);
+        ck_assert_int_eq(tu_inca(args, &o1, &e1), 0);
+        cJSON *j1 = tu_json_last(o1);
+        ck_assert_ptr_null(cJSON_GetObjectItemCaseSensitive(j1, "shards"));   /* one store, not a folder */
+        for (int k = 0; k < 5; k++) sum[k] += tu_json_dbl(j1, counts[k]);
+        cJSON_Delete(j1);
+        free(o1);
+        free(e1);
+    }
+    for (int k = 0; k < 5; k++)
+        ck_assert_msg(tu_json_dbl(j, counts[k]) == sum[k], "%s: the folder says %g, its shards %g", counts[k],
+                      tu_json_dbl(j, counts[k]), sum[k]);
     cJSON_Delete(j);
+    free(out);
+    free(err);
+    /* shards of a 2-rank and a 3-rank job in one folder: 5 shards, of no one rank count */
+    char mixed[4300];
+    snprintf(mixed, sizeof mixed, "%s/shards-mixed", dir);
+    for (int p = 2; p <= 3; p++) {
+        snprintf(args, sizeof args, "shard '%s' --ranks %d --parts 6 --out '%s'", store, p, mixed);
+        ck_assert_int_eq(tu_inca(args, NULL, NULL), 0);
+    }
+    snprintf(args, sizeof args, "verify '%s' --json", mixed);
+    ck_assert_int_eq(tu_inca(args, &out, &err), 0);
+    j = tu_json_last(out);
+    ck_assert(cJSON_IsTrue(tu_json_get(j, "ok", cJSON_True | cJSON_False)));
+    ck_assert_int_eq((int)tu_json_dbl(j, "shards"), 5);
+    ck_assert(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(j, "ranks")));
+    cJSON_Delete(j);
+    free(out);
+    free(err);
+    snprintf(args, sizeof args, "verify '%s'", mixed);
+    ck_assert_int_eq(tu_inca(args, &out, &err), 0);
+    ck_assert_msg(strstr(out, "ok (5 shards of jobs of several rank counts"), "%s / %s", out, err);
     free(out);
     free(err);
     /* a bad shard fails the folder, named */
@@ -278,6 +316,58 @@ START_TEST(verify_checks_a_shard_folder) {
 }
 END_TEST
 
+/* inca shard --json: without --parts the shards are cut by metis-40-s0, the partitioning a
+ * train run without --parts reads (train --help: --parts K [40]); with --partition NAME by that
+ * partitioning, whose part count the JSON reports; --parts 600 (one node a part) is accepted;
+ * every node is owned once (the store's 600);
+ * each shard's bytes are what inca info says that shard takes, and "bytes" is their sum. */
+static void shard_json_case(const char *flags, const char *sub, int parts, const char *partition) {
+    char sh[4300], args[9000], *out = NULL, *err = NULL;
+    snprintf(sh, sizeof sh, "%s/%s", dir, sub);
+    snprintf(args, sizeof args, "shard '%s' --ranks 2 --out '%s' %s --json", store, sh, flags);
+    ck_assert_msg(tu_inca(args, &out, &err) == 0, "%s", err);
+    cJSON *j = tu_json_last(out);
+    ck_assert_int_eq((int)tu_json_dbl(j, "ranks"), 2);
+    ck_assert_int_eq((int)tu_json_dbl(j, "parts"), parts);
+    if (partition) ck_assert_str_eq(tu_json_get(j, "partition", cJSON_String)->valuestring, partition);
+    else ck_assert(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(j, "partition")));
+    const cJSON *shards = tu_json_get(j, "shards", cJSON_Array);
+    ck_assert_int_eq(cJSON_GetArraySize(shards), 2);
+    double own = 0, bytes = 0;
+    char cut[64];   /* the partitioning each shard holds */
+    if (partition) snprintf(cut, sizeof cut, "%s", partition);
+    else snprintf(cut, sizeof cut, "metis-%d-s0", parts);
+    for (int r = 0; r < 2; r++) {
+        const cJSON *e = cJSON_GetArrayItem(shards, r);
+        ck_assert_int_eq((int)tu_json_dbl(e, "rank"), r);
+        own += tu_json_dbl(e, "own_rows");
+        bytes += tu_json_dbl(e, "bytes");
+        snprintf(args, sizeof args, "%s/rank-%d-of-2.lmdb", sh, r);
+        cJSON *info = tu_json_parse(tu_info_json(args));
+        ck_assert_msg(tu_json_dbl(info, "store_bytes") == tu_json_dbl(e, "bytes"), "rank %d: %g bytes, inca info says %g", r,
+                      tu_json_dbl(e, "bytes"), tu_json_dbl(info, "store_bytes"));
+        const cJSON *parr = tu_json_get(info, "partitions", cJSON_Array);   /* the one it was cut by */
+        ck_assert_int_eq(cJSON_GetArraySize(parr), 1);
+        ck_assert_str_eq(cJSON_GetArrayItem(parr, 0)->valuestring, cut);
+        cJSON_Delete(info);
+    }
+    ck_assert_double_eq(own, 600);
+    ck_assert_double_eq(tu_json_dbl(j, "bytes"), bytes);
+    cJSON_Delete(j);
+    free(out);
+    free(err);
+}
+
+START_TEST(shard_json_parts_and_bytes) {
+    shard_json_case("", "sh-default", 40, NULL);
+    shard_json_case("--parts 600", "sh-600", 600, NULL);   /* one node a part: the most the 600 nodes allow */
+    char args[9000];
+    snprintf(args, sizeof args, "partition '%s' --parts 5 --no-layout --quiet", store);
+    ck_assert_int_eq(tu_inca(args, NULL, NULL), 0);
+    shard_json_case("--partition metis-5-s0", "sh-named", 5, "metis-5-s0");
+}
+END_TEST
+
 START_TEST(train_shard_folder_names_mpirun) {
     char sh[4300], args[9000], *err = NULL;
     snprintf(sh, sizeof sh, "%s/shards3", dir);
@@ -287,6 +377,29 @@ START_TEST(train_shard_folder_names_mpirun) {
     ck_assert_int_eq(run_err(args, &err), 2);
     ck_assert_msg(strstr(err, "mpirun -np 3 inca train") && strstr(err, "original store") && !strstr(err, "--ranks 1"),
                   "%s", err);
+    free(err);
+}
+END_TEST
+
+/* A folder of shards of two rank counts: each count's set is checked for one inca shard run,
+ * not only the first (smallest) count's. A consistent 2-rank set beside a 3-rank set whose
+ * rank 1 comes from another run was verified ok, though the 3-rank set alone is refused and
+ * mpirun -np 3 inca train refuses it. */
+START_TEST(verify_checks_every_rank_counts_run) {
+    char a[4300], b[4300], args[16384], *err = NULL;
+    snprintf(a, sizeof a, "%s/runs-a", dir);
+    snprintf(b, sizeof b, "%s/runs-b", dir);
+    for (int k = 0; k < 2; k++) {
+        snprintf(args, sizeof args, "shard '%s' --ranks 3 --parts 6 --out '%s'", store, k ? b : a);
+        ck_assert_int_eq(tu_inca(args, NULL, NULL), 0);
+    }
+    snprintf(args, sizeof args, "rm -r '%s/rank-1-of-3.lmdb' && cp -r '%s/rank-1-of-3.lmdb' '%s/'", b, a, b);
+    ck_assert_int_eq(tu_sh(args, NULL, NULL), 0);
+    snprintf(args, sizeof args, "shard '%s' --ranks 2 --parts 6 --out '%s'", store, b);   /* a whole 2-rank set beside */
+    ck_assert_int_eq(tu_inca(args, NULL, NULL), 0);
+    snprintf(args, sizeof args, "verify '%s'", b);
+    ck_assert_int_eq(run_err(args, &err), 2);
+    ck_assert_msg(strstr(err, "rank-1-of-3.lmdb comes from another inca shard run than rank-0-of-3.lmdb"), "%s", err);
     free(err);
 }
 END_TEST
@@ -318,7 +431,9 @@ int main(void) {
     tcase_add_test(t, full_disk_names_the_users_path);
     tcase_add_test(t, verify_checks_a_shard_folder);
     tcase_add_test(t, train_shard_folder_names_mpirun);
+    tcase_add_test(t, shard_json_parts_and_bytes);
     tcase_add_test(t, untemp_and_out_check);
+    tcase_add_test(t, verify_checks_every_rank_counts_run);
     suite_add_tcase(s, t);
     return tu_run_suite(s);
 }

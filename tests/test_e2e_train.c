@@ -130,6 +130,8 @@ START_TEST(test_cli_features) {
         {"--method gas --batch-size 64", "--batch-size: no effect with --method gas"},
         {"--method full --eval-average 0.9", "--eval-average: no effect with --method full"},
         {"--model gcn --theta 0.3", "--theta: no effect with --model gcn"},
+        {"--model appnp --theta 0.3", "--theta: no effect with --model appnp"},   /* gcnii's alone; --alpha is appnp's too */
+        {"--lr 0", "--lr: expected > 0"},   /* a step of zero trains nothing */
         {"--model gcnii --K 4", "--K: no effect with --model gcnii"},
         {"--model appnp --layers 3", "--layers: no effect with --model appnp"},
         /* a push refresh re-aggregates the pushed rows: no relaxation, weights or eval pass (session
@@ -143,7 +145,8 @@ START_TEST(test_cli_features) {
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         err = NULL;
-        ck_assert_int_eq(train(bad[i].flags, NULL, &err), 2);
+        const int rc = train(bad[i].flags, NULL, &err);
+        ck_assert_msg(rc == 2, "'%s': exit %d, expected 2", bad[i].flags, rc);
         ck_assert_msg(err && strstr(err, bad[i].needle), "'%s': stderr '%s' does not name %s", bad[i].flags,
                       err ? err : "", bad[i].needle);
         free(err);
@@ -593,6 +596,74 @@ START_TEST(test_predict) {
 }
 END_TEST
 
+/* predict --run I: the model of run I of a --runs 2 folder (trained with seed + I, which its
+ * checkpoint records): its scores give the test accuracy that run's last metrics line reported
+ * (full-batch: the same whole-graph evaluation, so equal), run 1's scores are not run 0's, and
+ * a run the folder does not hold is refused naming its file. */
+START_TEST(test_predict_run) {
+    ingest();
+    char flags[4096], args[8192], ck[1100], m[1100], out[2][1100], cmd[1300];
+    char *o = NULL, *err = NULL, *text = NULL;
+    snprintf(ck, sizeof ck, "%s/ckruns", dir);
+    snprintf(m, sizeof m, "%s/mruns.jsonl", dir);
+    snprintf(flags, sizeof flags, "--model gcn --method full --epochs 5 --runs 2 --seed 3 --feature-norm row --threads 1 "
+             "--checkpoint '%s' --metrics '%s' --quiet", ck, m);
+    ck_assert_int_eq(train(flags, NULL, NULL), 0);
+    for (int r = 0; r < 2; r++) {
+        snprintf(out[r], sizeof out[r], "%s/run%d.npy", dir, r);
+        snprintf(args, sizeof args, "predict --checkpoint '%s' --out '%s' --run %d --json", ck, out[r], r);
+        ck_assert_msg(tu_inca(args, &o, &err) == 0, "run %d: %s", r, err);
+        const char *j = tu_last_line(o);
+        ck_assert_int_eq((int)tu_json_num(j, "run"), r);
+        ck_assert_int_eq((int)tu_json_num(j, "checkpoint_epoch"), 4);
+        snprintf(cmd, sizeof cmd, "grep '\"run\":%d,' '%s' | tail -n 1", r, m);   /* run r's last epoch */
+        ck_assert_int_eq(tu_sh(cmd, &text, NULL), 0);
+        ck_assert_int_eq((int)tu_json_num(text, "epoch"), 4);
+        const double want = tu_json_num(text, "test_acc"), got = tu_json_num(j, "test_acc");
+        ck_assert_msg(got == want, "run %d: predicted scores give %g, its metrics said %g", r, got, want);
+        free(text);
+        free(o);
+        free(err);
+    }
+    float *s0 = read_npy_f32(out[0], 2708, 7), *s1 = read_npy_f32(out[1], 2708, 7);
+    ck_assert_msg(memcmp(s0, s1, sizeof(float) * 2708 * 7) != 0, "runs 0 and 1 gave the same scores");
+    /* --indices with --json: the JSON counts the rows written (the file's 2), not the graph's */
+    char ids[1100], sub[1100];
+    snprintf(ids, sizeof ids, "%s/ids-run.txt", dir);
+    snprintf(sub, sizeof sub, "%s/sub-run.npy", dir);
+    FILE *f = fopen(ids, "w");
+    fprintf(f, "2707\n5\n");
+    fclose(f);
+    snprintf(args, sizeof args, "predict --checkpoint '%s' --out '%s' --run 1 --indices '%s' --json", ck, sub, ids);
+    ck_assert_msg(tu_inca(args, &o, &err) == 0, "%s", err);
+    ck_assert_int_eq((int)tu_json_num(tu_last_line(o), "rows"), 2);
+    ck_assert_int_eq((int)tu_json_num(tu_last_line(o), "width"), 7);
+    free(o);
+    free(err);
+    float *rows = read_npy_f32(sub, 2, 7);
+    ck_assert(memcmp(rows, s1 + 2707 * 7, sizeof(float) * 7) == 0 && memcmp(rows + 7, s1 + 5 * 7, sizeof(float) * 7) == 0);
+    free(rows);
+    free(s0);
+    free(s1);
+    /* node 2708 of Cora's 0..2707 is refused, naming the entry (it read a row past the scores) */
+    f = fopen(ids, "w");
+    fprintf(f, "3\n2708\n");
+    fclose(f);
+    snprintf(args, sizeof args, "predict --checkpoint '%s' --out '%s' --indices '%s'", ck, sub, ids);
+    ck_assert_int_eq(tu_inca(args, &o, &err), 2);
+    ck_assert_msg(strstr(err, "entry 1 is node 2708, the store has 2708 nodes"), "%s", err);
+    free(o);
+    free(err);
+    snprintf(args, sizeof args, "predict --checkpoint '%s' --out '%s/run2.npy' --run 2", ck, dir);
+    ck_assert_int_eq(tu_inca(args, &o, &err), 2);
+    ck_assert_msg(strstr(err, "run-2.ckpt: no checkpoint"), "%s", err);
+    free(o);
+    free(err);
+    tu_rmrf(dir);
+    free(dir);
+}
+END_TEST
+
 /* Help: `inca` alone exits 2 with the command list; `inca CMD --help` exits 0 and lists the
  * flags, defaults included. */
 START_TEST(test_help) {
@@ -725,6 +796,7 @@ int main(void) {
     tcase_add_test(t, test_train_acc_same_meaning);
     tcase_add_test(t, test_wait_policy);
     tcase_add_test(t, test_predict);
+    tcase_add_test(t, test_predict_run);
     tcase_add_test(t, test_help);
     tcase_add_test(t, test_history_methods_hard_csbm);
     suite_add_tcase(s, t);

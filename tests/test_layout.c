@@ -199,19 +199,26 @@ static void drop_arrays(store_t *s, const partition_t *p, const char *which) {
     ck_assert_int_eq(store_write_commit(&w), INCA_OK);
 }
 
+/* D with a directed graph: D's edges less those (u, w) with u > w and u + w a multiple of 3
+ * (*dd borrows D's arrays but the graph, which the caller frees with csr_free) */
+static void directed_copy(dataset_t *dd) {
+    *dd = D;
+    int64_t *src = malloc(sizeof *src * (size_t)D.adj.nnz), *dst = malloc(sizeof *dst * (size_t)D.adj.nnz), m = 0;
+    for (int64_t u = 0; u < D.n; u++)
+        for (int64_t k = D.adj.rowptr[u]; k < D.adj.rowptr[u + 1]; k++)
+            if (!((u + D.adj.col[k]) % 3 == 0 && u > D.adj.col[k])) { src[m] = u; dst[m++] = D.adj.col[k]; }
+    ck_assert_int_eq(csr_from_edges(&dd->adj, D.n, src, dst, m, 0), INCA_OK);
+    free(src);
+    free(dst);
+}
+
 /* GCN on a directed graph (a random partitioning: METIS and lp take no directed graph): the
  * layout keeps Âᵀ (the backward's), equal to the transpose of the stored Â; a gcn layout
  * without Âᵀ or the symmetric marker (written before either existed) is rebuilt, on a
  * directed graph and on a symmetric one, whose layout then carries the marker and no Âᵀ. */
 START_TEST(directed_gcn_layout_keeps_the_transpose) {
-    dataset_t dd = D;   /* borrows D's arrays but the graph */
-    int64_t *src = malloc(sizeof *src * (size_t)D.adj.nnz), *dst = malloc(sizeof *dst * (size_t)D.adj.nnz), m = 0;
-    for (int64_t u = 0; u < D.n; u++)
-        for (int64_t k = D.adj.rowptr[u]; k < D.adj.rowptr[u + 1]; k++)
-            if (!((u + D.adj.col[k]) % 3 == 0 && u > D.adj.col[k])) { src[m] = u; dst[m++] = D.adj.col[k]; }
-    ck_assert_int_eq(csr_from_edges(&dd.adj, D.n, src, dst, m, 0), INCA_OK);
-    free(src);
-    free(dst);
+    dataset_t dd;
+    directed_copy(&dd);
     char dpath[4200];
     snprintf(dpath, sizeof dpath, "%s/dir.lmdb", dir);
     ck_assert_int_eq(dataset_save(&dd, dpath, 0), INCA_OK);
@@ -488,6 +495,79 @@ START_TEST(bf16_m0_past_one_block) {
 }
 END_TEST
 
+/* x of the layout named name replaced by its first count values (count past n f: zeros after) */
+static void put_x_of_count(store_t *s, const char *name, const float *x, int64_t nf, int64_t count) {
+    float *c = calloc((size_t)count, sizeof(float));
+    memcpy(c, x, sizeof(float) * (size_t)(count < nf ? count : nf));
+    store_wtx_t *w = NULL;
+    ck_assert_int_eq(store_write_begin(s, &w), INCA_OK);
+    ck_assert_int_eq(store_wtx_put_array_whole(w, name, DT_F32, c, count), INCA_OK);
+    ck_assert_int_eq(store_write_commit(&w), INCA_OK);
+    free(c);
+}
+
+/* Each --feature-norm has its own x in the layout: standard's, written after row's, is built
+ * beside it (the adjacency is shared) and holds the dataset's columns standardised (mean and
+ * population deviation in double, here); row's keeps its rows divided by their sums. A layout
+ * array of one value more or one value fewer than n f is refused as corrupt when it opens. */
+START_TEST(layout_x_per_feature_norm_and_sized) {
+    store_t *s = NULL;
+    layout_views_t v;
+    int built = 0;
+    const int64_t n = D.n, f = D.f;
+    ck_assert_int_eq(store_open(path, STORE_RDWR, &s), INCA_OK);
+    ck_assert_int_eq(layout_ensure(s, &P, &D.adj, TRAIN_FEATNORM_ROW, 0, NN_NORM_GCN, HIST_F32, 0, &built), INCA_OK);
+    ck_assert_int_eq(built, 5);   /* x and Â */
+    ck_assert_int_eq(layout_ensure(s, &P, &D.adj, TRAIN_FEATNORM_STANDARD, 0, NN_NORM_GCN, HIST_F32, 0, &built), INCA_OK);
+    ck_assert_int_eq(built, 1);   /* x alone */
+    ck_assert_int_eq(layout_open(s, &P, TRAIN_FEATNORM_STANDARD, 0, NN_NORM_GCN, HIST_F32, &v), INCA_OK);
+    for (int64_t j = 0; j < f; j++) {
+        double mu = 0, var = 0;
+        for (int64_t u = 0; u < n; u++) mu += D.x[u * f + j];
+        mu /= (double)n;
+        for (int64_t u = 0; u < n; u++) var += (D.x[u * f + j] - mu) * (D.x[u * f + j] - mu);
+        const double sd = sqrt(var / (double)n);
+        ck_assert(sd > 0);
+        for (int64_t u = 0; u < n; u++) {
+            const double want = (D.x[u * f + j] - mu) / sd;
+            ck_assert_msg(fabs(v.x[P.perm[u] * f + j] - want) <= 1e-5 * (fabs(want) + 1), "standard x (%lld, %lld): %g, want %g",
+                          (long long)u, (long long)j, v.x[P.perm[u] * f + j], want);
+        }
+    }
+    float *xs = malloc(sizeof(float) * (size_t)(n * f));
+    memcpy(xs, v.x, sizeof(float) * (size_t)(n * f));
+    ck_assert_int_eq(layout_open(s, &P, TRAIN_FEATNORM_ROW, 0, NN_NORM_GCN, HIST_F32, &v), INCA_OK);
+    for (int64_t u = 0; u < n; u++) {   /* row's: each row divided by its sum (double) */
+        double sum = 0;
+        for (int64_t j = 0; j < f; j++) sum += D.x[u * f + j];
+        for (int64_t j = 0; j < f; j++) {
+            const double want = sum != 0 ? D.x[u * f + j] / sum : 0;
+            ck_assert_msg(fabs(v.x[P.perm[u] * f + j] - want) <= 1e-6 * (fabs(want) + 1e-3), "row x (%lld, %lld)", (long long)u,
+                          (long long)j);
+        }
+    }
+    char xn[192], want[256];
+    layout_x_name(xn, sizeof xn, P.man.name, TRAIN_FEATNORM_STANDARD);
+    for (int d = -1; d <= 1; d += 2) {
+        put_x_of_count(s, xn, xs, n * f, n * f + d);
+        ck_assert_int_eq(layout_open(s, &P, TRAIN_FEATNORM_STANDARD, 0, NN_NORM_GCN, HIST_F32, &v), INCA_EINVAL);
+        snprintf(want, sizeof want, "array %s has %lld values, expected %lld", xn, (long long)(n * f + d), (long long)(n * f));
+        ck_assert_msg(strstr(inca_errmsg(), want), "%s", inca_errmsg());
+    }
+    free(xs);
+    store_close(&s);
+}
+END_TEST
+
+/* the meta record's count of labelled nodes of the store at p */
+static int64_t store_meta_labeled_of(const char *p) {
+    store_t *s = NULL;
+    ck_assert_int_eq(store_open(p, STORE_RDONLY, &s), INCA_OK);
+    const int64_t l = store_meta(s)->labeled;
+    store_close(&s);
+    return l;
+}
+
 /* A shard's arrays are the store's layout rows, directly (a mutation test: rank 1's M^0 slice
  * taken from the wrong rows was caught only because its loss went NaN under mpirun): for each of
  * 2 ranks, its own rows of x, M^0 and Â, and the halo rows of x its Â references, equal the whole
@@ -522,9 +602,109 @@ START_TEST(shard_rows_are_the_layout_rows) {
                               (long long)c);
             }
         }
+        /* labels and split ids (the dataset's numbering): node u's label and split entries are in
+         * the shard of the rank owning its row perm[u], and in no other */
+        int64_t own_labeled = 0;
+        for (int64_t u = 0; u < D.n; u++) {
+            const int own = P.perm[u] >= lo && P.perm[u] < hi;
+            ck_assert_msg(sh.d.y[u] == (own ? D.y[u] : -1), "rank %d: label of node %lld (row %lld of [%lld, %lld))", r,
+                          (long long)u, (long long)P.perm[u], (long long)lo, (long long)hi);
+            own_labeled += own && D.y[u] >= 0;
+        }
+        ck_assert_int_eq(store_meta_labeled_of(sh.path), own_labeled);
+        for (int sp = 0; sp < SPLIT_COUNT; sp++) {
+            int64_t k = 0;
+            for (int64_t i = 0; i < D.split_n[sp]; i++) {
+                const int64_t u = D.split[sp][i];
+                if (P.perm[u] < lo || P.perm[u] >= hi) continue;
+                ck_assert_msg(k < sh.d.split_n[sp] && sh.d.split[sp][k] == u, "rank %d: split %d entry %lld", r, sp, (long long)k);
+                k++;
+            }
+            ck_assert_int_eq(sh.d.split_n[sp], k);
+        }
         shard_free(&sh);
     }
     store_close(&s);
+}
+END_TEST
+
+/* bf16 M^0 in shards (2 bytes a value: rank 1's slice starts lo f values, lo f 2 bytes, in):
+ * each rank's own rows are the store's bf16 layout rows bit for bit, the others zero */
+START_TEST(bf16_shard_m0_rows) {
+    char sd[4200];
+    snprintf(sd, sizeof sd, "%s/shards-bf16", dir);
+    shard_opts_t o = {.ranks = 2, .parts = 12, .featnorm = TRAIN_FEATNORM_NONE, .model = NN_GCN, .m0_dtype = HIST_BF16};
+    shard_stats_t st;
+    ck_assert_msg(shard_write(path, &o, sd, &st) == INCA_OK, "%s", inca_errmsg());
+    store_t *s = NULL;
+    layout_views_t v;
+    ck_assert_int_eq(store_open(path, STORE_RDONLY, &s), INCA_OK);
+    ck_assert_int_eq(layout_open(s, &P, TRAIN_FEATNORM_NONE, 1, NN_NORM_GCN, HIST_BF16, &v), INCA_OK);
+    const int64_t f = v.f;
+    const uint16_t *whole = v.m0;
+    for (int r = 0; r < 2; r++) {
+        shard_t sh;
+        ck_assert_msg(shard_open(sd, r, 2, &sh) == INCA_OK, "%s", inca_errmsg());
+        ck_assert_int_eq(sh.v.m0_dtype, HIST_BF16);
+        const int64_t lo = sh.plan.node_lo[r], hi = sh.plan.node_lo[r + 1];
+        ck_assert(lo < hi);
+        const uint16_t *m0 = sh.v.m0;
+        for (int64_t u = 0; u < v.n; u++)
+            for (int64_t j = 0; j < f; j++) {
+                const uint16_t want = u >= lo && u < hi ? whole[u * f + j] : 0;
+                ck_assert_msg(m0[u * f + j] == want, "rank %d: bf16 M^0 (%lld, %lld) = %04x, want %04x", r, (long long)u,
+                              (long long)j, m0[u * f + j], want);
+            }
+        shard_free(&sh);
+    }
+    store_close(&s);
+}
+END_TEST
+
+/* A directed graph's gcn shards carry their own rows of Âᵀ (the backward's; Â for Âᵀ would
+ * train another model): for each of 2 ranks, shard_open gives Âᵀ's own rows equal to the whole
+ * store's layout (written by the shards' run), its other rows empty. */
+START_TEST(directed_gcn_shards_keep_the_transpose) {
+    dataset_t dd;
+    directed_copy(&dd);
+    char dpath[4200], sd[4200];
+    snprintf(dpath, sizeof dpath, "%s/dir.lmdb", dir);
+    snprintf(sd, sizeof sd, "%s/dir-shards", dir);
+    ck_assert_int_eq(dataset_save(&dd, dpath, 0), INCA_OK);
+    store_t *s = NULL;
+    partition_t pr;
+    ck_assert_int_eq(store_open(dpath, STORE_RDWR, &s), INCA_OK);
+    ck_assert_int_eq(store_partition_get(s, &dd.adj, 12, PART_RANDOM, 0, &pr, NULL), INCA_OK);
+    store_close(&s);
+    csr_free(&dd.adj);
+    shard_opts_t o = {.ranks = 2, .parts = 12, .featnorm = TRAIN_FEATNORM_NONE, .model = NN_GCN, .m0_dtype = HIST_F32};
+    snprintf(o.partition, sizeof o.partition, "%s", pr.man.name);
+    shard_stats_t st;
+    ck_assert_msg(shard_write(dpath, &o, sd, &st) == INCA_OK, "%s", inca_errmsg());
+    layout_views_t v;
+    ck_assert_int_eq(store_open(dpath, STORE_RDONLY, &s), INCA_OK);
+    ck_assert_int_eq(layout_open(s, &pr, TRAIN_FEATNORM_NONE, 1, NN_NORM_GCN, HIST_F32, &v), INCA_OK);
+    ck_assert_ptr_nonnull(v.at.rowptr);   /* the store's layout keeps it (the test above) */
+    for (int r = 0; r < 2; r++) {
+        shard_t sh;
+        ck_assert_msg(shard_open(sd, r, 2, &sh) == INCA_OK, "%s", inca_errmsg());
+        ck_assert_msg(sh.v.at.rowptr != NULL, "rank %d: the shard has no Âᵀ", r);
+        const int64_t lo = sh.plan.node_lo[r], hi = sh.plan.node_lo[r + 1];
+        ck_assert(hi > lo);
+        for (int64_t u = 0; u < v.n; u++) {
+            const int64_t k0 = sh.v.at.rowptr[u], k1 = sh.v.at.rowptr[u + 1];
+            if (u < lo || u >= hi) { ck_assert_int_eq(k1, k0); continue; }
+            ck_assert_int_eq(k1 - k0, v.at.rowptr[u + 1] - v.at.rowptr[u]);
+            for (int64_t k = k0; k < k1; k++) {
+                const int64_t ks = v.at.rowptr[u] + (k - k0);
+                ck_assert_msg(sh.v.at.col[k] == v.at.col[ks] && sh.v.at.val[k] == v.at.val[ks], "rank %d: Âᵀ row %lld", r,
+                              (long long)u);
+            }
+        }
+        shard_free(&sh);
+    }
+    store_close(&s);
+    partition_free(&pr);
 }
 END_TEST
 
@@ -540,6 +720,9 @@ int main(void) {
     tcase_add_test(t, directed_gcn_layout_keeps_the_transpose);
     tcase_add_test(t, bf16_m0_past_one_block);
     tcase_add_test(t, shard_rows_are_the_layout_rows);
+    tcase_add_test(t, layout_x_per_feature_norm_and_sized);
+    tcase_add_test(t, directed_gcn_shards_keep_the_transpose);
+    tcase_add_test(t, bf16_shard_m0_rows);
     suite_add_tcase(s, t);
     return tu_run_suite(s);
 }

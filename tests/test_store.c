@@ -710,6 +710,46 @@ START_TEST(test_named_splits) {
 }
 END_TEST
 
+/* A chunk no array descriptor names (a stray key, as a damaged or interrupted writer would leave
+ * one): every array's checksums still hold, but store_verify counts the arrays database's
+ * entries against the descriptors' chunks and refuses the store, naming both counts. The key is
+ * written straight into LMDB's "arrays" database, as inca never would. */
+START_TEST(test_verify_counts_stray_chunks) {
+    dataset_t d;
+    small_dataset(&d);
+    ck_assert_int_eq(dataset_save(&d, path, 0), INCA_OK);
+    dataset_free(&d);
+    store_t *s;
+    store_verify_stats_t st;
+    ck_assert_int_eq(store_open(path, STORE_RDONLY, &s), INCA_OK);
+    ck_assert_msg(store_verify(s, &st) == INCA_OK, "%s", inca_errmsg());
+    const int64_t chunks = st.chunks;
+    ck_assert_int_gt(chunks, 0);
+    store_close(&s);
+    MDB_env *e = NULL;
+    MDB_txn *t = NULL;
+    MDB_dbi dbi;
+    ck_assert_int_eq(mdb_env_create(&e), 0);
+    mdb_env_set_maxdbs(e, 4);
+    ck_assert_int_eq(mdb_env_open(e, path, 0, 0644), 0);
+    ck_assert_int_eq(mdb_txn_begin(e, NULL, 0, &t), 0);
+    ck_assert_int_eq(mdb_dbi_open(t, "arrays", 0, &dbi), 0);
+    unsigned char key[16] = "gone";   /* "gone", NUL, then chunk 0 as 8 big-endian bytes */
+    char val[16] = "stray chunk";
+    MDB_val k = {.mv_size = 13, .mv_data = key}, v = {.mv_size = sizeof val, .mv_data = val};
+    ck_assert_int_eq(mdb_put(t, dbi, &k, &v, 0), 0);
+    ck_assert_int_eq(mdb_txn_commit(t), 0);
+    mdb_env_close(e);
+    ck_assert_int_eq(store_open(path, STORE_RDONLY, &s), INCA_OK);
+    ck_assert_int_eq(store_verify(s, &st), INCA_EINVAL);
+    char want[160];
+    snprintf(want, sizeof want, "the arrays database holds %lld chunks, the array descriptors account for %lld",
+             (long long)chunks + 1, (long long)chunks);
+    ck_assert_msg(strstr(inca_errmsg(), want), "%s", inca_errmsg());
+    store_close(&s);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("store");
     TCase *tc = tcase_create("store");
@@ -723,6 +763,7 @@ int main(void) {
     tcase_add_test(tc, test_meta_checks);
     tcase_add_test(tc, test_dataset_roundtrip);
     tcase_add_test(tc, test_named_splits);
+    tcase_add_test(tc, test_verify_counts_stray_chunks);
     suite_add_tcase(s, tc);
     return tu_run_suite(s);
 }

@@ -373,6 +373,45 @@ START_TEST(test_content_checks) {
 }
 END_TEST
 
+/* A named split (stored beside the default, as every split/ folder of an OGB dataset is) whose
+ * checksums hold but which names node 600 of 600: the default alone loads (dataset_load reads
+ * no named split's ids), but `inca verify` checks every split and names the array and entry. */
+START_TEST(test_named_split_contents_verified) {
+    dataset_t d, e;
+    make_dataset(&d);
+    snprintf(d.split_name, sizeof d.split_name, "public");
+    d.more = inca_calloc(1, sizeof *d.more);
+    ck_assert_ptr_nonnull(d.more);
+    snprintf(d.more[0].name, sizeof d.more[0].name, "alt");
+    for (int sp = 0; sp < SPLIT_COUNT; sp++) {   /* train {0, 1}, valid {2, 3}, test {4, 5} */
+        d.more[0].n[sp] = 2;
+        d.more[0].ids[sp] = inca_malloc(sizeof(int64_t) * 2);
+        d.more[0].ids[sp][0] = 2 * sp;
+        d.more[0].ids[sp][1] = 2 * sp + 1;
+    }
+    d.n_more = 1;
+    ck_assert_int_eq(dataset_save(&d, golden, 0), INCA_OK);
+    char args[4200];
+    snprintf(args, sizeof args, "verify '%s'", golden);
+    check_err("named split intact", args, 0, golden);
+    store_t *s;
+    store_wtx_t *w;
+    const int64_t bad[2] = {4, 600};
+    ck_assert_int_eq(store_open(golden, STORE_RDWR, &s), INCA_OK);
+    ck_assert_int_eq(store_write_begin(s, &w), INCA_OK);
+    ck_assert_int_eq(store_wtx_put_array(w, "split:alt/test", DT_I64, bad, 2), INCA_OK);
+    ck_assert_int_eq(store_write_commit(&w), INCA_OK);
+    store_close(&s);
+    ck_assert_int_eq(dataset_load(golden, &e), INCA_OK);   /* the default split is intact */
+    dataset_free(&e);
+    char *err = NULL;
+    ck_assert_int_eq(tu_inca(args, NULL, &err), 2);
+    ck_assert_msg(strstr(err, golden) && strstr(err, "array 'split:alt/test' entry 1 = 600 is outside [0, 600)"), "%s", err);
+    free(err);
+    dataset_free(&d);
+}
+END_TEST
+
 START_TEST(test_old_version_refused) {
     /* A v1 meta record (no checksum trailer): its value is exactly sizeof(store_meta_t) bytes. */
     store_t *s;
@@ -593,6 +632,7 @@ int main(void) {
     tcase_add_test(tc, test_flipped_contents_fail);
     tcase_add_test(tc, test_flipped_pages_never_crash);
     tcase_add_test(tc, test_content_checks);
+    tcase_add_test(tc, test_named_split_contents_verified);
     tcase_add_test(tc, test_old_version_refused);
     tcase_add_test(tc, test_truncated_says_truncated);
     tcase_add_test(tc, test_disk_full_ingest);
