@@ -102,6 +102,14 @@ static int call_ptscotch(MPI_Comm mc, const SCOTCH_Num *xadj, SCOTCH_Num rows, S
         *what = "SCOTCH_contextOptionSetNum";
         goto done;
     }
+    /* one thread, the caller: PT-Scotch's own threads call MPI (its halo exchanges in the
+     * recursive bipartitioning), which MPI_THREAD_FUNNELED (core/comm.c) does not allow; they
+     * crashed one run in 10-30 (segfaults and bad frees in MPI_Alltoallv under dgraphHaloSync).
+     * The ranks are the parallelism here. */
+    if ((e = SCOTCH_contextThreadSpawn(&ctx, 1, NULL)) != 0) {
+        *what = "SCOTCH_contextThreadSpawn";
+        goto done;
+    }
     /* Scotch gave seeds 0 and 1 (and 2 and 3) the same partition: it sees some bits only; a
      * hash of the seed differs from the next one's in about half of every bit range */
     SCOTCH_contextRandomSeed(&ctx, (SCOTCH_Num)(rng_splitmix64(seed) & 0x7fffffff));

@@ -223,6 +223,17 @@ START_TEST(halo_staging_sized_by_type) {
     /* a round of 2 ranks holds at most n (p - 1) = 100000 rows of 64: 12.8 MB bf16 each way */
     ck_assert_int_eq(pinned[0], 2 * (int64_t)100000 * 64 * 2);
     ck_assert_int_eq(pinned[1], 2 * pinned[0]);
+    /* 3 ranks: a rank may send each of its rows to both others, n (p - 1) = 2000 rows of 1000
+     * (a rank holding leaves of two hubs owned by the others sends more rows than it holds);
+     * the 32 MB stage (8388 rows of 4000 bytes) would allow more */
+    const int64_t w3[1] = {1000};
+    const kern_dtype_t f32[1] = {KERN_F32};
+    halo_dev_t *x3 = NULL;
+    ck_assert_int_eq(train_xfer_halo_dev(kc, 3, 1000, w3, f32, 1, &x3), INCA_OK);
+    kern_mem_stats_t st3;
+    kc_mem_stats(kc, &st3);
+    ck_assert_int_eq(st3.now[KERN_MEM_PINNED], 2 * (int64_t)2000 * 1000 * 4);
+    halo_dev_free(&x3);
     kc_free(&kc);
 }
 END_TEST
@@ -425,6 +436,16 @@ START_TEST(device_memory_budget) {
     snprintf(args, sizeof args, "%s --device %s --device-memory-budget 20M", base, dut);
     ck_assert_int_ne(train_fails(args, &err), 0);
     ck_assert_msg(strstr(err, "refused before training") && strstr(err, "features 14.8"), "%s", err);
+    free(err);
+    /* a host --memory-budget under what a batch needs: the operator's scratch counts at least a
+     * batch's rows of its widest input in floats, even where the device's operator keeps little
+     * on the host (4 batches of 2 parts: the largest holds at least 2708 / 4 = 677 nodes, of
+     * 1433 features: 3.9 MB) */
+    snprintf(args, sizeof args, "--method gas --parts 8 --batch-parts 2 --epochs 1 --loader view --device %s "
+             "--memory-budget 1M", dut);
+    ck_assert_int_ne(train_fails(args, &err), 0);
+    const char *scr = strstr(err, "operator scratch ");
+    ck_assert_msg(scr && atof(scr + strlen("operator scratch ")) >= 3.5, "%s", err);
     free(err);
     snprintf(args, sizeof args, "--epochs 2 --device %s --device-memory-budget 20M", dut);
     ck_assert_int_ne(train_fails(args, &err), 0);

@@ -68,6 +68,24 @@ START_TEST(plans_cover_balance_and_halo) {
             inca_free(h);
         }
         ck_assert_int_eq(sum, total);
+        /* a copy holds the same plan in memory of its own */
+        dist_plan_t cp;
+        ck_assert_int_eq(dist_plan_copy(&pl, &cp), INCA_OK);
+        ck_assert_int_eq(cp.ranks, P);
+        ck_assert_int_eq(cp.k, p.k);
+        ck_assert_int_eq(cp.n, a.n_rows);
+        ck_assert(cp.part_lo != pl.part_lo && cp.node_lo != pl.node_lo && cp.weight != pl.weight);
+        for (int r = 0; r <= P; r++) {
+            ck_assert_int_eq(cp.part_lo[r], pl.part_lo[r]);
+            ck_assert_int_eq(cp.node_lo[r], pl.node_lo[r]);
+        }
+        for (int r = 0; r < P; r++) {
+            int64_t w = 0;
+            for (int64_t i = pl.part_lo[r]; i < pl.part_lo[r + 1]; i++)
+                w += (p.bounds[i + 1] - p.bounds[i]) + (a.rowptr[p.bounds[i + 1]] - a.rowptr[p.bounds[i]]);
+            ck_assert_int_eq(cp.weight[r], w);
+        }
+        dist_plan_free(&cp);
         for (int64_t v = -1; v <= a.n_rows; v++) {
             int want = -1;
             for (int r = 0; r < P; r++)
@@ -81,6 +99,12 @@ START_TEST(plans_cover_balance_and_halo) {
     ck_assert_int_eq(dist_plan_make(&a, p.bounds, p.k, 25, &pl), INCA_EINVAL);
     ck_assert_ptr_nonnull(strstr(inca_errmsg(), "25 ranks: expected 1.."));
     ck_assert_int_eq(dist_plan_make(&a, p.bounds, p.k, 0, &pl), INCA_EINVAL);
+    /* bounds that stop short of the graph's rows (its last part left out) or start past 0 */
+    ck_assert_int_eq(dist_plan_make(&a, p.bounds, p.k - 1, 2, &pl), INCA_EINVAL);
+    ck_assert_msg(strstr(inca_errmsg(), "the part bounds must run from 0 to the graph's 3000 rows"), "%s", inca_errmsg());
+    ck_assert_int_eq(dist_plan_make(&a, p.bounds + 1, p.k - 1, 2, &pl), INCA_EINVAL);
+    ck_assert_msg(strstr(inca_errmsg(), "the part bounds must run from 0"), "%s", inca_errmsg());
+    inca_err_clear();
     csr_free(&a);
     partition_free(&p);
     dataset_free(&d);

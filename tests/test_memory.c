@@ -126,6 +126,14 @@ START_TEST(tables) {
     ck_assert(res[1] == 2 - hist_bf16_to_f32(hist_f32_to_bf16(in[7])) && res[4] == 5.f);
     hist_pull(&h16, two, 2, out);
     ck_assert(out[0] == 0.5f && out[3] == -7 && out[5] == hist_bf16_to_f32(hist_f32_to_bf16(1.0f / 3.0f)));
+    /* a negative shape is refused as such (not allocated as a wrapped size), naming the table */
+    hist_t bad;
+    ck_assert_int_eq(hist_init(&bad, a, 10, -1, HIST_F32, "neg_f"), INCA_EINVAL);
+    ck_assert_msg(strstr(inca_errmsg(), "neg_f: bad shape 10 x -1"), "%s", inca_errmsg());
+    ck_assert_int_eq(hist_init(&bad, a, 0, -3, HIST_BF16, "neg_f0"), INCA_EINVAL);
+    ck_assert_int_eq(hist_init(&bad, a, -1, 3, HIST_F32, "neg_n"), INCA_EINVAL);
+    inca_err_clear();
+    ck_assert_uint_eq(mem_arena_bytes(a), 1500);   /* nothing allocated for them */
     hist_dtype_t t;
     ck_assert_int_eq(hist_dtype_parse("bf16", &t), INCA_OK);
     ck_assert_int_eq(t, HIST_BF16);

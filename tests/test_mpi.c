@@ -193,6 +193,8 @@ START_TEST(device_ranks_equal_cpu_ranks) {
     compare_dev(2, "incagg --refresh-source push");
     compare_dev(2, "incagg --refresh-source push --history-dtype bf16 --model sage");
     compare_dev(2, "incagg --refresh-source recompute --history-location host");
+    /* host tables beside a device: a push refresh's halo rows of S go between host tables */
+    compare_dev(2, "incagg --refresh-source push --history-location host");
     compare_dev(2, "incagg --refresh-source recompute --loader view");
     compare_dev(2, "gas --loader view --history-dtype bf16 --pass-dtype bf16");
     compare_dev(2, "incagg --refresh-source recompute --loader view --pass-dtype bf16");

@@ -307,6 +307,11 @@ START_TEST(parmetis_needs_ranks) {
     inca_err_clear();
     ck_assert_int_eq(partition_par_compute(NULL, &g, 0, 65, 4, 0, &p), INCA_EINVAL);   /* rows end at 64 */
     inca_err_clear();
+    if (partition_par_available()) {   /* rows that end at n but start past 0: refused as not tiling [0, n) */
+        ck_assert_int_eq(partition_par_compute(NULL, &g, 1, 65, 4, 0, &p), INCA_EINVAL);
+        ck_assert_msg(strstr(inca_errmsg(), "rank 0 holds rows from 1 (64 rows), expected from 0"), "%s", inca_errmsg());
+        inca_err_clear();
+    }
     csr_free(&g);
 }
 END_TEST

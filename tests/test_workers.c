@@ -366,6 +366,35 @@ START_TEST(full_batch_threads_unlabelled_train_ids) {
 }
 END_TEST
 
+/* The allgather reduction (--grad-reduce allgather: every rank's gradients to every rank, summed
+ * there in rank order) gives one process's trajectory too, at 2 and 3 ranks */
+START_TEST(full_batch_threads_allgather_reduction) {
+    static const char *const models[] = {"gcn", "sage"};
+    for (size_t i = 0; i < 2; i++) {
+        train_config_t c;
+        train_result_t one, many;
+        full_config(&c, models[i], 1);
+        ck_assert_msg(train_run(&D, &c, NULL, 0, &one) == INCA_OK, "%s: %s", models[i], inca_errmsg());
+        for (int w = 2; w <= 3; w++) {
+            full_config(&c, models[i], w);
+            c.grad_reduce = TRAIN_GRAD_ALLGATHER;
+            ck_assert_msg(train_run(&D, &c, NULL, 0, &many) == INCA_OK, "%s x%d: %s", models[i], w, inca_errmsg());
+            ck_assert_int_eq(many.nparams, one.nparams);
+            double dmax = 0, wmax = 0;
+            for (int64_t k = 0; k < one.nparams; k++) {
+                const double d = fabs((double)one.params[k] - (double)many.params[k]);
+                dmax = d > dmax ? d : dmax;
+                wmax = fabs(one.params[k]) > wmax ? fabs(one.params[k]) : wmax;
+            }
+            ck_assert_msg(dmax <= 2e-5 * (1 + wmax), "%s, %d ranks, allgather: parameters differ by %g (largest %g)",
+                          models[i], w, dmax, wmax);
+            train_result_free(&many);
+        }
+        train_result_free(&one);
+    }
+}
+END_TEST
+
 /* with dropout: deterministic (the same bits twice), and a different draw from one process */
 START_TEST(full_batch_threads_deterministic) {
     train_config_t c;
@@ -446,6 +475,7 @@ int main(void) {
     tcase_add_test(t, full_batch_threads_match_one_process);
     tcase_add_test(t, full_batch_threads_directed_graph);
     tcase_add_test(t, full_batch_threads_unlabelled_train_ids);
+    tcase_add_test(t, full_batch_threads_allgather_reduction);
     tcase_add_test(t, full_batch_threads_deterministic);
     tcase_add_test(t, full_batch_rank_failure_ends_the_run);
     tcase_add_test(t, refusals);
