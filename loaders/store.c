@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <lmdb.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -31,6 +32,11 @@ struct store {
     int has_meta;
     pthread_mutex_t mu;     /* LMDB txns must not be used by two threads at once */
     sidefile_cache_t *side; /* maps of side files handed out (under mu) */
+    /* aligned copies of values LMDB keeps inside a leaf page (small ones: only 2-byte aligned
+     * there; a larger value starts an overflow page run), handed out as views; under mu, freed
+     * when the snapshot is renewed or the store closed, as the views they stand for end */
+    void **copies;
+    int ncopies, capcopies;
 };
 
 typedef struct {
@@ -330,6 +336,12 @@ int store_create(const char *path, store_t **out) {
     return env_open(path, 1, 1, 0, out);
 }
 
+static void copies_free(store_t *s) {
+    for (int i = 0; i < s->ncopies; i++) inca_free(s->copies[i]);
+    INCA_FREE(s->copies);
+    s->ncopies = s->capcopies = 0;
+}
+
 void store_close(store_t **sp) {
     if (!sp || !*sp) return;
     store_t *s = *sp;
@@ -339,6 +351,7 @@ void store_close(store_t **sp) {
         mdb_env_close(s->env);
     }
     sidefile_cache_free(&s->side);
+    copies_free(s);
     pthread_mutex_destroy(&s->mu);
     inca_free(s->path);
     INCA_FREE(*sp);
@@ -346,6 +359,7 @@ void store_close(store_t **sp) {
 
 int store_refresh(store_t *s) {
     pthread_mutex_lock(&s->mu);
+    copies_free(s);
     rtxn_reset(s);
     int rc = rtxn_ensure(s);
     pthread_mutex_unlock(&s->mu);
@@ -438,6 +452,31 @@ int store_has_array(store_t *s, const char *name) {
     return rc == INCA_OK;
 }
 
+/* *p as a view whose elements of es bytes may be read in place: itself when aligned, else an
+ * aligned copy of its bytes the store keeps until the snapshot ends (see struct store). */
+static int aligned_view(store_t *s, const void **p, size_t bytes, size_t es) {
+    if ((uintptr_t)*p % es == 0) return INCA_OK;
+    void *c = inca_malloc(bytes ? bytes : 1);
+    if (!c) return INCA_ENOMEM;
+    pthread_mutex_lock(&s->mu);
+    if (s->ncopies == s->capcopies) {
+        const int cap = s->capcopies ? 2 * s->capcopies : 8;
+        void **g = inca_realloc(s->copies, sizeof *g * (size_t)cap);
+        if (!g) {
+            pthread_mutex_unlock(&s->mu);
+            inca_free(c);
+            return INCA_ENOMEM;
+        }
+        s->copies = g;
+        s->capcopies = cap;
+    }
+    s->copies[s->ncopies++] = c;
+    pthread_mutex_unlock(&s->mu);
+    memcpy(c, *p, bytes);
+    *p = c;
+    return INCA_OK;
+}
+
 static int chunk_get(store_t *s, const char *name, const store_array_info_t *info, int64_t i,
                      const void **ptr, int64_t *count) {
     if (i < 0 || i >= info->nchunks)
@@ -464,7 +503,9 @@ static int chunk_get(store_t *s, const char *name, const store_array_info_t *inf
     size_t len;
     snprintf(what, sizeof what, "chunk %lld of array '%s'", (long long)i, name);
     if ((rc = value_check(s, what, k, kl, &v, &len))) return rc;
-    *ptr = v.mv_data;
+    const void *p = v.mv_data;
+    if ((rc = aligned_view(s, &p, (size_t)expect * es, es))) return rc;
+    *ptr = p;
     *count = expect;
     return INCA_OK;
 }

@@ -97,10 +97,12 @@ int store_refresh(store_t *s);        /* renew the read snapshot (invalidates vi
 /* ---- reading ---- */
 int store_array_info(store_t *s, const char *name, store_array_info_t *info); /* ENOTFOUND */
 int store_has_array(store_t *s, const char *name);  /* 1 / 0 */
-/* Zero-copy view of chunk i: *ptr into the map, *count elements. */
+/* Zero-copy view of chunk i: *ptr into the map (or an aligned copy, as store_array_view's), *count elements. */
 int store_array_chunk(store_t *s, const char *name, int64_t i, const void **ptr, int64_t *count);
 /* Zero-copy view of a whole array written in one chunk (store_wtx_put_array_whole): *ptr into
- * the map (aligned to 16 bytes: the payload starts an LMDB overflow page run), *count elements
+ * the map (aligned to 16 bytes where the payload starts an LMDB overflow page run; a value small
+ * enough to sit in a leaf page, only 2-byte aligned there, comes as an aligned copy the store
+ * frees at store_refresh or store_close, as views end), *count elements
  * (count may be NULL). Checks the whole value's CRC once, here. INCA_EINVAL for another dtype or
  * a chunked array; ENOTFOUND when absent. *ptr is NULL for an empty array. */
 int store_array_view(store_t *s, const char *name, store_dtype_t want, const void **ptr, int64_t *count);
