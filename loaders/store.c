@@ -503,11 +503,21 @@ static int chunk_get(store_t *s, const char *name, const store_array_info_t *inf
     size_t len;
     snprintf(what, sizeof what, "chunk %lld of array '%s'", (long long)i, name);
     if ((rc = value_check(s, what, k, kl, &v, &len))) return rc;
-    const void *p = v.mv_data;
-    if ((rc = aligned_view(s, &p, (size_t)expect * es, es))) return rc;
-    *ptr = p;
+    *ptr = v.mv_data;
     *count = expect;
     return INCA_OK;
+}
+
+/* chunk_get for a caller that reads the elements in place (the public views): aligned for
+ * them; the readers that copy out (store_array_read, _load, store_verify) take chunk_get's
+ * pointer as it is and make no copy. */
+static int view_get(store_t *s, const char *name, const store_array_info_t *info, int64_t i, const void **ptr,
+                    int64_t *count) {
+    int rc = chunk_get(s, name, info, i, ptr, count);
+    const size_t es = store_dtype_size(info->dtype);
+    if (rc == INCA_OK) rc = aligned_view(s, ptr, (size_t)*count * es, es);
+    if (rc != INCA_OK) *ptr = NULL;
+    return rc;
 }
 
 int store_array_view(store_t *s, const char *name, store_dtype_t want, const void **ptr, int64_t *count) {
@@ -523,14 +533,14 @@ int store_array_view(store_t *s, const char *name, store_dtype_t want, const voi
     if (count) *count = info.count;
     if (info.count == 0) return INCA_OK;
     int64_t got = 0;
-    return chunk_get(s, name, &info, 0, ptr, &got);
+    return view_get(s, name, &info, 0, ptr, &got);
 }
 
 int store_array_chunk(store_t *s, const char *name, int64_t i, const void **ptr, int64_t *count) {
     store_array_info_t info;
     int rc = store_array_info(s, name, &info);
     if (rc) return rc;
-    return chunk_get(s, name, &info, i, ptr, count);
+    return view_get(s, name, &info, i, ptr, count);
 }
 
 int store_array_read(store_t *s, const char *name, int64_t start, int64_t count, void *dst) {

@@ -257,6 +257,40 @@ START_TEST(test_whole_views) {
 END_TEST
 
 
+/* A value small enough to sit in an LMDB leaf page is only 2-byte aligned there (its offset
+ * follows the node's 8-byte header and its key): a view of a small i64 array is read in place
+ * by its callers (a shard's rowptr), so it must come aligned whatever its name's length. Eight
+ * names of lengths 1..8 put the value at every even offset mod 8; each view is 8-byte aligned,
+ * holds the values written, and a second view of the same array holds them too. */
+START_TEST(test_small_views_aligned) {
+    store_t *s;
+    ck_assert_int_eq(store_create(path, &s), INCA_OK);
+    int64_t a[5] = {3, -1, INT64_MAX, 0, 42};
+    static const char *const names[8] = {"a", "ab", "abc", "abcd", "abcde", "abcdef", "abcdefg", "abcdefgh"};
+    store_wtx_t *w;
+    ck_assert_int_eq(store_write_begin(s, &w), INCA_OK);
+    for (int i = 0; i < 8; i++) ck_assert_int_eq(store_wtx_put_array_whole(w, names[i], DT_I64, a, 5), INCA_OK);
+    ck_assert_int_eq(store_write_commit(&w), INCA_OK);
+    for (int i = 0; i < 8; i++)
+        for (int again = 0; again < 2; again++) {
+            const void *p = NULL;
+            int64_t cnt = -1;
+            ck_assert_int_eq(store_array_view(s, names[i], DT_I64, &p, &cnt), INCA_OK);
+            ck_assert_int_eq(cnt, 5);
+            ck_assert_msg((uintptr_t)p % sizeof(int64_t) == 0, "view of '%s' at %p", names[i], p);
+            ck_assert_mem_eq(p, a, sizeof a);
+            ck_assert_int_eq(store_array_chunk(s, names[i], 0, &p, &cnt), INCA_OK);
+            ck_assert_msg((uintptr_t)p % sizeof(int64_t) == 0, "chunk of '%s' at %p", names[i], p);
+            ck_assert_mem_eq(p, a, sizeof a);
+        }
+    ck_assert_int_eq(store_refresh(s), INCA_OK);   /* the copies end with the snapshot; views again */
+    const void *p = NULL;
+    ck_assert_int_eq(store_array_view(s, "abc", DT_I64, &p, NULL), INCA_OK);
+    ck_assert_mem_eq(p, a, sizeof a);
+    store_close(&s);
+}
+END_TEST
+
 /* Side files in the store directory: names matching side-*.bin (tmp: also .bin.tmp) */
 static int side_files(const char *store, char *first, size_t cap) {
     DIR *d = opendir(store);
@@ -758,6 +792,7 @@ int main(void) {
     tcase_add_test(tc, test_arrays_chunks_records);
     tcase_add_test(tc, test_map_growth);
     tcase_add_test(tc, test_commit_split);
+    tcase_add_test(tc, test_small_views_aligned);
     tcase_add_test(tc, test_whole_views);
     tcase_add_test(tc, test_side_files);
     tcase_add_test(tc, test_meta_checks);
