@@ -250,6 +250,21 @@ static void full_config(train_config_t *c, const char *model, int workers) {
     c->keep_params = 1;
 }
 
+/* many's parameters (w thread ranks, reduction how) within rounding of one process's: 15 Adam
+ * steps from the same start, so rounding, not a different gradient */
+static void assert_params_close(const train_result_t *one, const train_result_t *many, const char *model, int w,
+                                const char *how) {
+    ck_assert_int_eq(many->nparams, one->nparams);
+    double dmax = 0, wmax = 0;
+    for (int64_t k = 0; k < one->nparams; k++) {
+        const double d = fabs((double)one->params[k] - (double)many->params[k]);
+        dmax = d > dmax ? d : dmax;
+        wmax = fabs(one->params[k]) > wmax ? fabs(one->params[k]) : wmax;
+    }
+    ck_assert_msg(dmax <= 2e-5 * (1 + wmax), "%s, %d ranks, %s: parameters differ by %g (largest %g)", model, w, how,
+                  dmax, wmax);
+}
+
 START_TEST(full_batch_threads_match_one_process) {
     static const char *const models[] = {"gcn", "sage", "gcnii", "appnp", "mlp"};
     for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) {
@@ -260,16 +275,7 @@ START_TEST(full_batch_threads_match_one_process) {
         for (int w = 2; w <= 3; w++) {
             full_config(&c, models[i], w);
             ck_assert_msg(train_run(&D, &c, NULL, 0, &many) == INCA_OK, "%s x%d: %s", models[i], w, inca_errmsg());
-            ck_assert_int_eq(many.nparams, one.nparams);
-            double dmax = 0, wmax = 0;
-            for (int64_t k = 0; k < one.nparams; k++) {
-                const double d = fabs((double)one.params[k] - (double)many.params[k]);
-                dmax = d > dmax ? d : dmax;
-                wmax = fabs(one.params[k]) > wmax ? fabs(one.params[k]) : wmax;
-            }
-            /* 15 Adam steps from the same start: rounding, not a different gradient */
-            ck_assert_msg(dmax <= 2e-5 * (1 + wmax), "%s, %d ranks: parameters differ by %g (largest %g)", models[i], w,
-                          dmax, wmax);
+            assert_params_close(&one, &many, models[i], w, "chain");
             ck_assert_msg(fabs(many.test_acc - one.test_acc) <= 0.01, "%s, %d ranks: test accuracy %g vs %g", models[i],
                           w, many.test_acc, one.test_acc);
             train_result_free(&many);
@@ -379,15 +385,7 @@ START_TEST(full_batch_threads_allgather_reduction) {
             full_config(&c, models[i], w);
             c.grad_reduce = TRAIN_GRAD_ALLGATHER;
             ck_assert_msg(train_run(&D, &c, NULL, 0, &many) == INCA_OK, "%s x%d: %s", models[i], w, inca_errmsg());
-            ck_assert_int_eq(many.nparams, one.nparams);
-            double dmax = 0, wmax = 0;
-            for (int64_t k = 0; k < one.nparams; k++) {
-                const double d = fabs((double)one.params[k] - (double)many.params[k]);
-                dmax = d > dmax ? d : dmax;
-                wmax = fabs(one.params[k]) > wmax ? fabs(one.params[k]) : wmax;
-            }
-            ck_assert_msg(dmax <= 2e-5 * (1 + wmax), "%s, %d ranks, allgather: parameters differ by %g (largest %g)",
-                          models[i], w, dmax, wmax);
+            assert_params_close(&one, &many, models[i], w, "allgather");
             train_result_free(&many);
         }
         train_result_free(&one);
