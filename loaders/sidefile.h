@@ -1,6 +1,6 @@
 /* Files beside a store's data.mdb that hold arrays too large for one LMDB value (LMDB's value
  * size is a 32-bit field: 4 GiB; the partition-ordered features of a 10M x 128 graph take
- * 5.12 GB). The store (loaders/store.c) is the only caller: it writes a file while it holds
+ * 5.12 GB). The store (loaders/store*.c) is the only caller: it writes a file while it holds
  * LMDB's write lock, then commits a descriptor naming the file, its size and its CRC32 in the same
  * transaction as everything else, so a file no committed descriptor names is garbage, never data.
  *
