@@ -14,6 +14,7 @@
 #include "loaders/store.h"
 #include <stdio.h>
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -533,6 +534,76 @@ START_TEST(bench_scale_smoke) {
 }
 END_TEST
 
+/* --model-ranks' arithmetic against the model's definitions (bench_scale.c's header), from its
+ * own JSON: with --refresh-source recompute IncAgg moves each halo row once an epoch, GAS the same
+ * evaluation halo plus its pulls with an 8-byte id each, so GAS - IncAgg bytes = pulls x (row +
+ * 8) and the one-node ceiling adds (cross nonzeros - pulls) x (row + 8), a row being 4 bytes x
+ * (layers - 1) x hidden = 64 here; parallel efficiency = the P=1 epoch / (P x the modelled epoch);
+ * and the link's rate enters as bytes / bandwidth only (compute, staging and latency cancel
+ * between 10 and 100 Gb/s). No timing is asserted: only relations between the printed figures. */
+START_TEST(bench_scale_model_by_hand) {
+    /* the CPU; then ranks on the emulated device with --grad-reduce nccl, 2 GPUs a node: at P = 2
+     * the gradients cross NVLink, at P = 4 the link too, as a ring all-reduce moving 2 (P - 1) / P
+     * of them: 4 bytes x the GCN's 1433 x 16 + 16 + 16 x 7 + 7 parameters, a step */
+    static const char *const extra[2] = {"--model-ranks 4,8", "--model-ranks 2,4 --device emu --grad-reduce nccl --gpus-per-node 2"};
+    const double nparams = 1433.0 * 16 + 16 + 16 * 7 + 7, row = 4.0 * (2 - 1) * 16;
+    for (int nccl = 0; nccl <= 1; nccl++) {
+        char args[16384];
+        char *out = NULL, *err = NULL;
+        snprintf(args, sizeof args, "bench scale '%s' --ranks=1 --parts 40 --batch-parts 4 --epochs 1 --threads 1 --model gcn "
+                 "--layers 2 --hidden 16 --refresh-source recompute --links 10,100 --json %s", store, extra[nccl]);
+        ck_assert_msg(tu_inca(args, &out, &err) == 0, "%s", err);
+        cJSON *v[32];
+        const int n = tu_json_lines(out, v, 32);
+        double t1[2] = {0, 0}, spe = 0;   /* incagg, gas at P = 1 */
+        for (int i = 0; i < n; i++)
+            if (cJSON_GetObjectItem(v[i], "per_rank") && tu_json_dbl(v[i], "ranks") == 1) {
+                const int g = strcmp(tu_json_get(v[i], "method", cJSON_String)->valuestring, "gas") == 0;
+                t1[g] = tu_json_dbl(v[i], "epoch_time_s");
+                if (!g) spe = tu_json_dbl(v[i], "steps_per_epoch");
+            }
+        ck_assert(t1[0] > 0 && t1[1] > 0 && spe > 0);
+        int models = 0;
+        for (int i = 0; i < n; i++) {
+            if (!cJSON_GetObjectItem(v[i], "model")) continue;
+            models++;
+            const double P = tu_json_dbl(v[i], "ranks"), gmax = tu_json_dbl(v[i], "gas_pull_rows_max");
+            const double xmax = tu_json_dbl(v[i], "cross_nonzeros_max"), inc = tu_json_dbl(v[i], "incagg_bytes_per_epoch");
+            const double by[2] = {inc, tu_json_dbl(v[i], "gas_bytes_per_epoch")};
+            const double ceil = tu_json_dbl(v[i], "gas_over_incagg_ceiling") * inc;
+            ck_assert(gmax > 0 && xmax >= gmax);
+            ck_assert_msg(fabs(by[1] - inc - gmax * (row + 8)) < 1e-6 * inc, "P=%g: GAS %g - IncAgg %g bytes, expected %g pulls x %g",
+                          P, by[1], inc, gmax, row + 8);
+            ck_assert_msg(fabs(ceil - by[1] - (xmax - gmax) * (row + 8)) < 1e-6 * inc, "P=%g: ceiling %g, GAS %g", P, ceil, by[1]);
+            const cJSON *links = tu_json_get(v[i], "links", cJSON_Array);
+            ck_assert_int_eq(cJSON_GetArraySize(links), 2);
+            double t[2][2];   /* [link][method] */
+            for (int l = 0; l < 2; l++) {
+                const cJSON *L = cJSON_GetArrayItem(links, l);
+                ck_assert_double_eq(tu_json_dbl(L, "gbps"), l ? 100 : 10);
+                static const char *const ts[2] = {"incagg_epoch_s", "gas_epoch_s"}, *const es[2] = {"incagg_efficiency", "gas_efficiency"};
+                for (int m = 0; m < 2; m++) {
+                    t[l][m] = tu_json_dbl(L, ts[m]);
+                    ck_assert_msg(t[l][m] >= t1[m] / P + by[m] / ((l ? 100 : 10) * 1e9 / 8) * (1 - 1e-9),
+                                  "P=%g: %s %g below compute + bytes", P, ts[m], t[l][m]);
+                    ck_assert_msg(fabs(tu_json_dbl(L, es[m]) * P * t[l][m] - t1[m]) < 1e-9 * t1[m],
+                                  "P=%g: %s %g of %g s against %g s at P=1", P, es[m], tu_json_dbl(L, es[m]), t[l][m], t1[m]);
+                }
+            }
+            const double ring = nccl && P > 2 ? spe * 4 * nparams * 2 * (P - 1) / P : 0;   /* over the link */
+            for (int m = 0; m < 2; m++)
+                ck_assert_msg(fabs((t[0][m] - t[1][m]) - (by[m] + ring) * (8 / 10e9 - 8 / 100e9)) < 1e-9 * t[0][m],
+                              "%s P=%g method %d: 10 vs 100 Gb/s differ by %g s, bytes say %g", nccl ? "nccl" : "cpu", P, m,
+                              t[0][m] - t[1][m], (by[m] + ring) * (8 / 10e9 - 8 / 100e9));
+        }
+        ck_assert_int_eq(models, 2);
+        tu_json_free_lines(v, n);
+        free(out);
+        free(err);
+    }
+}
+END_TEST
+
 /* The stored partitioning `name` of store `path`: the edge cut counted here from its perm and
  * bounds over the stored graph (independently of the partitioner's count), its largest part
  * and a copy of perm (n entries, malloc'd) */
@@ -693,5 +764,10 @@ int main(void) {
     tcase_add_test(tc, shards_equal_the_store);
     tcase_add_test(tc, parmetis_partition);
     suite_add_tcase(s, tc);
+    TCase *model = tcase_create("model");   /* CK_RUN_CASE=model runs it alone */
+    tcase_add_checked_fixture(model, setup, teardown);
+    tcase_set_timeout(model, 300);
+    tcase_add_test(model, bench_scale_model_by_hand);
+    suite_add_tcase(s, model);
     return tu_run_suite(s);
 }

@@ -7,6 +7,8 @@
 #include "core/status.h"
 #include "pruning/dynamics.h"
 #include "pruning/eval.h"
+#include "pruning/prune_config.h"
+#include "pruning/score_select.h"
 #include "loaders/npy.h"
 #include "pruning/select.h"
 #include "pruning/selftrain.h"
@@ -153,6 +155,170 @@ START_TEST(balanced_quotas) {
     o.keep = 1.5;
     ck_assert_int_eq(select_run(&o, s, 0, s, cls, 2, 6, &out, &n), INCA_EINVAL);
     ck_assert_ptr_null(out);
+}
+END_TEST
+
+/* m = floor(keep·n) (select.h; CCS's int(ratio·N)): never rounded to the nearest, even at .5. */
+START_TEST(budget_is_floor) {
+    static const struct { double keep; int64_t n, m; } c[] = {
+        {0.15, 10, 1}, {0.05, 10, 0}, {0.999, 10, 9}, {0.19, 100, 19}, {0.29, 100, 29}, {0.3, 10, 3}, {1.0, 7, 7}};
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        int64_t m = -1;
+        ck_assert_int_eq(select_budget(c[i].keep, c[i].n, &m), 0);
+        ck_assert_msg(m == c[i].m, "keep %g of %lld: %lld, expected floor = %lld", c[i].keep, (long long)c[i].n,
+                      (long long)m, (long long)c[i].m);
+    }
+}
+END_TEST
+
+/* The mis-ratio drop counts the examples it selects among: the pool's size unbalanced, each
+ * class's own size inside a class-balanced selection. 8 examples, difficulty 8 - position
+ * (position 0 the hardest), classes alternating 0, 1; keep 0.25 -> m = 2 (quotas 1 and 1),
+ * mis-ratio 0.25. Unbalanced double-end: drop floor(0.25·8) = 2 (positions 0, 1), keep the next
+ * two (2, 3). Balanced: class 0 = {0, 2, 4, 6} drops floor(0.25·4) = 1 (0) and keeps 2; class
+ * 1 = {1, 3, 5, 7} drops 1 and keeps 3. */
+START_TEST(mis_ratio_counts_its_own_examples) {
+    float s[8];
+    int32_t cls[8];
+    for (int i = 0; i < 8; i++) { s[i] = (float)(8 - i); cls[i] = i % 2; }
+    select_opts_t o = {.kind = SEL_DOUBLE_END, .keep = 0.25, .mis_ratio = 0.25, .strata = 50, .hardest = 1, .seed = 3};
+    for (int bal = 0; bal <= 1; bal++) {
+        o.balance = bal;
+        int64_t *out = NULL, n = 0;
+        ck_assert_int_eq(select_run(&o, s, 1, s, cls, 2, 8, &out, &n), 0);
+        ck_assert_int_eq(n, 2);
+        ck_assert_msg(out[0] == 2 && out[1] == 3, "%s: kept %lld, %lld; expected 2, 3", bal ? "balanced" : "pool",
+                      (long long)out[0], (long long)out[1]);
+        inca_free(out);
+    }
+}
+END_TEST
+
+/* Class quotas by largest remainder: classes of 4, 2 and 1 examples, m = floor(0.43·7) = 3:
+ * exact shares 12/7, 6/7, 3/7 -> floors 1, 0, 0; the two seats left go to the largest
+ * remainders, 6/7 (class 1) then 5/7 (class 0): quotas 2, 1, 0. */
+START_TEST(balanced_largest_remainder) {
+    float s[7] = {1, 2, 3, 4, 5, 6, 7};
+    int32_t cls[7] = {0, 0, 0, 0, 1, 1, 2};
+    select_opts_t o = {.kind = SEL_RANDOM, .keep = 0.43, .strata = 50, .hardest = 1, .balance = 1, .seed = 9};
+    int64_t *out = NULL, n = 0;
+    ck_assert_int_eq(select_run(&o, s, 1, s, cls, 3, 7, &out, &n), 0);
+    ck_assert_int_eq(n, 3);
+    int per[3] = {0, 0, 0};
+    for (int64_t t = 0; t < n; t++) per[cls[out[t]]]++;
+    ck_assert_msg(per[0] == 2 && per[1] == 1 && per[2] == 0, "quotas %d %d %d, expected 2 1 0", per[0], per[1], per[2]);
+    inca_free(out);
+}
+END_TEST
+
+/* The strata span [min, max + 1e-4·(max - min)) (REFERENCES.md: not the reference code's
+ * max·1.0001, which shrinks the range when max < 0). Scores -3, -2, -2, -1 in 2 strata: step
+ * 2.0002 / 2 = 1.0001, boundary -1.9999: counts [3, 1] ({0, 1, 2}, {3}); budget 2: the small
+ * stratum gives min(1, 2/2) = 1 (position 3), the other min(3, 1/1) = 1. With max·1.0001 the
+ * boundary would fall at -2.00005 and position 3 be sampled from three. */
+START_TEST(ccs_strata_top_negative) {
+    float s[4] = {-3.0f, -2.0f, -2.0f, -1.0f};
+    for (uint64_t seed = 1; seed <= 12; seed++) {
+        int64_t out[4], n = 0;
+        ck_assert_int_eq(select_ccs(s, s, 4, 2, 0, 2, seed, out, &n), 0);
+        ck_assert_int_eq(n, 2);
+        ck_assert_msg(out[1] == 3 && out[0] <= 2, "seed %llu: kept %lld, %lld", (unsigned long long)seed, (long long)out[0],
+                      (long long)out[1]);
+    }
+}
+END_TEST
+
+/* Orientation from the definitions: more forgetting events (Toneva et al.) and a larger EL2N
+ * (Paul et al.) = harder; a lower AUM (Pleiss et al.) or confidence (Swayamdipta et al.) =
+ * harder. Defaults from CCS (Zheng et al.): 50 strata, EL2N over epochs 0-9. */
+START_TEST(score_orientation_and_ccs_defaults) {
+    ck_assert(score_higher_is_harder(SCORE_FORGETTING));
+    ck_assert(score_higher_is_harder(SCORE_EL2N));
+    ck_assert(!score_higher_is_harder(SCORE_AUM));
+    ck_assert(!score_higher_is_harder(SCORE_CARTOGRAPHY));
+    prune_config_t c;
+    prune_config_default(&c);
+    ck_assert_int_eq(c.sel.strata, 50);
+    ck_assert_int_eq(c.el2n_epochs, 10);
+}
+END_TEST
+
+/* Steps per epoch ceil(n / batch_size) (1 full batch, ceil(parts / batch_parts) for the METIS
+ * methods), and --eval-budget steps: a subset trains the fewest epochs whose steps reach the full
+ * pool's. Batch 10, 4 epochs: pool 100 -> 10 steps an epoch, 40 steps; a coreset of 21 -> 3 an
+ * epoch, ceil(40 / 3) = 14 epochs, 42 steps. Nothing is trained (no set asked). */
+START_TEST(eval_steps_budget_by_hand) {
+    train_config_t t;
+    train_config_default(&t);
+    t.method = TRAIN_FULL;
+    t.batch_size = 10;
+    t.epochs = 4;
+    ck_assert_int_eq(prune_steps_per_epoch(&t, 100), 10);
+    ck_assert_int_eq(prune_steps_per_epoch(&t, 101), 11);
+    ck_assert_int_eq(prune_steps_per_epoch(&t, 9), 1);
+    ck_assert_int_eq(prune_steps_per_epoch(&t, 21), 3);
+    dataset_t d;
+    dataset_init(&d);
+    int64_t pool[100], sel[21];
+    for (int i = 0; i < 100; i++) pool[i] = i;
+    for (int i = 0; i < 21; i++) sel[i] = i;
+    prune_eval_t e;
+    ck_assert_int_eq(prune_eval_run(&d, &t, pool, 100, sel, 21, 1, 1, PRUNE_EVAL_SAME_STEPS, &e), 0);
+    ck_assert_int_eq(e.full_epochs, 4);
+    ck_assert_int_eq(e.full_steps, 40);
+    ck_assert_int_eq(e.subset_epochs, 14);
+    ck_assert_int_eq(e.subset_steps, 42);
+    ck_assert_int_eq(prune_eval_run(&d, &t, pool, 100, sel, 21, 1, 1, 0, &e), 0);   /* epochs budget */
+    ck_assert_int_eq(e.subset_epochs, 4);
+    t.batch_size = 0;
+    ck_assert_int_eq(prune_steps_per_epoch(&t, 100), 1);
+    t.method = TRAIN_CLUSTER;
+    t.parts = 10;
+    t.batch_parts = 3;
+    ck_assert_int_eq(prune_steps_per_epoch(&t, 100), 4);
+}
+END_TEST
+
+/* prune_score_select on hand-made dynamics: 6 pool positions, pool node ids in reverse (50, 40,
+ * ..., 0), 2 classes, 2 epochs with p[y] = q constant: AUM = 2·(2q - 1), forgetting 0 when q > .5
+ * (learned, never forgotten) else E = 2 (never learned). q = .9 .2 .6 .3 .8 .7, pseudo-classes 0 0 0
+ * 1 1 1. Score forgetting, CCS with 1 stratum, keep 4/6, mis-ratio 1/3: the drop is by AUM (not
+ * by the score): positions 1 and 3 (AUM -1.2, -0.8; by class: the lowest of each class, the same
+ * two), the 4 left all kept: positions 0 2 4 5 = nodes 50 30 10 0, returned sorted. */
+START_TEST(score_select_drops_by_aum_returns_node_ids) {
+    enum { N = 6, E = 2 };
+    static const float q[N] = {.9f, .2f, .6f, .3f, .8f, .7f};
+    prune_config_t cfg;
+    prune_config_default(&cfg);
+    cfg.score = SCORE_FORGETTING;
+    cfg.sel.kind = SEL_CCS;
+    cfg.sel.strata = 1;
+    cfg.sel.keep = 4.0 / 6.0;
+    cfg.sel.mis_ratio = 1.0 / 3.0;
+    for (int bal = 0; bal <= 1; bal++) {
+        cfg.sel.balance = bal;
+        prune_result_t r;
+        memset(&r, 0, sizeof r);
+        r.npool = N;
+        r.pool = inca_malloc(N * sizeof *r.pool);
+        r.pseudo = inca_malloc(N * sizeof *r.pseudo);
+        ck_assert(r.pool && r.pseudo);
+        for (int i = 0; i < N; i++) { r.pool[i] = 50 - 10 * i; r.pseudo[i] = i < 3 ? 0 : 1; }
+        ck_assert_int_eq(dyn_init(&r.dyn, N, E), 0);
+        for (int t = 0; t < E; t++) {
+            float p[N][2];
+            for (int i = 0; i < N; i++) { p[i][r.pseudo[i]] = q[i]; p[i][1 - r.pseudo[i]] = 1.0f - q[i]; }
+            ck_assert_int_eq(dyn_record(&r.dyn, &p[0][0], 2, 2, r.pseudo, NULL), 0);
+        }
+        ck_assert_int_eq(prune_score_select(&cfg, 2, &r), 0);
+        for (int i = 0; i < N; i++) ck_assert_float_eq_tol(r.aum[i], 2 * (2 * q[i] - 1), 1e-6);
+        static const int64_t want[4] = {0, 10, 30, 50};
+        ck_assert_int_eq(r.nsel, 4);
+        for (int t = 0; t < 4; t++)
+            ck_assert_msg(r.sel[t] == want[t], "%s: sel[%d] = %lld, expected %lld", bal ? "balanced" : "pool", t,
+                          (long long)r.sel[t], (long long)want[t]);
+        prune_result_free(&r);
+    }
 }
 END_TEST
 
@@ -479,6 +645,13 @@ int main(void) {
     tcase_add_test(t, flexmatch_thresholds_by_hand);
     tcase_add_test(t, npy_round_trip_and_formats);
     tcase_add_test(t, npy_alloc_failures);
+    tcase_add_test(t, budget_is_floor);
+    tcase_add_test(t, mis_ratio_counts_its_own_examples);
+    tcase_add_test(t, balanced_largest_remainder);
+    tcase_add_test(t, ccs_strata_top_negative);
+    tcase_add_test(t, score_orientation_and_ccs_defaults);
+    tcase_add_test(t, eval_steps_budget_by_hand);
+    tcase_add_test(t, score_select_drops_by_aum_returns_node_ids);
     suite_add_tcase(s, t);
     return tu_run_suite(s);
 }

@@ -15,6 +15,7 @@
 #include "loaders/npy.h"
 #include "pruning/knn.h"
 #include "pruning/eval.h"
+#include "pruning/dyn_io.h"
 #include "graph/gen.h"
 #include "nn/train.h"
 #include "pruning/labeled.h"
@@ -1254,12 +1255,174 @@ START_TEST(eval_graph_trains_on_selection) {
 }
 END_TEST
 
+/* Stored dynamics read back as they were written, in both layouts: every score and the
+ * cartography of the loaded recorder equal the recorder's own bit for bit, and the pool, its
+ * pseudo-labels and confidences too (a mutation test: a compact load that lost the EL2N window,
+ * or an epoch, passed every CLI check, which reuses full matrices). Some examples never learn,
+ * so the epoch count shows in forgetting. Another key is refused. */
+START_TEST(dyn_store_round_trip) {
+    enum { N = 40, E = 5, W = 3 };
+    char *dir = tu_mkdtemp(), *sa = path_in(dir, "a");
+    dataset_t d;
+    make_blobs(&d, 8);
+    ck_assert_int_eq(dataset_save(&d, sa, 0), 0);
+    rng_t g;
+    rng_seed(&g, 21);
+    for (int compact = 0; compact <= 1; compact++) {
+        prune_result_t r, l;
+        memset(&r, 0, sizeof r);
+        r.npool = N;
+        r.pool = inca_malloc(N * sizeof *r.pool);
+        r.pseudo = inca_malloc(N * sizeof *r.pseudo);
+        r.conf = inca_malloc(N * sizeof *r.conf);
+        ck_assert(r.pool && r.pseudo && r.conf);
+        r.ssl_used = PRUNE_SSL_LABELPROP;
+        r.knn_features_used = -1;
+        for (int i = 0; i < N; i++) {
+            r.pool[i] = 3 * i + 1;
+            r.pseudo[i] = (int32_t)(rng_next(&g) % C);
+            r.conf[i] = (float)rng_uniform(&g);
+        }
+        ck_assert_int_eq(compact ? dyn_init_compact(&r.dyn, N, E, W) : dyn_init(&r.dyn, N, E), 0);
+        for (int t = 0; t < E; t++) {
+            float p[N][C];
+            for (int i = 0; i < N; i++) {
+                double sum = 0;
+                for (int k = 0; k < C; k++) sum += p[i][k] = (float)(rng_uniform(&g) + (k == r.pseudo[i] && i % 4 ? 0.4 * t : 0));
+                for (int k = 0; k < C; k++) p[i][k] = (float)(p[i][k] / sum);
+            }
+            ck_assert_int_eq(dyn_record(&r.dyn, &p[0][0], C, C, r.pseudo, NULL), 0);
+        }
+        const char *tag = compact ? "c" : "f";
+        ck_assert_int_eq(prune_dyn_save(sa, tag, "key-1", &r, C), 0);
+        int32_t c = 0;
+        ck_assert_int_eq(prune_dyn_load(sa, tag, "key-2", &l, &c), INCA_EINVAL);
+        ck_assert_int_eq(prune_dyn_load(sa, tag, "key-1", &l, &c), 0);
+        ck_assert_int_eq(c, C);
+        ck_assert_int_eq(l.npool, N);
+        ck_assert_int_eq(l.dyn.compact, compact);
+        ck_assert_int_eq(l.dyn.epochs, E);
+        ck_assert_mem_eq(l.pool, r.pool, N * sizeof *r.pool);
+        ck_assert_mem_eq(l.pseudo, r.pseudo, N * sizeof *r.pseudo);
+        ck_assert_mem_eq(l.conf, r.conf, N * sizeof *r.conf);
+        float a[N], b[N], va[N], vb[N], ca[N], cb[N];
+        for (int kind = SCORE_AUM; kind <= SCORE_CARTOGRAPHY; kind++) {
+            ck_assert_int_eq(dyn_score(&r.dyn, (score_kind_t)kind, W, a), 0);
+            ck_assert_msg(dyn_score(&l.dyn, (score_kind_t)kind, W, b) == 0, "%s, score %s: %s", tag,
+                          score_name((score_kind_t)kind), inca_errmsg());
+            ck_assert_msg(memcmp(a, b, sizeof a) == 0, "%s: score %s differs once stored", tag, score_name((score_kind_t)kind));
+        }
+        ck_assert_int_eq(dyn_cartography(&r.dyn, NULL, va, ca), 0);
+        ck_assert_int_eq(dyn_cartography(&l.dyn, NULL, vb, cb), 0);
+        ck_assert_mem_eq(va, vb, sizeof va);
+        ck_assert_mem_eq(ca, cb, sizeof ca);
+        prune_result_free(&r);
+        prune_result_free(&l);
+    }
+    dataset_free(&d);
+    free(sa);
+    tu_rmrf(dir);
+    free(dir);
+}
+END_TEST
+
+/* The random baseline draws its subset from the pool's node ids, not from positions 0..npool-1
+ * (a mutation test: that passed while pools began at node 0). Rows 0..99 are the test split,
+ * 100..199 the pool; one feature's sign is the class, and the pool's labels say the opposite of
+ * the test split's: a subset of the pool learns the pool's rule and scores far below chance on
+ * the test split (a subset of the test rows would score near 1). */
+START_TEST(eval_random_subset_from_pool) {
+    enum { NT = 100, NP = 100 };
+    dataset_t d;
+    dataset_init(&d);
+    d.n = NT + NP;
+    d.f = 2;
+    d.c = 2;
+    d.x = inca_malloc((size_t)d.n * 2 * sizeof *d.x);
+    d.y = inca_malloc((size_t)d.n * sizeof *d.y);
+    d.split[SPLIT_TEST] = inca_malloc(NT * sizeof(int64_t));
+    d.split[SPLIT_TRAIN] = inca_malloc(NP * sizeof(int64_t));
+    ck_assert(d.x && d.y && d.split[SPLIT_TEST] && d.split[SPLIT_TRAIN]);
+    rng_t g;
+    rng_seed(&g, 5);
+    for (int64_t i = 0; i < d.n; i++) {
+        const int k = (int)(i % 2);
+        d.x[2 * i] = (float)((k ? 2.0 : -2.0) + 0.3 * rng_normal(&g));
+        d.x[2 * i + 1] = (float)rng_normal(&g);
+        d.y[i] = i < NT ? 1 - k : k;
+    }
+    for (int64_t i = 0; i < NT; i++) d.split[SPLIT_TEST][i] = i;
+    for (int64_t i = 0; i < NP; i++) d.split[SPLIT_TRAIN][i] = NT + i;
+    d.split_n[SPLIT_TEST] = NT;
+    d.split_n[SPLIT_TRAIN] = NP;
+    train_config_t tc;
+    train_config_default(&tc);
+    tc.model = NN_MLP;
+    tc.hidden = 8;
+    tc.epochs = 40;
+    tc.lr = 0.05;
+    tc.threads = 1;
+    int64_t sel[20];
+    for (int i = 0; i < 20; i++) sel[i] = NT + 5 * i;
+    prune_eval_t e;
+    ck_assert_int_eq(prune_eval_run(&d, &tc, d.split[SPLIT_TRAIN], NP, sel, 20, 2, 3, PRUNE_EVAL_RANDOM | PRUNE_EVAL_CORESET, &e),
+                     INCA_OK);
+    ck_assert_msg(e.coreset_acc < 0.2, "the pool's rule should fail the test split: coreset %g", e.coreset_acc);
+    ck_assert_msg(e.random_acc < 0.2, "random subset scored %g: not drawn from the pool", e.random_acc);
+    dataset_free(&d);
+}
+END_TEST
+
+/* --reuse-dynamics refuses dynamics stored for another pool even when every setting (so the
+ * key) is the same: the store's train split rewritten in place, one pool node swapped with a test
+ * node, the same labelled file (a mutation test: only the pool's size was compared). */
+START_TEST(cli_reuse_refuses_another_pool) {
+    char *dir = tu_mkdtemp(), *sa = path_in(dir, "a"), *lf = path_in(dir, "lab.txt");
+    dataset_t d;
+    make_blobs(&d, 6);
+    ck_assert_int_eq(dataset_save(&d, sa, 0), 0);
+    FILE *f = fopen(lf, "w");
+    ck_assert_ptr_nonnull(f);
+    for (int i = 0; i < 12; i++) fprintf(f, "%d\n", i);
+    fclose(f);
+    char cmd[2048], *out = NULL, *err = NULL;
+    const char *cf = "--knn 8 --proxy-hidden 16 --proxy-epochs 3 --keep 0.1 --seed 2 --threads 1";
+    for (int k = 0; k < 2; k++) {
+        if (k == 1) {   /* swap the last pool node with the first test node */
+            int64_t t = d.split[SPLIT_TRAIN][NPOOL - 1];
+            d.split[SPLIT_TRAIN][NPOOL - 1] = d.split[SPLIT_TEST][0];
+            d.split[SPLIT_TEST][0] = t;
+            store_t *s = NULL;
+            store_wtx_t *w = NULL;
+            ck_assert_int_eq(store_open(sa, STORE_RDWR, &s), 0);
+            ck_assert_int_eq(store_write_begin(s, &w), 0);
+            ck_assert_int_eq(store_wtx_put_array(w, "split/train", DT_I64, d.split[SPLIT_TRAIN], NPOOL), 0);
+            ck_assert_int_eq(store_wtx_put_array(w, "split/test", DT_I64, d.split[SPLIT_TEST], NTEST), 0);
+            ck_assert_int_eq(store_write_commit(&w), 0);
+            store_close(&s);
+        }
+        snprintf(cmd, sizeof cmd, "prune %s --labeled-indices %s %s %s", sa, lf, cf, k ? "--reuse-dynamics" : "");
+        int rc = tu_inca(cmd, &out, &err);
+        ck_assert_msg(rc == (k == 0 ? 0 : 2), "run %d: exit %d: %s", k, rc, err);
+        if (k == 1) ck_assert_msg(strstr(err, "do not match this pool"), "%s", err);
+        free(out); free(err);
+    }
+    dataset_free(&d);
+    free(sa); free(lf);
+    tu_rmrf(dir);
+    free(dir);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("pruning_e2e");
     TCase *t = tcase_create("e2e");
     tcase_set_timeout(t, 600);
     tcase_add_test(t, pipeline_blobs_labelprop);
     tcase_add_test(t, eval_graph_trains_on_selection);
+    tcase_add_test(t, dyn_store_round_trip);
+    tcase_add_test(t, eval_random_subset_from_pool);
+    tcase_add_test(t, cli_reuse_refuses_another_pool);
     tcase_add_test(t, pipeline_blobs_selftrain);
     tcase_add_test(t, hidden_labels_never_read_labelprop);
     tcase_add_test(t, hidden_labels_never_read_selftrain);
