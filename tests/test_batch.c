@@ -253,6 +253,35 @@ START_TEST(part_ranges) {
 }
 END_TEST
 
+/* Empty parts (METIS leaves some when k nears n) are never drawn: 10 parts of which 4 hold
+ * nodes, one part a batch, make 4 steps an epoch, each a non-empty batch, every node once. */
+START_TEST(empty_parts_not_drawn) {
+    fixture_t t;
+    fixture_make(&t, 120, 9, 0);
+    batch_source_t src = source(&t, 1);
+    static const int64_t bounds[11] = {0, 0, 30, 30, 30, 60, 90, 90, 120, 120, 120};
+    src.bounds = bounds;
+    src.k = 10;
+    batch_opts_t o = {.batch_parts = 1, .seed = 4, .halo = 1, .prefetch = 1};
+    batch_loader_t *l = NULL;
+    ck_assert_int_eq(batch_loader_create(&src, &o, &l), INCA_OK);
+    ck_assert_int_eq(batch_loader_steps_per_epoch(l), 4);
+    int count[120];
+    for (int ep = 0; ep < 2; ep++) {
+        memset(count, 0, sizeof count);
+        for (int st = 0; st < 4; st++) {
+            const batch_t *b = NULL;
+            ck_assert_int_eq(batch_loader_next(l, &b), INCA_OK);
+            ck_assert_int_eq(b->n_b, 30);
+            for (int64_t i = 0; i < b->n_b; i++) count[b->nodes[i]]++;
+        }
+        for (int v = 0; v < 120; v++) ck_assert_msg(count[v] == 1, "epoch %d: node %d seen %d times", ep, v, count[v]);
+    }
+    batch_loader_free(&l);
+    fixture_free(&t);
+}
+END_TEST
+
 START_TEST(bad_inputs_and_failures) {
     fixture_t t;
     fixture_make(&t, 40, 4, 0);
@@ -288,6 +317,7 @@ int main(void) {
     tcase_add_test(t, epochs_mean_halo_prefetch);
     tcase_add_test(t, prefetch_same_sequence);
     tcase_add_test(t, part_ranges);
+    tcase_add_test(t, empty_parts_not_drawn);
     tcase_add_test(t, bad_inputs_and_failures);
     suite_add_tcase(s, t);
     return tu_run_suite(s);

@@ -14,8 +14,13 @@
  *  - Cluster-GCN's batch Â_BB equals the induced subgraph normalised by graph/'s own
  *    csr_gcn_norm / csr_mean_norm; a bf16 push refresh through row panels equals ÂS in double
  *    within bf16 rounding, and bf16 tables take half the bytes;
+ *  - a push refresh before every node was pushed keeps the refresh pass's rows of the others;
+ *    agg_refresh_rows and the refresh at x move exactly their rows through the chunked copies
+ *    of device and host tables (emulated device); agg_s_direct only where S is the output;
  *  - mb_train is deterministic, reaches full-batch accuracy on a learnable toy task (each
- *    method, each source), and stops on a non-finite loss without writing a checkpoint. */
+ *    method, each source), and stops on a non-finite loss without writing a checkpoint; a
+ *    refresh period longer than an epoch refreshes only when due; unlabelled training nodes
+ *    take no step; its per-node logits come in the dataset's order. */
 #include "testutil.h"
 #include "core/alloc.h"
 #include "core/rng.h"
@@ -590,6 +595,226 @@ static void frozen_snapshots(int kind, int source) {
 START_TEST(incagg_frozen_snapshot_invariant) { frozen_snapshots(kinds[_i / 2], _i % 2 ? AGG_SRC_RECOMPUTE : AGG_SRC_PUSH); }
 END_TEST
 
+/* ---- a push refresh before every node was pushed (P scheme) ---- */
+
+/* Wraps agg_forward and keeps, per site, the rows the batch pushed (in_raw, the training-mode
+ * input before dropout) at their nodes' rows of an n x dim table. */
+typedef struct cap {
+    agg_t *g;
+    const batch_t *b;
+    float *rows[AGG_MAX_SITES];
+} cap_t;
+
+static int cap_forward(void *ctx, int site, int64_t n, int64_t f, const float *in_raw, const float *in, float *out) {
+    cap_t *k = ctx;
+    if (k->rows[site])
+        for (int64_t i = 0; i < n; i++) memcpy(k->rows[site] + k->b->nodes[i] * f, in_raw + i * f, sizeof(float) * (size_t)f);
+    return agg_forward(k->g, site, n, f, in_raw, in, out);
+}
+
+/* IncAgg's push source starts from the exact snapshot of the initial model (the refresh pass
+ * writes S and P alike), and a refresh takes S <- P, "the rows pushed since the last refresh"
+ * (ARCHITECTURE.md): after the pass and one step on one batch, the refresh's S holds that
+ * batch's pushed rows and every other node's rows of the pass, bit for bit, and M = Â S (in
+ * double). A pass that left P alone would hand the refresh zero rows for the nodes no step
+ * pushed yet (any --refresh shorter than an epoch). */
+START_TEST(push_refresh_keeps_unpushed_snapshot_rows) {
+    fx_t t;
+    fx_make(&t, NN_GCN, 90, 9);
+    batch_loader_t *l = fx_loader(&t, 2, 0);
+    agg_t *g = fx_agg_src(&t, AGG_INCAGG, AGG_SRC_PUSH, l, HIST_F32, 0);
+    model_t *m = NULL;
+    ck_assert_int_eq(model_create(&t.mc, t.n, &m), INCA_OK);
+    nn_agg_t orf = refresh_op_of(g);
+    const float *lg = NULL;
+    ck_assert_int_eq(model_forward(m, t.n, t.x, &orf, 0, 1, 0, &lg), INCA_OK);   /* the initial pass */
+    agg_snapshot_taken(g);
+    const int ns = agg_num_sites(g);
+    cap_t k = {.g = g};
+    float *want[AGG_MAX_SITES] = {0};
+    for (int s = 0; s < ns; s++) {
+        const hist_t *S = agg_table(g, 'S', s);
+        if (!S) continue;
+        want[s] = malloc(sizeof(float) * (size_t)(S->n * S->f));
+        hist_pull_range(S, 0, S->n, want[s]);   /* the pass's rows: what unpushed nodes keep */
+        k.rows[s] = want[s];                    /* the step overwrites its batch's rows */
+    }
+    const batch_t *b = NULL;
+    ck_assert_int_eq(batch_loader_next(l, &b), INCA_OK);
+    ck_assert_int_lt(b->n_b, t.n);   /* some nodes are not pushed */
+    k.b = b;
+    ck_assert_int_eq(agg_set_batch(g, b), INCA_OK);
+    nn_agg_t ocap = {.forward = cap_forward, .backward = agg_backward, .ctx = &k};
+    ck_assert_int_eq(model_forward(m, b->n_b, b->x, &ocap, 1, 9, 0, &lg), INCA_OK);
+    ck_assert_int_eq(agg_refresh(g), INCA_OK);
+    int checked = 0;
+    for (int s = 0; s < ns; s++) {
+        if (!want[s]) continue;
+        const hist_t *S = agg_table(g, 'S', s), *M = agg_table(g, 'M', s);
+        const int64_t f = S->f;
+        float *got = malloc(sizeof(float) * (size_t)(t.n * f)), *gm = malloc(sizeof(float) * (size_t)(t.n * f));
+        double *wm = calloc((size_t)(t.n * f), sizeof *wm);
+        hist_pull_range(S, 0, t.n, got);
+        hist_pull_range(M, 0, t.n, gm);
+        for (int64_t v = 0; v < t.n; v++)
+            ck_assert_msg(memcmp(got + v * f, want[s] + v * f, sizeof(float) * (size_t)f) == 0,
+                          "site %d: S row %lld after the refresh is not the row pushed / snapshotted", s, (long long)v);
+        for (int64_t u = 0; u < t.n; u++)
+            for (int64_t e = t.a.rowptr[u]; e < t.a.rowptr[u + 1]; e++)
+                for (int64_t j = 0; j < f; j++) wm[u * f + j] += (double)t.a.val[e] * (double)want[s][t.a.col[e] * f + j];
+        chk_compare("M = Â S after a push refresh", s, gm, wm, t.n * f);
+        checked++;
+        free(got);
+        free(gm);
+        free(wm);
+        free(want[s]);
+    }
+    ck_assert_int_ge(checked, 1);
+    model_free(&m);
+    agg_free(&g);
+    batch_loader_free(&l);
+    fx_free(&t);
+}
+END_TEST
+
+/* ---- whole-table moves off the CPU (the emulated device), in chunks ---- */
+
+/* rows of table h (device or host memory of context kc) into host out */
+static void table_rows(kern_ctx_t *kc, int host, const hist_t *h, float *out) {
+    const size_t bytes = sizeof(float) * (size_t)(h->n * h->f);
+    if (host) memcpy(out, hist_f32(h), bytes);
+    else ck_assert_int_eq(kc_copy(kc, out, h->data, bytes, KERN_D2H, KERN_STREAM_COMPUTE), INCA_OK);
+}
+
+/* An IncAgg recompute operator on the emulated device with fp32 tables on the device and in host
+ * memory, batches of at most 7 rows (host tables move whole tables through a stage of 7 rows:
+ * 90 rows are 12 full chunks and one of 6; device tables blend through a 7-row scratch):
+ *  - the refresh operator at the site reading x returns all n rows of M^0 = ÂX (double
+ *    reference);
+ *  - agg_refresh_rows of rows [5, 85) before agg_snapshot_taken puts in and out into exactly
+ *    those rows of S and M, bit for bit, and leaves the rest alone;
+ *  - after it, rows [3, 88) move the fraction 0.3 of the way: S = 0.3 in + 0.7 S, M alike
+ *    (double reference, the rows outside untouched). */
+START_TEST(refresh_rows_off_the_cpu_in_chunks) {
+    fx_t t;
+    fx_make(&t, NN_GCN, 90, 9);
+    int64_t dims[AGG_MAX_SITES];
+    uint8_t fixed[AGG_MAX_SITES];
+    const int ns = mb_model_sites(&t.mc, dims, fixed);
+    ck_assert_int_ge(ns, 2);
+    ck_assert(fixed[0] && !fixed[1]);
+    const int64_t n = t.n, f0 = dims[0], f = dims[1];
+    kern_ctx_opts_t ko = {.device = "emu"};
+    kern_ctx_t *emu = NULL;
+    ck_assert_int_eq(kc_create(&ko, &emu), INCA_OK);
+    float *xd = NULL, *od = NULL, *ind = NULL, *outd = NULL;
+    ck_assert_int_eq(kc_alloc(emu, KERN_MEM_DEVICE, sizeof(float) * (size_t)(n * f0), (void **)&xd), INCA_OK);
+    ck_assert_int_eq(kc_alloc(emu, KERN_MEM_DEVICE, sizeof(float) * (size_t)(n * f0), (void **)&od), INCA_OK);
+    ck_assert_int_eq(kc_alloc(emu, KERN_MEM_DEVICE, sizeof(float) * (size_t)(n * f), (void **)&ind), INCA_OK);
+    ck_assert_int_eq(kc_alloc(emu, KERN_MEM_DEVICE, sizeof(float) * (size_t)(n * f), (void **)&outd), INCA_OK);
+    ck_assert_int_eq(kc_copy(emu, xd, t.x, sizeof(float) * (size_t)(n * f0), KERN_H2D, KERN_STREAM_COMPUTE), INCA_OK);
+    float *in = malloc(sizeof(float) * (size_t)(n * f)), *out = malloc(sizeof(float) * (size_t)(n * f));
+    float *s0 = malloc(sizeof(float) * (size_t)(n * f)), *m0 = malloc(sizeof(float) * (size_t)(n * f));
+    float *gs = malloc(sizeof(float) * (size_t)(n * f)), *gm = malloc(sizeof(float) * (size_t)(n * f));
+    float *ax = malloc(sizeof(float) * (size_t)(n * f0));
+    rng_t r;
+    rng_seed(&r, 12);
+    for (int host = 0; host < 2; host++) {
+        agg_config_t ac = {.method = AGG_INCAGG, .source = AGG_SRC_RECOMPUTE, .dtype = HIST_F32, .nsites = ns, .dims = dims,
+                           .fixed = fixed, .n = n, .in_dim = f0, .x = xd, .x_host = t.x, .a = &t.a, .nb_max = 7,
+                           .kc = emu, .host_tables = host, .nnz_max = t.a.nnz, .relax = 0.3f};
+        agg_t *g = NULL;
+        ck_assert_int_eq(agg_create(&ac, &g), INCA_OK);
+        ck_assert_int_eq(agg_tables_on_host(g), host);
+        /* the site reading x: M^0 = ÂX, every row (out filled with NaN first: no row left over) */
+        for (int64_t i = 0; i < n * f0; i++) ax[i] = NAN;
+        ck_assert_int_eq(kc_copy(emu, od, ax, sizeof(float) * (size_t)(n * f0), KERN_H2D, KERN_STREAM_COMPUTE), INCA_OK);
+        ck_assert_int_eq(agg_refresh_forward(g, 0, n, f0, xd, xd, od), INCA_OK);
+        ck_assert_int_eq(kc_copy(emu, ax, od, sizeof(float) * (size_t)(n * f0), KERN_D2H, KERN_STREAM_COMPUTE), INCA_OK);
+        for (int64_t u = 0; u < n; u++)
+            for (int64_t j = 0; j < f0; j++) {
+                double want = 0;
+                for (int64_t e = t.a.rowptr[u]; e < t.a.rowptr[u + 1]; e++)
+                    want += (double)t.a.val[e] * (double)t.x[t.a.col[e] * f0 + j];
+                ck_assert_msg(fabs(ax[u * f0 + j] - want) <= 1e-5 * fabs(want) + 1e-6, "host %d: M0 row %lld col %lld: %g, want %g",
+                              host, (long long)u, (long long)j, (double)ax[u * f0 + j], want);
+            }
+        const hist_t *S = agg_table(g, 'S', 1), *M = agg_table(g, 'M', 1);
+        for (int round = 0; round < 2; round++) {
+            const int64_t r0 = round ? 3 : 5, m = round ? 85 : 80;
+            const double w = round ? 0.3 : 1.0;
+            if (round) agg_snapshot_taken(g);
+            for (int64_t i = 0; i < n * f; i++) { in[i] = (float)rng_normal(&r); out[i] = (float)rng_normal(&r); }
+            ck_assert_int_eq(kc_copy(emu, ind, in, sizeof(float) * (size_t)(n * f), KERN_H2D, KERN_STREAM_COMPUTE), INCA_OK);
+            ck_assert_int_eq(kc_copy(emu, outd, out, sizeof(float) * (size_t)(n * f), KERN_H2D, KERN_STREAM_COMPUTE), INCA_OK);
+            table_rows(emu, host, S, s0);
+            table_rows(emu, host, M, m0);
+            ck_assert_int_eq(agg_refresh_rows(g, 1, r0, m, ind + r0 * f, outd + r0 * f, 0), INCA_OK);
+            ck_assert_int_eq(kc_sync(emu), INCA_OK);
+            table_rows(emu, host, S, gs);
+            table_rows(emu, host, M, gm);
+            for (int64_t v = 0; v < n; v++)
+                for (int64_t j = 0; j < f; j++) {
+                    const int64_t i = v * f + j;
+                    const int inside = v >= r0 && v < r0 + m;
+                    const double ws = inside ? w * in[i] + (1 - w) * s0[i] : s0[i];
+                    const double wm = inside ? w * out[i] + (1 - w) * m0[i] : m0[i];
+                    const double ts = 1e-6 * (fabs(w * in[i]) + fabs((1 - w) * s0[i])) + 1e-7,
+                                 tm = 1e-6 * (fabs(w * out[i]) + fabs((1 - w) * m0[i])) + 1e-7;
+                    ck_assert_msg(fabs(gs[i] - ws) <= ts && fabs(gm[i] - wm) <= tm,
+                                  "host %d round %d row %lld: S %g (want %g), M %g (want %g)", host, round, (long long)v,
+                                  (double)gs[i], ws, (double)gm[i], wm);
+                    if (!round || !inside) ck_assert(gs[i] == (float)ws && gm[i] == (float)wm);   /* copies: exact */
+                }
+        }
+        agg_free(&g);
+    }
+    free(in); free(out); free(s0); free(m0); free(gs); free(gm); free(ax);
+    kc_release(emu, KERN_MEM_DEVICE, xd);
+    kc_release(emu, KERN_MEM_DEVICE, od);
+    kc_release(emu, KERN_MEM_DEVICE, ind);
+    kc_release(emu, KERN_MEM_DEVICE, outd);
+    kc_free(&emu);
+    fx_free(&t);
+}
+END_TEST
+
+/* agg_s_direct's contract (memory/agg.h): S as an fp32 table a refresh pass may write its layer
+ * outputs into only where S would end up holding exactly those outputs: IncAgg, a history
+ * site, fp32 tables in the context's memory, fp32 pass buffers (bf16 ones round every hidden
+ * output, and S must hold the rounded rows the host tables would), and no relaxed refresh
+ * (a blended S is not the output). */
+START_TEST(s_direct_only_where_s_is_the_output) {
+    fx_t t;
+    fx_make(&t, NN_GCN, 60, 4);
+    batch_loader_t *l = fx_loader(&t, 2, 1);
+    int64_t nb, nh, dims[AGG_MAX_SITES];
+    uint8_t fixed[AGG_MAX_SITES];
+    batch_loader_limits(l, &nb, &nh);
+    const int ns = mb_model_sites(&t.mc, dims, fixed);
+    ck_assert(fixed[0] && !fixed[1]);
+    for (int c = 0; c < 6; c++) {   /* the fp32 CPU case, then one condition each */
+        agg_config_t ac = {.method = c == 1 ? AGG_GAS : AGG_INCAGG, .source = AGG_SRC_RECOMPUTE,
+                           .dtype = c == 2 ? HIST_BF16 : HIST_F32, .pass_dtype = c == 3 ? HIST_BF16 : HIST_F32,
+                           .relax = c >= 4 ? 0.5f : 0.f, .nsites = ns, .dims = dims, .fixed = fixed, .n = t.n,
+                           .in_dim = t.f, .x = t.x, .a = &t.a, .nb_max = nb, .halo_max = nh};
+        agg_t *g = NULL;
+        ck_assert_int_eq(agg_create(&ac, &g), INCA_OK);
+        if (c == 5) agg_snapshot_taken(g);   /* relaxed from now on */
+        ck_assert_ptr_null(agg_s_direct(g, 0));   /* the site reading x has no S */
+        float *s = agg_s_direct(g, 1);
+        if (c == 0 || c == 4) {   /* relax set but the initial snapshot not taken yet: replaced */
+            ck_assert_ptr_nonnull(s);
+            ck_assert_ptr_eq(s, agg_table(g, 'S', 1)->data);
+        } else
+            ck_assert_msg(s == NULL, "case %d: S offered to a pass that must not write it", c);
+        agg_free(&g);
+    }
+    batch_loader_free(&l);
+    fx_free(&t);
+}
+END_TEST
+
 /* Cluster-GCN's Â_BB renormalised on the batch equals graph/'s own normalisation of the induced
  * subgraph (GCN: self-loops added, symmetric; SAGE: row mean, with its transpose). */
 START_TEST(cluster_batch_renormalisation) {
@@ -1001,6 +1226,120 @@ START_TEST(mb_refresh_eval_fused_equals_separate) {
 }
 END_TEST
 
+/* --refresh longer than an epoch (recompute): a refresh every 2 epochs (8 steps of 4) over 4
+ * epochs, evaluated every epoch, is due at the ends of epochs 1 and 3 only: 2 refreshes, both
+ * riding on that epoch's evaluation, and 2 evaluations of their own (epochs 0 and 2). An
+ * evaluation that still thought a refresh was pending after the fused one would refresh at
+ * every later evaluation. */
+START_TEST(mb_refresh_longer_than_an_epoch) {
+    dataset_t d;
+    toy_dataset(&d, 600);
+    partition_t p;
+    ck_assert_int_eq(partition_compute(&d.adj, 12, PART_METIS, 0, &p), INCA_OK);
+    train_config_t c;
+    train_config_default(&c);
+    c.method = tu_method("incagg");
+    c.refresh_source = AGG_SRC_RECOMPUTE;
+    c.hidden = 16;
+    c.epochs = 4;
+    c.batch_parts = 3;
+    c.refresh = 8;
+    mb_opts_t o;
+    mb_opts_default(&o);
+    train_result_t r;
+    mb_stats_t st;
+    ck_assert_int_eq(mb_train(&d, &c, d.split[0], d.split_n[0], 0, &p, &o, &r, &st), INCA_OK);
+    ck_assert_int_eq(st.steps_per_epoch, 4);
+    ck_assert_int_eq(st.refreshes, 2);
+    ck_assert_int_eq(st.fused, 2);
+    ck_assert_int_eq(st.evals, 2);
+    mb_stats_free(&st);
+    train_result_free(&r);
+    partition_free(&p);
+    dataset_free(&d);
+}
+END_TEST
+
+/* A training node without a label (y < 0) gives no loss row: a batch whose training nodes are
+ * all unlabelled has no loss and takes no optimiser step, as if those nodes were not training
+ * nodes at all. One part's nodes lose their labels (12 parts, a batch each): listing them as
+ * training nodes or leaving them out must give the same parameters and loss, bit for bit. */
+START_TEST(mb_unlabelled_train_nodes_take_no_step) {
+    dataset_t d;
+    toy_dataset(&d, 600);
+    partition_t p;
+    ck_assert_int_eq(partition_compute(&d.adj, 12, PART_METIS, 0, &p), INCA_OK);
+    int64_t *tr = malloc(sizeof *tr * (size_t)d.split_n[0]), ntr = 0, gone = 0;
+    for (int64_t v = 0; v < d.n; v++)
+        if (p.perm[v] < p.bounds[1]) d.y[v] = -1;   /* part 0, in the renumbered order */
+    for (int64_t i = 0; i < d.split_n[0]; i++) {
+        if (d.y[d.split[0][i]] >= 0) tr[ntr++] = d.split[0][i];
+        else gone++;
+    }
+    ck_assert_int_gt(gone, 0);
+    const char *methods[2] = {"cluster", "incagg"};
+    for (int k = 0; k < 2; k++) {
+        train_config_t c;
+        train_config_default(&c);
+        c.method = tu_method(methods[k]);
+        c.hidden = 16;
+        c.epochs = 3;
+        c.batch_parts = 1;
+        c.keep_params = 1;
+        mb_opts_t o;
+        mb_opts_default(&o);
+        train_result_t r1, r2;
+        ck_assert_int_eq(mb_train(&d, &c, d.split[0], d.split_n[0], 0, &p, &o, &r1, NULL), INCA_OK);
+        ck_assert_int_eq(mb_train(&d, &c, tr, ntr, 0, &p, &o, &r2, NULL), INCA_OK);
+        ck_assert_int_eq(r1.nparams, r2.nparams);
+        ck_assert_msg(memcmp(r1.params, r2.params, sizeof(float) * (size_t)r1.nparams) == 0 && r1.train_loss == r2.train_loss,
+                      "%s: unlabelled training nodes changed training (loss %.9g vs %.9g)", methods[k], r1.train_loss,
+                      r2.train_loss);
+        train_result_free(&r1);
+        train_result_free(&r2);
+    }
+    free(tr);
+    partition_free(&p);
+    dataset_free(&d);
+}
+END_TEST
+
+/* The per-node logits a mini-batch run hands out (out_logits, on_epoch) are in the dataset's
+ * own node order, not the partition's renumbering: the accuracy measured on them over the
+ * test split with the dataset's labels is the run's reported test accuracy, for each method. */
+START_TEST(mb_out_logits_in_dataset_order) {
+    dataset_t d;
+    toy_dataset(&d, 600);
+    partition_t p;
+    ck_assert_int_eq(partition_compute(&d.adj, 12, PART_METIS, 0, &p), INCA_OK);
+    int moved = 0;
+    for (int64_t v = 0; v < d.n; v++) moved += p.perm[v] != v;
+    ck_assert_int_gt(moved, d.n / 2);   /* the renumbering is not the identity */
+    const char *methods[3] = {"cluster", "gas", "incagg"};
+    float *l = malloc(sizeof(float) * (size_t)(d.n * d.c));
+    for (int k = 0; k < 3; k++) {
+        train_config_t c;
+        train_config_default(&c);
+        c.method = tu_method(methods[k]);
+        c.hidden = 16;
+        c.epochs = 10;
+        c.batch_parts = 3;
+        c.out_logits = l;
+        mb_opts_t o;
+        mb_opts_default(&o);
+        train_result_t r;
+        ck_assert_int_eq(mb_train(&d, &c, d.split[0], d.split_n[0], 0, &p, &o, &r, NULL), INCA_OK);
+        const double acc = kern_accuracy(d.c, l, d.y, d.split[2], d.split_n[2]);
+        ck_assert_msg(acc == r.test_acc && acc > 0.6, "%s: out_logits give test accuracy %g, the run reports %g", methods[k],
+                      acc, r.test_acc);
+        train_result_free(&r);
+    }
+    free(l);
+    partition_free(&p);
+    dataset_free(&d);
+}
+END_TEST
+
 /* Every allocation of a mini-batch run may fail: the run then reports INCA_ENOMEM and frees
  * everything it took (leaks are caught under ASan). */
 START_TEST(mb_train_alloc_failures) {
@@ -1192,6 +1531,9 @@ int main(void) {
     tcase_add_loop_test(t, exact_snapshots_give_exact_aggregation, 0, 4);
     tcase_add_loop_test(t, incagg_frozen_snapshot_invariant, 0, 8);
     tcase_add_loop_test(t, incagg_relaxed_refresh, 0, 8);
+    tcase_add_test(t, push_refresh_keeps_unpushed_snapshot_rows);
+    tcase_add_test(t, refresh_rows_off_the_cpu_in_chunks);
+    tcase_add_test(t, s_direct_only_where_s_is_the_output);
     tcase_add_test(t, cluster_batch_renormalisation);
     tcase_add_test(t, bf16_refresh_in_panels);
     tcase_add_test(t, bf16_halves_operator_memory);
@@ -1202,6 +1544,9 @@ int main(void) {
     tcase_add_test(e, mb_train_learns_and_is_deterministic);
     tcase_add_test(e, mb_incagg_single_buffer_equals_p_scheme);
     tcase_add_test(e, mb_refresh_eval_fused_equals_separate);
+    tcase_add_test(e, mb_refresh_longer_than_an_epoch);
+    tcase_add_test(e, mb_unlabelled_train_nodes_take_no_step);
+    tcase_add_test(e, mb_out_logits_in_dataset_order);
     tcase_add_test(e, mb_train_alloc_failures);
     tcase_add_test(e, mb_train_stops_on_nonfinite_loss);
     tcase_add_test(e, cli_train_and_benches);

@@ -123,6 +123,24 @@ START_TEST(mpirun_equals_workers_bit_for_bit) {
 }
 END_TEST
 
+/* GAS under mpirun pulls every halo row another rank owns, the first row of the next rank's
+ * range included: on a randomly partitioned graph (40 random parts, average degree 10) the
+ * first node of rank r+1 borders rank r's batches almost surely, and a pull that took it for
+ * one of rank r's own rows would leave its history at zero there, unlike --workers. */
+START_TEST(gas_pulls_rows_at_every_rank_boundary) {
+    char args[4096], saved[sizeof store];
+    memcpy(saved, store, sizeof store);
+    snprintf(store, sizeof store, "%s/rand.lmdb", dir);
+    snprintf(args, sizeof args, "gen --kind csbm --nodes 600 --avg-degree 10 --features 8 --classes 3 --seed 3 --out '%s'", store);
+    ck_assert_int_eq(tu_inca(args, NULL, NULL), 0);
+    snprintf(args, sizeof args, "partition '%s' --parts 40 --method random --seed 1", store);
+    ck_assert_int_eq(tu_inca(args, NULL, NULL), 0);
+    compare(2, "gas");
+    compare(3, "gas");
+    memcpy(store, saved, sizeof store);
+}
+END_TEST
+
 /* issue 29: ranks on a device. mpirun -np p on the emulated device (whose memory faults on any
  * host access) against the CPU's mpirun -np p: the same parameters bit for bit (the emulated
  * device runs the CPU's kernels), the same test accuracy and the same bytes per rank and phase;
@@ -756,6 +774,7 @@ int main(void) {
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 900);
     tcase_add_test(tc, mpirun_equals_workers_bit_for_bit);
+    tcase_add_test(tc, gas_pulls_rows_at_every_rank_boundary);
     tcase_add_test(tc, device_ranks_equal_cpu_ranks);
     tcase_add_test(tc, incagg_sends_only_gradients_between_refreshes);
     tcase_add_test(tc, checkpoints_per_rank_resume_bit_for_bit);
