@@ -76,6 +76,10 @@ static const struct { const char *entry, *needle, *needle2; } bad_expect[] = {
     {"edgelist-sparse-ids.txt", "edgelist-sparse-ids.txt:3: node id 2000000000 makes a graph of 2000000001 nodes",
      "name at most 6"},   /* used to take 16 GB of row pointers (killed on a 24 GB machine) */
     {"edgelist-negative-id.txt", "edgelist-negative-id.txt:2:", "out of range"},
+    {"edgelist-negative-dst.txt", "edgelist-negative-dst.txt:3: node id -4 out of range", NULL},   /* was the CSR's
+                                                                                            line-less message */
+    {"edgelist-unnamed-limit.txt", "edgelist-unnamed-limit.txt:2: node id 16777220 makes a graph of 16777221 nodes",
+     "name at most 4"},   /* 2 edges name 4 ids, 2^24 more allowed: id 16777219 is the largest taken */
     {"edgelist-nonnumber.txt", "edgelist-nonnumber.txt:3:", NULL},
     {"edgelist-one-column.txt", "edgelist-one-column.txt:2:", NULL},
     {"edgelist-truncated.txt.gz", "edgelist-truncated.txt.gz:", "truncated gzip"},
@@ -108,7 +112,11 @@ static const struct { const char *entry, *needle, *needle2; } bad_expect[] = {
     {"ogb-edge-count-disagrees", "ogb-edge-count-disagrees/raw/num-edge-list.csv:1: declares 5 rows",
      "raw/edge.csv holds at most 3"},   /* 12 bytes cannot hold 5 'a,b' lines */
     {"ogb-edge-extra-lines", "ogb-edge-extra-lines/raw/edge.csv:3:", "num-edge-list"},
+    {"ogb-edge-missing-line", "ogb-edge-missing-line/raw/edge.csv:3: expected 3 edge lines (num-edge-list), found only 2",
+     NULL},   /* indented: 12 bytes pass the size check */
     {"ogb-edge-one-column", "ogb-edge-one-column/raw/edge.csv:2:", NULL},
+    {"ogb-edge-dst-equals-n", "ogb-edge-dst-equals-n/raw/edge.csv:2: node id 4 out of range", "expected 0..3"},
+    {"ogb-edge-three-columns", "ogb-edge-three-columns/raw/edge.csv:2: expected 'src,dst'", NULL},
     {"ogb-edge-out-of-range", "ogb-edge-out-of-range/raw/edge.csv:2:", "out of range"},
     {"ogb-empty-node-count", "ogb-empty-node-count/raw/num-node-list.csv:1:", NULL},
     {"ogb-huge-edge-count", "ogb-huge-edge-count/raw/num-edge-list.csv:1: declares 1000000000000 rows",
@@ -119,13 +127,16 @@ static const struct { const char *entry, *needle, *needle2; } bad_expect[] = {
      "raw/node-label.csv holds at most 9"},
     {"npy-huge-rows.npy", "npy-huge-rows.npy: declares 1000000000000 rows", "the file holds at most 1"},
     {"npy-negative-index.txt", "npy-negative-index.txt:2: expected a non-negative integer index, got '-1'", NULL},
+    {"npy-two-columns.npy", "npy-two-columns.npy: .npy indices must be 1-D or (n, 1)", NULL},   /* (3, 2) int64 */
     {"ogb-feat-wide-first-row", "ogb-feat-wide-first-row/raw/node-feat.csv:1: rows of 400 values",
      "holds at most 2 of them, expected 1000"},   /* checked before n*f floats are allocated */
     {"ogb-feat-missing-rows", "ogb-feat-missing-rows/raw/node-feat.csv:4:", NULL},
+    {"ogb-feat-long-row", "ogb-feat-long-row/raw/node-feat.csv:2: column 3", "too many values"},
     {"ogb-missing-node-count", "ogb-missing-node-count/raw/num-node-list", "no such file"},
     {"ogb-nan-feat", "ogb-nan-feat/raw/node-feat.csv:2:", "finite"},
     {"ogb-negative-id", "ogb-negative-id/raw/edge.csv:1:", "out of range"},
     {"ogb-negative-label", "ogb-negative-label/raw/node-label.csv:3:", NULL},
+    {"ogb-negative-edge-count", "ogb-negative-edge-count/raw/num-edge-list.csv:1:", "non-negative"},
     {"ogb-node-count-disagrees", "ogb-node-count-disagrees/raw/node-label.csv:5:", NULL},
     {"ogb-nonnumber-feat", "ogb-nonnumber-feat/raw/node-feat.csv:2:", "column 2"},
     {"ogb-ragged-feat", "ogb-ragged-feat/raw/node-feat.csv:3:", "column 2"},
@@ -189,6 +200,41 @@ START_TEST(test_bad_catalogue) {
         closedir(od);
         tu_rmrf(outdir);
         free(outdir); free(args); free(err); free(names[i]);
+    }
+}
+END_TEST
+
+/* Side files of an edge list that must be refused with exit 2 and one stderr line naming the
+ * file and line: a feature row wider than the first (its extra value shifted every later row),
+ * a label file with no row at all (the store came out unlabelled). */
+START_TEST(test_edgelist_side_refusals) {
+    char edges[4200], side[4200];
+    snprintf(edges, sizeof edges, "%s/e.txt", tmp);
+    snprintf(side, sizeof side, "%s/side.txt", tmp);
+    FILE *f = fopen(edges, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("0 1\n1 2\n", f);
+    fclose(f);
+    static const struct { const char *opt, *text, *needle, *needle2; } bad[] = {
+        {"--features", "0 1 2\n1 3 4 5\n2 6 7\n", "side.txt:2:", "expected 2 feature values"},
+        {"--labels", "# node label\n\n", "side.txt:3:", "at least one row"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        f = fopen(side, "w");
+        ck_assert_ptr_nonnull(f);
+        fputs(bad[i].text, f);
+        fclose(f);
+        char *args = NULL, *err = NULL;
+        ck_assert_int_ge(asprintf(&args, "ingest --format edgelist '%s' %s '%s' --out '%s/s%zu'", edges, bad[i].opt, side,
+                                  tmp, i), 0);
+        const int rc = tu_inca(args, NULL, &err);
+        ck_assert_msg(rc == 2, "%s: exit %d, expected 2 (stderr: %s)", bad[i].opt, rc, err);
+        const size_t len = strlen(err);
+        ck_assert_msg(len > 0 && strchr(err, '\n') == err + len - 1, "%s: expected one stderr line: %s", bad[i].opt, err);
+        ck_assert_msg(strstr(err, bad[i].needle) && strstr(err, bad[i].needle2), "%s: stderr lacks '%s' / '%s': %s",
+                      bad[i].opt, bad[i].needle, bad[i].needle2, err);
+        free(args);
+        free(err);
     }
 }
 END_TEST
@@ -305,6 +351,7 @@ int main(void) {
     tcase_add_test(tc, test_cora);
     tcase_add_test(tc, test_existing_store);
     tcase_add_test(tc, test_bad_catalogue);
+    tcase_add_test(tc, test_edgelist_side_refusals);
     tcase_add_test(tc, test_usage_errors);
     tcase_add_test(tc, test_csv_readme_example);
     suite_add_tcase(s, tc);

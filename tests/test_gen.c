@@ -230,6 +230,53 @@ static double homophily_of(const dataset_t *d) {
     return (double)same / (double)d->adj.nnz;
 }
 
+/* round(N*D/2) undirected edges are sampled (gen.h): a half rounds up, 5 x 1 / 2 = 2.5 -> 3 and
+ * 7 x 3 / 2 = 10.5 -> 11, a whole number stays. */
+START_TEST(edge_count_rounds_half_up) {
+    static const struct { int64_t n; double deg; int64_t m; } cases[] = {{5, 1, 3}, {7, 3, 11}, {4, 1, 2}, {9, 0.5, 2}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        gen_opts_t o;
+        rmat_opts(&o, cases[i].n, cases[i].deg, 1);
+        dataset_t d;
+        gen_stats_t st;
+        ck_assert_int_eq(gen_rmat(&o, &d, &st), INCA_OK);
+        ck_assert_msg(st.sampled_edges == cases[i].m, "N=%lld D=%g: %lld edges sampled, expected %lld",
+                      (long long)cases[i].n, cases[i].deg, (long long)st.sampled_edges, (long long)cases[i].m);
+        dataset_free(&d);
+    }
+}
+END_TEST
+
+/* Classes of two with homophily 1: every draw is u's partner, never u itself. 1000 draws over
+ * 1000 pairs (each 1/1000 a draw) hit 1000 (1 - (1 - 1/1000)^1000) = 632 distinct pairs in
+ * expectation (sd ~ 15); a sampler that let u draw itself would lose half of them (~393). */
+START_TEST(csbm_classes_of_two) {
+    gen_opts_t o;
+    csbm_opts(&o, 2000, 1, 1000, 1.0, 0, 3);
+    dataset_t d;
+    ck_assert_int_eq(gen_csbm(&o, &d, NULL), INCA_OK);
+    check_simple_symmetric(&d.adj, 2000);
+    const double expect = 1000.0 * (1.0 - pow(1.0 - 1.0 / 1000.0, 1000.0));
+    const double pairs = (double)d.adj.nnz / 2.0;
+    ck_assert_msg(fabs(pairs - expect) < 70, "%.0f distinct pairs, expected %.1f +- 70", pairs, expect);
+    for (int64_t u = 0; u < d.n; u++)
+        for (int64_t e = d.adj.rowptr[u]; e < d.adj.rowptr[u + 1]; e++) ck_assert_int_eq(d.y[d.adj.col[e]], d.y[u]);
+    dataset_free(&d);
+}
+END_TEST
+
+/* gen_edge_homophily counts only edges with both ends labelled: edges 0-1 (same class), 0-3
+ * (not) and 1-2 (2 unlabelled) give 2 of 4 stored entries, 0.5. */
+START_TEST(edge_homophily_skips_unlabelled) {
+    static const int64_t s[] = {0, 0, 1}, t[] = {1, 3, 2};
+    static const int32_t y[] = {0, 0, -1, 1};
+    csr_t g;
+    ck_assert_int_eq(csr_from_edges(&g, 4, s, t, 3, CSR_SYMMETRIZE), INCA_OK);
+    ck_assert_double_eq_tol(gen_edge_homophily(&g, y), 0.5, 1e-12);
+    csr_free(&g);
+}
+END_TEST
+
 START_TEST(csbm_homophily_degree_balance) {
     const double hs[] = {0.8, 0.3, 0.95};
     for (int t = 0; t < 3; t++) {
@@ -682,6 +729,9 @@ int main(void) {
     tcase_add_test(tc, rmat_quadrant_probabilities);
     tcase_add_test(tc, rmat_deterministic);
     tcase_add_test(tc, csbm_homophily_degree_balance);
+    tcase_add_test(tc, edge_count_rounds_half_up);
+    tcase_add_test(tc, csbm_classes_of_two);
+    tcase_add_test(tc, edge_homophily_skips_unlabelled);
     tcase_add_test(tc, csbm_feature_scale);
     tcase_add_test(tc, csbm_learnable);
     tcase_add_test(tc, csbm_deterministic);

@@ -25,6 +25,17 @@ START_TEST(test_from_edges_sym) {
     ck_assert(csr_is_symmetric_values(&g));   /* no values: the pattern */
     csr_free(&g);
     ck_assert_ptr_null(g.rowptr);
+    /* neither loop flag: a given self-loop is kept, once (not once more as its own reverse,
+     * whose slot, counted and never filled, landed in the next row): 0-0 and 0-2 give the rows
+     * {0, 2}, {} and {0} */
+    const int64_t ls[] = {0, 0}, ld[] = {0, 2};
+    ck_assert_int_eq(csr_from_edges(&g, 3, ls, ld, 2, CSR_SYMMETRIZE), INCA_OK);
+    ck_assert_int_eq(g.nnz, 3);
+    const int64_t rpl[] = {0, 2, 2, 3};
+    const int32_t cll[] = {0, 2, 0};
+    for (int i = 0; i < 4; i++) ck_assert_int_eq(g.rowptr[i], rpl[i]);
+    for (int i = 0; i < 3; i++) ck_assert_int_eq(g.col[i], cll[i]);
+    csr_free(&g);
     /* values: a symmetric pattern whose values are not (1-2 is 0.5, 2-1 is 0.25) */
     ck_assert_int_eq(csr_alloc(&g, 3, 3, 4, 1), INCA_OK);
     const float vl[] = {2.f, 2.f, 0.5f, 0.25f};   /* the pattern above */
@@ -135,6 +146,29 @@ START_TEST(test_gcn_norm) {
     ck_assert_double_eq_tol(a.val[3], 1.0, 1e-7);
     csr_free(&a);
     csr_free(&g);
+}
+END_TEST
+
+/* Mean normalisation of a weighted matrix divides each entry by its row's sum: row 0 holds 1
+ * and 3 (0.25, 0.75), row 1 nothing (stays empty), row 2 a single 2 (1). */
+START_TEST(test_mean_norm_weighted) {
+    csr_t w, a;
+    ck_assert_int_eq(csr_alloc(&w, 3, 3, 3, 1), INCA_OK);
+    static const int64_t rp[] = {0, 2, 2, 3};
+    static const int32_t col[] = {0, 2, 1};
+    static const float val[] = {1.0f, 3.0f, 2.0f};
+    memcpy(w.rowptr, rp, sizeof rp);
+    memcpy(w.col, col, sizeof col);
+    memcpy(w.val, val, sizeof val);
+    ck_assert_int_eq(csr_mean_norm(&w, &a), INCA_OK);
+    ck_assert_int_eq(a.nnz, 3);
+    ck_assert_int_eq(a.rowptr[1], 2);
+    ck_assert_int_eq(a.rowptr[2], 2);
+    ck_assert_double_eq_tol(a.val[0], 0.25, 1e-7);
+    ck_assert_double_eq_tol(a.val[1], 0.75, 1e-7);
+    ck_assert_double_eq_tol(a.val[2], 1.0, 1e-7);
+    csr_free(&a);
+    csr_free(&w);
 }
 END_TEST
 
@@ -268,6 +302,7 @@ int main(void) {
     tcase_add_test(tc, test_from_edges_directed_loops);
     tcase_add_test(tc, test_long_rows_sorted);
     tcase_add_test(tc, test_gcn_norm);
+    tcase_add_test(tc, test_mean_norm_weighted);
     tcase_add_test(tc, test_transpose_permute);
     tcase_add_test(tc, test_from_edges_blocks);
     tcase_add_test(tc, test_failure_injection);

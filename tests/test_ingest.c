@@ -388,6 +388,7 @@ START_TEST(test_metis_small) {
         {"m10.graph", "4 3 10\n5 2 3\n1 1 3\n2 1 2\n9\n"},
         {"m11.graph", "4 3 11 2\n5 6 2 7 3 1\n1 1 1 7 3 2\n2 2 1 1 2 2\n9 9\n"},
         {"m100.graph", "4 3 100\n1 2 3\n1 1 3\n1 1 2\n1\n"},
+        {"mtrail.graph", "4 3\n2 3\n1 3\n1 2\n\n\n  \n"},   /* blank lines past the 4th vertex line: not vertices */
     };
     static const int64_t rp[] = {0, 2, 4, 6, 6};
     static const int32_t col[] = {1, 2, 0, 2, 0, 1};

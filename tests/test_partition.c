@@ -186,7 +186,8 @@ START_TEST(store_round_trip) {
 END_TEST
 
 /* A stored partitioning whose perm is not a permutation, or whose bounds decrease, is refused
- * on load with the array and entry named (a damaged store must not index out of range later). */
+ * on load with the array and entry named (a damaged store must not index out of range later);
+ * so are bounds that stop short of n and a perm array longer than the manifest's node count. */
 START_TEST(store_damaged_partition_refused) {
     char *dir = tu_mkdtemp(), *path = make_store(dir, 12);
     store_t *s = NULL;
@@ -195,17 +196,19 @@ START_TEST(store_damaged_partition_refused) {
     tu_grid(&g, 12);
     partition_t a;
     ck_assert_int_eq(store_partition_get(s, &g, 6, PART_METIS, 0, &a, NULL), INCA_OK);
-    for (int damage = 0; damage < 3; damage++) {
+    for (int damage = 0; damage < 5; damage++) {
         partition_t bad = a, got;
-        int64_t perm[144], bounds[7];
-        memcpy(perm, a.perm, sizeof perm);
+        int64_t perm[145], bounds[7];
+        memcpy(perm, a.perm, sizeof(int64_t) * 144);
         memcpy(bounds, a.bounds, sizeof bounds);
         bad.perm = perm;
         bad.bounds = bounds;
         const char *want = NULL;
         if (damage == 0) { perm[5] = perm[6]; want = "not a permutation"; }
         else if (damage == 1) { perm[7] = 144; want = "outside [0, 144)"; }
-        else { int64_t t = bounds[2]; bounds[2] = bounds[3]; bounds[3] = t; want = "decreases"; }
+        else if (damage == 2) { int64_t t = bounds[2]; bounds[2] = bounds[3]; bounds[3] = t; want = "decreases"; }
+        else if (damage == 3) { bounds[6] = 143; want = "bounds must run from 0 to 144"; }   /* node 143 in no part */
+        else { perm[144] = 144; bad.n = 145; want = "145 entries, expected 144"; }   /* perm longer than the nodes */
         ck_assert_int_eq(store_partition_save(s, &bad), INCA_OK);
         ck_assert_int_eq(store_partition_load(s, a.man.name, &got), INCA_EINVAL);
         ck_assert_msg(strstr(inca_errmsg(), want) != NULL, "damage %d: %s", damage, inca_errmsg());

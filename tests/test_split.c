@@ -49,6 +49,7 @@ START_TEST(parse_rejects) {
         "random:0.6,0.2,0.2,0.1", "random:0.7,0.2,0.2", "random:-0.1,0.5,0.5", "random:a,b,c",
         "random:0,0,0", "random:nan,0,0", "random:0.5,0.2,0.2x", "random:1.5,0,0",
         "Random:0.6,0.2,0.2", "random:0.6,,0.2", "random:inf,0,0", "public",
+        "random:0.6,0.2,0.205",   /* sums to 1.005: past rounding, a real excess */
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         double fr[3] = {-7, -7, -7};
