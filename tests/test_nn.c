@@ -8,6 +8,7 @@
 #include "testutil.h"
 #include "nn/model.h"
 #include "kernels/kernels.h"
+#include "kernels/backend.h"
 #include "graph/csr.h"
 #include "core/alloc.h"
 #include "core/rng.h"
@@ -265,6 +266,7 @@ static double d_loss(model_t_d *m, fixture_t *fx, const nn_agg_t_d *agg, double 
 
 static void float_vs_double_x(const model_config_t *cfg, int sparse, int directed);
 static void float_vs_double(const model_config_t *cfg) { float_vs_double_x(cfg, 0, 0); }
+static int g_dev_operator;   /* float_vs_double_x: the library's operator is nn_agg_dev (the trainer's) */
 static double gradcheck_x(const model_config_t *cfg, int sparse);
 static double gradcheck(const model_config_t *cfg) { return gradcheck_x(cfg, 0); }
 
@@ -458,7 +460,16 @@ static void float_vs_double_x(const model_config_t *cfg, int sparse, int directe
     nn_agg_t_d aggd = {dagg_fwd, dagg_bwd, (void *)a};
     nn_agg_full_t full;
     nn_agg_t aggf;
-    nn_agg_full_init(&aggf, &full, a, directed ? &bat : norm == NN_NORM_MEAN ? &fx.mean_t : NULL);
+    const csr_t *at = directed ? &bat : norm == NN_NORM_MEAN ? &fx.mean_t : NULL;
+    nn_agg_full_init(&aggf, &full, a, at);
+    /* the full-batch trainer's operator: Â and (when not symmetric) Âᵀ as kernel matrices */
+    nn_agg_dev_t dev;
+    kern_mat_t *am = NULL, *atm = NULL;
+    if (g_dev_operator) {
+        ck_assert_int_eq(kc_mat_upload(kc_cpu(), a, &am), INCA_OK);
+        if (at) ck_assert_int_eq(kc_mat_upload(kc_cpu(), at, &atm), INCA_OK);
+        nn_agg_dev_init(&aggf, &dev, kc_cpu(), am, atm);
+    }
     model_t_d *md = NULL;
     model_t *mf = NULL;
     ck_assert_int_eq(model_create_d(cfg, NODES, &md), INCA_OK);
@@ -536,6 +547,8 @@ static void float_vs_double_x(const model_config_t *cfg, int sparse, int directe
     }
     model_free_d(&md);
     model_free(&mf);
+    kc_mat_free(kc_cpu(), &am);
+    kc_mat_free(kc_cpu(), &atm);
     csr_free(&ba);
     csr_free(&bat);
     fixture_free(&fx);
@@ -657,6 +670,11 @@ START_TEST(test_directed_graph_backward) {
         cfg_make(NN_GCNII, 4, 4, 0.3f, 0, 0), cfg_make(NN_APPNP, 2, 4, 0.3f, 0, 0),
     };
     for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) float_vs_double_x(&cs[i], 0, 1);
+    /* again through nn_agg_dev, the operator train_full builds (a mutation test: its backward
+     * multiplying by Â instead of Âᵀ on a directed graph passed every test) */
+    g_dev_operator = 1;
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) float_vs_double_x(&cs[i], 0, 1);
+    g_dev_operator = 0;
     fixture_t fx;
     fixture_make(&fx, 4321);
     csr_t a, at;
@@ -712,6 +730,23 @@ START_TEST(test_sites_and_errors) {
     ck_assert_int_eq(model_num_sites(&c), 3);
     c.kind = NN_MLP;
     ck_assert_int_eq(model_num_sites(&c), 0);
+    /* --alpha in [0, 1], both ends included (the refusal names [0,1]; APPNP with alpha 1 gives its
+     * MLP's output; a mutation test: alpha 1 refused passed) */
+    c.kind = NN_APPNP;
+    c.alpha = 1.0f;
+    ck_assert_int_eq(model_config_check(&c), INCA_OK);
+    c.alpha = 0.0f;
+    ck_assert_int_eq(model_config_check(&c), INCA_OK);
+    c.alpha = 1.001f;
+    ck_assert_int_eq(model_config_check(&c), INCA_EINVAL);
+    c.alpha = -0.001f;
+    ck_assert_int_eq(model_config_check(&c), INCA_EINVAL);
+    /* the defaults model.h documents: gcn, 2 layers, hidden 16, dropout 0.5, alpha 0.1, theta 0.5, K 10 */
+    model_config_t dc;
+    model_config_default(&dc);
+    ck_assert(dc.kind == NN_GCN && dc.layers == 2 && dc.hidden == 16 && dc.K == 10);
+    ck_assert(dc.dropout == 0.5f && dc.alpha == 0.1f && dc.theta == 0.5f);
+    ck_assert(!dc.batchnorm && !dc.residual && !dc.transform_first);
     int k = -1;
     ck_assert_int_eq(model_kind_parse("sage", &k), INCA_OK);
     ck_assert_int_eq(k, NN_SAGE);
@@ -852,6 +887,150 @@ START_TEST(test_sage_forward_by_hand) {
 }
 END_TEST
 
+/* Glorot (Xavier) uniform initialisation, Glorot & Bengio 2010: a weight of fan_in x fan_out
+ * draws from U(-b, b), b = sqrt(6 / (fan_in + fan_out)): every value within b, the largest of
+ * hundreds of draws near b, the mean square b^2 / 3; biases start at 0 (a mutation test: b from
+ * fan_in alone passed every test). */
+START_TEST(test_glorot_init) {
+    const int kinds[] = {NN_MLP, NN_SAGE, NN_GCNII};
+    for (size_t t = 0; t < sizeof kinds / sizeof kinds[0]; t++) {
+        model_config_t c;
+        model_config_default(&c);
+        c.kind = kinds[t];
+        c.in_dim = 40;
+        c.hidden = 24;
+        c.out_dim = 3;
+        c.layers = 2;
+        c.seed = 11;
+        model_t *m = NULL;
+        ck_assert_int_eq(model_create(&c, 4, &m), INCA_OK);
+        for (int p = 0; p < model_nparams(m); p++) {
+            const nn_param_t *P = model_param(m, p);
+            if (P->flags & NN_P_BIAS) {
+                for (int64_t i = 0; i < P->n; i++) ck_assert_msg(P->w[i] == 0, "%s[%lld] starts at %g", P->name, (long long)i, P->w[i]);
+                continue;
+            }
+            const double b = sqrt(6.0 / (double)(P->rows + P->cols));
+            double mx = 0, sq = 0;
+            for (int64_t i = 0; i < P->n; i++) {
+                mx = fmax(mx, fabs(P->w[i]));
+                sq += (double)P->w[i] * P->w[i];
+            }
+            sq /= (double)P->n;
+            ck_assert_msg(mx <= b * (1 + 1e-6), "%s %s (%lld x %lld): |w| up to %g, bound %g", model_kind_name(c.kind), P->name,
+                          (long long)P->rows, (long long)P->cols, mx, b);
+            if (P->n >= 500) {   /* P(max < 0.95 b) = 0.95^n; the mean square's sd ~ 3% */
+                ck_assert_msg(mx >= 0.95 * b, "%s %s: |w| only up to %g, bound %g", model_kind_name(c.kind), P->name, mx, b);
+                ck_assert_msg(fabs(sq / (b * b / 3) - 1) < 0.15, "%s %s: mean square %g, expected %g", model_kind_name(c.kind),
+                              P->name, sq, b * b / 3);
+            }
+        }
+        model_free(&m);
+    }
+}
+END_TEST
+
+/* Sparse input dropout (model.h): the input's mask is mask 0, stream step * NN_STREAMS_PER_STEP,
+ * one draw per stored nonzero in CSR order (keep e iff rng_hash_uniform(seed, stream, e) >= p,
+ * kept values scaled by 1 / (1 - p)). A one-layer MLP's train-mode logits by hand from that rule
+ * (a mutation test: the stream of mask 1, the next layer's, passed every test). */
+START_TEST(test_sparse_dropout_stream) {
+    fixture_t fx;
+    fixture_make(&fx, 77);
+    model_config_t c = cfg_make(NN_MLP, 1, 4, 0.5f, 0, 0);
+    model_t *m = NULL;
+    ck_assert_int_eq(model_create(&c, NODES, &m), INCA_OK);
+    ck_assert_int_eq(model_set_sparse_input(m, &fx.xs), INCA_OK);
+    const nn_param_t *W = model_param(m, 0), *B = model_param(m, 1);
+    ck_assert(W->rows == FIN && W->cols == CLS && B->n == CLS);
+    rng_t r;
+    rng_seed(&r, 5);
+    for (int k = 0; k < CLS; k++) B->w[k] = (float)rng_normal(&r);
+    const float *l;
+    ck_assert_int_eq(model_forward(m, NODES, NULL, NULL, 1, SEED, STEP, &l), INCA_OK);
+    const double p = c.dropout;
+    int kept = 0, dropped = 0;
+    for (int64_t i = 0; i < NODES; i++)
+        for (int k = 0; k < CLS; k++) {
+            double want = B->w[k];
+            for (int64_t e = fx.xs.rowptr[i]; e < fx.xs.rowptr[i + 1]; e++) {
+                const int keep = rng_hash_uniform(SEED, (uint64_t)STEP * NN_STREAMS_PER_STEP, (uint64_t)e) >= (float)p;
+                if (k == 0) keep ? kept++ : dropped++;
+                if (keep) want += (double)fx.xs.val[e] / (1 - p) * W->w[fx.xs.col[e] * CLS + k];
+            }
+            ck_assert_msg(fabs(l[i * CLS + k] - want) <= 1e-5 * (1 + fabs(want)), "row %lld class %d: %.7g, by hand %.7g",
+                          (long long)i, k, l[i * CLS + k], want);
+        }
+    ck_assert(kept > 3 && dropped > 3);   /* the mask matters */
+    model_free(&m);
+    fixture_free(&fx);
+}
+END_TEST
+
+/* BatchNorm in eval mode (Ioffe & Szegedy 2015, sec. 3.1): the running statistics, not the
+ * batch's: y = gamma (z - mean_run) / sqrt(var_run + eps) + beta. A two-layer MLP with BatchNorm
+ * on its hidden layer, running statistics and gamma / beta set by hand, its eval logits in
+ * double here; then a train forward (batch statistics) must give other logits and move the
+ * running mean to (1 - momentum) mean_run + momentum mean_batch (a mutation test: an eval
+ * forward normalising by the batch's statistics passed every test, both instances share it). */
+START_TEST(test_bn_eval_running_stats) {
+    fixture_t fx;
+    fixture_make(&fx, 21);
+    model_config_t c = cfg_make(NN_MLP, 2, 4, 0.0f, 1, 0);
+    model_t *m = NULL;
+    ck_assert_int_eq(model_create(&c, NODES, &m), INCA_OK);
+    ck_assert_int_eq(model_nbuffers(m), 2);
+    int64_t nb = 0;
+    float *rmean = model_buffer(m, 0, &nb), *rvar = model_buffer(m, 1, &nb);
+    ck_assert_int_eq(nb, 4);
+    /* parameters in order: layer0.weight (no bias before BatchNorm), bn0.gamma, bn0.beta, layer1.weight, layer1.bias */
+    const nn_param_t *W0 = model_param(m, 0), *G = model_param(m, 1), *Bt = model_param(m, 2), *W1 = model_param(m, 3),
+                     *B1 = model_param(m, 4);
+    ck_assert_str_eq(G->name, "bn0.gamma");
+    ck_assert_str_eq(Bt->name, "bn0.beta");
+    for (int k = 0; k < 4; k++) {
+        rmean[k] = 0.2f * (float)(k - 1);
+        rvar[k] = 0.5f + 0.75f * (float)k;
+        G->w[k] = 0.8f + 0.1f * (float)k;
+        Bt->w[k] = 0.05f * (float)(2 - k);
+    }
+    for (int k = 0; k < CLS; k++) B1->w[k] = 0.1f * (float)k;
+    const float *l;
+    ck_assert_int_eq(model_forward(m, NODES, fx.xf, NULL, 0, SEED, STEP, &l), INCA_OK);
+    double want[NODES * CLS], h[4];
+    for (int i = 0; i < NODES; i++) {
+        for (int k = 0; k < 4; k++) {
+            double z = 0;
+            for (int t = 0; t < FIN; t++) z += fx.xd[i * FIN + t] * W0->w[t * 4 + k];
+            const double y = G->w[k] * (z - rmean[k]) / sqrt((double)rvar[k] + KERN_BN_EPS) + Bt->w[k];
+            h[k] = y > 0 ? y : 0;
+        }
+        for (int k = 0; k < CLS; k++) {
+            want[i * CLS + k] = B1->w[k];
+            for (int t = 0; t < 4; t++) want[i * CLS + k] += h[t] * W1->w[t * CLS + k];
+            ck_assert_msg(fabs(l[i * CLS + k] - want[i * CLS + k]) <= 1e-5 * (1 + fabs(want[i * CLS + k])),
+                          "eval logits[%d][%d] %g, running statistics by hand %g", i, k, l[i * CLS + k], want[i * CLS + k]);
+        }
+    }
+    /* a train forward normalises by the batch and updates the running mean */
+    double mu[4] = {0, 0, 0, 0}, before[4];
+    for (int k = 0; k < 4; k++) before[k] = rmean[k];
+    for (int i = 0; i < NODES; i++)
+        for (int k = 0; k < 4; k++)
+            for (int t = 0; t < FIN; t++) mu[k] += fx.xd[i * FIN + t] * W0->w[t * 4 + k] / NODES;
+    ck_assert_int_eq(model_forward(m, NODES, fx.xf, NULL, 1, SEED, STEP, &l), INCA_OK);
+    double diff = 0;
+    for (int i = 0; i < NODES * CLS; i++) diff = fmax(diff, fabs(l[i] - want[i]));
+    ck_assert_msg(diff > 1e-3, "a train forward gave the eval logits (diff %g)", diff);
+    for (int k = 0; k < 4; k++) {
+        const double r = (1 - KERN_BN_MOMENTUM) * before[k] + KERN_BN_MOMENTUM * mu[k];
+        ck_assert_msg(fabs(rmean[k] - r) <= 1e-5, "running mean[%d] %g, by hand %g", k, rmean[k], r);
+    }
+    model_free(&m);
+    fixture_free(&fx);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("nn");
     TCase *t = tcase_create("grad");
@@ -873,6 +1052,9 @@ int main(void) {
     tcase_add_test(t, test_sites_and_errors);
     tcase_add_test(t, test_alloc_failures);
     tcase_add_test(t, test_sage_forward_by_hand);
+    tcase_add_test(t, test_glorot_init);
+    tcase_add_test(t, test_sparse_dropout_stream);
+    tcase_add_test(t, test_bn_eval_running_stats);
     suite_add_tcase(s, t);
     return tu_run_suite(s);
 }

@@ -221,6 +221,106 @@ START_TEST(test_minibatch_mlp) {
 }
 END_TEST
 
+/* The MLP's mini-batch steps against train_full.h's contract, through the step hook: every epoch
+ * takes each labelled training id once in a fresh order (the order of epoch ep a function of the
+ * seed and ep), step s of epoch ep draws its dropout masks as step ep * steps + s, and the
+ * epoch's loss is the mean over its training rows (a last batch smaller than the others counts
+ * by its rows). lr 0 keeps the initial weights, so each step's logits are a forward of a model
+ * made with the run's seed, by hand (mutation tests: one order for every epoch, masks of step
+ * ep + s, and the mean over steps x batch size all passed). */
+typedef struct {
+    int calls, steps[2];
+    int64_t nodes[2][64];
+    int64_t got[2];
+    float logits[2][64 * 3];
+    int64_t rows[2][16], lo[2][16];
+} mb_hook_t;
+
+static int mb_on_step(void *ctx, int run, int epoch, const int64_t *nodes, const int64_t *rows, int64_t m, const float *logits,
+                      int32_t c) {
+    mb_hook_t *h = ctx;
+    ck_assert(run == 0 && epoch >= 0 && epoch < 2 && c == 3);
+    const int s = h->steps[epoch]++;
+    ck_assert(s < 16 && h->got[epoch] + m <= 64);
+    h->lo[epoch][s] = h->got[epoch];
+    h->rows[epoch][s] = m;
+    for (int64_t i = 0; i < m; i++) {
+        ck_assert_int_eq(rows[i], i);
+        h->nodes[epoch][h->got[epoch] + i] = nodes[i];
+        memcpy(&h->logits[epoch][(h->got[epoch] + i) * 3], &logits[i * 3], 3 * sizeof(float));
+    }
+    h->got[epoch] += m;
+    h->calls++;
+    return 0;
+}
+
+static int cmp_i64(const void *a, const void *b) {
+    const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+START_TEST(test_minibatch_mlp_steps) {
+    dataset_t d;
+    make_csbm(&d, 300, 1.0 / 3, 1.5, 23);
+    const int64_t ntr = d.split_n[SPLIT_TRAIN];   /* 30 labelled: batches of 7 leave one of 2 */
+    ck_assert(ntr == 30 && ntr % 7 != 0);
+    train_config_t c = cfg_small("mlp");
+    c.epochs = 2;
+    c.batch_size = 7;
+    c.lr = 0;
+    c.dropout = 0.5;
+    mb_hook_t *h = calloc(1, sizeof *h);
+    c.on_step = mb_on_step;
+    c.on_step_ctx = h;
+    train_result_t r;
+    ck_assert_int_eq(train_run(&d, &c, NULL, 0, &r), INCA_OK);
+    const int steps = (int)((ntr + 6) / 7);
+    ck_assert_int_eq(h->steps[0], steps);
+    ck_assert_int_eq(h->steps[1], steps);
+    int64_t want[64], got[64];
+    memcpy(want, d.split[SPLIT_TRAIN], sizeof(int64_t) * (size_t)ntr);
+    qsort(want, (size_t)ntr, sizeof *want, cmp_i64);
+    for (int ep = 0; ep < 2; ep++) {
+        ck_assert_int_eq(h->got[ep], ntr);
+        memcpy(got, h->nodes[ep], sizeof(int64_t) * (size_t)ntr);
+        qsort(got, (size_t)ntr, sizeof *got, cmp_i64);
+        ck_assert_msg(memcmp(got, want, sizeof(int64_t) * (size_t)ntr) == 0, "epoch %d: not every training id once", ep);
+    }
+    ck_assert_msg(memcmp(h->nodes[0], h->nodes[1], sizeof(int64_t) * (size_t)ntr) != 0, "epoch 1 kept epoch 0's order");
+    /* the logits of every step by hand: the initial model, the batch's rows, step ep * steps + s */
+    model_config_t mc;
+    model_t *m = NULL;
+    ck_assert_int_eq(train_model_config(&d, &c, c.seed, &mc), INCA_OK);
+    ck_assert_int_eq(model_create(&mc, 7, &m), INCA_OK);
+    float xb[7 * 16];
+    ck_assert_int_eq(d.f, 16);
+    double lsum = 0;
+    for (int ep = 0; ep < 2; ep++)
+        for (int s = 0; s < steps; s++) {
+            const int64_t lo = h->lo[ep][s], nb = h->rows[ep][s];
+            ck_assert_int_eq(nb, s < steps - 1 ? 7 : ntr - 7 * (steps - 1));
+            for (int64_t i = 0; i < nb; i++) memcpy(&xb[i * 16], &d.x[h->nodes[ep][lo + i] * 16], 16 * sizeof(float));
+            const float *l;
+            ck_assert_int_eq(model_forward(m, nb, xb, NULL, 1, c.seed, (uint64_t)ep * (uint64_t)steps + (uint64_t)s, &l), INCA_OK);
+            for (int64_t i = 0; i < nb * 3; i++)
+                ck_assert_msg(fabs(l[i] - h->logits[ep][lo * 3 + i]) <= 1e-6 * (1 + fabs(l[i])),
+                              "epoch %d step %d logit %lld: %g, by hand %g", ep, s, (long long)i, h->logits[ep][lo * 3 + i], l[i]);
+            for (int64_t i = 0; ep == 1 && i < nb; i++) {   /* the last epoch's loss: -log softmax, in double */
+                const float *z = &h->logits[1][(lo + i) * 3];
+                const double mx = fmax(z[0], fmax(z[1], z[2]));
+                const double lse = mx + log(exp(z[0] - mx) + exp(z[1] - mx) + exp(z[2] - mx));
+                lsum += lse - z[d.y[h->nodes[1][lo + i]]];
+            }
+        }
+    ck_assert_msg(fabs(r.train_loss - lsum / (double)ntr) < 1e-6, "train loss %.9g, the mean over the rows %.9g", r.train_loss,
+                  lsum / (double)ntr);
+    model_free(&m);
+    train_result_free(&r);
+    free(h);
+    dataset_free(&d);
+}
+END_TEST
+
 /* Checkpoints: 6 epochs, then a resumed run to 12, equals 12 epochs straight (the logits after
  * the last epoch, the loss, the best epoch; no validation split, so the last epoch is the best
  * and out_logits holds the final model); a larger --epochs extends a run; a run stopped by
@@ -263,6 +363,31 @@ START_TEST(test_checkpoint_arch_refusals) {
         ck_assert_msg(rc == INCA_EINVAL && strstr(inca_errmsg(), "another model structure"),
                       "%s with another %s resumed (rc %d): %s", cases[i].model, w, rc, inca_errmsg());
         ck_assert_msg(train_run(&d, &c, NULL, 0, &r) == INCA_OK, "%s: the same flags: %s", cases[i].model, inca_errmsg());
+        train_result_free(&r);
+    }
+    /* what the run is judged on: a resume under another --select, --feature-norm or --metric is
+     * refused (mutation tests: --select left out of the data hash, and the --metric check
+     * dropped, passed) */
+    for (int w = 0; w < 3; w++) {
+        train_config_t c = cfg_small("gcn");
+        c.epochs = 2;
+        snprintf(path, sizeof path, "%s/data%d", dir, w);
+        c.checkpoint_dir = path;
+        train_result_t r;
+        ck_assert_int_eq(train_run(&d, &c, NULL, 0, &r), INCA_OK);
+        train_result_free(&r);
+        c.resume = 1;
+        c.epochs = 3;
+        train_config_t o = c;
+        if (w == 0) o.select_loss = 1;
+        else if (w == 1) o.feature_norm = TRAIN_FEATNORM_ROW;
+        else o.metric = TRAIN_METRIC_F1;   /* the best epoch so far was picked by another figure */
+        const int rc = train_run(&d, &o, NULL, 0, &r);
+        if (rc == INCA_OK) train_result_free(&r);
+        static const char *const what[3] = {"--select", "--feature-norm", "--metric"};
+        ck_assert_msg(rc == INCA_EINVAL && strstr(inca_errmsg(), w == 2 ? "--metric" : "--select"), "another %s resumed (rc %d): %s",
+                      what[w], rc, inca_errmsg());
+        ck_assert_int_eq(train_run(&d, &c, NULL, 0, &r), INCA_OK);
         train_result_free(&r);
     }
     tu_rmrf(dir);
@@ -360,6 +485,41 @@ START_TEST(test_checkpoint_resume) {
     ck_assert_int_eq(truncate(path, 50), 0);
     ck_assert_int_eq(train_run(&e, &c, NULL, 0, &rx), INCA_EINVAL);
     ck_assert_msg(strstr(inca_errmsg(), "truncated header") && !strstr(inca_errmsg(), "older"), "%s", inca_errmsg());
+    /* a resumed run counts the evaluations before it (3 epochs, then to 5: 5 evaluations); a
+     * checkpoint with a byte after its last table, or of an older format (magic INCACKP4), is
+     * refused by name (mutation tests: the count restarted at 0, the trailing byte taken, and
+     * the older format called no checkpoint all passed) */
+    {
+        train_config_t q = cfg_small("gcn");
+        char qd[700], qp[800];
+        snprintf(qd, sizeof qd, "%s/fmt", dir);
+        snprintf(qp, sizeof qp, "%s/run-0.ckpt", qd);
+        q.checkpoint_dir = qd;
+        q.epochs = 3;
+        train_result_t rq;
+        ck_assert_int_eq(train_run(&d, &q, NULL, 0, &rq), INCA_OK);
+        ck_assert_int_eq(rq.evals, 3);
+        train_result_free(&rq);
+        q.resume = 1;
+        q.epochs = 5;
+        ck_assert_int_eq(train_run(&d, &q, NULL, 0, &rq), INCA_OK);
+        ck_assert_int_eq(rq.epochs, 5);
+        ck_assert_msg(rq.evals == 5, "resumed run reports %lld evaluations, 5 were made", (long long)rq.evals);
+        train_result_free(&rq);
+        FILE *fp = fopen(qp, "ab");
+        ck_assert_ptr_nonnull(fp);
+        fputc(0, fp);
+        fclose(fp);
+        ck_assert_int_eq(train_run(&d, &q, NULL, 0, &rq), INCA_EINVAL);
+        ck_assert_msg(strstr(inca_errmsg(), "trailing bytes") && strstr(inca_errmsg(), "run-0.ckpt"), "%s", inca_errmsg());
+        fp = fopen(qp, "r+b");
+        ck_assert_ptr_nonnull(fp);
+        ck_assert_int_eq(fseek(fp, 7, SEEK_SET), 0);
+        fputc('4', fp);
+        fclose(fp);
+        ck_assert_int_eq(train_run(&d, &q, NULL, 0, &rq), INCA_EINVAL);
+        ck_assert_msg(strstr(inca_errmsg(), "older inca (format 4, this one reads 5)"), "%s", inca_errmsg());
+    }
     /* mini-batch methods: the history tables and the batch sequence resume too; the exact
      * training loss of the last epoch is the witness (the validation split stays, so the best
      * epoch can lie in either half) */
@@ -485,9 +645,11 @@ START_TEST(test_runs_statistics) {
     c.epochs = 20;
     c.runs = 3;
     c.seed = 40;
+    c.lr = 0.05;   /* the validation accuracy peaks before the last epoch */
     train_result_t r;
     ck_assert_int_eq(train_run(&d, &c, NULL, 0, &r), INCA_OK);
-    double s = 0, s2 = 0;
+    double s = 0, s2 = 0, sv = 0, sv2 = 0, cls[4] = {0, 0, 0, 0};
+    int early = 0;   /* runs whose best epoch is not the last (the best-epoch check can fail) */
     for (int i = 0; i < 3; i++) {
         train_config_t one = c;
         one.runs = 1;
@@ -495,14 +657,34 @@ START_TEST(test_runs_statistics) {
         train_result_t q;
         ck_assert_int_eq(train_run(&d, &one, NULL, 0, &q), INCA_OK);
         ck_assert_msg(q.test_acc == r.run_test_acc[i], "run %d: %g vs single run %g", i, r.run_test_acc[i], q.test_acc);
+        ck_assert_msg(q.best_epoch == r.run_best_epoch[i], "run %d: best epoch %d vs single run %d", i, r.run_best_epoch[i],
+                      q.best_epoch);
+        early += q.best_epoch < c.epochs - 1;
         ck_assert(q.val_acc == r.run_val_acc[i]);
         s += q.test_acc;
+        sv += q.val_acc;
+        cls[0] += q.test_bacc;
+        cls[1] += q.val_bacc;
+        cls[2] += q.test_f1;
+        cls[3] += q.val_f1;
         train_result_free(&q);
     }
-    const double mu = s / 3;
+    const double mu = s / 3, mv = sv / 3;
     for (int i = 0; i < 3; i++) s2 += (r.run_test_acc[i] - mu) * (r.run_test_acc[i] - mu);
+    for (int i = 0; i < 3; i++) sv2 += (r.run_val_acc[i] - mv) * (r.run_val_acc[i] - mv);
     ck_assert(fabs(r.test_acc - mu) < 1e-12);
     ck_assert(fabs(r.test_acc_std - sqrt(s2 / 2)) < 1e-12);
+    /* the validation figures too, and the per-class metrics as means over the runs (a mutation
+     * test: the validation std taken over the test accuracies, and the last run's balanced
+     * accuracy reported for all, passed) */
+    ck_assert(fabs(r.val_acc - mv) < 1e-12);
+    ck_assert_msg(fabs(r.val_acc_std - sqrt(sv2 / 2)) < 1e-12, "val std %g, by hand %g", r.val_acc_std, sqrt(sv2 / 2));
+    ck_assert(sv2 > 0 && fabs(sv2 - s2) > 1e-9);
+    ck_assert_int_gt(early, 0);   /* the runs differ, and not alike on both splits */
+    const double got[4] = {r.test_bacc, r.val_bacc, r.test_f1, r.val_f1};
+    for (int k = 0; k < 4; k++)
+        ck_assert_msg(isfinite(got[k]) && fabs(got[k] - cls[k] / 3) < 1e-12, "per-class metric %d: %g, mean of the runs %g", k,
+                      got[k], cls[k] / 3);
     train_result_free(&r);
     dataset_free(&d);
 }
@@ -606,6 +788,20 @@ START_TEST(test_metrics_hooks_patience) {
     fclose(f);
     ck_assert_int_eq(lines, 24);
     train_result_free(&r);
+    /* no validation split: the last epoch counts, its test accuracy is the one reported (counted
+     * here from out_logits; a mutation test: a reported 0 passed) */
+    {
+        dataset_t e = d;
+        e.split_n[SPLIT_VALID] = 0;
+        train_config_t nv = cfg_small("gcn");
+        nv.epochs = 7;
+        nv.out_logits = l;
+        ck_assert_int_eq(train_run(&e, &nv, NULL, 0, &r), INCA_OK);
+        const double at = kern_accuracy(e.c, l, e.y, e.split[SPLIT_TEST], e.split_n[SPLIT_TEST]);
+        ck_assert_int_eq(r.best_epoch, 6);
+        ck_assert_msg(at > 0.4 && r.test_acc == at, "no validation: test accuracy %g, the last epoch's logits give %g", r.test_acc, at);
+        train_result_free(&r);
+    }
     /* patience: stops once `patience` epochs pass without a new best */
     c.on_epoch = NULL;
     c.runs = 1;
@@ -655,6 +851,27 @@ START_TEST(test_auto_defaults_by_hand) {
     ck_assert_int_eq(train_near_chance(&d, 0.14, &share), 1);
     ck_assert_double_eq_tol(share, 0.1, 1e-15);
     ck_assert_int_eq(train_near_chance(&d, 0.16, &share), 0);
+    /* two classes, half each: the bar is 1.5 / 2 = 0.75 (a mutation test: binary tasks never
+     * judged passed); one class: nothing to judge */
+    for (int i = 0; i < 10; i++) y[i] = i % 2;
+    d.c = 2;
+    ck_assert_int_eq(train_near_chance(&d, 0.7, &share), 1);
+    ck_assert_double_eq_tol(share, 0.5, 1e-15);
+    ck_assert_int_eq(train_near_chance(&d, 0.8, &share), 0);
+    for (int i = 0; i < 10; i++) y[i] = 0;
+    d.c = 1;
+    ck_assert_int_eq(train_near_chance(&d, 0.1, &share), 0);
+    /* train_config_default's values are the ones train_common.h documents per field (Kipf &
+     * Welling's GCN settings; a mutation test: another default --epochs or --weight-decay passed,
+     * inca train's own flag defaults hide them from the CLI tests) */
+    train_config_t dc;
+    train_config_default(&dc);
+    ck_assert(dc.model == NN_GCN && dc.method == TRAIN_FULL && dc.layers == 2 && dc.hidden == 16 && dc.epochs == 200);
+    ck_assert(dc.lr == 0.01 && dc.dropout == 0.5 && dc.weight_decay == 5e-4 && !dc.wd_first_layer_only && dc.wd_conv < 0);
+    ck_assert(dc.alpha == 0.1 && dc.theta == 0.5 && dc.K == 10 && dc.runs == 1 && dc.patience == 0 && dc.eval_every == 1);
+    ck_assert(dc.beta1 < 0 && dc.eval_average < 0 && dc.feature_norm == TRAIN_FEATNORM_NONE && !dc.select_loss);
+    ck_assert(dc.metric == TRAIN_METRIC_ACC && dc.batch_size == 0 && !dc.dense_input && !dc.batchnorm && !dc.residual);
+    ck_assert(dc.parts == 40 && dc.batch_parts == 10 && strcmp(dc.device, "cpu") == 0);
     /* beta1 and the evaluation's weight average */
     static const struct { const char *method; int parts, bp; double beta1, avg; } cases[] = {
         {"full", 40, 10, 0.9, 0.0},     {"cluster", 40, 10, 0.9, 0.75}, {"gas", 40, 10, TRAIN_BETA1_HISTORY, 0.75},
@@ -705,6 +922,8 @@ START_TEST(test_helpers) {
     ck_assert(train_param_wd(&c, &first) == 5e-4 && train_param_wd(&c, &later) == 0);
     c.wd_conv = 0.01;
     ck_assert(train_param_wd(&c, &conv) == 0.01);
+    c.wd_conv = 0;   /* 0 is a value (no decay on GCNII's convolutions); only < 0 falls back */
+    ck_assert(train_param_wd(&c, &conv) == 0);
     /* ... and the optimiser train_optim_build makes applies it per parameter: with zero gradients
      * one Adam step moves exactly the decayed weights (by about lr: g = wd w, step lr g / |g|) and
      * leaves the others' bits; AdamW moves GCNII's conv weights by lr 0.01 w and the others by
@@ -766,6 +985,25 @@ START_TEST(test_helpers) {
     ck_assert(!train_best_update(&b, 2, 0.9, 0.85, 0.1));
     ck_assert(train_best_update(&b, 3, 0.45, 0.8, 0.7));
     ck_assert_int_eq(b.epoch, 3);
+    /* the same loss and accuracy again: the earlier epoch stays (a mutation test: >= took it) */
+    ck_assert(!train_best_update(&b, 4, 0.45, 0.8, 0.75));
+    ck_assert_int_eq(b.epoch, 3);
+    ck_assert(b.test_acc == 0.7);
+    ck_assert_int_eq(b.since, 1);
+    /* an evaluation's figures from its counts, by hand: slot 0 train, 1 validation, 2 test (a
+     * mutation test: the validation loss read from the test slot passed every test) */
+    train_meter_t h;
+    memset(&h, 0, sizeof h);
+    h.loss[0] = 0.5, h.loss[1] = 0.7, h.loss[2] = 0.9;
+    const int64_t cnt[3][2] = {{3, 4}, {2, 5}, {7, 10}};
+    memcpy(h.count, cnt, sizeof cnt);
+    train_epoch_eval_t e = {.train_acc = -1};
+    train_eval_apply(&h, 1, 5, &e);
+    ck_assert(e.val_loss == 0.7 && e.val_acc == 0.4 && e.test_acc == 0.7 && e.train_acc == 0.75);
+    ck_assert(isnan(e.val_bacc) && isnan(e.test_f1));   /* no per-class counts taken */
+    e.train_acc = -1;
+    train_eval_apply(&h, 0, 0, &e);   /* no validation split: no validation loss; no train ids */
+    ck_assert(e.val_loss == 0 && e.train_acc == -1 && e.test_acc == 0.7);
 }
 END_TEST
 
@@ -893,6 +1131,7 @@ int main(void) {
     tcase_add_test(t, test_checkpoint_arch_refusals);
     tcase_add_test(t, test_runs_statistics);
     tcase_add_test(t, test_eval_every);
+    tcase_add_test(t, test_minibatch_mlp_steps);
     tcase_add_test(t, test_override_and_unlabelled);
     tcase_add_test(t, test_metrics_hooks_patience);
     tcase_add_test(t, test_helpers);
