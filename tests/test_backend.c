@@ -692,6 +692,113 @@ START_TEST(op_profile_counts) {
 }
 END_TEST
 
+/* The emulated device's copies case by case: a copy whose source or destination is on the wrong
+ * side for its kind is refused, whether the wrong side is memory the device never saw or pinned
+ * memory it allocated (H2D from device memory, D2D from or to host memory, D2H into device
+ * memory, D2H from one past a device block's end, which is in no block); an op refuses pinned
+ * and host memory from kc_alloc as it refuses malloc'd memory. A good copy of each kind moves the
+ * bytes, and they are counted per direction: 64 + 64 H2D (kc_mirror's and one more), 32 D2D,
+ * 16 D2H; kc_mirror's copy is device memory. */
+START_TEST(emu_copy_kinds_and_counts) {
+    kern_ctx_t *c = NULL;
+    ck_assert_int_eq(kc_create(&(kern_ctx_opts_t){.device = "emu"}, &c), INCA_OK);
+    float *d1 = NULL, *d2 = NULL, *pin = NULL, *hst = NULL, h[16], back[16];
+    for (int i = 0; i < 16; i++) h[i] = (float)i - 7.5f;
+    ck_assert_int_eq(kc_alloc(c, KERN_MEM_DEVICE, sizeof h, (void **)&d1), INCA_OK);
+    ck_assert_int_eq(kc_alloc(c, KERN_MEM_DEVICE, sizeof h, (void **)&d2), INCA_OK);
+    ck_assert_int_eq(kc_alloc(c, KERN_MEM_PINNED, sizeof h, (void **)&pin), INCA_OK);
+    ck_assert_int_eq(kc_alloc(c, KERN_MEM_HOST, sizeof h, (void **)&hst), INCA_OK);
+    const struct { void *dst; const void *src; kern_copy_t kind; } bad[] = {
+        {d1, d2, KERN_H2D}, {d1, h, KERN_D2D}, {d1, pin, KERN_D2D}, {pin, d1, KERN_D2D}, {hst, pin, KERN_D2D},
+        {d1, d2, KERN_D2H}, {back, pin, KERN_D2H}, {back, d1 + 16, KERN_D2H}, {pin, h, KERN_H2D},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        inca_err_clear();
+        ck_assert_msg(kc_copy(c, bad[i].dst, bad[i].src, 4 * sizeof(float), bad[i].kind, 0) == INCA_EINVAL,
+                      "bad copy %zu accepted", i);
+        ck_assert_msg(strstr(inca_errmsg(), "emu device: copy of kind"), "%zu: %s", i, inca_errmsg());
+    }
+    inca_err_clear();
+    ck_assert_int_eq(kc_relu(c, 16, pin, d1), INCA_EINVAL);
+    ck_assert_msg(strstr(inca_errmsg(), "argument 1 (x,"), "%s", inca_errmsg());
+    inca_err_clear();
+    ck_assert_int_eq(kc_relu(c, 16, d1, hst), INCA_EINVAL);
+    ck_assert_msg(strstr(inca_errmsg(), "argument 2 (y,"), "%s", inca_errmsg());
+    kc_free(&c);   /* the refusals are sticky; the good copies on a new context */
+    ck_assert_int_eq(kc_create(&(kern_ctx_opts_t){.device = "emu"}, &c), INCA_OK);
+    int64_t cp[3];
+    kc_mem_copied(c, cp);
+    ck_assert(cp[0] == 0 && cp[1] == 0 && cp[2] == 0);
+    float *m = NULL;
+    ck_assert_int_eq(kc_mirror(c, h, sizeof h, (void **)&m), INCA_OK);
+    ck_assert(m != NULL && m != h);
+    ck_assert_int_eq(kc_alloc(c, KERN_MEM_DEVICE, sizeof h, (void **)&d1), INCA_OK);
+    ck_assert_int_eq(kc_alloc(c, KERN_MEM_DEVICE, sizeof h, (void **)&d2), INCA_OK);
+    ck_assert_int_eq(kc_relu(c, 16, m, d1), INCA_OK);   /* the mirror is device memory */
+    ck_assert_int_eq(kc_copy(c, d2, h, 16 * sizeof(float), KERN_H2D, 0), INCA_OK);
+    ck_assert_int_eq(kc_copy(c, d2 + 8, d1 + 8, 8 * sizeof(float), KERN_D2D, 0), INCA_OK);
+    ck_assert_int_eq(kc_copy(c, back, d2 + 6, 4 * sizeof(float), KERN_D2H, 0), INCA_OK);
+    ck_assert(back[0] == -1.5f && back[1] == -0.5f && back[2] == 0.5f && back[3] == 1.5f);   /* h[6], h[7], relu h[8], h[9] */
+    kc_mem_copied(c, cp);
+    ck_assert_msg(cp[KERN_H2D] == 128 && cp[KERN_D2D] == 32 && cp[KERN_D2H] == 16, "copied H2D %lld D2D %lld D2H %lld",
+                  (long long)cp[KERN_H2D], (long long)cp[KERN_D2D], (long long)cp[KERN_D2H]);
+    kc_mirror_free(c, h, m);
+    kc_release(c, KERN_MEM_DEVICE, d1);
+    kc_release(c, KERN_MEM_DEVICE, d2);
+    ck_assert_int_eq(kern_emu_live_blocks(c), 0);
+    ck_assert_int_eq(kc_status(c), INCA_OK);
+    kc_free(&c);
+}
+END_TEST
+
+/* INCA_EMU_MEMORY sizes the emulated device when the options do not: bytes, or K, M, G (either
+ * case) for 2^10, 2^20, 2^30; the options' size wins. */
+START_TEST(emu_memory_from_environment) {
+    const struct { const char *env; int64_t bytes; } cases[] = {
+        {"1000", 1000}, {"3k", 3 << 10}, {"5M", 5 << 20}, {"7m", 7 << 20}, {"2G", (int64_t)2 << 30}, {"1g", (int64_t)1 << 30},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ck_assert_int_eq(setenv("INCA_EMU_MEMORY", cases[i].env, 1), 0);
+        kern_ctx_t *c = NULL;
+        ck_assert_int_eq(kc_create(&(kern_ctx_opts_t){.device = "emu"}, &c), INCA_OK);
+        kern_mem_stats_t s;
+        kc_mem_stats(c, &s);
+        ck_assert_msg(s.device_total == cases[i].bytes, "INCA_EMU_MEMORY=%s: %lld bytes", cases[i].env,
+                      (long long)s.device_total);
+        kc_free(&c);
+        ck_assert_int_eq(kc_create(&(kern_ctx_opts_t){.device = "emu", .emu_memory = 4096}, &c), INCA_OK);
+        kc_mem_stats(c, &s);
+        ck_assert(s.device_total == 4096);
+        kc_free(&c);
+    }
+    unsetenv("INCA_EMU_MEMORY");
+}
+END_TEST
+
+/* The budget (kc_mem_limit) is a device memory budget: pinned and host blocks past it are
+ * allocated and counted, only a device block past it is refused. */
+START_TEST(memory_limit_is_device_only) {
+    kern_ctx_t *c = NULL;
+    ck_assert_int_eq(kc_create(&(kern_ctx_opts_t){.device = "emu"}, &c), INCA_OK);
+    kc_mem_limit(c, 1000);
+    void *p = NULL, *h = NULL, *d = NULL;
+    ck_assert_int_eq(kc_alloc(c, KERN_MEM_PINNED, 4096, &p), INCA_OK);
+    ck_assert_int_eq(kc_alloc(c, KERN_MEM_HOST, 8192, &h), INCA_OK);
+    ck_assert_int_eq(kc_alloc(c, KERN_MEM_DEVICE, 1000, &d), INCA_OK);
+    void *x = NULL;
+    inca_err_clear();
+    ck_assert_int_eq(kc_alloc(c, KERN_MEM_DEVICE, 1, &x), INCA_ENOMEM);
+    kern_mem_stats_t s;
+    kc_mem_stats(c, &s);
+    ck_assert(s.now[KERN_MEM_PINNED] == 4096 && s.now[KERN_MEM_HOST] == 8192 && s.now[KERN_MEM_DEVICE] == 1000);
+    kc_release(c, KERN_MEM_PINNED, p);
+    kc_release(c, KERN_MEM_HOST, h);
+    kc_release(c, KERN_MEM_DEVICE, d);
+    ck_assert_int_eq(kern_emu_live_blocks(c), 0);
+    kc_free(&c);
+}
+END_TEST
+
 /* The accounting (kernels/memtrack.c) against sizes counted by hand: per kind and per tag, the
  * peak, a release, the limit's refusal (with its breakdown, nothing allocated), the emulated
  * device's size, a matrix's arrays at creation, and a table grown past its first size and
@@ -787,7 +894,10 @@ int main(void) {
     tcase_add_test(tc, matrices);
     tcase_add_test(tc, model_on_context);
     tcase_add_test(tc, emu_device_rules);
+    tcase_add_test(tc, emu_copy_kinds_and_counts);
+    tcase_add_test(tc, emu_memory_from_environment);
     tcase_add_test(tc, memory_accounting);
+    tcase_add_test(tc, memory_limit_is_device_only);
     tcase_add_test(tc, model_on_emu_device);
     tcase_add_test(tc, cli_device_flag);
     tcase_add_test(tc, op_profile_counts);

@@ -607,6 +607,64 @@ START_TEST(accuracy_as_ogb) {
 END_TEST
 
 
+/* kern_class_metrics by hand with a class that is predicted but never true: it counts in macro F1
+ * with F1 = 0 (scikit-learn's f1_score(average="macro") over the labels of y_true and y_pred),
+ * not in balanced accuracy. Rows: labels 0, 0, 1 predicted 0, 2, 1: F1 2/3, 1, 0; recalls 1/2, 1. */
+START_TEST(class_metrics_predicted_only_class) {
+    const float s[9] = {0.9f, 0.0f, 0.1f, 0.1f, 0.2f, 0.7f, 0.0f, 0.8f, 0.2f};
+    const int32_t y[3] = {0, 0, 1};
+    const int64_t idx[3] = {0, 1, 2};
+    int64_t cnt[9] = {0};
+    kern_class_counts(3, s, y, idx, 3, cnt);
+    const int64_t want[9] = {2, 1, 0, 1, 1, 1, 1, 1, 0};   /* true, predicted, correct per class */
+    for (int k = 0; k < 9; k++) ck_assert_int_eq(cnt[k], want[k]);
+    double bacc = -1, f1 = -1;
+    kern_class_metrics(3, cnt, &bacc, &f1);
+    ck_assert_double_eq_tol(bacc, (0.5 + 1.0) / 2, 1e-15);
+    ck_assert_double_eq_tol(f1, (2.0 / 3 + 1.0 + 0.0) / 3, 1e-15);
+}
+END_TEST
+
+/* BatchNorm in evaluation: y = g (x - running mean) / sqrt(running var + eps) + b with eps =
+ * 1e-5 as torch.nn.BatchNorm1d, against a double loop here; a running variance of 0 (a constant
+ * feature) gives a finite 1/sqrt(eps) scale. The running statistics are left as they were. */
+START_TEST(bn_eval_uses_running_stats_with_eps) {
+    enum { N = 3, F = 3 };
+    float x[N * F] = {3.0f, 1.0f, 0.5f, -1.0f, -5.0f, 2.0f, 1.0f, 0.25f, -0.75f}, xh[N * F], y[N * F], istd[F];
+    float rm[F] = {1.0f, -2.0f, 0.0f}, rv[F] = {0.0f, 3.0f, 0.04f};
+    const float g[F] = {2.0f, 0.5f, -1.5f}, b[F] = {0.25f, -1.0f, 0.0f};
+    memcpy(xh, x, sizeof x);
+    kern_bn_forward(N, F, 0, xh, g, b, istd, rm, rv, y);
+    const double rm0[F] = {1.0, -2.0, 0.0}, rv0[F] = {0.0, 3.0, 0.04};
+    for (int k = 0; k < F; k++) {
+        const double is = 1.0 / sqrt(rv0[k] + 1e-5);
+        ck_assert_msg(fabs(istd[k] - is) <= 1e-6 * is, "istd[%d] %.9g vs %.9g", k, istd[k], is);
+        ck_assert(rm[k] == (float)rm0[k] && rv[k] == (float)rv0[k]);
+        for (int i = 0; i < N; i++) {
+            const double want = g[k] * ((double)x[i * F + k] - rm0[k]) * is + b[k];
+            ck_assert_msg(fabs(y[i * F + k] - want) <= 1e-5 * (1.0 + fabs(want)), "y[%d,%d] %.9g vs %.9g", i, k,
+                          y[i * F + k], want);
+        }
+    }
+}
+END_TEST
+
+/* GEMM with k = 0: C = beta C, and with beta = 0 C is not read (the BLAS rule), so NaN in C
+ * does not leak: zeros. */
+START_TEST(gemm_k0_scales_c) {
+    const float a[1] = {1.0f}, bm[1] = {1.0f};
+    float c[6], c2[6];
+    for (int i = 0; i < 6; i++) {
+        c[i] = NAN;
+        c2[i] = (float)i - 2.5f;
+    }
+    kern_gemm(0, 0, 2, 3, 0, 1.0f, a, 1, bm, 3, 0.0f, c, 3);
+    for (int i = 0; i < 6; i++) ck_assert_msg(c[i] == 0.0f && !signbit(c[i]), "c[%d] = %g", i, c[i]);
+    kern_gemm(1, 1, 2, 3, 0, 1.0f, a, 2, bm, 1, -2.0f, c2, 3);
+    for (int i = 0; i < 6; i++) ck_assert(c2[i] == -2.0f * ((float)i - 2.5f));
+}
+END_TEST
+
 /* `inca bench spmm` on a tiny graph: runs, prints one JSON line per (ordering, F) plus a summary
  * whose counts are consistent (no speed asserted). */
 START_TEST(bench_spmm_smoke) {
@@ -651,6 +709,9 @@ int main(void) {
     tcase_add_test(tc, softmax_xent_large_logits_stable);
     tcase_add_test(tc, softmax_xent_parallel_rows);
     tcase_add_test(tc, accuracy_as_ogb);
+    tcase_add_test(tc, class_metrics_predicted_only_class);
+    tcase_add_test(tc, bn_eval_uses_running_stats_with_eps);
+    tcase_add_test(tc, gemm_k0_scales_c);
     tcase_add_test(tc, bench_spmm_smoke);
     suite_add_tcase(s, tc);
     return tu_run_suite(s);
