@@ -50,7 +50,7 @@ static int method_from_args(const args_t *a, const char *flag, const char *parts
     if ((rc = args_word(a, flag, "full", train_method_words, TRAIN_METHOD_COUNT, "full, cluster, gas or incagg", &m))) return rc;
     t->method = (train_method_t)m;
     if ((rc = args_int(a, parts, 40, &iv))) return rc;
-    if (iv < 1 || iv > (1 << 24)) return inca_fail(INCA_EINVAL, "%s: expected >= 1, got %lld", parts, (long long)iv);
+    if (iv < 1 || iv > (1 << 24)) return inca_fail(INCA_EINVAL, "%s: expected 1..%d, got %lld", parts, 1 << 24, (long long)iv);
     t->parts = (int)iv;
     if ((rc = args_int(a, batch, 10, &iv))) return rc;
     if (iv < 1 || iv > t->parts) return inca_fail(INCA_EINVAL, "%s: expected 1..%s (%d), got %lld", batch, parts, t->parts, (long long)iv);
@@ -170,7 +170,7 @@ static int spread_from_args(const args_t *a, prune_config_t *cfg) {
         return inca_fail(INCA_EINVAL, "%s", KNN_NO_FAISS_MSG);
     cfg->faiss.factory = args_str(a, "--faiss-index", NULL);
     if ((rc = args_int(a, "--faiss-nprobe", 8, &iv))) return rc;
-    if (iv < 1 || iv > 1 << 20) return inca_fail(INCA_EINVAL, "--faiss-nprobe: expected >= 1, got %lld", (long long)iv);
+    if (iv < 1 || iv > 1 << 20) return inca_fail(INCA_EINVAL, "--faiss-nprobe: expected 1..%d, got %lld", 1 << 20, (long long)iv);
     cfg->faiss.nprobe = (int)iv;
     if ((rc = args_double(a, "--alpha", 0.9, &cfg->alpha))) return rc;
     cfg->cmn = args_has(a, "--cmn");

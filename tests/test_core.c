@@ -261,10 +261,39 @@ START_TEST(test_args_values) {
         ck_assert_msg(args_size_parse("--memory-budget", ok[i].s, &b) == INCA_OK, "%s: %s", ok[i].s, inca_errmsg());
         ck_assert_msg(b == ok[i].want, "%s: %lld bytes, expected %lld", ok[i].s, (long long)b, (long long)ok[i].want);
     }
-    static const char *const bad[] = {"0", "0.5", "K", "1KK", "1Kx", "1P", "", "-5M", "1e30G"};
+    static const char *const bad[] = {"0", "0.5", "K", "1KK", "1Kx", "1P", "", "-5M", "1e30G", "nan", "NaNM", "-inf", "inf"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         int64_t b = -1;
         ck_assert_msg(args_size_parse("--memory-budget", bad[i], &b) == INCA_EINVAL, "'%s' accepted as %lld", bad[i], (long long)b);
+    }
+    /* an integer is the whole value; a word is one of the words, whole (no prefix of one) */
+    static const char *const wk[] = {"--epochs", "--model", NULL};
+    static const char *const words[] = {"gcn", "sage", "gcnii"};
+    static const char *const ibad[] = {"12abc", "1.5", "3 ", "0x10", "1e3"};
+    for (size_t i = 0; i < sizeof ibad / sizeof ibad[0]; i++) {
+        char *av[] = {"train", "--epochs", (char *)ibad[i], NULL};
+        int64_t e = -1;
+        ck_assert_int_eq(args_parse(3, av, wk, &a), INCA_OK);
+        ck_assert_msg(args_int(a, "--epochs", 7, &e) == INCA_EINVAL, "'%s' read as %lld", ibad[i], (long long)e);
+        ck_assert_ptr_nonnull(strstr(inca_errmsg(), "--epochs: expected an integer"));
+        args_free(&a);
+    }
+    static const struct { const char *s; int want; } wcase[] = {{"gcn", 0}, {"sage", 1}, {"gcnii", 2}, {"gc", -1}, {"s", -1},
+                                                              {"gcni", -1}, {"GCN", -1}, {"gcnx", -1}};
+    for (size_t i = 0; i < sizeof wcase / sizeof wcase[0]; i++) {
+        char *av[] = {"train", "--model", (char *)wcase[i].s, "--epochs", "-4", NULL};
+        int m = -1;
+        int64_t e = 0;
+        ck_assert_int_eq(args_parse(5, av, wk, &a), INCA_OK);
+        ck_assert_int_eq(args_int(a, "--epochs", 7, &e), INCA_OK);
+        ck_assert_int_eq(e, -4);   /* a negative value parses; its range is the command's to check */
+        const int rc = args_word(a, "--model", "gcn", words, 3, "gcn, sage or gcnii", &m);
+        if (wcase[i].want < 0) ck_assert_msg(rc == INCA_EINVAL, "'%s' taken as word %d", wcase[i].s, m);
+        else {
+            ck_assert_int_eq(rc, INCA_OK);
+            ck_assert_int_eq(m, wcase[i].want);
+        }
+        args_free(&a);
     }
 }
 END_TEST
@@ -385,6 +414,17 @@ START_TEST(test_json_numbers_round_trip) {
     ck_assert_int_eq(bad, 0);
     ck_assert_ptr_nonnull(strstr(text, "\"i64\":-9223372036854775808}"));
     cJSON_Delete(doc);
+    json_free(&j);
+    /* json_int_exact: a number while |v| <= 2^53 (a double holds it), a string past it */
+    const int64_t p53 = (int64_t)1 << 53;
+    ck_assert_int_eq(json_new(&j), INCA_OK);
+    json_int_exact(j, "a", p53);
+    json_int_exact(j, "b", -p53);
+    json_int_exact(j, "c", p53 + 1);
+    json_int_exact(j, "d", -p53 - 1);
+    json_int_exact(j, "e", 0);
+    ck_assert_str_eq(json_close(j), "{\"a\":9007199254740992,\"b\":-9007199254740992,\"c\":\"9007199254740993\","
+                                    "\"d\":\"-9007199254740993\",\"e\":0}");
     json_free(&j);
 }
 END_TEST

@@ -3,7 +3,9 @@
  * dense count, rebalancing, every part within the cap, determinism, the cut against METIS's (the
  * reference) and a random partition's on Cora, Facebook and a csbm, on both paths (multilevel
  * with METIS on the coarsest level; Fennel on a graph too big to coarsen), allocation failures,
- * and `inca partition --method lp` feeding `inca train --partition`. */
+ * and `inca partition --method lp` feeding `inca train --partition`; the passes alone: refinement
+ * to a local optimum with its gain counted, Fennel and clustering within their caps, the
+ * breadth-first order's seeded start. */
 #include "testutil.h"
 #include "core/alloc.h"
 #include "core/status.h"
@@ -264,6 +266,177 @@ START_TEST(rebalance_moves_out_of_overloaded_parts) {
 }
 END_TEST
 
+
+/* the cut and v's edges into part p, by plain loops over a unit-weight lp_graph */
+static int64_t plain_cut(const lp_graph_t *g, const lp_part_t *part) {
+    int64_t cut = 0;
+    for (int64_t u = 0; u < g->n; u++)
+        for (int64_t e = g->rowptr[u]; e < g->rowptr[u + 1]; e++) cut += u < g->col[e] && part[u] != part[g->col[e]];
+    return cut;
+}
+
+static int64_t conn_to(const lp_graph_t *g, const lp_part_t *part, int64_t v, int64_t p) {
+    int64_t c = 0;
+    for (int64_t e = g->rowptr[v]; e < g->rowptr[v + 1]; e++) c += g->col[e] != v && part[g->col[e]] == p;
+    return c;
+}
+
+/* Refinement from a scattered 4-way split of a 12 x 12 grid (4 parts of 36) runs until a round
+ * moves nothing (n < 1000, so fewer than n / 1000 is none). Without a cap that leaves no node
+ * with strictly more edges into another part than into its own (with one, a part that gained
+ * room later need not wake a node that wanted it). With the cap (38) or without: the gain it
+ * reports is the cut it removed, counted here, and the weights are the parts' counts. One round
+ * alone (the stop test inverted) left nodes with 2 edges out and none in. */
+START_TEST(refine_runs_to_a_local_optimum) {
+    csr_t f = {0};
+    tu_grid(&f, 12);
+    const int64_t n = f.n_rows, k = 4, cap = 38;
+    lp_graph_t g = {.n = n, .nnz = f.nnz, .total = n, .rowptr = f.rowptr, .col = f.col};
+    lp_part_t *part = malloc(sizeof *part * (size_t)n);
+    int32_t *order = malloc(sizeof *order * (size_t)n);
+    uint8_t *active = malloc((size_t)n);
+    lp_acc_t a;
+    ck_assert_int_eq(lp_acc_init(&a, k), INCA_OK);
+    for (uint64_t seed = 0; seed < 8; seed++) {
+        const int64_t lcap = seed % 2 ? cap : n;   /* odd seeds: the cap; even ones: none */
+        int64_t w[4] = {0}, recount[4] = {0}, gain = 0, moves = 0;
+        for (int64_t v = 0; v < n; v++) part[v] = (lp_part_t)(v % 4);
+        uint64_t x = 99 + seed;
+        for (int64_t v = n - 1; v > 0; v--) {   /* shuffled: 36 nodes a part, scattered */
+            x = x * 6364136223846793005ull + 1442695040888963407ull;
+            const int64_t j = (int64_t)((x >> 33) % (uint64_t)(v + 1));
+            const lp_part_t t = part[v];
+            part[v] = part[j], part[j] = t;
+        }
+        for (int64_t v = 0; v < n; v++) w[part[v]]++;
+        const int64_t cut0 = plain_cut(&g, part);
+        ck_assert_int_eq(lp_chunk_order(n, 1024, seed, order), INCA_OK);
+        const int rounds = lp_refine(&g, order, lcap, 100, part, w, &a, active, &gain, &moves, NULL);
+        ck_assert_int_lt(rounds, 100);
+        ck_assert_int_gt(rounds, 1);
+        ck_assert_int_gt(moves, 0);
+        const int64_t cut1 = plain_cut(&g, part);
+        ck_assert_int_eq(gain, cut0 - cut1);
+        ck_assert_int_lt(cut1, cut0);
+        for (int64_t v = 0; v < n; v++) recount[part[v]]++;
+        for (int64_t p = 0; p < k; p++) {
+            ck_assert_int_eq(recount[p], w[p]);
+            ck_assert_int_le(w[p], lcap);
+        }
+        for (int64_t v = 0; lcap == n && v < n; v++) {
+            const int64_t own = conn_to(&g, part, v, part[v]);
+            for (int64_t p = 0; p < k; p++)
+                if (p != part[v])
+                    ck_assert_msg(conn_to(&g, part, v, p) <= own, "seed %llu: node %lld has %lld edges into part %lld, %lld into its own",
+                                  (unsigned long long)seed, (long long)v, (long long)conn_to(&g, part, v, p), (long long)p, (long long)own);
+        }
+    }
+    lp_acc_free(&a);
+    free(part), free(order), free(active);
+    csr_free(&f);
+}
+END_TEST
+
+/* Fennel alone on an 8-clique in 2 parts (cap 5): no part past the cap (without the room check
+ * one part took 7; the rebalancing after it hid that from partition_lp_assign), and the weights
+ * are the parts' counts */
+START_TEST(fennel_stream_keeps_the_cap) {
+    int64_t s[28], d[28], m = 0;
+    for (int i = 0; i < 8; i++)
+        for (int j = i + 1; j < 8; j++) s[m] = i, d[m] = j, m++;
+    csr_t f = {0};
+    ck_assert_int_eq(csr_from_edges(&f, 8, s, d, m, CSR_SYMMETRIZE), INCA_OK);
+    lp_graph_t g = {.n = 8, .nnz = f.nnz, .total = 8, .rowptr = f.rowptr, .col = f.col};
+    const int64_t cap = (int64_t)ceil(1.03 * 8 / 2);
+    ck_assert_int_eq(cap, 5);
+    lp_part_t part[8];
+    int32_t order[8];
+    uint8_t seen[8];
+    int64_t w[2] = {7, 7}, recount[2] = {0};
+    lp_acc_t a;
+    ck_assert_int_eq(lp_acc_init(&a, 2), INCA_OK);
+    lp_bfs_order(&g, 0, order, seen);
+    for (int v = 0; v < 8; v++) part[v] = LP_UNPLACED;
+    ck_assert_int_eq(lp_stream(&g, order, 2, cap, part, w, &a), INCA_OK);
+    for (int v = 0; v < 8; v++) {
+        ck_assert_int_lt(part[v], 2);
+        recount[part[v]]++;
+    }
+    for (int p = 0; p < 2; p++) {
+        ck_assert_int_eq(w[p], recount[p]);
+        ck_assert_int_le(w[p], cap);
+    }
+    lp_acc_free(&a);
+    csr_free(&f);
+}
+END_TEST
+
+/* Clustering a 10-clique with wmax 3: everyone wants to join, no cluster passes 3 nodes, and
+ * cw holds each cluster's size */
+START_TEST(clustering_keeps_wmax) {
+    int64_t s[45], d[45], m = 0;
+    for (int i = 0; i < 10; i++)
+        for (int j = i + 1; j < 10; j++) s[m] = i, d[m] = j, m++;
+    csr_t f = {0};
+    ck_assert_int_eq(csr_from_edges(&f, 10, s, d, m, CSR_SYMMETRIZE), INCA_OK);
+    lp_graph_t g = {.n = 10, .nnz = f.nnz, .total = 10, .rowptr = f.rowptr, .col = f.col};
+    int32_t order[10], cl[10], cw[10];
+    lp_hacc_t h;
+    ck_assert_int_eq(lp_hacc_init(&h, 10), INCA_OK);
+    for (uint64_t seed = 0; seed < 8; seed++) {
+        ck_assert_int_eq(lp_chunk_order(10, 1024, seed, order), INCA_OK);
+        lp_cluster_init(&g, cl, cw);
+        int64_t moved = 0;
+        for (int r = 0; r < 5; r++) moved += lp_cluster_round(&g, order, 3, cl, cw, &h);
+        ck_assert_int_gt(moved, 0);
+        int size[10] = {0};
+        for (int v = 0; v < 10; v++) size[cl[v]]++;
+        for (int c = 0; c < 10; c++) {
+            ck_assert_msg(size[c] <= 3, "seed %llu: cluster %d of %d nodes", (unsigned long long)seed, c, size[c]);
+            if (size[c]) ck_assert_int_eq(cw[c], size[c]);
+        }
+    }
+    lp_hacc_free(&h);
+    csr_free(&f);
+}
+END_TEST
+
+/* breadth-first order: a permutation, each component started at the first unvisited node at or
+ * after a seeded position; on 40 isolated nodes a rotation, whose start moves with the seed */
+START_TEST(bfs_order_starts_where_the_seed_says) {
+    int64_t rowptr[41] = {0};
+    lp_graph_t g = {.n = 40, .nnz = 0, .total = 40, .rowptr = rowptr, .col = NULL};
+    int32_t order[40];
+    uint8_t seen[40];
+    int starts[40] = {0}, distinct = 0;
+    for (uint64_t seed = 0; seed < 16; seed++) {
+        lp_bfs_order(&g, seed, order, seen);
+        for (int i = 0; i < 40; i++) ck_assert_int_eq(order[i], (order[0] + i) % 40);
+        distinct += !starts[order[0]]++;
+    }
+    ck_assert_int_ge(distinct, 4);
+    /* on a grid: every node after the first has a neighbour earlier in the order */
+    csr_t f = {0};
+    tu_grid(&f, 6);
+    lp_graph_t q = {.n = 36, .nnz = f.nnz, .total = 36, .rowptr = f.rowptr, .col = f.col};
+    int32_t ord[36], pos[36];
+    uint8_t sn[36];
+    lp_bfs_order(&q, 3, ord, sn);
+    for (int i = 0; i < 36; i++) pos[i] = -1;
+    for (int i = 0; i < 36; i++) {
+        ck_assert_int_eq(pos[ord[i]], -1);
+        pos[ord[i]] = i;
+    }
+    for (int i = 1; i < 36; i++) {
+        int earlier = 0;
+        for (int64_t e = f.rowptr[ord[i]]; e < f.rowptr[ord[i] + 1]; e++) earlier |= pos[f.col[e]] < i;
+        ck_assert_msg(earlier, "node %d at %d has no neighbour before it", ord[i], i);
+    }
+    csr_free(&f);
+}
+END_TEST
+
+
 static void load_cora(dataset_t *d) {
     char src[1024];
     snprintf(src, sizeof src, "%s/data/cora", tu_src());
@@ -481,6 +654,10 @@ int main(void) {
     tcase_add_test(t, hashed_accumulator_counts_like_a_dense_one);
     tcase_add_test(t, chunk_order_is_a_permutation_of_whole_chunks);
     tcase_add_test(t, rebalance_moves_out_of_overloaded_parts);
+    tcase_add_test(t, refine_runs_to_a_local_optimum);
+    tcase_add_test(t, fennel_stream_keeps_the_cap);
+    tcase_add_test(t, clustering_keeps_wmax);
+    tcase_add_test(t, bfs_order_starts_where_the_seed_says);
     tcase_add_test(t, cut_against_metis);
     tcase_add_test(t, fennel_path_when_coarsening_does_not_pay);
     tcase_add_test(t, awkward_graphs);

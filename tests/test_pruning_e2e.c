@@ -671,7 +671,12 @@ START_TEST(cli_usage_errors) {
         {"--knn exact --reuse-dynamics", "no stored dynamics"},
         {"--knn exact --knn-search faiss", "two searches asked"},
         {"--knn fast", "--knn: expected an integer"},
-        {"--faiss-nprobe 0", "--faiss-nprobe: expected >= 1"},
+        {"--faiss-nprobe 0", "--faiss-nprobe: expected 1..1048576, got 0"},
+        {"--faiss-nprobe 1048577", "--faiss-nprobe: expected 1..1048576, got 1048577"},   /* it said "expected >= 1" */
+        /* the parts' own refusal, not the batch parts' "1..--parts (0)" after it */
+        {"--parts 0", "--parts: expected 1..16777216, got 0"},
+        {"--proxy-parts 0", "--proxy-parts: expected 1..16777216, got 0"},
+        {"--parts 16777217", "--parts: expected 1..16777216"},
         {"--epochs 0", "--epochs: expected >= 1"},
         {"--batch-size -1", "--batch-size: expected >= 0"},
         {"--lr fast", "--lr: expected a number"},
