@@ -107,7 +107,7 @@ int64_t selftrain_flexmatch_mask(double tau, int32_t c, int64_t n, const int64_t
     memset(cnt, 0, (size_t)(c + 1) * sizeof *cnt);
     for (int64_t t = 0; t < npool; t++) {
         if (ys[rows[t]] >= 0) continue;
-        if (pmax[t] > tau) selected[t] = arg[t];
+        if (pmax[t] >= tau) selected[t] = arg[t];   /* FixMatch: confident at tau or above */
         cnt[selected[t] + 1]++;
     }
     int64_t denom = cnt[0];

@@ -31,7 +31,7 @@ typedef struct selftrain_opts {
 
 void selftrain_opts_default(selftrain_opts_t *o);
 /* FlexMatch's mask for one epoch: per-class learning status from the persistent selections
- * (selected, updated where the weak view is confident past tau; cnt: c + 1 of scratch), then
+ * (selected, updated where the weak view's confidence is >= tau; cnt: c + 1 of scratch), then
  * each unlabelled pool row's flexible threshold. rows: the npool pool rows of arrays of n; ys:
  * their visible labels (-1: unlabelled); pmax/arg: the weak view's top probability and class
  * per pool row. yu (n): its argmax where masked in, -1 elsewhere. Returns the rows masked in.

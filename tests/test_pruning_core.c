@@ -428,6 +428,31 @@ START_TEST(flexmatch_thresholds_by_hand) {
 }
 END_TEST
 
+/* FlexMatch's boundaries by hand (a mutation round: the mask's >= as > passed the case above,
+ * whose thresholds fall between its confidences): tau 0.5, every unlabelled row's selection
+ * class 0 (rows 0 and 1 from an earlier epoch, row 2 now with 0.9 >= 0.5, row 3 now at exactly
+ * tau, as FixMatch's confidence >= tau counts it), so beta_0 = 4/4 = 1 and class 0's threshold is
+ * tau / (2 - 1) = 0.5: rows 0 and 3 at exactly 0.5 are masked in, row 1 (0.4) is not; the
+ * labelled row 4 is neither counted nor masked. */
+START_TEST(flexmatch_threshold_inclusive) {
+    const int64_t rows[5] = {0, 1, 2, 3, 4};
+    const int32_t ys[5] = {-1, -1, -1, -1, 1};
+    const float pmax[5] = {0.5f, 0.4f, 0.9f, 0.5f, 0.99f};
+    const int32_t arg[5] = {0, 0, 0, 0, 1};
+    int64_t cnt[3];
+    int32_t selected[5] = {0, 0, -1, -1, -1}, yu[5];
+    ck_assert_int_eq(selftrain_flexmatch_mask(0.5, 2, 5, rows, 5, ys, pmax, arg, cnt, selected, yu), 3);
+    const int32_t want_sel[5] = {0, 0, 0, 0, -1}, want_yu[5] = {0, -1, 0, 0, -1};
+    ck_assert_int_eq(cnt[0], 0);
+    ck_assert_int_eq(cnt[1], 4);
+    ck_assert_int_eq(cnt[2], 0);
+    for (int i = 0; i < 5; i++) {
+        ck_assert_msg(selected[i] == want_sel[i], "row %d selected %d, want %d", i, selected[i], want_sel[i]);
+        ck_assert_msg(yu[i] == want_yu[i], "row %d: %d, want %d", i, yu[i], want_yu[i]);
+    }
+}
+END_TEST
+
 static char *tmp_path(const char *dir, const char *name) {
     char *p = malloc(strlen(dir) + strlen(name) + 2);
     sprintf(p, "%s/%s", dir, name);
@@ -643,6 +668,7 @@ int main(void) {
     tcase_add_test(t, compact_equals_full);
     tcase_add_test(t, forgetting_not_learning);
     tcase_add_test(t, flexmatch_thresholds_by_hand);
+    tcase_add_test(t, flexmatch_threshold_inclusive);
     tcase_add_test(t, npy_round_trip_and_formats);
     tcase_add_test(t, npy_alloc_failures);
     tcase_add_test(t, budget_is_floor);

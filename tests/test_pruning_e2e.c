@@ -20,6 +20,7 @@
 #include "nn/train.h"
 #include "pruning/labeled.h"
 #include "pruning/pipeline.h"
+#include "pruning/pseudo.h"
 #include "pruning/score_select.h"
 #include <math.h>
 #include <stdio.h>
@@ -140,6 +141,133 @@ START_TEST(pipeline_sgc_graph_and_no_features) {
     inca_err_clear();
     inca_free(lab);
     inca_free(yv);
+    dataset_free(&d);
+}
+END_TEST
+
+/* prune_labeled_pick by hand (a mutation round: floor(fraction n_c) for round(...), the
+ * max(1, ...) floor dropped and the seed ignored all passed the blobs' 4-per-class pick): a pool
+ * of 15 in the order 14..0, nodes 0-9 of class 0, 10-12 of class 1, 13 of class 2, 14 unlabelled.
+ * Fraction 0.5 takes round(5) = 5, round(1.5) = 2 and max(1, round(0.5)) = 1; fraction 0.05
+ * takes max(1, round(0.5)) = 1, max(1, round(0.15)) = 1 and 1; per_class 2 takes 2, 2 and 1.
+ * The ids come sorted, each a pool member of its class, none twice, the unlabelled node never;
+ * the same seed picks the same ids, and over 8 seeds class 0's single pick (1 of 10) is not
+ * always the same node (a uniform shuffle repeats it 8 times with probability 1e-7). */
+static void labeled_pick_counts(const int32_t *y, const int64_t *pool, double frac, int64_t per_class, uint64_t seed,
+                                const int64_t want[3], int64_t *first0) {
+    int64_t *ids = NULL, nids = 0, got[3] = {0};
+    ck_assert_int_eq(prune_labeled_pick(y, 3, pool, 15, frac, per_class, seed, &ids, &nids), INCA_OK);
+    ck_assert_int_eq(nids, want[0] + want[1] + want[2]);
+    for (int64_t t = 0; t < nids; t++) {
+        ck_assert(ids[t] >= 0 && ids[t] < 14 && (t == 0 || ids[t - 1] < ids[t]));
+        got[y[ids[t]]]++;
+    }
+    for (int k = 0; k < 3; k++)
+        ck_assert_msg(got[k] == want[k], "fraction %g per_class %lld: class %d took %lld, want %lld", frac,
+                      (long long)per_class, k, (long long)got[k], (long long)want[k]);
+    if (first0) *first0 = ids[0];
+    inca_free(ids);
+}
+
+START_TEST(labeled_pick_by_hand) {
+    int32_t y[15];
+    int64_t pool[15];
+    for (int i = 0; i < 15; i++) {
+        y[i] = i < 10 ? 0 : i < 13 ? 1 : i < 14 ? 2 : -1;
+        pool[i] = 14 - i;
+    }
+    const int64_t half[3] = {5, 2, 1}, tiny[3] = {1, 1, 1}, two[3] = {2, 2, 1};
+    labeled_pick_counts(y, pool, 0.5, 0, 1, half, NULL);
+    labeled_pick_counts(y, pool, 0.05, 0, 1, tiny, NULL);
+    labeled_pick_counts(y, pool, 0.0, 2, 1, two, NULL);
+    int64_t a = -1, b = -1, seen[8];
+    int differ = 0;
+    for (uint64_t s = 0; s < 8; s++) {
+        labeled_pick_counts(y, pool, 0.05, 0, 100 + s, tiny, &seen[s]);
+        differ |= seen[s] != seen[0];
+    }
+    ck_assert_msg(differ, "8 seeds all labelled node %lld of class 0", (long long)seen[0]);
+    labeled_pick_counts(y, pool, 0.05, 0, 7, tiny, &a);
+    labeled_pick_counts(y, pool, 0.05, 0, 7, tiny, &b);
+    ck_assert_int_eq(a, b);
+}
+END_TEST
+
+/* --ssl auto's check breaks a tie for the earlier candidate (a mutation round: >= for > in the
+ * pick, the last of the tied, passed every case above, where the candidates differ): every row
+ * of class k is the same point, 5 on the features t with t % C == k and 0 elsewhere, so each
+ * candidate (spreading and SGC over the raw, whitened and square-rooted whitened views, and the
+ * proxy) gets every hidden row right, and spreading over the raw rows, the first, labels the pool. */
+START_TEST(ssl_check_tie_keeps_the_first) {
+    dataset_t d;
+    make_blobs(&d, 21);
+    for (int64_t i = 0; i < d.n; i++)
+        for (int t = 0; t < F; t++) d.x[i * F + t] = t % C == d.y[i] ? 5.0f : 0.0f;
+    int64_t *lab = NULL, nlab = 0;
+    int32_t *yv = visible_labels(&d, d.split[SPLIT_TRAIN], 0.1, 0, 3, &lab, &nlab);
+    dataset_t dv = d;
+    dv.y = yv;
+    prune_config_t cfg;
+    small_config(&cfg);
+    ck_assert_int_eq(cfg.ssl, PRUNE_SSL_AUTO);
+    prune_result_t r;
+    ck_assert_int_eq(prune_run(&dv, d.split[SPLIT_TRAIN], NPOOL, &cfg, &r), 0);
+    ck_assert_int_eq(r.ssl_check_n, nlab);
+    int ncand = 0;
+    for (int k = 0; k < PRUNE_CAND_COUNT; k++) {
+        if (isnan(r.ssl_check_acc[k])) continue;
+        ncand++;
+        ck_assert_msg(r.ssl_check_acc[k] == 1.0, "candidate %d: %g, the case does not tie them", k, r.ssl_check_acc[k]);
+    }
+    ck_assert_int_eq(ncand, 7);
+    ck_assert_int_eq(r.ssl_used, PRUNE_SSL_LABELPROP);
+    ck_assert_int_eq(r.knn_features_used, PRUNE_KF_RAW);
+    prune_result_free(&r);
+    inca_free(lab);
+    inca_free(yv);
+    dataset_free(&d);
+}
+END_TEST
+
+/* The sqrt-whiten view spreads over the square roots (a mutation round: the rows whitened
+ * without their square roots passed every case above). One feature: class 0 at 0 and 1, class 1
+ * at 99 and 100, the unlabelled row at 36. Whitening one feature is an increasing affine map, so
+ * with k = 1 euclidean neighbours the row's only edge goes to its nearest in the view: raw, 1
+ * (35 against 63), class 0; square roots 6 against 0, 1, 9.95 and 10, 99 (3.95 against 5),
+ * class 1. */
+START_TEST(sqrt_whiten_view_spreads_over_roots) {
+    dataset_t d;
+    dataset_init(&d);
+    d.n = 5;
+    d.f = 1;
+    d.c = 2;
+    d.x = inca_malloc(5 * sizeof *d.x);
+    d.y = inca_malloc(5 * sizeof *d.y);
+    ck_assert(d.x && d.y);
+    const float xs[5] = {0, 1, 36, 99, 100};
+    const int32_t ys[5] = {0, 0, -1, 1, 1};
+    memcpy(d.x, xs, sizeof xs);
+    memcpy(d.y, ys, sizeof ys);
+    const int64_t pool[5] = {0, 1, 2, 3, 4};
+    prune_config_t cfg;
+    prune_config_default(&cfg);
+    cfg.knn_k = 1;
+    cfg.metric = KNN_EUCLIDEAN;
+    cfg.knn_search = PRUNE_KNN_EXACT;
+    const int views[2] = {PRUNE_KF_WHITEN, PRUNE_KF_SQRT_WHITEN}, want[2] = {0, 1};
+    for (int v = 0; v < 2; v++) {
+        int32_t pseudo[5];
+        float conf[5];
+        prune_result_t r = {0};
+        r.npool = 5;
+        r.pseudo = pseudo;
+        r.conf = conf;
+        csr_t w = {0};
+        ck_assert_int_eq(pseudo_labelprop(&d, pool, 5, &cfg, 0, views[v], &r, &w), INCA_OK);
+        ck_assert_msg(pseudo[2] == want[v], "view %d: row 36 labelled %d, want %d", views[v], pseudo[2], want[v]);
+        ck_assert(conf[2] > 0.99f);
+        csr_free(&w);
+    }
     dataset_free(&d);
 }
 END_TEST
@@ -1429,6 +1557,9 @@ int main(void) {
     tcase_add_test(t, eval_random_subset_from_pool);
     tcase_add_test(t, cli_reuse_refuses_another_pool);
     tcase_add_test(t, pipeline_blobs_selftrain);
+    tcase_add_test(t, labeled_pick_by_hand);
+    tcase_add_test(t, ssl_check_tie_keeps_the_first);
+    tcase_add_test(t, sqrt_whiten_view_spreads_over_roots);
     tcase_add_test(t, hidden_labels_never_read_labelprop);
     tcase_add_test(t, hidden_labels_never_read_selftrain);
     tcase_add_test(t, hidden_labels_never_read_relabel);

@@ -281,6 +281,35 @@ START_TEST(pca_whiten_known_axes) {
 }
 END_TEST
 
+/* PCA whitening by hand on two rows (a mutation round: whitening by 1/λ for 1/√λ, the covariance
+ * over n − 1 and the sign fix dropped all passed the 4000-row case above, whose whitened
+ * covariance is 1 within sampling error and whose axes are checked up to sign): rows 0 and
+ * (a, b) have mean (a, b)/2 and covariance (a, b)ᵀ(a, b)/4, one axis v = ±(a, b)/r of variance
+ * λ = r²/4, r = |(a, b)|. z = v·(x − μ)/√λ is ∓1 and ±1, the sign making v's largest component
+ * positive: row (a, b) gets the sign of its larger-magnitude coordinate. Over the four
+ * covariances of the eight sign patterns; 1-D rows {0, 4} give −1 and +1 (1/λ gives ±0.5, the
+ * n − 1 covariance ±0.707). */
+START_TEST(pca_whiten_two_rows_by_hand) {
+    const float ab[8][2] = {{4, 1}, {-4, 1}, {4, -1}, {-4, -1}, {1, 4}, {1, -4}, {-1, 4}, {-1, -4}};
+    for (int k = 0; k < 8; k++) {
+        const float x[4] = {0, 0, ab[k][0], ab[k][1]};
+        const double big = fabs(ab[k][0]) > fabs(ab[k][1]) ? ab[k][0] : ab[k][1], s = big > 0 ? 1 : -1;
+        float *z = NULL;
+        double kept = 0;
+        ck_assert_int_eq(pca_whiten(x, 2, 2, 1, &z, &kept), INCA_OK);
+        ck_assert_msg(fabs(z[0] + s) < 1e-5 && fabs(z[1] - s) < 1e-5, "rows 0 and (%g, %g): z = %g, %g; want %g, %g",
+                      ab[k][0], ab[k][1], z[0], z[1], -s, s);
+        ck_assert_double_eq_tol(kept, 1.0, 1e-9);
+        inca_free(z);
+    }
+    const float x1[2] = {0, 4};
+    float *z = NULL;
+    ck_assert_int_eq(pca_whiten(x1, 2, 1, 1, &z, NULL), INCA_OK);
+    ck_assert_msg(fabs(z[0] + 1) < 1e-6 && fabs(z[1] - 1) < 1e-6, "1-D rows {0, 4}: z = %g, %g; want -1, 1", z[0], z[1]);
+    inca_free(z);
+}
+END_TEST
+
 /* 7 nodes: weighted path 0-1-2-3-4-5 plus chord 1-4 (weight 2); node 6 isolated. w (weighted
  * CSR) and W (dense, 7 x 7) hold the same graph. */
 enum { CHORD_N = 7 };
@@ -687,6 +716,7 @@ int main(void) {
     tcase_add_test(t, knn_faiss_recall);
     tcase_add_test(t, labelprop_closed_form);
     tcase_add_test(t, pca_whiten_known_axes);
+    tcase_add_test(t, pca_whiten_two_rows_by_hand);
     tcase_add_test(t, labelprop_class_mass_hand);
     tcase_add_test(t, cs_closed_form);
     tcase_add_test(t, sgc_hops_path_by_hand);
