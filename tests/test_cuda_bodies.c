@@ -71,6 +71,16 @@ START_TEST(dropout_bit_identical) {
     ck_assert_uint_eq(m0[0], 1);
     ck_assert_uint_eq(kb_dropout_keep(key, kb_dropout_thr(pe), 0), 1);
     ck_assert_uint_eq(kb_dropout_keep(key, kb_dropout_thr(pe) + 1, 0), 0);
+    /* a uniform just under p is dropped: for p = 0.1f, p 2^24 = 1677721.625 is not an integer, and
+     * the element whose u is 1677721 (u 2^-24 < p by hand) is dropped: the threshold is ceil(p
+     * 2^24), not floor (found by searching this key's elements, about 2^24 of them on average) */
+    const float pf = 0.1f;
+    ck_assert((double)pf * 16777216.0 == 1677721.625);
+    int64_t at = -1;
+    for (int64_t i = 0; i < ((int64_t)1 << 28) && at < 0; i++)
+        if ((kb_splitmix64(key ^ (uint64_t)i) >> 40) == 1677721) at = i;
+    ck_assert(at >= 0);
+    ck_assert_uint_eq(kb_dropout_keep(key, kb_dropout_thr(pf), at), 0);
     /* the hash is the core one (rng_hash64 = hash_at(key)) and the masks are not trivial */
     ck_assert_uint_eq(kb_splitmix64(kb_hash_key(7, 9) ^ 123), rng_hash64(7, 9, 123));
     ck_assert(kept_total > 0 && kept_total < 4 * 3 * 5 * n);
@@ -273,7 +283,8 @@ START_TEST(batchnorm_within_1e6) {
                         xh1[e] = kb_bn_norm_train(xh1[e], kb_bn_mean(sum[k], n), kb_bn_istd(s2[k], n));
                         y1[e] = kb_bn_affine(gamma[k], xh1[e], beta[k]);
                     }
-                } else {   /* k_bn_eval */
+                } else {   /* k_bn_eval, from the CPU's running statistics: elementwise, the same bits */
+                    memcpy(rm1, rm0, f * 4), memcpy(rv1, rv0, f * 4);
                     for (int64_t e = 0; e < nf; e++) {
                         const int64_t k = e % f;
                         const float isk = kb_bn_istd_eval(rv1[k]);
@@ -281,6 +292,11 @@ START_TEST(batchnorm_within_1e6) {
                         xh1[e] = kb_bn_norm_eval(xh1[e], rm1[k], isk);
                         y1[e] = kb_bn_affine(gamma[k], xh1[e], beta[k]);
                     }
+                }
+                if (!train) {
+                    bits_eq(xh1, xh0, (size_t)nf * 4, "bn xhat (eval)");
+                    bits_eq(y1, y0, (size_t)nf * 4, "bn y (eval)");
+                    bits_eq(is1, is0, (size_t)f * 4, "bn istd (eval)");
                 }
                 close_rel(xh1, xh0, nf, 1e-6, train ? "bn xhat (train)" : "bn xhat (eval)");
                 close_rel(y1, y0, nf, 1e-6, "bn y");
@@ -385,6 +401,37 @@ START_TEST(softmax_xent_and_accuracy) {
 }
 END_TEST
 
+/* The column sums' products and the log-sum-exp are in double, by hand where float would lose
+ * them: (1 + 2^-12)^2 - 1 = 2^-11 + 2^-24, whose 2^-24 a float product rounds away (a relative
+ * error of 2^-13, past the 1e-6 the random cases allow); log(e^0 + e^-1) = log1p(e^-1) to 1e-15
+ * (expf's rounding moves it by about 7e-9); logits all near -1000 keep a finite log-sum-exp
+ * (the shift is the row's max, not 0, or every exp underflows to 0). */
+START_TEST(sums_in_double_by_hand) {
+    const float x = 1.0f + 0x1p-12f;
+    double s0 = 0, s1 = 0;
+    kb_colsum_add(2, x, x, 0.0, &s0, &s1);
+    kb_colsum_add(2, -1.0f, 1.0f, 0.0, &s0, &s1);
+    ck_assert(s0 == 0x1p-12);
+    ck_assert_msg(s1 == 0x1p-11 + 0x1p-24, "sum of x b: %.17g", s1);
+    const float z[2] = {0.0f, -1.0f}, zl[2] = {-1000.0f, -1001.0f};
+    const double lse = kb_row_lse(z, 2, kb_row_max(z, 2)), want = log1p(exp(-1.0));
+    ck_assert_msg(fabs(lse - want) <= 1e-15, "lse %.17g, expected %.17g", lse, want);
+    const double lsel = kb_row_lse(zl, 2, kb_row_max(zl, 2));
+    ck_assert_msg(fabs(lsel - (-1000.0 + want)) <= 1e-12, "lse of logits near -1000: %.17g", lsel);
+    /* and the CPU's loss agrees there: logp of class 0 is -log1p(e^-1) */
+    int32_t y = 0;
+    int64_t idx = 0;
+    float lp[2];
+    const double l = kern_softmax_xent(1, 2, zl, &y, &idx, 1, lp, NULL);
+    ck_assert(fabs(l - want) <= 1e-6 && fabs(kb_logp(zl[0], lsel) - lp[0]) <= 1e-6);
+    /* a row index below 0 is as invalid as one past the end (the loss is NaN on both paths) */
+    const int32_t ys[2] = {1, 0};   /* row -1 would read a valid label, 1 */
+    ck_assert_int_eq(kb_xent_status(-1, 1, ys + 1, 2), 2);
+    idx = -1;
+    ck_assert(isnan(kern_softmax_xent(1, 2, zl, &y, &idx, 1, NULL, NULL)));
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("cuda_bodies");
     TCase *tc = tcase_create("host");
@@ -396,6 +443,7 @@ int main(void) {
     tcase_add_test(tc, adam_bit_identical);
     tcase_add_test(tc, batchnorm_within_1e6);
     tcase_add_test(tc, softmax_xent_and_accuracy);
+    tcase_add_test(tc, sums_in_double_by_hand);
     suite_add_tcase(s, tc);
     return tu_run_suite(s);
 }
