@@ -635,6 +635,191 @@ START_TEST(test_comm_thread_ranks) {
 }
 END_TEST
 
+/* The generator's draws against their distributions (independent of the code: counts expected
+ * from uniformity). rng_below on n = 3 2^62: floor(x n / 2^64) = floor(3x / 4) gives multiples of
+ * 3 to two x values in four, so without Lemire's rejection half the draws are multiples of 3,
+ * with it a third. A Fisher-Yates shuffle of three items gives each of the 6 orders 1/6 of the
+ * time (a last step skipped gives 3 orders, j drawn below i instead of i + 1 gives Sattolo's 2
+ * cycles). rng_hash_uniform_d is uniform on [0, 1): mean 1/2, variance 1/12. */
+START_TEST(test_rng_distributions) {
+    rng_t r;
+    rng_seed(&r, 5);
+    const uint64_t n = 3ull << 62;
+    const int N = 30000;
+    int m3 = 0;
+    for (int i = 0; i < N; i++) {
+        const uint64_t v = rng_below(&r, n);
+        ck_assert(v < n);
+        m3 += v % 3 == 0;
+    }
+    ck_assert_msg(abs(m3 - N / 3) < 600, "%d of %d draws below 3 2^62 are multiples of 3", m3, N);
+    int c64[27] = {0}, c32[27] = {0};
+    for (int t = 0; t < 60000; t++) {
+        int64_t a[3] = {0, 1, 2};
+        int32_t b[3] = {0, 1, 2};
+        rng_shuffle_i64(&r, a, 3);
+        rng_shuffle_i32(&r, b, 3);
+        c64[a[0] * 9 + a[1] * 3 + a[2]]++;
+        c32[b[0] * 9 + b[1] * 3 + b[2]]++;
+    }
+    static const int perms[6] = {0 * 9 + 1 * 3 + 2, 0 * 9 + 2 * 3 + 1, 1 * 9 + 0 * 3 + 2,
+                                 1 * 9 + 2 * 3 + 0, 2 * 9 + 0 * 3 + 1, 2 * 9 + 1 * 3 + 0};
+    for (int k = 0; k < 6; k++) {   /* each 10000, standard deviation 91 */
+        ck_assert_msg(abs(c64[perms[k]] - 10000) < 600, "i64 order %d drawn %d times of 60000", perms[k], c64[perms[k]]);
+        ck_assert_msg(abs(c32[perms[k]] - 10000) < 600, "i32 order %d drawn %d times of 60000", perms[k], c32[perms[k]]);
+    }
+    double s = 0, s2 = 0;
+    for (int i = 0; i < 200000; i++) {
+        const double u = rng_hash_uniform_d(7, 1, (uint64_t)i);
+        ck_assert(u >= 0 && u < 1);
+        s += u;
+        s2 += u * u;
+    }
+    ck_assert_double_eq_tol(s / 200000, 0.5, 0.005);
+    ck_assert_double_eq_tol(s2 / 200000 - (s / 200000) * (s / 200000), 1.0 / 12, 0.002);
+}
+END_TEST
+
+/* A context prefix on a message that fills the buffer keeps the prefix (up to its 511
+ * characters), ": " and as much of the message as fits in 1023 characters. */
+START_TEST(test_status_ctx_truncates) {
+    char o[1001], p[601];
+    memset(o, 'o', 1000), o[1000] = '\0';
+    memset(p, 'p', 600), p[600] = '\0';
+    inca_fail(INCA_EIO, "%s", o);
+    ck_assert_int_eq(inca_fail_ctx(INCA_EIO, "%s", p), INCA_EIO);
+    const char *m = inca_errmsg();
+    ck_assert_uint_eq(strlen(m), 1023);
+    ck_assert(strspn(m, "p") == 511 && strncmp(m + 511, ": ", 2) == 0 && strspn(m + 513, "o") == 510);
+}
+END_TEST
+
+/* inca_out_check on the folder a path names: a missing folder and a file in a folder's place are
+ * named as such; "DIR/sub/" names sub, in DIR (which exists); "/x" is in "/", which exists. A
+ * temporary path in a message is replaced by the user's, every time it occurs. */
+START_TEST(test_out_check_and_untemp) {
+    char *dir = tu_mkdtemp(), p[600], want[700];
+    snprintf(p, sizeof p, "%s/none/x", dir);
+    ck_assert_int_eq(inca_out_check(p), INCA_ENOTFOUND);
+    snprintf(want, sizeof want, "%s: cannot write: folder %s/none does not exist", p, dir);
+    ck_assert_str_eq(inca_errmsg(), want);
+    snprintf(p, sizeof p, "%s/file", dir);
+    FILE *f = fopen(p, "w");
+    ck_assert(f && fclose(f) == 0);
+    snprintf(p, sizeof p, "%s/file/x", dir);
+    ck_assert_int_eq(inca_out_check(p), INCA_ENOTFOUND);
+    snprintf(want, sizeof want, "%s: cannot write: %s/file is not a folder", p, dir);
+    ck_assert_str_eq(inca_errmsg(), want);
+    snprintf(p, sizeof p, "%s/sub/", dir);
+    ck_assert_int_eq(inca_out_check(p), INCA_OK);
+    snprintf(p, sizeof p, "%s//sub", dir);
+    ck_assert_int_eq(inca_out_check(p), INCA_OK);
+    ck_assert_int_ne(inca_out_check("/x"), INCA_ENOTFOUND);   /* EIO where / is not writable */
+    inca_fail(INCA_EIO, "rename a.tmp to a.tmp.old: a.tmp: gone");
+    ck_assert_int_eq(inca_err_untemp(INCA_ENOMEM, "a.tmp", "a"), INCA_ENOMEM);
+    ck_assert_str_eq(inca_errmsg(), "rename a to a.old: a: gone");
+    ck_assert_int_eq(inca_err_untemp(INCA_EIO, "b.tmp", "b"), INCA_EIO);
+    ck_assert_str_eq(inca_errmsg(), "rename a to a.old: a: gone");
+    tu_rmrf(dir);
+    free(dir);
+}
+END_TEST
+
+/* qsort's comparator orders the extremes (a difference would overflow); FNV-1a 64 against its
+ * published test vectors (offset basis 0xcbf29ce484222325; Fowler, Noll, Vo: "", "a", "foobar") */
+START_TEST(test_cmp_and_fnv) {
+    int64_t v[6] = {3, INT64_MAX, -1, INT64_MIN, 0, 3};
+    qsort(v, 6, sizeof *v, inca_cmp_i64);
+    const int64_t want[6] = {INT64_MIN, -1, 0, 3, 3, INT64_MAX};
+    for (int i = 0; i < 6; i++) ck_assert(v[i] == want[i]);
+    const uint64_t basis = 0xcbf29ce484222325ull;
+    ck_assert_uint_eq(inca_fnv1a(basis, "", 0), basis);
+    ck_assert_uint_eq(inca_fnv1a(basis, "a", 1), 0xaf63dc4c8601ec8cull);
+    ck_assert_uint_eq(inca_fnv1a(basis, "foobar", 6), 0x85944171f73967e8ull);
+    ck_assert_uint_eq(inca_fnv1a(inca_fnv1a(basis, "foo", 3), "bar", 3), 0x85944171f73967e8ull);
+}
+END_TEST
+
+/* Injection reaches every allocator and the callers' own checks (inca_alloc_injected), each
+ * failing once at the n-th call; an overflowing calloc says so. Unset, the thread count is the
+ * machine's (in a forked test, where nothing has set it yet). */
+START_TEST(test_alloc_injection_everywhere) {
+    inca_alloc_fail_after(1);
+    ck_assert_int_eq(inca_alloc_injected(8), 1);
+    ck_assert_ptr_nonnull(strstr(inca_errmsg(), "injected"));
+    ck_assert_int_eq(inca_alloc_injected(8), 0);
+    inca_alloc_fail_after(1);
+    ck_assert_ptr_null(inca_realloc(NULL, 8));
+    void *q = inca_realloc(NULL, 8);
+    ck_assert_ptr_nonnull(q);
+    inca_free(q);
+    inca_alloc_fail_after(1);
+    ck_assert_ptr_null(inca_malloc_aligned(64));
+    q = inca_malloc_aligned(64);
+    ck_assert_ptr_nonnull(q);
+    inca_free(q);
+    ck_assert_ptr_null(inca_calloc(SIZE_MAX / 2, 4));
+    ck_assert_ptr_nonnull(strstr(inca_errmsg(), "overflows"));
+    const char *fork = getenv("CK_FORK");
+    if (!fork || strcmp(fork, "no") != 0) ck_assert_int_eq(inca_threads(), (int)sysconf(_SC_NPROCESSORS_ONLN));
+}
+END_TEST
+
+/* RssAnon of /proc/self/status, kB, read here */
+static long long proc_anon_kb(void) {
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long long kb = -1;
+    ck_assert(f);
+    while (fgets(line, sizeof line, f))
+        if (strncmp(line, "RssAnon:", 8) == 0) kb = atoll(line + 8);
+    fclose(f);
+    return kb;
+}
+
+/* Without the sampling thread, reading the peaks samples first: 128 MiB touched show at once.
+ * memstat_anon_now is RssAnon in bytes (kB x 1024, between two readings of it made here);
+ * memstat_json writes the anonymous peak as peak_rss_anon_mb and the file-backed one as
+ * peak_rss_file_mb (between readings before and after, and apart: 128 MiB of anonymous memory). */
+START_TEST(test_memstat_unsampled) {
+    double a0, f0, a1, f1, a2, f2;
+    memstat_reset_peaks();   /* the peaks from now (earlier cases, without fork, reached higher) */
+    memstat_peaks(&a0, &f0);
+    const size_t bytes = (size_t)128 << 20;
+    char *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ck_assert(p != MAP_FAILED);
+    memset(p, 1, bytes);
+    memstat_peaks(&a1, &f1);
+    ck_assert_msg(a1 - a0 >= 100, "anonymous peak %.1f -> %.1f MiB after touching 128 MiB", a0, a1);
+    const long long k0 = proc_anon_kb();
+    int64_t now = 0;
+    ck_assert_int_eq(memstat_anon_now(&now), INCA_OK);
+    const long long k1 = proc_anon_kb();
+    const long long lo = k0 < k1 ? k0 : k1, hi = k0 < k1 ? k1 : k0;
+    ck_assert_msg(now % 1024 == 0 && now / 1024 >= lo && now / 1024 <= hi, "anon now %lld bytes, RssAnon %lld..%lld kB",
+                  (long long)now, lo, hi);
+    json_t *j = NULL;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *ms = open_memstream(&buf, &len);
+    ck_assert(ms && json_new(&j) == INCA_OK);
+    memstat_json(j);
+    ck_assert_int_eq(json_write(j, ms), INCA_OK);
+    json_free(&j);
+    fclose(ms);
+    memstat_peaks(&a2, &f2);
+    cJSON *o = cJSON_Parse(buf);
+    ck_assert(o);
+    const double ja = cJSON_GetObjectItem(o, "peak_rss_anon_mb")->valuedouble;
+    const double jf = cJSON_GetObjectItem(o, "peak_rss_file_mb")->valuedouble;
+    ck_assert_msg(ja >= a1 && ja <= a2 && jf >= f1 && jf <= f2 && a1 > f2, "json anon %g file %g; peaks %g..%g, %g..%g",
+                  ja, jf, a1, a2, f1, f2);
+    cJSON_Delete(o);
+    free(buf);
+    munmap(p, bytes);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("core");
     TCase *tc = tcase_create("core");
@@ -643,6 +828,11 @@ int main(void) {
     tcase_add_test(tc, test_comm_thread_ranks);
     tcase_add_test(tc, test_alloc_injection);
     tcase_add_test(tc, test_rng);
+    tcase_add_test(tc, test_rng_distributions);
+    tcase_add_test(tc, test_status_ctx_truncates);
+    tcase_add_test(tc, test_out_check_and_untemp);
+    tcase_add_test(tc, test_cmp_and_fnv);
+    tcase_add_test(tc, test_alloc_injection_everywhere);
     tcase_add_test(tc, test_thread_adopt);
     tcase_add_test(tc, test_args);
     tcase_add_test(tc, test_args_values);
@@ -652,6 +842,7 @@ int main(void) {
     tcase_add_test(tc, test_json_numbers_round_trip);
     tcase_add_test(tc, test_json_misuse_and_enomem);
     tcase_add_test(tc, test_memstat_peaks);
+    tcase_add_test(tc, test_memstat_unsampled);
     suite_add_tcase(s, tc);
     return tu_run_suite(s);
 }
