@@ -6,6 +6,7 @@
 #include "core/alloc.h"
 #include "core/status.h"
 #include "memory/arena.h"
+#include "core/memstat.h"
 #include "memory/history.h"
 #include <math.h>
 #include <stdint.h>
@@ -236,6 +237,42 @@ START_TEST(spill_to_file) {
 }
 END_TEST
 
+/* What the arena does by default: spill files go to the working folder when no folder is given;
+ * an empty spilled table is a one-byte block (a zero-length file cannot be mapped); a block of
+ * 1 MiB or more is an anonymous map, committed on first touch (a rank holds the rows it uses),
+ * so 64 MiB allocated raise the anonymous resident memory by less than 8 MiB until touched. */
+START_TEST(arena_defaults) {
+    char dir[] = "/tmp/inca-spill-test-XXXXXX", cwd[4096], line[1024], want[4200];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    ck_assert_ptr_nonnull(getcwd(cwd, sizeof cwd));
+    ck_assert_int_eq(chdir(dir), 0);
+    mem_arena_t *a = NULL;
+    ck_assert_int_eq(mem_arena_create(&a), INCA_OK);
+    ck_assert_int_eq(mem_arena_set_spill(a, 0, NULL), INCA_OK);
+    void *p = mem_arena_alloc_spill(a, 4096, "t");
+    ck_assert_ptr_nonnull(p);
+    ck_assert(maps_line(p, line, sizeof line));
+    snprintf(want, sizeof want, "%s/.inca-spill-", dir);
+    ck_assert_msg(strstr(line, want) != NULL, "spill map %s not in %s", line, dir);
+    ck_assert_ptr_nonnull(mem_arena_alloc_spill(a, 0, "empty"));
+    ck_assert_int_eq(mem_arena_block_spilled(a, 1), 1);
+    ck_assert_uint_eq(mem_arena_block_bytes(a, 1), 1);
+    mem_arena_destroy(&a);
+    ck_assert_int_eq(chdir(cwd), 0);
+    ck_assert_int_eq(rmdir(dir), 0);
+    ck_assert_int_eq(mem_arena_create(&a), INCA_OK);
+    int64_t before = 0, after = 0;
+    ck_assert_int_eq(memstat_anon_now(&before), INCA_OK);
+    char *big = mem_arena_alloc(a, (size_t)64 << 20, "big");
+    ck_assert_ptr_nonnull(big);
+    ck_assert_int_eq(memstat_anon_now(&after), INCA_OK);
+    ck_assert_msg(after - before < ((int64_t)8 << 20), "64 MiB allocated: anonymous memory %lld -> %lld bytes",
+                  (long long)before, (long long)after);
+    ck_assert(big[0] == 0 && big[((size_t)64 << 20) - 1] == 0);
+    mem_arena_destroy(&a);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("memory");
     TCase *t = tcase_create("core");
@@ -245,6 +282,7 @@ int main(void) {
     tcase_add_test(t, tables);
     tcase_add_test(t, spill_to_file);
     tcase_add_test(t, spill_budget_accumulates);
+    tcase_add_test(t, arena_defaults);
     suite_add_tcase(s, t);
     return tu_run_suite(s);
 }
