@@ -45,7 +45,7 @@ static int gen_opts_from_args(const args_t *a, const char *kind, int csbm, gen_o
     if ((rc = args_double(a, "--avg-degree", 0, &o->avg_degree)) != INCA_OK) return rc;
     if ((rc = args_int(a, "--features", csbm ? 32 : 0, &o->features)) != INCA_OK) return rc;
     if ((rc = args_int(a, "--classes", csbm ? 4 : 0, &v)) != INCA_OK) return rc;
-    if (v < 0 || v > INT32_MAX) return inca_fail(INCA_EINVAL, "--classes %lld out of range", (long long)v);
+    if (v < 0 || v > INT32_MAX) return inca_fail(INCA_EINVAL, "--classes %lld: expected 0 .. %d", (long long)v, INT32_MAX);
     o->classes = (int32_t)v;
     if ((rc = args_int(a, "--seed", 0, &v)) != INCA_OK) return rc;
     o->seed = (uint64_t)v;

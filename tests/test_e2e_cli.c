@@ -1,0 +1,495 @@
+/* The command-line layer's own contract, pinned against values computed by hand or read from the
+ * help texts and ARCHITECTURE.md (exit 0 / 1 / 2, a one-line message naming the flag): main's
+ * dispatch (inca alone, --help and -h, an unknown command, --list-flags), gen's defaults and JSON
+ * (csbm's edge probabilities and sampled edges by hand), partition's refusals and JSON (the
+ * balance, the layout's three parts), ingest's flag refusals and self-loops, train's flag ranges
+ * and JSON fields, prune's evaluation flags and budget lines, and the status line: erased at the
+ * end, its elapsed seconds shown, and none under a benchmark's --quiet given first. All on a
+ * 200-node csbm: a few seconds in all. */
+#include "testutil.h"
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char *dir;
+static char g[1024];   /* csbm: 200 nodes, 32 features, 4 classes (gen's defaults), seed 0 */
+
+/* `inca <args>` (printf-style): its exit status; *out and *err receive stdout and stderr (free
+ * them; either may be NULL to drop it) */
+static int run(char **out, char **err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int run(char **out, char **err, const char *fmt, ...) {
+    char *args = NULL, *o = NULL, *e = NULL;
+    va_list ap;
+    va_start(ap, fmt);
+    ck_assert_int_ge(vasprintf(&args, fmt, ap), 0);
+    va_end(ap);
+    const int rc = tu_inca(args, &o, &e);
+    free(args);
+    if (out) *out = o;
+    else free(o);
+    if (err) *err = e;
+    else free(e);
+    return rc;
+}
+
+/* `inca <args>` must exit 0; its last stdout line as JSON */
+static cJSON *run_json(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static cJSON *run_json(const char *fmt, ...) {
+    char *args = NULL, *out = NULL, *err = NULL;
+    va_list ap;
+    va_start(ap, fmt);
+    ck_assert_int_ge(vasprintf(&args, fmt, ap), 0);
+    va_end(ap);
+    const int rc = tu_inca(args, &out, &err);
+    ck_assert_msg(rc == 0, "inca %s -> %d: %s", args, rc, err ? err : "");
+    cJSON *j = tu_json_last(out);
+    free(args);
+    free(out);
+    free(err);
+    return j;
+}
+
+/* `inca <args>` must exit 2 with exactly want + "\n" on stderr (prefix: "inca CMD: ") and
+ * nothing on stdout */
+static void refused(const char *want, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void refused(const char *want, const char *fmt, ...) {
+    char *args = NULL, *out = NULL, *err = NULL;
+    va_list ap;
+    va_start(ap, fmt);
+    ck_assert_int_ge(vasprintf(&args, fmt, ap), 0);
+    va_end(ap);
+    const int rc = tu_inca(args, &out, &err);
+    ck_assert_msg(rc == 2, "inca %s: exit %d, expected 2 (stderr '%s')", args, rc, err ? err : "");
+    const size_t l = strlen(want);
+    ck_assert_msg(err && strncmp(err, want, l) == 0 && strcmp(err + l, "\n") == 0, "inca %s: stderr '%s', expected '%s'",
+                  args, err ? err : "", want);
+    ck_assert_msg(!out || !*out, "inca %s printed '%s'", args, out);
+    free(args);
+    free(out);
+    free(err);
+}
+
+static const char *str_at(const cJSON *o, const char *key) { return tu_json_get(o, key, cJSON_String)->valuestring; }
+static int bool_at(const cJSON *o, const char *key) { return cJSON_IsTrue(tu_json_get(o, key, cJSON_True | cJSON_False)); }
+
+/* lines of text starting with s */
+static int lines_starting(const char *text, const char *s) {
+    int n = 0;
+    for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) n += strncmp(p, s, strlen(s)) == 0;
+    return n;
+}
+
+/* `inca` alone is a usage error (exit 2, the command list on stderr); --help and -h print the
+ * list on stdout and exit 0, one "  inca CMD" line per command; `inca CMD -h` is its --help; an
+ * unknown command exits 2 naming it; --list-flags without a benchmark's name lists nothing (2). */
+START_TEST(main_dispatch) {
+    static const char *const cmds[] = {"ingest", "gen", "info", "verify", "partition", "train", "predict", "export",
+                                       "shard", "prune", "bench"};
+    char *out = NULL, *err = NULL;
+    ck_assert_int_eq(run(&out, &err, "%s", ""), 2);
+    ck_assert_msg(!*out && strstr(err, "usage: inca <command>"), "out '%s' err '%s'", out, err);
+    free(out);
+    free(err);
+    for (int k = 0; k < 2; k++) {
+        ck_assert_int_eq(run(&out, &err, "%s", k ? "-h" : "--help"), 0);
+        ck_assert_msg(!*err && strncmp(out, "usage: inca <command>", 21) == 0, "out '%s' err '%s'", out, err);
+        ck_assert_int_eq(lines_starting(out, "  inca "), (int)(sizeof cmds / sizeof cmds[0]));
+        for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+            char want[64];
+            snprintf(want, sizeof want, "  inca %s ", cmds[i]);
+            ck_assert_msg(strstr(out, want), "--help lacks '%s': %s", want, out);
+        }
+        free(out);
+        free(err);
+    }
+    ck_assert_int_eq(run(&out, &err, "train -h"), 0);
+    ck_assert_msg(!*err && strncmp(out, "usage: inca train STORE", 23) == 0 && strstr(out, "--epochs E [200]"), "%s", out);
+    free(out);
+    free(err);
+    ck_assert_int_eq(run(&out, &err, "gen --kind csbm -h"), 0);   /* after other flags too */
+    ck_assert_msg(strncmp(out, "usage: inca gen --kind", 22) == 0, "%s", out);
+    free(out);
+    free(err);
+    ck_assert_int_eq(run(&out, &err, "frobnicate"), 2);
+    ck_assert_msg(!*out && strncmp(err, "inca: unknown command 'frobnicate'\n", 35) == 0, "%s", err);
+    free(out);
+    free(err);
+    /* a benchmark is named, and named right */
+    refused("inca bench: expected a benchmark: spmm|gen|loader|epoch|pruning|knn|scale", "bench");
+    refused("inca bench: unknown benchmark 'nosuch' (expected spmm|gen|loader|epoch|pruning|knn|scale)", "bench nosuch");
+    ck_assert_int_eq(run(&out, NULL, "bench --list-flags"), 2);
+    ck_assert_msg(!*out, "%s", out);
+    free(out);
+    ck_assert_int_eq(run(&out, NULL, "bench spmm --list-flags"), 0);
+    ck_assert_msg(strstr(out, "--nodes VALUE\n") && strstr(out, "--deterministic\n"), "%s", out);
+    free(out);
+}
+END_TEST
+
+/* gen's JSON for the help's defaults: csbm [32] features, [4] classes, homophily [0.8], split
+ * [random:0.6,0.2,0.2], seed [0]; round(N D / 2) = 400 edges sampled for N = 200, D = 4, and the
+ * probabilities by hand: 4 classes of 50 hold 4 x 50 x 49 / 2 = 4900 of the 19900 pairs, so
+ * p_intra = 0.8 x 400 / 4900 and p_inter = 0.2 x 400 / 15000. R-MAT's defaults: no features, no
+ * classes, no labels, a null homophily and no csbm keys. */
+START_TEST(gen_defaults_and_json) {
+    cJSON *j = run_json("gen --kind csbm --nodes 200 --avg-degree 4 --threads 1 --out '%s/d1' --json --quiet", dir);
+    ck_assert_str_eq(str_at(j, "kind"), "csbm");
+    ck_assert_int_eq((long)tu_json_dbl(j, "features"), 32);
+    ck_assert_int_eq((long)tu_json_dbl(j, "classes"), 4);
+    ck_assert_int_eq((long)tu_json_dbl(j, "labeled"), 200);
+    ck_assert_int_eq((long)tu_json_dbl(j, "seed"), 0);
+    ck_assert_int_eq((long)tu_json_dbl(j, "threads"), 1);
+    ck_assert_int_eq((long)tu_json_dbl(j, "sampled_edges"), 400);
+    ck_assert_double_eq(tu_json_dbl(j, "homophily_requested"), 0.8);
+    ck_assert_double_eq(tu_json_dbl(j, "avg_degree_requested"), 4);
+    ck_assert_double_eq_tol(tu_json_dbl(j, "avg_degree"), tu_json_dbl(j, "edges") / 200.0, 1e-12);
+    ck_assert_double_eq_tol(tu_json_dbl(j, "p_intra"), 0.8 * 400 / 4900.0, 1e-15);
+    ck_assert_double_eq_tol(tu_json_dbl(j, "p_inter"), 0.2 * 400 / 15000.0, 1e-15);
+    const cJSON *s = tu_json_get(j, "splits", cJSON_Object);
+    ck_assert_int_eq((long)tu_json_dbl(s, "train"), 120);
+    ck_assert_int_eq((long)tu_json_dbl(s, "valid"), 40);
+    ck_assert_int_eq((long)tu_json_dbl(s, "test"), 40);
+    cJSON_Delete(j);
+    j = run_json("gen --kind rmat --nodes 200 --avg-degree 4 --threads 2 --seed 7 --out '%s/d2' --json --quiet", dir);
+    ck_assert_int_eq((long)tu_json_dbl(j, "features"), 0);
+    ck_assert_int_eq((long)tu_json_dbl(j, "classes"), 0);
+    ck_assert_int_eq((long)tu_json_dbl(j, "labeled"), 0);
+    ck_assert_int_eq((long)tu_json_dbl(j, "seed"), 7);
+    ck_assert_int_eq((long)tu_json_dbl(j, "threads"), 2);
+    ck_assert_int_eq((long)tu_json_dbl(j, "sampled_edges"), 400);
+    ck_assert(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(j, "homophily")));
+    ck_assert_ptr_null(cJSON_GetObjectItemCaseSensitive(j, "p_intra"));
+    cJSON_Delete(j);
+}
+END_TEST
+
+/* gen's own refusals (exit 2, one line naming the flag and what it expects, nothing written);
+ * the merged-pairs warning only for a csbm that falls more than 10% short (R-MAT's hubs always
+ * merge some: gen.h), so a 2000-node csbm of degree 5 and a short R-MAT say nothing */
+START_TEST(gen_refusals_and_warning) {
+    static const struct { const char *args, *msg; } bad[] = {
+        {"--kind csbm --nodes 200 --avg-degree 4 --threads 4097", "inca gen: --threads 4097, expected 0 (all) .. 4096"},
+        {"--kind csbm --nodes 200 --avg-degree 4 --threads -1", "inca gen: --threads -1, expected 0 (all) .. 4096"},
+        {"--kind rmat --nodes 200 --avg-degree 4 --mean-scale 2", "inca gen: --homophily and --mean-scale apply to --kind csbm only"},
+        {"--kind rmat --nodes 200 --avg-degree 4 --classes -1", "inca gen: --classes -1: expected 0 .. 2147483647"},
+        {"--kind rmat --nodes 200 --avg-degree 4 extra", "inca gen: unexpected argument 'extra'"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        refused(bad[i].msg, "gen %s --out '%s/b%zu'", bad[i].args, dir, i);
+        char p[1100];
+        snprintf(p, sizeof p, "%s/b%zu", dir, i);
+        ck_assert_msg(!tu_exists(p), "%s left a store", bad[i].args);
+    }
+    char *out = NULL, *err = NULL;
+    ck_assert_int_eq(run(&out, &err, "gen --kind csbm --nodes 2000 --avg-degree 5 --out '%s/w1' --json", dir), 0);
+    ck_assert_msg(tu_json_num(tu_last_line(out), "avg_degree") >= 4.5 && !*err, "err '%s', out %s", err, out);
+    free(out);
+    free(err);
+    ck_assert_int_eq(run(&out, &err, "gen --kind rmat --nodes 200 --avg-degree 4 --out '%s/w2' --json", dir), 0);
+    ck_assert_msg(tu_json_num(tu_last_line(out), "avg_degree") < 3.6 && !*err, "err '%s', out %s", err, out);
+    free(out);
+    free(err);
+}
+END_TEST
+
+/* partition's refusals, each before any work; parmetis's part count is checked before MPI starts */
+START_TEST(partition_refusals) {
+    static const struct { const char *args, *msg; } bad[] = {
+        {"--parts 4 --seed -1", "inca partition: --seed: expected a non-negative integer"},
+        {"--parts 4 --ranks 2", "inca partition: --ranks: expected a positive count with --method parmetis"},
+        {"--parts 4 --method parmetis --ranks 0", "inca partition: --ranks: expected a positive count with --method parmetis"},
+        {"--parts 0 --method parmetis --ranks 2", "inca partition: --parts: 0 parts for 200 nodes (expected 1 to n)"},
+        {"--parts 201 --method parmetis --ranks 2", "inca partition: --parts: 201 parts for 200 nodes (expected 1 to n)"},
+        {"--parts 4 --m0 gat", "inca partition: --m0: expected gcn, sage or none, got 'gat'"},
+        {"--parts 4 --m0 mlp", "inca partition: --m0: expected gcn, sage or none, got 'mlp'"},
+        {"--parts 4 --no-layout --rebuild-layout",
+         "inca partition: --rebuild-layout: shapes the partition-ordered layout, which --no-layout skips"},
+        {"--parts 4 --no-layout --feature-norm row",
+         "inca partition: --feature-norm: shapes the partition-ordered layout, which --no-layout skips"},
+        {"--parts 4 --no-layout --m0 sage", "inca partition: --m0: shapes the partition-ordered layout, which --no-layout skips"},
+        {"--parts 4 --no-layout --history-dtype bf16",
+         "inca partition: --history-dtype: shapes the partition-ordered layout, which --no-layout skips"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) refused(bad[i].msg, "partition '%s' %s", g, bad[i].args);
+    char *out = NULL;
+    ck_assert_int_eq(run(&out, NULL, "info '%s' --json", g), 0);
+    ck_assert_msg(strstr(out, "\"partitions\":[]"), "a refused run stored a partitioning: %s", out);
+    free(out);
+}
+END_TEST
+
+/* partition's JSON: the seed and the name; balance = max_part x parts / nodes from its own fields;
+ * the layout's parts as written: --m0 none writes the features and the adjacency, not M^0; the
+ * same again writes nothing; --rebuild-layout writes them again; --m0 gcn adds M^0 alone. The
+ * summary line on stderr (a pipe), none with --quiet. */
+START_TEST(partition_json_and_quiet) {
+    char st[1100], *out = NULL, *err = NULL;
+    snprintf(st, sizeof st, "%s/pj", dir);
+    cJSON_Delete(run_json("gen --kind csbm --nodes 200 --avg-degree 4 --out '%s' --json --quiet", st));
+    static const struct { const char *flags; int reused, x, m0, adj; } steps[] = {
+        {"--m0 none", 0, 1, 0, 1},
+        {"--m0 none", 1, 0, 0, 0},
+        {"--m0 none --rebuild-layout", 1, 1, 0, 1},
+        {"--m0 gcn", 1, 0, 1, 0},
+    };
+    for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+        cJSON *j = run_json("partition '%s' --parts 4 --seed 3 %s --json --quiet", st, steps[i].flags);
+        ck_assert_str_eq(str_at(j, "name"), "metis-4-s3");
+        ck_assert_int_eq((long)tu_json_dbl(j, "seed"), 3);
+        ck_assert_int_eq((long)tu_json_dbl(j, "ranks"), 1);
+        const double mx = tu_json_dbl(j, "max_part"), mn = tu_json_dbl(j, "min_part");
+        ck_assert_msg(mn <= 50 && mx >= 50 && mx > mn, "parts of %g..%g nodes", mn, mx);   /* 4 parts of 200 */
+        ck_assert_double_eq_tol(tu_json_dbl(j, "balance"), mx * 4 / 200, 1e-12);
+        ck_assert_msg(bool_at(j, "reused") == steps[i].reused && bool_at(j, "layout_x_written") == steps[i].x &&
+                      bool_at(j, "layout_m0_written") == steps[i].m0 && bool_at(j, "layout_adj_written") == steps[i].adj,
+                      "step %zu (%s): reused %d x %d m0 %d adj %d", i, steps[i].flags, bool_at(j, "reused"),
+                      bool_at(j, "layout_x_written"), bool_at(j, "layout_m0_written"), bool_at(j, "layout_adj_written"));
+        cJSON_Delete(j);
+    }
+    ck_assert_int_eq(run(&out, &err, "partition '%s' --parts 4 --seed 3 --quiet", st), 0);
+    ck_assert_msg(!*out && !*err, "--quiet: out '%s' err '%s'", out, err);
+    free(out);
+    free(err);
+    ck_assert_int_eq(run(&out, &err, "partition '%s' --parts 4 --seed 3", st), 0);
+    ck_assert_msg(!*out && strncmp(err, "partition metis-4-s3: 4 parts of ", 33) == 0 && strstr(err, "(reused)\n") &&
+                  strchr(err, '\n') == err + strlen(err) - 1, "out '%s' err '%s'", out, err);
+    free(out);
+    free(err);
+}
+END_TEST
+
+/* ingest's flags that do not fit the format are refused before the source is read (the SRC here
+ * need not exist); --self-loops adds one loop per node: a 3-edge path on 4 nodes stores 3 + 4
+ * edges, and with --symmetrize 6 + 4; the JSON names the format */
+START_TEST(ingest_flags) {
+    static const struct { const char *args, *msg; } bad[] = {
+        {"--format ogb /nonexistent --features f.txt", "inca ingest: --labels/--features: only for --format edgelist"},
+        {"--format csv /nonexistent --self-loops", "inca ingest: --symmetrize/--self-loops: --format csv has no graph"},
+        {"--format csv /nonexistent --symmetrize", "inca ingest: --symmetrize/--self-loops: --format csv has no graph"},
+        {"--format idx /nonexistent --self-loops", "inca ingest: --symmetrize/--self-loops: --format idx has no graph"},
+        {"--format edgelist /nonexistent --split a", "inca ingest: --split: only for --format ogb"},
+        {"--format metis /nonexistent --split a", "inca ingest: --split: only for --format ogb"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) refused(bad[i].msg, "ingest %s --out '%s/i%zu'", bad[i].args, dir, i);
+    char el[1100];
+    snprintf(el, sizeof el, "%s/path.txt", dir);
+    FILE *f = fopen(el, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("0 1\n1 2\n2 3\n", f);
+    ck_assert_int_eq(fclose(f), 0);
+    static const struct { const char *flags; long edges; } ok[] = {{"", 3}, {"--self-loops", 7}, {"--symmetrize --self-loops", 10}};
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        cJSON *j = run_json("ingest --format edgelist '%s' %s --out '%s/e%zu' --json", el, ok[i].flags, dir, i);
+        ck_assert_str_eq(str_at(j, "format"), "edgelist");
+        ck_assert_int_eq((long)tu_json_dbl(j, "nodes"), 4);
+        ck_assert_int_eq((long)tu_json_dbl(j, "edges"), ok[i].edges);
+        ck_assert(tu_json_dbl(j, "seconds") > 0);
+        cJSON_Delete(j);
+    }
+    /* an existing --out without --force: refused before the source is read, naming the way out */
+    char want[2400];
+    snprintf(want, sizeof want, "inca ingest: --out %s/e0: already exists (use --force to replace it)", dir);
+    refused(want, "ingest --format edgelist '%s/nonexistent.txt' --out '%s/e0'", dir, dir);
+}
+END_TEST
+
+/* train's flag checks: each value just past what the flag takes is refused, exit 2, one line
+ * naming the flag and its range, before anything is loaded */
+START_TEST(train_flag_ranges) {
+    static const struct { const char *args, *msg; } bad[] = {
+        {"--layers 0", "--layers: expected an integer in [1, 1024], got 0"},
+        {"--layers 1025", "--layers: expected an integer in [1, 1024], got 1025"},
+        {"--hidden 1048577", "--hidden: expected an integer in [1, 1048576], got 1048577"},
+        {"--epochs 0", "--epochs: expected an integer in [1, 16777216], got 0"},
+        {"--dropout 1", "--dropout: expected a value in [0,1), got 1"},
+        {"--dropout -0.1", "--dropout: expected a value in [0,1), got -0.1"},
+        {"--weight-decay -1", "--weight-decay: expected >= 0, got -1"},
+        {"--beta1 1", "--beta1: expected auto or a value in [0,1), got 1"},
+        {"--beta1 -0.5", "--beta1: expected auto or a value in [0,1), got -0.5"},
+        {"--method gas --eval-average 1", "--eval-average: expected auto or a decay in [0,1), got 1"},
+        {"--model appnp --K 1001", "--K: expected an integer in [0, 1000], got 1001"},
+        {"--runs 0", "--runs: expected an integer in [1, 100000], got 0"},
+        {"--eval-every 0", "--eval-every: expected an integer in [1, 2147483647], got 0"},
+        {"--patience -1", "--patience: expected an integer in [0, 2147483647], got -1"},
+        {"--select f1", "--select: expected acc|loss, got 'f1'"},
+        {"--workers 65", "--workers: expected an integer in [1, 64], got 65"},
+        {"--threads 4097", "--threads: expected an integer in [0, 4096], got 4097"},
+        {"--seed -1", "--seed: expected an integer in [0, 9223372036854775807], got -1"},
+        {"--method gas --parts 0", "--parts: expected an integer in [1, 2147483647], got 0"},
+        {"--method gas --batch-parts 0", "--batch-parts: expected an integer in [1, 2147483647], got 0"},
+        {"--method gas --parts 4 --batch-parts 5", "--batch-parts 5: more than the 4 parts (--parts); a batch holds at most every part"},
+        {"--method gas --loader copy --memory-budget 1G",
+         "--memory-budget: needs --loader view (or auto); --loader copy holds the dataset in memory"},
+        /* flags the run would ignore */
+        {"--model gcn --alpha 0.2", "--alpha: no effect with --model gcn (it applies to --model gcnii or appnp)"},
+        {"--model sage --alpha 0.2", "--alpha: no effect with --model sage (it applies to --model gcnii or appnp)"},
+        {"--method full --loader view",
+         "--loader: no effect with --method full (it applies to --method cluster, gas or incagg (full-batch holds the dataset in memory))"},
+        {"--method full --features-location host",
+         "--features-location: no effect with --method full (it applies to the view loader of --method cluster, gas or incagg)"},
+        {"--method cluster --history-location host",
+         "--history-location: no effect with --method cluster (it applies to the history tables of --method gas or incagg)"},
+        {"--method full --pass-dtype bf16",
+         "--pass-dtype: no effect with --method full (it applies to the view loader's passes of --method cluster, gas or incagg)"},
+        {"extra", "expected exactly one STORE argument"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char want[512];
+        snprintf(want, sizeof want, "inca train: %s", bad[i].msg);
+        refused(want, "train '%s' --epochs 1 %s", g, bad[i].args);   /* a later flag wins */
+    }
+    /* the boundaries themselves are taken */
+    cJSON_Delete(run_json("train '%s' --model appnp --K 0 --epochs 1 --threads 1 --json --quiet", g));
+    cJSON_Delete(run_json("train '%s' --layers 1 --dropout 0 --beta1 0 --weight-decay 0 --epochs 1 --threads 1 --json --quiet", g));
+}
+END_TEST
+
+/* train's JSON beyond ARCHITECTURE.md's keys: the run's counts by hand (a GCN of 32 -> 16 -> 4 has
+ * 32 x 16 + 16 + 16 x 4 + 4 = 596 parameters; --eval-every 2 of 5 epochs evaluates after epochs 2,
+ * 4 and the last; --split random:0.5,... trains on half of 200), the flags given as the config
+ * records them, and the text line of two runs */
+START_TEST(train_json_fields) {
+    cJSON *j = run_json("train '%s' --epochs 5 --eval-every 2 --threads 1 --seed 5 --runs 2 --adamw --patience 3 "
+                        "--split random:0.5,0.25,0.25 --json --quiet", g);
+    ck_assert_int_eq((long)tu_json_dbl(j, "parameters"), 596);
+    ck_assert_int_eq((long)tu_json_dbl(j, "evaluations"), 3);
+    ck_assert_int_eq((long)tu_json_dbl(j, "train_nodes"), 100);
+    ck_assert_int_eq((long)tu_json_dbl(j, "ranks"), 1);
+    ck_assert_int_eq((long)tu_json_dbl(j, "threads"), 1);
+    ck_assert_int_eq((long)tu_json_dbl(j, "seed"), 5);
+    const cJSON *c = tu_json_get(j, "config", cJSON_Object);
+    ck_assert(bool_at(c, "adamw"));
+    ck_assert_int_eq((long)tu_json_dbl(c, "patience"), 3);
+    ck_assert_str_eq(str_at(c, "split"), "random:0.5,0.25,0.25");
+    ck_assert(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(c, "memory-budget")));
+    ck_assert(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(c, "device-memory-budget")));
+    cJSON_Delete(j);
+    j = run_json("train '%s' --model gcnii --wd-conv 0.001 --epochs 1 --threads 1 --json --quiet", g);
+    ck_assert_double_eq(tu_json_dbl(tu_json_get(j, "config", cJSON_Object), "wd-conv"), 0.001);
+    cJSON_Delete(j);
+    /* IncAgg: one refresh an epoch, each fused with its evaluation (the defaults); the view
+     * loader and the history's place as asked, the budget in bytes; --refresh-weights auto is average under the
+     * default --eval-average (1 - 2/4 here), last under --eval-average 0 */
+    j = run_json("train '%s' --method incagg --parts 4 --batch-parts 2 --epochs 3 --threads 1 --loader view "
+                 "--memory-budget 64M --history-location host --json --quiet", g);
+    ck_assert_int_eq((long)tu_json_dbl(j, "refreshes"), 3);
+    ck_assert_int_eq((long)tu_json_dbl(j, "refreshes_fused_with_eval"), 3);
+    ck_assert_int_eq((long)tu_json_dbl(j, "steps_per_epoch"), 2);
+    ck_assert_str_eq(str_at(j, "loader"), "view");
+    ck_assert_str_eq(str_at(j, "history_location"), "host");   /* as asked */
+    ck_assert_str_eq(str_at(j, "refresh_weights"), "average");
+    const double f = tu_json_dbl(j, "loader_wait_fraction");
+    ck_assert_msg(f >= 0 && f <= 1, "loader_wait_fraction %g", f);
+    c = tu_json_get(j, "config", cJSON_Object);
+    ck_assert_int_eq((long)tu_json_dbl(c, "memory-budget"), 64L << 20);
+    ck_assert_double_eq(tu_json_dbl(c, "eval-average"), 0.5);
+    ck_assert_str_eq(str_at(c, "refresh-weights"), "average");
+    cJSON_Delete(j);
+    j = run_json("train '%s' --method incagg --parts 4 --batch-parts 2 --epochs 1 --threads 1 --eval-average 0 --json --quiet", g);
+    ck_assert_str_eq(str_at(j, "refresh_weights"), "last");
+    ck_assert_str_eq(str_at(tu_json_get(j, "config", cJSON_Object), "refresh-weights"), "last");
+    cJSON_Delete(j);
+    char *out = NULL, *err = NULL;
+    ck_assert_int_eq(run(&out, &err, "train '%s' --epochs 2 --threads 1 --runs 2 --quiet", g), 0);
+    ck_assert_msg(strncmp(out, "gcn full on ", 12) == 0 && strstr(out, " (2 runs), val ") && strstr(out, ", best epoch ") &&
+                  !*err, "out '%s' err '%s'", out, err);
+    free(out);
+    free(err);
+}
+END_TEST
+
+/* prune's evaluation flags (refused before any work) and its budget lines: one per --keep, each
+ * naming its budget and the count; --eval-budget steps recorded; --no-full leaves full_acc null */
+START_TEST(prune_flags_and_lines) {
+    static const struct { const char *args, *msg; } bad[] = {
+        {"--eval --runs 0", "inca prune: --runs: expected >= 1, got 0"},
+        {"--eval-budget x", "inca prune: --eval-budget: expected epochs or steps, got 'x'"},
+        {"--eval --eval-sets coreset,bogus", "inca prune: --eval-sets: expected a list of coreset, random, full, got 'coreset,bogus'"},
+        {"extra", "inca prune: expected one STORE argument, got 2"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) refused(bad[i].msg, "prune '%s' %s", g, bad[i].args);
+    char *out = NULL, *err = NULL;
+    ck_assert_int_eq(run(&out, &err, "prune '%s' --labeled 0.1 --ssl labelprop --keep 0.3,0.5 --proxy-epochs 3 --threads 1 "
+                         "--eval --eval-budget steps --epochs 3 --no-full --json --quiet", g), 0);
+    cJSON *l[4];
+    const int n = tu_json_lines(out, l, 4);
+    ck_assert_int_eq(n, 2);
+    for (int i = 0; i < n; i++) {
+        ck_assert_int_eq((long)tu_json_dbl(l[i], "budget"), i);
+        ck_assert_int_eq((long)tu_json_dbl(l[i], "budgets"), 2);
+        ck_assert_double_eq(tu_json_dbl(l[i], "keep"), i ? 0.5 : 0.3);
+        ck_assert_int_eq((long)tu_json_dbl(l[i], "pool"), 120);   /* the train split, 0.6 of 200 */
+        ck_assert_int_eq((long)tu_json_dbl(l[i], "kept"), i ? 60 : 36);
+        ck_assert_str_eq(str_at(l[i], "defaults"), "graph");
+        ck_assert_str_eq(str_at(l[i], "eval_budget"), "steps");
+        ck_assert(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(l[i], "full_acc")));
+        ck_assert(tu_json_dbl(l[i], "coreset_acc") >= 0);
+    }
+    tu_json_free_lines(l, n);
+    ck_assert_msg(!*err, "--quiet: %s", err);
+    free(out);
+    free(err);
+}
+END_TEST
+
+/* `inca <args>` under a pseudo-terminal (script(1)): stdout and stderr together */
+static __attribute__((noinline)) char *under_pty(const char *args) {
+    char cmd[8192], *out = NULL;
+    snprintf(cmd, sizeof cmd, "script -qfec \"'%s' %s\" /dev/null", tu_bin(), args);
+    ck_assert_msg(tu_sh(cmd, &out, NULL) == 0, "under a terminal: inca %s failed: %s", args, out ? out : "");
+    return out;
+}
+
+/* The status line (cli/progress.h): "\r<cmd>: <message>  <elapsed> s", erased ("\r\x1b[K") before
+ * the command's own output, so gen's summary starts on a clean line; a benchmark's --quiet counts
+ * wherever it stands, first among the flags too */
+START_TEST(status_line) {
+    char args[2048];
+    snprintf(args, sizeof args, "gen --kind csbm --nodes 300 --avg-degree 4 --out '%s/tty'", dir);
+    char *t = under_pty(args);
+    const char *line = strstr(t, "\rgen: sampling a csbm graph of 300 nodes  ");
+    ck_assert_msg(line, "no status line: %s", t);
+    const char *s = line + strlen("\rgen: sampling a csbm graph of 300 nodes  ");
+    char *end = NULL;
+    strtod(s, &end);
+    ck_assert_msg(end > s && strncmp(end, " s\x1b[K", 5) == 0, "no elapsed seconds: %s", line);
+    const char *sum = strstr(t, "gen csbm: 300 nodes");
+    ck_assert_msg(sum && sum - t >= 4 && memcmp(sum - 4, "\r\x1b[K", 4) == 0, "the status line was not erased: %s", t);
+    free(t);
+    t = under_pty("bench spmm --quiet --nodes 2000 --avg-degree 4 --features 8 --reps 1 --parts 4 --ordering random");
+    ck_assert_msg(!strstr(t, "\rbench spmm"), "bench spmm --quiet showed progress: %s", t);
+    free(t);
+}
+END_TEST
+
+int main(void) {
+    dir = tu_mkdtemp();
+    if (!dir) { perror("mkdtemp"); return EXIT_FAILURE; }
+    snprintf(g, sizeof g, "%s/g", dir);
+    char args[2048];
+    snprintf(args, sizeof args, "gen --kind csbm --nodes 200 --avg-degree 4 --out '%s' --quiet", g);
+    if (tu_inca(args, NULL, NULL) != 0) {
+        fprintf(stderr, "inca %s failed\n", args);
+        return EXIT_FAILURE;
+    }
+    Suite *su = suite_create("e2e_cli");
+    TCase *tc = tcase_create("cli");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, main_dispatch);
+    tcase_add_test(tc, gen_defaults_and_json);
+    tcase_add_test(tc, gen_refusals_and_warning);
+    tcase_add_test(tc, partition_refusals);
+    tcase_add_test(tc, partition_json_and_quiet);
+    tcase_add_test(tc, ingest_flags);
+    tcase_add_test(tc, train_flag_ranges);
+    tcase_add_test(tc, train_json_fields);
+    tcase_add_test(tc, prune_flags_and_lines);
+    tcase_add_test(tc, status_line);
+    suite_add_tcase(su, tc);
+    const int rc = tu_run_suite(su);
+    tu_rmrf(dir);
+    free(dir);
+    return rc;
+}
