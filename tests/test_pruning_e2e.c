@@ -21,6 +21,7 @@
 #include "pruning/labeled.h"
 #include "pruning/pipeline.h"
 #include "pruning/pseudo.h"
+#include "pruning/proxy.h"
 #include "pruning/score_select.h"
 #include <math.h>
 #include <stdio.h>
@@ -1547,6 +1548,170 @@ START_TEST(cli_reuse_refuses_another_pool) {
 }
 END_TEST
 
+/* proxy_relabel_from_logits by hand: on a graph the logits' rows are node ids, on a table pool
+ * positions; labelled rows keep their label and confidence; the argmax ties to the lowest class
+ * and the confidence is its softmax probability. */
+START_TEST(proxy_relabel_by_hand) {
+    dataset_t dv;
+    dataset_init(&dv);
+    int32_t y[5] = {-1, 2, -1, -1, 0}, pseudo[4] = {0, 2, 1, 1};
+    float conf[4] = {1, 1, 0.5f, 0.5f};
+    dv.n = 5;
+    dv.c = 3;
+    dv.y = y;
+    const int64_t pool[4] = {4, 1, 3, 0};
+    prune_result_t r;
+    memset(&r, 0, sizeof r);
+    r.npool = 4;
+    r.pseudo = pseudo;
+    r.conf = conf;
+    const float lg[15] = {1, 1, 0, 9, 0, 0, 0, 0, 0, 0, 2, 1, 0, 9, 0};   /* nodes 0..4 */
+    proxy_relabel_from_logits(&dv, pool, 4, 1, lg, &r);
+    ck_assert(pseudo[0] == 0 && pseudo[1] == 2 && conf[0] == 1.0f && conf[1] == 1.0f);
+    ck_assert_int_eq(pseudo[2], 1);   /* node 3: (0, 2, 1) */
+    ck_assert_double_eq_tol(conf[2], 1.0 / (exp(-2.0) + 1.0 + exp(-1.0)), 1e-6);
+    ck_assert_int_eq(pseudo[3], 0);   /* node 0: (1, 1, 0), a tie */
+    ck_assert_double_eq_tol(conf[3], 1.0 / (2.0 + exp(-1.0)), 1e-6);
+    const float lt[12] = {0, 9, 0, 9, 0, 0, 3, 0, 0, 0, 0, 5};   /* pool positions 0..3 */
+    proxy_relabel_from_logits(&dv, pool, 4, 0, lt, &r);
+    ck_assert(pseudo[0] == 0 && pseudo[1] == 2 && conf[0] == 1.0f && conf[1] == 1.0f);
+    ck_assert_int_eq(pseudo[2], 0);
+    ck_assert_double_eq_tol(conf[2], 1.0 / (1.0 + 2.0 * exp(-3.0)), 1e-6);
+    ck_assert_int_eq(pseudo[3], 2);
+    ck_assert_double_eq_tol(conf[3], 1.0 / (1.0 + 2.0 * exp(-5.0)), 1e-6);
+}
+END_TEST
+
+/* The proxy on a table whose pool is half the rows in a shuffled order: each pool position's
+ * features are its own row's, so an MLP fitted to the true labels of separable blobs gives them a
+ * mean probability above 0.8 at its last epoch (features of another row: labels unrelated to
+ * them, below 0.5), and its probabilities stay finite when the logits are in the thousands;
+ * --proxy-epochs 0 is refused by name. */
+START_TEST(proxy_record_table_rows) {
+    dataset_t d;
+    make_blobs(&d, 6);
+    enum { NP = NPOOL / 2 };
+    int64_t pool[NP];
+    int32_t *pseudo = inca_malloc(NP * sizeof *pseudo);
+    ck_assert_ptr_nonnull(pseudo);
+    int64_t all[NPOOL];
+    for (int64_t i = 0; i < NPOOL; i++) all[i] = i;
+    rng_t g;
+    rng_seed(&g, 3);
+    rng_shuffle_i64(&g, all, NPOOL);
+    for (int64_t i = 0; i < NP; i++) {
+        pool[i] = all[i];
+        pseudo[i] = d.y[pool[i]];
+    }
+    prune_config_t cfg;
+    small_config(&cfg);
+    cfg.dyn_layout = PRUNE_DYN_FULL;
+    prune_result_t r;
+    memset(&r, 0, sizeof r);
+    r.npool = NP;
+    r.pseudo = pseudo;
+    ck_assert_int_eq(proxy_record(&d, pool, NP, &cfg, 0, &r), INCA_OK);
+    ck_assert_int_eq(r.dyn.epochs, cfg.proxy.epochs);
+    double s = 0;
+    for (int64_t i = 0; i < NP; i++) s += r.dyn.py[(size_t)(r.dyn.epochs - 1) * NP + i];
+    ck_assert_msg(s / NP > 0.8, "mean p[y] at the last epoch %.3f", s / NP);
+    dyn_free(&r.dyn);
+    /* features scaled by 1000: logits in the thousands, whose softmax is shifted by the row's
+     * max (exp(1000) overflows): every recorded probability finite */
+    for (int64_t e = 0; e < d.n * d.f; e++) d.x[e] *= 1000.0f;
+    cfg.proxy.epochs = 2;
+    ck_assert_int_eq(proxy_record(&d, pool, NP, &cfg, 0, &r), INCA_OK);
+    for (int64_t e = 0; e < 2 * NP; e++) ck_assert_msg(isfinite(r.dyn.py[e]), "p[y] %g at %lld", r.dyn.py[e], (long long)e);
+    dyn_free(&r.dyn);
+    cfg.proxy.epochs = 0;
+    ck_assert_int_eq(proxy_record(&d, pool, NP, &cfg, 0, &r), INCA_EINVAL);
+    ck_assert_ptr_nonnull(strstr(inca_errmsg(), "--proxy-epochs"));
+    inca_free(pseudo);
+    dataset_free(&d);
+}
+END_TEST
+
+/* proxy_logits are the last epoch's logits of the proxy trained on the pseudo-labels of the
+ * confident rows, with no split of the dataset's (its validation split would pick a best epoch):
+ * against train_run on that dataset built here (the pool rows' features, the pseudo-labels, the
+ * proxy's config with --proxy-model auto's MLP, one run, the job's seed), bit for bit. Then
+ * proxy_relabel's two rounds at --relabel-confident 0.25 against the rounds done here: the
+ * threshold is the sorted confidences' element floor(0.75 npool), by hand. */
+START_TEST(proxy_logits_and_relabel_rounds) {
+    dataset_t d;
+    make_blobs(&d, 7);
+    d.split[SPLIT_VALID] = inca_malloc(50 * sizeof(int64_t));
+    ck_assert_ptr_nonnull(d.split[SPLIT_VALID]);
+    for (int64_t i = 0; i < 50; i++) d.split[SPLIT_VALID][i] = NPOOL + i;
+    d.split_n[SPLIT_VALID] = 50;
+    int32_t *pseudo = inca_malloc(NPOOL * sizeof *pseudo), *yv = inca_malloc((size_t)d.n * sizeof *yv);
+    float *conf = inca_malloc(NPOOL * sizeof *conf), *out = inca_malloc(NPOOL * C * sizeof *out);
+    float *ref = inca_malloc(NPOOL * C * sizeof *ref);
+    ck_assert(pseudo && yv && conf && out && ref);
+    rng_t g;
+    rng_seed(&g, 9);
+    for (int64_t i = 0; i < d.n; i++) yv[i] = i < 6 ? d.y[i] : -1;   /* rows 0..5 labelled */
+    for (int64_t i = 0; i < NPOOL; i++) {
+        pseudo[i] = i % 5 == 4 ? (d.y[i] + 1) % C : d.y[i];   /* a fifth wrong */
+        conf[i] = (float)(0.4 + 0.5 * rng_uniform(&g));
+    }
+    dataset_t dv = d;
+    dv.y = yv;
+    prune_config_t cfg;
+    small_config(&cfg);
+    prune_result_t r;
+    memset(&r, 0, sizeof r);
+    r.npool = NPOOL;
+    r.pseudo = pseudo;
+    r.conf = conf;
+    ck_assert_int_eq(proxy_logits(&dv, d.split[SPLIT_TRAIN], NPOOL, &cfg, 0, &r, 0.0f, "test", out), INCA_OK);
+    dataset_t pd;
+    dataset_init(&pd);
+    pd.n = NPOOL;
+    pd.f = d.f;
+    pd.c = d.c;
+    pd.x = d.x;
+    pd.y = pseudo;
+    train_config_t tc = cfg.proxy;
+    tc.model = NN_MLP;
+    tc.runs = 1;
+    tc.seed = cfg.seed;
+    tc.out_logits = ref;
+    train_result_t tr = {0};
+    ck_assert_int_eq(train_run(&pd, &tc, d.split[SPLIT_TRAIN], NPOOL, &tr), INCA_OK);
+    train_result_free(&tr);
+    ck_assert_mem_eq(out, ref, NPOOL * C * sizeof *out);
+    /* two relabelling rounds, here and by proxy_relabel */
+    int32_t *p2 = inca_malloc(NPOOL * sizeof *p2);
+    float *c2 = inca_malloc(NPOOL * sizeof *c2), *cs = inca_malloc(NPOOL * sizeof *cs);
+    ck_assert(p2 && c2 && cs);
+    memcpy(p2, pseudo, NPOOL * sizeof *p2);
+    memcpy(c2, conf, NPOOL * sizeof *c2);
+    cfg.relabel = 2;
+    cfg.relabel_confident = 0.25;
+    for (int round = 0; round < 2; round++) {
+        memcpy(cs, conf, NPOOL * sizeof *cs);
+        for (int64_t i = 1; i < NPOOL; i++)   /* insertion sort, ascending */
+            for (int64_t j = i; j > 0 && cs[j - 1] > cs[j]; j--) {
+                const float t = cs[j];
+                cs[j] = cs[j - 1];
+                cs[j - 1] = t;
+            }
+        ck_assert_int_eq(proxy_logits(&dv, d.split[SPLIT_TRAIN], NPOOL, &cfg, 0, &r, cs[450], "test", out), INCA_OK);
+        proxy_relabel_from_logits(&dv, d.split[SPLIT_TRAIN], NPOOL, 0, out, &r);
+    }
+    prune_result_t r2 = r;
+    r2.pseudo = p2;
+    r2.conf = c2;
+    ck_assert_int_eq(proxy_relabel(&dv, d.split[SPLIT_TRAIN], NPOOL, &cfg, 0, &r2), INCA_OK);
+    ck_assert_mem_eq(p2, pseudo, NPOOL * sizeof *p2);
+    ck_assert_mem_eq(c2, conf, NPOOL * sizeof *c2);
+    inca_free(p2), inca_free(c2), inca_free(cs);
+    inca_free(pseudo), inca_free(yv), inca_free(conf), inca_free(out), inca_free(ref);
+    dataset_free(&d);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("pruning_e2e");
     TCase *t = tcase_create("e2e");
@@ -1575,6 +1740,9 @@ int main(void) {
     tcase_add_test(t, cli_budget_curve);
     tcase_add_test(t, cli_kind_defaults_and_chance_warning);
     tcase_add_test(t, cli_proxy_methods);
+    tcase_add_test(t, proxy_relabel_by_hand);
+    tcase_add_test(t, proxy_record_table_rows);
+    tcase_add_test(t, proxy_logits_and_relabel_rounds);
     tcase_add_test(t, bench_smoke);
     suite_add_tcase(s, t);
     TCase *cli = tcase_create("issue31");   /* CK_RUN_CASE=issue31 runs these alone */
