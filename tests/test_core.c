@@ -820,12 +820,128 @@ START_TEST(test_memstat_unsampled) {
 }
 END_TEST
 
+/* The counters by hand on one rank: comm_count adds up per phase (bytes and seconds), a phase
+ * outside [0, COMM_NPHASES) reads 0 and is never written, a reset zeroes the seconds too; the
+ * phases' names in enum order; comm_split of a one-rank job gives a comm of one and refuses 0 or
+ * 2 ranks. */
+START_TEST(test_comm_counters_by_hand) {
+    comm_t *c = NULL;
+    int argc = 1;
+    char *av[] = {"x", NULL}, **argv = av;
+    unsetenv("OMPI_COMM_WORLD_SIZE");
+    unsetenv("PMIX_RANK");
+    unsetenv("PMI_SIZE");
+    ck_assert_int_eq(comm_init(&argc, &argv, &c), INCA_OK);
+    comm_count(c, COMM_SETUP, 0, 1.5);
+    comm_count(c, COMM_GRAD, 100, 0.5);
+    comm_count(c, COMM_GRAD, 28, 0.25);
+    comm_count(c, COMM_NPHASES, 7, 1.0);
+    comm_count(c, -1, 7, 1.0);
+    ck_assert_int_eq(comm_bytes_sent(c, COMM_GRAD), 128);
+    ck_assert(comm_seconds(c, COMM_GRAD) == 0.75 && comm_seconds(c, COMM_SETUP) == 1.5);
+    for (int ph = -1; ph <= COMM_NPHASES; ph++)
+        if (ph != COMM_GRAD) ck_assert_int_eq(comm_bytes_sent(c, ph), 0);
+    ck_assert(comm_seconds(c, COMM_NPHASES) == 0 && comm_seconds(c, -1) == 0 && comm_seconds(c, COMM_HALO) == 0);
+    comm_reset_bytes(c);
+    for (int ph = 0; ph < COMM_NPHASES; ph++) ck_assert(comm_bytes_sent(c, ph) == 0 && comm_seconds(c, ph) == 0);
+    const char *names[COMM_NPHASES] = {"setup", "grad", "refresh", "halo", "eval"};
+    for (int ph = 0; ph < COMM_NPHASES; ph++) ck_assert_str_eq(comm_phase_name(ph), names[ph]);
+    ck_assert_str_eq(comm_phase_name(COMM_NPHASES), "?");
+    ck_assert_str_eq(comm_phase_name(-1), "?");
+    comm_t *s = NULL;
+    ck_assert_int_eq(comm_split(c, 2, &s), INCA_EINVAL);
+    ck_assert_int_eq(comm_split(c, 0, &s), INCA_EINVAL);
+    inca_err_clear();
+    ck_assert_int_eq(comm_split(c, 1, &s), INCA_OK);
+    ck_assert(s && comm_size(s) == 1 && comm_rank(s) == 0 && comm_local_rank(s) == 0);
+    comm_free(&s);
+    ck_assert_ptr_null(s);
+    comm_finalize(&c);
+}
+END_TEST
+
+/* Thread ranks' byte counts, each worked out here from comm.h's rule (the payload for the other
+ * ranks): an allgather of 16-byte records in rank order, counts adding up within a phase; a
+ * broadcast counts b (P - 1) on its root only; an all-reduce of n int64 8 n (P - 1); an
+ * all-to-all 8 (P - 1); the ordered sum, n = 5 floats, leaving out a non-contributor between two,
+ * counts n for each chain hop a contributor other than the last sends and n for each ring hop
+ * from the last (every rank forwards to its successor unless that is the last). A rank whose
+ * expected row count disagrees with its sender's fails, naming both, the others pass; after a
+ * rank's poison every barrier of the others fails. */
+static void *ct_count_main(void *p) {
+    ct_arg_t *A = p;
+    comm_t *c = A->c;
+    const int me = comm_rank(c);
+    CT_CHECK(A, comm_local_rank(c) == me);
+    int64_t mine[2] = {me, 10 + me}, all[6] = {0};
+    CT_CHECK(A, comm_allgather(c, mine, sizeof mine, all, COMM_GRAD) == INCA_OK);
+    CT_CHECK(A, all[1] == 10 && all[2] == 1 && all[5] == 12);
+    CT_CHECK(A, comm_allgather(c, mine, sizeof mine, all, COMM_GRAD) == INCA_OK);
+    CT_CHECK(A, comm_bytes_sent(c, COMM_GRAD) == 2 * 16 * 2);
+    char b[24] = {0};
+    if (me == 1) memset(b, 'x', sizeof b);
+    CT_CHECK(A, comm_bcast(c, b, sizeof b, 1, COMM_EVAL) == INCA_OK && b[0] == 'x' && b[23] == 'x');
+    CT_CHECK(A, comm_bytes_sent(c, COMM_EVAL) == (me == 1 ? 24 * 2 : 0));
+    int64_t v[4] = {me, me, me, me}, s3[3] = {me, me, me}, r3[3];
+    CT_CHECK(A, comm_allreduce_sum_i64(c, v, 4, COMM_SETUP) == INCA_OK && v[3] == 3);
+    CT_CHECK(A, comm_bytes_sent(c, COMM_SETUP) == 8 * 4 * 2);
+    CT_CHECK(A, comm_allreduce_max_i64(c, v, 3, COMM_SETUP) == INCA_OK);
+    CT_CHECK(A, comm_alltoall_i64(c, s3, r3, COMM_SETUP) == INCA_OK && r3[2] == 2);
+    CT_CHECK(A, comm_bytes_sent(c, COMM_SETUP) == 8 * 4 * 2 + 8 * 3 * 2 + 8 * 2);
+    const uint8_t all3[3] = {1, 1, 1}, two[3] = {0, 1, 1}, ends[3] = {1, 0, 1};
+    const int64_t want[3][3] = {{40, 20, 20}, {20, 20, 20}, {40, 0, 20}};   /* [case][rank] bytes */
+    const uint8_t *cases[3] = {all3, two, ends};
+    for (int k = 0; k < 3; k++) {
+        float buf[5] = {1, 2, 3, 4, 5};
+        comm_reset_bytes(c);
+        CT_CHECK(A, comm_ordered_sum_f32(c, buf, 5, cases[k], COMM_REFRESH) == INCA_OK);
+        CT_CHECK(A, buf[4] == 5.0f * (float)(cases[k][0] + cases[k][1] + cases[k][2]));
+        CT_CHECK(A, comm_bytes_sent(c, COMM_REFRESH) == want[k][me]);
+    }
+    /* rank 0 expects 2 rows from rank 1, which sends it 1 */
+    float rows[8] = {0}, got[8];
+    int64_t sc[3] = {1, 1, 1}, rc[3] = {1, me == 0 ? 2 : 1, 1};
+    const int r = comm_alltoallv_rows(c, rows, sc, got, rc, sizeof(float), COMM_HALO);
+    if (me == 0)
+        CT_CHECK(A, r == INCA_ERR && strstr(inca_errmsg(), "rank 1 sends 1 rows to rank 0, which expects 2"));
+    else CT_CHECK(A, r == INCA_OK);
+    CT_CHECK(A, comm_barrier(c) == INCA_OK);
+    /* rank 1 fails while the others wait (most likely): each of their barriers fails, the ones
+     * that arrive after the poison too, however many */
+    if (me == 1) {
+        usleep(100000);
+        comm_poison(c);
+    } else {
+        for (int k = 0; k < 3; k++) CT_CHECK(A, comm_barrier(c) == INCA_ERR);
+        int64_t z = 5;   /* nothing to reduce: no collective entered, so no failure either */
+        CT_CHECK(A, comm_allreduce_sum_i64(c, &z, 0, COMM_SETUP) == INCA_OK && z == 5);
+    }
+    return NULL;
+}
+
+START_TEST(test_comm_thread_counts) {
+    comm_t *r[3];
+    ck_assert_int_eq(comm_threads_create(3, r), INCA_OK);
+    ct_arg_t a[3];
+    pthread_t th[3];
+    for (int i = 0; i < 3; i++) {
+        a[i] = (ct_arg_t){.c = r[i]};
+        ck_assert_int_eq(pthread_create(&th[i], NULL, ct_count_main, &a[i]), 0);
+    }
+    for (int i = 0; i < 3; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < 3; i++) ck_assert_msg(a[i].fails == 0, "rank %d: %d checks failed", i, a[i].fails);
+    comm_threads_free(r, 3);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("core");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, test_status_codes);
     tcase_add_test(tc, test_comm_one_rank);
     tcase_add_test(tc, test_comm_thread_ranks);
+    tcase_add_test(tc, test_comm_counters_by_hand);
+    tcase_add_test(tc, test_comm_thread_counts);
     tcase_add_test(tc, test_alloc_injection);
     tcase_add_test(tc, test_rng);
     tcase_add_test(tc, test_rng_distributions);

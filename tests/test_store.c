@@ -6,12 +6,14 @@
 #include "core/util.h"
 #include "loaders/dataset.h"
 #include "loaders/store.h"
+#include "graph/split.h"
 #include "testutil.h"
 #include <dirent.h>
 #include <lmdb.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -784,6 +786,320 @@ START_TEST(test_verify_counts_stray_chunks) {
 }
 END_TEST
 
+/* What dataset_save refuses, each by hand on the 5-node dataset: a split id equal to the node
+ * count, an adjacency of 5 x 6, a feature width without features, a named split named as the
+ * default or holding a negative count; the split names' alphabet and lengths (1..63 of
+ * A-Z a-z 0-9 . _ -). */
+START_TEST(test_dataset_save_refusals) {
+    dataset_t d;
+    small_dataset(&d);
+    d.split[2][0] = 5;
+    ck_assert_int_eq(dataset_save(&d, path, 0), INCA_EINVAL);
+    ck_assert_msg(strstr(inca_errmsg(), "test split holds id 5 outside [0, 5)"), "%s", inca_errmsg());
+    d.split[2][0] = 2;
+    d.adj.n_cols = 6;
+    ck_assert_int_eq(dataset_save(&d, path, 0), INCA_EINVAL);
+    ck_assert_msg(strstr(inca_errmsg(), "adjacency is 5x6 for 5 nodes"), "%s", inca_errmsg());
+    d.adj.n_cols = 5;
+    float *x = d.x;
+    d.x = NULL;
+    ck_assert_int_eq(dataset_save(&d, path, 0), INCA_EINVAL);
+    ck_assert_msg(strstr(inca_errmsg(), "3 features but no feature array"), "%s", inca_errmsg());
+    d.x = x;
+    ck_assert(!tu_exists(path));
+    char name[80];
+    memset(name, 'a', sizeof name);
+    name[63] = '\0';
+    ck_assert_int_eq(dataset_split_name_check(name), INCA_OK);
+    name[63] = 'a';
+    name[64] = '\0';
+    ck_assert_int_eq(dataset_split_name_check(name), INCA_EINVAL);
+    ck_assert_int_eq(dataset_split_name_check("v1.0-b_2"), INCA_OK);
+    ck_assert_int_eq(dataset_split_name_check(""), INCA_EINVAL);
+    ck_assert_int_eq(dataset_split_name_check("a b"), INCA_EINVAL);
+    snprintf(d.split_name, sizeof d.split_name, "public");
+    d.more = inca_calloc(1, sizeof *d.more);
+    add_named(&d, "public", 0);
+    ck_assert_int_eq(dataset_save(&d, path, 0), INCA_EINVAL);
+    ck_assert_msg(strstr(inca_errmsg(), "split 'public' is named twice"), "%s", inca_errmsg());
+    snprintf(d.more[0].name, sizeof d.more[0].name, "neg");
+    d.more[0].n[2] = -1;
+    ck_assert_int_eq(dataset_save(&d, path, 0), INCA_EINVAL);
+    ck_assert_msg(strstr(inca_errmsg(), "split 'neg': test has no ids"), "%s", inca_errmsg());
+    d.more[0].n[2] = 0;
+    ck_assert_int_eq(dataset_save(&d, path, 0), INCA_OK);
+    inca_err_clear();
+    dataset_free(&d);
+}
+END_TEST
+
+/* A save removes <path>.tmp-<pid> of a process that has ended (a killed save's leftovers) and
+ * keeps those of a live process and names with text after the pid. */
+START_TEST(test_save_removes_stale_tmp) {
+    pid_t kid = fork();
+    if (kid == 0) _exit(0);
+    ck_assert_int_gt(kid, 0);
+    ck_assert_int_eq(waitpid(kid, NULL, 0), kid);   /* reaped: the pid names no process now */
+    char dead[4200], live[4200], odd[4200];
+    snprintf(dead, sizeof dead, "%s.tmp-%ld", path, (long)kid);
+    snprintf(live, sizeof live, "%s.tmp-%ld", path, (long)getppid());
+    snprintf(odd, sizeof odd, "%s.tmp-%ldx", path, (long)kid);
+    ck_assert(mkdir(dead, 0755) == 0 && mkdir(live, 0755) == 0 && mkdir(odd, 0755) == 0);
+    dataset_t d;
+    small_dataset(&d);
+    ck_assert_int_eq(dataset_save(&d, path, 0), INCA_OK);
+    ck_assert(!tu_exists(dead));
+    ck_assert(tu_exists(live) && tu_exists(odd));
+    dataset_free(&d);
+}
+END_TEST
+
+/* dataset_check_csr by hand: a rowptr that dips at entry 1 or at its last entry (n), one that
+ * ends short of nnz, a column id equal to n_cols in the last slot; each names the entry. */
+START_TEST(test_check_csr_by_hand) {
+    int64_t rp[3] = {0, -1, 2};
+    int32_t col[2] = {0, 1};
+    csr_t g = {.n_rows = 2, .n_cols = 2, .nnz = 2, .rowptr = rp, .col = col};
+    ck_assert_int_eq(dataset_check_csr("S", "rowptr", "col", &g), INCA_EINVAL);
+    ck_assert_msg(strstr(inca_errmsg(), "entry 1 = -1 is below entry 0 = 0"), "%s", inca_errmsg());
+    rp[1] = 3;
+    ck_assert_int_eq(dataset_check_csr("S", "rowptr", "col", &g), INCA_EINVAL);
+    ck_assert_msg(strstr(inca_errmsg(), "entry 2 = 2 is below entry 1 = 3"), "%s", inca_errmsg());
+    rp[1] = 1;
+    rp[2] = 1;
+    ck_assert_int_eq(dataset_check_csr("S", "rowptr", "col", &g), INCA_EINVAL);
+    ck_assert_msg(strstr(inca_errmsg(), "entry 2 = 1, expected 2 (the length of 'col')"), "%s", inca_errmsg());
+    rp[2] = 2;
+    col[1] = 2;
+    ck_assert_int_eq(dataset_check_csr("S", "rowptr", "col", &g), INCA_EINVAL);
+    ck_assert_msg(strstr(inca_errmsg(), "array 'col' entry 1 = 2 is outside [0, 2)"), "%s", inca_errmsg());
+    col[1] = 1;
+    ck_assert_int_eq(dataset_check_csr("S", "rowptr", "col", &g), INCA_OK);
+}
+END_TEST
+
+/* a store of n nodes whose graph arrays are written as given (meta from a saved dataset) */
+static void graph_store(const void *rp, store_dtype_t rt, int64_t nrp, const int32_t *col, int64_t ncol) {
+    dataset_t d;
+    small_dataset(&d);
+    csr_free(&d.adj);
+    ck_assert_int_eq(dataset_save(&d, path, 1), INCA_OK);
+    dataset_free(&d);
+    store_t *s;
+    store_wtx_t *w;
+    ck_assert_int_eq(store_open(path, STORE_RDWR, &s), INCA_OK);
+    ck_assert_int_eq(store_write_begin(s, &w), INCA_OK);
+    ck_assert_int_eq(store_wtx_put_array(w, "rowptr", rt, rp, nrp), INCA_OK);
+    ck_assert_int_eq(store_wtx_put_array(w, "col", DT_I32, col, ncol), INCA_OK);
+    ck_assert_int_eq(store_write_commit(&w), INCA_OK);
+    store_close(&s);
+}
+
+/* The stored graph read alone, refused by hand: an empty rowptr, rows from -1, a rowptr whose
+ * slice ends past 'col', a rowptr stored as i32. */
+START_TEST(test_load_adj_refusals) {
+    const int64_t rp[3] = {0, 1, 5};
+    const int32_t rp32[3] = {0, 1, 2}, col[2] = {0, 1};
+    store_t *s;
+    csr_t g;
+    int64_t n;
+    graph_store(rp, DT_I64, 0, col, 2);
+    ck_assert_int_eq(store_open(path, STORE_RDONLY, &s), INCA_OK);
+    ck_assert_int_eq(dataset_load_adj(s, &g), INCA_EINVAL);
+    ck_assert_msg(strstr(inca_errmsg(), "array 'rowptr' is empty"), "%s", inca_errmsg());
+    store_close(&s);
+    graph_store(rp, DT_I64, 3, col, 2);
+    ck_assert_int_eq(store_open(path, STORE_RDONLY, &s), INCA_OK);
+    ck_assert_int_eq(dataset_load_adj_rows(s, -1, 1, &n, &g), INCA_EINVAL);
+    ck_assert_msg(strstr(inca_errmsg(), "rows [-1, 1) of a graph of 2 nodes"), "%s", inca_errmsg());
+    ck_assert_int_eq(dataset_load_adj_rows(s, 0, 2, &n, &g), INCA_EINVAL);
+    ck_assert_msg(strstr(inca_errmsg(), "entries 0..2 = 0..5, outside 'col' (2)"), "%s", inca_errmsg());
+    ck_assert_int_eq(dataset_load_adj_rows(s, 0, 1, &n, &g), INCA_OK);   /* row 0 alone is whole */
+    ck_assert(g.n_rows == 1 && g.nnz == 1 && g.col[0] == 0);
+    csr_free(&g);
+    store_close(&s);
+    graph_store(rp32, DT_I32, 3, col, 2);
+    ck_assert_int_eq(store_open(path, STORE_RDONLY, &s), INCA_OK);
+    ck_assert_int_eq(dataset_load_adj_rows(s, 0, 1, &n, &g), INCA_EINVAL);
+    ck_assert_msg(strstr(inca_errmsg(), "are not i64 / i32"), "%s", inca_errmsg());
+    store_close(&s);
+    inca_err_clear();
+}
+END_TEST
+
+/* a record put into the store at path (len 0: deleted) */
+static void put_record(const char *key, const void *v, size_t len) {
+    store_t *s;
+    store_wtx_t *w;
+    ck_assert_int_eq(store_open(path, STORE_RDWR, &s), INCA_OK);
+    ck_assert_int_eq(store_write_begin(s, &w), INCA_OK);
+    if (len) ck_assert_int_eq(store_wtx_put_record(w, key, v, len), INCA_OK);
+    else ck_assert_int_eq(store_wtx_del_record(w, key), INCA_OK);
+    ck_assert_int_eq(store_write_commit(&w), INCA_OK);
+    store_close(&s);
+}
+
+/* Split records that do not hold what they say, each refused naming the record: counts of 8
+ * bytes, a negative test count, a default's name with a NUL in it or of 64 bytes (63 read). */
+START_TEST(test_split_records_checked) {
+    dataset_t d, e;
+    small_dataset(&d);
+    ck_assert_int_eq(dataset_save(&d, path, 0), INCA_OK);
+    dataset_free(&d);
+    store_t *s;
+    dataset_split_info_t *v = NULL;
+    int k = 0;
+    const int64_t cnt[3] = {1, 1, -1};
+    for (int c = 0; c < 2; c++) {
+        put_record("split:x", cnt, c == 0 ? 8 : sizeof cnt);
+        ck_assert_int_eq(store_open(path, STORE_RDONLY, &s), INCA_OK);
+        ck_assert_int_eq(dataset_splits_list(s, &v, &k), INCA_EINVAL);
+        ck_assert_msg(strstr(inca_errmsg(), c == 0 ? "record 'split:x' is not a split's counts" : "record 'split:x' holds a negative count"),
+                      "%s", inca_errmsg());
+        store_close(&s);
+    }
+    put_record("split:x", NULL, 0);
+    char nm[64];
+    memset(nm, 'n', sizeof nm);
+    nm[1] = '\0';
+    put_record("split-name", nm, 3);
+    ck_assert_int_eq(dataset_load(path, &e), INCA_EINVAL);
+    ck_assert_msg(strstr(inca_errmsg(), "record 'split-name' is not a split name"), "%s", inca_errmsg());
+    nm[1] = 'n';
+    put_record("split-name", nm, 64);
+    ck_assert_int_eq(dataset_load(path, &e), INCA_EINVAL);
+    ck_assert_msg(strstr(inca_errmsg(), "record 'split-name' is not a split name"), "%s", inca_errmsg());
+    put_record("split-name", nm, 63);
+    ck_assert_int_eq(dataset_load(path, &e), INCA_OK);
+    ck_assert_int_eq(strlen(e.split_name), 63);
+    dataset_free(&e);
+    inca_err_clear();
+}
+END_TEST
+
+/* the default splits of a and b hold the same ids */
+static int same_split(const dataset_t *a, const dataset_t *b) {
+    for (int sp = 0; sp < SPLIT_COUNT; sp++)
+        if (a->split_n[sp] != b->split_n[sp] ||
+            (a->split_n[sp] && memcmp(a->split[sp], b->split[sp], sizeof(int64_t) * (size_t)a->split_n[sp])))
+            return 0;
+    return 1;
+}
+
+/* --split random: draws with the spec's seed when it names one, else the run's (split_random
+ * called here with that seed is the expectation); with every split loaded a named default is kept
+ * among the named ones, its ids intact. "public" keeps the one split of a store whose default has
+ * no name, and is refused where that store holds named splits too. */
+START_TEST(test_split_apply_seeds_and_public) {
+    dataset_t d, e, f;
+    const double fr[3] = {0.5, 0.25, 0.25};
+    small_dataset(&d);
+    ck_assert_int_eq(dataset_save(&d, path, 0), INCA_OK);   /* unnamed default, no named splits */
+    ck_assert_int_eq(dataset_load(path, &e), INCA_OK);
+    ck_assert_int_eq(dataset_split_apply(path, "public", 0, &e), INCA_OK);
+    for (int sp = 0; sp < SPLIT_COUNT; sp++) ck_assert(e.split_n[sp] == 1 && e.split[sp][0] == sp);
+    /* {the seed the split is drawn with, the other one}: the spec's 3 over the run's 5; the
+     * run's 5 where the spec names none (0 would be a spec's seed left unset) */
+    const uint64_t seeds[2][2] = {{3, 5}, {5, 0}};
+    for (int c = 0; c < 2; c++) {
+        ck_assert_int_eq(dataset_load(path, &f), INCA_OK);
+        ck_assert_int_eq(split_random(&e, fr, seeds[c][1]), INCA_OK);
+        ck_assert_int_eq(split_random(&f, fr, seeds[c][0]), INCA_OK);
+        ck_assert_msg(!same_split(&e, &f), "seeds %d and %d draw one split: pick others", (int)seeds[c][0], (int)seeds[c][1]);
+        ck_assert_int_eq(dataset_split_apply(path, c == 0 ? "random:0.5,0.25,0.25:3" : "random:0.5,0.25,0.25", 5, &e), INCA_OK);
+        ck_assert(same_split(&e, &f));
+        dataset_free(&f);
+    }
+    dataset_free(&e);
+    snprintf(d.split_name, sizeof d.split_name, "public");
+    d.more = inca_calloc(1, sizeof *d.more);
+    add_named(&d, "time", 0);
+    ck_assert_int_eq(dataset_save(&d, path, 1), INCA_OK);
+    ck_assert_int_eq(dataset_load_ex(path, DATASET_ALL_SPLITS, &e), INCA_OK);
+    ck_assert_int_eq(dataset_split_apply(path, "random:0.5,0.25,0.25:3", 0, &e), INCA_OK);
+    ck_assert_int_eq(e.n_more, 2);
+    ck_assert_str_eq(e.more[1].name, "public");
+    for (int sp = 0; sp < SPLIT_COUNT; sp++) ck_assert(e.more[1].n[sp] == 1 && e.more[1].ids[sp][0] == sp);
+    dataset_free(&e);
+    d.split_name[0] = '\0';
+    ck_assert_int_eq(dataset_save(&d, path, 1), INCA_OK);   /* unnamed default beside "time" */
+    ck_assert_int_eq(dataset_load(path, &e), INCA_OK);
+    ck_assert_int_eq(dataset_split_apply(path, "public", 0, &e), INCA_EINVAL);
+    ck_assert_msg(strstr(inca_errmsg(), "--split public: no such split"), "%s", inca_errmsg());
+    dataset_free(&e);
+    inca_err_clear();
+    dataset_free(&d);
+}
+END_TEST
+
+/* an array put into the store at path */
+static void put_array(const char *name, store_dtype_t dt, const void *v, int64_t n) {
+    store_t *s;
+    store_wtx_t *w;
+    ck_assert_int_eq(store_open(path, STORE_RDWR, &s), INCA_OK);
+    ck_assert_int_eq(store_write_begin(s, &w), INCA_OK);
+    ck_assert_int_eq(store_wtx_put_array(w, name, dt, v, n), INCA_OK);
+    ck_assert_int_eq(store_write_commit(&w), INCA_OK);
+    store_close(&s);
+}
+
+/* DATASET_NO_X | DATASET_NO_GRAPH: the widths and counts of the store, no arrays: f = 3 with x
+ * NULL, adj n x n with the stored 8 edges and no rowptr; a store without a graph declares none
+ * (adj as a plain load leaves it); labels of one class kept. */
+START_TEST(test_load_declared) {
+    dataset_t d, e;
+    small_dataset(&d);
+    ck_assert_int_eq(dataset_save(&d, path, 0), INCA_OK);
+    ck_assert_int_eq(dataset_load_ex(path, DATASET_NO_X | DATASET_NO_GRAPH, &e), INCA_OK);
+    ck_assert(e.f == 3 && e.x == NULL && e.n == 5);
+    ck_assert(e.adj.rowptr == NULL && e.adj.nnz == 8 && e.adj.n_rows == 5 && e.adj.n_cols == 5);
+    ck_assert(e.y && e.y[1] == 1 && e.y[4] == -1);
+    dataset_free(&e);
+    csr_free(&d.adj);
+    for (int i = 0; i < 4; i++) d.y[i] = 0;   /* one class: the labels are kept all the same */
+    d.c = 1;
+    ck_assert_int_eq(dataset_save(&d, path, 1), INCA_OK);
+    ck_assert_int_eq(dataset_load_ex(path, DATASET_NO_X | DATASET_NO_GRAPH, &e), INCA_OK);
+    ck_assert(!dataset_has_graph(&e) && e.adj.n_rows == 0 && e.adj.nnz == 0);
+    ck_assert(e.c == 1 && e.y && dataset_labeled(&e) == 4 && e.y[4] == -1);
+    dataset_free(&e);
+    dataset_free(&d);
+}
+END_TEST
+
+/* Arrays whose lengths disagree with the meta record, and a meta record whose feature dtype is
+ * not float32, each refused naming both counts: rowptr of 5 entries for 5 nodes, x of 14 values
+ * for 5 x 3, y of 4 entries. */
+START_TEST(test_load_counts_checked) {
+    dataset_t d, e;
+    small_dataset(&d);
+    const char *want[3] = {"graph arrays disagree with meta (rowptr 5, col 8, edges 8)",
+                           "feature array has 14 values, expected 15", "label array has 4 entries, expected 5"};
+    for (int k = 0; k < 3; k++) {
+        ck_assert_int_eq(dataset_save(&d, path, 1), INCA_OK);
+        if (k == 0) put_array("rowptr", DT_I64, d.adj.rowptr, 5);
+        if (k == 1) put_array("x", DT_F32, d.x, 14);
+        if (k == 2) put_array("y", DT_I32, d.y, 4);
+        ck_assert_int_eq(dataset_load(path, &e), INCA_EINVAL);
+        ck_assert_msg(strstr(inca_errmsg(), want[k]), "%s", inca_errmsg());
+    }
+    ck_assert_int_eq(dataset_save(&d, path, 1), INCA_OK);
+    store_t *s;
+    store_wtx_t *w;
+    ck_assert_int_eq(store_open(path, STORE_RDWR, &s), INCA_OK);
+    store_meta_t m = *store_meta(s);
+    m.feat_dtype = DT_BF16;
+    ck_assert_int_eq(store_write_begin(s, &w), INCA_OK);
+    ck_assert_int_eq(store_wtx_put_meta(w, &m), INCA_OK);
+    ck_assert_int_eq(store_write_commit(&w), INCA_OK);
+    store_close(&s);
+    ck_assert_int_eq(dataset_load(path, &e), INCA_EINVAL);
+    ck_assert_msg(strstr(inca_errmsg(), "meta record says feature dtype 5, expected 1"), "%s", inca_errmsg());
+    inca_err_clear();
+    dataset_free(&d);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("store");
     TCase *tc = tcase_create("store");
@@ -799,6 +1115,14 @@ int main(void) {
     tcase_add_test(tc, test_dataset_roundtrip);
     tcase_add_test(tc, test_named_splits);
     tcase_add_test(tc, test_verify_counts_stray_chunks);
+    tcase_add_test(tc, test_dataset_save_refusals);
+    tcase_add_test(tc, test_save_removes_stale_tmp);
+    tcase_add_test(tc, test_check_csr_by_hand);
+    tcase_add_test(tc, test_load_adj_refusals);
+    tcase_add_test(tc, test_split_records_checked);
+    tcase_add_test(tc, test_split_apply_seeds_and_public);
+    tcase_add_test(tc, test_load_declared);
+    tcase_add_test(tc, test_load_counts_checked);
     suite_add_tcase(s, tc);
     return tu_run_suite(s);
 }

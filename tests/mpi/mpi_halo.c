@@ -41,6 +41,85 @@ START_TEST(collectives_in_rank_order) {
 }
 END_TEST
 
+/* a check that does not end the test, so every rank still makes the same collectives */
+#define MC(cond) do { if (!(cond)) { fails++; fprintf(stderr, "rank %d: line %d: %s\n", me, __LINE__, #cond); } } while (0)
+
+/* Counts and values worked out here, on each rank: a broadcast from the last rank reaches every
+ * rank and counts 24 (P - 1) bytes on that root alone; an all-reduce of 4 int64 counts 8 x 4 x
+ * (P - 1), an all-to-all 8 (P - 1), an all-to-all of rows only the rows to the other ranks; the
+ * ordered sum over 70000 floats (two pieces of the chain) gives the bits of a left-to-right loop
+ * over the contributors (values whose sum depends on the order), and at 3 ranks the bytes of the
+ * chain and the ring by hand; comm_split keeps the first ranks in order and gives the others
+ * NULL. Checks are counted, not asserted, until the end: a rank that stopped early would leave
+ * the others waiting in a collective. */
+START_TEST(collectives_counted_by_hand) {
+    const int p = comm_size(C), me = comm_rank(C);
+    int fails = 0;
+    comm_reset_bytes(C);
+    char b[24];
+    memset(b, me == p - 1 ? 'r' : 0, sizeof b);
+    MC(comm_bcast(C, b, sizeof b, p - 1, COMM_EVAL) == INCA_OK);
+    MC(b[0] == 'r' && b[23] == 'r');
+    MC(comm_bytes_sent(C, COMM_EVAL) == (me == p - 1 ? 24 * (p - 1) : 0));
+    int64_t v[4] = {me, 1, 2, 3}, s[64], r[64];
+    MC(comm_allreduce_sum_i64(C, v, 4, COMM_SETUP) == INCA_OK);
+    MC(v[3] == 3 * p);
+    MC(comm_bytes_sent(C, COMM_SETUP) == 8 * 4 * (p - 1));
+    for (int i = 0; i < p; i++) s[i] = 100 * me + i;
+    MC(comm_alltoall_i64(C, s, r, COMM_SETUP) == INCA_OK);
+    for (int i = 0; i < p; i++) MC(r[i] == 100 * i + me);
+    MC(comm_bytes_sent(C, COMM_SETUP) == 8 * 4 * (p - 1) + 8 * (p - 1));
+    /* q + 1 rows of two floats to each rank q, this one included: only the others' rows count */
+    float *out = malloc(sizeof(float) * (size_t)(p * (p + 1))), *in = malloc(sizeof(float) * 2 * (size_t)(p * (me + 1)));
+    int64_t sc[64], rcn[64], o = 0;
+    for (int q = 0; q < p; q++) {
+        sc[q] = q + 1;
+        rcn[q] = me + 1;
+        for (int k = 0; k <= q; k++, o++) out[2 * o] = out[2 * o + 1] = (float)(100 * me + 10 * q + k);
+    }
+    MC(comm_alltoallv_rows(C, out, sc, in, rcn, 2 * sizeof(float), COMM_HALO) == INCA_OK);
+    for (int q = 0, i = 0; q < p; q++)
+        for (int k = 0; k <= me; k++, i++) MC(in[2 * i] == (float)(100 * q + 10 * me + k) && in[2 * i + 1] == in[2 * i]);
+    MC(comm_bytes_sent(C, COMM_HALO) == 8 * ((int64_t)p * (p + 1) / 2 - (me + 1)));
+    free(out);
+    free(in);
+    enum { N = 70000 };
+    float *buf = malloc(sizeof(float) * N), g[64];
+    for (int q = 0; q < p; q++) g[q] = q == 0 ? 1.0f : q == p - 1 ? -1e8f : 1e8f / (float)q;
+    for (int k = 0; k < 2; k++) {
+        uint8_t con[64];
+        for (int q = 0; q < p; q++) con[q] = k == 0 || q != 1;   /* all; all but rank 1 */
+        for (int64_t i = 0; i < N; i++) buf[i] = g[me] * (float)(1 + i % 5);
+        comm_reset_bytes(C);
+        MC(comm_ordered_sum_f32(C, buf, N, con, COMM_GRAD) == INCA_OK);
+        for (int64_t i = 0; i < N; i += 997) {
+            float want = 0;
+            int first = 1;
+            for (int q = 0; q < p; q++)
+                if (con[q]) {
+                    want = first ? g[q] * (float)(1 + i % 5) : g[q] * (float)(1 + i % 5) + want;
+                    first = 0;
+                }
+            MC(buf[i] == want);
+        }
+        const int64_t floats[2][3] = {{2 * N, N, N}, {2 * N, 0, N}};   /* [case][rank], 3 ranks */
+        if (p == 3) MC(comm_bytes_sent(C, COMM_GRAD) == floats[k][me] * 4);
+    }
+    free(buf);
+    comm_t *sub = NULL;
+    MC(comm_split(C, p - 1, &sub) == INCA_OK);
+    if (me < p - 1) {
+        MC(sub != NULL);
+        MC(comm_size(sub) == p - 1 && comm_rank(sub) == me);
+        int64_t one = 1;
+        MC(comm_allreduce_sum_i64(sub, &one, 1, COMM_SETUP) == INCA_OK);
+        MC(one == p - 1);
+    } else MC(sub == NULL);
+    comm_free(&sub);
+    ck_assert_msg(fails == 0, "rank %d: %d checks failed", me, fails);
+}
+END_TEST
+
 /* the value of row v, column j as its owner writes it */
 static float cell(int64_t v, int owner, int64_t j) { return (float)(v * 1000 + j) + 0.25f * (float)owner; }
 
@@ -331,6 +410,7 @@ int main(int argc, char **argv) {
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, collectives_in_rank_order);
+    tcase_add_test(tc, collectives_counted_by_hand);
     tcase_add_test(tc, halo_rows_equal_the_owners);
     tcase_add_test(tc, plan_refuses_own_or_unsorted_ids);
     tcase_add_test(tc, device_halo_equals_host);
