@@ -3,7 +3,7 @@
  * dispatch (inca alone, --help and -h, an unknown command, --list-flags), gen's defaults and JSON
  * (csbm's edge probabilities and sampled edges by hand), partition's refusals and JSON (the
  * balance, the layout's three parts), ingest's flag refusals and self-loops, train's flag ranges
- * and JSON fields, prune's evaluation flags and budget lines, and the status line: erased at the
+ * and JSON fields, prune's evaluation flags, budget lines, reports and outputs, and the status line: erased at the
  * end, its elapsed seconds shown, and none under a benchmark's --quiet given first. All on a
  * 200-node csbm: a few seconds in all. */
 #include "testutil.h"
@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static char *dir;
 static char g[1024];   /* csbm: 200 nodes, 32 features, 4 classes (gen's defaults), seed 0 */
@@ -434,6 +436,57 @@ START_TEST(prune_flags_and_lines) {
 }
 END_TEST
 
+/* prune's text and JSON from the run itself: the unlabelled count is the pool less the labelled,
+ * an evaluation without the random set prints and writes no figure for it (nan ± nan, null; the
+ * coreset's std is its own), --relabel is reported, a graph's pseudo-labels run no kNN search
+ * (knn_search null), the outputs' flags stay out of the config (a --config rerun must not
+ * overwrite them) and a --labeled not given is its help's 0.01; --out with the second budget's
+ * store already there is refused before the first is written; --reuse-dynamics writes nothing
+ * to the store (data.mdb's modification time stays). */
+START_TEST(prune_reports_and_outputs) {
+    char *out = NULL, *err = NULL, path[1200], p1[1200], p2[1200];
+    ck_assert_int_eq(run(&out, &err, "prune '%s' --labeled 0.1 --ssl labelprop --keep 0.3 --proxy-epochs 3 --threads 1 --eval "
+                         "--epochs 3 --runs 2 --eval-sets coreset --quiet", g), 0);
+    long pool = -1, lab = -1, unl = -1;
+    const char *l0 = strstr(out, "prune: pool ");
+    ck_assert_msg(l0 && sscanf(l0, "prune: pool %ld, labelled %ld,", &pool, &lab) == 2, "%s", out);
+    const char *u = strstr(l0, "(on the ");
+    ck_assert(u && sscanf(u, "(on the %ld unlabelled)", &unl) == 1);
+    ck_assert_int_eq(unl, pool - lab);
+    ck_assert_msg(strstr(out, ", random nan ± nan, full nan ± nan") != NULL && !strstr(out, "± nan, random"), "%s", out);
+    free(out);
+    free(err);
+    snprintf(path, sizeof path, "%s/sel.txt", dir);
+    cJSON *j = run_json("prune '%s' --ssl labelprop --keep 0.3 --proxy-epochs 3 --threads 1 --eval --epochs 3 --runs 2 "
+                        "--eval-sets coreset --relabel 1 --indices '%s' --json --quiet", g, path);
+    ck_assert(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(j, "random_acc_std")));
+    ck_assert(cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(j, "coreset_acc_std")));
+    ck_assert_int_eq((long)tu_json_dbl(j, "relabel"), 1);
+    ck_assert(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(j, "knn_search")));
+    const cJSON *cfg = tu_json_get(j, "config", cJSON_Object);
+    ck_assert_ptr_null(cJSON_GetObjectItemCaseSensitive(cfg, "indices"));
+    ck_assert_double_eq(tu_json_dbl(cfg, "labeled"), 0.01);
+    cJSON_Delete(j);
+    snprintf(path, sizeof path, "%s/p.lmdb", dir);
+    snprintf(p1, sizeof p1, "%s/p-keep0.3.lmdb", dir);
+    snprintf(p2, sizeof p2, "%s/p-keep0.5.lmdb", dir);
+    ck_assert_int_eq(mkdir(p2, 0755), 0);
+    char want[2600];
+    snprintf(want, sizeof want, "inca prune: --out %s: already exists (pass --overwrite to replace it)", p2);
+    refused(want, "prune '%s' --keep 0.3,0.5 --proxy-epochs 3 --threads 1 --out '%s' --quiet", g, path);
+    ck_assert_int_ne(access(p1, F_OK), 0);
+    ck_assert_int_eq(rmdir(p2), 0);
+    struct stat s0, s1;
+    snprintf(path, sizeof path, "%s/data.mdb", g);
+    ck_assert_int_eq(run(NULL, NULL, "prune '%s' --keep 0.3 --proxy-epochs 3 --threads 1 --dyn-tag r --quiet", g), 0);
+    ck_assert_int_eq(stat(path, &s0), 0);
+    ck_assert_int_eq(run(NULL, NULL, "prune '%s' --keep 0.3 --proxy-epochs 3 --threads 1 --dyn-tag r --reuse-dynamics --quiet", g), 0);
+    ck_assert_int_eq(stat(path, &s1), 0);
+    ck_assert_msg(s0.st_mtim.tv_sec == s1.st_mtim.tv_sec && s0.st_mtim.tv_nsec == s1.st_mtim.tv_nsec,
+                  "--reuse-dynamics wrote to the store");
+}
+END_TEST
+
 /* `inca <args>` under a pseudo-terminal (script(1)): stdout and stderr together */
 static __attribute__((noinline)) char *under_pty(const char *args) {
     char cmd[8192], *out = NULL;
@@ -486,6 +539,7 @@ int main(void) {
     tcase_add_test(tc, train_flag_ranges);
     tcase_add_test(tc, train_json_fields);
     tcase_add_test(tc, prune_flags_and_lines);
+    tcase_add_test(tc, prune_reports_and_outputs);
     tcase_add_test(tc, status_line);
     suite_add_tcase(su, tc);
     const int rc = tu_run_suite(su);
