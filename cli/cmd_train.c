@@ -19,6 +19,7 @@
 #include "nn/model.h"
 #include "nn/layer.h"
 #include "loaders/npy.h"
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -255,14 +256,19 @@ int cmd_train(int argc, char **argv) {
     if (rc || (rc = train_rank_records(&c, &r, nranks, rec, &recs)) || me != 0) goto done;
     if (save_params && (rc = npy_write_f32(save_params, r.params, r.nparams, 1))) goto done;
     double majority = 0;
-    const int near = shard_ranks ? -1 : train_near_chance(&d, r.test_acc, &majority);
+    /* null where this rank's shard does not hold the whole test split, or the split is empty */
+    const int near = shard_ranks || isnan(r.test_acc) ? -1 : train_near_chance(&d, r.test_acc, &majority);
     if (args_has(a, "--json")) {
         rc = train_result_json(a, &c, &r, ids ? nids : d.split_n[SPLIT_TRAIN], nranks, recs, majority, near);
     } else {
+        char ta[16], va[16];   /* "-": the split has no labelled row */
         if (nranks > 1) printf("%d ranks: ", nranks);
-        printf("%s %s on %s: test %.4f", model_kind_name(c.model), train_method_name(c.method), args_pos(a, 0), r.test_acc);
-        if (r.runs > 1) printf(" ± %.4f (%d runs)", r.test_acc_std, r.runs);
-        printf(", val %.4f, best epoch %d of %d, %.4f s/epoch\n", r.val_acc, r.best_epoch, r.epochs, r.epoch_time_s);
+        printf("%s %s on %s: test %s", model_kind_name(c.model), train_method_name(c.method), args_pos(a, 0),
+               train_acc_text(ta, sizeof ta, r.test_acc));
+        if (r.runs > 1 && !isnan(r.test_acc_std)) printf(" ± %.4f", r.test_acc_std);
+        if (r.runs > 1) printf(" (%d runs)", r.runs);
+        printf(", val %s, best epoch %d of %d, %.4f s/epoch\n", train_acc_text(va, sizeof va, r.val_acc), r.best_epoch,
+               r.epochs, r.epoch_time_s);
     }
     fflush(stdout);
     if (near > 0)   /* defaults that do not suit a dataset must not pass for a result */

@@ -23,8 +23,9 @@ static double mean_of(const double *v, int n) {
     return n ? s / n : 0;
 }
 static double std_of(const double *v, int n) {
-    if (n < 2) return 0;
     const double mu = mean_of(v, n);
+    if (isnan(mu)) return mu;   /* a split without labelled rows: no accuracy, no deviation */
+    if (n < 2) return 0;
     double s = 0;
     for (int i = 0; i < n; i++) s += (v[i] - mu) * (v[i] - mu);
     return sqrt(s / (n - 1));

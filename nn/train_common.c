@@ -367,6 +367,12 @@ int train_metrics_line(FILE *f, const train_epoch_eval_t *e) {
     return rc;
 }
 
+const char *train_acc_text(char *buf, size_t cap, double acc) {
+    if (isnan(acc)) snprintf(buf, cap, "-");
+    else snprintf(buf, cap, "%.4f", acc);
+    return buf;
+}
+
 void train_log(const train_config_t *c, int level, const char *fmt, ...) {
     if (!c->log) return;
     char line[512];
@@ -382,10 +388,10 @@ int train_epoch_end(const train_config_t *c, const train_epoch_eval_t *e, const 
     int is_best = 1;
     memstat_sample();   /* the epoch's memory, for the peaks of --json */
     if (e->n_valid > 0) is_best = train_best_update_e(best, e);
-    else {   /* no validation split: the last epoch counts */
+    else {   /* no validation split: the last epoch counts, with no validation figures */
         best->epoch = e->epoch;
-        best->val_acc = best->val_sel = 0;
-        best->val_loss = 0;
+        best->val_sel = 0;
+        best->val_acc = best->val_loss = NAN;
         best->test_acc = e->test_acc;
         best->val_bacc = best->val_f1 = NAN;
         best->test_bacc = e->test_bacc;
@@ -404,9 +410,11 @@ int train_epoch_end(const train_config_t *c, const train_epoch_eval_t *e, const 
     if (left < 60) snprintf(eta, sizeof eta, "%.0fs", left);
     else if (left < 3600) snprintf(eta, sizeof eta, "%dm%02ds", (int)(left / 60), (int)left % 60);
     else snprintf(eta, sizeof eta, "%dh%02dm", (int)(left / 3600), (int)(left / 60) % 60);
-    train_log(c, TRAIN_LOG_PROGRESS, "[run %d/%d] epoch %d/%d  loss %.4f  val %.4f  test %.4f  best %d  %.3f s/epoch  ETA %s",
-              e->run + 1, c->runs > 0 ? c->runs : 1, e->epoch + 1, c->epochs, e->train_loss, e->val_acc, e->test_acc,
-              best->epoch + 1, e->epoch_s, eta);
+    char val[16], test[16];
+    train_log(c, TRAIN_LOG_PROGRESS, "[run %d/%d] epoch %d/%d  loss %.4f  val %s  test %s  best %d  %.3f s/epoch  ETA %s",
+              e->run + 1, c->runs > 0 ? c->runs : 1, e->epoch + 1, c->epochs, e->train_loss,
+              train_acc_text(val, sizeof val, e->val_acc), train_acc_text(test, sizeof test, e->test_acc), best->epoch + 1,
+              e->epoch_s, eta);
     return 0;
 }
 
@@ -469,15 +477,17 @@ int train_eval_meter(kern_ctx_t *kc, const float *logits, int64_t n, int64_t cc,
 
 void train_eval_apply(const train_meter_t *h, int has_train, int64_t nv, train_epoch_eval_t *e) {
     double acc[3];
-    for (int k = 0; k < 3; k++) acc[k] = h->count[k][1] ? (double)h->count[k][0] / (double)h->count[k][1] : 0.0;
-    if (has_train) e->train_acc = acc[0];
-    e->val_loss = nv > 0 ? h->loss[1] : 0.0;
+    /* a split with no labelled row has no accuracy: NaN, null in JSON (0 would read as a model
+     * that gets every node wrong) */
+    for (int k = 0; k < 3; k++) acc[k] = h->count[k][1] ? (double)h->count[k][0] / (double)h->count[k][1] : NAN;
+    if (has_train) e->train_acc = h->count[0][1] ? acc[0] : 0.0;
+    e->val_loss = nv > 0 && h->count[1][1] ? h->loss[1] : NAN;
     e->val_acc = acc[1];
     e->test_acc = acc[2];
     e->val_bacc = e->val_f1 = e->test_bacc = e->test_f1 = NAN;
     if (h->ncls > 0) {
-        if (nv > 0) kern_class_metrics(h->ncls, h->cls[1], &e->val_bacc, &e->val_f1);
-        kern_class_metrics(h->ncls, h->cls[2], &e->test_bacc, &e->test_f1);
+        if (nv > 0 && h->count[1][1]) kern_class_metrics(h->ncls, h->cls[1], &e->val_bacc, &e->val_f1);
+        if (h->count[2][1]) kern_class_metrics(h->ncls, h->cls[2], &e->test_bacc, &e->test_f1);
     }
 }
 

@@ -408,6 +408,8 @@ int train_resume_note(const train_config_t *c, int run, int ep0);
  * (stable), so it reads as one uninterrupted training. */
 int train_metrics_sort(FILE *f, const char *path);
 /* Send one formatted line to c->log (nothing without one). */
+/* An accuracy as text: "%.4f", or "-" when NaN (a split with no labelled row); returns buf. */
+const char *train_acc_text(char *buf, size_t cap, double acc);
 void train_log(const train_config_t *c, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* Loss and accuracy accumulators in context memory: the ops write them, the trainer reads them

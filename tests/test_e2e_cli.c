@@ -402,6 +402,52 @@ START_TEST(train_json_fields) {
 }
 END_TEST
 
+/* A split with no labelled row has no figures: without a validation split the result's and the
+ * metrics' validation fields are null (0 read as a model that gets every node wrong), the text
+ * says "val -" and the last epoch counts; an empty test split gives null test figures and no
+ * near-chance verdict. */
+START_TEST(train_empty_splits_are_null) {
+    char path[1200], *out = NULL, *err = NULL;
+    snprintf(path, sizeof path, "%s/m.jsonl", dir);
+    cJSON *j = run_json("train '%s' --epochs 3 --threads 1 --split random:0.6,0,0.4 --metrics '%s' --json", g, path);
+    ck_assert(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(j, "val_acc")));
+    ck_assert(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(j, "val_acc_std")));
+    ck_assert(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(j, "val_balanced_acc")));
+    ck_assert(tu_json_dbl(j, "test_acc") >= 0);
+    ck_assert_int_eq((long)tu_json_dbl(j, "best_epoch"), 2);
+    cJSON_Delete(j);
+    FILE *f = fopen(path, "r");
+    char line[2048];
+    int lines = 0;
+    ck_assert_ptr_nonnull(f);
+    while (fgets(line, sizeof line, f)) {
+        cJSON *m = cJSON_Parse(line);
+        ck_assert(m);
+        ck_assert(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(m, "val_acc")));
+        ck_assert(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(m, "val_loss")));
+        cJSON_Delete(m);
+        lines++;
+    }
+    fclose(f);
+    ck_assert_int_eq(lines, 3);
+    ck_assert_int_eq(run(&out, &err, "train '%s' --epochs 3 --threads 1 --split random:0.6,0,0.4 --runs 2", g), 0);
+    ck_assert_msg(strstr(out, ", val -, best epoch 2 of 3") != NULL, "%s", out);
+    free(out);
+    free(err);
+    j = run_json("train '%s' --epochs 3 --threads 1 --split random:0.6,0.4,0 --json", g);
+    static const char *const nulls[] = {"test_acc", "test_acc_std", "test_balanced_acc", "test_macro_f1",
+                                        "test_majority_acc", "near_chance"};
+    for (size_t i = 0; i < sizeof nulls / sizeof nulls[0]; i++)
+        ck_assert_msg(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(j, nulls[i])), "%s not null", nulls[i]);
+    ck_assert(tu_json_dbl(j, "val_acc") >= 0);
+    cJSON_Delete(j);
+    ck_assert_int_eq(run(&out, &err, "train '%s' --epochs 3 --threads 1 --split random:0.6,0.4,0 --runs 2", g), 0);
+    ck_assert_msg(strstr(out, ": test - (2 runs), val ") != NULL, "%s", out);
+    free(out);
+    free(err);
+}
+END_TEST
+
 /* prune's evaluation flags (refused before any work) and its budget lines: one per --keep, each
  * naming its budget and the count; --eval-budget steps recorded; --no-full leaves full_acc null */
 START_TEST(prune_flags_and_lines) {
@@ -538,6 +584,7 @@ int main(void) {
     tcase_add_test(tc, ingest_flags);
     tcase_add_test(tc, train_flag_ranges);
     tcase_add_test(tc, train_json_fields);
+    tcase_add_test(tc, train_empty_splits_are_null);
     tcase_add_test(tc, prune_flags_and_lines);
     tcase_add_test(tc, prune_reports_and_outputs);
     tcase_add_test(tc, status_line);

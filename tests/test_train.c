@@ -1003,7 +1003,11 @@ START_TEST(test_helpers) {
     ck_assert(isnan(e.val_bacc) && isnan(e.test_f1));   /* no per-class counts taken */
     e.train_acc = -1;
     train_eval_apply(&h, 0, 0, &e);   /* no validation split: no validation loss; no train ids */
-    ck_assert(e.val_loss == 0 && e.train_acc == -1 && e.test_acc == 0.7);
+    ck_assert(isnan(e.val_loss) && e.train_acc == -1 && e.test_acc == 0.7);
+    /* splits without a labelled row have no accuracy (NaN, null in JSON), not 0 */
+    memset(h.count, 0, sizeof h.count);
+    train_eval_apply(&h, 1, 0, &e);
+    ck_assert(isnan(e.val_acc) && isnan(e.test_acc) && isnan(e.val_loss) && e.train_acc == 0);
 }
 END_TEST
 
