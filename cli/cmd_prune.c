@@ -114,9 +114,11 @@ static int parse_flags(prune_cli_t *c, prune_job_t *job, int argc, char **argv) 
     if (iv > 0) inca_set_threads((int)iv);
     job->o.out = args_str(a, "--out", NULL);
     job->o.indices = args_str(a, "--indices", NULL);
-    if (job->o.out) job->o.overwrite = args_has(a, "--overwrite");
-    if (job->o.out && !job->o.overwrite && (rc = pruned_outputs_check(job->o.out, job->cfg.keeps, job->cfg.nkeeps)))
-        return rc;   /* before any work: nothing half-written */
+    job->o.overwrite = args_has(a, "--overwrite");
+    /* before any work: nothing half-written, no bad path found after the pipeline */
+    if ((rc = pruned_outputs_check(job->o.out, job->o.indices, job->o.indices_text, job->cfg.keeps, job->cfg.nkeeps,
+                                   job->o.overwrite)))
+        return rc;
     job->o.eval = args_has(a, "--eval");
     job->o.dyn_tag = args_str(a, "--dyn-tag", "last");
     if ((rc = parse_eval(c, job))) return rc;

@@ -7,6 +7,7 @@
 #include "loaders/npy.h"
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* ---- pruned dataset ---- */
 int prune_make_pruned(const dataset_t *d, const int64_t *sel, int64_t nsel, dataset_t *out) {
@@ -94,13 +95,34 @@ void pruned_budget_path(char *buf, size_t len, const char *base, double keep, in
     else snprintf(buf, len, "%s-keep%g", base, keep);
 }
 
-int pruned_outputs_check(const char *out, const double *keeps, int nkeeps) {
-    for (int b = 0; out && b < nkeeps; b++) {
-        char bp[4096];
-        pruned_budget_path(bp, sizeof bp, out, keeps[b], nkeeps);
-        if (inca_path_exists(bp)) return inca_fail(INCA_EINVAL, "--out %s: already exists (pass --overwrite to replace it)", bp);
+/* One output file of flag: writable, and not already there unless it may be replaced */
+static int output_check(const char *flag, const char *path, int overwrite, int file) {
+    struct stat st;
+    if (stat(path, &st) == 0) {
+        if (file && S_ISDIR(st.st_mode)) return inca_fail(INCA_EINVAL, "%s %s: is a folder, expected a file", flag, path);
+        if (!overwrite) return inca_fail(INCA_EINVAL, "%s %s: already exists (pass --overwrite to replace it)", flag, path);
+        return INCA_OK;
     }
-    return INCA_OK;
+    const int rc = inca_out_check(path);
+    return rc ? inca_fail_ctx(rc, "%s", flag) : INCA_OK;
+}
+
+int pruned_outputs_check(const char *out, const char *indices, int text, const double *keeps, int nkeeps, int overwrite) {
+    int rc = INCA_OK;
+    for (int b = 0; b < nkeeps && rc == INCA_OK; b++) {
+        char bp[4096], txt[4096], npy[4096];
+        if (out) {
+            pruned_budget_path(bp, sizeof bp, out, keeps[b], nkeeps);
+            rc = output_check("--out", bp, overwrite, 0);
+        }
+        if (indices && rc == INCA_OK) {
+            pruned_budget_path(bp, sizeof bp, indices, keeps[b], nkeeps);
+            indices_paths(bp, txt, npy, sizeof txt);
+            rc = output_check("--indices", npy, overwrite, 1);
+            if (rc == INCA_OK && text) rc = output_check("--indices", txt, overwrite, 1);
+        }
+    }
+    return rc;
 }
 
 int pruned_write(const dataset_t *d, const int64_t *sel, int64_t nsel, double keep, int nkeeps, const char *indices,

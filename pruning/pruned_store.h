@@ -17,9 +17,12 @@ int prune_make_pruned(const dataset_t *d, const int64_t *sel, int64_t nsel, data
 /* One output path per budget of a budget curve: PATH itself for one budget, else PATH with
  * "-keepF" before a ".npy" or ".lmdb" extension (or at the end). */
 void pruned_budget_path(char *buf, size_t len, const char *base, double keep, int nkeeps);
-/* INCA_EINVAL when the pruned store of any budget of keeps[0..nkeeps) already exists at `out`:
- * checked before any work, so that nothing is left half-written. */
-int pruned_outputs_check(const char *out, const double *keeps, int nkeeps);
+/* Every output of every budget of keeps[0..nkeeps), checked before any work so that nothing is
+ * left half-written or found unwritable after hours: the pruned store at `out` and the indices
+ * at `indices` (its .npy and, with text, its text file; either may be NULL). INCA_EINVAL when
+ * one already exists and !overwrite, or is a folder; INCA_ENOTFOUND / INCA_EIO when its folder is
+ * missing or not writable (inca_out_check), each naming the flag and the path. */
+int pruned_outputs_check(const char *out, const char *indices, int text, const double *keeps, int nkeeps, int overwrite);
 /* One budget's outputs (keep: its fraction, of nkeeps budgets), each skipped when its path is
  * NULL: the ids sel[0..nsel) at `indices` (text at the path and .npy at path.npy, or, for a path
  * ending in .npy, the .npy there and the text at the path with .txt for .npy; with text 0 the

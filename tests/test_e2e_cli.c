@@ -487,7 +487,8 @@ END_TEST
  * coreset's std is its own), --relabel is reported, a graph's pseudo-labels run no kNN search
  * (knn_search null), the outputs' flags stay out of the config (a --config rerun must not
  * overwrite them) and a --labeled not given is its help's 0.01; --out with the second budget's
- * store already there is refused before the first is written; --reuse-dynamics writes nothing
+ * store already there is refused before the first is written, and --indices' two files are
+ * checked before any work too; --reuse-dynamics writes nothing
  * to the store (data.mdb's modification time stays). */
 START_TEST(prune_reports_and_outputs) {
     char *out = NULL, *err = NULL, path[1200], p1[1200], p2[1200];
@@ -522,6 +523,25 @@ START_TEST(prune_reports_and_outputs) {
     refused(want, "prune '%s' --keep 0.3,0.5 --proxy-epochs 3 --threads 1 --out '%s' --quiet", g, path);
     ck_assert_int_ne(access(p1, F_OK), 0);
     ck_assert_int_eq(rmdir(p2), 0);
+    /* --indices FILE.npy writes FILE.txt too: each refused before any work when it exists (the
+     * user's file left as it was), when its folder does not exist, or when it is a folder */
+    snprintf(path, sizeof path, "%s/mine.txt", dir);
+    FILE *f = fopen(path, "w");
+    ck_assert(f && fputs("precious\n", f) >= 0 && fclose(f) == 0);
+    snprintf(p1, sizeof p1, "%s/mine.npy", dir);
+    snprintf(want, sizeof want, "inca prune: --indices %s: already exists (pass --overwrite to replace it)", path);
+    refused(want, "prune '%s' --keep 0.3 --proxy-epochs 3 --threads 1 --indices '%s' --quiet", g, p1);
+    char back[32] = {0};
+    ck_assert((f = fopen(path, "r")) && fgets(back, sizeof back, f) && fclose(f) == 0);
+    ck_assert_str_eq(back, "precious\n");
+    ck_assert_int_ne(access(p1, F_OK), 0);
+    refused("inca prune: --indices: /nonexistent/i.npy: cannot write: folder /nonexistent does not exist",
+            "prune '%s' --keep 0.3 --proxy-epochs 3 --threads 1 --indices /nonexistent/i.npy --quiet", g);
+    snprintf(want, sizeof want, "inca prune: --indices %s: is a folder, expected a file", dir);
+    refused(want, "prune '%s' --keep 0.3 --proxy-epochs 3 --threads 1 --indices '%s' --overwrite --quiet", g, dir);
+    ck_assert_int_eq(run(NULL, NULL, "prune '%s' --keep 0.3 --proxy-epochs 3 --threads 1 --indices '%s' --overwrite --quiet", g,
+                         p1), 0);
+    ck_assert_int_eq(access(p1, F_OK), 0);
     struct stat s0, s1;
     snprintf(path, sizeof path, "%s/data.mdb", g);
     ck_assert_int_eq(run(NULL, NULL, "prune '%s' --keep 0.3 --proxy-epochs 3 --threads 1 --dyn-tag r --quiet", g), 0);

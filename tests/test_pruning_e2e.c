@@ -884,7 +884,9 @@ START_TEST(cli_proxy_methods) {
         char *gm = path_in(dir, m == 0 ? "g0" : m == 1 ? "g1" : m == 2 ? "g2" : "g3");
         snprintf(cmd, sizeof cmd, "cp -r '%s' '%s'", g, gm);
         ck_assert_int_eq(tu_sh(cmd, NULL, NULL), 0);
-        snprintf(cmd, sizeof cmd, "prune %s %s --proxy-method %s --indices %s", gm, common, methods[m], m == 0 ? ia : ib);
+        /* ib is written by each method in turn: --overwrite, or the second would be refused */
+        snprintf(cmd, sizeof cmd, "prune %s %s --proxy-method %s --indices %s --overwrite", gm, common, methods[m],
+                 m == 0 ? ia : ib);
         rc = tu_inca(cmd, &out, &err);
         ck_assert_msg(rc == 0, "%s: %s", methods[m], err);
         const char *js = tu_last_line(out);
@@ -915,7 +917,7 @@ START_TEST(cli_proxy_methods) {
     for (int k = 0; k < 4; k++) inca_free(ref[k]);
     /* IncAgg over 8 parts, 2 per batch: steps by default, compact on request selects as full does */
     snprintf(cmd, sizeof cmd, "prune %s --split random:0.6,0.2,0.2 --labeled 0.05 --proxy-hidden 16 --proxy-epochs 5 --keep 0.3 "
-             "--seed 1 --threads 2 --json --no-save-dynamics --proxy-method incagg --proxy-parts 8 --proxy-batch-parts 2 --indices %s", g, ia);
+             "--seed 1 --threads 2 --json --no-save-dynamics --proxy-method incagg --proxy-parts 8 --proxy-batch-parts 2 --indices %s --overwrite", g, ia);
     rc = tu_inca(cmd, &out, &err);
     ck_assert_msg(rc == 0, "incagg: %s", err);
     cJSON *j = tu_json_last(out);
@@ -928,7 +930,7 @@ START_TEST(cli_proxy_methods) {
     snprintf(cmd, sizeof cmd, "prune %s --split random:0.6,0.2,0.2 --labeled 0.05 --proxy-hidden 16 --proxy-epochs 5 --keep 0.3 "
              "--seed 1 --threads 2 --json --no-save-dynamics --proxy-method incagg --proxy-parts 8 --proxy-batch-parts 2 "
              "--dynamics compact --indices %s --eval --method incagg --parts 8 --batch-parts 2 --epochs 30 --hidden 16 --runs 1 "
-             "--no-full", g, ib);
+             "--no-full --overwrite", g, ib);
     rc = tu_inca(cmd, &out, &err);
     ck_assert_msg(rc == 0, "incagg compact: %s", err);
     j = tu_json_last(out);
@@ -958,7 +960,8 @@ START_TEST(cli_proxy_methods) {
     };
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
         unlink(ia);
-        snprintf(cmd, sizeof cmd, "prune %s --labeled 0.05 --proxy-epochs 2 --split random:0.6,0.2,0.2 --indices %s %s", bad[k].store, ia, bad[k].args);
+        snprintf(cmd, sizeof cmd, "prune %s --labeled 0.05 --proxy-epochs 2 --split random:0.6,0.2,0.2 --indices %s --overwrite %s",
+                 bad[k].store, ia, bad[k].args);
         rc = tu_inca(cmd, &out, &err);
         ck_assert_msg(rc == 2 && strstr(err, bad[k].msg), "'%s': exit %d, %s", bad[k].args, rc, err);
         ck_assert(!tu_exists(ia));
