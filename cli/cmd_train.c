@@ -19,6 +19,7 @@
 #include "nn/model.h"
 #include "nn/layer.h"
 #include "loaders/npy.h"
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,6 +73,48 @@ static int train_from_shard(const args_t *a, train_config_t *c, int me, int nran
     c->loader = TRAIN_LOADER_VIEW;
     c->store_path = sh->path;
     return INCA_OK;
+}
+
+/* --train-indices `path` (ids[n]; lines: each id's line in a text file, NULL for a .npy) checked
+ * against the split d trains under (after --split): an id of the validation or test split would
+ * train on a node the run is then scored on, and an id listed twice would count twice; each is
+ * refused naming the file and the first offending line (element for a .npy), as is an id
+ * outside the store's nodes. */
+static int train_indices_check(const char *path, const dataset_t *d, const int64_t *ids, int64_t n, const int64_t *lines) {
+    if (n == 0 || d->n <= 0) return INCA_OK;
+    /* per node: 0 not seen, k + 1 first listed at entry k; in[v]: 1 validation, 2 test */
+    int64_t *first = inca_calloc((size_t)d->n, sizeof *first);
+    unsigned char *in = inca_calloc((size_t)d->n, 1);
+    if (!first || !in) {
+        inca_free(first);
+        inca_free(in);
+        return INCA_ENOMEM;
+    }
+    for (int s = SPLIT_VALID; s <= SPLIT_TEST; s++)
+        for (int64_t k = 0; d->split[s] && k < d->split_n[s]; k++)
+            if (d->split[s][k] >= 0 && d->split[s][k] < d->n) in[d->split[s][k]] = (unsigned char)(s == SPLIT_VALID ? 1 : 2);
+    int rc = INCA_OK;
+    char at[64], at0[64];
+    for (int64_t i = 0; i < n && rc == INCA_OK; i++) {
+        const int64_t v = ids[i];
+        if (lines) snprintf(at, sizeof at, "%" PRId64, lines[i]);
+        else snprintf(at, sizeof at, " element %" PRId64, i);
+        if (v < 0 || v >= d->n)
+            rc = inca_fail(INCA_EINVAL, "%s:%s: node %" PRId64 " is outside the store's %" PRId64 " nodes [0, %" PRId64 ")",
+                           path, at, v, d->n, d->n);
+        else if (in[v])
+            rc = inca_fail(INCA_EINVAL, "%s:%s: node %" PRId64 " is in the %s split (--train-indices must not train on "
+                           "nodes it is scored on)", path, at, v, in[v] == 1 ? "validation" : "test");
+        else if (first[v]) {
+            const int64_t j = first[v] - 1;
+            if (lines) snprintf(at0, sizeof at0, "line %" PRId64, lines[j]);
+            else snprintf(at0, sizeof at0, "element %" PRId64, j);
+            rc = inca_fail(INCA_EINVAL, "%s:%s: node %" PRId64 " listed twice (first at %s)", path, at, v, at0);
+        } else first[v] = i + 1;
+    }
+    inca_free(first);
+    inca_free(in);
+    return rc;
 }
 
 /* This rank's record (rec[NREC]) and, with several ranks, every rank's (*recs, owned). */
@@ -211,7 +254,7 @@ int cmd_train(int argc, char **argv) {
     train_config_t c;
     train_result_t r;
     shard_t sh;
-    int64_t *ids = NULL, nids = 0;
+    int64_t *ids = NULL, nids = 0, *id_lines = NULL;
     double rec[NREC], *recs = NULL;
     dataset_init(&d);
     memset(&r, 0, sizeof r);
@@ -243,7 +286,9 @@ int cmd_train(int argc, char **argv) {
     /* stored, a stored split by name, or random:TR,VA,TE[:SEED] */
     if ((rc = dataset_split_apply(c.store_path, args_str(a, "--split", NULL), c.seed, &d))) goto done;
     const char *ti = args_str(a, "--train-indices", NULL);
-    if (ti && (rc = npy_read_indices(ti, &ids, &nids))) goto done;
+    if (ti && ((rc = npy_read_indices_lines(ti, &ids, &nids, &id_lines)) ||
+               (rc = train_indices_check(ti, &d, ids, nids, id_lines))))
+        goto done;
     /* the model's configuration beside its checkpoints, for inca predict: before a new run's
      * first checkpoint, after a resume (one the checkpoints refuse leaves the folder's own) */
     if (c.checkpoint_dir && me == 0 && !c.resume && (rc = cli_train_config_save(c.checkpoint_dir, a, &c, cli_version())))
@@ -280,6 +325,7 @@ done:
     train_result_free(&r);
     shard_free(&sh);
     inca_free(ids);
+    inca_free(id_lines);
     dataset_free(&d);
     args_free(&a);
     return rc;

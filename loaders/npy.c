@@ -190,10 +190,15 @@ static int npy_parse(const char *path, const unsigned char *b, size_t len, int64
     return INCA_OK;
 }
 
-static int text_parse(const char *path, const char *s, int64_t **ids, int64_t *n) {
+/* lines: NULL, or *lines gets each id's line (allocated beside *ids) */
+static int text_parse(const char *path, const char *s, int64_t **ids, int64_t *n, int64_t **lines) {
     int64_t cap = 1024, cnt = 0, line = 1;
-    int64_t *out = inca_malloc((size_t)cap * sizeof *out);
-    if (!out) return INCA_ENOMEM;
+    int64_t *out = inca_malloc((size_t)cap * sizeof *out), *at = lines ? inca_malloc((size_t)cap * sizeof *at) : NULL;
+    if (!out || (lines && !at)) {
+        inca_free(out);
+        inca_free(at);
+        return INCA_ENOMEM;
+    }
     const char *p = s;
     while (*p) {
         if (*p == '\n') { line++; p++; continue; }
@@ -204,33 +209,45 @@ static int text_parse(const char *path, const char *s, int64_t **ids, int64_t *n
         long long v = strtoll(p, &end, 10);
         if (end == p || errno || v < 0 || (*end && !isspace((unsigned char)*end) && *end != ',' && *end != '#')) {
             inca_free(out);
+            inca_free(at);
             const int shown = (int)(strcspn(p, "\r\n") < 20 ? strcspn(p, "\r\n") : 20);   /* one line of message */
             return inca_fail(INCA_EINVAL, "%s:%" PRId64 ": expected a non-negative integer index, got '%.*s'", path, line, shown, p);
         }
         if (cnt == cap) {
             int64_t *nb = inca_realloc(out, (size_t)cap * 2 * sizeof *out);
-            if (!nb) { inca_free(out); return INCA_ENOMEM; }
-            out = nb;
+            if (nb) out = nb;
+            int64_t *na = nb && at ? inca_realloc(at, (size_t)cap * 2 * sizeof *at) : NULL;
+            if (na) at = na;
+            if (!nb || (at && !na)) {
+                inca_free(out);
+                inca_free(at);
+                return INCA_ENOMEM;
+            }
             cap *= 2;
         }
+        if (at) at[cnt] = line;
         out[cnt++] = v;
         p = end;
     }
     *ids = out;
     *n = cnt;
+    if (lines) *lines = at;
     return INCA_OK;
 }
 
-int npy_read_indices(const char *path, int64_t **ids, int64_t *n) {
+int npy_read_indices(const char *path, int64_t **ids, int64_t *n) { return npy_read_indices_lines(path, ids, n, NULL); }
+
+int npy_read_indices_lines(const char *path, int64_t **ids, int64_t *n, int64_t **lines) {
     *ids = NULL;
     *n = 0;
+    if (lines) *lines = NULL;
     char *buf = NULL;
     size_t len = 0;
     int rc = file_slurp(path, &buf, &len);
     if (rc) return rc;
     if (len >= 6 && memcmp(buf, npy_magic, 6) == 0) rc = npy_parse(path, (const unsigned char *)buf, len, ids, n);
     else if (memchr(buf, '\0', len)) rc = inca_fail(INCA_EINVAL, "%s: neither a .npy file nor text indices", path);
-    else rc = text_parse(path, buf, ids, n);
+    else rc = text_parse(path, buf, ids, n, lines);
     inca_free(buf);
     return rc;
 }

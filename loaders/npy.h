@@ -24,6 +24,9 @@ int64_t npy_header(const char *descr, const char *shape, unsigned char *out, siz
  * Negative values are rejected. On success *ids is allocated with inca_malloc (caller frees with
  * inca_free) and *n set; on failure *ids is NULL and the message names the file (and line). */
 int npy_read_indices(const char *path, int64_t **ids, int64_t *n);
+/* The same, and with lines != NULL *lines gets each id's line in a text file (1-based; owned,
+ * inca_free), or NULL for a .npy file (its ids are named by element). */
+int npy_read_indices_lines(const char *path, int64_t **ids, int64_t *n, int64_t **lines);
 
 /* Write ids as text, one per line. */
 int indices_write_text(const char *path, const int64_t *ids, int64_t n);

@@ -7,6 +7,9 @@
  * end, its elapsed seconds shown, and none under a benchmark's --quiet given first. All on a
  * 200-node csbm: a few seconds in all. */
 #include "testutil.h"
+#include "loaders/dataset.h"
+#include "loaders/npy.h"
+#include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -448,6 +451,89 @@ START_TEST(train_empty_splits_are_null) {
 }
 END_TEST
 
+/* text written to dir/name; its path into path[size] */
+static const char *write_file(char *path, size_t size, const char *name, const char *text) {
+    snprintf(path, size, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_ge(fputs(text, f), 0);
+    ck_assert_int_eq(fclose(f), 0);
+    return path;
+}
+
+/* --train-indices against the split the run uses, read from the store through the library: a
+ * node of the validation or test split (it would be trained on, then scored) and a node listed
+ * twice are refused naming the file's line (a .npy's element), as is a node past the store's;
+ * under --split random:... the drawn split is the one checked (a stored test node the draw puts
+ * in training is taken, a drawn test node refused) */
+START_TEST(train_indices_checked) {
+    dataset_t d;
+    dataset_init(&d);
+    ck_assert_msg(dataset_load(g, &d) == 0, "%s", g);
+    ck_assert(d.split_n[SPLIT_TRAIN] >= 3 && d.split_n[SPLIT_VALID] >= 1 && d.split_n[SPLIT_TEST] >= 1);
+    const int64_t a = d.split[SPLIT_TRAIN][0], b = d.split[SPLIT_TRAIN][1], c = d.split[SPLIT_TRAIN][2];
+    const int64_t va = d.split[SPLIT_VALID][0], te = d.split[SPLIT_TEST][d.split_n[SPLIT_TEST] - 1];
+    char p[1200], text[256], want[2048];
+    /* taken: three training nodes, commas, a comment */
+    snprintf(text, sizeof text, "%" PRId64 "\n%" PRId64 ", %" PRId64 " # two\n", a, b, c);
+    cJSON *j = run_json("train '%s' --epochs 1 --threads 1 --train-indices '%s' --json --quiet", g,
+                        write_file(p, sizeof p, "ok.txt", text));
+    ck_assert_int_eq((long)tu_json_dbl(j, "train_nodes"), 3);
+    cJSON_Delete(j);
+    /* a test node on line 4, after a comment line */
+    snprintf(text, sizeof text, "%" PRId64 "\n%" PRId64 " %" PRId64 "\n# next\n%" PRId64 "\n", a, b, c, te);
+    write_file(p, sizeof p, "test.txt", text);
+    snprintf(want, sizeof want, "inca train: %s:4: node %" PRId64 " is in the test split (--train-indices must not train "
+             "on nodes it is scored on)", p, te);
+    refused(want, "train '%s' --epochs 1 --threads 1 --train-indices '%s'", g, p);
+    /* a validation node on line 2 */
+    snprintf(text, sizeof text, "%" PRId64 "\n%" PRId64 "\n", a, va);
+    write_file(p, sizeof p, "valid.txt", text);
+    snprintf(want, sizeof want, "inca train: %s:2: node %" PRId64 " is in the validation split (--train-indices must not "
+             "train on nodes it is scored on)", p, va);
+    refused(want, "train '%s' --epochs 1 --threads 1 --train-indices '%s'", g, p);
+    /* a node listed twice: the second listing's line and the first's */
+    snprintf(text, sizeof text, "%" PRId64 "\n%" PRId64 "\n%" PRId64 "\n", a, b, a);
+    write_file(p, sizeof p, "twice.txt", text);
+    snprintf(want, sizeof want, "inca train: %s:3: node %" PRId64 " listed twice (first at line 1)", p, a);
+    refused(want, "train '%s' --epochs 1 --threads 1 --train-indices '%s'", g, p);
+    /* a node past the store's 200 */
+    snprintf(text, sizeof text, "%" PRId64 "\n200\n", a);
+    write_file(p, sizeof p, "past.txt", text);
+    snprintf(want, sizeof want, "inca train: %s:2: node 200 is outside the store's 200 nodes [0, 200)", p);
+    refused(want, "train '%s' --epochs 1 --threads 1 --train-indices '%s'", g, p);
+    /* a .npy names the element (from 0) */
+    const int64_t ids[3] = {b, c, b};
+    snprintf(p, sizeof p, "%s/twice.npy", dir);
+    ck_assert_int_eq(npy_write_i64(p, ids, 3), 0);
+    snprintf(want, sizeof want, "inca train: %s: element 2: node %" PRId64 " listed twice (first at element 0)", p, b);
+    refused(want, "train '%s' --epochs 1 --threads 1 --train-indices '%s'", g, p);
+    /* --split random:0.6,0.2,0.2:7: the drawn split is checked, not the stored one */
+    ck_assert_int_eq(dataset_split_apply(g, "random:0.6,0.2,0.2:7", 0, &d), 0);
+    const int64_t *st = d.split[SPLIT_TRAIN];
+    int64_t stored_test_trained = -1, drawn_test = d.split[SPLIT_TEST][0];
+    dataset_t s0;
+    dataset_init(&s0);
+    ck_assert_int_eq(dataset_load(g, &s0), 0);
+    for (int64_t i = 0; i < d.split_n[SPLIT_TRAIN] && stored_test_trained < 0; i++)
+        for (int64_t k = 0; k < s0.split_n[SPLIT_TEST]; k++)
+            if (s0.split[SPLIT_TEST][k] == st[i]) stored_test_trained = st[i];
+    ck_assert_int_ge(stored_test_trained, 0);
+    snprintf(text, sizeof text, "%" PRId64 "\n", stored_test_trained);
+    j = run_json("train '%s' --epochs 1 --threads 1 --split random:0.6,0.2,0.2:7 --train-indices '%s' --json --quiet", g,
+                 write_file(p, sizeof p, "drawn-ok.txt", text));
+    ck_assert_int_eq((long)tu_json_dbl(j, "train_nodes"), 1);
+    cJSON_Delete(j);
+    snprintf(text, sizeof text, "%" PRId64 "\n%" PRId64 "\n", stored_test_trained, drawn_test);
+    write_file(p, sizeof p, "drawn-test.txt", text);
+    snprintf(want, sizeof want, "inca train: %s:2: node %" PRId64 " is in the test split (--train-indices must not train "
+             "on nodes it is scored on)", p, drawn_test);
+    refused(want, "train '%s' --epochs 1 --threads 1 --split random:0.6,0.2,0.2:7 --train-indices '%s'", g, p);
+    dataset_free(&s0);
+    dataset_free(&d);
+}
+END_TEST
+
 /* prune's evaluation flags (refused before any work) and its budget lines: one per --keep, each
  * naming its budget and the count; --eval-budget steps recorded; --no-full leaves full_acc null */
 START_TEST(prune_flags_and_lines) {
@@ -605,6 +691,7 @@ int main(void) {
     tcase_add_test(tc, train_flag_ranges);
     tcase_add_test(tc, train_json_fields);
     tcase_add_test(tc, train_empty_splits_are_null);
+    tcase_add_test(tc, train_indices_checked);
     tcase_add_test(tc, prune_flags_and_lines);
     tcase_add_test(tc, prune_reports_and_outputs);
     tcase_add_test(tc, status_line);
