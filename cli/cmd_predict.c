@@ -5,7 +5,9 @@
  * file (.npy or text), in the dataset's node order, as a float32 .npy. The model's flags come
  * from DIR/config.json (written by train), the command line overriding them; an MPI job's
  * checkpoints are read from rank 0's folder. --json adds the checkpoint's epoch and, for
- * scores, the accuracy of their argmax on the stored test split. Tested in test_e2e_train.c. */
+ * scores, the accuracy of their argmax on the stored test split (with --indices, on the rows
+ * written whose node is in it: test_rows of them). Tested in test_e2e_train.c and
+ * test_e2e_cli.c. */
 #include "cli/commands.h"
 #include "cli/train_flags.h"
 #include "core/alloc.h"
@@ -71,6 +73,19 @@ static int predict_config(predict_t *P, const char *const *known, const char *di
     return INCA_OK;
 }
 
+/* The runs whose checkpoints the folder mdir holds: run-0.ckpt, run-1.ckpt, ... up to the first
+ * missing one (runs are trained in order). */
+static int64_t predict_runs_held(const char *mdir) {
+    char p[4400];
+    struct stat sb;
+    int64_t r = 0;
+    for (; r <= 100000; r++) {
+        snprintf(p, sizeof p, "%s/run-%lld.ckpt", mdir, (long long)r);
+        if (stat(p, &sb) != 0) break;
+    }
+    return r;
+}
+
 /* The dataset and the model of run P->run restored from its checkpoint (*st: its state). */
 static int predict_model(predict_t *P, const char *dir, ckpt_state_t *st) {
     model_config_t mc;
@@ -85,6 +100,14 @@ static int predict_model(predict_t *P, const char *dir, ckpt_state_t *st) {
     if ((rc = model_create(&mc, P->d.n, &P->m))) return rc;
     if ((rc = ckpt_model_dir(dir, P->mdir, sizeof P->mdir))) return rc;
     rc = ckpt_load(P->mdir, (int)P->run, &P->c, &P->d, P->m, NULL, st, NULL, 0);
+    const int64_t held = rc == CKPT_NONE ? predict_runs_held(P->mdir) : 0;
+    if (rc == CKPT_NONE && held > 0 && P->run >= held) {   /* a run past the folder's, not a folder to train */
+        if (held == 1)
+            return inca_fail(INCA_EINVAL, "--run %lld: %s holds the checkpoint of run 0 only (--run 0)", (long long)P->run,
+                             P->mdir);
+        return inca_fail(INCA_EINVAL, "--run %lld: %s holds the checkpoints of runs 0..%lld (--run 0 to %lld)",
+                         (long long)P->run, P->mdir, (long long)held - 1, (long long)held - 1);
+    }
     if (rc == CKPT_NONE)
         return inca_fail(INCA_ENOTFOUND, "%s/run-%lld.ckpt: no checkpoint (train with --checkpoint %s first)", P->mdir,
                          (long long)P->run, dir);
@@ -143,8 +166,40 @@ static int predict_select(predict_t *P, const char *ip, const float *rows, int64
     return INCA_OK;
 }
 
+/* The scores' accuracy on the stored test split (*acc, *nrows: the labelled rows it is over):
+ * with --indices, over the rows written whose node is in it. *acc < 0 when there is none to
+ * score: embeddings or no labels (*nrows -1), no labelled test node among the rows (*nrows 0). */
+static int predict_test_acc(const predict_t *P, int emb, int has_ids, const float *rows, double *acc, int64_t *nrows) {
+    const dataset_t *d = &P->d;
+    *acc = -1;
+    *nrows = -1;
+    if (emb || !d->y) return INCA_OK;
+    const int64_t *idx = d->split[SPLIT_TEST];
+    int64_t nidx = d->split_n[SPLIT_TEST], *mine = NULL;
+    if (has_ids) {   /* the written rows' nodes that are test nodes, in the file's order */
+        unsigned char *in = inca_calloc((size_t)d->n, 1);
+        mine = inca_malloc(sizeof *mine * (size_t)(P->nids > 0 ? P->nids : 1));
+        if (!in || !mine) {
+            inca_free(in);
+            inca_free(mine);
+            return INCA_ENOMEM;
+        }
+        for (int64_t k = 0; k < d->split_n[SPLIT_TEST]; k++) in[d->split[SPLIT_TEST][k]] = 1;
+        nidx = 0;
+        for (int64_t i = 0; i < P->nids; i++)
+            if (in[P->ids[i]]) mine[nidx++] = P->ids[i];
+        inca_free(in);
+        idx = mine;
+    }
+    int64_t correct = 0;
+    kern_accuracy_counts(d->c, rows, d->y, idx, nidx, &correct, nrows);
+    if (*nrows > 0) *acc = (double)correct / (double)*nrows;
+    inca_free(mine);
+    return INCA_OK;
+}
+
 static int predict_json(const predict_t *P, const char *dir, const char *out, int emb, const ckpt_state_t *st, int64_t nout,
-                        int64_t width, double test_acc, double secs) {
+                        int64_t width, double test_acc, int64_t test_rows, double secs) {
     json_t *j = NULL;
     int rc;
     if ((rc = json_new(&j))) return rc;
@@ -161,6 +216,8 @@ static int predict_json(const predict_t *P, const char *dir, const char *out, in
     json_int(j, "width", width);
     if (test_acc >= 0) json_num(j, "test_acc", test_acc);
     else json_null(j, "test_acc");
+    if (test_rows >= 0) json_int(j, "test_rows", test_rows);   /* the rows test_acc is over */
+    else json_null(j, "test_rows");
     json_num(j, "seconds", secs);
     json_str(j, "version", cli_version());
     rc = json_write(j, stdout);
@@ -194,10 +251,9 @@ int cmd_predict(int argc, char **argv) {
     if ((rc = npy_write_f32(out, ip ? P.res : rows, nout, width))) goto done;
     const double secs = inca_now() - t0;
     double test_acc = -1;
-    const dataset_t *d = &P.d;
-    if (!emb && d->y && d->split_n[SPLIT_TEST] > 0)   /* the scores' accuracy on the stored test split */
-        test_acc = kern_accuracy(d->c, rows, d->y, d->split[SPLIT_TEST], d->split_n[SPLIT_TEST]);
-    if (args_has(P.a, "--json")) rc = predict_json(&P, dir, out, emb, &st, nout, width, test_acc, secs);
+    int64_t test_rows = 0;
+    if ((rc = predict_test_acc(&P, emb, ip != NULL, rows, &test_acc, &test_rows))) goto done;
+    if (args_has(P.a, "--json")) rc = predict_json(&P, dir, out, emb, &st, nout, width, test_acc, test_rows, secs);
     else if (st.epoch == st.best.epoch)
         printf("%s: %s of %lld nodes (%lld wide) from epoch %d of %s (the best by validation) -> %s\n", args_pos(P.a, 0),
                emb ? "embeddings" : "logits", (long long)nout, (long long)width, st.epoch, P.mdir, out);

@@ -534,6 +534,101 @@ START_TEST(train_indices_checked) {
 }
 END_TEST
 
+/* a float32 .npy of rows x cols (npy_write_f32's): its values (free them) */
+static float *npy_f32(const char *path, long rows, long cols) {
+    FILE *f = fopen(path, "rb");
+    ck_assert_msg(f != NULL, "%s: missing", path);
+    unsigned char pre[10];
+    ck_assert_uint_eq(fread(pre, 1, 10, f), 10);
+    ck_assert(memcmp(pre, "\x93NUMPY", 6) == 0);
+    const size_t hl = (size_t)pre[8] | (size_t)pre[9] << 8;
+    char h[512] = {0}, want[128];
+    ck_assert(hl < sizeof h && fread(h, 1, hl, f) == hl);
+    snprintf(want, sizeof want, "'shape': (%ld, %ld)", rows, cols);
+    ck_assert_msg(strstr(h, "'descr': '<f4'") && strstr(h, want), "%s: header %s, expected %s", path, h, want);
+    float *v = malloc(sizeof(float) * (size_t)(rows * cols));
+    ck_assert_uint_eq(fread(v, sizeof(float), (size_t)(rows * cols), f), (size_t)(rows * cols));
+    ck_assert_int_eq(fgetc(f), EOF);
+    fclose(f);
+    return v;
+}
+
+/* the first largest of row[0..c) */
+static int argmax_of(const float *row, int c) {
+    int b = 0;
+    for (int k = 1; k < c; k++)
+        if (row[k] > row[b]) b = k;
+    return b;
+}
+
+/* predict's test_acc: over the whole test split, or with --indices over the rows written whose
+ * node is in it (test_rows of them; null and 0 when none is), each computed here from the
+ * written scores' argmax and the store's labels and split read through the library; and a --run
+ * past the folder's runs is refused naming the runs it holds (it said "no checkpoint (train
+ * with --checkpoint ck first)" of a folder that holds one) */
+START_TEST(predict_test_rows_and_runs) {
+    dataset_t d;
+    dataset_init(&d);
+    ck_assert_int_eq(dataset_load(g, &d), 0);
+    const int C = d.c;
+    char ck[1200], full[1200], sub[1200], p[1200], text[256], want[2048];
+    snprintf(ck, sizeof ck, "%s/ck-pred", dir);
+    snprintf(full, sizeof full, "%s/pred-all.npy", dir);
+    snprintf(sub, sizeof sub, "%s/pred-sub.npy", dir);
+    cJSON_Delete(run_json("train '%s' --epochs 3 --threads 1 --checkpoint '%s' --json --quiet", g, ck));
+    cJSON *j = run_json("predict --checkpoint '%s' --out '%s' --json", ck, full);
+    float *S = npy_f32(full, d.n, C);
+    int64_t right = 0, ok = -1, bad = -1;
+    for (int64_t k = 0; k < d.split_n[SPLIT_TEST]; k++) {
+        const int64_t v = d.split[SPLIT_TEST][k];
+        const int hit = argmax_of(S + v * C, C) == d.y[v];
+        right += hit;
+        if (hit && ok < 0) ok = v;
+        if (!hit && bad < 0) bad = v;
+    }
+    ck_assert_msg(ok >= 0 && bad >= 0, "3 epochs should get some test nodes right and some wrong");
+    ck_assert_int_eq((long)tu_json_dbl(j, "test_rows"), (long)d.split_n[SPLIT_TEST]);
+    ck_assert_double_eq_tol(tu_json_dbl(j, "test_acc"), (double)right / (double)d.split_n[SPLIT_TEST], 1e-12);
+    cJSON_Delete(j);
+    /* two training nodes around a right and a wrong test node: 1 of 2, not the split's figure */
+    const int64_t tr0 = d.split[SPLIT_TRAIN][0], tr1 = d.split[SPLIT_TRAIN][1];
+    snprintf(text, sizeof text, "%" PRId64 "\n%" PRId64 "\n%" PRId64 "\n%" PRId64 "\n", tr0, ok, bad, tr1);
+    j = run_json("predict --checkpoint '%s' --out '%s' --indices '%s' --json", ck, sub, write_file(p, sizeof p, "pred.txt", text));
+    ck_assert_int_eq((long)tu_json_dbl(j, "rows"), 4);
+    ck_assert_int_eq((long)tu_json_dbl(j, "width"), C);
+    ck_assert_int_eq((long)tu_json_dbl(j, "test_rows"), 2);
+    float *R = npy_f32(sub, 4, C);
+    const double mine = ((argmax_of(R + 1 * C, C) == d.y[ok]) + (argmax_of(R + 2 * C, C) == d.y[bad])) / 2.0;
+    ck_assert_double_eq(mine, 0.5);
+    ck_assert_double_eq_tol(tu_json_dbl(j, "test_acc"), mine, 1e-12);
+    ck_assert(cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(j, "seconds")) && bool_at(j, "best_epoch_model"));
+    cJSON_Delete(j);
+    free(R);
+    /* no test node among them: null, over 0 rows */
+    snprintf(text, sizeof text, "%" PRId64 "\n", tr0);
+    j = run_json("predict --checkpoint '%s' --out '%s' --indices '%s' --json", ck, sub, write_file(p, sizeof p, "pred0.txt", text));
+    ck_assert_int_eq((long)tu_json_dbl(j, "rows"), 1);
+    ck_assert(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(j, "test_acc")));
+    ck_assert_int_eq((long)tu_json_dbl(j, "test_rows"), 0);
+    cJSON_Delete(j);
+    /* embeddings score nothing */
+    j = run_json("predict --checkpoint '%s' --out '%s' --embeddings --json", ck, sub);
+    ck_assert(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(j, "test_acc")));
+    ck_assert(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(j, "test_rows")));
+    cJSON_Delete(j);
+    /* runs past the folder's */
+    snprintf(want, sizeof want, "inca predict: --run 1: %s holds the checkpoint of run 0 only (--run 0)", ck);
+    refused(want, "predict --checkpoint '%s' --out '%s' --run 1", ck, sub);
+    snprintf(ck, sizeof ck, "%s/ck-pred2", dir);
+    ck_assert_int_eq(run(NULL, NULL, "train '%s' --epochs 1 --runs 2 --threads 1 --checkpoint '%s' --quiet", g, ck), 0);
+    snprintf(want, sizeof want, "inca predict: --run 5: %s holds the checkpoints of runs 0..1 (--run 0 to 1)", ck);
+    refused(want, "predict --checkpoint '%s' --out '%s' --run 5", ck, sub);
+    cJSON_Delete(run_json("predict --checkpoint '%s' --out '%s' --run 1 --json", ck, sub));
+    free(S);
+    dataset_free(&d);
+}
+END_TEST
+
 /* prune's evaluation flags (refused before any work) and its budget lines: one per --keep, each
  * naming its budget and the count; --eval-budget steps recorded; --no-full leaves full_acc null */
 START_TEST(prune_flags_and_lines) {
@@ -692,6 +787,7 @@ int main(void) {
     tcase_add_test(tc, train_json_fields);
     tcase_add_test(tc, train_empty_splits_are_null);
     tcase_add_test(tc, train_indices_checked);
+    tcase_add_test(tc, predict_test_rows_and_runs);
     tcase_add_test(tc, prune_flags_and_lines);
     tcase_add_test(tc, prune_reports_and_outputs);
     tcase_add_test(tc, status_line);
