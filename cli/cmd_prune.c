@@ -123,6 +123,9 @@ static int parse_flags(prune_cli_t *c, prune_job_t *job, int argc, char **argv) 
     job->o.dyn_tag = args_str(a, "--dyn-tag", "last");
     if ((rc = parse_eval(c, job))) return rc;
     job->o.reuse_dynamics = args_has(a, "--reuse-dynamics");
+    /* a typed flag the run ignores, and the labelled subset's flags: refused before any work */
+    const prune_run_t run = {&job->cfg, job->o.eval, job->o.reuse_dynamics || !args_peek(a, "--no-save-dynamics")};
+    if ((rc = prune_check_effect(a, &run)) || (rc = prune_labeled_check(a))) return rc;
     job->o.split = args_str(a, "--split", NULL);
     c->json = args_has(a, "--json");
     return INCA_OK;
@@ -140,9 +143,7 @@ static int prune_on_loaded(void *ctx, prune_job_t *job) {
         cli_progress_end(&c->pg);
         fprintf(stderr, "prune: %s is a table (no graph): defaults %s\n", job->o.path, c->kind_def);
     }
-    job->o.labeled_file = args_str(a, "--labeled-indices", NULL);
-    if ((rc = args_double(a, "--labeled", 0.01, &job->o.labeled))) return rc;
-    if ((rc = args_int(a, "--labeled-per-class", 0, &job->o.labeled_per_class))) return rc;
+    if ((rc = prune_labeled_from_args(a, &job->o.labeled_file, &job->o.labeled, &job->o.labeled_per_class))) return rc;
     job->o.save_dynamics = !job->o.reuse_dynamics && !args_has(a, "--no-save-dynamics");
     return INCA_OK;
 }

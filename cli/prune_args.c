@@ -287,3 +287,144 @@ int prune_config_from_args(const args_t *a, prune_config_t *cfg, train_config_t 
     p->tf32 = target->tf32 = args_has(a, "--tf32");
     return INCA_OK;
 }
+
+/* The labelled subset's three flags, one at most on the command line: two typed is refused
+ * (which should win?); one typed wins over the others a --config file gives (recorded as not
+ * given, so a rerun of this line picks the same subset). --labeled-per-class below 1 is no count
+ * (a config's 0 is its default: none asked). */
+static const char *const labeled_flags[] = {"--labeled", "--labeled-per-class", "--labeled-indices"};
+
+int prune_labeled_check(const args_t *a) {
+    const char *typed[3];
+    int n = 0;
+    for (int i = 0; i < 3; i++)
+        if (args_on_command_line(a, labeled_flags[i])) typed[n++] = labeled_flags[i];
+    if (n == 2) return inca_fail(INCA_EINVAL, "%s and %s: give one of --labeled, --labeled-per-class, --labeled-indices", typed[0], typed[1]);
+    if (n == 3)
+        return inca_fail(INCA_EINVAL, "%s, %s and %s: give one of --labeled, --labeled-per-class, --labeled-indices", typed[0],
+                         typed[1], typed[2]);
+    const char *v = args_peek(a, "--labeled-per-class");
+    char *end = NULL;
+    errno = 0;
+    const long long k = v ? strtoll(v, &end, 10) : 0;
+    const int lo = args_on_command_line(a, "--labeled-per-class") ? 1 : 0;
+    if (v && !errno && end != v && *end == '\0' && k < lo)   /* not an integer: args_int says so */
+        return inca_fail(INCA_EINVAL, "--labeled-per-class: expected >= 1, got %lld", k);
+    v = args_peek(a, "--labeled");
+    const double f = v ? strtod(v, &end) : 0;
+    if (v && args_on_command_line(a, "--labeled") && end != v && *end == '\0' && !(f > 0 && f <= 1))
+        return inca_fail(INCA_EINVAL, "--labeled: expected a fraction in (0, 1], got %g", f);
+    return INCA_OK;
+}
+
+/* flag i of labeled_flags came from --config while another is on the command line */
+static int labeled_overridden(const args_t *a, int i) {
+    int typed = 0;
+    for (int k = 0; k < 3; k++) typed |= args_on_command_line(a, labeled_flags[k]);
+    return typed && args_has(a, labeled_flags[i]) && !args_on_command_line(a, labeled_flags[i]);
+}
+
+int prune_labeled_from_args(const args_t *a, const char **file, double *fraction, int64_t *per_class) {
+    int rc;
+    *fraction = 0.01;
+    *per_class = 0;
+    *file = labeled_overridden(a, 2) ? args_resolve(a, "--labeled-indices", NULL) : args_str(a, "--labeled-indices", NULL);
+    if (labeled_overridden(a, 0)) args_resolve(a, "--labeled", NULL);
+    else if ((rc = args_double(a, "--labeled", 0.01, fraction))) return rc;
+    if (labeled_overridden(a, 1)) args_resolve(a, "--labeled-per-class", NULL);
+    else if ((rc = args_int(a, "--labeled-per-class", 0, per_class))) return rc;
+    return INCA_OK;
+}
+
+/* Where a flag has an effect (the rule of `inca train`, cli_train_check_effect): a flag typed on
+ * the command line that the run would ignore is refused, since the result (its text and the
+ * config of its JSON line) would claim what did not happen. Only typed flags: a --config file
+ * records every flag with its default, and reruns. Each scope returns 1 where the flag applies,
+ * else 0 with what the run has instead in with ("with --select topk"). */
+typedef struct { char s[96]; } prune_with_t;
+
+static int with_select(const prune_run_t *r, int ok, prune_with_t *w) {
+    if (!ok) snprintf(w->s, sizeof w->s, "with --select %s", select_name(r->cfg->sel.kind));
+    return ok;
+}
+static int with_ssl(const prune_run_t *r, int ok, prune_with_t *w) {
+    if (!ok) snprintf(w->s, sizeof w->s, "with --ssl %s", prune_ssl_name(r->cfg->ssl));
+    return ok;
+}
+static int on_dropping(const prune_run_t *r, prune_with_t *w) {
+    return with_select(r, r->cfg->sel.kind == SEL_CCS || r->cfg->sel.kind == SEL_DOUBLE_END, w);
+}
+static int on_ccs(const prune_run_t *r, prune_with_t *w) { return with_select(r, r->cfg->sel.kind == SEL_CCS, w); }
+static int on_topk(const prune_run_t *r, prune_with_t *w) { return with_select(r, r->cfg->sel.kind == SEL_TOPK, w); }
+static int on_scored(const prune_run_t *r, prune_with_t *w) { return with_select(r, r->cfg->sel.kind != SEL_RANDOM, w); }
+/* the EL2N window: el2n's score, and dynamics saved or reused (their key holds the window, and a
+ * compact recorder sums over it: a later --reuse-dynamics --score el2n reads it) */
+static int on_el2n(const prune_run_t *r, prune_with_t *w) {
+    if (r->cfg->score == SCORE_EL2N || r->dyn_kept) return 1;
+    snprintf(w->s, sizeof w->s, "with --score %s and --no-save-dynamics", score_name(r->cfg->score));
+    return 0;
+}
+/* self-training: --ssl selftrain only (auto's candidates are spreading, SGC and the proxy,
+ * pruning/ssl.c) */
+static int on_selftrain(const prune_run_t *r, prune_with_t *w) { return with_ssl(r, r->cfg->ssl == PRUNE_SSL_SELFTRAIN, w); }
+/* label spreading: --ssl labelprop, and auto (spreading is always one of its candidates) */
+static int on_spread(const prune_run_t *r, prune_with_t *w) {
+    return with_ssl(r, r->cfg->ssl == PRUNE_SSL_LABELPROP || r->cfg->ssl == PRUNE_SSL_AUTO, w);
+}
+/* spreading's iterations, and Correct and Smooth's (pruning/pseudo.c) */
+static int on_iterated(const prune_run_t *r, prune_with_t *w) {
+    const prune_ssl_t s = r->cfg->ssl;
+    return with_ssl(r, s == PRUNE_SSL_LABELPROP || s == PRUNE_SSL_AUTO || s == PRUNE_SSL_CS, w);
+}
+static int on_eval(const prune_run_t *r, prune_with_t *w) {
+    if (!r->eval) snprintf(w->s, sizeof w->s, "without --eval");
+    return r->eval;
+}
+
+typedef struct prune_scope {
+    const char *flag;
+    int (*applies)(const prune_run_t *r, prune_with_t *with);
+    const char *why;   /* where the flag applies, as the message says it */
+} prune_scope_t;
+
+#define SELFTRAIN_WHY "only --ssl selftrain trains with it; auto picks among spreading, SGC and the proxy"
+#define SPREAD_WHY "only label spreading (--ssl labelprop or auto) uses it"
+#define EVAL_WHY "it sets the evaluation of the coreset, which only --eval runs"
+static const prune_scope_t prune_scopes[] = {
+        {"--mis-ratio", on_dropping, "only ccs and double-end drop mislabelled examples"},
+        {"--strata", on_ccs, "only ccs samples across score strata"},
+        {"--topk", on_topk, "only topk keeps the hardest or the easiest"},
+        {"--score", on_scored, "random selection reads no score"},
+        {"--el2n-epochs", on_el2n, "only el2n averages over the first epochs, and saved dynamics keep the window"},
+        {"--tau", on_selftrain, SELFTRAIN_WHY},
+        {"--noise", on_selftrain, SELFTRAIN_WHY},
+        {"--lambda-u", on_selftrain, SELFTRAIN_WHY},
+        {"--ssl-epochs", on_selftrain, SELFTRAIN_WHY},
+        {"--alpha", on_spread, SPREAD_WHY},
+        {"--cmn", on_spread, SPREAD_WHY},
+        {"--iters", on_iterated, "only label spreading (--ssl labelprop or auto) and cs iterate"},
+        {"--model", on_eval, EVAL_WHY},
+        {"--method", on_eval, EVAL_WHY},
+        {"--parts", on_eval, EVAL_WHY},
+        {"--batch-parts", on_eval, EVAL_WHY},
+        {"--epochs", on_eval, EVAL_WHY},
+        {"--hidden", on_eval, EVAL_WHY},
+        {"--layers", on_eval, EVAL_WHY},
+        {"--lr", on_eval, EVAL_WHY},
+        {"--dropout", on_eval, EVAL_WHY},
+        {"--batch-size", on_eval, EVAL_WHY},
+        {"--runs", on_eval, EVAL_WHY},
+        {"--eval-sets", on_eval, EVAL_WHY},
+        {"--eval-budget", on_eval, EVAL_WHY},
+        {"--no-full", on_eval, EVAL_WHY},
+};
+
+int prune_check_effect(const args_t *a, const prune_run_t *r) {
+    for (size_t i = 0; i < sizeof prune_scopes / sizeof prune_scopes[0]; i++) {
+        const prune_scope_t *s = &prune_scopes[i];
+        prune_with_t w = {{0}};
+        if (!args_on_command_line(a, s->flag) || s->applies(r, &w)) continue;
+        return inca_fail(INCA_EINVAL, "%s: has no effect %s (%s)", s->flag, w.s, s->why);
+    }
+    return INCA_OK;
+}

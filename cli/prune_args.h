@@ -18,4 +18,21 @@ int prune_config_from_args(const args_t *a, prune_config_t *cfg, train_config_t 
  * --batch-size 128 --lr 0.001 --dropout 0.2. what[] receives the ones applied ("" for none). The
  * values that run are recorded in a's config (args_config_json), given or not. */
 int prune_kind_defaults(const args_t *a, prune_config_t *cfg, train_config_t *target, int graph, char *what, size_t len);
+/* The labelled subset's flags, checked before any work: one of --labeled, --labeled-per-class and
+ * --labeled-indices at most on the command line, --labeled-per-class >= 1 and --labeled in (0, 1]
+ * when typed (INCA_EINVAL naming them). */
+int prune_labeled_check(const args_t *a);
+/* Their values (not given: 0.01, 0, NULL); the one on the command line wins over the others a
+ * --config file gives, which are recorded as not given. */
+int prune_labeled_from_args(const args_t *a, const char **file, double *fraction, int64_t *per_class);
+/* What a run does that decides where a flag has an effect. */
+typedef struct prune_run {
+    const prune_config_t *cfg;
+    int eval;       /* --eval: the target is trained */
+    int dyn_kept;   /* the dynamics are saved to the store or reused from it */
+} prune_run_t;
+/* A flag typed on the command line (not one a --config file gives) that has no effect on this
+ * run is INCA_EINVAL "FLAG: has no effect with|without ... (why)": the rule of inca train's
+ * cli_train_check_effect. */
+int prune_check_effect(const args_t *a, const prune_run_t *r);
 #endif

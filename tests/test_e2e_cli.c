@@ -734,6 +734,126 @@ START_TEST(prune_reports_and_outputs) {
 }
 END_TEST
 
+/* prune's flags where they have no effect, typed, are refused before any work with the flag and
+ * what the run has instead (train's rule); each is accepted where it acts, and a --config rerun
+ * of a ccs line (every flag recorded, defaults included) is not refused. Of the labelled subset's
+ * flags one at most is typed, --labeled-per-class takes K >= 1, and the one typed wins over the
+ * others a --config file gives (recorded as not given). */
+START_TEST(prune_flag_effects) {
+    static const char *const sel = "only ccs and double-end drop mislabelled examples";
+    static const char *const st = "only --ssl selftrain trains with it; auto picks among spreading, SGC and the proxy";
+    static const char *const sp = "only label spreading (--ssl labelprop or auto) uses it";
+    static const char *const ev = "it sets the evaluation of the coreset, which only --eval runs";
+    static const char *const lab = "give one of --labeled, --labeled-per-class, --labeled-indices";
+    static const struct { const char *args, *flag, *with, *why; } bad[] = {
+        {"--select topk --mis-ratio 0.5", "--mis-ratio", "with --select topk", NULL},
+        {"--select random --mis-ratio 0", "--mis-ratio", "with --select random", NULL},
+        {"--select double-end --strata 10", "--strata", "with --select double-end", "only ccs samples across score strata"},
+        {"--topk easy", "--topk", "with --select ccs", "only topk keeps the hardest or the easiest"},
+        {"--select double-end --topk hard", "--topk", "with --select double-end", "only topk keeps the hardest or the easiest"},
+        {"--select random --score el2n", "--score", "with --select random", "random selection reads no score"},
+        {"--score aum --el2n-epochs 5 --no-save-dynamics", "--el2n-epochs", "with --score aum and --no-save-dynamics",
+         "only el2n averages over the first epochs, and saved dynamics keep the window"},
+        {"--tau 0.5", "--tau", "with --ssl auto", NULL},
+        {"--ssl labelprop --noise 0", "--noise", "with --ssl labelprop", NULL},
+        {"--ssl proxy --lambda-u 2", "--lambda-u", "with --ssl proxy", NULL},
+        {"--ssl sgc --ssl-epochs 5", "--ssl-epochs", "with --ssl sgc", NULL},
+        {"--ssl sgc --alpha 0.5", "--alpha", "with --ssl sgc", NULL},
+        {"--ssl cs --cmn", "--cmn", "with --ssl cs", NULL},
+        {"--ssl proxy --iters 5", "--iters", "with --ssl proxy", "only label spreading (--ssl labelprop or auto) and cs iterate"},
+        {"--model mlp", "--model", "without --eval", NULL},
+        {"--method cluster", "--method", "without --eval", NULL},
+        {"--parts 20", "--parts", "without --eval", NULL},
+        {"--batch-parts 2", "--batch-parts", "without --eval", NULL},
+        {"--epochs 3", "--epochs", "without --eval", NULL},
+        {"--hidden 8", "--hidden", "without --eval", NULL},
+        {"--layers 3", "--layers", "without --eval", NULL},
+        {"--lr 0.1", "--lr", "without --eval", NULL},
+        {"--dropout 0.1", "--dropout", "without --eval", NULL},
+        {"--batch-size 16", "--batch-size", "without --eval", NULL},
+        {"--runs 2", "--runs", "without --eval", NULL},
+        {"--eval-sets coreset", "--eval-sets", "without --eval", NULL},
+        {"--eval-budget steps", "--eval-budget", "without --eval", NULL},
+        {"--no-full", "--no-full", "without --eval", NULL},
+    };
+    char want[1024], res[1200];
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        const char *why = bad[i].why ? bad[i].why
+                          : !strcmp(bad[i].with, "without --eval")             ? ev
+                          : strstr(bad[i].with, "--select")                    ? sel
+                          : !strcmp(bad[i].flag, "--alpha") || !strcmp(bad[i].flag, "--cmn") ? sp
+                                                                                : st;
+        snprintf(want, sizeof want, "inca prune: %s: has no effect %s (%s)", bad[i].flag, bad[i].with, why);
+        refused(want, "prune '%s' %s --quiet", g, bad[i].args);
+    }
+    static const struct { const char *args, *msg; } lbad[] = {
+        {"--labeled-per-class 0", "--labeled-per-class: expected >= 1, got 0"},
+        {"--labeled-per-class -3", "--labeled-per-class: expected >= 1, got -3"},
+        {"--labeled 0.1 --labeled-per-class 3", "--labeled and --labeled-per-class: "},
+        {"--labeled-indices x.npy --labeled 0.1", "--labeled and --labeled-indices: "},
+        {"--labeled-per-class 3 --labeled-indices x.npy", "--labeled-per-class and --labeled-indices: "},
+        {"--labeled 0.1 --labeled-per-class 3 --labeled-indices x.npy", "--labeled, --labeled-per-class and --labeled-indices: "},
+    };
+    for (size_t i = 0; i < sizeof lbad / sizeof lbad[0]; i++) {
+        snprintf(want, sizeof want, "inca prune: %s%s", lbad[i].msg, lbad[i].msg[strlen(lbad[i].msg) - 1] == ' ' ? lab : "");
+        refused(want, "prune '%s' %s --quiet", g, lbad[i].args);
+    }
+    /* where each acts (the EL2N window of saved dynamics: a reuse matches it) */
+    static const char *const ok[] = {
+        "--select ccs --mis-ratio 0.1 --strata 10 --score forgetting --no-save-dynamics",
+        "--select double-end --mis-ratio 0.1 --no-save-dynamics",
+        "--select topk --topk easy --no-save-dynamics",
+        "--score el2n --el2n-epochs 2 --no-save-dynamics",
+        "--score aum --el2n-epochs 2 --dyn-tag e2",
+        "--score aum --el2n-epochs 2 --dyn-tag e2 --reuse-dynamics",
+        "--ssl selftrain --tau 0.5 --noise 0.1 --lambda-u 0.5 --ssl-epochs 2 --no-save-dynamics",
+        "--ssl labelprop --alpha 0.8 --cmn --iters 5 --no-save-dynamics",
+        "--ssl auto --alpha 0.8 --cmn --iters 5 --no-save-dynamics",
+        "--ssl cs --iters 5 --no-save-dynamics",
+        ("--eval --model mlp --method full --parts 4 --batch-parts 2 --epochs 2 --hidden 8 --layers 2 --lr 0.01 --dropout 0.1 "
+         "--batch-size 0 --runs 1 --eval-sets coreset --eval-budget steps --no-full --no-save-dynamics"),
+        "--labeled-per-class 2 --no-save-dynamics",
+    };
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        char *err = NULL;
+        const int rc = run(NULL, &err, "prune '%s' --keep 0.3 --proxy-epochs 3 --threads 1 %s --quiet", g, ok[i]);
+        ck_assert_msg(rc == 0, "prune %s -> %d: %s", ok[i], rc, err ? err : "");
+        free(err);
+    }
+    /* a ccs line's config reruns as it is, and with a typed --select topk (its mis-ratio and
+     * strata are the file's, not typed); a typed --labeled wins over the file's per-class count */
+    char *out = NULL;
+    ck_assert_int_eq(run(&out, NULL, "prune '%s' --labeled-per-class 3 --select ccs --mis-ratio 0.1 --strata 10 --keep 0.3 "
+                         "--proxy-epochs 3 --threads 1 --no-save-dynamics --json --quiet", g), 0);
+    snprintf(res, sizeof res, "%s/ccs.json", dir);
+    FILE *f = fopen(res, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(out, f);
+    fclose(f);
+    cJSON *j0 = tu_json_last(out);
+    free(out);
+    cJSON *j = run_json("prune --config '%s' --json --quiet", res);
+    ck_assert_int_eq((long)tu_json_dbl(j, "labeled"), 12);   /* 3 of each of the 4 classes */
+    ck_assert_int_eq((long)tu_json_dbl(j, "kept"), (long)tu_json_dbl(j0, "kept"));
+    ck_assert_double_eq(tu_json_dbl(j, "mis_ratio"), 0.1);
+    cJSON_Delete(j);
+    j = run_json("prune --config '%s' --select topk --json --quiet", res);
+    ck_assert_str_eq(str_at(j, "select"), "topk");
+    cJSON_Delete(j);
+    j = run_json("prune --config '%s' --labeled 0.2 --json --quiet", res);
+    ck_assert_int_gt((long)tu_json_dbl(j, "labeled"), 12);
+    const cJSON *c = tu_json_get(j, "config", cJSON_Object);
+    ck_assert_double_eq(tu_json_dbl(c, "labeled"), 0.2);
+    ck_assert(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(c, "labeled-per-class")));
+    cJSON_Delete(j);
+    cJSON_Delete(j0);
+    refused("inca prune: --mis-ratio: has no effect with --select topk (only ccs and double-end drop mislabelled examples)",
+            "prune --config '%s' --select topk --mis-ratio 0.1 --quiet", res);
+    refused("inca prune: --labeled and --labeled-per-class: give one of --labeled, --labeled-per-class, --labeled-indices",
+            "prune --config '%s' --labeled 0.2 --labeled-per-class 2 --quiet", res);
+}
+END_TEST
+
 /* `inca <args>` under a pseudo-terminal (script(1)): stdout and stderr together */
 static __attribute__((noinline)) char *under_pty(const char *args) {
     char cmd[8192], *out = NULL;
@@ -790,6 +910,7 @@ int main(void) {
     tcase_add_test(tc, predict_test_rows_and_runs);
     tcase_add_test(tc, prune_flags_and_lines);
     tcase_add_test(tc, prune_reports_and_outputs);
+    tcase_add_test(tc, prune_flag_effects);
     tcase_add_test(tc, status_line);
     suite_add_tcase(su, tc);
     const int rc = tu_run_suite(su);
