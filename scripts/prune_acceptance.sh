@@ -35,8 +35,9 @@ R="$P --reuse-dynamics $T"
 "$B" prune "$W/fmnist" $R --select topk --topk easy --keep 0.3 --eval-sets coreset
 
 # Facebook: spreading over the graph (alpha 0.9), GCN proxy 64 hidden x 100 epochs, GCN target
-G="--split random:0.6,0.2,0.2 --labeled 0.01 --ssl labelprop --seed 0 --alpha 0.9 --proxy-hidden 64 --proxy-epochs 100 \
+G0="--split random:0.6,0.2,0.2 --labeled 0.01 --seed 0 --proxy-hidden 64 --proxy-epochs 100 \
    --proxy-dropout 0.5 --model gcn --hidden 16 --epochs 100 --dropout 0.5 --runs 5 --threads 2 --json --eval"
+G="$G0 --ssl labelprop --alpha 0.9"
 "$B" prune "$W/facebook" $G --select ccs --keep 0.1 --mis-ratio 0.1 --eval-sets coreset,random,full
 "$B" prune "$W/facebook" $G --reuse-dynamics --select ccs --keep 0.3 --mis-ratio 0.1 --eval-sets coreset,random
 "$B" prune "$W/facebook" $G --reuse-dynamics --select double-end --keep 0.1 --mis-ratio 0.1 --eval-sets coreset
@@ -44,7 +45,7 @@ G="--split random:0.6,0.2,0.2 --labeled 0.01 --ssl labelprop --seed 0 --alpha 0.
 "$B" prune "$W/facebook" $G --reuse-dynamics --select topk --topk hard --keep 0.1 --eval-sets coreset
 "$B" prune "$W/facebook" $G --reuse-dynamics --select topk --topk easy --keep 0.3 --eval-sets coreset
 # self-training pseudo-labels instead of spreading (pseudo-label accuracy and time)
-"$B" prune "$W/facebook" $G --ssl selftrain --noise 0 --ssl-epochs 100 --dyn-tag st --select ccs --keep 0.1 \
+"$B" prune "$W/facebook" $G0 --ssl selftrain --noise 0 --ssl-epochs 100 --dyn-tag st --select ccs --keep 0.1 \
   --mis-ratio 0.1 --eval-sets coreset
 "$B" prune "$W/fmnist" --labeled 0.01 --ssl selftrain --ssl-epochs 30 --noise 0.2 --proxy-epochs 30 --seed 0 --threads 2 \
   --dyn-tag st --select ccs --keep 0.1 --mis-ratio 0.1 --balance --json
