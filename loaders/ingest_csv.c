@@ -1,7 +1,7 @@
 /* CSV feature datasets: a folder with train.csv, optional valid.csv and test.csv (each may be
  * gzipped), rows "label,f1,...,fk" without a header, the same k in every file; blank lines are
- * skipped. Examples are train, then valid, then test; no graph. Unlabelled rows ("", -1, nan)
- * are kept as examples but belong to no split.
+ * skipped; a file with no row is refused. Examples are train, then valid, then test; no graph.
+ * Unlabelled rows ("", -1, nan) are kept as examples but belong to no split.
  * Tested in tests/test_ingest.c and tests/data/bad/csv-*. */
 #include "loaders/ingest_internal.h"
 #include "core/alloc.h"
@@ -73,9 +73,12 @@ int ingest_csv(const char *dir, const ingest_opts_t *o, dataset_t *out) {
         if (rc == INCA_ENOTFOUND && s == SPLIT_VALID) { inca_err_clear(); rc = INCA_OK; continue; }
         if (rc) goto fail;
         if ((rc = csv_read(path, &a, o))) goto fail;
+        if (a.y.n == start[s]) {   /* an empty split file is a mistake, not a split of nothing */
+            rc = inca_fail(INCA_EINVAL, "%s: expected at least one row 'label,f1,...,fk', found none", path);
+            goto fail;
+        }
     }
     start[SPLIT_COUNT] = a.y.n;
-    if (a.y.n == 0) { rc = inca_fail(INCA_EINVAL, "%s: expected at least one row in train.csv/test.csv, found none", dir); goto fail; }
     d.n = a.y.n;
     d.f = a.k;
     d.x = a.x.v;

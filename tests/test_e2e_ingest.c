@@ -65,6 +65,9 @@ END_TEST
 /* Every entry of tests/data/bad/ with the text its error must contain (file and line). */
 static const struct { const char *entry, *needle, *needle2; } bad_expect[] = {
     {"csv-bad-label", "csv-bad-label/train.csv:1:", NULL},
+    {"csv-empty-train", "csv-empty-train/train.csv: expected at least one row", NULL},   /* README: files with no rows */
+    {"csv-empty-test", "csv-empty-test/test.csv: expected at least one row", NULL},
+    {"csv-empty-valid", "csv-empty-valid/valid.csv: expected at least one row", NULL},   /* blank lines only */
     {"csv-missing-test", "csv-missing-test/test", "no such file"},
     {"csv-nonnumber", "csv-nonnumber/train.csv:2:", "expected a number"},
     {"csv-junk-number", "csv-junk-number/train.csv:2: column 2", "expected a number"},
