@@ -171,6 +171,7 @@ static void train_method_json(json_t *j, const train_config_t *c, const train_re
         json_int(j, "refreshes_fused_with_eval", r->fused);
     }
     if (c->method == TRAIN_CLUSTER) json_str(j, "cluster_norm", c->cluster_global_norm ? "global" : "batch");
+    if (c->method == TRAIN_FULL) json_int(j, "table_bytes", 0);   /* no history tables (ARCHITECTURE.md lists the key) */
     if (c->method != TRAIN_FULL) {
         json_int(j, "table_bytes", r->table_bytes);
         json_int(j, "scratch_bytes", r->scratch_bytes);

@@ -252,7 +252,7 @@ START_TEST(test_train) {
         const int history = strcmp(m, "cluster") != 0;   /* cluster keeps no history and needs no scratch */
         ck_assert((tu_json_dbl(o, "scratch_bytes") > 0) == history);
         ck_assert((tu_json_dbl(o, "table_bytes") > 0) == history);
-    }
+    } else ck_assert(tu_json_dbl(o, "table_bytes") == 0);   /* the contract's key, no tables */
 
     char path[2048], *text = NULL;
     snprintf(path, sizeof path, "cat '%s/m-%s.jsonl'", dir, m);
