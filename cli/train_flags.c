@@ -270,8 +270,13 @@ void cli_train_config_json(json_t *j, const args_t *a, const train_config_t *c) 
 
 int cli_train_config_save(const char *dir, const args_t *a, const train_config_t *c, const char *version) {
     char path[4200], tmp[4300];
-    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
-        return inca_fail(INCA_EIO, "--checkpoint %s: cannot create the folder: %s", dir, strerror(errno));
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+        const int e = errno;
+        /* a missing or unwritable parent is named as --metrics' and --save-params' are (exit 2) */
+        int rc = inca_out_check(dir);
+        if (rc == INCA_OK) rc = inca_fail(INCA_EIO, "%s: cannot create the folder: %s", dir, strerror(e));
+        return inca_fail_ctx(rc, "--checkpoint");
+    }
     snprintf(path, sizeof path, "%s/config.json", dir);
     snprintf(tmp, sizeof tmp, "%s.tmp-%ld", path, (long)getpid());
     json_t *j = NULL;

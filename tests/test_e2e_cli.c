@@ -629,6 +629,16 @@ START_TEST(predict_test_rows_and_runs) {
 }
 END_TEST
 
+/* An output in a missing folder is bad input, exit 2, whichever flag names it (--checkpoint made
+ * its folder with EIO, exit 1, while --metrics and --save-params gave 2) */
+START_TEST(train_output_folders) {
+    refused("inca train: --checkpoint: /nonexistent/ck: cannot write: folder /nonexistent does not exist",
+            "train '%s' --epochs 1 --threads 1 --checkpoint /nonexistent/ck", g);
+    refused("inca train: /nonexistent/m.jsonl: cannot write: folder /nonexistent does not exist",
+            "train '%s' --epochs 1 --threads 1 --metrics /nonexistent/m.jsonl", g);
+}
+END_TEST
+
 /* prune's evaluation flags (refused before any work) and its budget lines: one per --keep, each
  * naming its budget and the count; --eval-budget steps recorded; --no-full leaves full_acc null */
 START_TEST(prune_flags_and_lines) {
@@ -906,6 +916,7 @@ int main(void) {
     tcase_add_test(tc, train_flag_ranges);
     tcase_add_test(tc, train_json_fields);
     tcase_add_test(tc, train_empty_splits_are_null);
+    tcase_add_test(tc, train_output_folders);
     tcase_add_test(tc, train_indices_checked);
     tcase_add_test(tc, predict_test_rows_and_runs);
     tcase_add_test(tc, prune_flags_and_lines);
