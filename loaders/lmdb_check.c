@@ -156,7 +156,9 @@ static int read_meta(walk_t *w, uint64_t i, uint32_t psize, uint64_t npages, met
     m->main_db = (db_t){rd64(d1 + 40), rd64(d1 + 32), rd16(d1 + 6)};
     m->last = rd64(mm + 24 + 2 * DB_SIZE);
     m->txnid = rd64(mm + 24 + 2 * DB_SIZE + 8);
-    if (rd64(mm + 8) != 0 || m->psize != psize || m->last < 1 || m->mapsize < (m->last + 1) * psize ||
+    /* last >= mapsize / psize is (last + 1) psize > mapsize without its overflow: a damaged last
+     * of 2^64 - 1 wrapped to 0 and passed as a truncated file's */
+    if (rd64(mm + 8) != 0 || m->psize != psize || m->last < 1 || m->last >= m->mapsize / psize ||
         m->mapsize > ((uint64_t)1 << 48))
         return bad(w, i, "meta page has impossible sizes");
     if (m->last >= npages)   /* a sane meta whose pages the file lacks: cut short, not damaged */

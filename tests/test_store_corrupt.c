@@ -488,6 +488,33 @@ START_TEST(test_truncated_says_truncated) {
 }
 END_TEST
 
+/* A meta page whose sizes are 0xff bytes is damaged, not truncated: its last page 2^64 - 1 made
+ * (last + 1) x page size wrap to 0, and the file was said to be cut short (a user review). */
+START_TEST(test_damaged_meta_not_truncated) {
+    dataset_t d;
+    make_dataset(&d);
+    ck_assert_int_eq(dataset_save(&d, golden, 0), INCA_OK);
+    dataset_free(&d);
+    char p[4400], to[4200], args[4400];
+    snprintf(p, sizeof p, "%s/data.mdb", golden);
+    size_t len;
+    unsigned char *buf = slurp_file(p, &len);
+    ck_assert_uint_gt(len, 2 * 4096);
+    memset(buf + 4096 + 100, 0xff, 64);   /* meta page 1: its databases' records, last page and txnid */
+    snprintf(to, sizeof to, "%s/meta.lmdb", dir);
+    ck_assert_int_eq(mkdir(to, 0755), 0);
+    snprintf(p, sizeof p, "%s/data.mdb", to);
+    FILE *f = fopen(p, "wb");
+    ck_assert(f && fwrite(buf, 1, len, f) == len && fclose(f) == 0);
+    snprintf(args, sizeof args, "verify '%s'", to);
+    char *err = NULL;
+    ck_assert_int_eq(tu_inca(args, NULL, &err), 2);
+    ck_assert_msg(strstr(err, "impossible sizes") && !strstr(err, "truncated"), "%s", err);
+    free(err);
+    free(buf);
+}
+END_TEST
+
 /* `inca ingest` of the bundled Cora under RLIMIT_FSIZE (SIGXFSZ ignored, so write() fails with
  * EFBIG as on a full disk). Returns the exit status; *err gets stderr. */
 static int ingest_limited(const char *out, rlim_t limit, int force, char **err) {
@@ -635,6 +662,7 @@ int main(void) {
     tcase_add_test(tc, test_named_split_contents_verified);
     tcase_add_test(tc, test_old_version_refused);
     tcase_add_test(tc, test_truncated_says_truncated);
+    tcase_add_test(tc, test_damaged_meta_not_truncated);
     tcase_add_test(tc, test_disk_full_ingest);
     tcase_add_test(tc, test_overflow_page_reached_twice);
     suite_add_tcase(s, tc);
