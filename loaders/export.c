@@ -90,6 +90,13 @@ static int write_ogb(const dataset_t *d, const char *dir, const char *split, exp
     if ((rc = join(raw, dir, "raw")) || (rc = join(p, dir, "split")) || (rc = join(sd, p, split))) return rc;
     if (mkdir(raw, 0777) != 0 || mkdir(p, 0777) != 0 || mkdir(sd, 0777) != 0)
         return inca_fail(INCA_EIO, "%s: cannot create its folders: %s", dir, strerror(errno));
+    /* OGB's loaders take a dataset folder without RELEASE_v<version>.txt for an outdated
+     * download and offer to delete it; version 1, as the bundled datasets' marker */
+    char rel[EXPORT_PATH_MAX];
+    FILE *rf = NULL;
+    if ((rc = join(rel, dir, "RELEASE_v1.txt"))) return rc;
+    if (!(rf = fopen(rel, "w")) || fclose(rf) != 0) return inca_fail_write(rel, errno);
+    st->files++;
     const csr_t *a = &d->adj;
     int64_t m = 0;
     for (int64_t u = 0; u < a->n_rows; u++)

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <zlib.h>
 
 static char *dir;
@@ -47,8 +48,12 @@ static void round_trip_ogb(const dataset_t *d, const char *name) {
     snprintf(out, sizeof out, "%s/%s", dir, name);
     export_stats_t st;
     ck_assert_msg(export_dataset(d, EXPORT_OGB, out, "mine", &st) == INCA_OK, "%s", inca_errmsg());
-    ck_assert_int_eq(st.files, 8);
+    ck_assert_int_eq(st.files, 9);   /* RELEASE_v1.txt, 4 raw files and 3 splits' */
     ck_assert_int_eq(st.edges * 2, d->adj.nnz);
+    char rel[1100];
+    struct stat rs;
+    snprintf(rel, sizeof rel, "%s/RELEASE_v1.txt", out);
+    ck_assert(stat(rel, &rs) == 0 && S_ISREG(rs.st_mode) && rs.st_size == 0);   /* OGB's marker, empty */
     ingest_opts_t o = {0};
     o.split = "mine";
     dataset_t e;
