@@ -50,7 +50,9 @@ static const struct { const char *name; int (*fn)(int, char **); const char *hel
      "  layout    --feature-norm none|row|standard [none] --m0 gcn|sage|none (IncAgg's M^0 = AX) [gcn]\n"
      "            --history-dtype fp32|bf16 (M^0's) [fp32] --no-layout (the partitioning alone)\n"
      "            --rebuild-layout (delete this layout and write it again)\n"
-     "            --json --quiet (no progress or status lines)"},
+     "            --json (one line on stdout: partition_time_s is the partitioning's own, stored with it, so a\n"
+     "            reused one's is its first run's; total_time_s is this run's) --quiet (no progress, status or\n"
+     "            summary lines: all three go to stderr)"},
     {"train", cmd_train,
      "train STORE --model M --method full|cluster|gas|incagg [flags]\n"
      "  (defaults in brackets)\n"
