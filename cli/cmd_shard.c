@@ -50,7 +50,7 @@ int cmd_shard(int argc, char **argv) {
     const double secs = inca_now() - t0;
     int64_t bytes = 0;
     for (int r = 0; r < o.ranks; r++) {
-        fprintf(stderr, "shard %d of %d: %lld own rows + %lld halo rows, %.1f MB\n", r, o.ranks, (long long)st.own_rows[r],
+        fprintf(stderr, "shard %d of %d: %lld own rows + %lld halo rows, %.1f MiB\n", r, o.ranks, (long long)st.own_rows[r],
                 (long long)st.halo_rows[r], st.bytes[r] / 1048576.0);
         bytes += st.bytes[r];
     }
@@ -75,7 +75,7 @@ int cmd_shard(int argc, char **argv) {
         json_num(j, "seconds", secs);
         memstat_json(j);
         rc = json_write(j, stdout);
-    } else printf("%d shards of %s in %s: %.1f MB, %.3f s\n", o.ranks, args_pos(a, 0), out, bytes / 1048576.0, secs);
+    } else printf("%d shards of %s in %s: %.1f MiB, %.3f s\n", o.ranks, args_pos(a, 0), out, bytes / 1048576.0, secs);
 done:
     json_free(&j);
     args_free(&a);
