@@ -308,10 +308,15 @@ START_TEST(test_kill_prune) {
     snprintf(npy, sizeof npy, "%s.npy", ind);
     int killed = 0, absent = 0, complete = 0;
     for (int i = 0; i < NKILL; i++) {
-        /* even kills: a fresh --out; odd kills: --overwrite of a committed one, which must survive */
+        /* even kills: fresh outputs (prune refuses existing ones without --overwrite); odd kills:
+         * --overwrite of a committed store, which must survive */
         int over = i % 2;
         if (over) copy_store(ref, out);
-        else tu_rmrf(out);
+        else {
+            tu_rmrf(out);
+            unlink(txt);
+            unlink(npy);
+        }
         cmd_make(&c, "prune %s %s --out %s --indices %s%s", src, args, out, ind, over ? " --overwrite" : "");
         killed += run_kill(&c, d[i]);
         int s = store_state(out, &pref, "prune", i);
