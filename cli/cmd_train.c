@@ -248,6 +248,18 @@ static int train_result_json(const args_t *a, const train_config_t *c, const tra
     return rc;
 }
 
+/* The result as one text line ("-" for a split with no labelled row). */
+static void train_result_text(const train_config_t *c, const train_result_t *r, const char *store, int nranks) {
+    char ta[16], va[16];
+    if (nranks > 1) printf("%d ranks: ", nranks);
+    printf("%s %s on %s: test %s", model_kind_name(c->model), train_method_name(c->method), store,
+           train_acc_text(ta, sizeof ta, r->test_acc));
+    if (r->runs > 1 && !isnan(r->test_acc_std)) printf(" ± %.4f", r->test_acc_std);
+    if (r->runs > 1) printf(" (%d runs)", r->runs);
+    printf(", val %s, best epoch %d of %d, %.4f s/epoch\n", train_acc_text(va, sizeof va, r->val_acc), r->best_epoch,
+           r->epochs, r->epoch_time_s);
+}
+
 int cmd_train(int argc, char **argv) {
     const char *const *known = cli_train_flags;
     args_t *a = NULL;
@@ -306,16 +318,7 @@ int cmd_train(int argc, char **argv) {
     const int near = shard_ranks || isnan(r.test_acc) ? -1 : train_near_chance(&d, r.test_acc, &majority);
     if (args_has(a, "--json")) {
         rc = train_result_json(a, &c, &r, ids ? nids : d.split_n[SPLIT_TRAIN], nranks, recs, majority, near);
-    } else {
-        char ta[16], va[16];   /* "-": the split has no labelled row */
-        if (nranks > 1) printf("%d ranks: ", nranks);
-        printf("%s %s on %s: test %s", model_kind_name(c.model), train_method_name(c.method), args_pos(a, 0),
-               train_acc_text(ta, sizeof ta, r.test_acc));
-        if (r.runs > 1 && !isnan(r.test_acc_std)) printf(" ± %.4f", r.test_acc_std);
-        if (r.runs > 1) printf(" (%d runs)", r.runs);
-        printf(", val %s, best epoch %d of %d, %.4f s/epoch\n", train_acc_text(va, sizeof va, r.val_acc), r.best_epoch,
-               r.epochs, r.epoch_time_s);
-    }
+    } else train_result_text(&c, &r, args_pos(a, 0), nranks);
     fflush(stdout);
     if (near > 0)   /* defaults that do not suit a dataset must not pass for a result */
         fprintf(stderr, "train: warning: %s stays near chance (test accuracy %.4f; the largest class is %.4f of the test "
