@@ -162,8 +162,10 @@ static int run(args_t *a, const part_opts_t *o, comm_t *c) {
     cli_progress(&pg, 1, "%s into %lld parts", o->method == PART_METIS ? "METIS" : o->method == PART_PARMETIS ? "ParMETIS" :
                  o->method == PART_LP ? "label propagation" : "random",
                  (long long)o->k);
-    if (rc == INCA_OK && (rc = get_partition(s, c, o, &pg, &p, &reused)) != INCA_OK)
-        rc = inca_fail_ctx(rc, "%s", args_pos(a, 0));   /* the store: the refusals come from graph/ */
+    /* the store, where the message does not name it already: the refusals come from graph/ */
+    if (rc == INCA_OK && (rc = get_partition(s, c, o, &pg, &p, &reused)) != INCA_OK &&
+        strncmp(inca_errmsg(), args_pos(a, 0), strlen(args_pos(a, 0))) != 0)
+        rc = inca_fail_ctx(rc, "%s", args_pos(a, 0));
     if (rc == INCA_OK) rc = rank_peaks(c, peaks);
     const double tl = inca_now();
     if (rc == INCA_OK && me == 0 && !args_has(a, "--no-layout") && store_meta(s)->features > 0) {

@@ -294,6 +294,13 @@ int dataset_save(const dataset_t *d, const char *path, int overwrite) {
 
 int dataset_load(const char *path, dataset_t *d) { return dataset_load_ex(path, 0, d); }
 
+/* A store without its adjacency arrays: a table, said once (the array's own message named the
+ * store a second time); another failure keeps its cause. */
+static int graph_missing(store_t *s, int rc) {
+    if (rc == INCA_ENOTFOUND) return inca_fail(rc, "%s has no graph (no 'rowptr' / 'col' arrays: a table)", store_path(s));
+    return inca_fail_ctx(rc, "%s has no graph", store_path(s));
+}
+
 int dataset_load_adj(store_t *s, csr_t *adj) {
     void *rp = NULL, *col = NULL;
     int64_t nr = 0, nc = 0;
@@ -303,7 +310,7 @@ int dataset_load_adj(store_t *s, csr_t *adj) {
     if (rc != INCA_OK) {
         inca_free(rp);
         inca_free(col);
-        return inca_fail_ctx(rc, "%s has no graph", store_path(s));
+        return graph_missing(s, rc);
     }
     adj->n_rows = adj->n_cols = nr - 1;
     adj->nnz = nc;
@@ -323,7 +330,7 @@ int dataset_load_adj_rows(store_t *s, int64_t r0, int64_t r1, int64_t *n, csr_t 
     memset(out, 0, sizeof *out);
     int rc = store_array_info(s, "rowptr", &ri);
     if (rc == INCA_OK) rc = store_array_info(s, "col", &ci);
-    if (rc != INCA_OK) return inca_fail_ctx(rc, "%s has no graph", store_path(s));
+    if (rc != INCA_OK) return graph_missing(s, rc);
     if (ri.dtype != DT_I64 || ci.dtype != DT_I32)
         return inca_fail(INCA_EINVAL, "%s: arrays 'rowptr' / 'col' are not i64 / i32: the store is corrupt", store_path(s));
     *n = ri.count - 1;

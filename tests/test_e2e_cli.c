@@ -639,6 +639,24 @@ START_TEST(train_output_folders) {
 }
 END_TEST
 
+/* partition on a table (a CSV store: no adjacency arrays) says so once, naming the store once */
+START_TEST(partition_of_a_table) {
+    char csv[1100], path[1200], store[1200], want[1400];
+    snprintf(csv, sizeof csv, "%s/tab", dir);
+    ck_assert_int_eq(mkdir(csv, 0755), 0);
+    static const char *const files[2][2] = {{"train.csv", "0,1,2\n1,3,4\n"}, {"test.csv", "0,1,2\n"}};
+    for (int i = 0; i < 2; i++) {
+        snprintf(path, sizeof path, "%s/%s", csv, files[i][0]);
+        FILE *f = fopen(path, "w");
+        ck_assert(f && fputs(files[i][1], f) >= 0 && fclose(f) == 0);
+    }
+    snprintf(store, sizeof store, "%s/tab.lmdb", dir);
+    ck_assert_int_eq(run(NULL, NULL, "ingest --format csv '%s' --out '%s'", csv, store), 0);
+    snprintf(want, sizeof want, "inca partition: %s has no graph (no 'rowptr' / 'col' arrays: a table)", store);
+    refused(want, "partition '%s' --parts 2", store);
+}
+END_TEST
+
 /* prune's evaluation flags (refused before any work) and its budget lines: one per --keep, each
  * naming its budget and the count; --eval-budget steps recorded; --no-full leaves full_acc null */
 START_TEST(prune_flags_and_lines) {
@@ -912,6 +930,7 @@ int main(void) {
     tcase_add_test(tc, gen_refusals_and_warning);
     tcase_add_test(tc, partition_refusals);
     tcase_add_test(tc, partition_json_and_quiet);
+    tcase_add_test(tc, partition_of_a_table);
     tcase_add_test(tc, ingest_flags);
     tcase_add_test(tc, train_flag_ranges);
     tcase_add_test(tc, train_json_fields);
