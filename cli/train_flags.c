@@ -266,7 +266,12 @@ static void config_json(json_t *j, const args_t *a, const train_config_t *c, con
 }
 
 
-void cli_train_config_json(json_t *j, const args_t *a, const train_config_t *c) { config_json(j, a, c, args_pos(a, 0)); }
+/* the store by its absolute path, as config.json's: a --config rerun may start in another folder */
+void cli_train_config_json(json_t *j, const args_t *a, const train_config_t *c) {
+    char *abs = args_pos(a, 0) ? realpath(args_pos(a, 0), NULL) : NULL;
+    config_json(j, a, c, abs ? abs : args_pos(a, 0));
+    free(abs);
+}
 
 int cli_train_config_save(const char *dir, const args_t *a, const train_config_t *c, const char *version) {
     char path[4200], tmp[4300];

@@ -410,7 +410,11 @@ int args_double(const args_t *a, const char *name, double def, double *out) {
 int args_config_json(const args_t *a, json_t *j, const char *const *outputs) {
     if (a->res->oom) return INCA_ENOMEM;
     json_obj_begin(j, "config");
-    if (a->npos > 0) json_str(j, "store", a->pos[0]);
+    if (a->npos > 0) {   /* by its absolute path: a --config rerun may start in another folder */
+        char *abs = realpath(a->pos[0], NULL);
+        json_str(j, "store", abs ? abs : a->pos[0]);
+        free(abs);
+    }
     for (int i = 0; i < a->res->n; i++) {
         const resolved_t *r = &a->res->v[i];
         /* how the result is written, not what it is */

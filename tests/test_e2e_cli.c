@@ -657,6 +657,31 @@ START_TEST(partition_of_a_table) {
 }
 END_TEST
 
+/* A result's config names the store by its absolute path: `train --config` of a line written
+ * from the store's folder (a relative STORE) reruns from anywhere, to the same accuracy. */
+START_TEST(config_store_absolute) {
+    char cmd[8192], path[1200], *out = NULL, *bin = realpath(tu_bin(), NULL);
+    ck_assert_ptr_nonnull(bin);
+    snprintf(path, sizeof path, "%s/r.json", dir);
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' train g --epochs 2 --threads 1 --json > r.json", dir, bin);
+    ck_assert_int_eq(tu_sh(cmd, NULL, NULL), 0);
+    FILE *f = fopen(path, "r");
+    char line[16384];
+    ck_assert(f && fgets(line, sizeof line, f) && fclose(f) == 0);
+    cJSON *first = cJSON_Parse(line);
+    ck_assert(first);
+    ck_assert_str_eq(str_at(tu_json_get(first, "config", cJSON_Object), "store"), g);   /* g is absolute */
+    snprintf(cmd, sizeof cmd, "cd / && '%s' train --config '%s' --json", bin, path);
+    free(bin);
+    ck_assert_int_eq(tu_sh(cmd, &out, NULL), 0);
+    cJSON *again = tu_json_last(out);
+    ck_assert(tu_json_dbl(again, "test_acc") == tu_json_dbl(first, "test_acc"));
+    cJSON_Delete(first);
+    cJSON_Delete(again);
+    free(out);
+}
+END_TEST
+
 /* prune's evaluation flags (refused before any work) and its budget lines: one per --keep, each
  * naming its budget and the count; --eval-budget steps recorded; --no-full leaves full_acc null */
 START_TEST(prune_flags_and_lines) {
@@ -936,6 +961,7 @@ int main(void) {
     tcase_add_test(tc, train_json_fields);
     tcase_add_test(tc, train_empty_splits_are_null);
     tcase_add_test(tc, train_output_folders);
+    tcase_add_test(tc, config_store_absolute);
     tcase_add_test(tc, train_indices_checked);
     tcase_add_test(tc, predict_test_rows_and_runs);
     tcase_add_test(tc, prune_flags_and_lines);
