@@ -171,9 +171,9 @@ static void train_method_json(json_t *j, const train_config_t *c, const train_re
         json_int(j, "refreshes_fused_with_eval", r->fused);
     }
     if (c->method == TRAIN_CLUSTER) json_str(j, "cluster_norm", c->cluster_global_norm ? "global" : "batch");
-    if (c->method == TRAIN_FULL) json_int(j, "table_bytes", 0);   /* no history tables (ARCHITECTURE.md lists the key) */
+    /* every method's (ARCHITECTURE.md lists the key): full-batch keeps no history tables */
+    json_int(j, "table_bytes", c->method == TRAIN_FULL ? 0 : r->table_bytes);
     if (c->method != TRAIN_FULL) {
-        json_int(j, "table_bytes", r->table_bytes);
         json_int(j, "scratch_bytes", r->scratch_bytes);
         json_str(j, "history_location", r->history_on_host ? "host" : "device");
         json_str(j, "features_location", r->features_on_host ? "host" : "device");

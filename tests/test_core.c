@@ -613,17 +613,23 @@ static void *ct_main(void *p) {
     return NULL;
 }
 
-START_TEST(test_comm_thread_ranks) {
-    comm_t *r[3];
-    ck_assert_int_eq(comm_threads_create(3, r), INCA_OK);
-    ct_arg_t a[3];
+/* fn on 3 thread ranks r (comm_threads_create; the caller frees them) with arguments a; every
+ * rank's checks passed */
+static void ct_run3(void *(*fn)(void *), comm_t **r, ct_arg_t *a) {
     pthread_t th[3];
+    ck_assert_int_eq(comm_threads_create(3, r), INCA_OK);
     for (int i = 0; i < 3; i++) {
         a[i] = (ct_arg_t){.c = r[i]};
-        ck_assert_int_eq(pthread_create(&th[i], NULL, ct_main, &a[i]), 0);
+        ck_assert_int_eq(pthread_create(&th[i], NULL, fn, &a[i]), 0);
     }
     for (int i = 0; i < 3; i++) pthread_join(th[i], NULL);
     for (int i = 0; i < 3; i++) ck_assert_msg(a[i].fails == 0, "rank %d: %d checks failed", i, a[i].fails);
+}
+
+START_TEST(test_comm_thread_ranks) {
+    comm_t *r[3];
+    ct_arg_t a[3];
+    ct_run3(ct_main, r, a);
     ck_assert_int_eq(a[1].poison_first, 1);
     ck_assert_int_eq(a[0].after_poison, INCA_ERR);
     ck_assert_int_eq(a[2].after_poison, INCA_ERR);
@@ -921,15 +927,8 @@ static void *ct_count_main(void *p) {
 
 START_TEST(test_comm_thread_counts) {
     comm_t *r[3];
-    ck_assert_int_eq(comm_threads_create(3, r), INCA_OK);
     ct_arg_t a[3];
-    pthread_t th[3];
-    for (int i = 0; i < 3; i++) {
-        a[i] = (ct_arg_t){.c = r[i]};
-        ck_assert_int_eq(pthread_create(&th[i], NULL, ct_count_main, &a[i]), 0);
-    }
-    for (int i = 0; i < 3; i++) pthread_join(th[i], NULL);
-    for (int i = 0; i < 3; i++) ck_assert_msg(a[i].fails == 0, "rank %d: %d checks failed", i, a[i].fails);
+    ct_run3(ct_count_main, r, a);
     comm_threads_free(r, 3);
 }
 END_TEST

@@ -21,6 +21,13 @@
 static char *dir;
 static char g[1024];   /* csbm: 200 nodes, 32 features, 4 classes (gen's defaults), seed 0 */
 
+/* `inca <args>` with args formatted from fmt into *args: its exit status, stdout and stderr (each
+ * to free) */
+static int vrun(char **args, char **out, char **err, const char *fmt, va_list ap) {
+    ck_assert_int_ge(vasprintf(args, fmt, ap), 0);
+    return tu_inca(*args, out, err);
+}
+
 /* `inca <args>` (printf-style): its exit status; *out and *err receive stdout and stderr (free
  * them; either may be NULL to drop it) */
 static int run(char **out, char **err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -28,9 +35,8 @@ static int run(char **out, char **err, const char *fmt, ...) {
     char *args = NULL, *o = NULL, *e = NULL;
     va_list ap;
     va_start(ap, fmt);
-    ck_assert_int_ge(vasprintf(&args, fmt, ap), 0);
+    const int rc = vrun(&args, &o, &e, fmt, ap);
     va_end(ap);
-    const int rc = tu_inca(args, &o, &e);
     free(args);
     if (out) *out = o;
     else free(o);
@@ -45,9 +51,8 @@ static cJSON *run_json(const char *fmt, ...) {
     char *args = NULL, *out = NULL, *err = NULL;
     va_list ap;
     va_start(ap, fmt);
-    ck_assert_int_ge(vasprintf(&args, fmt, ap), 0);
+    const int rc = vrun(&args, &out, &err, fmt, ap);
     va_end(ap);
-    const int rc = tu_inca(args, &out, &err);
     ck_assert_msg(rc == 0, "inca %s -> %d: %s", args, rc, err ? err : "");
     cJSON *j = tu_json_last(out);
     free(args);
@@ -63,9 +68,8 @@ static void refused(const char *want, const char *fmt, ...) {
     char *args = NULL, *out = NULL, *err = NULL;
     va_list ap;
     va_start(ap, fmt);
-    ck_assert_int_ge(vasprintf(&args, fmt, ap), 0);
+    const int rc = vrun(&args, &out, &err, fmt, ap);
     va_end(ap);
-    const int rc = tu_inca(args, &out, &err);
     ck_assert_msg(rc == 2, "inca %s: exit %d, expected 2 (stderr '%s')", args, rc, err ? err : "");
     const size_t l = strlen(want);
     ck_assert_msg(err && strncmp(err, want, l) == 0 && strcmp(err + l, "\n") == 0, "inca %s: stderr '%s', expected '%s'",
@@ -534,25 +538,6 @@ START_TEST(train_indices_checked) {
 }
 END_TEST
 
-/* a float32 .npy of rows x cols (npy_write_f32's): its values (free them) */
-static float *npy_f32(const char *path, long rows, long cols) {
-    FILE *f = fopen(path, "rb");
-    ck_assert_msg(f != NULL, "%s: missing", path);
-    unsigned char pre[10];
-    ck_assert_uint_eq(fread(pre, 1, 10, f), 10);
-    ck_assert(memcmp(pre, "\x93NUMPY", 6) == 0);
-    const size_t hl = (size_t)pre[8] | (size_t)pre[9] << 8;
-    char h[512] = {0}, want[128];
-    ck_assert(hl < sizeof h && fread(h, 1, hl, f) == hl);
-    snprintf(want, sizeof want, "'shape': (%ld, %ld)", rows, cols);
-    ck_assert_msg(strstr(h, "'descr': '<f4'") && strstr(h, want), "%s: header %s, expected %s", path, h, want);
-    float *v = malloc(sizeof(float) * (size_t)(rows * cols));
-    ck_assert_uint_eq(fread(v, sizeof(float), (size_t)(rows * cols), f), (size_t)(rows * cols));
-    ck_assert_int_eq(fgetc(f), EOF);
-    fclose(f);
-    return v;
-}
-
 /* the first largest of row[0..c) */
 static int argmax_of(const float *row, int c) {
     int b = 0;
@@ -577,7 +562,7 @@ START_TEST(predict_test_rows_and_runs) {
     snprintf(sub, sizeof sub, "%s/pred-sub.npy", dir);
     cJSON_Delete(run_json("train '%s' --epochs 3 --threads 1 --checkpoint '%s' --json --quiet", g, ck));
     cJSON *j = run_json("predict --checkpoint '%s' --out '%s' --json", ck, full);
-    float *S = npy_f32(full, d.n, C);
+    float *S = tu_npy_f32(full, d.n, C);
     int64_t right = 0, ok = -1, bad = -1;
     for (int64_t k = 0; k < d.split_n[SPLIT_TEST]; k++) {
         const int64_t v = d.split[SPLIT_TEST][k];
@@ -597,7 +582,7 @@ START_TEST(predict_test_rows_and_runs) {
     ck_assert_int_eq((long)tu_json_dbl(j, "rows"), 4);
     ck_assert_int_eq((long)tu_json_dbl(j, "width"), C);
     ck_assert_int_eq((long)tu_json_dbl(j, "test_rows"), 2);
-    float *R = npy_f32(sub, 4, C);
+    float *R = tu_npy_f32(sub, 4, C);
     const double mine = ((argmax_of(R + 1 * C, C) == d.y[ok]) + (argmax_of(R + 2 * C, C) == d.y[bad])) / 2.0;
     ck_assert_double_eq(mine, 0.5);
     ck_assert_double_eq_tol(tu_json_dbl(j, "test_acc"), mine, 1e-12);

@@ -432,25 +432,6 @@ START_TEST(test_train_acc_same_meaning) {
 }
 END_TEST
 
-/* a float32 .npy of shape (rows, cols) into a malloc'd array */
-static float *read_npy_f32(const char *path, long rows, long cols) {
-    FILE *f = fopen(path, "rb");
-    ck_assert_msg(f != NULL, "%s: missing", path);
-    unsigned char pre[10];
-    ck_assert_uint_eq(fread(pre, 1, 10, f), 10);
-    ck_assert(memcmp(pre, "\x93NUMPY", 6) == 0);
-    const size_t hl = (size_t)pre[8] | (size_t)pre[9] << 8;
-    char h[512] = {0}, want[128];
-    ck_assert(hl < sizeof h && fread(h, 1, hl, f) == hl);
-    snprintf(want, sizeof want, "'shape': (%ld, %ld)", rows, cols);
-    ck_assert_msg(strstr(h, "'descr': '<f4'") && strstr(h, want), "%s: header %s, expected %s", path, h, want);
-    float *v = malloc(sizeof(float) * (size_t)(rows * cols));
-    ck_assert_uint_eq(fread(v, sizeof(float), (size_t)(rows * cols), f), (size_t)(rows * cols));
-    ck_assert_int_eq(fgetc(f), EOF);
-    fclose(f);
-    return v;
-}
-
 /* the test accuracy of the metrics file's last line (the last epoch: what a checkpoint holds) */
 static double last_epoch_test_acc(const char *metrics) {
     char cmd[1200], *text = NULL;
@@ -501,11 +482,11 @@ START_TEST(test_predict) {
     snprintf(args, sizeof args, "predict '%s' --checkpoint '%s' --out '%s' --embeddings", store, ck, out);
     ck_assert_int_eq(tu_inca(args, NULL, NULL), 0);
     const long n = 2708, H = 16, C = 7, F = 1433;
-    float *E = read_npy_f32(out, n, H);
+    float *E = tu_npy_f32(out, n, H);
     snprintf(out, sizeof out, "%s/s0.npy", dir);
-    float *S = read_npy_f32(out, n, C);
+    float *S = tu_npy_f32(out, n, C);
     snprintf(pp, sizeof pp, "%s/p0.npy", dir);
-    float *P = read_npy_f32(pp, F * H + H + H * C + C, 1);   /* [W0, b0, W1, b1], written as (k, 1) */
+    float *P = tu_npy_f32(pp, F * H + H + H * C + C, 1);   /* [W0, b0, W1, b1], written as (k, 1) */
     const float *W1 = P + F * H + H, *b1 = W1 + H * C;
     for (long i = 0; i < n * H; i++) ck_assert(E[i] >= 0);   /* after ReLU */
     dataset_t d;
@@ -563,7 +544,7 @@ START_TEST(test_predict) {
     snprintf(out, sizeof out, "%s/sub.npy", dir);
     snprintf(args, sizeof args, "predict --checkpoint '%s' --out '%s' --indices '%s'", ck, out, ids);
     ck_assert_int_eq(tu_inca(args, NULL, NULL), 0);
-    float *sub = read_npy_f32(out, 3, C);
+    float *sub = tu_npy_f32(out, 3, C);
     const long pick[3] = {17, 3, 2707};
     for (int r = 0; r < 3; r++) ck_assert(memcmp(sub + r * C, S + pick[r] * C, sizeof(float) * (size_t)C) == 0);
     free(sub);
@@ -625,7 +606,7 @@ START_TEST(test_predict_run) {
         free(o);
         free(err);
     }
-    float *s0 = read_npy_f32(out[0], 2708, 7), *s1 = read_npy_f32(out[1], 2708, 7);
+    float *s0 = tu_npy_f32(out[0], 2708, 7), *s1 = tu_npy_f32(out[1], 2708, 7);
     ck_assert_msg(memcmp(s0, s1, sizeof(float) * 2708 * 7) != 0, "runs 0 and 1 gave the same scores");
     /* --indices with --json: the JSON counts the rows written (the file's 2), not the graph's */
     char ids[1100], sub[1100];
@@ -640,7 +621,7 @@ START_TEST(test_predict_run) {
     ck_assert_int_eq((int)tu_json_num(tu_last_line(o), "width"), 7);
     free(o);
     free(err);
-    float *rows = read_npy_f32(sub, 2, 7);
+    float *rows = tu_npy_f32(sub, 2, 7);
     ck_assert(memcmp(rows, s1 + 2707 * 7, sizeof(float) * 7) == 0 && memcmp(rows + 7, s1 + 5 * 7, sizeof(float) * 7) == 0);
     free(rows);
     free(s0);

@@ -337,15 +337,20 @@ START_TEST(refine_runs_to_a_local_optimum) {
 }
 END_TEST
 
+/* the n-clique (n <= 10), symmetric, into f */
+static void clique(int n, csr_t *f) {
+    int64_t s[45], d[45], m = 0;
+    for (int i = 0; i < n; i++)
+        for (int j = i + 1; j < n; j++) s[m] = i, d[m] = j, m++;
+    ck_assert_int_eq(csr_from_edges(f, n, s, d, m, CSR_SYMMETRIZE), INCA_OK);
+}
+
 /* Fennel alone on an 8-clique in 2 parts (cap 5): no part past the cap (without the room check
  * one part took 7; the rebalancing after it hid that from partition_lp_assign), and the weights
  * are the parts' counts */
 START_TEST(fennel_stream_keeps_the_cap) {
-    int64_t s[28], d[28], m = 0;
-    for (int i = 0; i < 8; i++)
-        for (int j = i + 1; j < 8; j++) s[m] = i, d[m] = j, m++;
     csr_t f = {0};
-    ck_assert_int_eq(csr_from_edges(&f, 8, s, d, m, CSR_SYMMETRIZE), INCA_OK);
+    clique(8, &f);
     lp_graph_t g = {.n = 8, .nnz = f.nnz, .total = 8, .rowptr = f.rowptr, .col = f.col};
     const int64_t cap = (int64_t)ceil(1.03 * 8 / 2);
     ck_assert_int_eq(cap, 5);
@@ -374,11 +379,8 @@ END_TEST
 /* Clustering a 10-clique with wmax 3: everyone wants to join, no cluster passes 3 nodes, and
  * cw holds each cluster's size */
 START_TEST(clustering_keeps_wmax) {
-    int64_t s[45], d[45], m = 0;
-    for (int i = 0; i < 10; i++)
-        for (int j = i + 1; j < 10; j++) s[m] = i, d[m] = j, m++;
     csr_t f = {0};
-    ck_assert_int_eq(csr_from_edges(&f, 10, s, d, m, CSR_SYMMETRIZE), INCA_OK);
+    clique(10, &f);
     lp_graph_t g = {.n = 10, .nnz = f.nnz, .total = 10, .rowptr = f.rowptr, .col = f.col};
     int32_t order[10], cl[10], cw[10];
     lp_hacc_t h;

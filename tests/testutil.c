@@ -332,3 +332,22 @@ void tu_grid(csr_t *g, int side) {
     free(s);
     free(d);
 }
+
+/* a float32 .npy of shape (rows, cols) (npy_write_f32's), checked whole: its values (free them) */
+float *tu_npy_f32(const char *path, long rows, long cols) {
+    FILE *f = fopen(path, "rb");
+    ck_assert_msg(f != NULL, "%s: missing", path);
+    unsigned char pre[10];
+    ck_assert_uint_eq(fread(pre, 1, 10, f), 10);
+    ck_assert(memcmp(pre, "\x93NUMPY", 6) == 0);
+    const size_t hl = (size_t)pre[8] | (size_t)pre[9] << 8;
+    char h[512] = {0}, want[128];
+    ck_assert(hl < sizeof h && fread(h, 1, hl, f) == hl);
+    snprintf(want, sizeof want, "'shape': (%ld, %ld)", rows, cols);
+    ck_assert_msg(strstr(h, "'descr': '<f4'") && strstr(h, want), "%s: header %s, expected %s", path, h, want);
+    float *v = malloc(sizeof(float) * (size_t)(rows * cols));
+    ck_assert_uint_eq(fread(v, sizeof(float), (size_t)(rows * cols), f), (size_t)(rows * cols));
+    ck_assert_int_eq(fgetc(f), EOF);
+    fclose(f);
+    return v;
+}

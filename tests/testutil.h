@@ -37,6 +37,8 @@ void tu_require_or_skip(const char *path);
  * build without CUDA on a GPU machine cannot pass by skipping everything. INCA_TEST_GPU_SKIP=1
  * allows the skip there too. */
 int tu_gpu_unavailable(const char *test, const char *why);
+/* A float32 .npy of shape (rows, cols), header and length checked: its values (free them). */
+float *tu_npy_f32(const char *path, long rows, long cols);
 /* Last line of s (without newline) in a static buffer. */
 const char *tu_last_line(const char *s);
 /* Extract a number for "key": from a JSON object text; NAN when absent. */
