@@ -5,8 +5,9 @@
  * file (.npy or text), in the dataset's node order, as a float32 .npy. The model's flags come
  * from DIR/config.json (written by train), the command line overriding them; an MPI job's
  * checkpoints are read from rank 0's folder. --json adds the checkpoint's epoch and, for
- * scores, the accuracy of their argmax on the stored test split (with --indices, on the rows
- * written whose node is in it: test_rows of them). Tested in test_e2e_train.c and
+ * scores, the accuracy of their argmax on the test split of the --split the model was trained
+ * with (config.json's; the stored one by default) (with --indices, on the rows written whose
+ * node is in it: test_rows of them). Tested in test_e2e_train.c and
  * test_e2e_cli.c. */
 #include "cli/commands.h"
 #include "cli/train_flags.h"
@@ -92,6 +93,9 @@ static int predict_model(predict_t *P, const char *dir, ckpt_state_t *st) {
     int rc;
     if ((rc = dataset_load(args_pos(P->a, 0), &P->d))) return rc;
     if (!P->d.x) return inca_fail(INCA_EINVAL, "%s: no node features to predict from", args_pos(P->a, 0));
+    /* test_acc is over the split the model was trained and tested on (config.json's --split,
+     * drawn with the run's base seed as train draws it), not always the stored default */
+    if ((rc = dataset_split_apply(args_pos(P->a, 0), args_str(P->a, "--split", NULL), P->c.seed, &P->d))) return rc;
     if ((rc = train_model_config(&P->d, &P->c, P->c.seed + (uint64_t)P->run, &mc))) return rc;
     P->c.seed += (uint64_t)P->run;   /* the seed the checkpoint of this run was made with */
     const int norm = nn_kind_norm(mc.kind);
@@ -166,7 +170,7 @@ static int predict_select(predict_t *P, const char *ip, const float *rows, int64
     return INCA_OK;
 }
 
-/* The scores' accuracy on the stored test split (*acc, *nrows: the labelled rows it is over):
+/* The scores' accuracy on the test split in use (*acc, *nrows: the labelled rows it is over):
  * with --indices, over the rows written whose node is in it. *acc < 0 when there is none to
  * score: embeddings or no labels (*nrows -1), no labelled test node among the rows (*nrows 0). */
 static int predict_test_acc(const predict_t *P, int emb, int has_ids, const float *rows, double *acc, int64_t *nrows) {

@@ -173,6 +173,15 @@ static void train_method_json(json_t *j, const train_config_t *c, const train_re
     if (c->method == TRAIN_CLUSTER) json_str(j, "cluster_norm", c->cluster_global_norm ? "global" : "batch");
     /* every method's (ARCHITECTURE.md lists the key): full-batch keeps no history tables */
     json_int(j, "table_bytes", c->method == TRAIN_FULL ? 0 : r->table_bytes);
+    /* the partitioning by its stored name (config's "partition" is the flag as given: "" for
+     * the default), null where none was used */
+    if (r->partition[0]) {
+        json_str(j, "partition", r->partition);
+        json_int(j, "edge_cut", r->edge_cut);
+    } else {
+        json_null(j, "partition");
+        json_null(j, "edge_cut");
+    }
     if (c->method != TRAIN_FULL) {
         json_int(j, "scratch_bytes", r->scratch_bytes);
         json_str(j, "history_location", r->history_on_host ? "host" : "device");

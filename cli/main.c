@@ -110,8 +110,9 @@ static const struct { const char *name; int (*fn)(int, char **); const char *hel
      "            the model train --checkpoint DIR left there, in eval mode on the whole graph: class scores\n"
      "            (logits, n x classes) or the last hidden layer (--embeddings: gcn, sage, mlp) for every\n"
      "            node or the ids in FILE (.npy or text); --run I of a --runs R folder: 0..R-1. --json:\n"
-     "            the checkpoint's epoch and the scores' test accuracy, with --indices over FILE's nodes\n"
-     "            of the test split (test_rows; null when none is). Its flags come from DIR/config.json;\n"
+     "            the checkpoint's epoch and the scores' test accuracy (on the --split trained with), with\n"
+     "            --indices over FILE's nodes of the test split (test_rows; null when none is). Its flags\n"
+     "            come from DIR/config.json;\n"
      "            train's flags (see inca train --help) given here override them"},
     {"export", cmd_export,
      "export STORE OUT --format ogb|npz|npy [--split NAME] [--split-name NAME] [--partition NAME] [--json]\n"

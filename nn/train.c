@@ -200,6 +200,10 @@ int train_run(const dataset_t *d, const train_config_t *c, const int64_t *train_
         }
         fold_run(r, &one, i, c->runs, t);
     }
+    if (parted) {   /* after the runs: fold_run takes each run's result whole */
+        snprintf(r->partition, sizeof r->partition, "%s", pp->man.name);
+        r->edge_cut = pp->man.edge_cut;
+    }
     partition_free(&part);
     train_runs_summary(r, c->runs, t);
     if (mf && c->resume && (rc = train_metrics_sort(mf, c->metrics_path))) goto fail;

@@ -304,6 +304,9 @@ typedef struct train_result {
     int runs;
     char device[16];                     /* the backend the runs used ("cpu"; auto resolved) */
     char loader[8];                      /* mini-batch: "copy" | "view" (auto resolved); "" full */
+    char partition[64];                  /* the partitioning trained on (its stored name: mini-batch,
+                                            or full-batch's ranks); "" for one full-batch process */
+    int64_t edge_cut;                    /* that partitioning's edge cut; 0 with partition "" */
     int64_t spilled_bytes;               /* view loader: table bytes in file-backed maps */
     int64_t memory_baseline_bytes;       /* --memory-budget, last run: the process's anonymous memory
                                             when the run started (the dataset's graph apart) */

@@ -409,6 +409,34 @@ START_TEST(train_json_fields) {
 }
 END_TEST
 
+/* train's result names the partitioning it trained on: the default's stored name metis-4-s0
+ * (--parts 4, seed 0) and its edge cut, as inca partition reports the one it keeps, and a
+ * --partition lp one's; one full-batch process uses none (null), while the config keeps the
+ * flag as given ("" for the default) */
+START_TEST(train_names_partition) {
+    cJSON *p = run_json("partition '%s' --parts 4 --json --quiet", g);
+    cJSON *l = run_json("partition '%s' --parts 4 --method lp --seed 2 --json --quiet", g);
+    cJSON *j = run_json("train '%s' --method gas --parts 4 --batch-parts 2 --epochs 1 --threads 1 --json --quiet", g);
+    ck_assert_str_eq(str_at(j, "partition"), "metis-4-s0");
+    ck_assert_str_eq(str_at(p, "name"), "metis-4-s0");
+    ck_assert_int_eq((long)tu_json_dbl(j, "edge_cut"), (long)tu_json_dbl(p, "edge_cut"));
+    ck_assert_str_eq(str_at(tu_json_get(j, "config", cJSON_Object), "partition"), "");
+    cJSON_Delete(j);
+    j = run_json("train '%s' --method cluster --partition '%s' --batch-parts 2 --epochs 1 --threads 1 --json --quiet", g,
+                 str_at(l, "name"));
+    ck_assert_str_eq(str_at(j, "partition"), str_at(l, "name"));
+    ck_assert_int_eq((long)tu_json_dbl(j, "edge_cut"), (long)tu_json_dbl(l, "edge_cut"));
+    ck_assert_int_ne((long)tu_json_dbl(l, "edge_cut"), (long)tu_json_dbl(p, "edge_cut"));
+    cJSON_Delete(j);
+    j = run_json("train '%s' --epochs 1 --threads 1 --json --quiet", g);
+    ck_assert(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(j, "partition")));
+    ck_assert(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(j, "edge_cut")));
+    cJSON_Delete(j);
+    cJSON_Delete(p);
+    cJSON_Delete(l);
+}
+END_TEST
+
 /* A split with no labelled row has no figures: without a validation split the result's and the
  * metrics' validation fields are null (0 read as a model that gets every node wrong), the text
  * says "val -" and the last epoch counts; an empty test split gives null test figures and no
@@ -611,6 +639,47 @@ START_TEST(predict_test_rows_and_runs) {
     cJSON_Delete(run_json("predict --checkpoint '%s' --out '%s' --run 1 --json", ck, sub));
     free(S);
     dataset_free(&d);
+}
+END_TEST
+
+/* The argmax accuracy of scores S (n x C) over the test split of d, computed here */
+static double test_acc_of(const float *S, int C, const dataset_t *d) {
+    int64_t right = 0;
+    for (int64_t k = 0; k < d->split_n[SPLIT_TEST]; k++) {
+        const int64_t v = d->split[SPLIT_TEST][k];
+        right += argmax_of(S + v * C, C) == d->y[v];
+    }
+    return (double)right / (double)d->split_n[SPLIT_TEST];
+}
+
+/* predict scores the split the model was trained with: a checkpoint of train --split
+ * random:0.5,0.2,0.3 --seed 3 is judged on that draw's test nodes (60 of 200, drawn here through
+ * the library with the same seed), not the stored split's (it read the stored one until session
+ * 41); a --split given to predict overrides config.json's, as any train flag does */
+START_TEST(predict_uses_trained_split) {
+    dataset_t d, r;
+    dataset_init(&d);
+    dataset_init(&r);
+    ck_assert_int_eq(dataset_load(g, &d), 0);
+    ck_assert_int_eq(dataset_load(g, &r), 0);
+    ck_assert_int_eq(dataset_split_apply(g, "random:0.5,0.2,0.3", 3, &r), 0);
+    ck_assert_int_ne((int)r.split_n[SPLIT_TEST], (int)d.split_n[SPLIT_TEST]);
+    char ck[1200], out[1200];
+    snprintf(ck, sizeof ck, "%s/ck-split", dir);
+    snprintf(out, sizeof out, "%s/pred-split.npy", dir);
+    ck_assert_int_eq(run(NULL, NULL, "train '%s' --epochs 3 --threads 1 --seed 3 --split random:0.5,0.2,0.3 --checkpoint '%s' --quiet", g, ck), 0);
+    cJSON *j = run_json("predict --checkpoint '%s' --out '%s' --json", ck, out);
+    float *S = tu_npy_f32(out, d.n, d.c);
+    ck_assert_int_eq((long)tu_json_dbl(j, "test_rows"), (long)r.split_n[SPLIT_TEST]);
+    ck_assert_double_eq_tol(tu_json_dbl(j, "test_acc"), test_acc_of(S, d.c, &r), 1e-12);
+    cJSON_Delete(j);
+    j = run_json("predict --checkpoint '%s' --out '%s' --split stored --json", ck, out);
+    ck_assert_int_eq((long)tu_json_dbl(j, "test_rows"), (long)d.split_n[SPLIT_TEST]);
+    ck_assert_double_eq_tol(tu_json_dbl(j, "test_acc"), test_acc_of(S, d.c, &d), 1e-12);
+    cJSON_Delete(j);
+    free(S);
+    dataset_free(&d);
+    dataset_free(&r);
 }
 END_TEST
 
@@ -949,6 +1018,8 @@ int main(void) {
     tcase_add_test(tc, config_store_absolute);
     tcase_add_test(tc, train_indices_checked);
     tcase_add_test(tc, predict_test_rows_and_runs);
+    tcase_add_test(tc, predict_uses_trained_split);
+    tcase_add_test(tc, train_names_partition);
     tcase_add_test(tc, prune_flags_and_lines);
     tcase_add_test(tc, prune_reports_and_outputs);
     tcase_add_test(tc, prune_flag_effects);
