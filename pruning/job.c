@@ -73,6 +73,8 @@ static int job_load(prune_job_t *job) {
     if (rc) return rc;
     const dataset_t *d = &job->d;
     if (!d->y) return inca_fail(INCA_EINVAL, "%s: the store has no labels", path);
+    /* a table of unlabelled rows only is stored with 0 classes: no split would give a pool */
+    if (d->c < 1) return inca_fail(INCA_EINVAL, "%s: no node has a label (0 classes): nothing to pseudo-label from", path);
     if (d->split_n[SPLIT_TRAIN] < 2)
         return inca_fail(INCA_EINVAL, "%s: the train split (the pool) holds %lld nodes; give --split random:TR,VA,TE", path,
                          (long long)d->split_n[SPLIT_TRAIN]);

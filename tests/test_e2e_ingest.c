@@ -346,6 +346,31 @@ START_TEST(test_csv_readme_example) {
 }
 END_TEST
 
+/* A table of unlabelled rows only is a dataset without classes: stored (0 classes, empty splits,
+ * as the README says), and refused by train and prune, each naming why (prune said the pool held
+ * 0 nodes and to give --split random:..., which draws from the labelled rows: none) */
+START_TEST(test_csv_unlabelled_table) {
+    char cmd[4096], *out = NULL, *err = NULL;
+    snprintf(cmd, sizeof cmd, "mkdir '%s/u' && printf ',1,2\\nnan,3,4\\n' > '%s/u/train.csv' && printf -- '-1,5,6\\n' > '%s/u/test.csv'",
+             tmp, tmp, tmp);
+    ck_assert_int_eq(tu_sh(cmd, NULL, NULL), 0);
+    snprintf(cmd, sizeof cmd, "ingest --format csv '%s/u' --out '%s/u.lmdb'", tmp, tmp);
+    ck_assert_int_eq(tu_inca(cmd, &out, NULL), 0);
+    ck_assert_msg(strstr(out, "3 nodes, 0 edges, 2 features, 0 classes, splits 0/0/0"), "%s", out);
+    free(out);
+    snprintf(cmd, sizeof cmd, "train '%s/u.lmdb' --model mlp --epochs 1", tmp);
+    ck_assert_int_eq(tu_inca(cmd, NULL, &err), 2);
+    ck_assert_msg(strstr(err, "has no labels"), "%s", err);
+    free(err);
+    snprintf(cmd, sizeof cmd, "prune '%s/u.lmdb' --keep 0.5 --out '%s/p.lmdb'", tmp, tmp);
+    ck_assert_int_eq(tu_inca(cmd, NULL, &err), 2);
+    ck_assert_msg(strstr(err, "u.lmdb: no node has a label (0 classes)") && !strchr(strchr(err, '\n') + 1, '\n'), "%s", err);
+    free(err);
+    snprintf(cmd, sizeof cmd, "%s/p.lmdb", tmp);
+    ck_assert_int_ne(access(cmd, F_OK), 0);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("e2e_ingest");
     TCase *tc = tcase_create("e2e_ingest");
@@ -357,6 +382,7 @@ int main(void) {
     tcase_add_test(tc, test_edgelist_side_refusals);
     tcase_add_test(tc, test_usage_errors);
     tcase_add_test(tc, test_csv_readme_example);
+    tcase_add_test(tc, test_csv_unlabelled_table);
     suite_add_tcase(s, tc);
     return tu_run_suite(s);
 }
