@@ -70,7 +70,8 @@ int cmd_export(int argc, char **argv) {
         json_int(j, "nodes", d.n);
         json_int(j, "features", d.f);
         json_int(j, "classes", d.c);
-        json_int(j, "edges", st.edges);
+        json_int(j, "edges", d.adj.rowptr ? d.adj.nnz : 0);   /* directed, as every command's (ARCHITECTURE.md) */
+        json_int(j, "edges_written", st.edges);               /* ogb: each undirected edge once */
         json_int(j, "files", st.files);
         json_int(j, "bytes", st.bytes);
         json_num(j, "seconds", secs);

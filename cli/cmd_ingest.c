@@ -2,6 +2,7 @@
  * [--self-loops] [--labels FILE] [--features FILE] [--force] [--json]`: parse with loaders/ingest,
  * save atomically with dataset_save. Progress goes to stderr only when it is a terminal.
  * Tested by tests/test_e2e_ingest.c (Cora, Facebook, Fashion-MNIST, tests/data/bad/). */
+#include "core/alloc.h"
 #include "core/args.h"
 #include "cli/commands.h"
 #include "cli/progress.h"
@@ -60,8 +61,22 @@ static int ingest_flags_check(const args_t *a, const char *fmt, ingest_format_t 
     return inca_out_check(out);   /* a missing --out folder, before a long read */
 }
 
+/* Nodes in no stored edge, either end: ids an edge list's side file names beyond the edges'
+ * (a typo in a label file added them silently), or a METIS file's empty lines; 0 without a
+ * graph, -1 when the scratch cannot be allocated. */
+static int64_t isolated_nodes(const dataset_t *d) {
+    if (!d->adj.rowptr || d->n == 0) return 0;
+    unsigned char *in = inca_calloc((size_t)d->n, 1);
+    if (!in) return -1;
+    for (int64_t j = 0; j < d->adj.nnz; j++) in[d->adj.col[j]] = 1;
+    int64_t k = 0;
+    for (int64_t i = 0; i < d->n; i++) k += !in[i] && d->adj.rowptr[i + 1] == d->adj.rowptr[i];
+    inca_free(in);
+    return k;
+}
+
 /* The --json result: the written store as inca info sees it, with the format and the times. */
-static int ingest_print_json(const char *out, ingest_format_t f, double secs) {
+static int ingest_print_json(const char *out, ingest_format_t f, double secs, int64_t isolated) {
     json_t *j = NULL;
     store_t *st_ = NULL;
     int rc;
@@ -71,6 +86,8 @@ static int ingest_print_json(const char *out, ingest_format_t f, double secs) {
     store_close(&st_);
     if (!rc) {
         json_str(j, "format", ingest_format_name(f));
+        if (isolated >= 0) json_int(j, "isolated_nodes", isolated);
+        else json_null(j, "isolated_nodes");
         json_num(j, "seconds", secs);
         json_num(j, "peak_rss_mb", inca_peak_rss_mb());
         memstat_json(j);
@@ -114,13 +131,16 @@ int cmd_ingest(int argc, char **argv) {
     cli_progress_end(pg);
     if (rc) goto done;
     double secs = inca_now() - t0;
+    const int64_t iso = isolated_nodes(&d);
     if (args_has(a, "--json")) {
-        rc = ingest_print_json(out, f, secs);
+        rc = ingest_print_json(out, f, secs, iso);
     } else {
-        printf("ingested %s %s -> %s: %lld nodes, %lld edges, %lld features, %d classes, "
-               "splits %lld/%lld/%lld, %.2f s\n", ingest_format_name(f), args_pos(a, 0), out,
-               (long long)d.n, (long long)d.adj.nnz, (long long)d.f, d.c,
-               (long long)d.split_n[0], (long long)d.split_n[1], (long long)d.split_n[2], secs);
+        char extra[96] = "";
+        if (iso > 0) snprintf(extra, sizeof extra, " (%lld in no edge)", (long long)iso);
+        printf("ingested %s %s -> %s: %lld nodes%s, %lld edges, %lld features, %d classes, splits %lld/%lld/%lld%s, "
+               "%.2f s\n", ingest_format_name(f), args_pos(a, 0), out, (long long)d.n, extra, (long long)d.adj.nnz,
+               (long long)d.f, d.c, (long long)d.split_n[0], (long long)d.split_n[1], (long long)d.split_n[2],
+               d.c > 0 && d.split_n[0] == 0 ? " (none stored: train --split random:TR,VA,TE)" : "", secs);
     }
 done:
     dataset_free(&d);

@@ -43,8 +43,11 @@ static int parse_opts(args_t *a, part_opts_t *o) {
         return rc;
     if (o->seed < 0) return inca_fail(INCA_EINVAL, "--seed: expected a non-negative integer");
     if ((rc = partition_method_parse(args_str(a, "--method", "metis"), &o->method)) != INCA_OK) return rc;
-    if (args_has(a, "--ranks") && (o->method != PART_PARMETIS || o->ranks < 1))
-        return inca_fail(INCA_EINVAL, "--ranks: expected a positive count with --method parmetis");
+    if (args_has(a, "--ranks") && o->method != PART_PARMETIS)
+        return inca_fail(INCA_EINVAL, "--ranks: only with --method parmetis (the MPI ranks it runs on), not %s",
+                         partition_method_name(o->method));
+    if (args_has(a, "--ranks") && o->ranks < 1)
+        return inca_fail(INCA_EINVAL, "--ranks: expected a positive count, got %lld", (long long)o->ranks);
     o->m0_kind = NN_GCN;
     o->hd = HIST_F32;
     const char *m0s = args_str(a, "--m0", "gcn");

@@ -51,8 +51,9 @@ static const struct { const char *name; int (*fn)(int, char **); const char *hel
      "            --history-dtype fp32|bf16 (M^0's) [fp32] --no-layout (the partitioning alone)\n"
      "            --rebuild-layout (delete this layout and write it again)\n"
      "            --json (one line on stdout: partition_time_s is the partitioning's own, stored with it, so a\n"
-     "            reused one's is its first run's; total_time_s is this run's) --quiet (no progress, status or\n"
-     "            summary lines: all three go to stderr)"},
+     "            reused one's is its first run's; total_time_s is this run's; peak_rss_anon_mb is rank 0's,\n"
+     "            which also writes the layout, rank_peak_rss_anon_mb every rank's before it) --quiet (no\n"
+     "            progress, status, launch or summary lines: all go to stderr)"},
     {"train", cmd_train,
      "train STORE --model M --method full|cluster|gas|incagg [flags]\n"
      "  (defaults in brackets)\n"
@@ -120,7 +121,8 @@ static const struct { const char *name; int (*fn)(int, char **); const char *hel
      "            back; every stored split in its own folder), one .npz, or a folder of .npy (one split:\n"
      "            --split picks it [stored]);\n"
      "            --split-name names the default's OGB folder [its stored name, or stored]; --partition NAME\n"
-     "            (npz, npy): also part, each node's part of that stored partitioning (inca info lists them)"},
+     "            (npz, npy): also part, each node's part of that stored partitioning (inca info lists them);\n"
+     "            a graph without features is written without x (ogb: without node-feat)"},
     {"shard", cmd_shard,
      "shard STORE --ranks P --out DIR [--parts K | --partition NAME] [--feature-norm none|row|standard]\n"
      "            [--model gcn|sage] [--history-dtype fp32|bf16] [--json]   per-rank stores for mpirun -np P inca train DIR"},
@@ -270,7 +272,12 @@ int main(int argc, char **argv) {
                     const int b = kl > 0 && k[q][kl - 1] == '!';
                     printf("%.*s%s\n", (int)(b ? kl - 1 : kl), k[q], b ? "" : " VALUE");
                 }
-                return k ? 0 : 2;
+                if (k) return 0;
+                /* bench without a benchmark's name has no flags of its own: say which to name */
+                fprintf(stderr, "inca %s: --list-flags: %s\n", cmds[i].name,
+                        strcmp(cmds[i].name, "bench") == 0 ? "name a benchmark (inca bench NAME --list-flags; inca bench --help lists them)"
+                                                           : "no flags known");
+                return 2;
             }
         inca_err_clear();
         /* under mpirun: MPI starts here and ends after the command */

@@ -37,9 +37,14 @@ int cli_mpi_relaunch(const char *what, const char *prefix, int argc, char **argv
         setenv("OMPI_MCA_rmaps_base_oversubscribe", "1", 0);
         snprintf(extra + strlen(extra), sizeof extra - strlen(extra), " (%d ranks on %ld cores: oversubscribed)", np, cores);
     }
-    fprintf(stderr, "%s: starting %d ranks: %s -n %s %s %s%s...%s\n", what, np, INCA_MPIEXEC, nps, self, prefix ? prefix : "",
-            prefix ? " " : "", extra);
-    fflush(stderr);
+    /* the launch is a status line: --quiet (passed on to the ranks) silences it too */
+    int quiet = 0;
+    for (int i = 0; i < argc; i++) quiet |= strcmp(argv[i], "--quiet") == 0;
+    if (!quiet) {
+        fprintf(stderr, "%s: starting %d ranks: %s -n %s %s %s%s...%s\n", what, np, INCA_MPIEXEC, nps, self,
+                prefix ? prefix : "", prefix ? " " : "", extra);
+        fflush(stderr);
+    }
     execv(INCA_MPIEXEC, av);
     return inca_fail(INCA_ERR, "%s: cannot start %s", what, INCA_MPIEXEC);
 #else

@@ -111,11 +111,13 @@ static int write_ogb(const dataset_t *d, const char *dir, const char *split, exp
             if (a->col[e] > u) gz_put(&o, "%" PRId64 ",%" PRId32 "\n", u, a->col[e]);
     st->files++;
     if ((rc = gz_close(&o, &st->bytes))) return rc;
-    if ((rc = join(p, raw, "node-feat.csv.gz")) || (rc = gz_open(&o, p))) return rc;
-    for (int64_t i = 0; i < d->n && o.rc == INCA_OK; i++)
-        for (int64_t k = 0; k < d->f; k++) gz_put(&o, k + 1 < d->f ? "%.9g," : "%.9g\n", (double)d->x[i * d->f + k]);
-    st->files++;
-    if ((rc = gz_close(&o, &st->bytes))) return rc;
+    if (d->x && d->f > 0) {   /* optional in OGB's layout (its loaders read None without it) */
+        if ((rc = join(p, raw, "node-feat.csv.gz")) || (rc = gz_open(&o, p))) return rc;
+        for (int64_t i = 0; i < d->n && o.rc == INCA_OK; i++)
+            for (int64_t k = 0; k < d->f; k++) gz_put(&o, k + 1 < d->f ? "%.9g," : "%.9g\n", (double)d->x[i * d->f + k]);
+        st->files++;
+        if ((rc = gz_close(&o, &st->bytes))) return rc;
+    }
     if (d->y) {
         if ((rc = join(p, raw, "node-label.csv.gz")) || (rc = gz_open(&o, p))) return rc;
         for (int64_t i = 0; i < d->n && o.rc == INCA_OK; i++) gz_put(&o, "%" PRId32 "\n", d->y[i] >= 0 ? d->y[i] : -1);
@@ -186,6 +188,11 @@ static int arrays_make(const dataset_t *d, const int64_t *part, arr_t *A, int *n
     }
     for (int i = 0; i < A_N; i++)
         if (A[i].own) A[i].data = A[i].own;
+    if (!d->x || d->f < 1) {   /* a graph without features (R-MAT, an edge list): no x member */
+        memmove(A, A + 1, sizeof(arr_t) * (A_N - 1));
+        memset(&A[A_N - 1], 0, sizeof A[A_N - 1]);
+        (*na)--;
+    }
     return INCA_OK;
 }
 
@@ -318,7 +325,8 @@ int export_dataset_parts(const dataset_t *d, int fmt, const char *out, const cha
     for (int32_t i = 0; i < d->n_more; i++)
         if (strcmp(d->more[i].name, split) == 0)
             return inca_fail(INCA_EINVAL, "--split-name %s: the store holds another split of that name", split);
-    if (!d->x || d->f < 1) return inca_fail(INCA_EINVAL, "the dataset has no features to write");
+    if ((!d->x || d->f < 1) && !d->adj.rowptr)
+        return inca_fail(INCA_EINVAL, "the dataset has neither features nor a graph: nothing to write");
     if (part && fmt == EXPORT_OGB)
         return inca_fail(INCA_EINVAL, "export --partition: the OGB layout has no place for a part vector; use --format npz or npy");
     if (fmt == EXPORT_OGB && !d->adj.rowptr)

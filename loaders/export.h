@@ -33,12 +33,13 @@ int export_format_parse(const char *s, int *fmt);
 typedef struct export_stats {
     int files;
     int64_t bytes;   /* written (compressed for ogb) */
-    int64_t edges;   /* undirected edges (ogb) or stored nonzeros (npz, npy) */
+    int64_t edges;   /* edges written: undirected ones once each (ogb) or stored nonzeros (npz, npy) */
 } export_stats_t;
 
 /* Write d to `out` (a folder for ogb and npy, a file for npz) in format fmt; split_name names
  * the default split's OGB folder (NULL: d->split_name, else "stored"); npz and npy carry the
- * default split only. INCA_EINVAL when out exists or d has no features. */
+ * default split only; a dataset without features has no x (npz, npy) or node-feat file (ogb).
+ * INCA_EINVAL when out exists or d has neither features nor a graph. */
 int export_dataset(const dataset_t *d, int fmt, const char *out, const char *split_name, export_stats_t *st);
 /* The same with part (n entries, borrowed; NULL: none) written as the member "part" of npz/npy
  * (INCA_EINVAL with --format ogb, which has no place for it). */

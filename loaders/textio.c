@@ -118,6 +118,12 @@ int textio_next(textio_t *t, char **line, size_t *len) {
         t->lineno++;
         if (n > 0 && l[n - 1] == '\r') n--;
         l[n] = '\0';   /* buf has one spare byte past cap - 1, so this is in bounds at EOF */
+        /* a UTF-8 byte-order mark (editors on Windows write one) is not part of the first line:
+         * left in, it made "0 1" a bad line whose message showed the mark invisibly */
+        if (t->lineno == 1 && n >= 3 && memcmp(l, "\xef\xbb\xbf", 3) == 0) {
+            l += 3;
+            n -= 3;
+        }
         if (memchr(l, '\0', n))
             return inca_fail(INCA_EINVAL, "%s:%lld: NUL byte in a text line (binary file?)", t->path,
                              (long long)t->lineno);

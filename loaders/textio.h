@@ -6,6 +6,7 @@
  * CAVEATS FIRST
  * - The line returned by textio_next points into the reader's buffer: valid until the next
  *   textio_next or textio_close. It is NUL-terminated, without '\n' and without a final '\r'.
+ * - A UTF-8 byte-order mark at the start of the file is skipped (not part of line 1).
  * - A NUL byte inside a line is reported as an error (text files do not contain them). */
 #ifndef INCA_TEXTIO_H
 #define INCA_TEXTIO_H

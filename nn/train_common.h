@@ -232,6 +232,9 @@ const char *train_refresh_eval_name(const train_config_t *c);
  * what always answering that class scores) plus 2 points, or under 1.5 / classes; 0 without a
  * figure to judge (NaN, fewer than 2 classes). What inca train and inca prune --eval warn of. */
 int train_near_chance(const dataset_t *d, double acc, double *share);
+/* INCA_EINVAL for a run without training nodes, naming c's store and the flags that give some
+ * (a store ingested without splits, an edge list or a METIS file, has none). */
+int train_fail_no_train_nodes(const train_config_t *c);
 void train_config_default(train_config_t *c);
 /* Adam's beta1 when --beta1 is not given: 0.9 (the usual) for full, cluster and the MLP; for
  * the methods with histories (gas, incagg) whose batches leave parts out (batch_parts < parts)

@@ -145,7 +145,7 @@ int train_full_dist(const dataset_t *d, const train_config_t *c, const int64_t *
     if (!dataset_has_graph(d) || !d->adj.rowptr)
         return inca_fail(INCA_EINVAL, "%d ranks with --method full: the ranks own METIS parts, which needs a graph", P);
     if (!d->y) return inca_fail(INCA_EINVAL, "--method full needs labels; this dataset has none");
-    if (n_train < 1) return inca_fail(INCA_EINVAL, "no training nodes (empty train split)");
+    if (n_train < 1) return train_fail_no_train_nodes(c);
     if (c->epochs < 1) return inca_fail(INCA_EINVAL, "--epochs: expected >= 1, got %d", c->epochs);
     if (!p || p->n != d->n)
         return inca_fail(INCA_EINVAL, "partitioning covers %lld nodes, dataset has %lld", (long long)(p ? p->n : -1),

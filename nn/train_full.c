@@ -160,7 +160,7 @@ typedef struct full_run {
 /* The configuration errors, before anything is allocated. */
 static int full_check(const train_config_t *c, const int64_t *train_idx, int64_t n_train, int norm) {
     if (c->epochs < 1) return inca_fail(INCA_EINVAL, "--epochs: expected >= 1, got %d", c->epochs);
-    if (n_train < 1 || !train_idx) return inca_fail(INCA_EINVAL, "no training nodes (empty train split)");
+    if (n_train < 1 || !train_idx) return train_fail_no_train_nodes(c);
     if (c->batch_size < 0) return inca_fail(INCA_EINVAL, "--batch-size: expected >= 0, got %lld", (long long)c->batch_size);
     if (c->batch_size > 0 && norm != NN_NORM_NONE)
         return inca_fail(INCA_EINVAL, "--batch-size: mini-batches of rows need a model without a graph (mlp), got %s",

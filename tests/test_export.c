@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 static char *dir;
@@ -28,11 +29,23 @@ static void teardown(void) {
     free(dir);
 }
 
+/* a csbm of n nodes (average degree deg, f features, 3 classes) drawn with seed */
+static void csbm(int64_t n, double deg, int64_t f, uint64_t seed, dataset_t *d) {
+    gen_opts_t g;
+    gen_opts_default(&g);
+    g.nodes = n;
+    g.avg_degree = deg;
+    g.features = f;
+    g.classes = 3;
+    g.seed = seed;
+    ck_assert_int_eq(gen_csbm(&g, d, NULL), INCA_OK);
+}
+
 static void same_dataset(const dataset_t *a, const dataset_t *b) {
     ck_assert_int_eq(a->n, b->n);
     ck_assert_int_eq(a->f, b->f);
     ck_assert_int_eq(a->c, b->c);
-    ck_assert_int_eq(memcmp(a->x, b->x, sizeof(float) * (size_t)(a->n * a->f)), 0);   /* bit for bit */
+    if (a->f > 0) ck_assert_int_eq(memcmp(a->x, b->x, sizeof(float) * (size_t)(a->n * a->f)), 0);   /* bit for bit */
     ck_assert_int_eq(memcmp(a->y, b->y, sizeof(int32_t) * (size_t)a->n), 0);
     ck_assert_int_eq(a->adj.nnz, b->adj.nnz);
     ck_assert_int_eq(memcmp(a->adj.rowptr, b->adj.rowptr, sizeof(int64_t) * (size_t)(a->n + 1)), 0);
@@ -70,14 +83,7 @@ START_TEST(ogb_round_trip) {
     ck_assert_int_eq(ingest_ogb(cora, &o0, &d), INCA_OK);
     round_trip_ogb(&d, "cora");
     dataset_free(&d);
-    gen_opts_t g;
-    gen_opts_default(&g);
-    g.nodes = 500;
-    g.avg_degree = 6;
-    g.features = 7;
-    g.classes = 3;
-    g.seed = 5;
-    ck_assert_int_eq(gen_csbm(&g, &d, NULL), INCA_OK);
+    csbm(500, 6, 7, 5, &d);
     int frac = 0;   /* the features are not small integers: the text must carry every bit */
     for (int64_t i = 0; i < d.n * d.f; i++) frac += d.x[i] != (float)(int)d.x[i];
     ck_assert(frac > d.n);
@@ -112,15 +118,8 @@ static uint32_t rd32(const unsigned char *p) { return (uint32_t)p[0] | (uint32_t
 static unsigned rd16(const unsigned char *p) { return (unsigned)p[0] | (unsigned)p[1] << 8; }
 
 START_TEST(npz_and_npy) {
-    gen_opts_t g;
-    gen_opts_default(&g);
-    g.nodes = 300;
-    g.avg_degree = 5;
-    g.features = 4;
-    g.classes = 3;
-    g.seed = 2;
     dataset_t d;
-    ck_assert_int_eq(gen_csbm(&g, &d, NULL), INCA_OK);
+    csbm(300, 5, 4, 2, &d);
     d.y[7] = -1;   /* an unlabelled node */
     char out[1024];
     snprintf(out, sizeof out, "%s/d.npz", dir);
@@ -197,6 +196,52 @@ START_TEST(npz_and_npy) {
 }
 END_TEST
 
+static int entries(const char *path) ;
+
+/* A graph without features (R-MAT's default, an edge list, a METIS file) is exported without x:
+ * npz holds five members, y first, and its edge_index as stored; npy five files; OGB's layout no
+ * node-feat file, which OGB's loaders (and inca's ingest) read as no features: the graph, labels
+ * and splits come back the same (export refused any store without features) */
+START_TEST(featureless_graph) {
+    dataset_t d, e;
+    csbm(150, 4, 2, 3, &d);
+    inca_free(d.x);
+    d.x = NULL;
+    d.f = 0;
+    char out[1024], p[1100];
+    export_stats_t st;
+    snprintf(out, sizeof out, "%s/f.npz", dir);
+    ck_assert_msg(export_dataset(&d, EXPORT_NPZ, out, NULL, &st) == INCA_OK, "%s", inca_errmsg());
+    FILE *f = fopen(out, "rb");
+    ck_assert_ptr_nonnull(f);
+    unsigned char *z = malloc((size_t)st.bytes);
+    ck_assert_uint_eq(fread(z, 1, (size_t)st.bytes, f), (size_t)st.bytes);
+    fclose(f);
+    const unsigned char *end = z + st.bytes - 22, *cd = z + rd32(end + 16);
+    ck_assert_uint_eq(rd16(end + 10), 5);
+    ck_assert(rd16(cd + 28) == 5 && memcmp(cd + 46, "y.npy", 5) == 0);   /* the first member */
+    free(z);
+    snprintf(out, sizeof out, "%s/f-npy", dir);
+    ck_assert_int_eq(export_dataset(&d, EXPORT_NPY, out, NULL, &st), INCA_OK);
+    ck_assert_int_eq(st.files, 5);
+    ck_assert_int_eq(entries(out), 5);
+    snprintf(p, sizeof p, "%s/x.npy", out);
+    ck_assert_int_ne(access(p, F_OK), 0);
+    snprintf(out, sizeof out, "%s/f-ogb", dir);
+    ck_assert_int_eq(export_dataset(&d, EXPORT_OGB, out, "mine", &st), INCA_OK);
+    ck_assert_int_eq(st.files, 8);   /* RELEASE_v1.txt, 3 raw files and 3 splits' + 1 label file */
+    snprintf(p, sizeof p, "%s/raw/node-feat.csv.gz", out);
+    ck_assert_int_ne(access(p, F_OK), 0);
+    ingest_opts_t o = {0};
+    o.split = "mine";
+    ck_assert_msg(ingest_ogb(out, &o, &e) == INCA_OK, "%s", inca_errmsg());
+    ck_assert(e.f == 0 && !e.x);
+    same_dataset(&d, &e);
+    dataset_free(&e);
+    dataset_free(&d);
+}
+END_TEST
+
 static int entries(const char *path) {
     DIR *dh = opendir(path);
     ck_assert_ptr_nonnull(dh);
@@ -209,15 +254,8 @@ static int entries(const char *path) {
 }
 
 START_TEST(refusals_leave_nothing) {
-    gen_opts_t g;
-    gen_opts_default(&g);
-    g.nodes = 200;
-    g.avg_degree = 5;
-    g.features = 3;
-    g.classes = 3;
-    g.seed = 1;
     dataset_t d;
-    ck_assert_int_eq(gen_csbm(&g, &d, NULL), INCA_OK);
+    csbm(200, 5, 3, 1, &d);
     char out[1024];
     export_stats_t st;
     snprintf(out, sizeof out, "%s/a", dir);
@@ -277,7 +315,8 @@ START_TEST(cli_export_ingest_train) {
     ck_assert_int_eq(tu_inca(args, &out, &err), 0);
     cJSON *j = tu_json_last(out);
     ck_assert_double_eq(tu_json_dbl(j, "nodes"), 2708);
-    ck_assert_double_eq(tu_json_dbl(j, "edges"), 5278);
+    ck_assert_double_eq(tu_json_dbl(j, "edges"), 10556);          /* directed, as info's and every command's */
+    ck_assert_double_eq(tu_json_dbl(j, "edges_written"), 5278);   /* OGB's edge.csv: each once */
     cJSON_Delete(j);
     free(out);
     free(err);
@@ -540,6 +579,7 @@ int main(void) {
     tcase_add_test(t, cli_export_ingest_train);
     tcase_add_test(t, cli_named_splits);
     tcase_add_test(t, cli_export_partition);
+    tcase_add_test(t, featureless_graph);
     suite_add_tcase(s, t);
     return tu_run_suite(s);
 }

@@ -70,13 +70,21 @@ START_TEST(test_textio_plain_and_gz) {
     const char *text = "a\nbb\r\n\n c,d \nlast";   /* CRLF, empty line, no final newline */
     check_lines(puts_("p.txt", text, 0));
     check_lines(puts_("g.txt.gz", text, 1));
+    /* a UTF-8 byte-order mark before line 1 is skipped, plain or gz; one later is text */
+    check_lines(puts_("b.txt", "\xef\xbb\xbf" "a\nbb\r\n\n c,d \nlast", 0));
+    check_lines(puts_("b.txt.gz", "\xef\xbb\xbf" "a\nbb\r\n\n c,d \nlast", 1));
     textio_t *t = NULL;
+    char *line;
+    ck_assert_int_eq(textio_open(puts_("b2.txt", "a\n\xef\xbb\xbf" "b\n", 0), &t), 0);
+    ck_assert_int_eq(textio_next(t, &line, NULL), 1);
+    ck_assert_int_eq(textio_next(t, &line, NULL), 1);
+    ck_assert_str_eq(line, "\xef\xbb\xbf" "b");
+    textio_close(&t);
     ck_assert_int_eq(textio_open(tpath("none.txt"), &t), INCA_ENOTFOUND);
     ck_assert_ptr_nonnull(strstr(inca_errmsg(), "none.txt"));
     ck_assert_int_eq(textio_open(tmp, &t), INCA_EINVAL);   /* a directory */
     /* empty file: no lines */
     ck_assert_int_eq(textio_open(puts_("e.txt", "", 0), &t), 0);
-    char *line;
     ck_assert_int_eq(textio_next(t, &line, NULL), 0);
     textio_close(&t);
 }

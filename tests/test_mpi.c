@@ -704,7 +704,10 @@ START_TEST(parmetis_partition) {
     cJSON_Delete(j);
     ck_assert_msg(cut <= 1.25 * metis && cut <= 0.3 * rnd, "cut %lld, METIS %.0f, random %.0f", (long long)cut, metis, rnd);
     snprintf(args, sizeof args, "partition '%s' --parts 8 --method parmetis --seed 1 --ranks 2 --no-layout --quiet", b);
-    ck_assert_int_eq(run(0, args, NULL, NULL), 0);
+    char *qerr = NULL;   /* --quiet: not even the launch line (it printed "partition: starting 2 ranks: ...") */
+    ck_assert_int_eq(run(0, args, NULL, &qerr), 0);
+    ck_assert_msg(qerr && !*qerr, "--quiet printed '%s'", qerr ? qerr : "");
+    free(qerr);
     ck_assert_int_eq(stored_cut(b, "parmetis-8-s1-r2", &maxp, &pb), cut);
     ck_assert_mem_eq(pa, pb, sizeof *pa * 3000);
     snprintf(args, sizeof args, "partition '%s' --parts 8 --method parmetis --seed 2 --no-layout --quiet", b);
@@ -716,7 +719,7 @@ START_TEST(parmetis_partition) {
     const long cores = sysconf(_SC_NPROCESSORS_ONLN);
     char cmd[16384], *err = NULL;
     snprintf(cmd, sizeof cmd, "env -u OMPI_ALLOW_RUN_AS_ROOT -u OMPI_ALLOW_RUN_AS_ROOT_CONFIRM -u OMPI_MCA_rmaps_base_oversubscribe "
-             "'%s' partition '%s' --parts 8 --method parmetis --seed 3 --ranks %ld --no-layout --quiet", tu_bin(), b, cores + 1);
+             "'%s' partition '%s' --parts 8 --method parmetis --seed 3 --ranks %ld --no-layout", tu_bin(), b, cores + 1);
     ck_assert_msg(tu_sh(cmd, NULL, &err) == 0, "%s", err ? err : "");
     ck_assert_msg(strstr(err, "oversubscribed"), "the launch does not say it oversubscribes: %s", err);
     free(err);

@@ -1037,6 +1037,8 @@ START_TEST(test_errors) {
     e = d;
     e.split_n[SPLIT_TRAIN] = 0;
     ck_assert_int_eq(train_run(&e, &c, NULL, 0, &r), INCA_EINVAL);
+    ck_assert_msg(strstr(inca_errmsg(), "the train split is empty") && strstr(inca_errmsg(), "--split random:TR,VA,TE"), "%s",
+                  inca_errmsg());
     c.runs = 0;
     ck_assert_int_eq(train_run(&d, &c, NULL, 0, &r), INCA_EINVAL);
     dataset_free(&d);
