@@ -9,6 +9,7 @@
 #include "core/util.h"
 #include "loaders/dataset.h"
 #include "loaders/export.h"
+#include "nn/shard.h"
 #include "loaders/partition_store.h"
 #include "core/alloc.h"
 #include <stdio.h>
@@ -56,6 +57,13 @@ int cmd_export(int argc, char **argv) {
     const double t0 = inca_now();
     /* every named split comes along (the OGB layout writes them all); --split picks the default,
      * the one npz and npy carry */
+    /* a shard holds one rank's rows of the layout, not a dataset (it said "no array 'rowptr'") */
+    if (shard_is(args_pos(a, 0))) {
+        rc = inca_fail(INCA_EINVAL, "%s: a shard of inca shard (one rank's rows), not a dataset: export the store it was "
+                       "cut from", args_pos(a, 0));
+        goto done;
+    }
+    if ((rc = shard_dir_explain(args_pos(a, 0)))) goto done;
     if ((rc = dataset_load_ex(args_pos(a, 0), DATASET_ALL_SPLITS, &d))) goto done;
     if ((rc = dataset_split_apply(args_pos(a, 0), args_str(a, "--split", NULL), 0, &d))) goto done;
     if (args_str(a, "--partition", NULL) && (rc = part_vector(args_pos(a, 0), args_str(a, "--partition", NULL), &d, &p, &part)))

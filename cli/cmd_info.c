@@ -7,6 +7,7 @@
 #include "core/alloc.h"
 #include "core/status.h"
 #include "loaders/dataset.h"
+#include "nn/shard.h"
 #include <stdio.h>
 #include <string.h>
 
@@ -88,6 +89,7 @@ int cmd_info(int argc, char **argv) {
     int rc = args_parse(argc, argv, known, &a);
     if (rc) return rc;
     if (args_npos(a) != 1) { rc = inca_fail(INCA_EINVAL, "expected exactly one STORE argument"); goto done; }
+    if ((rc = shard_dir_explain(args_pos(a, 0)))) goto done;   /* a folder of shards: which command reads it */
     rc = store_open(args_pos(a, 0), STORE_RDONLY, &s);
     if (rc) goto done;
     if (args_has(a, "--json")) {

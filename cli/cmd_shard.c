@@ -18,7 +18,7 @@
 
 int cmd_shard(int argc, char **argv) {
     static const char *const known[] = {"--ranks", "--out", "--parts", "--partition", "--feature-norm", "--model", "--history-dtype",
-                                        "--json!", NULL};
+                                        "--json!", "--quiet!", NULL};
     args_t *a = NULL;
     json_t *j = NULL;
     shard_stats_t st;
@@ -50,8 +50,9 @@ int cmd_shard(int argc, char **argv) {
     const double secs = inca_now() - t0;
     int64_t bytes = 0;
     for (int r = 0; r < o.ranks; r++) {
-        fprintf(stderr, "shard %d of %d: %lld own rows + %lld halo rows, %.1f MiB\n", r, o.ranks, (long long)st.own_rows[r],
-                (long long)st.halo_rows[r], st.bytes[r] / 1048576.0);
+        if (!args_has(a, "--quiet"))
+            fprintf(stderr, "shard %d of %d: %lld own rows + %lld halo rows, %.1f MiB\n", r, o.ranks,
+                    (long long)st.own_rows[r], (long long)st.halo_rows[r], st.bytes[r] / 1048576.0);
         bytes += st.bytes[r];
     }
     if (args_has(a, "--json")) {

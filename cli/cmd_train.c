@@ -40,31 +40,55 @@ static int shard_partition_differs(const train_config_t *c, const partition_t *s
     return pm != sm || pseed != sseed || (pranks > 0 && pranks != sranks);
 }
 
+/* Why the shards cannot serve c (written into why: the flag, the shards' own value and the
+ * remedy), or 0 when they can. */
+static int shard_mismatch(const args_t *a, const train_config_t *c, const shard_t *sh, char *why, size_t cap) {
+    const int norm = nn_kind_norm(c->model);
+    if (c->loader == TRAIN_LOADER_COPY)
+        snprintf(why, cap, "--loader copy: shards are read through the view loader (leave --loader out)");
+    else if (c->method == TRAIN_FULL)
+        snprintf(why, cap, "--method full: shards hold what the mini-batch methods read (cluster, gas, incagg); train "
+                 "--method full on the store itself");
+    else if (args_str(a, "--split", NULL) || args_str(a, "--train-indices", NULL))
+        snprintf(why, cap, "%s: a shard holds its rank's share of the stored split; train on the store for another",
+                 args_str(a, "--split", NULL) ? "--split" : "--train-indices");
+    else if (c->parts != sh->p.k)
+        snprintf(why, cap, "--parts %d: the shards hold %lld parts (give --parts %lld, or run inca shard again with "
+                 "--parts %d)", c->parts, (long long)sh->p.k, (long long)sh->p.k, c->parts);
+    else if (shard_partition_differs(c, &sh->p))
+        snprintf(why, cap, "--partition %s: the shards hold %s (give --partition %s, or run inca shard again with "
+                 "--partition %s)", c->partition[0] ? c->partition : "(the default, metis)", sh->p.man.name,
+                 sh->p.man.name, c->partition[0] ? c->partition : "metis");
+    else if (c->feature_norm != sh->featnorm)
+        snprintf(why, cap, "--feature-norm %s: the shards were made with --feature-norm %s (give it, or run inca shard "
+                 "again with --feature-norm %s)", train_featnorm_words[c->feature_norm], train_featnorm_words[sh->featnorm],
+                 train_featnorm_words[c->feature_norm]);
+    else if (norm != sh->norm)
+        snprintf(why, cap, "--model %s: it reads the %s adjacency, the shards hold the %s one (run inca shard again "
+                 "with --model %s)", model_kind_name(c->model), norm == NN_NORM_MEAN ? "mean (sage)" : "gcn-normalised",
+                 sh->norm == NN_NORM_MEAN ? "mean (sage)" : "gcn-normalised", norm == NN_NORM_MEAN ? "sage" : "gcn");
+    else if (c->method == TRAIN_INCAGG && sh->has_m0 && sh->v.m0_dtype != c->history_dtype)
+        snprintf(why, cap, "--history-dtype %s: the shards' M^0 is %s (give it, or run inca shard again with "
+                 "--history-dtype %s)", hist_dtype_words[c->history_dtype], hist_dtype_words[sh->v.m0_dtype],
+                 hist_dtype_words[c->history_dtype]);
+    else return 0;
+    return 1;
+}
+
 /* STORE is a folder of per-rank shards (nn/shard.h): this rank's shard, refused when it was made
  * for another configuration; the dataset moves to *d and c trains on the shard's views. */
 static int train_from_shard(const args_t *a, train_config_t *c, int me, int nranks, shard_t *sh, dataset_t *d) {
     int rc;
     if ((rc = shard_open(c->store_path, me, nranks, sh))) return rc;
-    const char *why = c->loader == TRAIN_LOADER_COPY ? "--loader copy (shards are read through the view loader)"
-                      : c->method == TRAIN_FULL ? "--method full"
-                      : args_str(a, "--split", NULL) ? "--split (a shard holds its rank's share of the stored split)"
-                      : args_str(a, "--train-indices", NULL) ? "--train-indices"
-                      : c->parts != sh->p.k ? "this --parts"
-                      : shard_partition_differs(c, &sh->p) ? "this --partition"
-                      : c->feature_norm != sh->featnorm ? "this --feature-norm"
-                      : nn_kind_norm(c->model) != sh->norm ? "this --model's adjacency"
-                      : c->method == TRAIN_INCAGG && sh->has_m0 && sh->v.m0_dtype != c->history_dtype ? "this --history-dtype"
-                      : NULL;
+    char why[512];
+    const int bad = shard_mismatch(a, c, sh, why, sizeof why);
     /* one inca shard run's set: an interrupted run can leave some ranks' new beside others' old */
     int64_t job[2] = {sh->job, -sh->job};   /* every rank calls it, whatever its own verdict */
     if (nranks > 1 && (rc = comm_allreduce_max_i64(c->comm, job, 2, COMM_SETUP))) return rc;
-    if (!why && job[0] != -job[1])
+    if (!bad && job[0] != -job[1])
         return inca_fail(INCA_EINVAL, "%s: the shards come from different inca shard runs (one was interrupted?): run "
                          "inca shard again", c->store_path);
-    if (why)
-        return inca_fail(INCA_EINVAL, "%s: the shards were not made for %s; rerun inca shard with the training's "
-                         "--parts, --partition, --feature-norm, --model and --history-dtype, or train on the store",
-                         c->store_path, why);
+    if (bad) return inca_fail(INCA_EINVAL, "%s: the shards were not made for %s", c->store_path, why);
     *d = sh->d;   /* the dataset moves to d */
     dataset_init(&sh->d);
     c->given_partition = &sh->p;

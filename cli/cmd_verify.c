@@ -140,7 +140,10 @@ int cmd_verify(int argc, char **argv) {
     double t_sums = 0;
     int ranks = 0;
     const int nshards = shard_folder(path, rr, &ranks);
-    rc = nshards > 0 ? verify_shards(path, (const int (*)[2])rr, nshards, &st, &t_sums) : verify_one(path, &st, &t_sums);
+    /* an interrupted inca shard run's folder says so (it said "no inca store here") */
+    if (nshards == 0) rc = shard_dir_explain(path);
+    if (rc == INCA_OK)
+        rc = nshards > 0 ? verify_shards(path, (const int (*)[2])rr, nshards, &st, &t_sums) : verify_one(path, &st, &t_sums);
     const double secs = inca_now() - t0;
     if (args_has(a, "--json")) rc = print_json(path, rc, &st, nshards, ranks, t_sums, secs);   /* also on failure */
     else if (rc == INCA_OK) print_human(path, &st, nshards, ranks, secs);

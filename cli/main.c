@@ -125,7 +125,9 @@ static const struct { const char *name; int (*fn)(int, char **); const char *hel
      "            a graph without features is written without x (ogb: without node-feat)"},
     {"shard", cmd_shard,
      "shard STORE --ranks P --out DIR [--parts K | --partition NAME] [--feature-norm none|row|standard]\n"
-     "            [--model gcn|sage] [--history-dtype fp32|bf16] [--json]   per-rank stores for mpirun -np P inca train DIR"},
+     "            [--model gcn|sage] [--history-dtype fp32|bf16] [--json] [--quiet]   per-rank stores for mpirun -np P\n"
+     "            inca train DIR (an existing DIR's rank-r-of-P stores are replaced: one DIR may hold several P's;\n"
+     "            --quiet: no per-shard lines)"},
     {"prune", cmd_prune,
      "prune STORE --labeled F --ssl S --score S --select S --keep F [flags]\n"
      "  (defaults in brackets; a flag given that the run ignores is refused, e.g. --mis-ratio with --select topk)\n"

@@ -84,6 +84,28 @@ int shard_dir_list(const char *dir, int (*rr)[2], int cap) {
     return n;
 }
 
+int shard_dir_explain(const char *dir) {
+    char mdb[4200], one[256] = "", tmp[256] = "";
+    struct stat sb;
+    snprintf(mdb, sizeof mdb, "%s/data.mdb", dir);
+    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode) || stat(mdb, &sb) == 0) return INCA_OK;
+    DIR *dp = opendir(dir);
+    for (struct dirent *e; dp && (e = readdir(dp));) {
+        int r = -1, p = 0, end = 0;
+        if (shard_name_parse(e->d_name, &r, &p)) snprintf(one, sizeof one, "%s", e->d_name);
+        else if (sscanf(e->d_name, "rank-%d-of-%d.lmdb.tmp%n", &r, &p, &end) == 2 && e->d_name[end] == 0)
+            snprintf(tmp, sizeof tmp, "%s", e->d_name);
+    }
+    if (dp) closedir(dp);
+    if (one[0])
+        return inca_fail(INCA_EINVAL, "%s: a folder of inca shard's stores, not a store: inca info %s/%s shows one, "
+                         "inca verify %s checks them all, mpirun -np P inca train %s trains on them", dir, dir, one, dir, dir);
+    if (tmp[0])
+        return inca_fail(INCA_EINVAL, "%s: holds only an interrupted inca shard run's temporaries (%s): run inca shard "
+                         "again", dir, tmp);
+    return INCA_OK;
+}
+
 /* The rank's local rows (the own range [lo, hi) and the halo hids[0..nh)) into l2g, their
  * feature rows into xl, the own rows' Â (and Âᵀ when rpt) rowptr from 0 into rp (rpt). */
 static void shard_local_rows(const layout_views_t *v, int64_t lo, int64_t hi, const int64_t *hids, int64_t nh,
@@ -234,6 +256,11 @@ int shard_write(const char *store_path, const shard_opts_t *o, const char *dir, 
     if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
         const int e = errno;
         if ((rc = inca_out_check(dir)) == INCA_OK) rc = inca_fail(INCA_EIO, "%s: cannot create the folder: %s", dir, strerror(e));
+        goto done;
+    }
+    struct stat sb;   /* an existing file is bad input (it failed writing the first shard, exit 1) */
+    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+        rc = inca_fail(INCA_EINVAL, "%s: exists and is not a folder (the shards go in a folder)", dir);
         goto done;
     }
     /* every rank's shard written first, then moved into place: a failure leaves the old set */

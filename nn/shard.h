@@ -51,6 +51,10 @@ int shard_dir_ranks(const char *dir, int rank, int *ranks);
 /* The shards in dir (whole names rank-R-of-P.lmdb), sorted by P then R: the first cap of them
  * in rr[i] = {R, P}; returns how many there are (0: none, or dir is no folder). inca verify DIR. */
 int shard_dir_list(const char *dir, int (*rr)[2], int cap);
+/* For a command given a folder that is not a store: INCA_EINVAL saying what dir holds when it
+ * holds shards (a folder of them, not a store: which command reads which) or only an interrupted
+ * inca shard run's temporaries; INCA_OK otherwise (a store, no folder, nothing of shard's). */
+int shard_dir_explain(const char *dir);
 
 typedef struct shard {
     dataset_t d;          /* labels and splits (own nodes only), meta of the whole graph */

@@ -131,6 +131,10 @@ START_TEST(main_dispatch) {
     refused("inca bench: unknown benchmark 'nosuch' (expected spmm|gen|loader|epoch|pruning|knn|scale)", "bench nosuch");
     refused("inca bench: --list-flags: name a benchmark (inca bench NAME --list-flags; inca bench --help lists them)",
             "bench --list-flags");
+    /* a batch that cannot be split over a rank count is refused once, before any rank starts
+     * (it started 3 ranks, each printing the refusal, and mpiexec's banner) */
+    refused("inca bench: --batch-parts 8 is the global batch: it must be a multiple of every rank count (--ranks has 3)",
+            "bench scale '%s' --ranks 1,3 --parts 16", g);
     ck_assert_int_eq(run(&out, NULL, "bench spmm --list-flags"), 0);
     ck_assert_msg(strstr(out, "--nodes VALUE\n") && strstr(out, "--deterministic\n"), "%s", out);
     free(out);

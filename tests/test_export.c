@@ -327,12 +327,36 @@ START_TEST(cli_export_ingest_train) {
         {"partition '%s' --parts 4 --no-layout --feature-norm row%.0s", "--feature-norm"},
         {"shard '%s' --ranks 2 --parts 0 --out '%s-sh'", "--parts 0"},
         {"shard '%s' --ranks 2 --parts 99999 --out '%s-sh'", "--parts 99999"},
+        {"shard '%s' --ranks 2 --parts 4 --out '%s/raw/edge.csv.gz'", "edge.csv.gz: exists and is not a folder"},
     };
     for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
         snprintf(args, sizeof args, refused[i][0], store, ex);
         err = NULL;
         ck_assert_msg(tu_inca(args, NULL, &err) == 2, "%s: expected exit 2 (%s)", args, err ? err : "");
         ck_assert_msg(err && strstr(err, refused[i][1]), "%s: stderr '%s' lacks %s", args, err ? err : "", refused[i][1]);
+        free(err);
+    }
+    /* --quiet: no per-shard lines on stderr, the summary on stdout as gen's (shard refused the flag) */
+    snprintf(args, sizeof args, "shard '%s' --ranks 2 --parts 4 --out '%s-sh' --quiet", store, ex);
+    ck_assert_int_eq(tu_inca(args, &out, &err), 0);
+    ck_assert_msg(!*err && strncmp(out, "2 shards of ", 12) == 0, "shard --quiet printed '%s' '%s'", out, err);
+    free(out);
+    free(err);
+    /* a folder of shards given where a store is expected says what it is and which command reads
+     * it; a shard given to export, and a folder an interrupted shard run left, likewise (they said
+     * "no inca store here ... create it with inca ingest", "no array 'rowptr'") */
+    static const char *const shardy[][2] = {
+        {"info '%s-sh'", "-sh: a folder of inca shard's stores, not a store: inca info "},
+        {"export '%s-sh/rank-0-of-2.lmdb' '%s-sh.npz' --format npz", "rank-0-of-2.lmdb: a shard of inca shard (one rank's rows)"},
+        {"verify '%s-int'", "-int: holds only an interrupted inca shard run's temporaries (rank-1-of-2.lmdb.tmp): run inca shard again"},
+    };
+    snprintf(args, sizeof args, "mkdir '%s-int' && cp -r '%s-sh/rank-1-of-2.lmdb' '%s-int/rank-1-of-2.lmdb.tmp'", ex, ex, ex);
+    ck_assert_int_eq(tu_sh(args, NULL, NULL), 0);
+    for (size_t i = 0; i < sizeof shardy / sizeof shardy[0]; i++) {
+        snprintf(args, sizeof args, shardy[i][0], ex, ex);
+        err = NULL;
+        ck_assert_msg(tu_inca(args, NULL, &err) == 2 && err && strstr(err, shardy[i][1]) && !strchr(err, '\n')[1], "%s: '%s'",
+                      args, err ? err : "");
         free(err);
     }
     snprintf(args, sizeof args, "ingest --format ogb '%s' --out '%s'", ex, back);

@@ -471,12 +471,23 @@ static void shard_case(int p, const char *make, const char *train) {
     free(err);
     snprintf(args, sizeof args, "train '%s' --method incagg %s --feature-norm standard --epochs 1", sd, train);
     ck_assert_int_eq(run(p, args, NULL, &err), 2);
-    ck_assert_msg(strstr(err, "were not made for this --feature-norm"), "%s", err);
+    ck_assert_msg(strstr(err, "were not made for --feature-norm standard: the shards were made with --feature-norm "), "%s", err);
     free(err);
-    /* another partitioning than the shards' (they carry theirs: it used to train on it quietly) */
+    /* another partitioning than the shards' (they carry theirs: it used to train on it quietly);
+     * each refusal names the shards' own value and the remedy (it said "this --parts" and to
+     * rerun inca shard with five flags, one of them --method full's, which shard has not) */
     snprintf(args, sizeof args, "train '%s' --method incagg %s --partition random-40-s0 --epochs 1", sd, train);
     ck_assert_int_eq(run(p, args, NULL, &err), 2);
-    ck_assert_msg(strstr(err, "were not made for this --partition"), "%s", err);
+    ck_assert_msg(strstr(err, "were not made for --partition random-40-s0: the shards hold "), "%s", err);
+    free(err);
+    snprintf(args, sizeof args, "train '%s' --method incagg --parts 20 --batch-parts 5 --epochs 1", sd);
+    ck_assert_int_eq(run(p, args, NULL, &err), 2);
+    ck_assert_msg(strstr(err, "were not made for --parts 20: the shards hold 40 parts (give --parts 40, or run inca shard "
+                              "again with --parts 20)"), "%s", err);
+    free(err);
+    snprintf(args, sizeof args, "train '%s' --method full --epochs 1", sd);
+    ck_assert_int_eq(run(p, args, NULL, &err), 2);
+    ck_assert_msg(strstr(err, "were not made for --method full: shards hold what the mini-batch methods read"), "%s", err);
     free(err);
 }
 
@@ -514,14 +525,19 @@ START_TEST(bench_scale_smoke) {
     cJSON *v[32];
     const int n = tu_json_lines(out, v, 32);
     int runs = 0, summaries = 0, models = 0;
+    double eff2 = -1;   /* the model says how far the measured P=2 is from its perfect split */
+    const char *cav = strstr(err, "measured here at P=2 (transport included): incagg eff ");
+    ck_assert_msg(cav && sscanf(cav + 54, "%lf", &eff2) == 1, "%s", err);
     for (int i = 0; i < n; i++) {
         if (cJSON_GetObjectItem(v[i], "per_rank")) {
             runs++;
             ck_assert_int_eq(cJSON_GetArraySize(tu_json_get(v[i], "per_rank", cJSON_Array)), (int)tu_json_dbl(v[i], "ranks"));
         } else if (cJSON_GetObjectItem(v[i], "summary")) {
             summaries++;
-            if (tu_json_dbl(v[i], "ranks") == 2 && strcmp(tu_json_get(v[i], "summary", cJSON_String)->valuestring, "incagg") == 0)
+            if (tu_json_dbl(v[i], "ranks") == 2 && strcmp(tu_json_get(v[i], "summary", cJSON_String)->valuestring, "incagg") == 0) {
                 ck_assert(tu_json_dbl(v[i], "gas_over_incagg_bytes") > 0);
+                ck_assert_double_eq_tol(eff2, tu_json_dbl(v[i], "speedup") / 2, 0.0051);
+            }
         } else if (cJSON_GetObjectItem(v[i], "model")) {
             models++;
             ck_assert_int_eq(cJSON_GetArraySize(tu_json_get(v[i], "links", cJSON_Array)), 1);
