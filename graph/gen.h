@@ -47,8 +47,8 @@ void gen_opts_default(gen_opts_t *o);
 int gen_opts_check(const gen_opts_t *o, const char *kind);
 
 /* R-MAT (a, b, c, d) = (0.57, 0.19, 0.19, 0.05) on 2^ceil(log2 N) ids. Each sampled edge i
- * draws its quadrants from rng stream (seed, i, attempt); an edge with an endpoint >= N is
- * redrawn with the next attempt, so exactly round(N*D/2) in-range edges are sampled (the
+ * draws its quadrants from its own splitmix sequence, seeded by (seed, i); an edge with an
+ * endpoint >= N is redrawn further along it, so exactly round(N*D/2) in-range edges are sampled (the
  * distribution is R-MAT conditioned on both endpoints < N). Ids are then relabelled by a
  * seeded pseudo-random permutation (keyed multiply/xor-shift rounds, no table) so the hubs are not
  * the low ids. Features: N(0, noise^2) noise;

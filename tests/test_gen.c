@@ -163,6 +163,15 @@ START_TEST(rmat_attributes) {
     ck_assert(labs((long)(d.split_n[1] - 4000)) <= 3);
     ck_assert(labs((long)(d.split_n[2] - 4000)) <= 3);
     dataset_free(&d);
+    /* one class is labelled (every node class 0); only 0 classes leaves y NULL (gen.h; a mutation
+     * test: classes > 1 for > 0 passed) */
+    rmat_opts(&o, 50, 2, 3);
+    o.classes = 1;
+    ck_assert_int_eq(gen_rmat(&o, &d, NULL), INCA_OK);
+    ck_assert_ptr_nonnull(d.y);
+    ck_assert_int_eq(d.c, 1);
+    for (int64_t v = 0; v < d.n; v++) ck_assert_int_eq(d.y[v], 0);
+    dataset_free(&d);
 }
 END_TEST
 
@@ -675,6 +684,22 @@ START_TEST(cli_usage_errors) {
 }
 END_TEST
 
+static int cmp_u64(const void *a, const void *b) {
+    const uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* gen_rmat's id relabelling undone: inv[perm(x)] = x for the permutation of (n, seed), as
+ * gen_rmat applies it (owned, free). */
+static int64_t *rmat_unpermute(int64_t n, uint64_t seed) {
+    gen_perm_t p;
+    gen_perm_init(&p, n, seed);
+    int64_t *inv = malloc((size_t)n * sizeof *inv);
+    ck_assert_ptr_nonnull(inv);
+    for (int64_t x = 0; x < n; x++) inv[gen_perm_apply(&p, x)] = x;
+    return inv;
+}
+
 /* R-MAT's quadrant probabilities (mutation test): undo the id permutation (gen_perm with the
  * generator's seed, as gen_rmat applies it) and, at every level (bit) of the ids, count the
  * kept edges whose two endpoints have that bit (0, 0): quadrant a = 0.57, (1, 1): d = 0.05,
@@ -688,11 +713,7 @@ START_TEST(rmat_quadrant_probabilities) {
     rmat_opts(&o, n, 4, 11);
     dataset_t d;
     ck_assert_int_eq(gen_rmat(&o, &d, NULL), INCA_OK);
-    gen_perm_t p;
-    gen_perm_init(&p, n, o.seed);
-    int64_t *inv = malloc((size_t)n * sizeof *inv);
-    ck_assert_ptr_nonnull(inv);
-    for (int64_t x = 0; x < n; x++) inv[gen_perm_apply(&p, x)] = x;
+    int64_t *inv = rmat_unpermute(n, o.seed);
     int64_t both0[14] = {0}, both1[14] = {0}, edges = 0;
     for (int64_t u = 0; u < n; u++)
         for (int64_t e = d.adj.rowptr[u]; e < d.adj.rowptr[u + 1]; e++) {
@@ -718,6 +739,77 @@ START_TEST(rmat_quadrant_probabilities) {
 }
 END_TEST
 
+/* R-MAT conditioned on both endpoints < N (gen.h; mutation test: keeping the id N itself, u <= N,
+ * passed every test). N = 2^10 + 1 draws 11-bit ids; unpermuted, id x is an endpoint of a draw
+ * with probability P(x) = prod over its bits of 0.76 (a bit 0: quadrants a, b) or 0.24 (a bit 1),
+ * and a draw is kept with probability at least 0.57 (quadrant a at the top level puts both ends
+ * below 2^10), so x's kept edge ends number at most E = 2m P(x) / 0.57 in expectation, and its
+ * degree (duplicates merged, self-loops dropped) stays below E + 6 sqrt(E) + 10 (a Poisson tail
+ * under 1e-9 per node). Id N kept (binary 10000000001, P = 0.24^2 0.76^9 = 0.0049: ~80 of the
+ * 16400 ends) lands, through the permutation's cycle-walk, on one node expected to hold a few.
+ * Three seeds. */
+START_TEST(rmat_rejects_ids_beyond_n) {
+    const int scale = 11;
+    const int64_t n = ((int64_t)1 << (scale - 1)) + 1;
+    for (uint64_t seed = 1; seed <= 3; seed++) {
+        gen_opts_t o;
+        rmat_opts(&o, n, 16, seed);
+        dataset_t d;
+        ck_assert_int_eq(gen_rmat(&o, &d, NULL), INCA_OK);
+        int64_t *inv = rmat_unpermute(n, seed);
+        const double m = 16.0 * (double)n / 2.0;
+        for (int64_t u = 0; u < n; u++) {
+            double px = 1.0;
+            for (int l = 0; l < scale; l++) px *= (inv[u] >> l) & 1 ? 0.24 : 0.76;
+            const double e = 2.0 * m * px / 0.57;
+            const int64_t deg = d.adj.rowptr[u + 1] - d.adj.rowptr[u];
+            ck_assert_msg((double)deg <= e + 6.0 * sqrt(e) + 10.0, "seed %llu: id %lld (unpermuted) has degree %lld, "
+                          "expected at most %.1f", (unsigned long long)seed, (long long)inv[u], (long long)deg, e);
+        }
+        free(inv);
+        dataset_free(&d);
+    }
+}
+END_TEST
+
+/* The seed chooses the edges, not only the ids (mutation test: every seed drawing the same edges,
+ * relabelled by its own permutation, passed every test). Unpermuted, two independent R-MAT
+ * graphs of 2^12 nodes and 8192 draws share about 10% of their edges (the sum over pairs of
+ * q^2 / q, q = 1 - (1 - 2p)^m, p the pair's product of quadrant probabilities: the hub pairs
+ * are the shared ones); the same draws would share all of them. */
+START_TEST(rmat_seed_draws_other_edges) {
+    const int64_t n = 4096;
+    uint64_t *keys[2];
+    int64_t nk[2];
+    for (int t = 0; t < 2; t++) {
+        gen_opts_t o;
+        rmat_opts(&o, n, 4, 5 + (uint64_t)t);
+        dataset_t d;
+        ck_assert_int_eq(gen_rmat(&o, &d, NULL), INCA_OK);
+        int64_t *inv = rmat_unpermute(n, o.seed);
+        keys[t] = malloc((size_t)d.adj.nnz * sizeof *keys[t]);
+        ck_assert_ptr_nonnull(keys[t]);
+        nk[t] = 0;
+        for (int64_t u = 0; u < n; u++)
+            for (int64_t e = d.adj.rowptr[u]; e < d.adj.rowptr[u + 1]; e++)
+                if (inv[u] < inv[d.adj.col[e]]) keys[t][nk[t]++] = (uint64_t)inv[u] * (uint64_t)n + (uint64_t)inv[d.adj.col[e]];
+        qsort(keys[t], (size_t)nk[t], sizeof *keys[t], cmp_u64);
+        free(inv);
+        dataset_free(&d);
+    }
+    int64_t shared = 0;
+    for (int64_t i = 0, j = 0; i < nk[0] && j < nk[1];) {
+        if (keys[0][i] == keys[1][j]) shared++, i++, j++;
+        else if (keys[0][i] < keys[1][j]) i++;
+        else j++;
+    }
+    const double frac = (double)shared / (double)nk[0];
+    ck_assert_msg(frac > 0.05 && frac < 0.2, "seeds 5 and 6 share %.3f of their unpermuted edges, expected ~0.10", frac);
+    free(keys[0]);
+    free(keys[1]);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("gen");
     TCase *tc = tcase_create("gen");
@@ -727,6 +819,8 @@ int main(void) {
     tcase_add_test(tc, rmat_sizes);
     tcase_add_test(tc, rmat_attributes);
     tcase_add_test(tc, rmat_quadrant_probabilities);
+    tcase_add_test(tc, rmat_rejects_ids_beyond_n);
+    tcase_add_test(tc, rmat_seed_draws_other_edges);
     tcase_add_test(tc, rmat_deterministic);
     tcase_add_test(tc, csbm_homophily_degree_balance);
     tcase_add_test(tc, edge_count_rounds_half_up);

@@ -456,6 +456,142 @@ START_TEST(train_run_migrates_and_refuses) {
 }
 END_TEST
 
+/* train_dataset_load (train_prep.h): the view loader maps the features and the graph from the
+ * layout, so the dataset comes without them (a mutation test: the graph loaded all the same
+ * passed every test); the copy loader loads both, as stored. */
+START_TEST(train_dataset_load_by_loader) {
+    train_config_t c;
+    base_config(&c);
+    dataset_t d;
+    c.loader = TRAIN_LOADER_VIEW;
+    ck_assert_int_eq(train_dataset_load(&c, &d), INCA_OK);
+    ck_assert(d.x == NULL && d.adj.rowptr == NULL && dataset_has_graph(&d));
+    ck_assert(d.n == D.n && d.f == D.f && d.c == D.c);
+    ck_assert_mem_eq(d.y, D.y, (size_t)D.n * sizeof *D.y);
+    dataset_free(&d);
+    c.loader = TRAIN_LOADER_COPY;
+    ck_assert_int_eq(train_dataset_load(&c, &d), INCA_OK);
+    ck_assert(d.x != NULL && d.adj.rowptr != NULL && d.adj.nnz == D.adj.nnz);
+    ck_assert_mem_eq(d.x, D.x, (size_t)(D.n * D.f) * sizeof *D.x);
+    ck_assert_mem_eq(d.adj.col, D.adj.col, (size_t)D.adj.nnz * sizeof *D.adj.col);
+    dataset_free(&d);
+}
+END_TEST
+
+/* A dataset of one 5-node ring and nothing else. */
+static void ring5(dataset_t *t) {
+    dataset_init(t);
+    t->n = 5;
+    const int64_t src[5] = {0, 1, 2, 3, 4}, dst[5] = {1, 2, 3, 4, 0};
+    ck_assert_int_eq(csr_from_edges(&t->adj, 5, src, dst, 5, CSR_SYMMETRIZE), INCA_OK);
+}
+
+/* train_partition(c) into *p, checked: k parts, and its *reused (set to `was` first). */
+static void prep_partition(const dataset_t *d, const train_config_t *c, int was, int64_t k, int reused, partition_t *p) {
+    int r = was;
+    ck_assert_msg(train_partition(d, c, p, &r) == INCA_OK, "%s", inca_errmsg());
+    ck_assert_int_eq(p->k, k);
+    ck_assert_int_eq(p->n, d->n);
+    ck_assert_int_eq(r, reused);
+}
+
+/* train_partition (train_prep.h; a mutation round: each rule below changed passed every test):
+ * the stored metis-12-s0 is read (*reused 1); without a store it is computed, the same parts
+ * (*reused 0, whatever it held); parts not set take train_common.h's default 40; never more
+ * parts than nodes (5 nodes, 12 asked: 5); without a store, a dataset loaded without its graph
+ * (the view loader's) is refused, the message naming --parts. */
+START_TEST(train_partition_contract) {
+    train_config_t c;
+    base_config(&c);
+    partition_t p;
+    prep_partition(&D, &c, -1, 12, 1, &p);
+    ck_assert_mem_eq(p.perm, P.perm, (size_t)D.n * sizeof *P.perm);
+    partition_free(&p);
+    c.store_path = NULL;
+    prep_partition(&D, &c, 1, 12, 0, &p);
+    ck_assert_mem_eq(p.perm, P.perm, (size_t)D.n * sizeof *P.perm);
+    partition_free(&p);
+    c.parts = 0;
+    prep_partition(&D, &c, 1, 40, 0, &p);
+    partition_free(&p);
+    dataset_t t;
+    ring5(&t);
+    c.parts = 12;
+    prep_partition(&t, &c, 1, 5, 0, &p);
+    partition_free(&p);
+    csr_free(&t.adj);
+    int r = 1;
+    ck_assert_int_eq(train_partition(&t, &c, &p, &r), INCA_EINVAL);
+    /* the failure names the flag (a mutation test: the bare message passed) */
+    ck_assert_msg(strncmp(inca_errmsg(), "--parts 5: the graph was not loaded", 35) == 0, "%s", inca_errmsg());
+    inca_err_clear();
+    dataset_free(&t);
+}
+END_TEST
+
+/* A ParMETIS partitioning is never computed by train_partition, only read from the store (here
+ * the fixture's parts stored under a ParMETIS name, as `inca partition --method parmetis` would
+ * name them): read with *reused 1 (a mutation test: 0 passed every test, the MPI tests reading
+ * the flag only from `inca partition`); one not stored is refused naming the command. */
+START_TEST(train_partition_parmetis_from_store) {
+    store_t *s = NULL;
+    ck_assert_int_eq(store_open(path, STORE_RDWR, &s), INCA_OK);
+    snprintf(P.man.name, sizeof P.man.name, "parmetis-12-s4-r2");
+    snprintf(P.man.method, sizeof P.man.method, "parmetis");
+    P.man.seed = 4;
+    ck_assert_int_eq(store_partition_save(s, &P), INCA_OK);
+    store_close(&s);
+    train_config_t c;
+    base_config(&c);
+    snprintf(c.partition, sizeof c.partition, "parmetis-12-s4");
+    partition_t p;
+    prep_partition(&D, &c, 0, 12, 1, &p);
+    ck_assert_mem_eq(p.perm, P.perm, (size_t)D.n * sizeof *P.perm);
+    partition_free(&p);
+    snprintf(c.partition, sizeof c.partition, "parmetis-12-s5");
+    ck_assert_int_eq(train_partition(&D, &c, &p, NULL), INCA_EINVAL);
+    ck_assert_msg(strstr(inca_errmsg(), "--partition parmetis-12-s5: not in ") &&
+                  strstr(inca_errmsg(), "--method parmetis --seed 5"), "%s", inca_errmsg());
+    inca_err_clear();
+}
+END_TEST
+
+/* train_view_open (train_prep.h) writes and maps what the run reads: M^0 for incagg gcn and
+ * sage only (sage's over the mean adjacency), none for gas, whose views have no M^0 and whose
+ * store gains none (a mutation round: M^0 dropped for sage, or written for every method, passed
+ * every test); a partitioning of another graph is refused with the store left closed. */
+START_TEST(train_view_open_m0_by_method) {
+    train_config_t c;
+    base_config(&c);
+    c.model = tu_model("sage");
+    store_t *s = NULL;
+    layout_views_t v;
+    ck_assert_msg(train_view_open(&D, &c, &P, &s, &v) == INCA_OK, "%s", inca_errmsg());
+    ck_assert_ptr_nonnull(v.m0);
+    char name[192];
+    layout_m0_name(name, sizeof name, P.man.name, c.feature_norm, NN_NORM_MEAN, HIST_F32);
+    ck_assert(store_has_array(s, name));
+    store_close(&s);
+    c.model = tu_model("gcn");
+    c.method = tu_method("gas");
+    ck_assert_msg(train_view_open(&D, &c, &P, &s, &v) == INCA_OK, "%s", inca_errmsg());
+    ck_assert(v.m0 == NULL && v.x != NULL && v.a.rowptr != NULL);
+    layout_m0_name(name, sizeof name, P.man.name, c.feature_norm, NN_NORM_GCN, HIST_F32);
+    ck_assert(!store_has_array(s, name));
+    store_close(&s);
+    dataset_t t;
+    ring5(&t);
+    partition_t q;
+    ck_assert_int_eq(partition_compute(&t.adj, 2, PART_METIS, 0, &q), INCA_OK);
+    ck_assert_int_eq(train_view_open(&D, &c, &q, &s, &v), INCA_EINVAL);
+    ck_assert_msg(strstr(inca_errmsg(), "metis-2-s0 covers 5 nodes, the store 1200"), "%s", inca_errmsg());
+    ck_assert_ptr_null(s);
+    inca_err_clear();
+    partition_free(&q);
+    dataset_free(&t);
+}
+END_TEST
+
 /* bf16 M^0 is built in blocks of 65536 rows (build_m0): past the first block every row still
  * equals the fp32 M^0 rounded to nearest even (a graph of 65536 + 1000 nodes, 2 features) */
 START_TEST(bf16_m0_past_one_block) {
@@ -716,6 +852,10 @@ int main(void) {
     tcase_add_loop_test(t, arrays_match_independent_reference, 0, 3);
     tcase_add_loop_test(t, views_equal_copies_and_budget_spills, 0, 2);
     tcase_add_test(t, train_run_migrates_and_refuses);
+    tcase_add_test(t, train_dataset_load_by_loader);
+    tcase_add_test(t, train_partition_contract);
+    tcase_add_test(t, train_partition_parmetis_from_store);
+    tcase_add_test(t, train_view_open_m0_by_method);
     tcase_add_test(t, bf16_pass_buffers);
     tcase_add_test(t, directed_gcn_layout_keeps_the_transpose);
     tcase_add_test(t, bf16_m0_past_one_block);

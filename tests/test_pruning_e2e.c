@@ -83,19 +83,25 @@ static void small_config(prune_config_t *cfg) {
     cfg->sel.seed = 5;
 }
 
+/* Each class a ring over the blobs' rows (node i linked to i + C and i + 2C); edges 0: the same
+ * rows with a graph of no edges. */
+static void ring_graph(dataset_t *d, int edges) {
+    int64_t src[2 * (NPOOL + NTEST)], dst[2 * (NPOOL + NTEST)];
+    for (int64_t i = 0; i < d->n; i++) {
+        src[2 * i] = src[2 * i + 1] = i;
+        dst[2 * i] = (i + C) % d->n;
+        dst[2 * i + 1] = (i + 2 * C) % d->n;
+    }
+    ck_assert_int_eq(csr_from_edges(&d->adj, d->n, src, dst, edges ? 2 * d->n : 0, CSR_SYMMETRIZE), 0);
+}
+
 /* SGC over a dataset's graph, with a pool listed in reverse so that pool positions and node ids
  * differ (each class a ring: node i linked to i + C and i + 2C); then the same dataset without
  * features, which SGC refuses. */
 START_TEST(pipeline_sgc_graph_and_no_features) {
     dataset_t d;
     make_blobs(&d, 4);
-    int64_t src[2 * (NPOOL + NTEST)], dst[2 * (NPOOL + NTEST)];
-    for (int64_t i = 0; i < d.n; i++) {
-        src[2 * i] = src[2 * i + 1] = i;
-        dst[2 * i] = (i + C) % d.n;
-        dst[2 * i + 1] = (i + 2 * C) % d.n;
-    }
-    ck_assert_int_eq(csr_from_edges(&d.adj, d.n, src, dst, 2 * d.n, CSR_SYMMETRIZE), 0);
+    ring_graph(&d, 1);
     int64_t pool[NPOOL];
     for (int64_t i = 0; i < NPOOL; i++) pool[i] = NPOOL - 1 - i;
     int64_t *lab = NULL, nlab = 0;
@@ -140,6 +146,112 @@ START_TEST(pipeline_sgc_graph_and_no_features) {
     ck_assert_int_eq(prune_run(&dv, pool, NPOOL, &cfg, &r), INCA_EINVAL);
     ck_assert_ptr_nonnull(strstr(inca_errmsg(), "--ssl sgc: the dataset has no features"));
     inca_err_clear();
+    inca_free(lab);
+    inca_free(yv);
+    dataset_free(&d);
+}
+END_TEST
+
+/* prune_run's refusals (pipeline.c's check; a mutation round: each check weakened or dropped
+ * passed every test, the CLI refusing most of these cases before prune_run): no labels, one
+ * class, a pool of one, a pool id outside [0, n) on either side, --graph on a table and on a
+ * graph of no edges; each an EINVAL naming the cause, r left empty. */
+static void refused_run(const dataset_t *dv, const int64_t *pool, int64_t npool, const prune_config_t *cfg,
+                        const char *msg) {
+    prune_result_t r;
+    ck_assert_int_eq(prune_run(dv, pool, npool, cfg, &r), INCA_EINVAL);
+    ck_assert_msg(strstr(inca_errmsg(), msg) != NULL, "expected '%s', got '%s'", msg, inca_errmsg());
+    ck_assert(r.pool == NULL && r.pseudo == NULL && r.sel == NULL && r.npool == 0);
+    inca_err_clear();
+}
+
+START_TEST(prune_run_refusals) {
+    dataset_t d;
+    make_blobs(&d, 6);
+    const int64_t *pool = d.split[SPLIT_TRAIN];
+    int64_t *lab = NULL, nlab = 0;
+    int32_t *yv = visible_labels(&d, pool, 0.05, 0, 3, &lab, &nlab);
+    dataset_t dv = d, t;
+    dv.y = yv;
+    prune_config_t cfg;
+    small_config(&cfg);
+    t = dv;
+    t.y = NULL;
+    refused_run(&t, pool, NPOOL, &cfg, "the dataset has no labels");
+    t = dv;
+    t.c = 1;
+    refused_run(&t, pool, NPOOL, &cfg, "need at least 2 classes, got 1");
+    refused_run(&dv, pool, 1, &cfg, "holds 1 examples; need >= 2");
+    int64_t bad[NPOOL];
+    memcpy(bad, pool, sizeof bad);
+    bad[NPOOL - 1] = NPOOL + NTEST;
+    refused_run(&dv, bad, NPOOL, &cfg, "pool id 750 outside [0, 750)");
+    bad[NPOOL - 1] = -1;
+    refused_run(&dv, bad, NPOOL, &cfg, "pool id -1 outside [0, 750)");
+    cfg.graph = 1;
+    refused_run(&dv, pool, NPOOL, &cfg, "--graph: the dataset has no graph");
+    ring_graph(&d, 0);
+    t = d;
+    t.y = yv;
+    refused_run(&t, pool, NPOOL, &cfg, "--graph: the dataset has no graph");
+    inca_free(lab);
+    inca_free(yv);
+    dataset_free(&d);
+}
+END_TEST
+
+/* A train_log_cb appending each line to ctx (a char[8192]). */
+static void log_append(void *ctx, int level, const char *line) {
+    (void)level;
+    char *buf = ctx;
+    const size_t len = strlen(buf);
+    snprintf(buf + len, 8192 - len, "%s\n", line);
+}
+
+/* Which graph each stage uses (pipeline.h, prune_config.h): --graph auto spreads over the
+ * dataset's graph (no kNN search ran: knn_used -1) and the proxy is a GCN; --graph knn searches
+ * (knn_used exact) and the full-batch proxy is an MLP, but a mini-batch proxy method still trains
+ * a GCN on the dataset's graph; a graph of no edges counts as none (kNN). The proxy line says the
+ * model, the proxy stage has its seconds. A mutation round: each of these rules changed passed. */
+static void graph_choice_case(const dataset_t *dv, const int64_t *pool, prune_config_t *cfg, int graph, int method,
+                              int knn_used, const char *line) {
+    char log[8192] = "";
+    cfg->graph = graph;
+    cfg->proxy.method = method;
+    cfg->proxy.log = log_append;
+    cfg->proxy.log_ctx = log;
+    prune_result_t r;
+    ck_assert_msg(prune_run(dv, pool, NPOOL, cfg, &r) == INCA_OK, "graph %d method %d: %s", graph, method, inca_errmsg());
+    ck_assert_msg(r.knn_used == knn_used, "graph %d method %d: knn_used %d, expected %d", graph, method, r.knn_used,
+                  knn_used);
+    ck_assert_msg(strstr(log, line) != NULL, "graph %d method %d: no '%s' in the log: %s", graph, method, line, log);
+    ck_assert(r.sec[PRUNE_ST_PROXY] > 0);
+    prune_result_free(&r);
+}
+
+START_TEST(prune_run_graph_choice) {
+    dataset_t d;
+    make_blobs(&d, 7);
+    ring_graph(&d, 1);
+    const int64_t *pool = d.split[SPLIT_TRAIN];
+    int64_t *lab = NULL, nlab = 0;
+    int32_t *yv = visible_labels(&d, pool, 0.05, 0, 3, &lab, &nlab);
+    dataset_t dv = d;
+    dv.y = yv;
+    prune_config_t cfg;
+    small_config(&cfg);
+    cfg.ssl = PRUNE_SSL_LABELPROP;
+    cfg.knn_search = PRUNE_KNN_EXACT;
+    cfg.proxy.parts = 1;
+    cfg.proxy.batch_parts = 1;
+    graph_choice_case(&dv, pool, &cfg, -1, TRAIN_FULL, -1, "proxy training (gcn)");
+    graph_choice_case(&dv, pool, &cfg, 0, TRAIN_FULL, PRUNE_KNN_EXACT, "proxy training (mlp)");
+    graph_choice_case(&dv, pool, &cfg, 0, TRAIN_CLUSTER, PRUNE_KNN_EXACT, "proxy training (gcn)");
+    csr_free(&d.adj);
+    ring_graph(&d, 0);
+    dv = d;
+    dv.y = yv;
+    graph_choice_case(&dv, pool, &cfg, -1, TRAIN_FULL, PRUNE_KNN_EXACT, "proxy training (mlp)");
     inca_free(lab);
     inca_free(yv);
     dataset_free(&d);
@@ -1741,6 +1853,8 @@ int main(void) {
     tcase_add_test(t, pipeline_sgc_graph_and_no_features);
     tcase_add_test(t, cli_outputs_reuse_and_eval);
     tcase_add_test(t, cli_graph_dataset);
+    tcase_add_test(t, prune_run_refusals);
+    tcase_add_test(t, prune_run_graph_choice);
     tcase_add_test(t, cli_usage_errors);
     tcase_add_test(t, cli_budget_curve);
     tcase_add_test(t, cli_kind_defaults_and_chance_warning);
