@@ -3,6 +3,7 @@
  * object with --json). Exercised end to end in tests/test_e2e_train.c and tests/test_train.c. */
 #include "core/args.h"
 #include "cli/commands.h"
+#include "cli/mpi_relaunch.h"
 #include "cli/train_flags.h"
 #include "cli/progress.h"
 #include "core/json.h"
@@ -314,6 +315,8 @@ int cmd_train(int argc, char **argv) {
     c.store_path = args_pos(a, 0);
     /* under mpirun every rank trains; rank 0 alone logs, writes files and prints */
     c.comm = cli_comm();
+    int np = 0;   /* --ranks P in one process: start again as P ranks (returns only on failure) */
+    if ((rc = cli_train_ranks(a, &c, &np)) || (np > 1 && (rc = cli_mpi_relaunch("train", NULL, argc, argv, np)))) goto done;
     const int nranks = comm_size(c.comm), me = comm_rank(c.comm);
     if (me != 0) {
         c.log = NULL;

@@ -3,6 +3,7 @@
  * JSON (every resolved flag by name, so --config RESULT.json reruns it). */
 #include "cli/train_flags.h"
 #include "cli/progress.h"
+#include "core/comm.h"
 #include "core/status.h"
 #include "core/util.h"
 #include "nn/layer.h"
@@ -18,7 +19,7 @@ const char *const cli_train_flags[] = {
         "--wd-conv", "--wd-first-layer!", "--adamw!", "--beta1", "--eval-average", "--feature-norm", "--alpha", "--theta", "--K",
         "--batchnorm!", "--residual!", "--dense-input!", "--batch-size", "--checkpoint", "--resume!", "--parts", "--batch-parts", "--refresh", "--history-dtype", "--pass-dtype", "--refresh-source", "--refresh-relax", "--refresh-eval", "--refresh-weights", "--cluster-norm",
         "--partition", "--threads", "--device", "--deterministic!", "--tf32!", "--history-location", "--features-location", "--seed", "--metrics", "--runs", "--json!",
-        "--train-indices", "--split", "--patience", "--eval-every", "--select", "--loader", "--memory-budget", "--device-memory-budget", "--workers", "--save-params", "--grad-reduce", "--config", "--quiet!", "--metric", NULL};
+        "--train-indices", "--split", "--patience", "--eval-every", "--select", "--loader", "--memory-budget", "--device-memory-budget", "--workers", "--ranks", "--save-params", "--grad-reduce", "--config", "--quiet!", "--metric", NULL};
 
 static int copy_name(char *dst, size_t cap, const char *flag, const char *v) {
     if (strlen(v) >= cap) return inca_fail(INCA_EINVAL, "%s: value '%s' is too long", flag, v);
@@ -256,6 +257,7 @@ static void config_json(json_t *j, const args_t *a, const train_config_t *c, con
     if (c->device_memory_budget > 0) json_int(j, "device-memory-budget", c->device_memory_budget);
     else json_null(j, "device-memory-budget");
     json_int(j, "workers", c->workers > 1 ? c->workers : 1);
+    json_int(j, "ranks", comm_size(c->comm));   /* the job's MPI processes: a rerun starts as many */
     json_str(j, "grad-reduce", train_grad_reduce_words[c->grad_reduce]);
     json_str(j, "split", args_str(a, "--split", "stored"));
     json_str(j, "train-indices", args_str(a, "--train-indices", NULL));
@@ -302,6 +304,22 @@ int cli_train_config_save(const char *dir, const args_t *a, const train_config_t
     }
     json_free(&j);
     return rc;
+}
+
+int cli_train_ranks(const args_t *a, const train_config_t *c, int *relaunch) {
+    int64_t p = 0;
+    *relaunch = 0;
+    int rc = flag_int(a, "--ranks", 0, 0, 4096, &p);
+    if (rc) return rc;
+    if (args_peek(a, "--ranks") && p < 1) return inca_fail(INCA_EINVAL, "--ranks: expected a positive count, got %lld", (long long)p);
+    const int job = comm_size(c->comm), launched = comm_launched();
+    const char *from = args_on_command_line(a, "--ranks") ? "" : " (from --config)";
+    /* under mpirun the job is what it is: a count it does not match would train otherwise */
+    if (p > 0 && launched && p != job)
+        return inca_fail(INCA_EINVAL, "--ranks %lld%s, but started as %d ranks (mpirun -np %d): give --ranks %d or start "
+                         "it under mpirun -np %lld", (long long)p, from, job, job, job, (long long)p);
+    if (!launched && p > 1) *relaunch = (int)p;
+    return INCA_OK;
 }
 
 /* Where a flag has an effect: a flag the user gave that the run would ignore is refused, since

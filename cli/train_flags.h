@@ -18,6 +18,10 @@ int cli_train_check_effect(const args_t *a, const train_config_t *c);
 /* INCA_EINVAL when --parts (given, or read from --partition) exceeds the dataset's nodes, or
  * when --pass-dtype was given and --loader resolves to copy for a dataset of this size. */
 int cli_train_check_parts(const args_t *a, const train_config_t *c, int64_t nodes, int64_t features);
+/* --ranks P against the job c->comm runs in: under an MPI launcher the job's size must be P (when
+ * given, typed or from --config). *relaunch <- P when this one process is to start itself as P
+ * ranks (cli/mpi_relaunch.h), else 0. INCA_EINVAL naming both counts. */
+int cli_train_ranks(const args_t *a, const train_config_t *c, int *relaunch);
 /* "config": every resolved flag of c (and a's positional STORE) under the flag's name. */
 void cli_train_config_json(json_t *j, const args_t *a, const train_config_t *c);
 /* DIR/config.json (DIR made when missing): {"config": ..., "version": ...}, written whole via

@@ -687,6 +687,42 @@ static void refused(int np, const char *args, int code, const char *want) {
     free(err);
 }
 
+/* a result line reruns its configuration, ranks included: `inca train --config RESULT.json` of an
+ * mpirun -np 2 result starts itself as 2 ranks (the config's "ranks", --ranks P) and gives the
+ * same parameters, as does mpirun -np 2 with it; a job of another size is refused before any work */
+START_TEST(config_rerun_keeps_the_ranks) {
+    char args[8192], res[1100], p1[1100], p2[1100];
+    char *out = NULL, *err = NULL;
+    snprintf(res, sizeof res, "%s/r.json", dir);
+    snprintf(p1, sizeof p1, "%s/p1.npy", dir);
+    snprintf(p2, sizeof p2, "%s/p2.npy", dir);
+    snprintf(args, sizeof args, "train '%s' --model gcn --method incagg --parts 40 --batch-parts 5 --epochs 2 --threads 1 "
+             "--json --quiet --save-params '%s'", store, p1);
+    ck_assert_msg(run(2, args, &out, &err) == 0, "%s", err);
+    FILE *f = fopen(res, "w");
+    ck_assert(f && fputs(out, f) >= 0 && fclose(f) == 0);
+    cJSON *m = tu_json_last(out);
+    ck_assert_double_eq(tu_json_dbl(tu_json_get(m, "config", cJSON_Object), "ranks"), 2);
+    free(out);
+    free(err);
+    for (int np = 0; np <= 2; np += 2) {   /* alone (restarting itself as 2 ranks), then under mpirun -np 2 */
+        snprintf(args, sizeof args, "train --config '%s' --json --quiet --save-params '%s'", res, p2);
+        cJSON *r = inca_json(np, args);
+        ck_assert_double_eq(tu_json_dbl(r, "ranks"), 2);
+        ck_assert_double_eq(tu_json_dbl(r, "test_acc"), tu_json_dbl(m, "test_acc"));
+        same_file(p1, p2, np ? "mpirun -np 2 --config" : "--config alone");
+        cJSON_Delete(r);
+    }
+    cJSON_Delete(m);
+    snprintf(args, sizeof args, "train --config '%s' --quiet", res);
+    refused(3, args, 2, "--ranks 2 (from --config), but started as 3 ranks");
+    snprintf(args, sizeof args, "train '%s' --method incagg --parts 40 --epochs 1 --ranks 3 --quiet", store);
+    refused(2, args, 2, "--ranks 3, but started as 2 ranks");
+    snprintf(args, sizeof args, "train '%s' --method incagg --parts 40 --epochs 1 --ranks 0 --quiet", store);
+    refused(0, args, 2, "--ranks: expected a positive count");
+}
+END_TEST
+
 /* inca partition --method parmetis (issue 28): under mpirun and restarting itself with --ranks,
  * each rank reading its rows; a valid partitioning whose edge cut recounted here matches the
  * JSON, balanced within 5%, a cut near METIS's and far under random's, the same bits on a
@@ -803,6 +839,11 @@ int main(void) {
     tcase_add_test(tc, shards_equal_the_store);
     tcase_add_test(tc, parmetis_partition);
     suite_add_tcase(s, tc);
+    TCase *ranks = tcase_create("ranks");   /* CK_RUN_CASE=ranks runs it alone */
+    tcase_add_checked_fixture(ranks, setup, teardown);
+    tcase_set_timeout(ranks, 600);
+    tcase_add_test(ranks, config_rerun_keeps_the_ranks);
+    suite_add_tcase(s, ranks);
     TCase *model = tcase_create("model");   /* CK_RUN_CASE=model runs it alone */
     tcase_add_checked_fixture(model, setup, teardown);
     tcase_set_timeout(model, 300);
