@@ -99,7 +99,7 @@ static const struct { const char *name; int (*fn)(int, char **); const char *hel
      "            --device cuda puts rank r of a node on its GPU r mod count); --ranks P: start itself as\n"
      "            P MPI ranks under mpiexec (under mpirun: the job's size, checked; the config records it)\n"
      "            [the job's: 1 alone]; --workers P [1]: the same P ranks simulated in one process (bit for\n"
-     "            bit the same)\n"
+     "            bit the same; not with several MPI ranks)\n"
      "            --grad-reduce chain|allgather|nccl [chain] (MPI: chain and allgather sum the gradients in\n"
      "            rank order through the host; nccl on the GPUs, one GPU per rank, NCCL's order)\n"
      "  memory    --loader auto|copy|view [auto: view past 1/8 of RAM] --memory-budget SIZE (view) [none]\n"

@@ -318,6 +318,11 @@ int cli_train_ranks(const args_t *a, const train_config_t *c, int *relaunch) {
     if (p > 0 && launched && p != job)
         return inca_fail(INCA_EINVAL, "--ranks %lld%s, but started as %d ranks (mpirun -np %d): give --ranks %d or start "
                          "it under mpirun -np %lld", (long long)p, from, job, job, job, (long long)p);
+    const int P = launched ? job : (int)(p > 0 ? p : 1);
+    if (P > 1 && c->workers > 1)   /* workers would be ignored, and the config would claim them */
+        return inca_fail(INCA_EINVAL, "--workers %d %s %d: workers are thread ranks inside one process, and this job "
+                         "runs %d MPI processes; use either (--workers P in one process, or P MPI ranks)", c->workers,
+                         launched ? "under mpirun -np" : "with --ranks", P, P);
     if (!launched && p > 1) *relaunch = (int)p;
     return INCA_OK;
 }

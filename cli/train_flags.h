@@ -19,7 +19,8 @@ int cli_train_check_effect(const args_t *a, const train_config_t *c);
  * when --pass-dtype was given and --loader resolves to copy for a dataset of this size. */
 int cli_train_check_parts(const args_t *a, const train_config_t *c, int64_t nodes, int64_t features);
 /* --ranks P against the job c->comm runs in: under an MPI launcher the job's size must be P (when
- * given, typed or from --config). *relaunch <- P when this one process is to start itself as P
+ * given, typed or from --config); --workers P > 1 is refused with several MPI ranks (workers are
+ * thread ranks of one process). *relaunch <- P when this one process is to start itself as P
  * ranks (cli/mpi_relaunch.h), else 0. INCA_EINVAL naming both counts. */
 int cli_train_ranks(const args_t *a, const train_config_t *c, int *relaunch);
 /* "config": every resolved flag of c (and a's positional STORE) under the flag's name. */

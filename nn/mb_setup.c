@@ -165,9 +165,9 @@ static int mb_setup_ranks(mb_run_t *R) {
     if (R->workers > MB_MAX_WORKERS) return inca_fail(INCA_EINVAL, "--workers %d: at most %d", R->workers, MB_MAX_WORKERS);
     if (comm_size(c->comm) > 1) {   /* under mpirun: this process is one rank of workers */
         const int P = comm_size(c->comm);
-        if (c->workers > 1 && c->workers != P)
-            return inca_fail(INCA_EINVAL, "--workers %d under mpirun -np %d: the processes are the ranks (omit --workers "
-                             "or give %d)", c->workers, P, P);
+        if (c->workers > 1)   /* the processes are the ranks: workers would be ignored */
+            return inca_fail(INCA_EINVAL, "--workers %d under mpirun -np %d: workers are thread ranks inside one process; "
+                             "use either", c->workers, P);
         if (P > MB_MAX_WORKERS) return inca_fail(INCA_EINVAL, "mpirun -np %d: at most %d ranks", P, MB_MAX_WORKERS);
         R->comm = c->comm;
         R->rank = comm_rank(c->comm);

@@ -133,9 +133,9 @@ int train_full_dist(const dataset_t *d, const train_config_t *c, const int64_t *
     const int P = mpi ? comm_size(c->comm) : c->workers;
     memset(r, 0, sizeof *r);
     if (P < 2 || P > FD_MAX_RANKS) return inca_fail(INCA_EINVAL, "full-batch over %d ranks: expected 2..%d", P, FD_MAX_RANKS);
-    if (mpi && c->workers > 1 && c->workers != P)
-        return inca_fail(INCA_EINVAL, "--workers %d under mpirun -np %d: the processes are the ranks (omit --workers or give %d)",
-                         c->workers, P, P);
+    if (mpi && c->workers > 1)   /* the processes are the ranks: workers would be ignored */
+        return inca_fail(INCA_EINVAL, "--workers %d under mpirun -np %d: workers are thread ranks inside one process; use "
+                         "either", c->workers, P);
     if (c->batchnorm)
         return inca_fail(INCA_EINVAL, "%d ranks with --batchnorm: BatchNorm's batch statistics would be each rank's own; "
                          "not supported", P);

@@ -723,6 +723,28 @@ START_TEST(config_rerun_keeps_the_ranks) {
 }
 END_TEST
 
+/* --workers P are thread ranks inside one process: with several MPI ranks they would do nothing
+ * while the config claimed them, so they are refused, typed or from --config */
+START_TEST(workers_refused_with_mpi_ranks) {
+    char args[8192], res[1100];
+    char *out = NULL, *err = NULL;
+    snprintf(args, sizeof args, "train '%s' --method incagg --parts 40 --epochs 1 --threads 1 --workers 2 --quiet", store);
+    refused(2, args, 2, "--workers 2 under mpirun -np 2: workers are thread ranks inside one process");
+    snprintf(args, sizeof args, "train '%s' --method full --parts 40 --epochs 1 --threads 1 --workers 2 --quiet", store);
+    refused(2, args, 2, "--workers 2 under mpirun -np 2: workers are thread ranks inside one process");
+    snprintf(args, sizeof args, "train '%s' --method incagg --parts 40 --epochs 1 --workers 2 --ranks 2 --quiet", store);
+    refused(0, args, 2, "--workers 2 with --ranks 2: workers are thread ranks inside one process");
+    snprintf(res, sizeof res, "%s/w.json", dir);
+    snprintf(args, sizeof args, "train '%s' --method incagg --parts 40 --epochs 1 --threads 1 --workers 2 --json --quiet "
+             "> '%s'", store, res);
+    ck_assert_msg(run(0, args, &out, &err) == 0, "%s", err);
+    free(out);
+    free(err);
+    snprintf(args, sizeof args, "train --config '%s' --ranks 2 --quiet", res);
+    refused(2, args, 2, "--workers 2 under mpirun -np 2");
+}
+END_TEST
+
 /* inca partition --method parmetis (issue 28): under mpirun and restarting itself with --ranks,
  * each rank reading its rows; a valid partitioning whose edge cut recounted here matches the
  * JSON, balanced within 5%, a cut near METIS's and far under random's, the same bits on a
@@ -843,6 +865,7 @@ int main(void) {
     tcase_add_checked_fixture(ranks, setup, teardown);
     tcase_set_timeout(ranks, 600);
     tcase_add_test(ranks, config_rerun_keeps_the_ranks);
+    tcase_add_test(ranks, workers_refused_with_mpi_ranks);
     suite_add_tcase(s, ranks);
     TCase *model = tcase_create("model");   /* CK_RUN_CASE=model runs it alone */
     tcase_add_checked_fixture(model, setup, teardown);
