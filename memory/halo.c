@@ -101,15 +101,27 @@ static int grow(char **buf, int64_t *cap, int64_t bytes) {
     return INCA_OK;
 }
 
-/* rows per pair in one round, so a round's staging stays near h->stage bytes whatever the halo */
-static int64_t halo_chunk(const halo_t *h, int64_t row_bytes) {
-    const int64_t chunk = h->stage / (row_bytes > 0 ? row_bytes : 1) / h->p;
+/* rows per pair in one round, so a round's staging stays near stage bytes whatever the halo */
+static int64_t chunk_rows(int64_t stage, int64_t row_bytes, int p) {
+    const int64_t chunk = stage / (row_bytes > 0 ? row_bytes : 1) / (p > 0 ? p : 1);
     return chunk < 1 ? 1 : chunk;
 }
+static int64_t halo_chunk(const halo_t *h, int64_t row_bytes) { return chunk_rows(h->stage, row_bytes, h->p); }
 
 int64_t halo_stage_rows(int p, int64_t row_bytes) {
-    const int64_t chunk = HALO_STAGE_BYTES / (row_bytes > 0 ? row_bytes : 1) / (p > 0 ? p : 1);
-    return (chunk < 1 ? 1 : chunk) * (p > 0 ? p : 1);
+    return chunk_rows(HALO_STAGE_BYTES, row_bytes, p) * (p > 0 ? p : 1);
+}
+
+int64_t halo_host_bytes(int p, int64_t nr, int64_t ns, int64_t row_bytes) {
+    if (p < 2) return 0;
+    /* a round moves at most a chunk per pair, and no rank sends itself a row */
+    const int64_t most = nr > ns ? nr : ns, per = chunk_rows(HALO_STAGE_BYTES, row_bytes, p) * (p - 1);
+    int64_t cap = most < per ? most : per;
+    if (cap < 1) cap = 1;
+    const int64_t plan = (int64_t)sizeof(halo_t) + (int64_t)sizeof(int64_t) * (2 * (int64_t)p + nr + ns);
+    /* the round's ids beside the staging: at most every row asked or sent, whatever the width */
+    const int64_t ids = (int64_t)sizeof(int64_t) * (2 * (int64_t)p + 2 * (most > 0 ? most : 1));
+    return plan + (row_bytes > 0 ? 2 * cap * row_bytes + ids : 0);
 }
 
 int64_t halo_round_rows(const halo_t *h, int64_t row_bytes) {

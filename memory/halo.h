@@ -49,6 +49,11 @@ int64_t halo_round_rows(const halo_t *h, int64_t row_bytes);
 /* Its bound over every plan of p ranks at the default staging (a round moves at most
  * max(1, stage / row_bytes / p) rows per pair). */
 int64_t halo_stage_rows(int p, int64_t row_bytes);
+/* Host bytes of a plan of nr rows received and ns sent among p ranks (its ids and counts) and,
+ * row_bytes > 0, what exchanges of rows of at most row_bytes add to it (the send and receive
+ * staging at the default size, kept at the largest round, and a round's ids): an upper bound for
+ * any plan of those totals, as --memory-budget plans a rank's memory. 0 when p < 2. */
+int64_t halo_host_bytes(int p, int64_t nr, int64_t ns, int64_t row_bytes);
 /* Rows travel in rounds whose staging (send and receive buffers) stays near this many bytes
  * (32 MiB unless set; every rank must set the same). */
 void halo_set_stage_bytes(halo_t *h, int64_t bytes);

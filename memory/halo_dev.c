@@ -53,6 +53,8 @@ int halo_dev_create(kern_ctx_t *kc, int64_t max_rows, int64_t max_elems, int64_t
     return INCA_OK;
 }
 
+int64_t halo_dev_host_bytes(const halo_dev_t *x) { return x ? 2 * x->max_bytes : 0; }
+
 static int64_t row_bytes(kern_dtype_t dt, int64_t f) { return f * (dt == KERN_BF16 ? 2 : 4); }
 
 /* rows ids of the table -> sbuf (the table's bytes), through the device's staging */

@@ -30,5 +30,7 @@ int halo_dev_create(kern_ctx_t *kc, int64_t max_rows, int64_t max_elems, int64_t
 /* table (n x f of dt, by global id or local row, kc's memory): the rows this rank asked for <- their owners'
  * rows, as halo_exchange. */
 int halo_dev_exchange(halo_dev_t *x, halo_t *h, comm_t *c, kern_dtype_t dt, void *table, int64_t f, int phase);
+/* Its pinned host staging (send and receive), in bytes (0: NULL x). */
+int64_t halo_dev_host_bytes(const halo_dev_t *x);
 void halo_dev_free(halo_dev_t **x);   /* NULL-safe */
 #endif

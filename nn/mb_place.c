@@ -125,12 +125,81 @@ static int mb_agg_place(mb_run_t *R, agg_config_t *ac) {
     return agg_create(ac, &R->agg);
 }
 
+/* Under MPI, what a rank holds in host memory for its exchanges and nothing else does: its halo
+ * plan (the rows of other ranks its rows of Â read) with the staging of the exchanges through it
+ * (the view loader's passes send each hidden layer's output, fp32 at most; IncAgg's push refresh
+ * S; the tables' own width), a device's pinned halo staging, GAS's per-step plan of a batch's
+ * halo with its staging (the job's largest halo bounds the rows it asks of other ranks and that
+ * each other rank asks of its own), and the step's gradient records. 0 for one process (--workers share one process's tables). */
+static int64_t mb_rank_bytes(const mb_run_t *R, int64_t tb, int host_tables) {
+    if (!R->comm) return 0;
+    const train_config_t *c = R->c;
+    const int P = R->workers;
+    const int64_t pb = R->dev ? 0 : 4 * mb_pass_width(R);
+    const int push = R->method == AGG_INCAGG && c->refresh_source == AGG_SRC_PUSH;
+    int64_t rb = push && host_tables ? tb : 0;
+    if (pb > rb) rb = pb;
+    int64_t b = halo_host_bytes(P, halo_recv_rows(R->halo), halo_send_rows(R->halo), rb) + halo_dev_host_bytes(R->hx);
+    if (R->method == AGG_GAS) {   /* a batch's halo rows of other ranks, this rank's rows they ask for */
+        const int64_t own = R->plan.node_lo[R->rank + 1] - R->plan.node_lo[R->rank], hm = R->halo_max;
+        const int64_t nr = hm < R->D.n - own ? hm : R->D.n - own, ns = (P - 1) * (hm < own ? hm : own);
+        b += (int64_t)sizeof(int64_t) * hm + halo_host_bytes(P, nr, ns, host_tables ? tb : 0);
+    }
+    return b + (int64_t)sizeof(float) * R->gfloats * (1 + (c->grad_reduce == TRAIN_GRAD_ALLGATHER ? P : 0)) +
+           (int64_t)sizeof(float) * 4 * P;
+}
+
+/* --memory-budget: what one batch needs in anonymous memory whatever the budget, checked with
+ * the baseline against it; the tables get the rest (ac's spill budget). */
+static int mb_budget_plan(mb_run_t *R, const dataset_t *d, agg_config_t *ac, const int64_t *dims, int ns) {
+    const train_config_t *c = R->c;
+    const int64_t n = R->D.n, nb_max = R->nb_max;
+    const csr_t *atp = R->D.at.rowptr ? &R->D.at : NULL;
+    int rc;
+    int64_t maxdim = R->D.f, tdim = 1;   /* the widest of the features and the tables; the tables' */
+    for (int s = 0; s < ns; s++) {
+        maxdim = dims[s] > maxdim ? dims[s] : maxdim;
+        tdim = dims[s] > tdim ? dims[s] : tdim;
+    }
+    const int64_t csrb = (int64_t)sizeof(int64_t) * (n + 1) + (int64_t)(sizeof(int32_t) + sizeof(float)) * R->D.a.nnz;
+    const int64_t graph = (R->D.a.owned ? csrb * (atp ? 2 : 1) : 0) +
+                          (d->adj.rowptr ? (int64_t)sizeof(int64_t) * (n + 1) + (int64_t)sizeof(int32_t) * d->adj.nnz : 0);
+    const int64_t ws = R->dev ? 0 : model_workspace_bytes(R->m);   /* a device's activations are its own */
+    int64_t lb = 0;
+    for (int w = 0; w < R->workers; w++) lb += R->lds[w] ? batch_loader_bytes(R->lds[w]) : 0;
+    const int64_t pern = n * (int64_t)(sizeof(int32_t) + 1 + sizeof(int64_t)) + 2 * n * (int64_t)sizeof(float) * R->C;
+    /* the operator's host scratch as it allocates it (GAS's halo and held pushes, IncAgg's
+     * deltas and row buffers; off the CPU the pinned staging): an operator made without a
+     * budget, whose tables are maps never touched. Off the CPU its tables are the host's
+     * wherever they may go (their staging is the larger host need, and device tables that
+     * auto would move must not end the run here) */
+    agg_config_t probe = *ac;
+    probe.host_tables = ac->host_tables || (R->dev && (R->tables_host || mb_tables_auto(R)));
+    if ((rc = agg_create(&probe, &R->agg)) != INCA_OK) return rc;
+    const int64_t scr_min = R->method == AGG_CLUSTER ? 0 : (int64_t)sizeof(float) * (nb_max ? nb_max : 1) * maxdim;
+    int64_t scr = agg_scratch_host_bytes(R->agg);
+    agg_free(&R->agg);
+    if (scr < scr_min) scr = scr_min;
+    const int64_t xchg = mb_rank_bytes(R, (ac->dtype == HIST_BF16 ? 2 : 4) * tdim, !R->dev || probe.host_tables);
+    const int64_t need = ws + lb + graph + pern + scr + xchg, base = R->anon_base;
+    if (base + need > c->memory_budget)
+        return inca_fail(INCA_EINVAL, "--memory-budget %.0f MB is below the process's baseline %.0f MB (anonymous "
+                         "memory when the run starts) plus what one batch needs: %.0f MB (model workspace %.0f, "
+                         "loader %.0f, graph %.0f, per-node arrays %.0f, operator scratch %.0f, rank's halo exchange "
+                         "%.0f); raise it to at least %.0f MB or lower --batch-parts", c->memory_budget / 1048576.0,
+                         base / 1048576.0, need / 1048576.0, ws / 1048576.0, lb / 1048576.0, graph / 1048576.0,
+                         pern / 1048576.0, scr / 1048576.0, xchg / 1048576.0, ceil((double)(base + need) / 1048576.0));
+    ac->spill_budget = c->memory_budget - base - need;
+    ac->spill_dir = c->store_path ? c->store_path : ".";
+    R->anon_need = need;
+    return INCA_OK;
+}
+
 /* The aggregation operator over the model's ns sites (*ns_out), within --memory-budget. */
 static int mb_setup_agg(mb_run_t *R, const dataset_t *d, hist_dtype_t hd, const void *m0, int *ns_out) {
     const train_config_t *c = R->c;
     int rc;
     const int64_t n = R->D.n, nb_max = R->nb_max, halo_max = R->halo_max;   /* the job's, under MPI too */
-    const csr_t *atp = R->D.at.rowptr ? &R->D.at : NULL;
     kern_ctx_t *kc = R->kc;
     int64_t dims[AGG_MAX_SITES];
     uint8_t fixed[AGG_MAX_SITES];
@@ -160,41 +229,7 @@ static int mb_setup_agg(mb_run_t *R, const dataset_t *d, hist_dtype_t hd, const 
                        .exchange = R->halo && R->method == AGG_INCAGG && c->refresh_source == AGG_SRC_PUSH ? mb_halo_exchange : NULL, .exchange_ctx = R,
                        .rows_lo = R->comm ? R->plan.node_lo[R->rank] : 0,
                        .rows_hi = R->comm ? R->plan.node_lo[R->rank + 1] : 0};
-    if (R->stream && c->memory_budget > 0) {
-        /* what one batch needs in anonymous memory whatever the budget; the tables get the rest */
-        int64_t maxdim = R->D.f;
-        for (int s = 0; s < ns; s++) maxdim = dims[s] > maxdim ? dims[s] : maxdim;
-        const int64_t csrb = (int64_t)sizeof(int64_t) * (n + 1) + (int64_t)(sizeof(int32_t) + sizeof(float)) * R->D.a.nnz;
-        const int64_t graph = (R->D.a.owned ? csrb * (atp ? 2 : 1) : 0) +
-                              (d->adj.rowptr ? (int64_t)sizeof(int64_t) * (n + 1) + (int64_t)sizeof(int32_t) * d->adj.nnz : 0);
-        const int64_t ws = R->dev ? 0 : model_workspace_bytes(R->m);   /* a device's activations are its own */
-        int64_t lb = 0;
-        for (int w = 0; w < R->workers; w++) lb += R->lds[w] ? batch_loader_bytes(R->lds[w]) : 0;
-        const int64_t pern = n * (int64_t)(sizeof(int32_t) + 1 + sizeof(int64_t)) + 2 * n * (int64_t)sizeof(float) * R->C;
-        /* the operator's host scratch as it allocates it (GAS's halo and held pushes, IncAgg's
-         * deltas and row buffers; off the CPU the pinned staging): an operator made without a
-         * budget, whose tables are maps never touched. Off the CPU its tables are the host's
-         * wherever they may go (their staging is the larger host need, and device tables that
-         * auto would move must not end the run here) */
-        agg_config_t probe = ac;
-        probe.host_tables = ac.host_tables || (R->dev && (R->tables_host || mb_tables_auto(R)));
-        if ((rc = agg_create(&probe, &R->agg)) != INCA_OK) return rc;
-        const int64_t scr_min = R->method == AGG_CLUSTER ? 0 : (int64_t)sizeof(float) * (nb_max ? nb_max : 1) * maxdim;
-        int64_t scr = agg_scratch_host_bytes(R->agg);
-        agg_free(&R->agg);
-        if (scr < scr_min) scr = scr_min;
-        const int64_t need = ws + lb + graph + pern + scr, base = R->anon_base;
-        if (base + need > c->memory_budget)
-            return inca_fail(INCA_EINVAL, "--memory-budget %.0f MB is below the process's baseline %.0f MB (anonymous "
-                             "memory when the run starts) plus what one batch needs: %.0f MB (model workspace %.0f, "
-                             "loader %.0f, graph %.0f, per-node arrays %.0f, operator scratch %.0f); raise it to at least "
-                             "%.0f MB or lower --batch-parts", c->memory_budget / 1048576.0, base / 1048576.0,
-                             need / 1048576.0, ws / 1048576.0, lb / 1048576.0, graph / 1048576.0, pern / 1048576.0,
-                             scr / 1048576.0, ceil((double)(base + need) / 1048576.0));
-        ac.spill_budget = c->memory_budget - base - need;
-        ac.spill_dir = c->store_path ? c->store_path : ".";
-        R->anon_need = need;
-    }
+    if (R->stream && c->memory_budget > 0 && (rc = mb_budget_plan(R, d, &ac, dims, ns)) != INCA_OK) return rc;
     return mb_agg_place(R, &ac);
 }
 

@@ -745,6 +745,57 @@ START_TEST(workers_refused_with_mpi_ranks) {
 }
 END_TEST
 
+/* --memory-budget under mpirun bounds each rank's peak anonymous memory: a rank's halo exchange
+ * (its plan and the staging of each hidden layer's rows in the view loader's passes; GAS's
+ * per-step pulls) is planned with the rest. On a 50k-node graph whose halo is half of it (about
+ * 12 MB of staging a rank), at the least budget the refusal names and 16 MB above it, for IncAgg
+ * and GAS; one process plans no exchange. */
+/* the least budget a refusal names (MB), and its halo exchange's (*halo; -1: not named) */
+static double budget_least(int np, const char *args, double *halo) {
+    char *out = NULL, *err = NULL;
+    ck_assert_int_eq(run(np, args, &out, &err), 2);
+    const char *x = strstr(err, "rank's halo exchange "), *least = strstr(err, "raise it to at least ");
+    ck_assert_msg(least != NULL, "%s", err);
+    *halo = x ? atof(x + strlen("rank's halo exchange ")) : -1;
+    const double mb = atof(least + strlen("raise it to at least "));
+    free(out);
+    free(err);
+    return mb;
+}
+
+START_TEST(memory_budget_bounds_each_rank) {
+    char st[1100], args[8192], common[2048];
+    snprintf(st, sizeof st, "%s/c50.lmdb", dir);
+    snprintf(args, sizeof args, "gen --kind csbm --nodes 50000 --avg-degree 10 --features 32 --classes 4 --homophily 0.6 "
+             "--seed 0 --out '%s' --quiet", st);
+    ck_assert_int_eq(run(0, args, NULL, NULL), 0);
+    snprintf(args, sizeof args, "partition '%s' --parts 16 --quiet", st);
+    ck_assert_int_eq(run(0, args, NULL, NULL), 0);
+    static const char *const methods[] = {"incagg", "gas"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(common, sizeof common, "train '%s' --model gcn --layers 3 --hidden 64 --method %s --parts 16 --batch-parts 2 "
+                 "--epochs 2 --threads 1 --loader view --quiet --json", st, methods[i]);
+        snprintf(args, sizeof args, "%s --memory-budget 1M", common);
+        double halo1 = 0, halo = 0;
+        if (i == 0) budget_least(0, args, &halo1);   /* one process: no exchange */
+        const double least = budget_least(2, args, &halo);
+        for (int extra = 0; extra <= 16; extra += 16) {
+            const double budget = least + extra;
+            snprintf(args, sizeof args, "%s --memory-budget %.0fM", common, budget);
+            cJSON *j = inca_json(2, args);
+            const cJSON *rs = tu_json_get(j, "rank_stats", cJSON_Array), *r;
+            ck_assert_int_eq(cJSON_GetArraySize(rs), 2);
+            cJSON_ArrayForEach(r, rs)
+                ck_assert_msg(tu_json_dbl(r, "peak_rss_anon_mb") <= budget, "%s, --memory-budget %.0fM: rank %g peaked at "
+                              "%.2f MB", methods[i], budget, tu_json_dbl(r, "rank"), tu_json_dbl(r, "peak_rss_anon_mb"));
+            cJSON_Delete(j);
+        }
+        ck_assert_msg(halo >= 10 && halo1 == 0, "%s: the halo exchange planned %g MB a rank, %g in one process", methods[i],
+                      halo, halo1);
+    }
+}
+END_TEST
+
 /* inca partition --method parmetis (issue 28): under mpirun and restarting itself with --ranks,
  * each rank reading its rows; a valid partitioning whose edge cut recounted here matches the
  * JSON, balanced within 5%, a cut near METIS's and far under random's, the same bits on a
@@ -867,6 +918,11 @@ int main(void) {
     tcase_add_test(ranks, config_rerun_keeps_the_ranks);
     tcase_add_test(ranks, workers_refused_with_mpi_ranks);
     suite_add_tcase(s, ranks);
+    TCase *budget = tcase_create("budget");   /* CK_RUN_CASE=budget runs it alone */
+    tcase_add_checked_fixture(budget, setup, teardown);
+    tcase_set_timeout(budget, 600);
+    tcase_add_test(budget, memory_budget_bounds_each_rank);
+    suite_add_tcase(s, budget);
     TCase *model = tcase_create("model");   /* CK_RUN_CASE=model runs it alone */
     tcase_add_checked_fixture(model, setup, teardown);
     tcase_set_timeout(model, 300);
