@@ -1,6 +1,7 @@
 /* Training checkpoints: one binary file per run, written atomically; see checkpoint.h. */
 #include "nn/checkpoint.h"
 #include "core/alloc.h"
+#include "core/comm.h"
 #include "core/json.h"
 #include "core/status.h"
 #include "core/util.h"
@@ -114,8 +115,49 @@ static int xfer(FILE *fp, kern_ctx_t *kc, void *p, size_t bytes, int save) {
 static int put_m(FILE *fp, kern_ctx_t *kc, const void *p, size_t bytes) { return xfer(fp, kc, (void *)p, bytes, 1); }
 static int get_m(FILE *fp, kern_ctx_t *kc, void *p, size_t bytes) { return xfer(fp, kc, p, bytes, 0); }
 
-int ckpt_save(const char *dir, int run, const train_config_t *c, const dataset_t *d, model_t *m, optim_t *o,
-              const ckpt_state_t *st, const ckpt_blob_t *blobs, int nblobs) {
+/* The resumable state of st (and the optimiser's step count) into header h. */
+static void header_from_state(ckpt_header_t *h, const ckpt_state_t *st, optim_t *o) {
+    h->finished = st->finished;
+    h->epoch = st->epoch;
+    h->best_epoch = st->best.epoch;
+    h->best_since = st->best.since;
+    h->best_val_acc = st->best.val_acc;
+    h->best_val_loss = st->best.val_loss;
+    h->best_test_acc = st->best.test_acc;
+    h->best_val_sel = st->best.val_sel;
+    h->best_val_bacc = st->best.val_bacc;
+    h->best_val_f1 = st->best.val_f1;
+    h->best_test_bacc = st->best.test_bacc;
+    h->best_test_f1 = st->best.test_f1;
+    h->train_loss = st->train_loss;
+    h->t_step = st->t_step;
+    h->t_eval = st->t_eval;
+    h->t_epoch = st->t_epoch;
+    h->opt_steps = optim_steps(o);
+    h->order = st->order;
+    h->evals = st->evals;
+    h->refreshes = st->refreshes;
+    h->fused = st->fused;
+    h->t_refresh = st->t_refresh;
+}
+
+/* The temporary tmp (written, flushed, fsync'ed) over DIR/run-<run>.ckpt at path; keep (a rank
+ * of an MPI job): the one it replaces becomes run-<run>.ckpt.prev first, so at every instant the
+ * folder holds the latest complete checkpoint (between the two renames as .prev) and, but for
+ * that moment, the one before it. */
+static int ckpt_commit(const char *dir, int run, const char *tmp, const char *path, int keep) {
+    char prev[4096];
+    int rc = keep ? ckpt_path(dir, run, ".prev", prev, sizeof prev) : INCA_OK;
+    if (rc == INCA_OK && keep && rename(path, prev) != 0 && errno != ENOENT)
+        rc = inca_fail(INCA_EIO, "%s: cannot keep the previous checkpoint as %s: %s", path, prev, strerror(errno));
+    if (rc == INCA_OK && rename(tmp, path) != 0)
+        rc = inca_fail(INCA_EIO, "%s: cannot move the new checkpoint into place: %s", path, strerror(errno));
+    if (rc != INCA_OK) remove(tmp);
+    return rc;
+}
+
+static int ckpt_write(const char *dir, int run, int keep, const train_config_t *c, const dataset_t *d, model_t *m,
+                      optim_t *o, const ckpt_state_t *st, const ckpt_blob_t *blobs, int nblobs) {
     char path[4096], tmp[4096];
     kern_ctx_t *kc = model_ctx(m);
     int rc;
@@ -124,28 +166,7 @@ int ckpt_save(const char *dir, int run, const train_config_t *c, const dataset_t
         return inca_fail(INCA_EIO, "--checkpoint: cannot create directory %s: %s", dir, strerror(errno));
     ckpt_header_t h;
     header_expect(c, d, m, run, &h);
-    h.finished = st->finished;
-    h.epoch = st->epoch;
-    h.best_epoch = st->best.epoch;
-    h.best_since = st->best.since;
-    h.best_val_acc = st->best.val_acc;
-    h.best_val_loss = st->best.val_loss;
-    h.best_test_acc = st->best.test_acc;
-    h.best_val_sel = st->best.val_sel;
-    h.best_val_bacc = st->best.val_bacc;
-    h.best_val_f1 = st->best.val_f1;
-    h.best_test_bacc = st->best.test_bacc;
-    h.best_test_f1 = st->best.test_f1;
-    h.train_loss = st->train_loss;
-    h.t_step = st->t_step;
-    h.t_eval = st->t_eval;
-    h.t_epoch = st->t_epoch;
-    h.opt_steps = optim_steps(o);
-    h.order = st->order;
-    h.evals = st->evals;
-    h.refreshes = st->refreshes;
-    h.fused = st->fused;
-    h.t_refresh = st->t_refresh;
+    header_from_state(&h, st, o);
     FILE *fp = fopen(tmp, "wb");
     if (!fp) return inca_fail_write(path, errno);   /* path: the temporary is ours */
     int bad = put(fp, &h, sizeof h);
@@ -178,12 +199,17 @@ int ckpt_save(const char *dir, int run, const train_config_t *c, const dataset_t
         remove(tmp);
         return inca_fail(INCA_EIO, "%s: cannot write the checkpoint: %s (the previous one is unchanged)", path, strerror(e));
     }
-    if (rename(tmp, path) != 0) {
-        int e = errno;
-        remove(tmp);
-        return inca_fail(INCA_EIO, "%s: cannot move the new checkpoint into place: %s", path, strerror(e));
-    }
-    return INCA_OK;
+    return ckpt_commit(dir, run, tmp, path, keep);
+}
+
+int ckpt_save(const char *dir, int run, const train_config_t *c, const dataset_t *d, model_t *m, optim_t *o,
+              const ckpt_state_t *st, const ckpt_blob_t *blobs, int nblobs) {
+    return ckpt_write(dir, run, 0, c, d, m, o, st, blobs, nblobs);
+}
+
+int ckpt_rank_save(const char *dir, int run, const train_config_t *c, const dataset_t *d, model_t *m, optim_t *o,
+                   const ckpt_state_t *st, const ckpt_blob_t *blobs, int nblobs) {
+    return ckpt_write(dir, run, 1, c, d, m, o, st, blobs, nblobs);
 }
 
 /* The first field of header h that differs from what this run expects (w) names itself;
@@ -312,12 +338,10 @@ static void state_from_header(ckpt_state_t *st, const ckpt_header_t *h, const tr
     st->t_refresh = h->t_refresh;
 }
 
-int ckpt_load(const char *dir, int run, const train_config_t *c, const dataset_t *d, model_t *m, optim_t *o,
-              ckpt_state_t *st, const ckpt_blob_t *blobs, int nblobs) {
-    char path[4096];
+/* ckpt_load of the file at path (a run's checkpoint, or a rank's previous one). */
+static int load_path(const char *path, int run, const train_config_t *c, const dataset_t *d, model_t *m, optim_t *o,
+                     ckpt_state_t *st, const ckpt_blob_t *blobs, int nblobs) {
     kern_ctx_t *kc = model_ctx(m);
-    int rc;
-    if ((rc = ckpt_path(dir, run, "", path, sizeof path))) return rc;
     FILE *fp = fopen(path, "rb");
     if (!fp) {
         if (errno == ENOENT) return CKPT_NONE;
@@ -325,7 +349,7 @@ int ckpt_load(const char *dir, int run, const train_config_t *c, const dataset_t
     }
     ckpt_header_t h, want;
     header_expect(c, d, m, run, &want);
-    rc = header_read(fp, path, &want, o != NULL, st->order, &h);
+    int rc = header_read(fp, path, &want, o != NULL, st->order, &h);
     if (rc) goto done;
     rc = params_read(fp, path, kc, &h, m, o);
     if (!o && !rc) {   /* the model alone (prediction): no moments, no history tables */
@@ -343,6 +367,85 @@ int ckpt_load(const char *dir, int run, const train_config_t *c, const dataset_t
     state_from_header(st, &h, c);
 done:
     fclose(fp);
+    return rc;
+}
+
+/* This run's files in dir removed: the temporary a killed save left, and with all the checkpoint
+ * and the one before it (a rank's .prev) too. */
+static int run_files_remove(const char *dir, int run, int all) {
+    static const char *const sfx[3] = {".tmp", "", ".prev"};
+    char p[4096];
+    for (int i = 0; i < (all ? 3 : 1); i++) {
+        const int rc = ckpt_path(dir, run, sfx[i], p, sizeof p);
+        if (rc) return rc;
+        if (remove(p) != 0 && errno != ENOENT) return inca_fail(INCA_EIO, "%s: cannot remove it: %s", p, strerror(errno));
+    }
+    return INCA_OK;
+}
+
+int ckpt_load(const char *dir, int run, const train_config_t *c, const dataset_t *d, model_t *m, optim_t *o,
+              ckpt_state_t *st, const ckpt_blob_t *blobs, int nblobs) {
+    char path[4096];
+    int rc = ckpt_path(dir, run, "", path, sizeof path);
+    if (rc == INCA_OK && o) rc = run_files_remove(dir, run, 0);   /* a resume: a killed save's temporary goes */
+    return rc ? rc : load_path(path, run, c, d, m, o, st, blobs, nblobs);
+}
+
+/* The epoch of the checkpoint at path into *epoch (-1: there is none), refused as a resume
+ * refuses one of another configuration (want, order). */
+static int peek_epoch(const char *path, const ckpt_header_t *want, uint64_t order, int64_t *epoch) {
+    *epoch = -1;
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return errno == ENOENT ? INCA_OK : inca_fail(INCA_EIO, "%s: cannot open: %s", path, strerror(errno));
+    ckpt_header_t h;
+    const int rc = header_read(fp, path, want, 1, order, &h);
+    fclose(fp);
+    if (rc == INCA_OK) *epoch = h.epoch;
+    return rc;
+}
+
+/* The newest epoch every rank holds a checkpoint of (e: this rank's current and previous, -1:
+ * none) into *agreed, -1 when some rank holds none of it; the ranks' latest epochs into lo, hi.
+ * (A rank saves after a collective step every rank entered after its own previous save, so the
+ * ranks' latest checkpoints are at most one save apart and the oldest rank's latest is held by
+ * every rank: ckpt_rank_save.) */
+static int rank_agree(comm_t *comm, const int64_t e[2], int64_t *agreed, int64_t *lo, int64_t *hi) {
+    const int64_t latest = e[0] > e[1] ? e[0] : e[1];
+    int64_t v[2] = {-latest, latest};
+    int rc = comm_allreduce_max_i64(comm, v, 2, COMM_SETUP);
+    if (rc != INCA_OK) return rc;
+    *lo = -v[0];
+    *hi = v[1];
+    int64_t miss = *lo >= 0 && e[0] != *lo && e[1] != *lo;
+    if ((rc = comm_allreduce_max_i64(comm, &miss, 1, COMM_SETUP)) != INCA_OK) return rc;
+    *agreed = miss ? -1 : *lo;
+    return INCA_OK;
+}
+
+int ckpt_rank_load(comm_t *comm, const char *dir, int run, const train_config_t *c, const dataset_t *d, model_t *m,
+                   optim_t *o, ckpt_state_t *st, const ckpt_blob_t *blobs, int nblobs) {
+    int rc = run_files_remove(dir, run, !c->resume);   /* a new job: no file of an older one stays */
+    if (rc != INCA_OK || !c->resume) return rc != INCA_OK ? rc : CKPT_NONE;
+    char cur[4096], prev[4096];
+    if ((rc = ckpt_path(dir, run, "", cur, sizeof cur)) || (rc = ckpt_path(dir, run, ".prev", prev, sizeof prev))) return rc;
+    ckpt_header_t want;
+    header_expect(c, d, m, run, &want);
+    int64_t e[2], t, lo, hi;
+    if ((rc = peek_epoch(cur, &want, st->order, &e[0])) || (rc = peek_epoch(prev, &want, st->order, &e[1])) ||
+        (rc = rank_agree(comm, e, &t, &lo, &hi)))
+        return rc;
+    if (t != hi && t >= 0 && comm_rank(comm) == 0)
+        train_log(c, TRAIN_LOG_INFO, "run %d: the job stopped between two ranks' checkpoints (epochs %lld and %lld): every "
+                  "rank resumes from its checkpoint of epoch %lld", run, (long long)lo, (long long)hi, (long long)t);
+    else if (t != hi && comm_rank(comm) == 0)
+        train_log(c, TRAIN_LOG_INFO, "run %d: the ranks' checkpoints have no epoch in common (latest %lld to %lld; -1: "
+                  "none): the run starts again", run, (long long)lo, (long long)hi);
+    if (t < 0) return (rc = run_files_remove(dir, run, 1)) != INCA_OK ? rc : CKPT_NONE;
+    const int older = e[0] != t;
+    rc = load_path(older ? prev : cur, run, c, d, m, o, st, blobs, nblobs);
+    /* the newer checkpoint no other rank holds gives way: the folder holds the resumed line only */
+    if (rc == INCA_OK && older && rename(prev, cur) != 0)
+        rc = inca_fail(INCA_EIO, "%s: cannot put the previous checkpoint back in place: %s", cur, strerror(errno));
     return rc;
 }
 

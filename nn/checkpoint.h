@@ -10,7 +10,12 @@
  *   Dropout masks are counter-based (seed, epoch), so they need no state. Not kept: the
  *   out_logits / on_epoch hooks of epochs run by an earlier process.
  * - The file is written to run-<i>.ckpt.tmp, flushed, fsync'ed and renamed over the old one: a
- *   crash leaves the previous checkpoint or the new one, never half of one.
+ *   crash leaves the previous checkpoint or the new one, never half of one (a resume removes the
+ *   .tmp a crash left).
+ * - An MPI job's ranks save one after another, so a job that loses a rank may have saved an
+ *   epoch on some ranks only: each rank keeps its previous checkpoint too (run-<i>.ckpt.prev,
+ *   twice the disk) and a resume continues from the newest epoch every rank holds
+ *   (ckpt_rank_save, ckpt_rank_load). One process keeps one file per run.
  * - Native byte order and float layout: a checkpoint moves between machines of the same
  *   architecture only. A checkpoint whose model, method, sizes, seed or parameter shapes differ
  *   from the run's is refused (INCA_EINVAL naming the file and the field); --epochs, --lr and
@@ -20,6 +25,7 @@
  *   depend on (seed, e) only, so the loader restarts at the next epoch. */
 #ifndef INCA_NN_CHECKPOINT_H
 #define INCA_NN_CHECKPOINT_H
+#include "core/comm.h"
 #include "loaders/dataset.h"
 #include "nn/model.h"
 #include "nn/optim.h"
@@ -59,13 +65,35 @@ uint64_t ckpt_order_hash(const int64_t *perm, int64_t n);
 /* Write DIR/run-<run>.ckpt (DIR is created when missing; its parent must exist). */
 int ckpt_save(const char *dir, int run, const train_config_t *c, const dataset_t *d, model_t *m, optim_t *o,
               const ckpt_state_t *st, const ckpt_blob_t *blobs, int nblobs);
+/* ckpt_save for a rank of an MPI job (DIR: its rank-R-of-P): the checkpoint it replaces is kept
+ * as DIR/run-<run>.ckpt.prev (renamed just before the new one is renamed into place), so at every
+ * instant the rank holds its latest complete checkpoint and, but between those two renames, the
+ * one before it (twice the disk). Callers save only after an epoch's optimiser steps, each of
+ * which allgathers a record from every rank (the mini-batch trainers' [had, loss] or gradients,
+ * full-batch's loss: nn/mb_step.c, nn/train_dist_epoch.c), and an allgather completes on no rank
+ * before every rank entered it, which each does only after its previous save: so no rank saves
+ * twice while another has not saved once, the ranks' latest checkpoints are at most one save
+ * apart, and every rank holds the oldest rank's latest (ckpt_rank_load). */
+int ckpt_rank_save(const char *dir, int run, const train_config_t *c, const dataset_t *d, model_t *m, optim_t *o,
+                   const ckpt_state_t *st, const ckpt_blob_t *blobs, int nblobs);
 /* Restore m, o and *st from DIR/run-<run>.ckpt. CKPT_NONE when the file does not exist;
  * INCA_EINVAL for a checkpoint of another configuration or a damaged file; INCA_EIO when it
  * cannot be read. m and o may be partly overwritten on error. With o NULL, the model alone
  * (prediction): the parameters and BatchNorm buffers, st->epoch and st->finished; the
- * optimiser's moments and any history tables are skipped (blobs ignored). */
+ * optimiser's moments and any history tables are skipped (blobs ignored). With o (a resume), a
+ * killed save's DIR/run-<run>.ckpt.tmp is removed first. */
 int ckpt_load(const char *dir, int run, const train_config_t *c, const dataset_t *d, model_t *m, optim_t *o,
               ckpt_state_t *st, const ckpt_blob_t *blobs, int nblobs);
+/* The start of run `run` on a rank of an MPI job (comm: its ranks; dir: its rank-R-of-P). Without
+ * c->resume: the run's files of an earlier job in dir are removed (a later resume never mixes
+ * them with this job's), CKPT_NONE. With it: a killed save's run-<run>.ckpt.tmp is removed, and
+ * the ranks agree on the newest epoch every one of them holds (its run-<run>.ckpt or .prev) and
+ * each loads its checkpoint of it as ckpt_load does (a .prev loaded is renamed over the newer
+ * one, which no longer counts); where some rank holds none of it (a job killed before every rank
+ * saved once) every rank removes its files and returns CKPT_NONE: the run starts again, as one
+ * process without a checkpoint does. Collective: every rank calls it for every run. */
+int ckpt_rank_load(comm_t *comm, const char *dir, int run, const train_config_t *c, const dataset_t *d, model_t *m,
+                   optim_t *o, ckpt_state_t *st, const ckpt_blob_t *blobs, int nblobs);
 /* The folder holding a model's checkpoint files: dir itself, or for an MPI job's (a manifest of
  * P > 1 ranks beside them) rank 0's, DIR/rank-0-of-P (every rank holds the same parameters). */
 int ckpt_model_dir(const char *dir, char *out, size_t cap);

@@ -427,20 +427,14 @@ int mb_run_setup(mb_run_t *R, const dataset_t *d, const int64_t *train_idx, int6
     return INCA_OK;
 }
 
-/* Continue after the last completed epoch of a checkpoint, batches included. */
+/* Continue after the last completed epoch of a checkpoint, batches included. Under MPI every rank
+ * continues from the newest epoch all of them saved (ckpt_rank_load; without --resume it clears
+ * the rank's folder of an older job's files of this run). */
 int mb_run_resume(mb_run_t *R, const dataset_t *d) {
     ckpt_state_t cs = {.order = R->order};
-    int rc = ckpt_load(mb_ckdir(R), R->run, R->c, d, R->m, R->opt, &cs, R->blobs, R->nblobs);
+    int rc = R->comm ? ckpt_rank_load(R->comm, R->ckdir, R->run, R->c, d, R->m, R->opt, &cs, R->blobs, R->nblobs)
+                     : ckpt_load(mb_ckdir(R), R->run, R->c, d, R->m, R->opt, &cs, R->blobs, R->nblobs);
     if (rc < 0) return rc;
-    if (R->comm) {   /* every rank must continue from the same epoch (a job killed between two ranks' saves) */
-        int64_t e[2] = {rc == CKPT_NONE ? -1 : cs.epoch, rc == CKPT_NONE ? 1 : -(int64_t)cs.epoch};
-        int er = comm_allreduce_max_i64(R->comm, e, 2, COMM_SETUP);
-        if (er != INCA_OK) return er;
-        if (e[0] != -e[1])
-            return inca_fail(INCA_EINVAL, "%s: the ranks' checkpoints end at different epochs (%lld to %lld; -1: none): "
-                             "the job stopped between two ranks' saves; train again without --resume",
-                             R->c->checkpoint_dir, (long long)-e[1], (long long)e[0]);
-    }
     if (rc == CKPT_NONE) return INCA_OK;
     /* the model was saved holding the average, its buffer the training weights (mb_epoch_eval);
      * the tables hold snapshots already (a recompute refresh relaxes from them) */

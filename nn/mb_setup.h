@@ -12,7 +12,9 @@
  * cannot hold a batch is refused before training, naming what would help. */
 int mb_run_setup(mb_run_t *R, const dataset_t *d, const int64_t *train_idx, int64_t n_train);
 /* Continues after the last completed epoch of R's checkpoint (nothing when there is none):
- * model, optimiser, tables, the best epoch so far, the loaders' positions. */
+ * model, optimiser, tables, the best epoch so far, the loaders' positions. Under MPI (R->comm)
+ * a collective: from the newest epoch every rank saved; without --resume it removes an older
+ * job's files of the run from the rank's folder (ckpt_rank_load). */
 int mb_run_resume(mb_run_t *R, const dataset_t *d);
 /* Releases everything R holds, whichever phase of setup it reached. */
 void mb_run_free(mb_run_t *R);

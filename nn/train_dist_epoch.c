@@ -56,8 +56,9 @@ typedef struct fd_progress {
 } fd_progress_t;
 
 /* Checkpoints: each MPI rank its own folder (g->ckdir), thread ranks share rank 0's file; with
- * --resume every rank continues from the same epoch (a job stopped between two ranks' saves is
- * refused). */
+ * --resume every rank continues from the same epoch: MPI ranks from the newest one all of them
+ * saved (ckpt_rank_load, which also clears a new job's folder of an older job's files), thread
+ * ranks from the one file. */
 static int fd_resume(fd_rank_t *R, const dataset_t *d, const train_config_t *c, int run, fd_progress_t *g) {
     int rc = INCA_OK;
     if (c->checkpoint_dir && R->mpi) {
@@ -65,18 +66,13 @@ static int fd_resume(fd_rank_t *R, const dataset_t *d, const train_config_t *c, 
         g->ckdir = R->ckdir;
     } else if (c->checkpoint_dir && c->resume)
         rc = ckpt_manifest_check(c->checkpoint_dir, 1);
-    if (rc != INCA_OK || !c->checkpoint_dir || !c->resume) return rc;
+    if (rc != INCA_OK || !c->checkpoint_dir || (!c->resume && !R->mpi)) return rc;
     ckpt_state_t cs = {0};   /* no history tables: order 0 */
-    rc = ckpt_load(g->ckdir, run, c, d, R->m, R->o, &cs, NULL, 0);
-    if (rc < 0) return rc;
-    int64_t e[2] = {rc == CKPT_NONE ? -1 : cs.epoch, rc == CKPT_NONE ? 1 : -(int64_t)cs.epoch};
+    rc = R->mpi ? ckpt_rank_load(R->comm, g->ckdir, run, c, d, R->m, R->o, &cs, NULL, 0)
+                : ckpt_load(g->ckdir, run, c, d, R->m, R->o, &cs, NULL, 0);
+    if (rc < 0 || !c->resume) return rc < 0 ? rc : INCA_OK;
     const int found = rc == INCA_OK;
-    rc = comm_allreduce_max_i64(R->comm, e, 2, COMM_SETUP);
-    if (rc == INCA_OK && e[0] != -e[1])
-        rc = inca_fail(INCA_EINVAL, "%s: the ranks' checkpoints end at different epochs (%lld to %lld; -1: none): "
-                       "the job stopped between two ranks' saves; train again without --resume",
-                       c->checkpoint_dir, (long long)-e[1], (long long)e[0]);
-    if (rc == INCA_OK && found) {
+    if (found) {
         g->best = cs.best;
         g->loss = cs.train_loss;
         g->t_step = cs.t_step;
@@ -86,8 +82,7 @@ static int fd_resume(fd_rank_t *R, const dataset_t *d, const train_config_t *c, 
         g->ep0 = cs.epoch + 1;
         g->finished = cs.finished;
     }
-    if (rc == INCA_OK && R->rank == 0) rc = train_resume_note(c, run, found ? g->ep0 : 0);
-    return rc;
+    return R->rank == 0 ? train_resume_note(c, run, found ? g->ep0 : 0) : INCA_OK;
 }
 
 /* The training step of epoch ep: the mean loss over the job's train nodes, so the ranks'
@@ -167,7 +162,8 @@ static int fd_epoch(fd_rank_t *R, const fd_shared_t *S, const dataset_t *d, cons
     if (c->checkpoint_dir && (R->mpi || R->rank == 0)) {
         ckpt_state_t cs = {.epoch = ep, .finished = *stop, .best = g->best, .train_loss = g->loss,
                            .t_step = g->t_step, .t_eval = g->t_eval, .t_epoch = g->t_epoch, .evals = g->evals};
-        if ((rc = ckpt_save(g->ckdir, run, c, d, R->m, R->o, &cs, NULL, 0))) return rc;
+        /* after the epoch's collectives: the ranks' saves are at most one apart (ckpt_rank_save) */
+        if ((rc = (R->mpi ? ckpt_rank_save : ckpt_save)(g->ckdir, run, c, d, R->m, R->o, &cs, NULL, 0))) return rc;
     }
     return INCA_OK;
 }

@@ -44,7 +44,9 @@ static int mb_epoch_eval(mb_run_t *R, const dataset_t *d, mb_stats_t *st, int ep
         ckpt_state_t cs = {.epoch = ep, .finished = stop, .best = R->best, .train_loss = R->train_loss, .t_epoch = R->epoch_s,
                            .order = R->order, .evals = st->evals, .t_eval = st->eval_s_total, .refreshes = st->refreshes,
                            .fused = st->fused, .t_refresh = st->refresh_s_total};
-        rc = ckpt_save(mb_ckdir(R), R->run, c, d, R->m, R->opt, &cs, R->blobs, R->nblobs);
+        /* MPI: after the epoch's collective steps, so the ranks' saves are at most one apart
+         * (ckpt_rank_save) */
+        rc = (R->comm ? ckpt_rank_save : ckpt_save)(mb_ckdir(R), R->run, c, d, R->m, R->opt, &cs, R->blobs, R->nblobs);
     }
     const int back = R->avg ? wavg_swap(R->avg) : INCA_OK;
     if (rc != 0) return rc;
@@ -141,8 +143,9 @@ int mb_train(const dataset_t *d, const train_config_t *c, const int64_t *train_i
     R.run = run;
     comm_reset_bytes(c->comm);   /* the figures are this run's */
     int rc = mb_run_setup(&R, d, train_idx, n_train);
-    if (rc == INCA_OK && c->checkpoint_dir && c->resume && (rc = mb_run_resume(&R, d)) == INCA_OK)
-        rc = train_resume_note(c, run, R.ep0);
+    /* a new MPI job's ranks clear their folders of an older job's files of the run (ckpt_rank_load) */
+    if (rc == INCA_OK && c->checkpoint_dir && (c->resume || R.comm)) rc = mb_run_resume(&R, d);
+    if (rc == INCA_OK && c->checkpoint_dir && c->resume) rc = train_resume_note(c, run, R.ep0);
     if (R.ep0 > 0) {   /* the resumed epochs' evaluations and refreshes count, as full-batch's do */
         st->evals = R.carried.evals;
         st->eval_s_total = R.carried.t_eval;
