@@ -68,6 +68,10 @@ static int predict_config(predict_t *P, const char *const *known, const char *di
     cli_log_state_t ls = {0};
     if ((rc = cli_train_config(P->a, &P->c, &ls))) return rc;
     P->c.log = NULL;
+    /* config.json's ranks (the job's that trained it) is read and ignored: the model is the same
+     * whatever trained it; one typed here would ask for ranks predict does not start */
+    if (args_on_command_line(P->a, "--ranks"))
+        return inca_fail(INCA_EINVAL, "--ranks: predict runs as one process (rank 0's checkpoint is the model)");
     if ((rc = args_int(P->a, "--run", 0, &P->run))) return rc;
     if (P->run < 0 || P->run > 100000)
         return inca_fail(INCA_EINVAL, "--run: expected a run number >= 0, got %lld", (long long)P->run);

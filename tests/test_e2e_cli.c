@@ -637,6 +637,8 @@ START_TEST(predict_test_rows_and_runs) {
     /* runs past the folder's */
     snprintf(want, sizeof want, "inca predict: --run 1: %s holds the checkpoint of run 0 only (--run 0)", ck);
     refused(want, "predict --checkpoint '%s' --out '%s' --run 1", ck, sub);
+    refused("inca predict: --ranks: predict runs as one process (rank 0's checkpoint is the model)",
+            "predict --checkpoint '%s' --out '%s' --ranks 2", ck, sub);
     snprintf(ck, sizeof ck, "%s/ck-pred2", dir);
     ck_assert_int_eq(run(NULL, NULL, "train '%s' --epochs 1 --runs 2 --threads 1 --checkpoint '%s' --quiet", g, ck), 0);
     snprintf(want, sizeof want, "inca predict: --run 5: %s holds the checkpoints of runs 0..1 (--run 0 to 1)", ck);
