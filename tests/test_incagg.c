@@ -34,6 +34,7 @@
 #include "nn/model.h"
 #include "nn/train.h"
 #include "nn/train_mb.h"
+#include "nn/checkpoint.h"
 #include "memory/agg.h"
 #include <sys/stat.h>
 #include <math.h>
@@ -1081,6 +1082,153 @@ START_TEST(mb_train_stops_on_nonfinite_loss) {
 }
 END_TEST
 
+/* mb_train's status on d (its first n_train training ids) under c; the message when refused
+ * must name what. */
+static void mb_status(const dataset_t *d, const partition_t *p, const train_config_t *c, int64_t n_train, int want,
+                      const char *what) {
+    mb_opts_t o;
+    mb_opts_default(&o);
+    train_result_t r;
+    const int rc = mb_train(d, c, d->split[0], n_train, 0, p, &o, &r, NULL);
+    ck_assert_msg(rc == want, "status %d, expected %d: %s", rc, want, inca_errmsg());
+    if (want != INCA_OK) ck_assert_msg(strstr(inca_errmsg(), what), "refused for another reason: %s", inca_errmsg());
+    train_result_free(&r);
+    inca_err_clear();
+}
+
+/* The setup's contract at its edges: --refresh-relax takes (0,1], 1 included (no relaxation);
+ * no training node at all is refused; one process does not resume an MPI job's checkpoints (its
+ * manifest names 2 ranks; train_run checks this before, mb_train itself too). Mutation tests:
+ * relax 1 refused, 0 training nodes accepted, the manifest unread all passed test_incagg before
+ * (relax 1: caught by test_e2e_train's accuracy runs only). */
+START_TEST(mb_setup_edges) {
+    dataset_t d;
+    toy_dataset(&d, 120);
+    partition_t p;
+    ck_assert_int_eq(partition_compute(&d.adj, 6, PART_METIS, 0, &p), INCA_OK);
+    train_config_t c;
+    train_config_default(&c);
+    c.method = tu_method("incagg");
+    c.epochs = 1;
+    c.batch_parts = 2;
+    c.eval_average = 0;
+    const double relax[3] = {1.0, 0.0, 1.5};
+    for (int i = 0; i < 3; i++) {
+        c.refresh_relax = relax[i];
+        mb_status(&d, &p, &c, d.split_n[0], i == 0 ? INCA_OK : INCA_EINVAL, "--refresh-relax");
+    }
+    c.refresh_relax = 1;
+    mb_status(&d, &p, &c, 0, INCA_EINVAL, "no training nodes");
+    char *dir = tu_mkdtemp(), rank_dir[4200];
+    c.checkpoint_dir = dir;
+    c.resume = 1;
+    ck_assert_int_eq(ckpt_rank_dir(&c, 0, 2, rank_dir, sizeof rank_dir), INCA_OK);   /* rank 0 of 2 writes the manifest */
+    mb_status(&d, &p, &c, d.split_n[0], INCA_EINVAL, "checkpoints of 2 ranks");
+    tu_rmrf(dir);
+    free(dir);
+    partition_free(&p);
+    dataset_free(&d);
+}
+END_TEST
+
+/* Cluster-GCN with every part in its one batch: Â_BB renormalised on the batch subgraph (the
+ * default) is the global Â under the model's own normalisation (GCN's for gcn, the mean for
+ * sage), so the run is the one restricted to the global Â (cluster_global_norm), and both are
+ * full-batch training (no dropout, no average), within rounding: the nodes' order differs. Mean
+ * aggregation is not symmetric: its backward takes Âᵀ (mutation tests: the batch renormalised
+ * as GCN's for sage, or Â taken as symmetric, passed test_incagg before). */
+START_TEST(mb_cluster_whole_graph_batch_is_global) {
+    dataset_t d;
+    toy_dataset(&d, 300);
+    partition_t p;
+    ck_assert_int_eq(partition_compute(&d.adj, 6, PART_METIS, 0, &p), INCA_OK);
+    const char *models[2] = {"gcn", "sage"};
+    for (int k = 0; k < 2; k++) {
+        train_config_t c;
+        train_config_default(&c);
+        c.method = tu_method("cluster");
+        c.model = tu_model(models[k]);
+        c.hidden = 16;
+        c.epochs = 5;
+        c.dropout = 0;
+        c.eval_average = 0;
+        c.batch_parts = 6;
+        mb_opts_t o;
+        mb_opts_default(&o);
+        train_result_t r[3];
+        for (int g = 0; g < 2; g++) {
+            c.cluster_global_norm = g;
+            ck_assert_int_eq(mb_train(&d, &c, d.split[0], d.split_n[0], 0, &p, &o, &r[g], NULL), INCA_OK);
+        }
+        c.method = tu_method("full");
+        ck_assert_int_eq(train_full(&d, &c, d.split[0], d.split_n[0], 0, &r[2]), INCA_OK);
+        for (int g = 0; g < 2; g++)
+            ck_assert_msg(fabs(r[g].train_loss - r[2].train_loss) <= 1e-5 * r[2].train_loss &&
+                              fabs(r[g].test_acc - r[2].test_acc) <= 0.02,
+                          "%s (%s): loss %.9g acc %g, full-batch %.9g %g", models[k], g ? "global Â" : "renormalised batch",
+                          r[g].train_loss, r[g].test_acc, r[2].train_loss, r[2].test_acc);
+        for (int i = 0; i < 3; i++) train_result_free(&r[i]);
+    }
+    partition_free(&p);
+    dataset_free(&d);
+}
+END_TEST
+
+/* One mini-batch run of c into checkpoint directory ck. */
+static void mb_ck_run(const dataset_t *d, const partition_t *p, train_config_t c, const char *ck, train_result_t *r) {
+    c.checkpoint_dir = ck;
+    mb_opts_t o;
+    mb_opts_default(&o);
+    ck_assert_msg(mb_train(d, &c, d->split[0], d->split_n[0], 0, p, &o, r, NULL) == INCA_OK, "%s", inca_errmsg());
+}
+
+/* r reports the figures of the run w, bit for bit. */
+static void same_run(const char *what, const train_result_t *r, const train_result_t *w) {
+    ck_assert_msg(r->train_loss == w->train_loss && r->test_acc == w->test_acc && r->best_epoch == w->best_epoch &&
+                      r->epochs == w->epochs,
+                  "%s: loss %.17g acc %g best %d epochs %d, the run's %.17g %g %d %d", what, r->train_loss, r->test_acc,
+                  r->best_epoch, r->epochs, w->train_loss, w->test_acc, w->best_epoch, w->epochs);
+}
+
+/* Resuming a mini-batch run that is over trains nothing and reports the run's figures: one that
+ * reached --epochs, and one stopped by patience even when given more epochs (the resume in the
+ * middle of a run: test_train's test_checkpoint_resume). Mutation tests: the training loss or
+ * the finished flag left out of the resume passed the suite before. */
+START_TEST(mb_resume_when_done) {
+    dataset_t d;
+    toy_dataset(&d, 600);
+    partition_t p;
+    ck_assert_int_eq(partition_compute(&d.adj, 12, PART_METIS, 0, &p), INCA_OK);
+    char *dir = tu_mkdtemp(), ck[2][600];
+    for (int i = 0; i < 2; i++) snprintf(ck[i], sizeof ck[i], "%s/ck%d", dir, i);
+    train_config_t c;
+    train_config_default(&c);
+    c.method = tu_method("incagg");
+    c.hidden = 16;
+    c.batch_parts = 3;
+    c.epochs = 4;
+    train_result_t rs[4];   /* done, resumed; stopped by patience, resumed */
+    mb_ck_run(&d, &p, c, ck[0], &rs[0]);
+    c.resume = 1;
+    mb_ck_run(&d, &p, c, ck[0], &rs[1]);
+    same_run("resumed when done", &rs[1], &rs[0]);
+    c.resume = 0;
+    c.epochs = 60;
+    c.patience = 2;
+    mb_ck_run(&d, &p, c, ck[1], &rs[2]);
+    ck_assert_int_lt(rs[2].epochs, 60);
+    c.resume = 1;
+    c.epochs = 80;
+    mb_ck_run(&d, &p, c, ck[1], &rs[3]);
+    same_run("resumed after patience", &rs[3], &rs[2]);
+    for (int i = 0; i < 4; i++) train_result_free(&rs[i]);
+    tu_rmrf(dir);
+    free(dir);
+    partition_free(&p);
+    dataset_free(&d);
+}
+END_TEST
+
 /* IncAgg refreshed once per epoch without P tables (single_buffer: pushes go to S after Δ is
  * taken) gives the numbers of the P scheme bit for bit, with the refresh fused into the
  * evaluation or run on its own, fp32 and bf16, and holds one table less per history site. */
@@ -1549,6 +1697,9 @@ int main(void) {
     tcase_add_test(e, mb_out_logits_in_dataset_order);
     tcase_add_test(e, mb_train_alloc_failures);
     tcase_add_test(e, mb_train_stops_on_nonfinite_loss);
+    tcase_add_test(e, mb_resume_when_done);
+    tcase_add_test(e, mb_setup_edges);
+    tcase_add_test(e, mb_cluster_whole_graph_batch_is_global);
     tcase_add_test(e, cli_train_and_benches);
     suite_add_tcase(s, e);
     return tu_run_suite(s);

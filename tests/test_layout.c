@@ -5,6 +5,7 @@
  * the same numbers; the budget's and a missing layout's errors. */
 #include "testutil.h"
 #include "core/alloc.h"
+#include "core/memstat.h"
 #include "core/status.h"
 #include "graph/gen.h"
 #include "graph/partition.h"
@@ -280,6 +281,35 @@ static void run_mb(const train_config_t *c, const layout_views_t *view, train_re
     ck_assert_int_eq(mb_train(&D, c, D.split[SPLIT_TRAIN], D.split_n[SPLIT_TRAIN], 0, &P, &o, r, st), INCA_OK);
 }
 
+/* mb_train on view refused before training with INCA_EINVAL, the message naming what. */
+static void view_refused(const train_config_t *c, const layout_views_t *view, const char *what) {
+    mb_opts_t o;
+    mb_opts_default(&o);
+    o.view = view;
+    train_result_t r;
+    ck_assert_int_eq(mb_train(&D, c, D.split[SPLIT_TRAIN], D.split_n[SPLIT_TRAIN], 0, &P, &o, &r, NULL), INCA_EINVAL);
+    ck_assert_msg(strstr(inca_errmsg(), what), "refused for another reason: %s", inca_errmsg());
+    train_result_free(&r);
+}
+
+/* The refusals of a view that cannot serve: a budget 1 byte short of the baseline given
+ * (memory_baseline, counted as given) plus what the batch needs; for mean's normalisation a
+ * layout without Âᵀ (what layout_open never hands out, mb_train may be given). */
+static void view_refusals(train_config_t c, const layout_views_t *v, int64_t need, int norm) {
+    c.memory_baseline = 0;
+    c.memory_budget = need - 1;
+    view_refused(&c, v, "--memory-budget");
+    c.memory_baseline = (int64_t)3 << 20;
+    c.memory_budget = need + c.memory_baseline - 1;
+    view_refused(&c, v, "baseline 3 MB");
+    if (norm == NN_NORM_MEAN) {
+        layout_views_t va = *v;
+        memset(&va.at, 0, sizeof va.at);
+        c.memory_budget = 0;
+        view_refused(&c, &va, "does not match the model's normalisation");
+    }
+}
+
 START_TEST(views_equal_copies_and_budget_spills) {
     side_files_if(_i);
     static const struct { const char *model, *method, *dtype; int source, refresh; } cases[] = {
@@ -335,13 +365,7 @@ START_TEST(views_equal_copies_and_budget_spills) {
         ck_assert_int_gt(sv.table_bytes, 0);   /* tables or pass buffers: something to spill */
         ck_assert_int_eq(sb.spilled_bytes, sv.table_bytes);
         ck_assert_msg(rb.test_acc == rv.test_acc && rb.train_loss == rv.train_loss, "case %zu: spilled tables differ", ci);
-        c.memory_budget = need - 1;
-        mb_opts_t o;
-        mb_opts_default(&o);
-        o.view = &v;
-        ck_assert_int_eq(mb_train(&D, &c, D.split[SPLIT_TRAIN], D.split_n[SPLIT_TRAIN], 0, &P, &o, &rc_, NULL), INCA_EINVAL);
-        ck_assert_ptr_nonnull(strstr(inca_errmsg(), "--memory-budget"));
-        train_result_free(&rc_);
+        view_refusals(c, &v, need, norm);
         /* the copy path (whole-graph evaluation, M^0 computed in memory): the same model within
          * the rounding of panel GEMMs, grown over the epochs' steps: the final loss 3e-8 apart
          * (relative) in case 0; 1.7e-4 in case 1, whose bf16 tables turn a last-bit difference
@@ -366,6 +390,50 @@ START_TEST(views_equal_copies_and_budget_spills) {
         free(mc);
         store_close(&s);
     }
+}
+END_TEST
+
+/* --memory-budget's baseline when measured (memory_baseline -1): the process's RssAnon as the
+ * run starts, less the dataset's graph (rowptr and col, counted apart as the batch's need): a
+ * graph of 4.3 MB here, measured just before mb_train, within 1 MB of allocator noise (mutation
+ * test: the graph added instead of taken off passed the suite before). */
+START_TEST(measured_baseline_leaves_out_the_graph) {
+    dataset_t g;
+    gen_opts_t go;
+    gen_opts_default(&go);
+    go.nodes = 60000;
+    go.avg_degree = 16;
+    go.features = 2;
+    go.classes = 2;
+    go.seed = 9;
+    ck_assert_int_eq(gen_csbm(&go, &g, NULL), INCA_OK);
+    partition_t p;
+    ck_assert_int_eq(partition_compute(&g.adj, 4, PART_METIS, 0, &p), INCA_OK);
+    train_config_t c;
+    train_config_default(&c);
+    c.method = tu_method("cluster");
+    c.epochs = 1;
+    c.hidden = 4;
+    c.batch_parts = 4;
+    c.memory_budget = (int64_t)1 << 40;
+    ck_assert_int_eq(c.memory_baseline, -1);
+    mb_opts_t o;
+    mb_opts_default(&o);
+    train_result_t r;
+    mb_stats_t st;
+    int64_t before = 0;
+    ck_assert_int_eq(memstat_anon_now(&before), INCA_OK);
+    ck_assert_int_eq(mb_train(&g, &c, g.split[SPLIT_TRAIN], g.split_n[SPLIT_TRAIN], 0, &p, &o, &r, &st), INCA_OK);
+    const int64_t graph = (int64_t)sizeof(int64_t) * (g.n + 1) + (int64_t)sizeof(int32_t) * g.adj.nnz;
+    ck_assert_int_gt(graph, 4 << 20);
+    ck_assert_msg(llabs(st.anon_baseline_bytes - (before - graph)) <= 1 << 20,
+                  "baseline %lld, RssAnon before the run %lld less the graph %lld", (long long)st.anon_baseline_bytes,
+                  (long long)before, (long long)graph);
+    ck_assert_int_eq(r.memory_baseline_bytes, st.anon_baseline_bytes);
+    mb_stats_free(&st);
+    train_result_free(&r);
+    partition_free(&p);
+    dataset_free(&g);
 }
 END_TEST
 
@@ -857,6 +925,7 @@ int main(void) {
     tcase_add_test(t, train_partition_parmetis_from_store);
     tcase_add_test(t, train_view_open_m0_by_method);
     tcase_add_test(t, bf16_pass_buffers);
+    tcase_add_test(t, measured_baseline_leaves_out_the_graph);
     tcase_add_test(t, directed_gcn_layout_keeps_the_transpose);
     tcase_add_test(t, bf16_m0_past_one_block);
     tcase_add_test(t, shard_rows_are_the_layout_rows);

@@ -1072,10 +1072,61 @@ START_TEST(class_metrics_by_hand) {
 }
 END_TEST
 
-/* The class metrics of the best epoch, for each --metric: the reported validation and test
- * balanced accuracy / macro F1 equal those counted here from that epoch's logits (out_logits),
- * and the best epoch is the one of the highest validation figure of the chosen metric in the
- * metrics file (ties: lower validation loss, then the earlier epoch). */
+/* One run of method on d picking its best epoch by metric (select_loss: by the validation loss):
+ * the reported validation and test accuracy, balanced accuracy and macro F1 equal those counted
+ * here from that epoch's logits (out_logits), and the best epoch is the one of the highest validation
+ * figure of the chosen metric in the metrics file (ties: lower validation loss, then the earlier
+ * epoch); by the loss, the lowest validation loss (ties: the higher figure, then the earlier). */
+static void best_epoch_by(const dataset_t *d, const char *method, int metric, int select_loss, const char *path) {
+    static const char *const key[3] = {"val_acc", "val_balanced_acc", "val_macro_f1"};
+    train_config_t c = cfg_small("gcn");
+    c.method = tu_method(method);
+    c.parts = 8;
+    c.batch_parts = 2;
+    c.epochs = 15;
+    c.metric = metric;
+    c.select_loss = select_loss;
+    c.metrics_path = path;
+    float *l = malloc((size_t)(d->n * d->c) * sizeof(float));
+    c.out_logits = l;
+    train_result_t r;
+    ck_assert_int_eq(train_run(d, &c, NULL, 0, &r), INCA_OK);
+    for (int sp = SPLIT_VALID; sp <= SPLIT_TEST; sp++) {
+        int64_t *cnt = calloc(3 * (size_t)d->c, sizeof *cnt);
+        kern_class_counts(d->c, l, d->y, d->split[sp], d->split_n[sp], cnt);
+        double bacc, f1;
+        kern_class_metrics(d->c, cnt, &bacc, &f1);
+        const double rb = sp == SPLIT_VALID ? r.val_bacc : r.test_bacc, rf = sp == SPLIT_VALID ? r.val_f1 : r.test_f1;
+        const double acc = kern_accuracy(d->c, l, d->y, d->split[sp], d->split_n[sp]);
+        const double ra = sp == SPLIT_VALID ? r.val_acc : r.test_acc;
+        ck_assert_msg(fabs(bacc - rb) < 1e-12 && fabs(f1 - rf) < 1e-12 && fabs(acc - ra) < 1e-12,
+                      "%s metric %d split %d: counted acc %.6f bacc %.6f f1 %.6f, reported %.6f %.6f %.6f", method, metric, sp,
+                      acc, bacc, f1, ra, rb, rf);
+        free(cnt);
+    }
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    char line[2048];
+    int e = 0, best = -1;
+    double bs = 0, bl = 0;
+    while (fgets(line, sizeof line, f)) {
+        const double sv = tu_json_num(line, key[metric]), vl = tu_json_num(line, "val_loss");
+        const int better = select_loss ? vl < bl || (vl == bl && sv > bs) : sv > bs || (sv == bs && vl < bl);
+        if (best < 0 || better) { best = e; bs = sv; bl = vl; }
+        e++;
+    }
+    fclose(f);
+    ck_assert_int_eq(e, 15);
+    ck_assert_msg(r.best_epoch == best, "%s, %s%s: best epoch %d, the metrics file's %d", method, key[metric],
+                  select_loss ? " (select by loss)" : "", r.best_epoch, best);
+    train_result_free(&r);
+    free(l);
+}
+
+/* best_epoch_by for each --metric and by the loss, full-batch and mini-batch; without a
+ * validation split the last epoch is the best (mutation tests: the mini-batch run's best epoch by
+ * accuracy whatever the metric or select_loss, or its validation count taken from the test split,
+ * passed before). */
 START_TEST(class_metrics_of_the_best_epoch) {
     dataset_t d;
     make_csbm(&d, 500, 0.6, 0.4, 7);
@@ -1083,41 +1134,19 @@ START_TEST(class_metrics_of_the_best_epoch) {
     d.c = 2;
     char *dir = tu_mkdtemp(), path[512];
     snprintf(path, sizeof path, "%s/m.jsonl", dir);
-    static const char *const key[3] = {"val_acc", "val_balanced_acc", "val_macro_f1"};
-    for (int metric = 0; metric < 3; metric++) {
+    static const char *const methods[2] = {"full", "cluster"};
+    for (int mi = 0; mi < 2; mi++) {
+        for (int metric = 0; metric < 3; metric++) best_epoch_by(&d, methods[mi], metric, 0, path);
+        best_epoch_by(&d, methods[mi], TRAIN_METRIC_ACC, 1, path);
+        dataset_t e = d;
+        e.split_n[SPLIT_VALID] = 0;
         train_config_t c = cfg_small("gcn");
-        c.epochs = 15;
-        c.metric = metric;
-        c.metrics_path = path;
-        float *l = malloc((size_t)(d.n * d.c) * sizeof(float));
-        c.out_logits = l;
+        c.method = tu_method(methods[mi]);
+        c.epochs = 6;
         train_result_t r;
-        ck_assert_int_eq(train_run(&d, &c, NULL, 0, &r), INCA_OK);
-        for (int sp = SPLIT_VALID; sp <= SPLIT_TEST; sp++) {
-            int64_t *cnt = calloc(3 * (size_t)d.c, sizeof *cnt);
-            kern_class_counts(d.c, l, d.y, d.split[sp], d.split_n[sp], cnt);
-            double bacc, f1;
-            kern_class_metrics(d.c, cnt, &bacc, &f1);
-            const double rb = sp == SPLIT_VALID ? r.val_bacc : r.test_bacc, rf = sp == SPLIT_VALID ? r.val_f1 : r.test_f1;
-            ck_assert_msg(fabs(bacc - rb) < 1e-12 && fabs(f1 - rf) < 1e-12,
-                          "metric %d split %d: counted bacc %.6f f1 %.6f, reported %.6f %.6f", metric, sp, bacc, f1, rb, rf);
-            free(cnt);
-        }
-        FILE *f = fopen(path, "r");
-        ck_assert_ptr_nonnull(f);
-        char line[2048];
-        int e = 0, best = -1;
-        double bs = 0, bl = 0;
-        while (fgets(line, sizeof line, f)) {
-            const double sv = tu_json_num(line, key[metric]), vl = tu_json_num(line, "val_loss");
-            if (best < 0 || sv > bs || (sv == bs && vl < bl)) { best = e; bs = sv; bl = vl; }
-            e++;
-        }
-        fclose(f);
-        ck_assert_int_eq(e, 15);
-        ck_assert_msg(r.best_epoch == best, "metric %s: best epoch %d, the metrics file's %d", key[metric], r.best_epoch, best);
+        ck_assert_int_eq(train_run(&e, &c, NULL, 0, &r), INCA_OK);
+        ck_assert_msg(r.best_epoch == 5, "%s without a validation split: best epoch %d, not the last", methods[mi], r.best_epoch);
         train_result_free(&r);
-        free(l);
     }
     tu_rmrf(dir);
     free(dir);

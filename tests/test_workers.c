@@ -3,13 +3,15 @@
  * built here from the public pieces: each rank's own batch (graph/dist.h ownership, its own
  * loader stream), forward and backward from the same initial model, gradients summed in rank
  * order in plain C and halved, one optimiser step; for GAS each rank pulls the histories as the
- * step found them (a fresh operator per rank in the reference). Full-batch thread ranks against
+ * step found them (a fresh operator per rank in the reference); with a part per batch, each
+ * rank's own parts in its own shuffle, seen through the step hook. Full-batch thread ranks against
  * one process without dropout, their determinism, a failing rank ending the run. Plus the
  * refusals. */
 #include "testutil.h"
 #include "core/alloc.h"
 #include "core/comm.h"
 #include "core/status.h"
+#include "core/util.h"
 #include "graph/dist.h"
 #include "graph/gen.h"
 #include "graph/partition.h"
@@ -66,22 +68,55 @@ static void config(train_config_t *c, const char *method, const char *ck) {
  * Adam's first step alone is nearly scale-free) after one step of P = 2 ranks, computed from the
  * public pieces. */
 enum { M_CLUSTER = 0, M_INCAGG = 1, M_GAS = 2 };
+
+/* D renumbered by pp as a mini-batch run sees it, built here: x, y, the training flags, GCN's Â,
+ * the 2-rank ownership plan, and iperm (new id -> D's). */
+typedef struct {
+    csr_t adjp, a, at;
+    float *x;
+    int32_t *y;
+    uint8_t *tr;
+    int64_t *iperm;
+    dist_plan_t plan;
+} renum_t;
+
+static void renum_make(renum_t *q, const partition_t *pp) {
+    const int64_t n = D.n, f = D.f;
+    memset(q, 0, sizeof *q);
+    ck_assert_int_eq(csr_permute(&D.adj, pp->perm, &q->adjp), INCA_OK);
+    ck_assert_int_eq(nn_adj_build(&q->adjp, NN_NORM_GCN, &q->a, &q->at), INCA_OK);
+    q->x = malloc(sizeof(float) * (size_t)(n * f));
+    q->y = malloc(sizeof(int32_t) * (size_t)n);
+    q->tr = calloc((size_t)n, 1);
+    q->iperm = malloc(sizeof(int64_t) * (size_t)n);
+    for (int64_t v = 0; v < n; v++) {
+        memcpy(q->x + pp->perm[v] * f, D.x + v * f, sizeof(float) * (size_t)f);
+        q->y[pp->perm[v]] = D.y[v];
+        q->iperm[pp->perm[v]] = v;
+    }
+    for (int64_t i = 0; i < D.split_n[SPLIT_TRAIN]; i++) q->tr[pp->perm[D.split[SPLIT_TRAIN][i]]] = 1;
+    ck_assert_int_eq(dist_plan_make(&q->a, pp->bounds, pp->k, 2, &q->plan), INCA_OK);
+}
+
+static void renum_free(renum_t *q) {
+    free(q->x);
+    free(q->y);
+    free(q->tr);
+    free(q->iperm);
+    dist_plan_free(&q->plan);
+    csr_free(&q->adjp);
+    csr_free(&q->a);
+    csr_free(&q->at);
+}
+
 static model_t *reference(const train_config_t *c, int method, optim_t **opt_out) {
     const int incagg = method == M_INCAGG;
     const int64_t n = D.n, f = D.f;
-    csr_t adjp = {0}, a = {0}, at = {0};
-    ck_assert_int_eq(csr_permute(&D.adj, P.perm, &adjp), INCA_OK);
-    ck_assert_int_eq(nn_adj_build(&adjp, NN_NORM_GCN, &a, &at), INCA_OK);
-    float *x = malloc(sizeof(float) * (size_t)(n * f));
-    int32_t *y = malloc(sizeof(int32_t) * (size_t)n);
-    uint8_t *tr = calloc((size_t)n, 1);
-    for (int64_t v = 0; v < n; v++) {
-        memcpy(x + P.perm[v] * f, D.x + v * f, sizeof(float) * (size_t)f);
-        y[P.perm[v]] = D.y[v];
-    }
-    for (int64_t i = 0; i < D.split_n[SPLIT_TRAIN]; i++) tr[P.perm[D.split[SPLIT_TRAIN][i]]] = 1;
-    dist_plan_t plan;
-    ck_assert_int_eq(dist_plan_make(&a, P.bounds, P.k, 2, &plan), INCA_OK);
+    renum_t q;
+    renum_make(&q, &P);
+    const float *x = q.x;
+    const uint8_t *tr = q.tr;
+    const dist_plan_t plan = q.plan;
     model_config_t mc;
     ck_assert_int_eq(train_model_config(&D, c, c->seed, &mc), INCA_OK);
     mc.transform_first = 0;
@@ -91,14 +126,14 @@ static model_t *reference(const train_config_t *c, int method, optim_t **opt_out
     ck_assert_int_eq(train_optim_build(c, m, &opt), INCA_OK);
     const int np = model_nparams(m);
     float **sum = calloc((size_t)np, sizeof *sum);
-    batch_source_t src = {.n = n, .f = f, .x = x, .y = y, .a = &a, .a_symmetric = 1, .bounds = P.bounds, .k = P.k};
+    batch_source_t src = {.n = n, .f = f, .x = q.x, .y = q.y, .a = &q.a, .a_symmetric = 1, .bounds = P.bounds, .k = P.k};
     /* IncAgg's operator on the same graph: its initial snapshot of the untrained model first */
     agg_t *g = NULL;
     int64_t dims[AGG_MAX_SITES];
     uint8_t fixed[AGG_MAX_SITES];
     const int ns = mb_model_sites(&mc, dims, fixed);
     agg_config_t ac = {.method = AGG_INCAGG, .source = AGG_SRC_RECOMPUTE, .dtype = HIST_F32, .nsites = ns, .dims = dims,
-                       .fixed = fixed, .n = n, .in_dim = f, .x = x, .a = &a, .nb_max = n, .spill_budget = -1};
+                       .fixed = fixed, .n = n, .in_dim = f, .x = q.x, .a = &q.a, .nb_max = n, .spill_budget = -1};
     nn_agg_t op;
     nn_agg_full_t full;
     if (incagg) {
@@ -162,13 +197,7 @@ static model_t *reference(const train_config_t *c, int method, optim_t **opt_out
     free(lidx);
     free(logp);
     free(dl);
-    free(x);
-    free(y);
-    free(tr);
-    dist_plan_free(&plan);
-    csr_free(&adjp);
-    csr_free(&a);
-    csr_free(&at);
+    renum_free(&q);
     return m;
 }
 
@@ -230,6 +259,97 @@ START_TEST(two_ranks_equal_reference) {
         model_free(&got);
         optim_free(&go);
     }
+}
+END_TEST
+
+/* The loss nodes of every step the on_step hook saw, each step's sorted (D's numbering). */
+typedef struct {
+    int calls, epoch[64];
+    int64_t lo[65], nodes[4096];
+} step_log_t;
+
+static int log_step(void *ctx, int run, int epoch, const int64_t *nodes, const int64_t *rows, int64_t m, const float *logits,
+                    int32_t c) {
+    step_log_t *h = ctx;
+    (void)rows, (void)logits, (void)c;
+    ck_assert(run == 0 && h->calls < 64 && h->lo[h->calls] + m <= 4096);
+    int64_t *o = h->nodes + h->lo[h->calls];
+    memcpy(o, nodes, sizeof(int64_t) * (size_t)m);
+    qsort(o, (size_t)m, sizeof *o, inca_cmp_i64);
+    h->epoch[h->calls] = epoch;
+    h->lo[h->calls + 1] = h->lo[h->calls] + m;
+    h->calls++;
+    return 0;
+}
+
+/* The hook's calls h against two loaders made here from the public pieces (rank k: its parts of
+ * graph/dist.h's plan, stream k, one part a batch), for two epochs of as many steps as the rank
+ * with the most parts, rank 0's batch first in a step. */
+static void expect_walk(const step_log_t *h, const partition_t *pp, uint64_t seed, int halo) {
+    renum_t q;
+    renum_make(&q, pp);
+    const int64_t parts[2] = {q.plan.part_lo[1] - q.plan.part_lo[0], q.plan.part_lo[2] - q.plan.part_lo[1]};
+    ck_assert_msg(parts[0] != parts[1], "the plan gives both ranks %lld parts", (long long)parts[0]);
+    batch_source_t src = {.n = D.n, .f = D.f, .x = q.x, .y = q.y, .a = &q.a, .a_symmetric = 1, .bounds = pp->bounds, .k = pp->k};
+    batch_loader_t *ld[2] = {NULL, NULL};
+    for (int k = 0; k < 2; k++) {
+        batch_opts_t bo = {.batch_parts = 1, .seed = seed, .part_lo = q.plan.part_lo[k], .part_hi = q.plan.part_lo[k + 1],
+                           .stream = (uint64_t)k, .halo = halo};
+        ck_assert_int_eq(batch_loader_create(&src, &bo, &ld[k]), INCA_OK);
+    }
+    const int64_t steps = parts[0] > parts[1] ? parts[0] : parts[1];
+    int call = 0;
+    int64_t want[600];
+    for (int ep = 0; ep < 2; ep++)
+        for (int64_t s = 0; s < steps; s++)
+            for (int k = 0; k < 2; k++) {
+                if (s >= parts[k]) continue;   /* this rank's epoch is over */
+                const batch_t *b = NULL;
+                ck_assert_int_eq(batch_loader_next(ld[k], &b), INCA_OK);
+                int64_t m = 0;
+                for (int64_t i = 0; i < b->n_b; i++)
+                    if (q.tr[b->nodes[i]] && b->y[i] >= 0) want[m++] = q.iperm[b->nodes[i]];
+                if (m == 0) continue;   /* no loss rows: no hook */
+                qsort(want, (size_t)m, sizeof *want, inca_cmp_i64);
+                ck_assert_msg(call < h->calls && h->epoch[call] == ep && h->lo[call + 1] - h->lo[call] == m &&
+                                  memcmp(h->nodes + h->lo[call], want, sizeof(int64_t) * (size_t)m) == 0,
+                              "epoch %d step %lld rank %d: the hook's call %d is not this rank's batch", ep, (long long)s, k, call);
+                call++;
+            }
+    ck_assert_int_eq(h->calls, call);
+    batch_loader_free(&ld[0]);
+    batch_loader_free(&ld[1]);
+    renum_free(&q);
+}
+
+/* With --workers 2 and a part per batch each rank walks its own parts in its own shuffle, for as
+ * many steps as the rank with the most parts (7 parts: the ranks own different numbers), in
+ * Cluster-GCN and GAS; the step hook names a batch's training nodes in D's numbering
+ * (expect_walk). Mutation tests: every rank on stream 0, the last rank's step count, iperm taken
+ * as perm all passed test_workers before (the step count failed test_mpi only). */
+START_TEST(ranks_walk_their_own_parts_in_their_own_order) {
+    partition_t p7;
+    ck_assert_int_eq(partition_compute(&D.adj, 7, PART_METIS, 0, &p7), INCA_OK);
+    static const char *const methods[2] = {"cluster", "gas"};
+    for (int mi = 0; mi < 2; mi++) {
+        train_config_t c;
+        config(&c, methods[mi], NULL);
+        c.batch_parts = 1;
+        c.epochs = 2;
+        c.parts = 7;
+        step_log_t *h = calloc(1, sizeof *h);
+        c.on_step = log_step;
+        c.on_step_ctx = h;
+        mb_opts_t o;
+        mb_opts_default(&o);
+        train_result_t r;
+        ck_assert_msg(mb_train(&D, &c, D.split[SPLIT_TRAIN], D.split_n[SPLIT_TRAIN], 0, &p7, &o, &r, NULL) == INCA_OK, "%s: %s",
+                      methods[mi], inca_errmsg());
+        train_result_free(&r);
+        expect_walk(h, &p7, c.seed, mi == 1);
+        free(h);
+    }
+    partition_free(&p7);
 }
 END_TEST
 
@@ -454,6 +574,18 @@ START_TEST(refusals) {
     c.workers = 9;   /* more ranks than parts */
     ck_assert_int_eq(mb_train(&D, &c, D.split[SPLIT_TRAIN], D.split_n[SPLIT_TRAIN], 0, &P, &o, &r, NULL), INCA_EINVAL);
     ck_assert_ptr_nonnull(strstr(inca_errmsg(), "9 ranks: expected 1..8"));
+    /* a shard's ownership plan must be for the job's partitioning: here one of 7 parts, P has 8
+     * (a mutation test: the part count unchecked passed the suite before) */
+    partition_t p7;
+    renum_t q;
+    ck_assert_int_eq(partition_compute(&D.adj, 7, PART_METIS, 0, &p7), INCA_OK);
+    renum_make(&q, &p7);
+    config(&c, "cluster", NULL);
+    c.given_plan = &q.plan;
+    ck_assert_int_eq(mb_train(&D, &c, D.split[SPLIT_TRAIN], D.split_n[SPLIT_TRAIN], 0, &P, &o, &r, NULL), INCA_EINVAL);
+    ck_assert_ptr_nonnull(strstr(inca_errmsg(), "ownership plan is for 2 ranks of 600 nodes, 7 parts"));
+    renum_free(&q);
+    partition_free(&p7);
     full_config(&c, "gcn", 2);
     c.batchnorm = 1;
     ck_assert_int_eq(train_run(&D, &c, NULL, 0, &r), INCA_EINVAL);
@@ -470,6 +602,7 @@ int main(void) {
     tcase_add_checked_fixture(t, setup, teardown);
     tcase_set_timeout(t, 120);
     tcase_add_test(t, two_ranks_equal_reference);
+    tcase_add_test(t, ranks_walk_their_own_parts_in_their_own_order);
     tcase_add_test(t, full_batch_threads_match_one_process);
     tcase_add_test(t, full_batch_threads_directed_graph);
     tcase_add_test(t, full_batch_threads_unlabelled_train_ids);
