@@ -6,6 +6,7 @@
 #include "core/status.h"
 #include "core/util.h"
 #include "kernels/backend.h"
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -383,6 +384,26 @@ static int run_files_remove(const char *dir, int run, int all) {
     return INCA_OK;
 }
 
+/* Every run's checkpoint files in dir (run-<i>.ckpt, .tmp, .prev) removed: a new job claims the
+ * folder whole, since an older job's later runs would otherwise be resumed as this job's (a job
+ * killed in run 0 kept the older job's run-1.ckpt, and the header does not hold every flag). */
+static int job_files_remove(const char *dir) {
+    DIR *dp = opendir(dir);
+    if (!dp) return errno == ENOENT ? INCA_OK : inca_fail(INCA_EIO, "%s: cannot read the folder: %s", dir, strerror(errno));
+    int rc = INCA_OK;
+    for (struct dirent *e; rc == INCA_OK && (e = readdir(dp));) {
+        int run = -1, end = 0;
+        if (sscanf(e->d_name, "run-%d.ckpt%n", &run, &end) != 1 || run < 0) continue;
+        const char *rest = e->d_name + end;
+        if (*rest && strcmp(rest, ".tmp") != 0 && strcmp(rest, ".prev") != 0) continue;
+        char p[4400];
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        if (remove(p) != 0 && errno != ENOENT) rc = inca_fail(INCA_EIO, "%s: cannot remove it: %s", p, strerror(errno));
+    }
+    closedir(dp);
+    return rc;
+}
+
 int ckpt_load(const char *dir, int run, const train_config_t *c, const dataset_t *d, model_t *m, optim_t *o,
               ckpt_state_t *st, const ckpt_blob_t *blobs, int nblobs) {
     char path[4096];
@@ -424,7 +445,8 @@ static int rank_agree(comm_t *comm, const int64_t e[2], int64_t *agreed, int64_t
 
 int ckpt_rank_load(comm_t *comm, const char *dir, int run, const train_config_t *c, const dataset_t *d, model_t *m,
                    optim_t *o, ckpt_state_t *st, const ckpt_blob_t *blobs, int nblobs) {
-    int rc = run_files_remove(dir, run, !c->resume);   /* a new job: no file of an older one stays */
+    /* a new job: no file of an older one stays (all of them at its first run) */
+    int rc = !c->resume && run == 0 ? job_files_remove(dir) : run_files_remove(dir, run, !c->resume);
     if (rc != INCA_OK || !c->resume) return rc != INCA_OK ? rc : CKPT_NONE;
     char cur[4096], prev[4096];
     if ((rc = ckpt_path(dir, run, "", cur, sizeof cur)) || (rc = ckpt_path(dir, run, ".prev", prev, sizeof prev))) return rc;
@@ -525,7 +547,7 @@ int ckpt_one_process(const train_config_t *c) {
     const char *dir = c->checkpoint_dir;
     if (!dir) return INCA_OK;
     if (mkdir(dir, 0777) != 0 && errno != EEXIST) return inca_fail(INCA_EIO, "%s: cannot create the checkpoint folder", dir);
-    const int rc = c->resume ? ckpt_manifest_check(dir, 1) : INCA_OK;
+    const int rc = c->resume ? ckpt_manifest_check(dir, 1) : job_files_remove(dir);
     return rc == INCA_OK ? manifest_write(c, 1) : rc;
 }
 

@@ -104,7 +104,9 @@ int ckpt_model_dir(const char *dir, char *out, size_t cap);
 int ckpt_rank_dir(const train_config_t *c, int rank, int ranks, char *out, size_t cap);
 /* One process's checkpoints (c->checkpoint_dir; NULL: nothing): with c->resume, DIR must not
  * hold an MPI job's (ckpt_manifest_check with 1); then DIR/manifest.json says 1 rank, so that a
- * later predict or mpirun resume reads these checkpoints, not an older job's rank folders. */
+ * later predict or mpirun resume reads these checkpoints, not an older job's rank folders.
+ * Without c->resume, every run-<i>.ckpt (and .tmp) an older job left in DIR is removed first:
+ * a new job claims the folder, so a later --resume never takes an older job's later runs. */
 int ckpt_one_process(const train_config_t *c);
 /* INCA_EINVAL naming the rank count to use when DIR/manifest.json is for other than `ranks`
  * ranks (one process passes 1: it may not resume an MPI job's checkpoints); INCA_OK when DIR has

@@ -690,6 +690,29 @@ START_TEST(predict_uses_trained_split) {
 }
 END_TEST
 
+/* A new job (no --resume) claims its --checkpoint folder whole: an older job's later runs go, so
+ * a resume of the new job trains its own run 1 rather than taking the older job's (the header
+ * does not hold --lr: a --runs 2 job at lr 0.05, then a --runs 1 job at lr 0.01 in the same
+ * folder resumed to --runs 2 reported the first job's run 1) */
+START_TEST(new_job_claims_checkpoint_folder) {
+    char ck[1200], p[1300];
+    snprintf(ck, sizeof ck, "%s/ck-claim", dir);
+    const char *common = "--epochs 2 --threads 1 --seed 4 --quiet";
+    ck_assert_int_eq(run(NULL, NULL, "train '%s' %s --runs 2 --lr 0.05 --checkpoint '%s'", g, common, ck), 0);
+    snprintf(p, sizeof p, "%s/run-1.ckpt", ck);
+    ck_assert_int_eq(access(p, F_OK), 0);
+    ck_assert_int_eq(run(NULL, NULL, "train '%s' %s --runs 1 --lr 0.01 --checkpoint '%s'", g, common, ck), 0);
+    ck_assert_msg(access(p, F_OK) != 0, "the older job's run-1.ckpt is still there");
+    cJSON *r = run_json("train '%s' %s --runs 2 --lr 0.01 --checkpoint '%s' --resume --json", g, common, ck);
+    cJSON *f = run_json("train '%s' %s --runs 2 --lr 0.01 --json", g, common);
+    const cJSON *ra = tu_json_get(r, "run_test_acc", cJSON_Array), *fa = tu_json_get(f, "run_test_acc", cJSON_Array);
+    for (int i = 0; i < 2; i++)
+        ck_assert_double_eq(cJSON_GetArrayItem(ra, i)->valuedouble, cJSON_GetArrayItem(fa, i)->valuedouble);
+    cJSON_Delete(r);
+    cJSON_Delete(f);
+}
+END_TEST
+
 /* An output in a missing folder is bad input, exit 2, whichever flag names it (--checkpoint made
  * its folder with EIO, exit 1, while --metrics and --save-params gave 2) */
 START_TEST(train_output_folders) {
@@ -1027,6 +1050,7 @@ int main(void) {
     tcase_add_test(tc, predict_test_rows_and_runs);
     tcase_add_test(tc, predict_uses_trained_split);
     tcase_add_test(tc, train_names_partition);
+    tcase_add_test(tc, new_job_claims_checkpoint_folder);
     tcase_add_test(tc, prune_flags_and_lines);
     tcase_add_test(tc, prune_reports_and_outputs);
     tcase_add_test(tc, prune_flag_effects);
