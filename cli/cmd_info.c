@@ -81,6 +81,27 @@ int info_add_json(store_t *s, json_t *j) {
     return rc;
 }
 
+/* A shard of inca shard says so, and which figures are whose: its meta holds the whole graph's
+ * counts, its labels and splits only its own rows (info mixed the two without a word). Into j,
+ * or printed when j is NULL. */
+static void info_shard(const shard_desc_t *sd, json_t *j) {
+    static const char *const scope = "nodes, edges, features and classes are the whole graph's; labeled and splits this "
+                                     "rank's own rows";
+    if (!j) {
+        printf("shard       rank %d of %d: %lld own + %lld halo rows of %lld, %lld parts (%s)\n", sd->rank, sd->ranks,
+               (long long)sd->own_rows, (long long)sd->halo_rows, (long long)sd->n, (long long)sd->parts, scope);
+        return;
+    }
+    json_obj_begin(j, "shard");
+    json_int(j, "rank", sd->rank);
+    json_int(j, "ranks", sd->ranks);
+    json_int(j, "parts", sd->parts);
+    json_int(j, "own_rows", sd->own_rows);
+    json_int(j, "halo_rows", sd->halo_rows);
+    json_str(j, "scope", scope);
+    json_obj_end(j);
+}
+
 int cmd_info(int argc, char **argv) {
     static const char *const known[] = {"--json!", NULL};
     args_t *a = NULL;
@@ -92,9 +113,13 @@ int cmd_info(int argc, char **argv) {
     if ((rc = shard_dir_explain(args_pos(a, 0)))) goto done;   /* a folder of shards: which command reads it */
     rc = store_open(args_pos(a, 0), STORE_RDONLY, &s);
     if (rc) goto done;
+    shard_desc_t sd;
+    const int shard = shard_describe(args_pos(a, 0), &sd) == INCA_OK;
+    inca_err_clear();   /* a store that is no shard: nothing to say */
     if (args_has(a, "--json")) {
         rc = json_new(&j);
         if (!rc) rc = info_add_json(s, j);
+        if (!rc && shard) info_shard(&sd, j);
         if (!rc) rc = json_write(j, stdout);
         goto done;
     }
@@ -102,6 +127,7 @@ int cmd_info(int argc, char **argv) {
     printf("store       %s (format v%u, %.1f MiB on disk)\n", args_pos(a, 0), m->version,
            (double)(store_disk_bytes(s) + store_side_bytes(s)) / (1 << 20));
     printf("source      %s\n", m->source);
+    if (shard) info_shard(&sd, NULL);
     printf("nodes       %lld\n", (long long)m->nodes);
     printf("edges       %lld directed%s\n", (long long)m->edges, m->edges ? "" : " (no graph)");
     printf("features    %lld (float32)\n", (long long)m->features);

@@ -417,6 +417,15 @@ int shard_job(const char *path, int64_t *job) {
     return rc;
 }
 
+int shard_describe(const char *path, shard_desc_t *out) {
+    shard_info_t in;
+    const int rc = read_info(path, &in);
+    if (rc != INCA_OK) return rc;
+    *out = (shard_desc_t){.rank = in.rank, .ranks = in.ranks, .n = in.n, .parts = in.k, .own_rows = in.hi - in.lo,
+                          .halo_rows = in.n_local - (in.hi - in.lo)};
+    return INCA_OK;
+}
+
 int shard_is(const char *path) {
     store_t *st = NULL;
     const void *rec = NULL;

@@ -83,4 +83,11 @@ int shard_is(const char *path);
 int shard_check(const char *path);
 /* The id of the inca shard run that wrote the shard at path (every shard of one run holds it). */
 int shard_job(const char *path, int64_t *job);
+/* What the shard at path holds (inca info): its rank of ranks, the parts of its partitioning,
+ * its own rows [lo, hi) of the graph's n in partition order and its halo rows. */
+typedef struct shard_desc {
+    int rank, ranks;
+    int64_t n, parts, own_rows, halo_rows;
+} shard_desc_t;
+int shard_describe(const char *path, shard_desc_t *out);
 #endif

@@ -350,6 +350,24 @@ START_TEST(cli_export_ingest_train) {
         {"export '%s-sh/rank-0-of-2.lmdb' '%s-sh.npz' --format npz", "rank-0-of-2.lmdb: a shard of inca shard (one rank's rows)"},
         {"verify '%s-int'", "-int: holds only an interrupted inca shard run's temporaries (rank-1-of-2.lmdb.tmp): run inca shard again"},
     };
+    /* one shard's info says it is one and whose figures are whose (it mixed the whole graph's
+     * nodes with its own labels and splits without a word): the two ranks' own rows add up to
+     * Cora's 2708 nodes */
+    double own = 0;
+    for (int r = 0; r < 2; r++) {
+        snprintf(args, sizeof args, "%s-sh/rank-%d-of-2.lmdb", ex, r);
+        cJSON *ij = cJSON_Parse(tu_info_json(args));
+        const cJSON *sh = tu_json_get(ij, "shard", cJSON_Object);
+        ck_assert(tu_json_dbl(sh, "rank") == r && tu_json_dbl(sh, "ranks") == 2 && tu_json_dbl(sh, "parts") == 4);
+        ck_assert(tu_json_dbl(sh, "halo_rows") > 0 && tu_json_dbl(ij, "nodes") == 2708);
+        own += tu_json_dbl(sh, "own_rows");
+        cJSON_Delete(ij);
+    }
+    ck_assert_double_eq(own, 2708);
+    snprintf(args, sizeof args, "info '%s-sh/rank-1-of-2.lmdb'", ex);
+    ck_assert_int_eq(tu_inca(args, &out, NULL), 0);
+    ck_assert_msg(strstr(out, "\nshard       rank 1 of 2: "), "%s", out);
+    free(out);
     snprintf(args, sizeof args, "mkdir '%s-int' && cp -r '%s-sh/rank-1-of-2.lmdb' '%s-int/rank-1-of-2.lmdb.tmp'", ex, ex, ex);
     ck_assert_int_eq(tu_sh(args, NULL, NULL), 0);
     for (size_t i = 0; i < sizeof shardy / sizeof shardy[0]; i++) {
