@@ -837,6 +837,15 @@ static double budget_least(int np, const char *args, double *halo) {
     return mb;
 }
 
+/* Under AddressSanitizer a rank's anonymous memory is the sanitizer's (shadow, quarantined frees),
+ * not inca's: the runs go through every path, their peaks are compared in the Release build only
+ * (as test_e2e_budget does) */
+#if defined(__SANITIZE_ADDRESS__)
+#define RANK_PEAKS_MEASURED 0
+#else
+#define RANK_PEAKS_MEASURED 1
+#endif
+
 START_TEST(memory_budget_bounds_each_rank) {
     char st[1100], args[8192], common[2048];
     snprintf(st, sizeof st, "%s/c50.lmdb", dir);
@@ -859,9 +868,11 @@ START_TEST(memory_budget_bounds_each_rank) {
             cJSON *j = inca_json(2, args);
             const cJSON *rs = tu_json_get(j, "rank_stats", cJSON_Array), *r;
             ck_assert_int_eq(cJSON_GetArraySize(rs), 2);
-            cJSON_ArrayForEach(r, rs)
-                ck_assert_msg(tu_json_dbl(r, "peak_rss_anon_mb") <= budget, "%s, --memory-budget %.0fM: rank %g peaked at "
-                              "%.2f MB", methods[i], budget, tu_json_dbl(r, "rank"), tu_json_dbl(r, "peak_rss_anon_mb"));
+            cJSON_ArrayForEach(r, rs) {
+                const double peak = tu_json_dbl(r, "peak_rss_anon_mb");
+                ck_assert_msg(!RANK_PEAKS_MEASURED || peak <= budget, "%s, --memory-budget %.0fM: rank %g peaked at %.2f MB",
+                              methods[i], budget, tu_json_dbl(r, "rank"), peak);
+            }
             cJSON_Delete(j);
         }
         ck_assert_msg(halo >= 10 && halo1 == 0, "%s: the halo exchange planned %g MB a rank, %g in one process", methods[i],
