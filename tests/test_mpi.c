@@ -8,11 +8,14 @@
  * Runs only where CMake found MPI and mpiexec (INCA_MPIEXEC; skipped otherwise). */
 #include "testutil.h"
 #include "nn/train.h"
+#include "core/alloc.h"
 #include "core/status.h"
+#include "graph/dist.h"
 #include "graph/partition.h"
 #include "loaders/dataset.h"
 #include "loaders/partition_store.h"
 #include "loaders/store.h"
+#include "nn/layer.h"
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +37,8 @@ static void setup(void) {
     snprintf(args, sizeof args, "partition '%s' --parts 40", store);
     ck_assert_int_eq(tu_inca(args, NULL, NULL), 0);
 }
+
+static void setup_dir(void) { dir = tu_mkdtemp(); }
 
 static void teardown(void) {
     tu_rmrf(dir);
@@ -68,22 +73,52 @@ static void same_file(const char *a, const char *b, const char *what) {
     free(y);
 }
 
+/* The --metrics files of --workers (w) and of mpirun (m), epoch by epoch: the accuracies, balanced
+ * accuracies and F1 scores of every split equal (counts summed over the ranks), the mean losses
+ * within rounding (each rank's mean weighted by its count). */
+static void same_metrics(const char *w, const char *m, const char *what) {
+    static const char *const exact[] = {"train_acc", "val_acc", "test_acc", "val_balanced_acc", "val_macro_f1",
+                                        "test_balanced_acc", "test_macro_f1"};
+    static const char *const near[] = {"train_loss", "val_loss"};
+    long lw, lm;
+    char *tw = slurp(w, &lw), *tm = slurp(m, &lm);
+    tw[lw] = tm[lm] = '\0';
+    cJSON *vw[16], *vm[16];
+    const int nw = tu_json_lines(tw, vw, 16), nm = tu_json_lines(tm, vm, 16);
+    ck_assert_msg(nw > 0 && nw == nm, "%s: %d vs %d metrics lines", what, nw, nm);
+    for (int i = 0; i < nw; i++)
+        for (size_t k = 0; k < sizeof exact / sizeof exact[0] + sizeof near / sizeof near[0]; k++) {
+            const int ex = k < sizeof exact / sizeof exact[0];
+            const char *key = ex ? exact[k] : near[k - sizeof exact / sizeof exact[0]];
+            const double a = tu_json_dbl(vm[i], key), b = tu_json_dbl(vw[i], key);
+            ck_assert_msg(ex ? a == b : fabs(a - b) <= 1e-12, "%s: epoch %d %s %.17g (mpirun) vs %.17g", what, i, key, a, b);
+        }
+    tu_json_free_lines(vw, nw);
+    tu_json_free_lines(vm, nm);
+    free(tw);
+    free(tm);
+}
+
 /* train the store at st with P MPI ranks and with --workers P; both succeed, same parameters and
- * accuracy */
-static void compare_on(const char *st, int p, const char *method) {
-    char args[16384], pw[1100], pm[1100], what[256];
+ * accuracy; with metrics, the same per-epoch figures of every split (same_metrics) */
+static void compare_runs(const char *st, int p, const char *method, int metrics) {
+    char args[16384], pw[1100], pm[1100], fw[1100], fm[1100], what[256];
     char *out = NULL, *err = NULL;
     snprintf(pw, sizeof pw, "%s/w.npy", dir);
     snprintf(pm, sizeof pm, "%s/m.npy", dir);
+    snprintf(fw, sizeof fw, "%s/w.jsonl", dir);
+    snprintf(fm, sizeof fm, "%s/m.jsonl", dir);
     snprintf(what, sizeof what, "-np %d %s", p, method);
     const char *common = "--model gcn --parts 40 --batch-parts 5 --epochs 3 --seed 2 --threads 1 --json";
     /* the case's flags after the common ones: a repeated flag's last value wins (--model) */
-    snprintf(args, sizeof args, "train '%s' %s --method %s --workers %d --save-params '%s'", st, common, method, p, pw);
+    snprintf(args, sizeof args, "train '%s' %s --method %s --workers %d --save-params '%s'%s%s%s", st, common, method, p, pw,
+             metrics ? " --metrics '" : "", metrics ? fw : "", metrics ? "'" : "");
     ck_assert_msg(run(0, args, &out, &err) == 0, "%s --workers: %s", what, err);
     cJSON *w = tu_json_last(out);
     free(out);
     free(err);
-    snprintf(args, sizeof args, "train '%s' %s --method %s --save-params '%s'", st, common, method, pm);
+    snprintf(args, sizeof args, "train '%s' %s --method %s --save-params '%s'%s%s%s", st, common, method, pm,
+             metrics ? " --metrics '" : "", metrics ? fm : "", metrics ? "'" : "");
     ck_assert_msg(run(p, args, &out, &err) == 0, "%s: %s", what, err);
     cJSON *m = tu_json_last(out);
     ck_assert_double_eq(tu_json_dbl(m, "ranks"), p);
@@ -93,11 +128,14 @@ static void compare_on(const char *st, int p, const char *method) {
     ck_assert_double_eq(tu_json_dbl(m, "steps_per_epoch"), tu_json_dbl(w, "steps_per_epoch"));
     ck_assert_int_eq(cJSON_GetArraySize(tu_json_get(m, "rank_stats", cJSON_Array)), p);
     same_file(pw, pm, what);
+    if (metrics) same_metrics(fw, fm, what);
     cJSON_Delete(w);
     cJSON_Delete(m);
     free(out);
     free(err);
 }
+
+static void compare_on(const char *st, int p, const char *method) { compare_runs(st, p, method, 0); }
 
 static void compare(int p, const char *method) { compare_on(store, p, method); }
 
@@ -128,19 +166,99 @@ START_TEST(mpirun_equals_workers_bit_for_bit) {
 }
 END_TEST
 
+/* `inca partition path --parts 40` and the flags in more */
+static void partition40(const char *path, const char *more) {
+    char args[4096];
+    snprintf(args, sizeof args, "partition '%s' --parts 40%s", path, more);
+    ck_assert_int_eq(tu_inca(args, NULL, NULL), 0);
+}
+
+/* a store at path of 600 nodes (a CSBM graph of average degree 10, 8 features, 3 classes), its
+ * partitioning of 40 parts made with the flags in part */
+static void csbm_store(const char *path, const char *part) {
+    char args[4096];
+    snprintf(args, sizeof args, "gen --kind csbm --nodes 600 --avg-degree 10 --features 8 --classes 3 --seed 3 --out '%s'", path);
+    ck_assert_int_eq(tu_inca(args, NULL, NULL), 0);
+    partition40(path, part);
+}
+
 /* GAS under mpirun pulls every halo row another rank owns, the first row of the next rank's
  * range included: on a randomly partitioned graph (40 random parts, average degree 10) the
  * first node of rank r+1 borders rank r's batches almost surely, and a pull that took it for
  * one of rank r's own rows would leave its history at zero there, unlike --workers. */
 START_TEST(gas_pulls_rows_at_every_rank_boundary) {
-    char args[4096], rand[sizeof store];
+    char rand[sizeof store];
     snprintf(rand, sizeof rand, "%s/rand.lmdb", dir);
-    snprintf(args, sizeof args, "gen --kind csbm --nodes 600 --avg-degree 10 --features 8 --classes 3 --seed 3 --out '%s'", rand);
-    ck_assert_int_eq(tu_inca(args, NULL, NULL), 0);
-    snprintf(args, sizeof args, "partition '%s' --parts 40 --method random --seed 1", rand);
-    ck_assert_int_eq(tu_inca(args, NULL, NULL), 0);
+    csbm_store(rand, " --method random --seed 1");
     compare_on(rand, 2, "gas");
     compare_on(rand, 3, "gas");
+}
+END_TEST
+
+/* The node of the store at path (its ids) that starts rank 1's range when 2 ranks train on its
+ * stored partitioning metis-40-s0: the ownership plan made here from the public pieces, as a
+ * run makes it (the graph renumbered, GCN's Â, dist_plan_make over nodes + nonzeros). */
+static int64_t rank1_first_node(const char *path) {
+    store_t *s = NULL;
+    partition_t p;
+    csr_t g = {0}, gp = {0}, a = {0}, at = {0};
+    dist_plan_t plan;
+    ck_assert_int_eq(store_open(path, STORE_RDONLY, &s), INCA_OK);
+    ck_assert_msg(store_partition_load(s, "metis-40-s0", &p) == INCA_OK, "%s", inca_errmsg());
+    ck_assert_int_eq(dataset_load_adj(s, &g), INCA_OK);
+    ck_assert_int_eq(csr_permute(&g, p.perm, &gp), INCA_OK);
+    ck_assert_int_eq(nn_adj_build(&gp, NN_NORM_GCN, &a, &at), INCA_OK);
+    ck_assert_int_eq(dist_plan_make(&a, p.bounds, p.k, 2, &plan), INCA_OK);
+    int64_t v = 0;
+    while (p.perm[v] != plan.node_lo[1]) v++;
+    dist_plan_free(&plan);
+    csr_free(&a);
+    csr_free(&at);
+    csr_free(&gp);
+    csr_free(&g);
+    partition_free(&p);
+    store_close(&s);
+    return v;
+}
+
+/* v moved into split sp of d (out of the one that held it; the ids stay sorted) */
+static void split_move(dataset_t *d, int64_t v, int sp) {
+    for (int q = 0; q < SPLIT_COUNT; q++) {
+        int64_t j = 0;
+        for (int64_t i = 0; i < d->split_n[q]; i++)
+            if (d->split[q][i] != v) d->split[q][j++] = d->split[q][i];
+        d->split_n[q] = j;
+    }
+    int64_t *ids = inca_realloc(d->split[sp], sizeof(int64_t) * (size_t)(d->split_n[sp] + 1));
+    ck_assert_ptr_nonnull(ids);
+    int64_t i = d->split_n[sp]++;
+    for (; i > 0 && ids[i - 1] > v; i--) ids[i] = ids[i - 1];
+    ids[i] = v;
+    d->split[sp] = ids;
+}
+
+/* The view loader under mpirun: each rank measures the train / validation / test ids of its own
+ * range [lo, hi) (nn/mb_setup.c id_slice), the meters summed over the ranks. With the first node
+ * of rank 1's range a training, then a validation, then a test node, the per-epoch figures of
+ * every split equal those of --workers 2, which measures every id in one process. (A mutation
+ * test: the slices dropping an id == lo, taking an id == hi into rank 0's too, and the
+ * validation slice running to hi + 1 all passed the suite before.) */
+START_TEST(view_ranks_measure_the_ids_on_their_boundary) {
+    char base[sizeof store], st[sizeof store];
+    snprintf(base, sizeof base, "%s/bnd.lmdb", dir);
+    csbm_store(base, "");
+    const int64_t v = rank1_first_node(base);
+    dataset_t d;
+    ck_assert_int_eq(dataset_load(base, &d), INCA_OK);
+    for (int sp = 0; sp < SPLIT_COUNT; sp++) {
+        split_move(&d, v, sp);
+        snprintf(st, sizeof st, "%s/bnd-%d.lmdb", dir, sp);
+        ck_assert_int_eq(dataset_save(&d, st, 0), INCA_OK);
+        partition40(st, "");
+        ck_assert_int_eq(rank1_first_node(st), v);   /* the same graph: the same partitioning and plan */
+        compare_runs(st, 2, "incagg --refresh-source recompute --loader view", 1);
+    }
+    dataset_free(&d);
 }
 END_TEST
 
@@ -1008,6 +1126,11 @@ int main(void) {
     tcase_set_timeout(budget, 600);
     tcase_add_test(budget, memory_budget_bounds_each_rank);
     suite_add_tcase(s, budget);
+    TCase *slices = tcase_create("slices");   /* CK_RUN_CASE=slices runs it alone; no Cora */
+    tcase_add_checked_fixture(slices, setup_dir, teardown);
+    tcase_set_timeout(slices, 300);
+    tcase_add_test(slices, view_ranks_measure_the_ids_on_their_boundary);
+    suite_add_tcase(s, slices);
     TCase *model = tcase_create("model");   /* CK_RUN_CASE=model runs it alone */
     tcase_add_checked_fixture(model, setup, teardown);
     tcase_set_timeout(model, 300);

@@ -20,6 +20,7 @@
 #include "memory/agg.h"
 #include "nn/checkpoint.h"
 #include "nn/layer.h"
+#include "nn/mb_data.h"
 #include "nn/model.h"
 #include "nn/optim.h"
 #include "nn/train.h"
@@ -560,6 +561,77 @@ START_TEST(full_batch_rank_failure_ends_the_run) {
 }
 END_TEST
 
+/* A star of n - 1 leaves (the hub 0, leaf i joined to it only), features and labels of the leaf's
+ * parity; every node a training node; the partitioning of one node per part. */
+static void star_make(dataset_t *d, partition_t *p, int64_t n) {
+    dataset_init(d);
+    d->n = n;
+    d->f = 2;
+    d->c = 2;
+    ck_assert_int_eq(csr_alloc(&d->adj, n, n, 2 * (n - 1), 0), INCA_OK);
+    d->adj.rowptr[0] = 0;
+    d->adj.rowptr[1] = n - 1;
+    for (int64_t v = 1; v < n; v++) {
+        d->adj.col[v - 1] = (int32_t)v;        /* the hub's row */
+        d->adj.col[n - 2 + v] = 0;             /* leaf v's */
+        d->adj.rowptr[v + 1] = n - 1 + v;
+    }
+    d->x = inca_malloc(sizeof(float) * (size_t)(2 * n));
+    d->y = inca_malloc(sizeof(int32_t) * (size_t)n);
+    d->split[SPLIT_TRAIN] = inca_malloc(sizeof(int64_t) * (size_t)n);
+    int32_t *part = malloc(sizeof(int32_t) * (size_t)n);
+    ck_assert(d->x && d->y && d->split[SPLIT_TRAIN] && part);
+    for (int64_t v = 0; v < n; v++) {
+        d->y[v] = (int32_t)(v % 2);
+        d->x[2 * v] = (float)(v % 2);
+        d->x[2 * v + 1] = 1.0f - (float)(v % 2);
+        d->split[SPLIT_TRAIN][v] = v;
+        part[v] = (int32_t)v;
+    }
+    d->split_n[SPLIT_TRAIN] = n;
+    ck_assert_int_eq(partition_from_parts(n, n, part, p), INCA_OK);
+    free(part);
+}
+
+/* GAS under --workers: one operator serves every rank, so its halo bound must be the largest of
+ * the ranks' (a rank's: min(nonzeros of its batch_parts fullest parts, n)), not one rank's.
+ * On a star with a part per node and one part per batch, rank 0 owns the hub (the plan weighs
+ * nodes + nonzeros of Â: the hub's part is the heaviest) and rank 1 only leaves, of 2 nonzeros
+ * each: rank 1's bound is 2, while rank 0's batch of the hub has every leaf outside it in its
+ * halo. (A mutation test: the last rank's bound for all of them failed the hub's batch.) */
+START_TEST(gas_halo_bound_is_the_largest_ranks) {
+    enum { LEAVES = 12 };
+    dataset_t d;
+    partition_t p;
+    star_make(&d, &p, LEAVES + 1);
+    /* the premise, from the public pieces: the hub's part is rank 0's, rank 1's bound 2 */
+    csr_t a = {0}, at = {0};
+    dist_plan_t plan;
+    ck_assert_int_eq(nn_adj_build(&d.adj, NN_NORM_GCN, &a, &at), INCA_OK);
+    ck_assert_int_eq(dist_plan_make(&a, p.bounds, p.k, 2, &plan), INCA_OK);
+    const int64_t split = plan.part_lo[1];   /* rank 1's first part */
+    ck_assert_int_gt(split, 1);
+    ck_assert_int_eq(mb_batch_nnz_bound(&a, p.bounds + split, p.k - split, 1), 2);
+    dist_plan_free(&plan);
+    csr_free(&a);
+    csr_free(&at);
+    train_config_t c;
+    config(&c, "gas", NULL);
+    c.parts = p.k;
+    c.batch_parts = 1;
+    c.epochs = 2;
+    mb_opts_t o;
+    mb_opts_default(&o);
+    train_result_t r;
+    ck_assert_msg(mb_train(&d, &c, d.split[SPLIT_TRAIN], d.split_n[SPLIT_TRAIN], 0, &p, &o, &r, NULL) == INCA_OK, "%s",
+                  inca_errmsg());
+    ck_assert_int_eq(r.steps_per_epoch, split > p.k - split ? split : p.k - split);   /* a part per step */
+    train_result_free(&r);
+    partition_free(&p);
+    dataset_free(&d);
+}
+END_TEST
+
 START_TEST(refusals) {
     train_config_t c;
     mb_opts_t o;
@@ -609,6 +681,7 @@ int main(void) {
     tcase_add_test(t, full_batch_threads_allgather_reduction);
     tcase_add_test(t, full_batch_threads_deterministic);
     tcase_add_test(t, full_batch_rank_failure_ends_the_run);
+    tcase_add_test(t, gas_halo_bound_is_the_largest_ranks);
     tcase_add_test(t, refusals);
     suite_add_tcase(s, t);
     return tu_run_suite(s);
