@@ -302,6 +302,12 @@ int main(int argc, char **argv) {
         if (rc == INCA_OK) rc = cmds[i].fn(argc - 1, argv + 1);
         if (rc != INCA_OK) {
             const char *m = inca_errmsg();
+            if (nr > 1 && inca_err_collective()) {   /* every rank's verdict: said once, the job ends cleanly */
+                if (me == 0) fprintf(stderr, "inca %s: %s\n", cmds[i].name, m[0] ? m : "failed");
+                comm_finalize(&g_comm);
+                cli_comm_set(NULL);
+                return inca_exit_code(rc);
+            }
             if (nr > 1) {   /* name the rank, then end the whole job: the others may wait in a collective */
                 fprintf(stderr, "inca %s: rank %d of %d: %s\n", cmds[i].name, me, nr, m[0] ? m : "failed");
                 fflush(stderr);

@@ -5,8 +5,10 @@
 #include <string.h>
 
 static _Thread_local char g_msg[1024];
+static _Thread_local int g_collective;
 
 int inca_fail(int code, const char *fmt, ...) {
+    g_collective = 0;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(g_msg, sizeof g_msg, fmt, ap);
@@ -33,7 +35,12 @@ int inca_fail_ctx(int code, const char *fmt, ...) {
 }
 
 const char *inca_errmsg(void) { return g_msg; }
-void inca_err_clear(void) { g_msg[0] = '\0'; }
+void inca_err_clear(void) {
+    g_msg[0] = '\0';
+    g_collective = 0;
+}
+void inca_err_mark_collective(void) { g_collective = 1; }
+int inca_err_collective(void) { return g_collective; }
 
 int inca_exit_code(int status) {
     if (status == INCA_OK) return 0;

@@ -21,6 +21,12 @@ int inca_fail_ctx(int code, const char *fmt, ...) __attribute__((format(printf, 
 /* The last message set on this thread ("" when none). Valid until the next inca_fail. */
 const char *inca_errmsg(void);
 void inca_err_clear(void);
+/* The current error is a verdict every MPI rank reached together (an agreed check, after which
+ * no rank waits in a collective): the CLI reports it once, from rank 0, and ends the job without
+ * MPI_Abort (every rank printed it, beside Open MPI's abort banner). A later inca_fail or
+ * inca_err_clear unmarks it; inca_fail_ctx keeps the mark (the same error, more context). */
+void inca_err_mark_collective(void);
+int inca_err_collective(void);
 /* 0 -> 0, INCA_EINVAL/INCA_ENOTFOUND -> 2, anything else -> 1. */
 int inca_exit_code(int status);
 

@@ -229,9 +229,11 @@ int partition_par_compute(comm_t *c, csr_t *slice, int64_t row0, int64_t n, int6
     if (rc == INCA_OK) rc = slices_tile(c, row0, slice->n_rows, n, vtxdist);
     if (rc == INCA_OK) drop_self_loops(slice, row0);
     int sym = 1;   /* every rank gets the same verdict */
-    if (rc == INCA_OK && (rc = slices_symmetric(c, slice, row0, &sym)) == INCA_OK && !sym)
+    if (rc == INCA_OK && (rc = slices_symmetric(c, slice, row0, &sym)) == INCA_OK && !sym) {
         rc = inca_fail(INCA_EINVAL, "ParMETIS (PT-Scotch) needs a symmetric graph; this adjacency is not symmetric "
                        "(re-ingest with --symmetrize)");
+        inca_err_mark_collective();   /* every rank's verdict (slices_symmetric agrees): said once */
+    }
     double t0 = inca_now();
 #ifdef INCA_HAS_PTSCOTCH
     if (rc == INCA_OK && k > 1) rc = call_parmetis(c, slice, row0, k, seed, mine);

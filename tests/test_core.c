@@ -30,6 +30,16 @@ START_TEST(test_status_codes) {
     ck_assert_int_eq(inca_exit_code(INCA_ENOTFOUND), 2);
     ck_assert_int_eq(inca_exit_code(INCA_ENOMEM), 1);
     ck_assert_int_eq(inca_exit_code(INCA_EIO), 1);
+    /* an agreed verdict of every rank: the mark survives more context, not a new error or a clear */
+    ck_assert(!inca_err_collective());
+    inca_err_mark_collective();
+    inca_fail_ctx(INCA_EINVAL, "partition");
+    ck_assert(inca_err_collective());
+    inca_fail(INCA_EINVAL, "another");
+    ck_assert(!inca_err_collective());
+    inca_err_mark_collective();
+    inca_err_clear();
+    ck_assert(!inca_err_collective());
 }
 END_TEST
 
