@@ -243,6 +243,21 @@ static void wait_policy_passive(char **argv) {
     unsetenv("OMP_WAIT_POLICY");   /* no restart (no /proc): the default policy, as before */
 }
 
+/* A command's failure on stderr, one line. Under MPI a rank names itself and ends the whole job
+ * (the others may wait in a collective; returns 1: no finalize, peers may be gone), unless the
+ * error is every rank's agreed verdict: then rank 0 alone says it and the job ends cleanly. */
+static int report_failure(const char *name, int rc, int nr, int me) {
+    const char *m = inca_errmsg();
+    if (nr > 1 && !inca_err_collective()) {
+        fprintf(stderr, "inca %s: rank %d of %d: %s\n", name, me, nr, m[0] ? m : "failed");
+        fflush(stderr);
+        comm_abort(g_comm, inca_exit_code(rc));   /* returns only without MPI */
+        return 1;
+    }
+    if (me == 0) fprintf(stderr, "inca %s: %s\n", name, m[0] ? m : "failed");
+    return 0;
+}
+
 int main(int argc, char **argv) {
     wait_policy_passive(argv);
     /* peak anonymous / file-backed memory for every --json (a sampling thread; without
@@ -300,22 +315,7 @@ int main(int argc, char **argv) {
             rc = inca_fail(INCA_EINVAL, "runs in one process; started as %d ranks (run it without mpirun)", nr);
         inca_threads();   /* one OpenMP pool, BLAS single-threaded inside it (core/util.c) */
         if (rc == INCA_OK) rc = cmds[i].fn(argc - 1, argv + 1);
-        if (rc != INCA_OK) {
-            const char *m = inca_errmsg();
-            if (nr > 1 && inca_err_collective()) {   /* every rank's verdict: said once, the job ends cleanly */
-                if (me == 0) fprintf(stderr, "inca %s: %s\n", cmds[i].name, m[0] ? m : "failed");
-                comm_finalize(&g_comm);
-                cli_comm_set(NULL);
-                return inca_exit_code(rc);
-            }
-            if (nr > 1) {   /* name the rank, then end the whole job: the others may wait in a collective */
-                fprintf(stderr, "inca %s: rank %d of %d: %s\n", cmds[i].name, me, nr, m[0] ? m : "failed");
-                fflush(stderr);
-                comm_abort(g_comm, inca_exit_code(rc));   /* returns only without MPI */
-                return inca_exit_code(rc);                 /* no finalize: peers may be gone */
-            }
-            fprintf(stderr, "inca %s: %s\n", cmds[i].name, m[0] ? m : "failed");
-        }
+        if (rc != INCA_OK && report_failure(cmds[i].name, rc, nr, me)) return inca_exit_code(rc);
         comm_finalize(&g_comm);
         cli_comm_set(NULL);
         return inca_exit_code(rc);
