@@ -143,7 +143,7 @@ static int mb_setup_check(mb_run_t *R, const dataset_t *d, int64_t n_train) {
     int64_t cnt[3] = {n_train, d->split_n[SPLIT_VALID], d->split_n[SPLIT_TEST]};
     if (comm_size(c->comm) > 1 && (rc = comm_allreduce_sum_i64(c->comm, cnt, 3, COMM_SETUP)) != INCA_OK) return rc;
     R->nva_all = cnt[1];
-    if (cnt[0] <= 0) return inca_fail(INCA_EINVAL, "no training nodes");
+    if (cnt[0] <= 0) return train_fail_no_train_nodes(c);   /* the full-batch trainers' message */
     if ((rc = train_model_config(d, c, c->seed, &R->mc)) != INCA_OK) return rc;
     if (R->mc.kind == NN_MLP) return inca_fail(INCA_EINVAL, "--model mlp has no aggregation: use --method full");
     /* the operators are affine (IncAgg adds a baseline; GAS adds halo rows of x): site 0 must see

@@ -239,8 +239,8 @@ int train_features_csr(int64_t n, int64_t f, const float *x, double max_density,
 }
 
 int train_fail_no_train_nodes(const train_config_t *c) {
-    return inca_fail(INCA_EINVAL, "%s: the train split is empty (a store ingested without splits has none): give --split "
-                     "random:TR,VA,TE or --train-indices FILE", c->store_path ? c->store_path : "the dataset");
+    return inca_fail(INCA_EINVAL, "%s: no training nodes (the train split is empty: a store ingested without splits has "
+                     "none): give --split random:TR,VA,TE or --train-indices FILE", c->store_path ? c->store_path : "the dataset");
 }
 
 int train_model_config(const dataset_t *d, const train_config_t *c, uint64_t seed, model_config_t *mc) {

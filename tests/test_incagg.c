@@ -1118,7 +1118,7 @@ START_TEST(mb_setup_edges) {
         mb_status(&d, &p, &c, d.split_n[0], i == 0 ? INCA_OK : INCA_EINVAL, "--refresh-relax");
     }
     c.refresh_relax = 1;
-    mb_status(&d, &p, &c, 0, INCA_EINVAL, "no training nodes");
+    mb_status(&d, &p, &c, 0, INCA_EINVAL, "no training nodes (the train split is empty");
     char *dir = tu_mkdtemp(), rank_dir[4200];
     c.checkpoint_dir = dir;
     c.resume = 1;
