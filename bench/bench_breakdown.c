@@ -56,6 +56,8 @@ static int breakdown_one(const dataset_t *d, train_config_t *c, const partition_
         json_num(j, "epoch_time_s", r.epoch_time_s);
         /* step_time_s is one optimiser step's: an epoch has steps_per_epoch of them */
         json_num(j, "train_time_per_epoch_s", r.step_time_s * (double)(r.steps_per_epoch > 0 ? r.steps_per_epoch : 1));
+        json_num(j, "step_time_s", r.step_time_s);   /* the two it is the product of */
+        json_int(j, "steps_per_epoch", r.steps_per_epoch);
         json_int(j, "threads", inca_threads());
     }
     /* wall: the whole run (setup, evaluation included) over its epochs */
