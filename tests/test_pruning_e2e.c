@@ -1251,6 +1251,23 @@ START_TEST(bench_smoke) {
     const char *js = tu_last_line(out);
     ck_assert_int_eq((int)tu_json_num(js, "kept"), 120);
     ck_assert(tu_json_num(js, "knn_gflops") > 0 && tu_json_num(js, "gemm_gflops") > 0);
+    {   /* each stage's fraction is its seconds over the total; the kNN's rate is pool^2 x features
+         * flops over its stage's seconds, and knn_vs_gemm that rate over the GEMM's */
+        cJSON *v[16];
+        const int n = tu_json_lines(out, v, 16);
+        const double total = tu_json_dbl(v[n - 1], "total_s");
+        double knn_s = -1;
+        for (int i = 0; i < n - 1; i++) {
+            const double sec = tu_json_dbl(v[i], "seconds");
+            ck_assert_double_eq_tol(tu_json_dbl(v[i], "fraction"), sec / total, 1e-12);
+            if (strcmp(tu_json_get(v[i], "stage", cJSON_String)->valuestring, "knn") == 0) knn_s = sec;
+        }
+        const double pool = tu_json_dbl(v[n - 1], "pool"), f = tu_json_dbl(v[n - 1], "features");
+        const double kg = tu_json_dbl(v[n - 1], "knn_gflops");
+        ck_assert_msg(knn_s > 0 && fabs(kg - pool * pool * f / knn_s / 1e9) <= 1e-9 * kg, "knn %g GFLOP/s, %g s", kg, knn_s);
+        ck_assert_double_eq_tol(tu_json_dbl(v[n - 1], "knn_vs_gemm"), kg / tu_json_dbl(v[n - 1], "gemm_gflops"), 1e-9 * kg);
+        tu_json_free_lines(v, n);
+    }
     dataset_t p;
     ck_assert_int_eq(dataset_load(pr, &p), 0);
     ck_assert_int_eq(p.split_n[SPLIT_TRAIN], 120);
@@ -1266,6 +1283,18 @@ START_TEST(bench_smoke) {
         ck_assert_str_eq(tu_json_get(j, "faiss_index", cJSON_String)->valuestring, "IVF8,Flat");
         ck_assert(tu_json_dbl(j, "recall") >= 0.999 && tu_json_dbl(j, "recall") <= 1.0);
         ck_assert(tu_json_dbl(j, "exact_s") > 0 && tu_json_dbl(j, "faiss_s") > 0);
+        ck_assert_double_eq_tol(tu_json_dbl(j, "speedup"), tu_json_dbl(j, "exact_s") / tu_json_dbl(j, "faiss_s"),
+                                1e-9 * tu_json_dbl(j, "speedup"));   /* exact's time over FAISS's */
+        cJSON_Delete(j);
+        free(out); free(err);
+        /* --max-rows takes the first rows of the pool; one list of 16 probed misses neighbours
+         * across the lists' borders: recall below 1 */
+        rc = run_inca("bench knn %s --knn 5 --faiss-index IVF16,Flat --faiss-nprobe 1 --max-rows 400 --threads 2 --json --quiet%s%s",
+                      sa, "", "", &out, &err);
+        ck_assert_msg(rc == 0, "bench knn failed (%d): %s", rc, err);
+        j = tu_json_last(out);
+        ck_assert_double_eq(tu_json_dbl(j, "rows"), 400);
+        ck_assert_msg(tu_json_dbl(j, "recall") > 0.2 && tu_json_dbl(j, "recall") < 0.999, "recall %g", tu_json_dbl(j, "recall"));
         cJSON_Delete(j);
     } else {
         ck_assert_msg(rc == 2 && strstr(err, "no FAISS"), "bench knn without FAISS: %d %s", rc, err);
