@@ -229,8 +229,10 @@ const char *train_model_name(int model);
 int train_refresh_fused(const train_config_t *c);
 const char *train_refresh_eval_name(const train_config_t *c);
 /* 1 when a test accuracy stays near chance: under the test split's largest class share (*share:
- * what always answering that class scores) plus 2 points, or under 1.5 / classes; 0 without a
- * figure to judge (NaN, fewer than 2 classes). What inca train and inca prune --eval warn of. */
+ * what always answering that class scores) plus 2 points, or under 1.5 / classes (1/C + 0.5/C),
+ * each margin at most a quarter of the way from its chance level to 100% (a 99:1 split's bar is
+ * 0.9925, not 1.01; two balanced classes' is 0.625, not 0.75); 0 without a figure to judge (NaN,
+ * fewer than 2 classes). What inca train and inca prune --eval warn of. */
 int train_near_chance(const dataset_t *d, double acc, double *share);
 /* INCA_EINVAL for a run without training nodes, naming c's store and the flags that give some
  * (a store ingested without splits, an edge list or a METIS file, has none). */

@@ -825,7 +825,8 @@ START_TEST(test_metrics_hooks_patience) {
 END_TEST
 
 /* The documented defaults and thresholds (train_common.h), by hand: near chance under the
- * test split's largest class share + 2 points or under 1.5 / classes; beta1 auto 0.9 except
+ * test split's largest class share + 2 points or under 1.5 / classes, each at most a quarter of
+ * the way to 100%; beta1 auto 0.9 except
  * TRAIN_BETA1_HISTORY for gas / incagg batches that leave parts out; eval-average auto 1 - B/K
  * for the mini-batch methods when a batch leaves parts out, else 0; the given values win. */
 START_TEST(test_auto_defaults_by_hand) {
@@ -851,16 +852,37 @@ START_TEST(test_auto_defaults_by_hand) {
     ck_assert_int_eq(train_near_chance(&d, 0.14, &share), 1);
     ck_assert_double_eq_tol(share, 0.1, 1e-15);
     ck_assert_int_eq(train_near_chance(&d, 0.16, &share), 0);
-    /* two classes, half each: the bar is 1.5 / 2 = 0.75 (a mutation test: binary tasks never
-     * judged passed); one class: nothing to judge */
+    /* two classes, half each: the bar is 0.5 + a quarter of the way to 100% = 0.625, not 1.5 / 2 =
+     * 0.75, which told a model at 68.9% on a balanced binary table whose Bayes rate is 70% (logistic
+     * regression 69.5%) that it was not learning (a mutation test: binary tasks never judged
+     * passed, or judged by 1.5 / 2); one class: nothing to judge */
     for (int i = 0; i < 10; i++) y[i] = i % 2;
     d.c = 2;
-    ck_assert_int_eq(train_near_chance(&d, 0.7, &share), 1);
+    ck_assert_int_eq(train_near_chance(&d, 0.6, &share), 1);
     ck_assert_double_eq_tol(share, 0.5, 1e-15);
+    ck_assert_int_eq(train_near_chance(&d, 0.62, &share), 1);
+    ck_assert_int_eq(train_near_chance(&d, 0.63, &share), 0);
+    ck_assert_int_eq(train_near_chance(&d, 0.7, &share), 0);
     ck_assert_int_eq(train_near_chance(&d, 0.8, &share), 0);
     for (int i = 0; i < 10; i++) y[i] = 0;
     d.c = 1;
     ck_assert_int_eq(train_near_chance(&d, 0.1, &share), 0);
+    /* 99 of 100 test labels one class: share + 2 points is 1.01, which no accuracy reaches (a
+     * model at 99.88% on a 1.6%-positive table was told it was not learning); the bar is a quarter
+     * of the way from 0.99 to 100%, 0.9925: always answering the large class stays near chance */
+    int32_t yi[100];
+    int64_t ti[100];
+    for (int i = 0; i < 100; i++) yi[i] = i == 0, ti[i] = i;
+    d.n = 100;
+    d.c = 2;
+    d.y = yi;
+    d.split[SPLIT_TEST] = ti;
+    d.split_n[SPLIT_TEST] = 100;
+    ck_assert_int_eq(train_near_chance(&d, 0.99, &share), 1);
+    ck_assert_double_eq_tol(share, 0.99, 1e-15);
+    ck_assert_int_eq(train_near_chance(&d, 0.992, &share), 1);
+    ck_assert_int_eq(train_near_chance(&d, 0.993, &share), 0);
+    ck_assert_int_eq(train_near_chance(&d, 1.0, &share), 0);
     /* train_config_default's values are the ones train_common.h documents per field (Kipf &
      * Welling's GCN settings; a mutation test: another default --epochs or --weight-decay passed,
      * inca train's own flag defaults hide them from the CLI tests) */
