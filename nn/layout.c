@@ -91,6 +91,7 @@ static int build_x(store_t *s, const partition_t *p, int featnorm, mem_arena_t *
         int r = store_array_chunk(s, "x", c, &ptr, &cnt);
         if (r == INCA_OK && cnt != (c + 1 < info.nchunks ? info.chunk_elems : n * f - c * info.chunk_elems))
             r = inca_fail(INCA_EINVAL, "%s: array 'x' chunk %lld holds %lld values", store_path(s), (long long)c, (long long)cnt);
+        if (r == INCA_OK) r = train_features_check(featnorm, ptr, c * info.chunk_elems, cnt, f);
         if (r == INCA_OK) r = scatter_rows(store_path(s), ptr, c * info.chunk_elems, cnt, f, p->perm, x);
         if (r != INCA_OK) {
 #pragma omp critical(layout_build_x)

@@ -91,6 +91,8 @@ static int train_check(const dataset_t *d, const train_config_t *c, const int64_
         return inca_fail(INCA_EINVAL, "--grad-reduce nccl: between the GPUs of MPI ranks (mpirun -np P, one GPU each); "
                          "this is one process%s", c->workers > 1 ? " (--workers runs its ranks in it)" : "");
     if (mb && !dataset_has_graph(d)) return inca_fail(INCA_EINVAL, "--method %s needs a graph; this dataset has none", train_method_name(c->method));
+    int rc = d->x ? train_features_check(c->feature_norm, d->x, 0, d->n * d->f, d->f) : INCA_OK;
+    if (rc != INCA_OK) return rc;
     for (int64_t i = 0; i < ntr; i++)
         if (tidx[i] < 0 || tidx[i] >= d->n)
             return inca_fail(INCA_EINVAL, "train index %lld (entry %lld) is outside [0, %lld)", (long long)tidx[i],

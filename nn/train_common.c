@@ -226,6 +226,16 @@ void train_features_prepare(int mode, int64_t n, int64_t f, const float *x, floa
     }
 }
 
+int train_features_check(int mode, const float *x, int64_t first, int64_t cnt, int64_t f) {
+    if (mode != TRAIN_FEATNORM_ROW || f < 1) return INCA_OK;
+    for (int64_t j = 0; j < cnt; j++)
+        if (x[j] < 0)
+            return inca_fail(INCA_EINVAL, "--feature-norm row: divides each node's features by their sum, which needs "
+                             "them >= 0; node %lld has %g in column %lld (use --feature-norm standard or none)",
+                             (long long)((first + j) / f), (double)x[j], (long long)((first + j) % f));
+    return INCA_OK;
+}
+
 int train_features_csr(int64_t n, int64_t f, const float *x, double max_density, csr_t *out) {
     int64_t nnz = 0;
     memset(out, 0, sizeof *out);

@@ -358,6 +358,11 @@ int train_loader_resolve(const train_config_t *c, int64_t n, int64_t f);
  * summing to 0 stay 0, as Kipf & Welling); standard: per column zero mean, unit population std
  * (constant columns -> 0). Computed in double, deterministic. x_out may equal x. */
 void train_features_prepare(int mode, int64_t n, int64_t f, const float *x, float *x_out);
+/* INCA_EINVAL, naming the node and column, when mode is row and one of the cnt values of a
+ * row-major x with f columns that start at flat index first (x points at that value) is negative:
+ * a row's sum is then no scale (near 0 or negative, it blew rows up or flipped their signs; a
+ * CSBM's GCN fell from 44% to chance); INCA_OK otherwise. */
+int train_features_check(int mode, const float *x, int64_t first, int64_t cnt, int64_t f);
 /* When at most max_density of x's n*f entries are nonzero, build *out (owned, values, n x f) and
  * return 1; else leave *out empty and return 0. Negative status on failure. */
 int train_features_csr(int64_t n, int64_t f, const float *x, double max_density, csr_t *out);
