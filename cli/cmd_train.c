@@ -223,9 +223,25 @@ static void train_method_json(json_t *j, const train_config_t *c, const train_re
     }
 }
 
+/* The data's kind (a store without a graph is a table) and the defaults it gave the flags not given. */
+typedef struct train_kind { int table; char flags[256]; } train_kind_t;
+
+/* After loading: a table takes its defaults for the flags not given (said once on stderr), then
+ * --parts is checked against the nodes (a shard holds its rank's rows: not checked). */
+static int train_on_loaded(const args_t *a, train_config_t *c, const dataset_t *d, int shard, int nranks, train_kind_t *k) {
+    k->table = !shard && !dataset_has_graph(d);
+    cli_train_kind_defaults(a, c, !k->table, nranks > 1 || c->workers > 1 ? 2 : 1, k->flags, sizeof k->flags);
+    if (k->flags[0] && c->log) {
+        char line[512];
+        snprintf(line, sizeof line, "train: %s is a table (no graph): defaults %s", c->store_path, k->flags);
+        c->log(c->log_ctx, TRAIN_LOG_INFO, line);
+    }
+    return shard ? INCA_OK : cli_train_check_parts(a, c, d->n, d->f);
+}
+
 /* The result line of --json (the contract scripts read: ARCHITECTURE.md). */
 static int train_result_json(const args_t *a, const train_config_t *c, const train_result_t *r, int64_t train_nodes,
-                             int nranks, const double *recs, double majority, int near) {
+                             int nranks, const double *recs, double majority, int near, const train_kind_t *kind) {
     json_t *j = NULL;
     int rc;
     if ((rc = json_new(&j))) return rc;
@@ -261,6 +277,9 @@ static int train_result_json(const args_t *a, const train_config_t *c, const tra
     train_method_json(j, c, r);
     train_placement_json(j, &r->placement, c->method != TRAIN_FULL);
     json_str(j, "model", model_kind_name(c->model));
+    /* the kind whose defaults the flags not given took, and which (cli_train_kind_defaults) */
+    json_str(j, "defaults", kind->table ? "table" : "graph");
+    json_str(j, "kind_defaults", kind->flags);
     json_str(j, "device", r->device);
     json_int(j, "runs", r->runs);
     json_int(j, "seed", (int64_t)c->seed);
@@ -331,7 +350,8 @@ int cmd_train(int argc, char **argv) {
     if ((rc = shard_dir_ranks(c.store_path, me, &shard_ranks) ? train_from_shard(a, &c, me, nranks, &sh, &d)
                                                                : train_dataset_load(&c, &d)))
         goto done;
-    if (!shard_ranks && (rc = cli_train_check_parts(a, &c, d.n, d.f))) goto done;   /* a shard holds its rank's rows */
+    train_kind_t kind;
+    if ((rc = train_on_loaded(a, &c, &d, shard_ranks, nranks, &kind))) goto done;
     /* stored, a stored split by name, or random:TR,VA,TE[:SEED] */
     if ((rc = dataset_split_apply(c.store_path, args_str(a, "--split", NULL), c.seed, &d))) goto done;
     const char *ti = args_str(a, "--train-indices", NULL);
@@ -353,7 +373,7 @@ int cmd_train(int argc, char **argv) {
     /* null where this rank's shard does not hold the whole test split, or the split is empty */
     const int near = shard_ranks || isnan(r.test_acc) ? -1 : train_near_chance(&d, r.test_acc, &majority);
     if (args_has(a, "--json")) {
-        rc = train_result_json(a, &c, &r, ids ? nids : d.split_n[SPLIT_TRAIN], nranks, recs, majority, near);
+        rc = train_result_json(a, &c, &r, ids ? nids : d.split_n[SPLIT_TRAIN], nranks, recs, majority, near, &kind);
     } else train_result_text(&c, &r, args_pos(a, 0), nranks);
     fflush(stdout);
     if (near > 0)   /* defaults that do not suit a dataset must not pass for a result */

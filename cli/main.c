@@ -56,7 +56,9 @@ static const struct { const char *name; int (*fn)(int, char **); const char *hel
      "            progress, status, launch or summary lines: all go to stderr)"},
     {"train", cmd_train,
      "train STORE --model M --method full|cluster|gas|incagg [flags]\n"
-     "  (defaults in brackets)\n"
+     "  (defaults in brackets, a graph's; on a store without a graph, a table, the flags not given take\n"
+     "  the table defaults, an MLP of 256 on standardised features, named on stderr and in --json's\n"
+     "  kind_defaults: README, \"Defaults by data kind\")\n"
      "  model     --model gcn|sage|gcnii|appnp|mlp [gcn] --layers L [2] --hidden H [16]\n"
      "            --dropout P [0.5] --batchnorm --residual --alpha A [0.1] --theta T [0.5] --K K [10]\n"
      "  optimiser --epochs E [200] --lr LR [0.01] --weight-decay W [5e-4] --wd-first-layer\n"
