@@ -380,7 +380,7 @@ START_TEST(test_checkpoint_arch_refusals) {
         c.epochs = 3;
         train_config_t o = c;
         if (w == 0) o.select_loss = 1;
-        else if (w == 1) o.feature_norm = TRAIN_FEATNORM_ROW;
+        else if (w == 1) o.feature_norm = TRAIN_FEATNORM_STANDARD;   /* (row needs features >= 0: this csbm has signed ones) */
         else o.metric = TRAIN_METRIC_F1;   /* the best epoch so far was picked by another figure */
         const int rc = train_run(&d, &o, NULL, 0, &r);
         if (rc == INCA_OK) train_result_free(&r);
