@@ -79,6 +79,17 @@ static void fold_run(train_result_t *r, train_result_t *one, int i, int runs, do
     *r = last;
 }
 
+/* --patience counts evaluations since the validation figure last improved: with no labelled
+ * validation row (Fashion-MNIST, --split random:0.6,0,0.4) it is never measured, and the run went
+ * on to --epochs as if the flag were not there. A shard's rows are its rank's: not checked. */
+static int train_check_patience(const dataset_t *d, const train_config_t *c) {
+    if (c->patience <= 0 || !d->y || c->given_partition) return INCA_OK;
+    for (int64_t i = 0; i < d->split_n[SPLIT_VALID]; i++)
+        if (d->y[d->split[SPLIT_VALID][i]] >= 0) return INCA_OK;
+    return inca_fail(INCA_EINVAL, "--patience %d: the validation split has no labelled row, so the figure it waits on is "
+                     "never measured (give one: --split random:TR,VA,TE; or leave --patience out)", c->patience);
+}
+
 /* The configuration and the training ids (tidx, ntr; idx_given: the caller's, not the train
  * split) checked before anything is opened. */
 static int train_check(const dataset_t *d, const train_config_t *c, const int64_t *tidx, int64_t ntr, int idx_given) {
@@ -104,7 +115,7 @@ static int train_check(const dataset_t *d, const train_config_t *c, const int64_
     if (ntr > 0 && d->y && !labelled && !c->given_partition)
         return inca_fail(INCA_EINVAL, "none of the %lld training nodes (%s) has a label: nothing to train on", (long long)ntr,
                          idx_given ? "--train-indices" : "the train split");
-    return INCA_OK;
+    return train_check_patience(d, c);
 }
 
 /* The loader of the runs into cc->loader: the caller's views, the store's views (opened into

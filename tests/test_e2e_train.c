@@ -903,6 +903,15 @@ START_TEST(test_table_defaults) {
     cJSON_Delete(r);
     free(out);
     free(err);
+    /* --patience waits on the validation figure: without a labelled validation row it is refused */
+    snprintf(args, sizeof args, "train '%s' --threads 1 --epochs 2 --patience 3 --split random:0.8,0,0.2 --quiet", st);
+    ck_assert_int_eq(tu_inca(args, &out, &err), 2);
+    ck_assert_msg(strstr(err, "--patience 3: the validation split has no labelled row") && strstr(err, "--split random:TR,VA,TE"),
+                  "%s", err);
+    free(out);
+    free(err);
+    snprintf(args, sizeof args, "train '%s' --threads 1 --epochs 2 --patience 3 --quiet", st);
+    ck_assert_int_eq(tu_inca(args, NULL, NULL), 0);
     snprintf(args, sizeof args, "gen --kind csbm --nodes 300 --avg-degree 6 --features 8 --classes 3 --seed 1 --out '%s/g'", dir);
     ck_assert_int_eq(tu_inca(args, NULL, NULL), 0);
     snprintf(args, sizeof args, "train '%s/g' --threads 1 --json --epochs 2", dir);
