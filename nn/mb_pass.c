@@ -209,6 +209,8 @@ int mb_eval_pass(mb_run_t *R, mb_stats_t *st, int ep, double te0) {
     int rc = agg_flush(R->agg);   /* host tables: the last pushes land before anything reads them */
     if (rc != INCA_OK) return rc;
     double t0 = inca_now(), c0 = mb_cpu_now();
+    int64_t cp0[3], cp1[3];
+    kc_mem_copied(R->kc, cp0);   /* a refresh riding on this pass moves its bytes here */
     /* the full-graph SpMM is linear: narrowing layers aggregate after W; a refresh must see (and
      * store) each layer's input itself */
     if (R->stream) rc = mb_pass(R, R->fused_pending, &logits);
@@ -220,7 +222,13 @@ int mb_eval_pass(mb_run_t *R, mb_stats_t *st, int ep, double te0) {
     if (rc == INCA_OK && R->dev) rc = kc_sync(R->kc);
     if (rc != INCA_OK) return rc;
     double dt = inca_now() - t0;
-    if (R->fused_pending) { st->refresh_s_total += dt; st->refresh_cpu_s += mb_cpu_now() - c0; st->refreshes++; st->fused++; }
+    if (R->fused_pending) {   /* the refresh's bus bytes and count, as mb_refresh's own pass records them */
+        kc_mem_copied(R->kc, cp1);
+        R->place.refresh_h2d += cp1[KERN_H2D] - cp0[KERN_H2D];
+        R->place.refresh_d2h += cp1[KERN_D2H] - cp0[KERN_D2H];
+        R->place.refreshes++;
+        st->refresh_s_total += dt; st->refresh_cpu_s += mb_cpu_now() - c0; st->refreshes++; st->fused++;
+    }
     else { st->eval_s_total += dt; st->eval_cpu_s += mb_cpu_now() - c0; st->evals++; }
     R->fused_pending = 0;
     train_epoch_eval_t e = {.run = R->run, .epoch = ep, .train_loss = R->train_loss, .n_valid = R->nva_all};

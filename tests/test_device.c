@@ -533,6 +533,35 @@ START_TEST(device_memory_budget) {
 }
 END_TEST
 
+/* The bytes an IncAgg refresh moves (host tables: the recompute pass writes each hidden layer's
+ * S and M back) are counted whether the refresh runs its own pass or rides on the epoch's
+ * evaluation (the default): until the fix the shared pass's bytes went uncounted and
+ * d2h_bytes_per_refresh read 0 on every default run. */
+START_TEST(refresh_bytes_counted_when_fused) {
+    if (strcmp(dut, "cpu") == 0) return;   /* no device: no bus counters */
+    static const char *const loaders[] = {"copy", "view"};
+    for (int l = 0; l < 2; l++) {
+        char args[512];
+        snprintf(args, sizeof args, "--method incagg --parts 8 --batch-parts 2 --epochs 2 --loader %s "
+                 "--history-location host", loaders[l]);
+        cJSON *fu = train_dut(args);
+        strcat(args, " --refresh-eval separate");
+        cJSON *se = train_dut(args);
+        /* 2 layers of hidden 16: S^1 and M^1, 2708 rows of 16 floats each */
+        const double want = 2.0 * 2708 * 16 * sizeof(float);
+        ck_assert_msg(tu_json_dbl(se, "d2h_bytes_per_refresh") == want, "%s separate: %g bytes to the host a refresh, want %g",
+                      loaders[l], tu_json_dbl(se, "d2h_bytes_per_refresh"), want);
+        static const char *const keys[] = {"d2h_bytes_per_refresh", "h2d_bytes_per_refresh", "h2d_bytes_per_step",
+                                           "d2h_bytes_per_step"};
+        for (int k = 0; k < 4; k++)
+            ck_assert_msg(tu_json_dbl(fu, keys[k]) == tu_json_dbl(se, keys[k]), "%s: %s %g with the evaluation, %g alone",
+                          loaders[l], keys[k], tu_json_dbl(fu, keys[k]), tu_json_dbl(se, keys[k]));
+        cJSON_Delete(fu);
+        cJSON_Delete(se);
+    }
+}
+END_TEST
+
 int main(void) {
     const char *e = getenv("INCA_TEST_DEVICE");
     if (e && strcmp(e, "cpu-blas") == 0) {
@@ -559,6 +588,7 @@ int main(void) {
     tcase_add_test(tc, row_batches_and_checkpoints);
     tcase_add_test(tc, mini_batch_every_method);
     tcase_add_test(tc, device_memory_budget);
+    tcase_add_test(tc, refresh_bytes_counted_when_fused);
     suite_add_tcase(s, tc);
     return tu_run_suite(s);
 }
