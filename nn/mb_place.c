@@ -121,6 +121,7 @@ static int mb_agg_place(mb_run_t *R, agg_config_t *ac) {
         agg_free(&R->agg);
         train_log(c, TRAIN_LOG_INFO, "history tables in host memory: %s", inca_errmsg());
         ac->host_tables = 1;
+        R->tables_auto_host = 1;
     }
     return agg_create(ac, &R->agg);
 }

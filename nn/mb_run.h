@@ -95,6 +95,7 @@ typedef struct mb_run {
     float *pan_h;               /* x_host: a panel's Â X computed on the CPU (pinned) */
     kern_mat_t *a_h, **apan_h;  /* x_host: Â and its panels on the CPU (views of D.a) */
     int tables_host;            /* auto: the tables went to the host to make room for host features' staging */
+    int tables_auto_host;       /* auto: the tables went to the host, not fitting the device budget */
     int64_t anon_need;          /* --memory-budget: what the batch needs (checked) */
     int64_t anon_base;          /* --memory-budget: the process's anonymous memory at the start */
     int64_t spe, R, gstep;

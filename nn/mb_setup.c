@@ -393,6 +393,31 @@ static int mb_anon_baseline(mb_run_t *R, const dataset_t *d) {
     return INCA_OK;
 }
 
+/* What could still make a refused run fit the device budget: only the changes this run has not
+ * made or tried (auto has already tried the host for the tables and the features), would take
+ * (GAS refuses host features, and host tables with ranks) and that shrink the device's share
+ * (bf16 tables only on the device); a batch's size and the budget always. */
+static const char *mb_budget_remedies(const mb_run_t *R, char *buf, size_t cap) {
+    const train_config_t *c = R->c;
+    const int tables = R->method != AGG_CLUSTER;
+    /* host tables reach the device as fp32 rows: bf16 saves host memory there, not the device's */
+    const int tables_host = c->history_host == TRAIN_HIST_HOST || R->tables_host || R->tables_auto_host;
+    size_t k = 0;
+    buf[0] = '\0';
+    if (!R->stream)
+        k += (size_t)snprintf(buf + k, cap - k, "--loader view keeps one batch's activations on the device instead of every node's, ");
+    if (k < cap && tables && !tables_host && c->history_dtype == HIST_F32)
+        k += (size_t)snprintf(buf + k, cap - k, "--history-dtype bf16 halves the tables, ");
+    if (k < cap && tables && c->history_host == TRAIN_HIST_DEVICE && !(R->workers > 1 && R->method == AGG_GAS))
+        k += (size_t)snprintf(buf + k, cap - k, "--history-location host|auto moves them, ");
+    if (k < cap && R->stream && c->features_host == TRAIN_HIST_DEVICE && (R->method == AGG_CLUSTER || mb_view_m0(R) != NULL))
+        k += (size_t)snprintf(buf + k, cap - k, "--features-location host|auto moves the features, ");
+    if (k < cap)
+        snprintf(buf + k, cap - k, "%sfewer --batch-parts or a larger --device-memory-budget",
+                 R->stream ? "" : "with the view loader, ");
+    return buf;
+}
+
 int mb_run_setup(mb_run_t *R, const dataset_t *d, const int64_t *train_idx, int64_t n_train) {
     const train_config_t *c = R->c;
     hist_dtype_t hd = HIST_F32;
@@ -405,10 +430,10 @@ int mb_run_setup(mb_run_t *R, const dataset_t *d, const int64_t *train_idx, int6
         (rc = mb_setup_loader(R, &hd, &m0)) != INCA_OK || (rc = mb_setup_model(R)) != INCA_OK ||
         (R->stream && (rc = mb_setup_panels(R)) != INCA_OK) || (rc = mb_setup_buffers(R)) != INCA_OK ||
         (rc = mb_setup_tables(R, d, hd, m0, &ns)) != INCA_OK) {   /* the tables late: they may move to the host */
-        if (rc == INCA_ENOMEM && R->place.budget > 0 && strstr(inca_errmsg(), "device memory budget"))
-            return inca_fail_ctx(rc, "refused before training (--loader view keeps one batch's activations on the "
-                                 "device instead of every node's, --history-dtype bf16 halves the tables, "
-                                 "--history-location host moves them, --features-location host the features)");
+        if (rc == INCA_ENOMEM && R->place.budget > 0 && strstr(inca_errmsg(), "device memory budget")) {
+            char what[512];
+            return inca_fail_ctx(rc, "refused before training (%s)", mb_budget_remedies(R, what, sizeof what));
+        }
         return rc;
     }
     train_device_budget_setup_done(R->kc, &R->place);
