@@ -52,6 +52,17 @@ void train_config_default(train_config_t *c) {
     c->features_host = TRAIN_HIST_AUTO;
 }
 
+int train_device_budget_check(const train_config_t *c, kern_ctx_t *kc) {
+    if (c->device_memory_budget <= 0 || kc_device(kc) == KERN_DEV_CPU) return INCA_OK;
+    kern_mem_stats_t s;
+    kc_mem_stats(kc, &s);
+    if (s.device_total <= 0 || c->device_memory_budget <= s.device_total) return INCA_OK;   /* 0: unknown */
+    const double MB = 1048576.0;
+    return inca_fail(INCA_EINVAL, "--device-memory-budget %.1f MB: more than the device has (%.1f MB, %.1f MB of it free); "
+                     "give at most that, or leave the flag out to plan for what is free",
+                     c->device_memory_budget / MB, s.device_total / MB, s.device_free / MB);
+}
+
 int train_device_budget_begin(const train_config_t *c, kern_ctx_t *kc, const char *first_use, train_placement_t *pl) {
     memset(pl, 0, sizeof *pl);
     if (kc_device(kc) == KERN_DEV_CPU) {
@@ -60,6 +71,8 @@ int train_device_budget_begin(const train_config_t *c, kern_ctx_t *kc, const cha
                              "backend's memory is --memory-budget's");
         return INCA_OK;
     }
+    int rc = train_device_budget_check(c, kc);
+    if (rc != INCA_OK) return rc;
     kern_mem_stats_t s;
     kc_mem_stats(kc, &s);
     pl->on_device = 1;

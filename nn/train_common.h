@@ -331,6 +331,9 @@ typedef struct train_result {
 void train_result_free(train_result_t *r);   /* frees the per-run arrays, zeroes *r */
 
 
+/* --device-memory-budget against the device's memory (where the backend knows it): a budget
+ * over it is refused naming both (INCA_EINVAL), before anything is planned under it. */
+int train_device_budget_check(const train_config_t *c, struct kern_ctx *kc);
 /* --device-memory-budget at the start of a run's setup on kc: pl->budget is c's budget, or
  * what the device has free plus what kc already holds; the part held back for the workspaces
  * the libraries allocate at their first calls (CUDA: 64 MiB + 1%) in pl->reserve; kc's limit set

@@ -150,8 +150,10 @@ int train_full_dist(const dataset_t *d, const train_config_t *c, const int64_t *
     if (!p || p->n != d->n)
         return inca_fail(INCA_EINVAL, "partitioning covers %lld nodes, dataset has %lld", (long long)(p ? p->n : -1),
                          (long long)d->n);
+    int rc = train_device_budget_check(c, c->kc ? c->kc : kc_cpu());   /* the job's, before it is shared */
+    if (rc != INCA_OK) return rc;
     fd_shared_t S;
-    int rc = fd_shared_make(d, c, train_idx, n_train, p, P, &S);
+    rc = fd_shared_make(d, c, train_idx, n_train, p, P, &S);
     if (rc) return rc;
     if (mpi) {
         rc = train_dist_rank_run(&S, d, c, c->comm, run, r);

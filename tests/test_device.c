@@ -594,6 +594,32 @@ START_TEST(budget_refusal_names_untried_remedies) {
 }
 END_TEST
 
+/* A --device-memory-budget over the device's memory: refused before anything is planned
+ * under it, naming both (exit 2). Before the fix it was taken as the plan's limit: auto kept
+ * tables and features on the device and the run died in the device's own allocator ('emu
+ * device: out of memory: 3989472 bytes asked with 34448428 of its 37748736 in use', exit 1),
+ * where the same run without the flag fits by moving them to the host. */
+START_TEST(budget_over_the_device_refused) {
+    if (strcmp(dut, "emu") != 0) return;   /* the emulated device's size is ours to set */
+    char args[512], *err = NULL;
+    setenv("INCA_EMU_MEMORY", "37748736", 1);   /* 36 MiB */
+    snprintf(args, sizeof args, "--method incagg --parts 8 --batch-parts 2 --epochs 1 --loader view --device emu "
+             "--device-memory-budget 40M");
+    ck_assert_int_eq(train_fails(args, &err), 2);
+    ck_assert_msg(strstr(err, "--device-memory-budget 40.0 MB") && strstr(err, "more than the device has (36.0 MB"), "%s", err);
+    free(err);
+    snprintf(args, sizeof args, "--parts 8 --epochs 1 --workers 2 --device emu --device-memory-budget 40M");
+    ck_assert_int_eq(train_fails(args, &err), 2);
+    ck_assert_msg(strstr(err, "more than the device has (36.0 MB"), "%s", err);
+    free(err);
+    cJSON *fit = train_dut("--method incagg --parts 8 --batch-parts 2 --epochs 1 --loader view");   /* the device's free memory */
+    ck_assert(tu_json_dbl(fit, "peak_device_mb") <= 36.0);
+    ck_assert(tu_json_dbl(fit, "device_total_mb") == 36.0);
+    cJSON_Delete(fit);
+    unsetenv("INCA_EMU_MEMORY");
+}
+END_TEST
+
 int main(void) {
     const char *e = getenv("INCA_TEST_DEVICE");
     if (e && strcmp(e, "cpu-blas") == 0) {
@@ -622,6 +648,7 @@ int main(void) {
     tcase_add_test(tc, device_memory_budget);
     tcase_add_test(tc, refresh_bytes_counted_when_fused);
     tcase_add_test(tc, budget_refusal_names_untried_remedies);
+    tcase_add_test(tc, budget_over_the_device_refused);
     suite_add_tcase(s, tc);
     return tu_run_suite(s);
 }
