@@ -432,7 +432,8 @@ int mb_run_setup(mb_run_t *R, const dataset_t *d, const int64_t *train_idx, int6
         (rc = mb_setup_tables(R, d, hd, m0, &ns)) != INCA_OK) {   /* the tables late: they may move to the host */
         if (rc == INCA_ENOMEM && R->place.budget > 0 && strstr(inca_errmsg(), "device memory budget")) {
             char what[512];
-            return inca_fail_ctx(rc, "refused before training (%s)", mb_budget_remedies(R, what, sizeof what));
+            return inca_fail_ctx(train_budget_refusal_code(c, rc), "refused before training (%s)",
+                                 mb_budget_remedies(R, what, sizeof what));
         }
         return rc;
     }

@@ -52,6 +52,10 @@ void train_config_default(train_config_t *c) {
     c->features_host = TRAIN_HIST_AUTO;
 }
 
+int train_budget_refusal_code(const train_config_t *c, int rc) {
+    return c->device_memory_budget > 0 ? INCA_EINVAL : rc;
+}
+
 int train_device_budget_check(const train_config_t *c, kern_ctx_t *kc) {
     if (c->device_memory_budget <= 0 || kc_device(kc) == KERN_DEV_CPU) return INCA_OK;
     kern_mem_stats_t s;

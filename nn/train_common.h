@@ -331,6 +331,10 @@ typedef struct train_result {
 void train_result_free(train_result_t *r);   /* frees the per-run arrays, zeroes *r */
 
 
+/* The code of a refusal before training under the device budget: a --device-memory-budget the
+ * run cannot fit is a flag's value too small (INCA_EINVAL, exit 2, as --memory-budget's); under
+ * the device's own free memory it stays rc (exit 1). */
+int train_budget_refusal_code(const train_config_t *c, int rc);
 /* --device-memory-budget against the device's memory (where the backend knows it): a budget
  * over it is refused naming both (INCA_EINVAL), before anything is planned under it. */
 int train_device_budget_check(const train_config_t *c, struct kern_ctx *kc);

@@ -214,8 +214,8 @@ int train_dist_rank_run(const fd_shared_t *S, const dataset_t *d, const train_co
     comm_reset_bytes(comm);
     int rc = train_dist_rank_setup(&R, S, c);
     if (rc == INCA_ENOMEM && R.place.budget > 0 && strstr(inca_errmsg(), "device memory budget"))
-        rc = inca_fail_ctx(rc, "refused before training (its rows, halo and activations on the device; more ranks, or "
-                           "--method incagg or gas, hold less)");   /* the rank is named by who reports it */
+        rc = inca_fail_ctx(train_budget_refusal_code(c, rc), "refused before training (its rows, halo and activations on "
+                           "the device; more ranks, or --method incagg or gas, hold less)");   /* the rank: its reporter's */
     fd_progress_t g = {.ckdir = c->checkpoint_dir};
     train_best_init(&g.best);
     g.best.by_loss = c->select_loss;

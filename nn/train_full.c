@@ -312,8 +312,8 @@ int train_full(const dataset_t *d, const train_config_t *c, const int64_t *train
     if ((rc = full_check(c, train_idx, n_train, f.norm))) return rc;
     if ((rc = full_setup(&f, d, c, train_idx, n_train))) {
         if (rc == INCA_ENOMEM && f.place.budget > 0 && strstr(inca_errmsg(), "device memory budget"))   /* what it held is in the message */
-            rc = inca_fail_ctx(rc, "full-batch refused before training: it holds every node's activations on the "
-                               "device (--method incagg or gas train in batches)");
+            rc = inca_fail_ctx(train_budget_refusal_code(c, rc), "full-batch refused before training: it holds every "
+                               "node's activations on the device (--method incagg or gas train in batches)");
         goto done;
     }
     train_best_t best;

@@ -448,7 +448,7 @@ START_TEST(device_memory_budget) {
     ck_assert_msg(scr && atof(scr + strlen("operator scratch ")) >= 3.5, "%s", err);
     free(err);
     snprintf(args, sizeof args, "--epochs 2 --device %s --device-memory-budget 20M", dut);
-    ck_assert_int_ne(train_fails(args, &err), 0);
+    ck_assert_int_eq(train_fails(args, &err), 2);
     ck_assert_msg(strstr(err, "full-batch refused before training") && strstr(err, "activations"), "%s", err);
     free(err);
     /* full-batch over thread ranks on one device: each rank holds its own rows of Â and tables
@@ -574,7 +574,7 @@ START_TEST(budget_refusal_names_untried_remedies) {
     /* view loader, host tables given, features moved by auto: none of the three helps */
     snprintf(args, sizeof args, "--method incagg --parts 8 --batch-parts 2 --epochs 1 --loader view --device %s "
              "--device-memory-budget 20M --history-location host", dut);
-    ck_assert_int_ne(train_fails(args, &err), 0);
+    ck_assert_int_eq(train_fails(args, &err), 2);   /* the flag's value too small */
     ck_assert_msg(strstr(err, "refused before training") && strstr(err, "--device-memory-budget") &&
                   strstr(err, "--batch-parts") && !strstr(err, "--loader view") && !strstr(err, "--history-location") &&
                   !strstr(err, "--features-location") && !strstr(err, "--history-dtype"), "%s", err);
@@ -582,13 +582,13 @@ START_TEST(budget_refusal_names_untried_remedies) {
     /* GAS cannot keep its features on the host */
     snprintf(args, sizeof args, "--method gas --parts 8 --batch-parts 2 --epochs 1 --loader view --device %s "
              "--device-memory-budget 20M --features-location device", dut);
-    ck_assert_int_ne(train_fails(args, &err), 0);
+    ck_assert_int_eq(train_fails(args, &err), 2);   /* the flag's value too small */
     ck_assert_msg(strstr(err, "refused before training") && !strstr(err, "--features-location"), "%s", err);
     free(err);
     /* the copy loader, forced device tables: the view loader and host tables would help */
     snprintf(args, sizeof args, "--method incagg --parts 8 --batch-parts 2 --epochs 1 --loader copy --device %s "
              "--device-memory-budget 20M --history-location device", dut);
-    ck_assert_int_ne(train_fails(args, &err), 0);
+    ck_assert_int_eq(train_fails(args, &err), 2);   /* the flag's value too small */
     ck_assert_msg(strstr(err, "refused before training") && strstr(err, "--loader view") &&
                   strstr(err, "--history-location host") && !strstr(err, "--features-location"), "%s", err);
     free(err);
@@ -613,6 +613,11 @@ START_TEST(budget_over_the_device_refused) {
     ck_assert_int_eq(train_fails(args, &err), 2);
     ck_assert_msg(strstr(err, "more than the device has (36.0 MB"), "%s", err);
     free(err);
+    setenv("INCA_EMU_MEMORY", "20971520", 1);   /* 20 MiB: full-batch Cora does not fit the device itself: exit 1 */
+    ck_assert_int_eq(train_fails("--epochs 1 --device emu", &err), 1);
+    ck_assert_msg(strstr(err, "full-batch refused before training"), "%s", err);
+    free(err);
+    setenv("INCA_EMU_MEMORY", "37748736", 1);
     cJSON *fit = train_dut("--method incagg --parts 8 --batch-parts 2 --epochs 1 --loader view");   /* the device's free memory */
     ck_assert(tu_json_dbl(fit, "peak_device_mb") <= 36.0);
     ck_assert(tu_json_dbl(fit, "device_total_mb") == 36.0);
