@@ -231,7 +231,7 @@ static void train_budget_warn(const train_config_t *c) {
     memstat_peaks(&anon, &file);
     const double budget = (double)c->memory_budget / 1048576.0;
     if (c->memory_budget > 0 && anon > budget)
-        fprintf(stderr, "train: warning: anonymous memory peaked at %.1f MB, %.1f MB over --memory-budget %.1f MB (what "
+        fprintf(stderr, "train: warning: anonymous memory peaked at %.2f MB, %.2f MB over --memory-budget %.2f MB (what "
                 "the budget does not count: OpenBLAS's per-thread buffers; README, \"Not counted\"): give %.0f MB more\n",
                 anon, anon - budget, budget, ceil(anon - budget));
 }
@@ -241,9 +241,9 @@ typedef struct train_kind { int table; char flags[256]; } train_kind_t;
 
 /* After loading: a table takes its defaults for the flags not given (said once on stderr), then
  * --parts is checked against the nodes (a shard holds its rank's rows: not checked). */
-static int train_on_loaded(const args_t *a, train_config_t *c, const dataset_t *d, int shard, int nranks, train_kind_t *k) {
+static int train_on_loaded(const args_t *a, train_config_t *c, const dataset_t *d, int shard, train_kind_t *k) {
     k->table = !shard && !dataset_has_graph(d);
-    cli_train_kind_defaults(a, c, !k->table, nranks > 1 || c->workers > 1 ? 2 : 1, k->flags, sizeof k->flags);
+    cli_train_kind_defaults(a, c, !k->table, k->flags, sizeof k->flags);
     if (k->flags[0] && c->log) {
         char line[512];
         snprintf(line, sizeof line, "train: %s is a table (no graph): defaults %s", c->store_path, k->flags);
@@ -364,7 +364,7 @@ int cmd_train(int argc, char **argv) {
                                                                : train_dataset_load(&c, &d)))
         goto done;
     train_kind_t kind;
-    if ((rc = train_on_loaded(a, &c, &d, shard_ranks, nranks, &kind))) goto done;
+    if ((rc = train_on_loaded(a, &c, &d, shard_ranks, &kind))) goto done;
     /* stored, a stored split by name, or random:TR,VA,TE[:SEED] */
     if ((rc = dataset_split_apply(c.store_path, args_str(a, "--split", NULL), c.seed, &d))) goto done;
     const char *ti = args_str(a, "--train-indices", NULL);

@@ -405,13 +405,12 @@ static const flag_scope_t flag_scopes[] = {
 /* The graph defaults are GCN-on-Cora's (200 full-batch epochs at lr 0.01, 16 hidden, raw
  * features): on Fashion-MNIST they trained an MLP to 73% (numpy's logistic regression: 84%), on a
  * CSV table with raw-scale columns to the majority class; the table's give 88% and 85%. */
-void cli_train_kind_defaults(const args_t *a, train_config_t *c, int graph, int ranks, char *what, size_t len) {
+void cli_train_kind_defaults(const args_t *a, train_config_t *c, int graph, char *what, size_t len) {
     static const char *const flag[] = {"--model", "--hidden", "--feature-norm", "--epochs", "--batch-size", "--lr", "--dropout"};
     static const char *const value[] = {"mlp", "256", "standard", "20", "128", "0.001", "0.2"};
     size_t l = 0;
     what[0] = '\0';
-    const int n = graph ? 0 : ranks > 1 ? 3 : 7;   /* the mini-batch MLP (and its short schedule) is one process's */
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; !graph && i < 7; i++) {
         if (args_has(a, flag[i])) continue;
         switch (i) {
         case 0: c->model = NN_MLP; break;

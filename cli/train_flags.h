@@ -26,10 +26,9 @@ int cli_train_ranks(const args_t *a, const train_config_t *c, int *relaunch);
 /* Defaults by data kind, after the dataset is loaded: a store without a graph (a table:
  * Fashion-MNIST, a CSV table) takes, for each flag not given (typed or from --config), what prune
  * takes on a table (README "Defaults by data kind"): --model mlp --hidden 256 --feature-norm
- * standard --epochs 20 --batch-size 128 --lr 0.001 --dropout 0.2; with several ranks (MPI or
- * --workers, where --batch-size is one process's) only the first three. what <- the flags taken,
- * "" on a graph. */
-void cli_train_kind_defaults(const args_t *a, train_config_t *c, int graph, int ranks, char *what, size_t len);
+ * standard --epochs 20 --batch-size 128 --lr 0.001 --dropout 0.2 (ranks, MPI or --workers,
+ * partition a graph: a table is one process's). what <- the flags taken, "" on a graph. */
+void cli_train_kind_defaults(const args_t *a, train_config_t *c, int graph, char *what, size_t len);
 /* "config": every resolved flag of c (and a's positional STORE) under the flag's name. */
 void cli_train_config_json(json_t *j, const args_t *a, const train_config_t *c);
 /* DIR/config.json (DIR made when missing): {"config": ..., "version": ...}, written whole via
