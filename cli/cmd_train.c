@@ -244,7 +244,8 @@ typedef struct train_kind { int table; char flags[256]; } train_kind_t;
 static int train_on_loaded(const args_t *a, train_config_t *c, const dataset_t *d, int shard, train_kind_t *k) {
     k->table = !shard && !dataset_has_graph(d);
     cli_train_kind_defaults(a, c, !k->table, k->flags, sizeof k->flags);
-    if (k->flags[0] && c->log) {
+    /* not before a refusal: a table with a graph model or method typed is refused by train_check */
+    if (k->flags[0] && c->log && c->model == NN_MLP && c->method == TRAIN_FULL) {
         char line[512];
         snprintf(line, sizeof line, "train: %s is a table (no graph): defaults %s", c->store_path, k->flags);
         c->log(c->log_ctx, TRAIN_LOG_INFO, line);

@@ -903,6 +903,12 @@ START_TEST(test_table_defaults) {
     cJSON_Delete(r);
     free(out);
     free(err);
+    /* a graph model typed on a table: refused, without the defaults line before it */
+    snprintf(args, sizeof args, "train '%s' --threads 1 --model gcn", st);
+    ck_assert_int_eq(tu_inca(args, &out, &err), 2);
+    ck_assert_msg(strstr(err, "needs a graph") && !strstr(err, "is a table"), "%s", err);
+    free(out);
+    free(err);
     /* --patience waits on the validation figure: without a labelled validation row it is refused */
     snprintf(args, sizeof args, "train '%s' --threads 1 --epochs 2 --patience 3 --split random:0.8,0,0.2 --quiet", st);
     ck_assert_int_eq(tu_inca(args, &out, &err), 2);
