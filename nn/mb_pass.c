@@ -161,6 +161,19 @@ int mb_pass(mb_run_t *R, int refresh, const float **logits) {
     return rc;
 }
 
+/* A refresh done, its own pass or the evaluation's (started at t0, CPU c0, the context's copied
+ * bytes cp0): its time, count and bus bytes. */
+static void mb_refresh_done(mb_run_t *R, mb_stats_t *st, const int64_t cp0[3], double t0, double c0) {
+    int64_t cp1[3];
+    kc_mem_copied(R->kc, cp1);
+    R->place.refresh_h2d += cp1[KERN_H2D] - cp0[KERN_H2D];
+    R->place.refresh_d2h += cp1[KERN_D2H] - cp0[KERN_D2H];
+    R->place.refreshes++;
+    st->refresh_s_total += inca_now() - t0;
+    st->refresh_cpu_s += mb_cpu_now() - c0;
+    st->refreshes++;
+}
+
 /* An IncAgg refresh that is due now. The recompute source shares the pass with an evaluation
  * due at this epoch end (fused_pending) unless --refresh-eval separate; otherwise it runs its
  * own eval-mode pass. */
@@ -174,7 +187,7 @@ int mb_refresh(mb_run_t *R, mb_stats_t *st, int shares_eval) {
     /* on a device the steps were drained before (their time is theirs); the refresh is drained
      * after, so its time is its own */
     double t0 = inca_now(), c0 = mb_cpu_now();
-    int64_t cp0[3], cp1[3];
+    int64_t cp0[3];
     kc_mem_copied(R->kc, cp0);
     if (agg_source(R->agg) == AGG_SRC_RECOMPUTE) {
         const float *logits;
@@ -191,13 +204,7 @@ int mb_refresh(mb_run_t *R, mb_stats_t *st, int shares_eval) {
         rc = agg_refresh(R->agg);
     }
     if (rc == INCA_OK && R->dev) rc = kc_sync(R->kc);
-    kc_mem_copied(R->kc, cp1);
-    R->place.refresh_h2d += cp1[KERN_H2D] - cp0[KERN_H2D];
-    R->place.refresh_d2h += cp1[KERN_D2H] - cp0[KERN_D2H];
-    R->place.refreshes++;
-    st->refresh_s_total += inca_now() - t0;
-    st->refresh_cpu_s += mb_cpu_now() - c0;
-    st->refreshes++;
+    mb_refresh_done(R, st, cp0, t0, c0);
     return rc;
 }
 
@@ -209,7 +216,7 @@ int mb_eval_pass(mb_run_t *R, mb_stats_t *st, int ep, double te0) {
     int rc = agg_flush(R->agg);   /* host tables: the last pushes land before anything reads them */
     if (rc != INCA_OK) return rc;
     double t0 = inca_now(), c0 = mb_cpu_now();
-    int64_t cp0[3], cp1[3];
+    int64_t cp0[3];
     kc_mem_copied(R->kc, cp0);   /* a refresh riding on this pass moves its bytes here */
     /* the full-graph SpMM is linear: narrowing layers aggregate after W; a refresh must see (and
      * store) each layer's input itself */
@@ -221,15 +228,14 @@ int mb_eval_pass(mb_run_t *R, mb_stats_t *st, int ep, double te0) {
     }
     if (rc == INCA_OK && R->dev) rc = kc_sync(R->kc);
     if (rc != INCA_OK) return rc;
-    double dt = inca_now() - t0;
-    if (R->fused_pending) {   /* the refresh's bus bytes and count, as mb_refresh's own pass records them */
-        kc_mem_copied(R->kc, cp1);
-        R->place.refresh_h2d += cp1[KERN_H2D] - cp0[KERN_H2D];
-        R->place.refresh_d2h += cp1[KERN_D2H] - cp0[KERN_D2H];
-        R->place.refreshes++;
-        st->refresh_s_total += dt; st->refresh_cpu_s += mb_cpu_now() - c0; st->refreshes++; st->fused++;
+    if (R->fused_pending) {   /* the pass was the refresh's too: recorded as mb_refresh's own */
+        mb_refresh_done(R, st, cp0, t0, c0);
+        st->fused++;
+    } else {
+        st->eval_s_total += inca_now() - t0;
+        st->eval_cpu_s += mb_cpu_now() - c0;
+        st->evals++;
     }
-    else { st->eval_s_total += dt; st->eval_cpu_s += mb_cpu_now() - c0; st->evals++; }
     R->fused_pending = 0;
     train_epoch_eval_t e = {.run = R->run, .epoch = ep, .train_loss = R->train_loss, .n_valid = R->nva_all};
     if (R->comm && R->stream) rc = mb_eval_ranks(R, logits, &e);
