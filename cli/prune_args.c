@@ -2,6 +2,7 @@
  * see prune_args.h. Exercised through `inca prune` and `inca bench pruning` in
  * test_pruning_e2e.c and test_e2e_json.c. */
 #include "cli/prune_args.h"
+#include "cli/train_flags.h"
 #include <errno.h>
 #include <stdlib.h>
 #include "core/status.h"
@@ -63,25 +64,27 @@ int prune_kind_defaults(const args_t *a, prune_config_t *cfg, train_config_t *ta
     if (!graph) {
         /* tables: what Fashion-MNIST was measured with (README): standardised features, MLPs of
          * 256 in mini-batches of 128 at lr 0.001, dropout 0.2, 20 epochs */
-        const struct { unsigned bit; const char *flag; } t[] = {
-            {PRUNE_GIVEN_FEATNORM, "--feature-norm standard"}, {PRUNE_GIVEN_PROXY_EPOCHS, "--proxy-epochs 20"},
-            {PRUNE_GIVEN_PROXY_BATCH, "--proxy-batch-size 128"}, {PRUNE_GIVEN_PROXY_LR, "--proxy-lr 0.001"},
-            {PRUNE_GIVEN_EPOCHS, "--epochs 20"}, {PRUNE_GIVEN_BATCH, "--batch-size 128"}, {PRUNE_GIVEN_LR, "--lr 0.001"},
-            {PRUNE_GIVEN_DROPOUT, "--dropout 0.2"}};
+        const struct { unsigned bit; const char *flag; double num; } t[] = {
+            {PRUNE_GIVEN_FEATNORM, "--feature-norm", 0}, {PRUNE_GIVEN_PROXY_EPOCHS, "--proxy-epochs", CLI_TABLE_EPOCHS},
+            {PRUNE_GIVEN_PROXY_BATCH, "--proxy-batch-size", CLI_TABLE_BATCH}, {PRUNE_GIVEN_PROXY_LR, "--proxy-lr", CLI_TABLE_LR},
+            {PRUNE_GIVEN_EPOCHS, "--epochs", CLI_TABLE_EPOCHS}, {PRUNE_GIVEN_BATCH, "--batch-size", CLI_TABLE_BATCH},
+            {PRUNE_GIVEN_LR, "--lr", CLI_TABLE_LR}, {PRUNE_GIVEN_DROPOUT, "--dropout", CLI_TABLE_DROPOUT}};
         size_t l = 0;
         for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
             if (cfg->given & t[i].bit) continue;
             switch (t[i].bit) {
             case PRUNE_GIVEN_FEATNORM: cfg->proxy.feature_norm = target->feature_norm = TRAIN_FEATNORM_STANDARD; break;
-            case PRUNE_GIVEN_PROXY_EPOCHS: cfg->proxy.epochs = 20; break;
-            case PRUNE_GIVEN_PROXY_BATCH: cfg->proxy.batch_size = 128; break;
-            case PRUNE_GIVEN_PROXY_LR: cfg->proxy.lr = 0.001; break;
-            case PRUNE_GIVEN_EPOCHS: target->epochs = 20; break;
-            case PRUNE_GIVEN_BATCH: target->batch_size = 128; break;
-            case PRUNE_GIVEN_LR: target->lr = 0.001; break;
-            default: target->dropout = 0.2; break;
+            case PRUNE_GIVEN_PROXY_EPOCHS: cfg->proxy.epochs = CLI_TABLE_EPOCHS; break;
+            case PRUNE_GIVEN_PROXY_BATCH: cfg->proxy.batch_size = CLI_TABLE_BATCH; break;
+            case PRUNE_GIVEN_PROXY_LR: cfg->proxy.lr = CLI_TABLE_LR; break;
+            case PRUNE_GIVEN_EPOCHS: target->epochs = CLI_TABLE_EPOCHS; break;
+            case PRUNE_GIVEN_BATCH: target->batch_size = CLI_TABLE_BATCH; break;
+            case PRUNE_GIVEN_LR: target->lr = CLI_TABLE_LR; break;
+            default: target->dropout = CLI_TABLE_DROPOUT; break;
             }
-            if (l + strlen(t[i].flag) + 2 < len) l += (size_t)snprintf(what + l, len - l, "%s%s", l ? " " : "", t[i].flag);
+            const int w = i ? snprintf(what + l, len - l, "%s%s %g", l ? " " : "", t[i].flag, t[i].num)
+                            : snprintf(what + l, len - l, "%s%s standard", l ? " " : "", t[i].flag);
+            if (w > 0 && (size_t)w < len - l) l += (size_t)w;
         }
     }
     /* the values that run, recorded for the config (a flag not given resolves to them here) */

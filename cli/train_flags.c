@@ -406,22 +406,25 @@ static const flag_scope_t flag_scopes[] = {
  * features): on Fashion-MNIST they trained an MLP to 73% (numpy's logistic regression: 84%), on a
  * CSV table with raw-scale columns to the majority class; the table's give 88% and 85%. */
 void cli_train_kind_defaults(const args_t *a, train_config_t *c, int graph, char *what, size_t len) {
-    static const char *const flag[] = {"--model", "--hidden", "--feature-norm", "--epochs", "--batch-size", "--lr", "--dropout"};
-    static const char *const value[] = {"mlp", "256", "standard", "20", "128", "0.001", "0.2"};
+    static const struct { const char *flag, *word; double num; } t[] = {
+            {"--model", "mlp", 0},           {"--hidden", NULL, CLI_TABLE_HIDDEN}, {"--feature-norm", "standard", 0},
+            {"--epochs", NULL, CLI_TABLE_EPOCHS}, {"--batch-size", NULL, CLI_TABLE_BATCH}, {"--lr", NULL, CLI_TABLE_LR},
+            {"--dropout", NULL, CLI_TABLE_DROPOUT}};
     size_t l = 0;
     what[0] = '\0';
     for (int i = 0; !graph && i < 7; i++) {
-        if (args_has(a, flag[i])) continue;
+        if (args_has(a, t[i].flag)) continue;
         switch (i) {
         case 0: c->model = NN_MLP; break;
-        case 1: c->hidden = 256; break;
+        case 1: c->hidden = CLI_TABLE_HIDDEN; break;
         case 2: c->feature_norm = TRAIN_FEATNORM_STANDARD; break;
-        case 3: c->epochs = 20; break;
-        case 4: c->batch_size = 128; break;
-        case 5: c->lr = 0.001; break;
-        default: c->dropout = 0.2; break;
+        case 3: c->epochs = CLI_TABLE_EPOCHS; break;
+        case 4: c->batch_size = CLI_TABLE_BATCH; break;
+        case 5: c->lr = CLI_TABLE_LR; break;
+        default: c->dropout = CLI_TABLE_DROPOUT; break;
         }
-        const int w = snprintf(what + l, len - l, "%s%s %s", l ? " " : "", flag[i], value[i]);
+        const int w = t[i].word ? snprintf(what + l, len - l, "%s%s %s", l ? " " : "", t[i].flag, t[i].word)
+                                : snprintf(what + l, len - l, "%s%s %g", l ? " " : "", t[i].flag, t[i].num);
         if (w > 0 && (size_t)w < len - l) l += (size_t)w;
     }
 }

@@ -23,6 +23,14 @@ int cli_train_check_parts(const args_t *a, const train_config_t *c, int64_t node
  * thread ranks of one process). *relaunch <- P when this one process is to start itself as P
  * ranks (cli/mpi_relaunch.h), else 0. INCA_EINVAL naming both counts. */
 int cli_train_ranks(const args_t *a, const train_config_t *c, int *relaunch);
+/* The table defaults (a store without a graph: Fashion-MNIST, a CSV table), measured on
+ * Fashion-MNIST (README "Defaults by data kind"): what train and prune (its proxy and target)
+ * take for the flags not given, beside --feature-norm standard and an MLP. */
+#define CLI_TABLE_HIDDEN 256
+#define CLI_TABLE_EPOCHS 20
+#define CLI_TABLE_BATCH 128
+#define CLI_TABLE_LR 0.001
+#define CLI_TABLE_DROPOUT 0.2
 /* Defaults by data kind, after the dataset is loaded: a store without a graph (a table:
  * Fashion-MNIST, a CSV table) takes, for each flag not given (typed or from --config), what prune
  * takes on a table (README "Defaults by data kind"): --model mlp --hidden 256 --feature-norm
