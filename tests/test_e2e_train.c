@@ -869,6 +869,7 @@ START_TEST(test_table_defaults) {
     ck_assert(tu_json_dbl(cfg, "hidden") == 256 && tu_json_dbl(cfg, "epochs") == 20 && tu_json_dbl(cfg, "batch-size") == 128 &&
               tu_json_dbl(cfg, "lr") == 0.001 && tu_json_dbl(cfg, "dropout") == 0.2);
     const double acc = tu_json_dbl(r, "test_acc");
+    fprintf(stderr, "raw-scale table, table defaults: test %.4f, majority %.4f\n", acc, majority);   /* README's figure */
     ck_assert_msg(fabs(tu_json_dbl(r, "test_majority_acc") - majority) < 1e-9, "majority %g, counted %g",
                   tu_json_dbl(r, "test_majority_acc"), majority);
     ck_assert_msg(acc > majority + 0.15 && !cJSON_IsTrue(cJSON_GetObjectItem(r, "near_chance")), "test %g, majority %g", acc, majority);
