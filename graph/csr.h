@@ -34,6 +34,9 @@ int csr_mean_norm(const csr_t *a, csr_t *out);
 /* Rows [r0, r1) of a as a borrowed CSR (not owned: rowptr points into a's, so rowptr[0] may be
  * non-zero; col and val are a's). Valid while a is. 0 <= r0 <= r1 <= a->n_rows. */
 csr_t csr_row_view(const csr_t *a, int64_t r0, int64_t r1);
+/* out = a b (owned, with values; a missing val counts as all ones), columns ascending in each
+ * row; each entry summed in a's then b's order, so the same bits at any thread count. */
+int csr_spgemm(const csr_t *a, const csr_t *b, csr_t *out);
 /* out = aᵀ (values carried). */
 int csr_transpose(const csr_t *a, csr_t *out);
 /* 1 when row i stores column j (binary search; columns are sorted within a row). */

@@ -276,6 +276,47 @@ START_TEST(test_from_edges_blocks) {
 }
 END_TEST
 
+START_TEST(test_spgemm) {
+    /* against the dense product in double; pattern-only operands count as ones; 1 and 2 threads
+     * give the same bits; a shape mismatch is refused */
+    for (int trial = 0; trial < 3; trial++) {
+        csr_t a = tu_csr_random(37, 23, 11 + trial, trial != 1), b = tu_csr_random(23, 41, 29 + trial, 1), c1, c2;
+        inca_set_threads(1);
+        ck_assert_int_eq(csr_spgemm(&a, &b, &c1), INCA_OK);
+        inca_set_threads(2);
+        ck_assert_int_eq(csr_spgemm(&a, &b, &c2), INCA_OK);
+        inca_set_threads(0);
+        ck_assert_int_eq(c1.nnz, c2.nnz);
+        ck_assert(memcmp(c1.col, c2.col, sizeof(int32_t) * (size_t)c1.nnz) == 0);
+        ck_assert(memcmp(c1.val, c2.val, sizeof(float) * (size_t)c1.nnz) == 0);
+        static double want[37 * 41];
+        memset(want, 0, sizeof want);
+        for (int64_t i = 0; i < 37; i++)
+            for (int64_t e = a.rowptr[i]; e < a.rowptr[i + 1]; e++)
+                for (int64_t t = b.rowptr[a.col[e]]; t < b.rowptr[a.col[e] + 1]; t++)
+                    want[i * 41 + b.col[t]] += (a.val ? a.val[e] : 1.0) * b.val[t];
+        int64_t stored = 0;
+        for (int64_t i = 0; i < 37; i++) {
+            int32_t prev = -1;
+            for (int64_t e = c1.rowptr[i]; e < c1.rowptr[i + 1]; e++, stored++) {
+                ck_assert_int_gt(c1.col[e], prev);   /* ascending, no duplicates */
+                prev = c1.col[e];
+                ck_assert(fabs(c1.val[e] - want[i * 41 + c1.col[e]]) < 1e-5);
+                want[i * 41 + c1.col[e]] = 0;
+            }
+        }
+        for (int k = 0; k < 37 * 41; k++) ck_assert(fabs(want[k]) < 1e-12);   /* nothing left out */
+        ck_assert_int_eq(stored, c1.nnz);
+        ck_assert_int_gt(c1.nnz, 0);
+        csr_free(&c1);
+        csr_free(&c2);
+        ck_assert_int_eq(csr_spgemm(&b, &b, &c1), INCA_EINVAL);
+        csr_free(&a);
+        csr_free(&b);
+    }
+}
+END_TEST
+
 START_TEST(test_failure_injection) {
     /* every allocation failure is reported as ENOMEM and leaks nothing (ASan) */
     for (int k = 1; k < 6; k++) {
@@ -306,6 +347,7 @@ int main(void) {
     tcase_add_test(tc, test_transpose_permute);
     tcase_add_test(tc, test_from_edges_blocks);
     tcase_add_test(tc, test_failure_injection);
+    tcase_add_test(tc, test_spgemm);
     suite_add_tcase(s, tc);
     return tu_run_suite(s);
 }
