@@ -40,6 +40,7 @@ void nn_agg_full_init(nn_agg_t *op, nn_agg_full_t *full, const csr_t *a, const c
     op->forward = agg_full_forward;
     op->backward = agg_full_backward;
     op->ctx = full;
+    op->base = NULL;
 }
 
 static int agg_dev_forward(void *ctx, int site, int64_t n, int64_t f, const float *in_raw, const float *in, float *out) {
@@ -63,6 +64,7 @@ void nn_agg_dev_init(nn_agg_t *op, nn_agg_dev_t *dev, struct kern_ctx *ctx, stru
     op->forward = agg_dev_forward;
     op->backward = agg_dev_backward;
     op->ctx = dev;
+    op->base = NULL;
 }
 
 int nn_adj_build(const csr_t *adj, int norm, csr_t *a, csr_t *at) {

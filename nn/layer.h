@@ -47,6 +47,20 @@
  *   Sites are visited in increasing order in forward and decreasing order in backward, exactly
  *   once per model_forward / model_backward.
  *
+ * AFFINE INPUT SITES (model_config.input_transform_first; the mini-batch trainers' option
+ * --input-layer transform-first)
+ *   base(ctx, site, n, f, &b), at a gcn site 0 (its input is the model input x, width f =
+ *   in_dim), says the operator is Agg(in) = rows + Lin(in − b.residual·in_raw): rows n x f of
+ *   the operator's, dense (b.rows) or a CSR on the host (b.sparse; IncAgg's sparse M^0), valid
+ *   until model_backward returns, or none (both NULL); residual 0 or 1; Lin linear. The layer then computes Agg(in) W = rows W + Lin(D W), D = in − residual·in_raw
+ *   (dropout's change of x for IncAgg, whose rows are M^0_B = (Â x)_B; drop(x) for Cluster-GCN,
+ *   no rows), by calling forward(ctx, site, n, fout, U, U, out) for out = Lin(U) at the
+ *   narrower width fout, and backward for Linᵀ; its weight gradient is Dᵀ Linᵀ dz + rowsᵀ dz.
+ *   The same maths as Agg(in) W, with the wide aggregation replaced by one at fout, and D sparse
+ *   when the model has a sparse input (model_set_sparse_input). When D is zero (residual 1
+ *   without dropout: eval mode) forward is not called at all: z = rows W (an evaluation pass
+ *   may give the whole graph's rows and no forward at that width).
+ *
  * Examples of operators: full-batch Agg = Â H (nn_agg_full below); Cluster-GCN Agg = Â_BB H_B;
  * GAS Agg = Â_{B,B∪halo} [H_B; hist_halo] with backward (Â_{B,B∪halo})ᵀ restricted to the
  * first |B| columns; IncAgg Agg = M_B + Â_BB (in − S_B) with backward Â_BBᵀ.

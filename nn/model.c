@@ -71,7 +71,6 @@ static void *nn_kc_alloc(kern_ctx_t *kc, size_t bytes) {
     void *p = NULL;
     return kc_alloc(kc, KERN_MEM_DEVICE, bytes, &p) == INCA_OK ? p : NULL;
 }
-static int nn_kc_mat_upload(kern_ctx_t *kc, const csr_t *a, kern_mat_t **out) { return kc_mat_upload(kc, a, out); }
 
 #define NN_REAL float
 #define NN_(x) x
@@ -82,8 +81,9 @@ static int nn_kc_mat_upload(kern_ctx_t *kc, const csr_t *a, kern_mat_t **out) { 
 #define NN_ZERO(m, p, bytes) kc_zero((m)->kc, (p), (size_t)(bytes), KERN_STREAM_COMPUTE)
 #define NN_GATHER1(m, n, src, perm, dst) kc_gather_rows((m)->kc, KERN_F32, (src), 1, (perm), 0, (n), (dst))
 #define NN_MAT_T kern_mat_t *
-#define NN_MAT_UPLOAD(m, a, out) nn_kc_mat_upload((m)->kc, (a), (out))
 #define NN_MAT_FREE(m, pa) kc_mat_free((m)->kc, (pa))
+#define NN_MAT_CREATE(m, rows, cols, nnz, out) kc_mat_create((m)->kc, (rows), (cols), (nnz), (out))
+#define NN_MAT_SET(m, pmat, a) kc_mat_set((m)->kc, *(pmat), (a), KERN_STREAM_COMPUTE)
 #define NN_STATUS(m) kc_status((m)->kc)
 #define NN_DEFAULT_CTX kc_cpu()
 #define NN_SPMM_V(a, vals, x, f, y) kc_spmm(m->kc, (a), (vals), (x), (f), 1.0f, 0.0f, (y))

@@ -45,6 +45,9 @@ struct model_config {
                            SpMM); the site then has width fout and its input is in W, so its
                            backward is called even at site 0. Full-batch sets it; operators with
                            an additive baseline (IncAgg) must leave it 0 */
+    int input_transform_first; /* gcn layer 0 that narrows the width, on an operator with a base
+                           hook (nn/layer.h, "Affine input sites"): rows W + Lin(D W) instead of
+                           Agg(in) W; with any other operator the layer aggregates first */
     uint64_t seed;      /* parameter initialisation (Glorot uniform weights, zero biases) */
 };
 
@@ -94,8 +97,11 @@ int64_t model_site_dim(const model_config_t *cfg, int site);
  *   the stored nonzeros (mask entry = nonzero position, stream as for input dropout): the same
  *   distribution as dense dropout, different draws. Bag-of-words features (Cora 1.3% dense)
  *   become ~50x cheaper. Needs a first layer that multiplies its input first: mlp, gcnii,
- *   appnp, or gcn/sage with transform_first and in_dim > hidden (INCA_EINVAL otherwise).
- *   xs = NULL returns to dense input. INCA_ENOMEM when out of memory.
+ *   appnp, gcn/sage with transform_first and in_dim > hidden, or a gcn with
+ *   input_transform_first on an affine operator (INCA_EINVAL otherwise). xs = NULL returns to
+ *   dense input; the model keeps its buffers (a quarter more than the largest input so far),
+ *   so a trainer that sets each batch's rows allocates nothing once they settle. INCA_ENOMEM
+ *   when out of memory.
  * int model_nparams(const model_t *m);  nn_param_t *model_param(model_t *m, int i);
  *   The parameters in a fixed order (pointers stable for the model's life).
  * const model_config_t *model_config(const model_t *m);

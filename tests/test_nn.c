@@ -281,12 +281,74 @@ static void params_jitter_d(model_t_d *m) {
     }
 }
 
+/* An operator affine at site 0 (nn/layer.h, "Affine input sites"), as IncAgg's (residual 1:
+ * Agg(in) = rows + A (in − in_raw)) or Cluster-GCN's (residual 0, no rows): at the input width it
+ * computes that itself, at a narrower width (the layer's transform-first call) A in; every other
+ * site is A in. */
+typedef struct dagg_affine {
+    const csr_t *a;
+    double rows[NODES * FIN];
+    csr_t sparse_rows;   /* the same rows as a CSR when made (daff_sparse_rows): given instead */
+    int residual, with_rows, base_calls;
+} dagg_affine_t;
+static int daff_fwd(void *ctx, int site, int64_t n, int64_t f, const double *in_raw, const double *in, double *out) {
+    dagg_affine_t *k = ctx;
+    if (site != 0 || f != FIN) return dagg_fwd((void *)k->a, site, n, f, in_raw, in, out);
+    ck_assert_int_eq(n, NODES);
+    double d[NODES * FIN] = {0};
+    for (int64_t i = 0; i < n * f; i++) d[i] = in[i] - (k->residual ? in_raw[i] : 0);
+    dagg_fwd((void *)k->a, site, n, f, d, d, out);
+    for (int64_t i = 0; i < n * f && k->with_rows; i++) out[i] += k->rows[i];
+    return INCA_OK;
+}
+static int daff_bwd(void *ctx, int site, int64_t n, int64_t f, const double *dout, double *din) {
+    dagg_affine_t *k = ctx;
+    return dagg_bwd((void *)k->a, site, n, f, dout, din);
+}
+static int daff_base(void *ctx, int site, int64_t n, int64_t f, nn_base_t_d *b) {
+    dagg_affine_t *k = ctx;
+    ck_assert(site == 0 && n == NODES && f == FIN);
+    k->base_calls++;
+    b->rows = k->with_rows ? k->rows : NULL;
+    b->sparse = k->with_rows && k->sparse_rows.rowptr ? &k->sparse_rows : NULL;
+    if (b->sparse) b->rows = NULL;
+    b->residual = k->residual;
+    return INCA_OK;
+}
+static void daff_init(dagg_affine_t *k, const csr_t *a, int residual, int with_rows) {
+    rng_t r;
+    rng_seed(&r, 5);
+    memset(k, 0, sizeof *k);
+    k->a = a;
+    k->residual = residual;
+    k->with_rows = with_rows;
+    for (int i = 0; i < NODES * FIN; i++) k->rows[i] = rng_uniform(&r) < 0.5 ? 0 : (float)rng_normal(&r);
+}
+/* the rows as a CSR of float values (exact in double: the rows are floats) */
+static void daff_sparse_rows(dagg_affine_t *k) {
+    int64_t nnz = 0;
+    for (int i = 0; i < NODES * FIN; i++) nnz += k->rows[i] != 0;
+    ck_assert_int_eq(csr_alloc(&k->sparse_rows, NODES, FIN, nnz, 1), INCA_OK);
+    nnz = 0;
+    for (int i = 0; i < NODES; i++) {
+        for (int q = 0; q < FIN; q++)
+            if (k->rows[i * FIN + q] != 0) {
+                k->sparse_rows.col[nnz] = q;
+                k->sparse_rows.val[nnz++] = (float)k->rows[i * FIN + q];
+            }
+        k->sparse_rows.rowptr[i + 1] = nnz;
+    }
+}
+
+static double gradcheck_agg(const model_config_t *cfg, int sparse, const nn_agg_t_d *op);
 /* Central differences over every parameter element; returns the worst norm-wise relative error. */
-static double gradcheck_x(const model_config_t *cfg, int sparse) {
+static double gradcheck_x(const model_config_t *cfg, int sparse) { return gradcheck_agg(cfg, sparse, NULL); }
+/* The same with the operator op (NULL: A of the model's normalisation). */
+static double gradcheck_agg(const model_config_t *cfg, int sparse, const nn_agg_t_d *op) {
     fixture_t fx;
     fixture_make(&fx, 1234);
     const csr_t *a = nn_kind_norm(cfg->kind) == NN_NORM_MEAN ? &fx.mean : &fx.gcn;
-    nn_agg_t_d agg = {dagg_fwd, dagg_bwd, (void *)a};
+    nn_agg_t_d agg = op ? *op : (nn_agg_t_d){dagg_fwd, dagg_bwd, (void *)a, NULL};
     model_t_d *m = NULL;
     ck_assert_int_eq(model_create_d(cfg, NODES, &m), INCA_OK);
     if (sparse) ck_assert_int_eq(model_set_sparse_input_d(m, &fx.xs), INCA_OK);
@@ -369,6 +431,122 @@ START_TEST(test_grad_sparse_input) {
         gradcheck_x(&cs[i], 1);
         float_vs_double_x(&cs[i], 1, 0);
     }
+}
+END_TEST
+
+START_TEST(test_grad_affine_input) {
+    /* transform-first on an affine operator: rows W + A (D W), D = drop(x) − residual·x, against
+     * central differences, dense and sparse, IncAgg's form and Cluster-GCN's (3 layers: the
+     * hidden sites stay plain); the fixture's graph is the one gradcheck makes */
+    fixture_t fx;
+    fixture_make(&fx, 1234);
+    /* form 0: IncAgg's with dense rows, 1: Cluster-GCN's, 2: IncAgg's with sparse rows */
+    for (int form = 0; form < 3; form++)
+        for (int sparse = 0; sparse < 2; sparse++) {
+            dagg_affine_t k;
+            daff_init(&k, &fx.gcn, form != 1, form != 1);
+            if (form == 2) daff_sparse_rows(&k);
+            nn_agg_t_d op = {daff_fwd, daff_bwd, &k, daff_base};
+            model_config_t c = cfg_make(NN_GCN, 3, 3, 0.3f, 0, 0);
+            c.input_transform_first = 1;
+            gradcheck_agg(&c, sparse, &op);
+            ck_assert_msg(k.base_calls > 0, "the affine path was not taken");
+            csr_free(&k.sparse_rows);
+        }
+    fixture_free(&fx);
+}
+END_TEST
+
+/* Loss and gradients of one training forward/backward of a model with the given flags. */
+static double affine_run(const model_config_t *c, nn_agg_t_d *op, const csr_t *xs, fixture_t *fx, double *grads) {
+    model_t_d *m = NULL;
+    ck_assert_int_eq(model_create_d(c, NODES, &m), INCA_OK);
+    if (xs) ck_assert_int_eq(model_set_sparse_input_d(m, xs), INCA_OK);
+    params_jitter_d(m);
+    double dl[NODES * CLS];
+    const double loss = d_loss(m, fx, op, dl);
+    ck_assert_int_eq(model_backward_d(m, dl, op), INCA_OK);
+    for (int p = 0, t = 0; p < model_nparams_d(m); p++)
+        for (int64_t i = 0; i < model_param_d(m, p)->n; i++) grads[t++] = model_param_d(m, p)->g[i];
+    model_free_d(&m);
+    return loss;
+}
+
+START_TEST(test_affine_input_same_maths) {
+    /* aggregate-first (the operator computes rows + A (in − r·in_raw) at the input width) and
+     * transform-first (rows W + A (D W)) are the same maths: with dense rows and the same dropout
+     * masks, in double, equal loss and gradients to rounding; the sparse input without dropout
+     * likewise (with dropout it masks stored nonzeros only: other masks) */
+    fixture_t fx;
+    fixture_make(&fx, 4321);
+    for (int form = 0; form < 3; form++)
+        for (int sparse = 0; sparse < 2; sparse++) {
+            dagg_affine_t k;
+            daff_init(&k, &fx.gcn, form != 1, form != 1);
+            nn_agg_t_d op = {daff_fwd, daff_bwd, &k, daff_base};
+            model_config_t c = cfg_make(NN_GCN, 2, 3, sparse ? 0.0f : 0.4f, 0, 0);
+            double g0[512], g1[512];
+            const double l0 = affine_run(&c, &op, NULL, &fx, g0);
+            ck_assert_int_eq(k.base_calls, 0);
+            c.input_transform_first = 1;
+            if (form == 2) daff_sparse_rows(&k);   /* the operator's rows as a CSR from here on */
+            const double l1 = affine_run(&c, &op, sparse ? &fx.xs : NULL, &fx, g1);
+            csr_free(&k.sparse_rows);
+            ck_assert_int_gt(k.base_calls, 0);
+            ck_assert_msg(fabs(l0 - l1) < 1e-12, "form %d sparse %d: loss %.17g vs %.17g", form, sparse, l0, l1);
+            const int np = (FIN * 3 + 3) + (3 * CLS + CLS);
+            double worst = 0;
+            for (int i = 0; i < np; i++) worst = fmax(worst, fabs(g0[i] - g1[i]) / (1 + fabs(g0[i])));
+            ck_assert_msg(worst < 1e-12, "form %d sparse %d: gradients differ by %.3g", form, sparse, worst);
+            ck_assert(fabs(g0[0]) + fabs(g0[1]) > 1e-6);   /* not vacuous: the first weight learns */
+        }
+    fixture_free(&fx);
+}
+END_TEST
+
+START_TEST(test_affine_sparse_dropout) {
+    /* a 1-layer gcn on the sparse input with dropout, by hand: logits = rows W + A ((drop(x) − x) W)
+     * + b for IncAgg's form (drop(x) − x: zero where kept values scale, −x where dropped),
+     * A (drop(x) W) + b for Cluster-GCN's; drop masks the stored nonzeros (stream step) */
+    fixture_t fx;
+    fixture_make(&fx, 99);
+    const int64_t nnz = fx.xs.nnz;
+    double v[NODES * FIN], vd[NODES * FIN];
+    for (int64_t e = 0; e < nnz; e++) v[e] = fx.xs.val[e];
+    d_dropout(nnz, 0.5f, SEED, (uint64_t)STEP * NN_STREAMS_PER_STEP, v, vd, NULL);
+    for (int form = 0; form < 2; form++) {
+        dagg_affine_t k;
+        daff_init(&k, &fx.gcn, form == 0, form == 0);
+        nn_agg_t_d op = {daff_fwd, daff_bwd, &k, daff_base};
+        model_config_t c = cfg_make(NN_GCN, 1, 3, 0.5f, 0, 0);
+        c.input_transform_first = 1;
+        model_t_d *m = NULL;
+        ck_assert_int_eq(model_create_d(&c, NODES, &m), INCA_OK);
+        ck_assert_int_eq(model_set_sparse_input_d(m, &fx.xs), INCA_OK);
+        params_jitter_d(m);
+        const double *W = model_param_d(m, 0)->w, *b = model_param_d(m, 1)->w, *logits;
+        ck_assert_int_eq(model_forward_d(m, NODES, NULL, &op, 1, SEED, STEP, &logits), INCA_OK);
+        double dx[NODES * FIN] = {0}, u[NODES * CLS] = {0}, want[NODES * CLS];
+        for (int i = 0; i < NODES; i++)
+            for (int64_t e = fx.xs.rowptr[i]; e < fx.xs.rowptr[i + 1]; e++)
+                dx[i * FIN + fx.xs.col[e]] = vd[e] - (form == 0 ? v[e] : 0);
+        for (int i = 0; i < NODES; i++)
+            for (int j = 0; j < CLS; j++)
+                for (int q = 0; q < FIN; q++) u[i * CLS + j] += dx[i * FIN + q] * W[q * CLS + j];
+        dagg_fwd((void *)&fx.gcn, 0, NODES, CLS, u, u, want);
+        double worst = 0, moved = 0;
+        for (int i = 0; i < NODES; i++)
+            for (int j = 0; j < CLS; j++) {
+                double w = want[i * CLS + j] + b[j];
+                for (int q = 0; q < FIN && form == 0; q++) w += k.rows[i * FIN + q] * W[q * CLS + j];
+                worst = fmax(worst, fabs(w - logits[i * CLS + j]));
+                moved += fabs(u[i * CLS + j]);
+            }
+        ck_assert_msg(worst < 1e-12, "form %d: logits differ from the hand computation by %.3g", form, worst);
+        ck_assert(moved > 1e-3);   /* dropout changed something */
+        model_free_d(&m);
+    }
+    fixture_free(&fx);
 }
 END_TEST
 
@@ -457,7 +635,7 @@ static void float_vs_double_x(const model_config_t *cfg, int sparse, int directe
         ck_assert_msg(bat.rowptr != NULL, "%s: a directed graph's Â has no transpose", model_kind_name(cfg->kind));
     }
     const csr_t *a = directed ? &ba : norm == NN_NORM_MEAN ? &fx.mean : &fx.gcn;
-    nn_agg_t_d aggd = {dagg_fwd, dagg_bwd, (void *)a};
+    nn_agg_t_d aggd = {dagg_fwd, dagg_bwd, (void *)a, NULL};
     nn_agg_full_t full;
     nn_agg_t aggf;
     const csr_t *at = directed ? &bat : norm == NN_NORM_MEAN ? &fx.mean_t : NULL;
@@ -590,7 +768,7 @@ static nn_param_t_d *param_named(model_t_d *m, const char *name) {
 START_TEST(test_gcnii_appnp_paper_forward) {
     fixture_t fx;
     fixture_make(&fx, 77);
-    nn_agg_t_d agg = {dagg_fwd, dagg_bwd, (void *)&fx.gcn};
+    nn_agg_t_d agg = {dagg_fwd, dagg_bwd, (void *)&fx.gcn, NULL};
     enum { H = 6, L = 3 };
     const double thetas[2] = {0.5, 1.5}, alphas[2] = {0.1, 0.3};
     for (int v = 0; v < 2; v++) {
@@ -1042,6 +1220,9 @@ int main(void) {
     tcase_add_test(t, test_grad_appnp);
     tcase_add_test(t, test_grad_bn_res);
     tcase_add_test(t, test_grad_transform_first);
+    tcase_add_test(t, test_grad_affine_input);
+    tcase_add_test(t, test_affine_input_same_maths);
+    tcase_add_test(t, test_affine_sparse_dropout);
     tcase_add_test(t, test_grad_sparse_input);
     tcase_add_test(t, test_sparse_equals_dense);
     tcase_add_test(t, test_grad_loss);
