@@ -14,7 +14,11 @@
  * period, or the refreshes in the timed window are not one per period); IncAgg's one-off initial snapshot pass
  * (one layer-wise inference before the first step) is reported apart as init_time_s. Each time
  * has a CPU-time twin (process CPU seconds, all threads: *_cpu_*, speedup_cpu*), steadier than
- * wall time on a shared machine; with --threads 1 it measures the work done. Speed is never asserted; a smoke test lives in test_incagg.c. */
+ * wall time on a shared machine; with --threads 1 it measures the work done.
+ * --compare-input-layer (--methods cluster,incagg): each also with --input-layer transform-first
+ * after its aggregate-first run, the summary's <method>_input_speedup = aggregate-first epoch
+ * time / transform-first's. Speed is never asserted; a smoke test lives in test_incagg.c, the
+ * figures' arithmetic in test_bench_figures.c. */
 #include "bench/bench.h"
 #include "bench/bench_progress.h"
 #include "bench/bench_mb.h"
@@ -56,6 +60,7 @@ static int run_json(const train_config_t *c, train_method_t m, int64_t refresh_e
         json_str(j, "refresh_eval", train_refresh_eval_name(c));
     }
     if (m == TRAIN_CLUSTER) json_str(j, "cluster_norm", train_cluster_norm_words[c->cluster_global_norm != 0]);
+    json_str(j, "input_layer", train_input_layer_words[c->input_layer != 0]);
     json_num(j, "beta1", train_beta1(c));   /* Adam's, resolved (auto: 0 for histories) */
     json_int(j, "epochs", r->epochs);
     json_int(j, "timed_epochs", st->timed_epochs);
@@ -232,8 +237,53 @@ static void summary_speedups(json_t *j, const run_out_t *gas, const run_out_t *i
     }
 }
 
+/* --compare-input-layer: cluster and incagg (its first period) again with the first layer
+ * transformed first (cl/inc were run aggregate-first); the summary's keys of both and their
+ * quotients (aggregate-first epoch over transform-first's). */
+static int compare_input(const dataset_t *d, train_config_t *c, const partition_t *p, const run_out_t *cl,
+                         const run_out_t *inc, int64_t period, int json, int ev, int warmup, run_out_t *tf) {
+    int rc = INCA_OK;
+    c->input_layer = TRAIN_INPUT_TRANSFORM_FIRST;
+    if (cl && (rc = run_one(d, c, p, TRAIN_CLUSTER, 0, json, ev, warmup, &tf[0])) != INCA_OK) return rc;
+    if (inc && (rc = run_one(d, c, p, TRAIN_INCAGG, period, json, ev, warmup, &tf[1])) != INCA_OK) return rc;
+    for (int i = 0; i < 2; i++)
+        if ((i ? inc : cl) != NULL)
+            bench_say("bench epoch: %-7s transform-first %.2fx the epochs' speed of aggregate-first (%.3f s against %.3f)\n",
+                      i ? "incagg" : "cluster", (i ? inc : cl)->epoch_s / tf[i].epoch_s, tf[i].epoch_s, (i ? inc : cl)->epoch_s);
+    return rc;
+}
+static void summary_input(json_t *j, const run_out_t *cl, const run_out_t *inc, const run_out_t *tf) {
+    for (int i = 0; i < 2; i++) {
+        const run_out_t *base = i ? inc : cl;
+        if (!base) continue;
+        char k[64];
+        const char *m = i ? "incagg" : "cluster";
+        snprintf(k, sizeof k, "%s_tf_epoch_time_s", m);
+        json_num(j, k, tf[i].epoch_s);
+        snprintf(k, sizeof k, "%s_tf_step_time_s", m);
+        json_num(j, k, tf[i].step1_s);
+        snprintf(k, sizeof k, "%s_tf_test_acc", m);
+        json_num(j, k, tf[i].acc);
+        snprintf(k, sizeof k, "%s_input_speedup", m);
+        json_num(j, k, base->epoch_s / tf[i].epoch_s);
+    }
+}
+
+/* --compare-input-layer runs cluster and incagg both ways: not with gas (aggregate-first only),
+ * --breakdown or a typed --input-layer */
+static int compare_flags(const args_t *a, int want_gas, int breakdown) {
+    if (!args_has(a, "--compare-input-layer")) return INCA_OK;
+    if (want_gas || breakdown)
+        return inca_fail(INCA_EINVAL, "--compare-input-layer: %s", breakdown ? "not with --breakdown (run it once with each "
+                         "--input-layer)" : "--methods cluster and/or incagg (gas's first layer aggregates first only)");
+    if (args_on_command_line(a, "--input-layer"))
+        return inca_fail(INCA_EINVAL, "--compare-input-layer runs aggregate-first and transform-first: drop --input-layer");
+    return INCA_OK;
+}
+
 int bench_epoch(int argc, char **argv) {
-    static const char *const known[] = {BENCH_MB_FLAGS, "--methods", "--refresh-epochs", "--eval-each-epoch!", "--warmup-epochs", "--config", "--breakdown!", NULL};
+    static const char *const known[] = {BENCH_MB_FLAGS, "--methods", "--refresh-epochs", "--eval-each-epoch!", "--warmup-epochs", "--config", "--breakdown!",
+                                        "--compare-input-layer!", NULL};
     args_t *a = NULL;
     dataset_t d;
     partition_t p = {0};
@@ -246,7 +296,7 @@ int bench_epoch(int argc, char **argv) {
     if (rc != INCA_OK) return rc;
     int64_t periods[MAX_PERIODS];
     int np = 0, reused = 0;
-    run_out_t gas = {0}, cluster = {0}, inc[MAX_PERIODS];
+    run_out_t gas = {0}, cluster = {0}, inc[MAX_PERIODS], tf[2] = {{0}};
     memset(inc, 0, sizeof inc);
     if (args_npos(a) != 1) { rc = inca_fail(INCA_EINVAL, "expected one STORE argument"); goto done; }
     if ((rc = bench_mb_config(a, &c)) != INCA_OK) goto done;
@@ -261,7 +311,8 @@ int bench_epoch(int argc, char **argv) {
     int want_gas = strstr(methods, "gas") != NULL, want_inc = strstr(methods, "incagg") != NULL,
         want_cl = strstr(methods, "cluster") != NULL;
     const int breakdown = args_has(a, "--breakdown");   /* any of full,cluster,gas,incagg: bench_breakdown.c */
-    if ((rc = mode_flags(a, breakdown)) != INCA_OK) goto done;
+    if ((rc = mode_flags(a, breakdown)) != INCA_OK || (rc = compare_flags(a, want_gas, breakdown)) != INCA_OK) goto done;
+    const int cmp = args_has(a, "--compare-input-layer");
     if (!want_gas && !want_inc && !want_cl && !breakdown) { rc = inca_fail(INCA_EINVAL, "--methods: expected a list of cluster,gas,incagg, got '%s'", methods); goto done; }
     if ((rc = train_device_open(&c, &kc, devname, sizeof devname)) != INCA_OK) goto done;
     c.kc = kc;
@@ -279,6 +330,9 @@ int bench_epoch(int argc, char **argv) {
     if (want_gas && (rc = run_one(&d, &c, &p, TRAIN_GAS, 0, json, ev, (int)warmup, &gas)) != INCA_OK) goto done;
     for (int i = 0; want_inc && i < np; i++)
         if ((rc = run_one(&d, &c, &p, TRAIN_INCAGG, periods[i], json, ev, (int)warmup, &inc[i])) != INCA_OK) goto done;
+    if (cmp && (rc = compare_input(&d, &c, &p, want_cl ? &cluster : NULL, want_inc ? inc : NULL, periods[0], json, ev,
+                                   (int)warmup, tf)) != INCA_OK)
+        goto done;
     if (json) {
         if ((rc = json_new(&j)) != INCA_OK) goto done;
         /* the incagg runs' (auto may put the tables on either side; each run's line says its own) */
@@ -286,6 +340,7 @@ int bench_epoch(int argc, char **argv) {
         summary_setup(j, &d, &c, &p, warmup, devname, host, ev);
         summary_methods(j, want_cl ? &cluster : NULL, want_gas ? &gas : NULL, want_inc ? &inc[0] : NULL);
         if (want_gas && want_inc) summary_speedups(j, &gas, inc, periods, np);
+        if (cmp) summary_input(j, want_cl ? &cluster : NULL, want_inc ? inc : NULL, tf);
         if ((rc = args_config_json(a, j, NULL)) != INCA_OK) goto done;   /* --config reruns it */
         json_str(j, "version", bench_version());
         rc = json_write(j, stdout);

@@ -53,6 +53,7 @@ int bench_mb_config(const args_t *a, train_config_t *c) {
         (rc = args_word(a, "--history-location", NULL, train_history_location_words, 3, "device, host or auto", &c->history_host)) ||
         (rc = args_word(a, "--features-location", NULL, train_history_location_words, 3, "device, host or auto", &c->features_host)) ||
         (rc = args_word(a, "--refresh-eval", "fused", train_refresh_eval_words, 2, "fused or separate", &c->refresh_eval_separate)) ||
+        (rc = args_word(a, "--input-layer", "aggregate-first", train_input_layer_words, 2, "aggregate-first or transform-first", &c->input_layer)) ||
         (rc = args_word(a, "--refresh-weights", "auto", train_refresh_weights_words, 3, "average, last or auto", &c->refresh_weights)))
         return rc;
     if ((rc = flag_range(a, "--threads", 0, 0, 4096, &v))) return rc;

@@ -9,11 +9,11 @@
 #include "nn/train.h"
 
 /* Flags: --model --layers --hidden --epochs --lr --dropout --weight-decay --feature-norm
- * --parts --batch-parts --refresh --history-dtype --refresh-source --refresh-relax --eval-average [0] --cluster-norm --refresh-eval --refresh-weights --threads --seed (defaults: gcn 2x16,
+ * --parts --batch-parts --refresh --history-dtype --refresh-source --refresh-relax --eval-average [0] --cluster-norm --refresh-eval --input-layer --refresh-weights --threads --seed (defaults: gcn 2x16,
  * 3 epochs, lr 0.01, dropout 0.5, wd 5e-4, parts 40, batch-parts 10). */
 #define BENCH_MB_FLAGS "--model", "--layers", "--hidden", "--epochs", "--lr", "--dropout", "--weight-decay", "--beta1", \
     "--feature-norm", "--parts", "--batch-parts", "--refresh", "--history-dtype", "--pass-dtype", "--refresh-source", "--refresh-relax", "--eval-average", "--cluster-norm", \
-    "--refresh-eval", "--refresh-weights", "--threads", "--seed", "--json!", "--device", "--deterministic!", "--tf32!", "--history-location", \
+    "--refresh-eval", "--input-layer", "--refresh-weights", "--threads", "--seed", "--json!", "--device", "--deterministic!", "--tf32!", "--history-location", \
     "--features-location", "--device-memory-budget", "--quiet!"
 int bench_mb_config(const args_t *a, train_config_t *c);
 /* dataset_load(path) plus the partitioning metis-<parts>-s0 from the store (computed and

@@ -185,6 +185,11 @@ static void train_rank_stats_json(json_t *j, int nranks, const double *recs) {
 /* The method's own figures: IncAgg's refreshes, Cluster-GCN's normalisation, the tables and the
  * loader of every mini-batch method. */
 static void train_method_json(json_t *j, const train_config_t *c, const train_result_t *r) {
+    if (c->method != TRAIN_FULL) {
+        json_str(j, "input_layer", train_input_layer_words[c->input_layer != 0]);
+        /* transform-first's D: over x's nonzeros, or dense rows (--dense-input, dense features, view) */
+        if (c->input_layer) json_str(j, "input_rows", r->input_sparse ? "sparse" : "dense");
+    }
     if (c->method == TRAIN_INCAGG) {
         json_str(j, "refresh_source", agg_source_name(c->refresh_source));
         /* which path made the evaluation figures: "fused" evaluations are refresh passes, timed as

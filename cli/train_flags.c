@@ -17,7 +17,7 @@
 const char *const cli_train_flags[] = {
         "--model", "--method", "--layers", "--hidden", "--epochs", "--lr", "--dropout", "--weight-decay",
         "--wd-conv", "--wd-first-layer!", "--adamw!", "--beta1", "--eval-average", "--feature-norm", "--alpha", "--theta", "--K",
-        "--batchnorm!", "--residual!", "--dense-input!", "--batch-size", "--checkpoint", "--resume!", "--parts", "--batch-parts", "--refresh", "--history-dtype", "--pass-dtype", "--refresh-source", "--refresh-relax", "--refresh-eval", "--refresh-weights", "--cluster-norm",
+        "--batchnorm!", "--residual!", "--dense-input!", "--batch-size", "--checkpoint", "--resume!", "--parts", "--batch-parts", "--refresh", "--history-dtype", "--pass-dtype", "--refresh-source", "--refresh-relax", "--refresh-eval", "--input-layer", "--refresh-weights", "--cluster-norm",
         "--partition", "--threads", "--device", "--deterministic!", "--tf32!", "--history-location", "--features-location", "--seed", "--metrics", "--runs", "--json!",
         "--train-indices", "--split", "--patience", "--eval-every", "--select", "--loader", "--memory-budget", "--device-memory-budget", "--workers", "--ranks", "--save-params", "--grad-reduce", "--config", "--quiet!", "--metric", NULL};
 
@@ -173,6 +173,7 @@ static int train_flags_memory(const args_t *a, train_config_t *c) {
         (rc = args_word(a, "--history-location", NULL, train_history_location_words, 3, "device, host or auto", &c->history_host)) ||
         (rc = args_word(a, "--features-location", NULL, train_history_location_words, 3, "device, host or auto", &c->features_host)) ||
         (rc = args_word(a, "--refresh-eval", NULL, train_refresh_eval_words, 2, "fused or separate", &c->refresh_eval_separate)) ||
+        (rc = args_word(a, "--input-layer", NULL, train_input_layer_words, 2, "aggregate-first or transform-first", &c->input_layer)) ||
         (rc = args_word(a, "--refresh-weights", NULL, train_refresh_weights_words, 3, "average, last or auto", &c->refresh_weights)) ||
         (rc = args_word(a, "--loader", "auto", train_loader_words, 3, "copy, view or auto", &c->loader)))
         return rc;
@@ -247,6 +248,7 @@ static void config_json(json_t *j, const args_t *a, const train_config_t *c, con
     json_str(j, "refresh-source", agg_source_name(c->refresh_source));
     json_num(j, "refresh-relax", c->refresh_relax);
     json_str(j, "refresh-eval", train_refresh_eval_words[c->refresh_eval_separate != 0]);
+    json_str(j, "input-layer", train_input_layer_words[c->input_layer != 0]);
     /* resolved, as eval-average is: a rerun with --config refreshes from the same weights */
     json_str(j, "refresh-weights", c->refresh_weights == TRAIN_REFW_AVERAGE || train_refresh_averaged(c) ? "average" : "last");
     json_str(j, "cluster-norm", train_cluster_norm_words[c->cluster_global_norm != 0]);
@@ -388,6 +390,7 @@ static const flag_scope_t flag_scopes[] = {
         {"--refresh-eval", on_recompute, "--method incagg with --refresh-source recompute"},
         {"--refresh-weights", on_recompute, "--method incagg with --refresh-source recompute"},
         {"--cluster-norm", on_cluster, "--method cluster"},
+        {"--input-layer", on_batches, "--method cluster or incagg (full-batch always transforms first)"},
         {"--history-dtype", on_history, "the history tables of --method gas or incagg"},
         {"--history-location", on_history, "the history tables of --method gas or incagg"},
         {"--loader", on_batches, "--method cluster, gas or incagg (full-batch holds the dataset in memory)"},

@@ -111,6 +111,14 @@ typedef struct agg_config {
                                 in spill_dir (memory/arena.h); < 0 (or 0 with spill_dir NULL):
                                 all anonymous */
     const char *spill_dir;
+    int64_t x_tf_dim;        /* cluster, incagg: > 0 lets a site that reads x be called at this
+                                narrower width by a model with input_transform_first (nn/layer.h,
+                                "Affine input sites"): there forward is Â_BB in, backward Â_BBᵀ,
+                                and agg_base gives the rest (M^0_B for incagg); 0: off */
+    const csr_t *m0_sparse;  /* incagg with x_tf_dim: M^0 = ÂX as a CSR (n x in_dim, values; host,
+                                borrowed): no dense M^0 at the sites reading x; agg_base gives a
+                                batch's rows of it, agg_refresh_base all of it, and those sites'
+                                forward runs only at the narrow width */
     int defer_batches;       /* gas: > 0 holds the history pushes of up to this many batches back
                                 until agg_commit_pushes (data-parallel ranks of one step read the
                                 histories as they were when the step began); 0: push at once */
@@ -156,6 +164,14 @@ const int64_t *agg_batch_nodes(const agg_t *g);
  * the batch last set (n = |B|); backward: din = Â_BBᵀ dout. */
 int agg_forward(void *ctx, int site, int64_t n, int64_t f, const float *in_raw, const float *in, float *out);
 int agg_backward(void *ctx, int site, int64_t n, int64_t f, const float *dout, float *din);
+/* What nn_agg_t.base says (nn/layer.h, "Affine input sites") at a site that reads x (needs
+ * x_tf_dim), for the batch (agg_base) or the whole graph's refresh pass (agg_refresh_base).
+ * Cluster-GCN is Â_BB in: no rows, residual 0. IncAgg is M^0_B + Â_BB (in − x_B), residual 1:
+ * with m0_sparse its rows of it as a CSR (*sparse, the operator's, valid until the next call),
+ * else dense fp32 rows (*rows: the operator's scratch or the uploaded host-table rows); the
+ * refresh's is all of m0_sparse (only then: the dense M^0 refresh returns its rows itself). */
+int agg_base(agg_t *g, int site, int64_t n, int64_t f, const float **rows, const csr_t **sparse, int *residual);
+int agg_refresh_base(agg_t *g, int site, int64_t n, int64_t f, const float **rows, const csr_t **sparse, int *residual);
 /* The full-graph refresh operator (incagg; forward only, eval mode, n = all nodes): out = Â in,
  * and at every history site S (and P where it exists) <- in, M <- out. At a fixed site it
  * returns M^0. For other methods it is the plain full-graph operator. */

@@ -13,6 +13,7 @@
 void agg_free(agg_t **pg) {
     if (!pg || !*pg) return;
     agg_t *g = *pg;
+    csr_free(&g->m0b);
     for (int i = 0; i < g->npanels; i++) kc_mat_free(g->tk, &g->panels[i]);
     inca_free(g->panels);
     kc_mat_free(g->tk, &g->own_rows);
@@ -102,6 +103,12 @@ static int agg_check_config(const agg_config_t *cfg) {
     if (method < AGG_CLUSTER || method > AGG_INCAGG) return inca_fail(INCA_EINVAL, "aggregation operator: unknown method %d", method);
     if (cfg->source != AGG_SRC_PUSH && cfg->source != AGG_SRC_RECOMPUTE)
         return inca_fail(INCA_EINVAL, "aggregation operator: unknown refresh source %d", cfg->source);
+    if (cfg->m0_sparse && (cfg->m0_sparse->n_rows != cfg->n || cfg->m0_sparse->n_cols != cfg->in_dim || !cfg->m0_sparse->val))
+        return inca_fail(INCA_EINVAL, "aggregation operator: the sparse M^0 is %lld x %lld, expected %lld x %lld with values",
+                         (long long)cfg->m0_sparse->n_rows, (long long)cfg->m0_sparse->n_cols, (long long)cfg->n, (long long)cfg->in_dim);
+    if (cfg->x_tf_dim > 0 && method == AGG_GAS)   /* its halo rows of x would need the weight too */
+        return inca_fail(INCA_EINVAL, "--input-layer transform-first: not with --method gas (its halo reads x); "
+                         "use cluster or incagg, or --input-layer aggregate-first");
     return INCA_OK;
 }
 
@@ -162,7 +169,9 @@ static int agg_tables_create(agg_t *g, const agg_config_t *cfg) {
     for (int s = 0; s < ns && rc == INCA_OK; s++) {
         if (method == AGG_GAS && !g->fixed[s]) rc = table(g, &g->H[s], 'H', s);
         else if (method == AGG_INCAGG) {
-            if (g->fixed[s] && cfg->m0) {   /* the store's M^0: a view on the host, a copy on a device */
+            if (g->fixed[s] && g->m0s) {
+                /* no table: the trainer's sparse M^0 (agg_config.m0_sparse) */
+            } else if (g->fixed[s] && cfg->m0) {   /* the store's M^0: a view on the host, a copy on a device */
                 g->m0_borrowed = 1;
                 g->M[s] = (hist_t){.n = g->n, .f = g->dim[s], .dtype = g->dtype, .data = (void *)cfg->m0};
                 if (g->tdev) {
@@ -188,6 +197,9 @@ static int agg_incagg_scratch(agg_t *g, const agg_config_t *cfg) {
     if (rc == INCA_OK && method == AGG_INCAGG) {
         g->sbuf_rows = cfg->nb_max ? cfg->nb_max : 1;
         if (!(g->sbuf = scratch(g, g->sbuf_rows * g->maxdim, "scratch_delta", g->dev))) rc = INCA_ENOMEM;
+        if (rc == INCA_OK && g->xtf > 0 && !g->host_tables && !g->m0s &&
+            !(g->xbase = scratch(g, g->sbuf_rows * g->in_dim, "scratch_base_rows", g->dev)))
+            rc = INCA_ENOMEM;
         if (rc == INCA_OK && g->dtype == HIST_BF16) {
             const int64_t row_bytes = (int64_t)sizeof(float) * g->maxdim;
             if (cfg->panel_bytes > 0) g->panel_rows = cfg->panel_bytes / row_bytes;
@@ -251,7 +263,7 @@ static int agg_host_stage(agg_t *g, const agg_config_t *cfg, int64_t nbm) {
         const int64_t hm = cfg->halo_max > 0 ? cfg->halo_max : 1;
         for (int st = 0; st < ns && rc == INCA_OK; st++) {
             const int64_t d = g->dim[st];
-            const int wantM = method == AGG_INCAGG, wantS = wantM && !g->fixed[st], wantH = method == AGG_GAS && !g->fixed[st];
+            const int wantM = method == AGG_INCAGG && !(g->fixed[st] && g->m0s), wantS = wantM && !g->fixed[st], wantH = method == AGG_GAS && !g->fixed[st];
             const int push = wantH || (wantS && (g->single || g->P[st].data));
             if (push && (rc = pin(g, sizeof(float) * (size_t)(nbm * d), (void **)&g->push_h[st])))
                 break;
@@ -309,7 +321,7 @@ static int agg_rows_and_baselines(agg_t *g, const agg_config_t *cfg) {
     }
     /* M^0 = ÂX once at every site that reads x */
     for (int s = 0; s < ns && rc == INCA_OK && method == AGG_INCAGG; s++)
-        if (g->fixed[s] && !g->m0_borrowed) rc = agg_baseline_compute(g, s, g->x_t, NULL);
+        if (g->fixed[s] && !g->m0_borrowed && !g->m0s) rc = agg_baseline_compute(g, s, g->x_t, NULL);
     return rc;
 }
 
@@ -343,6 +355,8 @@ int agg_create(const agg_config_t *cfg, agg_t **out) {
     g->nsites = ns;
     g->n = cfg->n;
     g->in_dim = cfg->in_dim;
+    g->xtf = cfg->x_tf_dim > 0 ? cfg->x_tf_dim : 0;
+    g->m0s = method == AGG_INCAGG && g->xtf > 0 ? cfg->m0_sparse : NULL;
     g->x = cfg->x;
     g->dtype = cfg->dtype;
     g->pass_dtype = cfg->pass_dtype == HIST_BF16 ? HIST_BF16 : HIST_F32;

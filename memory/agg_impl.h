@@ -82,6 +82,11 @@ struct agg {
     uint8_t fixed[AGG_MAX_SITES];
     hist_t H[AGG_MAX_SITES], M[AGG_MAX_SITES], S[AGG_MAX_SITES], P[AGG_MAX_SITES];
     float *sbuf;         /* nb_max x maxdim: Δ */
+    int64_t xtf;         /* agg_config.x_tf_dim */
+    float *xbase;        /* incagg with xtf, tables in context memory: nb_max x in_dim, M^0_B */
+    const csr_t *m0s;    /* incagg with xtf: agg_config.m0_sparse (then no M table at sites reading x) */
+    csr_t m0b;           /* its batch's rows (agg_base), m0b_rows x m0b_cap room */
+    int64_t m0b_cap, m0b_rows;
     float *hbuf;         /* halo_max x max(maxdim, in_dim): pulled halo rows (GAS) */
     float *panel;        /* panel_rows x maxdim fp32 (bf16 M^0 and push refreshes) */
     int64_t panel_rows;

@@ -70,6 +70,8 @@ int agg_refresh_forward(void *ctx, int site, int64_t n, int64_t f, const float *
                          site, (long long)n, (long long)f, (long long)g->n, (long long)(site >= 0 && site < g->nsites ? g->dim[site] : -1));
     int frc = agg_flush(g);
     if (frc != INCA_OK) return frc;
+    if (g->fixed[site] && g->m0s)
+        return inca_fail(INCA_ERR, "refresh operator: site %d's M^0 is sparse: it runs transformed first (agg_refresh_base)", site);
     if (g->method == AGG_INCAGG && g->fixed[site]) {   /* M^0 = ÂX is already there */
         return t_get_all(g, &g->M[site], out);
     }
@@ -78,6 +80,14 @@ int agg_refresh_forward(void *ctx, int site, int64_t n, int64_t f, const float *
     return snapshot_rows(g, site, 0, n, in, out, 0);
 }
 
+int agg_refresh_base(agg_t *g, int site, int64_t n, int64_t f, const float **rows, const csr_t **sparse, int *residual) {
+    if (!g->m0s || site < 0 || site >= g->nsites || !g->fixed[site] || n != g->n || f != g->in_dim)
+        return inca_fail(INCA_ERR, "refresh operator: no sparse M^0 at site %d for %lld x %lld", site, (long long)n, (long long)f);
+    *rows = NULL;
+    *sparse = g->m0s;
+    *residual = 1;
+    return INCA_OK;
+}
 
 float *agg_s_direct(agg_t *g, int site) {
     if (g->method != AGG_INCAGG || site < 0 || site >= g->nsites || g->fixed[site] || g->host_tables ||

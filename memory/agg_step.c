@@ -6,10 +6,12 @@
 #include "core/status.h"
 #include "core/util.h"
 #include "kernels/backend.h"
+#include <string.h>
 
 static int check_call(const agg_t *g, int site, int64_t n, int64_t f) {
     if (!g->b) return inca_fail(INCA_ERR, "mini-batch operator called without a batch");
-    if (site < 0 || site >= g->nsites || f != g->dim[site] || n != g->b->n_b)
+    const int narrow = site >= 0 && site < g->nsites && g->fixed[site] && g->xtf > 0 && f == g->xtf;
+    if (site < 0 || site >= g->nsites || (f != g->dim[site] && !narrow) || n != g->b->n_b)
         return inca_fail(INCA_ERR, "mini-batch operator: site %d called with %lld x %lld, expected %lld x %lld",
                          site, (long long)n, (long long)f, (long long)g->b->n_b,
                          (long long)(site >= 0 && site < g->nsites ? g->dim[site] : -1));
@@ -68,6 +70,8 @@ static int forward_incagg(agg_t *g, int site, int64_t n, int64_t f, const float 
     const float *rowsM = host ? g->rowsM[g->cur][site] : NULL, *rowsS = host ? g->rowsS[g->cur][site] : NULL;
     const size_t bytes = sizeof(float) * (size_t)(n * f);
     int rc;
+    if (g->fixed[site] && g->m0s)
+        return inca_fail(INCA_ERR, "incagg: site %d's M^0 is sparse: it runs transformed first (agg_base)", site);
     if (g->fixed[site]) {
         if (in == in_raw)   /* no dropout: Δ = 0, no SpMM at all */
             return host ? kc_copy(g->kc, out, rowsM, bytes, KERN_D2D, KERN_STREAM_COMPUTE)
@@ -98,12 +102,61 @@ int agg_forward(void *ctx, int site, int64_t n, int64_t f, const float *in_raw, 
     int rc = check_call(g, site, n, f);
     if (rc != INCA_OK) return rc;
     double t0 = inca_now();
-    if (g->method == AGG_CLUSTER) rc = kc_spmm(g->kc, g->bb, NULL, in, f, 1.f, 0.f, out);
+    /* Cluster-GCN, and a site reading x at the narrower width (agg_base has the rest) */
+    if (g->method == AGG_CLUSTER || (g->fixed[site] && f != g->dim[site])) rc = kc_spmm(g->kc, g->bb, NULL, in, f, 1.f, 0.f, out);
     else if (g->method == AGG_GAS) rc = forward_gas(g, site, n, f, in_raw, in, out);
     else rc = forward_incagg(g, site, n, f, in_raw, in, out);
     g->fwd_s += inca_now() - t0;
     g->nnz_bb += g->b->a_bb.nnz;
     g->nnz_rows += g->b->nnz_rows;
+    return rc;
+}
+
+/* The batch's rows of the sparse M^0 into m0b (grown when a batch needs more room). */
+static int m0_rows(agg_t *g, int64_t n) {
+    const csr_t *a = g->m0s;
+    const int64_t *ids = g->b->nodes;
+    int64_t need = 0;
+    for (int64_t i = 0; i < n; i++) need += a->rowptr[ids[i] + 1] - a->rowptr[ids[i]];
+    if (need > g->m0b_cap || n > g->m0b_rows) {   /* rare: the first batches, then the largest */
+        csr_free(&g->m0b);
+        const int64_t cap = need + need / 4 + 1, rows = g->nb_max > n ? g->nb_max : n;
+        int rc = csr_alloc(&g->m0b, rows, a->n_cols, cap, 1);
+        if (rc != INCA_OK) return inca_fail_ctx(rc, "a batch's rows of the sparse M^0: %lld nonzeros", (long long)cap);
+        g->m0b_cap = cap;
+        g->m0b_rows = rows;
+    }
+    int64_t e = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t lo = a->rowptr[ids[i]], cnt = a->rowptr[ids[i] + 1] - lo;
+        memcpy(g->m0b.col + e, a->col + lo, sizeof(int32_t) * (size_t)cnt);
+        memcpy(g->m0b.val + e, a->val + lo, sizeof(float) * (size_t)cnt);
+        e += cnt;
+        g->m0b.rowptr[i + 1] = e;
+    }
+    g->m0b.n_rows = n;
+    g->m0b.nnz = e;
+    return INCA_OK;
+}
+
+int agg_base(agg_t *g, int site, int64_t n, int64_t f, const float **rows, const csr_t **sparse, int *residual) {
+    int rc = check_call(g, site, n, f);
+    if (rc != INCA_OK) return rc;
+    if (!g->fixed[site] || g->xtf <= 0)
+        return inca_fail(INCA_ERR, "agg_base: site %d %s", site, g->fixed[site] ? "was not made for it (x_tf_dim 0)" : "does not read x");
+    *rows = NULL;
+    *sparse = NULL;
+    *residual = g->method == AGG_INCAGG;
+    if (g->method != AGG_INCAGG) return INCA_OK;
+    double t0 = inca_now();
+    if (g->m0s) {
+        if ((rc = m0_rows(g, n)) == INCA_OK) *sparse = &g->m0b;
+    } else if (g->host_tables) {
+        *rows = g->rowsM[g->cur][site];   /* uploaded with the batch */
+    } else if ((rc = kc_gather_rows(g->kc, kdt(&g->M[site]), g->M[site].data, f, g->nodes, 0, n, g->xbase)) == INCA_OK) {
+        *rows = g->xbase;
+    }
+    g->fwd_s += inca_now() - t0;
     return rc;
 }
 

@@ -12,6 +12,11 @@ void mb_opts_default(mb_opts_t *o) {
     o->single_buffer = 1;
 }
 
+int64_t mb_x_tf_dim(const model_config_t *mc) {
+    const int64_t fout = mc->layers == 1 ? mc->out_dim : mc->hidden;
+    return mc->input_transform_first && mc->kind == NN_GCN && mc->in_dim > fout ? fout : 0;
+}
+
 int mb_model_sites(const model_config_t *mc, int64_t *dims, uint8_t *fixed) {
     const int ns = model_num_sites(mc);
     if (ns < 0 || ns > AGG_MAX_SITES)

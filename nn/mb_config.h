@@ -57,4 +57,7 @@ void mb_stats_free(mb_stats_t *st);
 /* The sites of a model as memory/agg.h describes them: count, widths, and which read x
  * (gcn/sage site 0). dims and fixed hold AGG_MAX_SITES entries. */
 int mb_model_sites(const model_config_t *mc, int64_t *dims, uint8_t *fixed);
+/* The width a model with input_transform_first aggregates x at (layer 0's output width, when it
+ * narrows: agg_config.x_tf_dim), else 0. */
+int64_t mb_x_tf_dim(const model_config_t *mc);
 #endif

@@ -1,5 +1,6 @@
 /* Whole-graph passes of a mini-batch run (mb_pass.h). */
 #include "nn/mb_pass.h"
+#include "nn/mb_sparse.h"
 #include "nn/mb_place.h"
 #include "core/alloc.h"
 #include "core/status.h"
@@ -223,8 +224,12 @@ int mb_eval_pass(mb_run_t *R, mb_stats_t *st, int ep, double te0) {
     if (R->stream) rc = mb_pass(R, R->fused_pending, &logits);
     else {
         model_set_eval_transform_first(R->m, !R->fused_pending);
-        rc = model_forward(R->m, n, R->x_d, R->fused_pending ? &R->op_refresh : &R->op_full, 0, c->seed,
-                           (uint64_t)R->gstep, &logits);
+        /* sparse rows: the linear pass multiplies x's nonzeros (the refresh's has its M^0's) */
+        if (!R->fused_pending) rc = mb_sparse_whole(R);
+        if (rc == INCA_OK)
+            rc = model_forward(R->m, n, R->x_d, R->fused_pending ? &R->op_refresh : &R->op_full, 0, c->seed,
+                               (uint64_t)R->gstep, &logits);
+        mb_sparse_done(R);
     }
     if (rc == INCA_OK && R->dev) rc = kc_sync(R->kc);
     if (rc != INCA_OK) return rc;

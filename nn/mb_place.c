@@ -218,7 +218,8 @@ static int mb_setup_agg(mb_run_t *R, const dataset_t *d, hist_dtype_t hd, const 
                                        (int64_t)sizeof(int64_t) * (nb_max ? nb_max : 1),
                                        0 /* the batch's rows of x with host features: mb_features_late */},
                        .nnz_max = mb_batch_nnz_bound(&R->D.a, R->p->bounds, R->p->k, c->batch_parts),
-                       .m0 = m0, .spill_budget = -1,
+                       .m0 = m0, .spill_budget = -1, .x_tf_dim = mb_x_tf_dim(&R->mc),
+                       .m0_sparse = R->m0s.rowptr ? &R->m0s : NULL,
                        /* the view loader's layer-wise passes (mb_pass): min(2, L - 1) buffers of
                         * the widest hidden layer */
                        .pass_width = R->stream ? mb_pass_width(R) : 0,

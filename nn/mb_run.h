@@ -71,6 +71,10 @@ typedef struct mb_run {
     int32_t *y_d;
     int64_t *tr_d, *va_d, *te_d;
     float *xb_d;                /* a batch's rows of x (device) */
+    int xs_on;                  /* --input-layer transform-first with sparse rows (nn/mb_sparse.h) */
+    csr_t xs, xsb;              /* then: all of x as CSR, and the batch's rows (capacity xsb_cap) */
+    csr_t m0s;                  /* then, incagg: M^0 = ÂX as a CSR (the operator's baseline at site 0) */
+    int64_t xsb_cap, xsb_rows;
     train_placement_t place;    /* --device-memory-budget: the budget and what went where */
     double *losses_d;           /* spe: each step's loss, read back at the epoch's end */
     train_meter_t *meter_d;

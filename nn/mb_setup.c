@@ -1,6 +1,7 @@
 /* Making and releasing a mini-batch run (mb_setup.h). */
 #include "nn/mb_setup.h"
 #include "nn/mb_place.h"
+#include "nn/mb_sparse.h"
 #include "core/alloc.h"
 #include "core/memstat.h"
 #include "core/status.h"
@@ -20,6 +21,7 @@ void mb_run_free(mb_run_t *R) {
     optim_free(&R->opt);
     wavg_free(&R->avg);
     model_free(&R->m);
+    mb_sparse_free(R);
     if (kc) {
         for (int i = 0; i < R->npan; i++) kc_mat_free(kc, &R->apan[i]);   /* views of a_m: first */
         kc_release(kc, KERN_MEM_DEVICE, R->logits_all);
@@ -121,6 +123,33 @@ static int mb_ckpt_blobs(mb_run_t *R, int ns) {
     return INCA_OK;
 }
 
+/* nn_agg_t.base of the batch operator and of the refresh pass's (nn/layer.h, memory/agg.h) */
+static int mb_op_base(void *ctx, int site, int64_t n, int64_t f, nn_base_t *b) {
+    return agg_base(ctx, site, n, f, &b->rows, &b->sparse, &b->residual);
+}
+static int mb_refresh_base(void *ctx, int site, int64_t n, int64_t f, nn_base_t *b) {
+    return agg_refresh_base(ctx, site, n, f, &b->rows, &b->sparse, &b->residual);
+}
+
+/* --input-layer transform-first: on the affine operators (not GAS's halo of x), for a gcn first
+ * layer that narrows the width. */
+static int mb_input_layer_check(mb_run_t *R) {
+    const train_config_t *c = R->c;
+    R->mc.input_transform_first = c->input_layer == TRAIN_INPUT_TRANSFORM_FIRST;
+    if (!R->mc.input_transform_first) return INCA_OK;
+    if (R->method == AGG_GAS)
+        return inca_fail(INCA_EINVAL, "--input-layer transform-first: not with --method gas (its halo reads x "
+                         "at the input width); use cluster or incagg, or --input-layer aggregate-first");
+    if (R->mc.kind != NN_GCN)
+        return inca_fail(INCA_EINVAL, "--input-layer transform-first: --model gcn only (--model %s aggregates its "
+                         "input as it is)", model_kind_name(R->mc.kind));
+    if (mb_x_tf_dim(&R->mc) == 0)
+        return inca_fail(INCA_EINVAL, "--input-layer transform-first: the first layer does not narrow the width "
+                         "(%lld features into %lld): nothing to gain; use --input-layer aggregate-first",
+                         (long long)R->mc.in_dim, (long long)(R->mc.layers == 1 ? R->mc.out_dim : R->mc.hidden));
+    return INCA_OK;
+}
+
 /* The configuration errors, the job's split counts and the model's configuration. */
 static int mb_setup_check(mb_run_t *R, const dataset_t *d, int64_t n_train) {
     const train_config_t *c = R->c;
@@ -149,6 +178,7 @@ static int mb_setup_check(mb_run_t *R, const dataset_t *d, int64_t n_train) {
     /* the operators are affine (IncAgg adds a baseline; GAS adds halo rows of x): site 0 must see
      * x itself, so no transform-first layers in training */
     R->mc.transform_first = 0;
+    if ((rc = mb_input_layer_check(R)) != INCA_OK) return rc;
     R->C = (int32_t)R->mc.out_dim;
     R->stream = R->o->view != NULL;
     if (R->stream && R->mc.kind != NN_GCN && R->mc.kind != NN_SAGE)
@@ -224,7 +254,8 @@ static int mb_setup_loader(mb_run_t *R, hist_dtype_t *hd_out, const void **m0_ou
     const int64_t n = R->D.n;
     const csr_t *atp = R->D.at.rowptr ? &R->D.at : NULL;
     const int norm = nn_kind_norm(R->mc.kind);
-    R->src = (batch_source_t){.n = n, .f = R->D.f, .x = R->D.x, .y = R->D.y, .a = &R->D.a, .a_symmetric = atp == NULL,
+    /* sparse rows: the loader gathers no dense rows of x (mb_sparse_batch makes the batch's) */
+    R->src = (batch_source_t){.n = n, .f = R->D.f, .x = R->xs_on ? NULL : R->D.x, .y = R->D.y, .a = &R->D.a, .a_symmetric = atp == NULL,
                               .bounds = R->p->bounds, .k = R->p->k};
     if (c->history_dtype != HIST_F32 && c->history_dtype != HIST_BF16)
         return inca_fail(INCA_EINVAL, "--history-dtype: unknown type %d", (int)c->history_dtype);
@@ -277,6 +308,9 @@ static int mb_setup_model(mb_run_t *R) {
     /* the view path runs the model on a batch or a row panel of a batch's size, never on all n */
     kc_mem_tag(kc, "model");
     if ((rc = model_create_on(&R->mc, R->stream ? (nb_max > 0 ? nb_max : 1) : n, kc, &R->m)) != INCA_OK) return rc;
+    /* sparse rows: the whole graph's (its passes) hold every batch's, made now, not in the steps */
+    if (R->xs_on && (rc = model_reserve_sparse(R->m, R->D.n, R->xs.nnz, R->m0s.rowptr ? R->D.n : 0, R->m0s.nnz)) != INCA_OK)
+        return rc;
     kc_mem_tag(kc, "optimizer");
     if ((rc = train_optim_build(c, R->m, &R->opt)) != INCA_OK) return rc;
     kc_mem_tag(kc, "gradients");
@@ -427,7 +461,7 @@ int mb_run_setup(mb_run_t *R, const dataset_t *d, const int64_t *train_idx, int6
     if ((rc = mb_setup_check(R, d, n_train)) != INCA_OK ||
         (rc = mb_data_prepare(d, c, R->p, train_idx, n_train, nn_kind_norm(R->mc.kind), R->o->view, &R->D)) != INCA_OK ||
         (rc = mb_setup_ranks(R)) != INCA_OK || (rc = mb_setup_upload(R)) != INCA_OK ||
-        (rc = mb_setup_loader(R, &hd, &m0)) != INCA_OK || (rc = mb_setup_model(R)) != INCA_OK ||
+        (rc = mb_sparse_setup(R)) != INCA_OK || (rc = mb_setup_loader(R, &hd, &m0)) != INCA_OK || (rc = mb_setup_model(R)) != INCA_OK ||
         (R->stream && (rc = mb_setup_panels(R)) != INCA_OK) || (rc = mb_setup_buffers(R)) != INCA_OK ||
         (rc = mb_setup_tables(R, d, hd, m0, &ns)) != INCA_OK) {   /* the tables late: they may move to the host */
         if (rc == INCA_ENOMEM && R->place.budget > 0 && strstr(inca_errmsg(), "device memory budget")) {
@@ -438,8 +472,10 @@ int mb_run_setup(mb_run_t *R, const dataset_t *d, const int64_t *train_idx, int6
         return rc;
     }
     train_device_budget_setup_done(R->kc, &R->place);
-    R->op_batch = (nn_agg_t){.forward = agg_forward, .backward = agg_backward, .ctx = R->agg};
-    R->op_refresh = (nn_agg_t){.forward = agg_refresh_forward, .backward = NULL, .ctx = R->agg};
+    R->op_batch = (nn_agg_t){.forward = agg_forward, .backward = agg_backward, .ctx = R->agg,
+                             .base = mb_x_tf_dim(&R->mc) > 0 ? mb_op_base : NULL};
+    R->op_refresh = (nn_agg_t){.forward = agg_refresh_forward, .backward = NULL, .ctx = R->agg,
+                               .base = R->m0s.rowptr ? mb_refresh_base : NULL};
     nn_agg_dev_init(&R->op_full, &R->full, R->kc, R->a_m, R->at_m);
 
     /* checkpoints: the model, the optimiser and every history table (nn/checkpoint.h); under MPI

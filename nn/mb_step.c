@@ -1,5 +1,6 @@
 /* One optimiser step of a mini-batch run (mb_step.h). */
 #include "nn/mb_step.h"
+#include "nn/mb_sparse.h"
 #include "nn/mb_place.h"
 #include "core/alloc.h"
 #include "core/status.h"
@@ -32,8 +33,8 @@ static int mb_gas_pull(mb_run_t *R, const batch_t *b) {
  * mb_epoch_losses reads the epoch's at the end. *loss_n counts the batches that had a loss;
  * *had says whether this one did (a batch without training rows has no gradient). Dropout
  * masks use step number dstep. */
-static int mb_fwd_bwd(mb_run_t *R, batch_loader_t *ld, int ep, int64_t slot, uint64_t dstep, double *loss_sum,
-                      int64_t *loss_n, int *had) {
+static int mb_fwd_bwd_model(mb_run_t *R, batch_loader_t *ld, int ep, int64_t slot, uint64_t dstep, double *loss_sum,
+                            int64_t *loss_n, int *had) {
     kern_ctx_t *kc = R->kc;
     const batch_t *b = NULL;
     const float *logits = NULL;
@@ -46,7 +47,7 @@ static int mb_fwd_bwd(mb_run_t *R, batch_loader_t *ld, int ep, int64_t slot, uin
         if (R->D.in_train[b->nodes[i]] && b->y[i] >= 0) R->lidx[nidx++] = i;
     /* labels and loss rows travel with the batch (uploaded with it off the CPU), and its rows of
      * x when the features stay in host memory (the loader gathered them) */
-    const void *extra[AGG_MAX_EXTRA] = {b->y, R->lidx, R->x_host ? b->x : NULL};
+    const void *extra[AGG_MAX_EXTRA] = {b->y, R->lidx, R->x_host && !R->xs_on ? b->x : NULL};
     const int64_t extra_bytes[AGG_MAX_EXTRA] = {(int64_t)sizeof(int32_t) * b->n_b, (int64_t)sizeof(int64_t) * nidx,
                                                 (int64_t)sizeof(float) * b->n_b * R->D.f};
     if ((rc = agg_set_batch_with(R->agg, b, extra, extra_bytes)) != INCA_OK) return rc;
@@ -57,6 +58,7 @@ static int mb_fwd_bwd(mb_run_t *R, batch_loader_t *ld, int ep, int64_t slot, uin
         if ((rc = kc_gather_rows(kc, KERN_F32, R->x_d, R->D.f, agg_batch_nodes(R->agg), 0, b->n_b, R->xb_d))) return rc;
         xb = R->xb_d;
     }
+    if (R->xs_on && (rc = mb_sparse_batch(R, b->nodes, b->n_b)) != INCA_OK) return rc;
     if ((rc = model_forward(R->m, b->n_b, xb, &R->op_batch, 1, R->c->seed, dstep, &logits)) != INCA_OK) return rc;
     if (nidx == 0) {   /* no training node in this batch: nothing to learn from */
         R->step_has_loss[slot] = 0;
@@ -86,6 +88,14 @@ static int mb_fwd_bwd(mb_run_t *R, batch_loader_t *ld, int ep, int64_t slot, uin
     }
     *had = 1;
     return model_backward(R->m, R->dlogits, &R->op_batch);
+}
+
+/* The same, the model back on dense input after it (the passes over the graph need it). */
+static int mb_fwd_bwd(mb_run_t *R, batch_loader_t *ld, int ep, int64_t slot, uint64_t dstep, double *loss_sum,
+                      int64_t *loss_n, int *had) {
+    const int rc = mb_fwd_bwd_model(R, ld, ep, slot, dstep, loss_sum, loss_n, had);
+    mb_sparse_done(R);
+    return rc;
 }
 
 /* The ranks' gradient sum: gacc <- g (first) or gacc <- g + gacc, per parameter, where g is one

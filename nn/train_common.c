@@ -367,6 +367,7 @@ const char *const train_metric_words[3] = {"acc", "balanced_acc", "macro_f1"};
 const char *const train_loader_words[3] = {"auto", "copy", "view"};
 const char *const train_grad_reduce_words[3] = {"chain", "allgather", "nccl"};
 const char *const train_refresh_eval_words[2] = {"fused", "separate"};
+const char *const train_input_layer_words[2] = {"aggregate-first", "transform-first"};
 const char *const train_history_location_words[3] = {"device", "host", "auto"};
 const char *const train_cluster_norm_words[2] = {"batch", "global"};
 const char *const train_refresh_weights_words[3] = {"last", "average", "auto"};

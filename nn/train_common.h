@@ -117,6 +117,11 @@ typedef struct train_config {
     double refresh_relax;      /* incagg, recompute source: a refresh moves S and M this fraction
                                   of the way to the exact rows, in (0, 1] (--refresh-relax;
                                   default TRAIN_REFRESH_RELAX_DEFAULT; 1: replaced) */
+    int input_layer;           /* cluster, incagg, gcn: TRAIN_INPUT_AGGREGATE_FIRST (default: the
+                                  first layer aggregates x at its width, then multiplies by W) or
+                                  TRAIN_INPUT_TRANSFORM_FIRST (--input-layer transform-first: the
+                                  operator's affine form, M^0_B W + Â_BB (D W), D sparse when x
+                                  is; the same maths, other bits; nn/layer.h) */
     int refresh_eval_separate; /* incagg, recompute source: 0 (default, --refresh-eval fused) a
                                   refresh due at an epoch end shares the evaluation's eval-mode
                                   pass (its time is the refresh's); 1 (--refresh-eval separate)
@@ -211,6 +216,8 @@ extern const char *const train_featnorm_words[3];
 extern const char *const train_metric_words[3];
 extern const char *const train_loader_words[3];
 extern const char *const train_refresh_eval_words[2];
+enum { TRAIN_INPUT_AGGREGATE_FIRST = 0, TRAIN_INPUT_TRANSFORM_FIRST = 1 };
+extern const char *const train_input_layer_words[2];
 enum { TRAIN_HIST_DEVICE = 0, TRAIN_HIST_HOST = 1, TRAIN_HIST_AUTO = 2 };
 extern const char *const train_history_location_words[3];
 extern const char *const train_cluster_norm_words[2];
@@ -305,6 +312,8 @@ typedef struct train_result {
     int64_t scratch_bytes;               /* mini-batch: the operator's scratch buffers (last run) */
     int history_on_host;                 /* mini-batch: the tables were in host memory */
     int features_on_host;                /* mini-batch on a device: the features stayed in host memory */
+    int input_sparse;                    /* mini-batch, --input-layer transform-first: the batches'
+                                            rows of x went to the model sparse (nn/mb_sparse.h) */
     train_placement_t placement;         /* last run: device memory (on_device 0 on the CPU) */
     int runs;
     char device[16];                     /* the backend the runs used ("cpu"; auto resolved) */

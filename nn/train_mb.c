@@ -87,6 +87,7 @@ static int mb_run_figures(mb_run_t *R, train_result_t *r, mb_stats_t *st) {
     r->refreshes = st->refreshes;
     r->evals = st->evals;
     r->fused = st->fused;
+    r->input_sparse = R->xs_on;
     r->peak_rss_mb = inca_peak_rss_mb();
     st->loader_bytes = 0;
     for (int w = 0; w < R->workers; w++)   /* every rank's loader (this process's) */

@@ -138,6 +138,32 @@ START_TEST(bench_epoch_figures) {
 }
 END_TEST
 
+/* --compare-input-layer: cluster and incagg aggregate-first, then both transform-first (each line
+ * says which), the summary's speedups the quotients of their epochs; gas, --breakdown and a
+ * typed --input-layer refused. 16 features into 8 hidden: the first layer narrows. */
+START_TEST(bench_epoch_input_layer) {
+    cJSON *v[8];
+    const int n = run_lines(v, 8, "bench epoch '%s' --methods cluster,incagg --compare-input-layer --parts 8 --batch-parts 3 "
+                                  "--epochs 3 --hidden 8 --threads 1 --json --quiet", g);
+    ck_assert_int_eq(n, 5);   /* cluster, incagg, cluster tf, incagg tf, summary */
+    static const char *const want[4] = {"aggregate-first", "aggregate-first", "transform-first", "transform-first"};
+    for (int i = 0; i < 4; i++) {
+        epoch_line_sums(v[i], 3, 3, 0);
+        ck_assert_str_eq(tu_json_get(v[i], "input_layer", cJSON_String)->valuestring, want[i]);
+        ck_assert_str_eq(tu_json_get(v[i], "method", cJSON_String)->valuestring, i % 2 ? "incagg" : "cluster");
+    }
+    NEAR(num(v[4], "cluster_input_speedup"), num(v[0], "epoch_time_s") / num(v[2], "epoch_time_s"), "cluster_input_speedup");
+    NEAR(num(v[4], "incagg_input_speedup"), num(v[1], "epoch_time_s") / num(v[3], "epoch_time_s"), "incagg_input_speedup");
+    NEAR(num(v[4], "cluster_tf_epoch_time_s"), num(v[2], "epoch_time_s"), "cluster_tf_epoch_time_s");
+    NEAR(num(v[4], "incagg_tf_step_time_s"), num(v[3], "step_time_s"), "incagg_tf_step_time_s");
+    NEAR(num(v[4], "incagg_tf_test_acc"), num(v[3], "test_acc"), "incagg_tf_test_acc");
+    tu_json_free_lines(v, n);
+    refused("--compare-input-layer: --methods cluster and/or incagg", "bench epoch '%s' --compare-input-layer", g);
+    refused("drop --input-layer", "bench epoch '%s' --methods incagg --compare-input-layer --input-layer transform-first", g);
+    refused("not with --breakdown", "bench epoch '%s' --methods incagg --compare-input-layer --breakdown", g);
+}
+END_TEST
+
 /* --breakdown: per kind, ratio = seconds / floor; the epoch against the floors' sum; what lies
  * outside the ops; and figures per epoch: the optimiser's calls an epoch (one per parameter
  * tensor a step, no optimiser outside the steps) are the same over 2 epochs as over 4. */
@@ -360,6 +386,7 @@ int main(void) {
     TCase *tc = tcase_create("bench_figures");
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, bench_epoch_figures);
+    tcase_add_test(tc, bench_epoch_input_layer);
     tcase_add_test(tc, bench_breakdown_figures);
     tcase_add_test(tc, bench_loader_figures);
     tcase_add_test(tc, bench_spmm_figures);

@@ -295,6 +295,12 @@ START_TEST(mini_batch_every_method) {
         "--method gas --model sage --parts 8 --batch-parts 2 --epochs 2",
         "--method cluster --model sage --parts 8 --batch-parts 2 --epochs 2 --cluster-norm global",
         "--method incagg --model gcnii --layers 4 --hidden 32 --parts 8 --batch-parts 2 --epochs 2",
+        /* the first layer transformed first: sparse rows of x and (incagg) of M^0; dense rows */
+        "--method incagg --parts 8 --batch-parts 2 --epochs 3 --input-layer transform-first",
+        "--method cluster --parts 8 --batch-parts 2 --epochs 3 --input-layer transform-first",
+        "--method incagg --parts 8 --batch-parts 2 --epochs 3 --input-layer transform-first --dense-input",
+        "--method incagg --parts 8 --batch-parts 2 --epochs 3 --input-layer transform-first --history-location host",
+        "--method incagg --parts 8 --batch-parts 1 --epochs 2 --input-layer transform-first --workers 2",
         /* history tables in host memory: rows through the pinned stage, refreshes on the CPU */
         "--method gas --parts 8 --batch-parts 2 --epochs 3 --history-location host",
         "--method gas --model sage --parts 8 --batch-parts 2 --epochs 2 --history-location host --history-dtype bf16",
