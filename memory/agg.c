@@ -106,6 +106,7 @@ static int batch_current(agg_t *g, const batch_t *b, const struct agg_slot *sl, 
     g->nodes = nodes;
     g->halo = halo;
     g->b = b;
+    g->batch_seq++;
     return INCA_OK;
 }
 
@@ -186,7 +187,7 @@ hist_t *agg_table(agg_t *g, char which, int site) {
 
 const hist_t *agg_m0(const agg_t *g, int site) {
     if (g->method != AGG_INCAGG || site < 0 || site >= g->nsites || !g->fixed[site]) return NULL;
-    return &g->M[site];
+    return g->M[site].data ? &g->M[site] : NULL;   /* none: the sparse M^0 (agg_config.m0_sparse) */
 }
 
 int64_t agg_spilled_bytes(const agg_t *g) { return (int64_t)mem_arena_spilled_bytes(g->arena); }

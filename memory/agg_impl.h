@@ -87,6 +87,8 @@ struct agg {
     const csr_t *m0s;    /* incagg with xtf: agg_config.m0_sparse (then no M table at sites reading x) */
     csr_t m0b;           /* its batch's rows (agg_base), m0b_rows x m0b_cap room */
     int64_t m0b_cap, m0b_rows;
+    uint64_t batch_seq, base_seq;   /* batches set; the one agg_base last answered for (incagg's narrow
+                                       forward needs it: its M^0_B is the layer's to add) */
     float *hbuf;         /* halo_max x max(maxdim, in_dim): pulled halo rows (GAS) */
     float *panel;        /* panel_rows x maxdim fp32 (bf16 M^0 and push refreshes) */
     int64_t panel_rows;

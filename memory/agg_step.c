@@ -102,8 +102,13 @@ int agg_forward(void *ctx, int site, int64_t n, int64_t f, const float *in_raw, 
     int rc = check_call(g, site, n, f);
     if (rc != INCA_OK) return rc;
     double t0 = inca_now();
-    /* Cluster-GCN, and a site reading x at the narrower width (agg_base has the rest) */
-    if (g->method == AGG_CLUSTER || (g->fixed[site] && f != g->dim[site])) rc = kc_spmm(g->kc, g->bb, NULL, in, f, 1.f, 0.f, out);
+    /* Cluster-GCN, and a site reading x at the narrower width (agg_base has the rest: IncAgg's
+     * M^0_B, which a caller that never asked for it would silently leave out) */
+    const int narrow = g->fixed[site] && f != g->dim[site];
+    if (narrow && g->method == AGG_INCAGG && g->base_seq != g->batch_seq)
+        return inca_fail(INCA_ERR, "incagg: site %d called at width %lld without agg_base for this batch (its M^0_B "
+                         "would be left out)", site, (long long)f);
+    if (g->method == AGG_CLUSTER || narrow) rc = kc_spmm(g->kc, g->bb, NULL, in, f, 1.f, 0.f, out);
     else if (g->method == AGG_GAS) rc = forward_gas(g, site, n, f, in_raw, in, out);
     else rc = forward_incagg(g, site, n, f, in_raw, in, out);
     g->fwd_s += inca_now() - t0;
@@ -120,6 +125,7 @@ static int m0_rows(agg_t *g, int64_t n) {
     for (int64_t i = 0; i < n; i++) need += a->rowptr[ids[i] + 1] - a->rowptr[ids[i]];
     if (need > g->m0b_cap || n > g->m0b_rows) {   /* rare: the first batches, then the largest */
         csr_free(&g->m0b);
+        g->m0b_cap = g->m0b_rows = 0;
         const int64_t cap = need + need / 4 + 1, rows = g->nb_max > n ? g->nb_max : n;
         int rc = csr_alloc(&g->m0b, rows, a->n_cols, cap, 1);
         if (rc != INCA_OK) return inca_fail_ctx(rc, "a batch's rows of the sparse M^0: %lld nonzeros", (long long)cap);
@@ -147,6 +153,7 @@ int agg_base(agg_t *g, int site, int64_t n, int64_t f, const float **rows, const
     *rows = NULL;
     *sparse = NULL;
     *residual = g->method == AGG_INCAGG;
+    g->base_seq = g->batch_seq;
     if (g->method != AGG_INCAGG) return INCA_OK;
     double t0 = inca_now();
     if (g->m0s) {

@@ -300,7 +300,8 @@ static int blobs_read(FILE *fp, const char *path, kern_ctx_t *kc, const ckpt_blo
     int rc = INCA_OK;
     int32_t nb = -1;
     if (get(fp, &nb, sizeof nb) || nb != nblobs)
-        rc = inca_fail(INCA_EINVAL, "%s: %d history tables in the checkpoint, this run has %d (or the file is truncated)", path, nb, nblobs);
+        rc = inca_fail(INCA_EINVAL, "%s: %d history tables in the checkpoint, this run has %d (another --input-layer with "
+                       "sparse features keeps no dense M^0; or the file is truncated)", path, nb, nblobs);
     for (int i = 0; i < nblobs && !rc; i++) {
         int64_t bytes = -1;
         if (get(fp, &bytes, sizeof bytes) || bytes != blobs[i].bytes ||

@@ -90,6 +90,12 @@ enum { NN_NORM_NONE = 0, NN_NORM_GCN = 1, NN_NORM_MEAN = 2 };
 
 typedef struct model_config model_config_t;   /* nn/model.h */
 
+/* Room for a sparse matrix of up to rows with nnz nonzeros (A W), and for the transposed
+ * products of up to t_rows with t_nnz (Aᵀ dy: a trainer's batch), see model_reserve_sparse. */
+typedef struct nn_sparse_room {
+    int64_t rows, nnz, t_rows, t_nnz;
+} nn_sparse_room_t;
+
 #define NN_REAL float
 #define NN_(x) x
 #include "nn/nn_types.inc"

@@ -197,7 +197,9 @@ int mb_refresh(mb_run_t *R, mb_stats_t *st, int shares_eval) {
         if (rc == INCA_OK && R->stream) rc = mb_pass(R, 1, &logits);
         else if (rc == INCA_OK) {
             model_set_eval_transform_first(R->m, 0);   /* the refresh stores each layer's own input */
-            rc = model_forward(R->m, R->D.n, R->x_d, &R->op_refresh, 0, R->c->seed, (uint64_t)R->gstep, &logits);
+            if ((rc = mb_sparse_whole(R)) == INCA_OK)
+                rc = model_forward(R->m, R->D.n, R->x_d, &R->op_refresh, 0, R->c->seed, (uint64_t)R->gstep, &logits);
+            mb_sparse_done(R);
         }
         const int back = swapped ? wavg_swap(R->avg) : INCA_OK;   /* training goes on with its weights */
         if (rc == INCA_OK) rc = back;
@@ -224,8 +226,8 @@ int mb_eval_pass(mb_run_t *R, mb_stats_t *st, int ep, double te0) {
     if (R->stream) rc = mb_pass(R, R->fused_pending, &logits);
     else {
         model_set_eval_transform_first(R->m, !R->fused_pending);
-        /* sparse rows: the linear pass multiplies x's nonzeros (the refresh's has its M^0's) */
-        if (!R->fused_pending) rc = mb_sparse_whole(R);
+        /* sparse rows: the linear pass multiplies x's nonzeros (a refresh's layer 0 is M^0 W) */
+        rc = mb_sparse_whole(R);
         if (rc == INCA_OK)
             rc = model_forward(R->m, n, R->x_d, R->fused_pending ? &R->op_refresh : &R->op_full, 0, c->seed,
                                (uint64_t)R->gstep, &logits);

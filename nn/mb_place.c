@@ -38,6 +38,7 @@ int mb_features_deferred(const mb_run_t *R) {
 
 int mb_features_early(mb_run_t *R) {
     if (mb_features_deferred(R)) return INCA_OK;
+    if (R->xs_on) return INCA_OK;   /* sparse rows (nn/mb_sparse.h): nothing reads the dense x there */
     if (R->dev && R->c->features_host == TRAIN_HIST_HOST)
         return inca_fail(INCA_EINVAL, "--features-location host: needs --loader view and --method incagg or cluster (%s)",
                          !R->stream                ? "the copy loader's passes read every node's features on the device"

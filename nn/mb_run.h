@@ -75,6 +75,7 @@ typedef struct mb_run {
     csr_t xs, xsb;              /* then: all of x as CSR, and the batch's rows (capacity xsb_cap) */
     csr_t m0s;                  /* then, incagg: M^0 = ÂX as a CSR (the operator's baseline at site 0) */
     int64_t xsb_cap, xsb_rows;
+    int64_t m0b_cap;            /* the most nonzeros of M^0 a batch's rows hold */
     train_placement_t place;    /* --device-memory-budget: the budget and what went where */
     double *losses_d;           /* spe: each step's loss, read back at the epoch's end */
     train_meter_t *meter_d;

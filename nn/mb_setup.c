@@ -309,8 +309,7 @@ static int mb_setup_model(mb_run_t *R) {
     kc_mem_tag(kc, "model");
     if ((rc = model_create_on(&R->mc, R->stream ? (nb_max > 0 ? nb_max : 1) : n, kc, &R->m)) != INCA_OK) return rc;
     /* sparse rows: the whole graph's (its passes) hold every batch's, made now, not in the steps */
-    if (R->xs_on && (rc = model_reserve_sparse(R->m, R->D.n, R->xs.nnz, R->m0s.rowptr ? R->D.n : 0, R->m0s.nnz)) != INCA_OK)
-        return rc;
+    if ((rc = mb_sparse_reserve(R)) != INCA_OK) return rc;
     kc_mem_tag(kc, "optimizer");
     if ((rc = train_optim_build(c, R->m, &R->opt)) != INCA_OK) return rc;
     kc_mem_tag(kc, "gradients");
@@ -393,7 +392,7 @@ static int mb_setup_buffers(mb_run_t *R) {
         (rc = kc_alloc(kc, KERN_MEM_DEVICE, sizeof(double) * (size_t)(R->spe ? R->spe : 1) * (size_t)R->workers, (void **)&R->losses_d)) ||
         (rc = kc_alloc(kc, KERN_MEM_DEVICE, sizeof *R->meter_d, (void **)&R->meter_d)))
         return rc;
-    if (R->dev && !mb_features_deferred(R) &&
+    if (R->dev && !mb_features_deferred(R) && !R->xs_on &&
         (rc = kc_alloc(kc, KERN_MEM_DEVICE, sizeof(float) * (size_t)(nbm * R->D.f), (void **)&R->xb_d)))
         return rc;
     if (!(R->lidx = inca_malloc(sizeof *R->lidx * (size_t)nbm)) ||
@@ -460,8 +459,8 @@ int mb_run_setup(mb_run_t *R, const dataset_t *d, const int64_t *train_idx, int6
     if (c->memory_budget > 0 && (rc = mb_anon_baseline(R, d)) != INCA_OK) return rc;
     if ((rc = mb_setup_check(R, d, n_train)) != INCA_OK ||
         (rc = mb_data_prepare(d, c, R->p, train_idx, n_train, nn_kind_norm(R->mc.kind), R->o->view, &R->D)) != INCA_OK ||
-        (rc = mb_setup_ranks(R)) != INCA_OK || (rc = mb_setup_upload(R)) != INCA_OK ||
-        (rc = mb_sparse_setup(R)) != INCA_OK || (rc = mb_setup_loader(R, &hd, &m0)) != INCA_OK || (rc = mb_setup_model(R)) != INCA_OK ||
+        (rc = mb_setup_ranks(R)) != INCA_OK || (rc = mb_sparse_setup(R)) != INCA_OK ||
+        (rc = mb_setup_upload(R)) != INCA_OK || (rc = mb_setup_loader(R, &hd, &m0)) != INCA_OK || (rc = mb_setup_model(R)) != INCA_OK ||
         (R->stream && (rc = mb_setup_panels(R)) != INCA_OK) || (rc = mb_setup_buffers(R)) != INCA_OK ||
         (rc = mb_setup_tables(R, d, hd, m0, &ns)) != INCA_OK) {   /* the tables late: they may move to the host */
         if (rc == INCA_ENOMEM && R->place.budget > 0 && strstr(inca_errmsg(), "device memory budget")) {

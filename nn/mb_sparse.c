@@ -11,15 +11,15 @@ static int cmp_desc_i64(const void *a, const void *b) {
     return x < y ? 1 : x > y ? -1 : 0;
 }
 
-/* The most a batch of batch_parts parts can hold: the largest parts' sums (of nonzeros when nnz,
- * else of rows; the renumbered parts are ranges of rows). */
-static int batch_cap(const mb_run_t *R, int nnz, int64_t *cap) {
+/* The most a batch of batch_parts parts can hold: the largest parts' sums (of the nonzeros of the
+ * CSR with row pointers rowptr, NULL: of rows; the renumbered parts are ranges of rows). */
+static int batch_cap(const mb_run_t *R, const int64_t *rowptr, int64_t *cap) {
     const int64_t k = R->p->k;
     int64_t *v = inca_malloc(sizeof *v * (size_t)(k > 0 ? k : 1));
     if (!v) return INCA_ENOMEM;
     for (int64_t q = 0; q < k; q++) {
         const int64_t lo = R->p->bounds[q], hi = R->p->bounds[q + 1];
-        v[q] = nnz ? R->xs.rowptr[hi] - R->xs.rowptr[lo] : hi - lo;
+        v[q] = rowptr ? rowptr[hi] - rowptr[lo] : hi - lo;
     }
     qsort(v, (size_t)k, sizeof *v, cmp_desc_i64);
     *cap = 0;
@@ -34,7 +34,7 @@ int mb_sparse_setup(mb_run_t *R) {
     int rc = train_features_csr(R->D.n, R->D.f, R->D.x, 0.25, &R->xs);
     if (rc <= 0) return rc;   /* 0: dense enough to stay dense */
     int64_t cap = 0, rows = 0;
-    if ((rc = batch_cap(R, 1, &cap)) != INCA_OK || (rc = batch_cap(R, 0, &rows)) != INCA_OK) return rc;
+    if ((rc = batch_cap(R, R->xs.rowptr, &cap)) != INCA_OK || (rc = batch_cap(R, NULL, &rows)) != INCA_OK) return rc;
     if ((rc = csr_alloc(&R->xsb, rows > 0 ? rows : 1, R->D.f, cap > 0 ? cap : 1, 1)) != INCA_OK)
         return inca_fail_ctx(rc, "sparse batch rows: %lld nonzeros", (long long)cap);
     R->xsb_cap = cap;
@@ -44,7 +44,16 @@ int mb_sparse_setup(mb_run_t *R) {
      * then holds no dense n x F baseline */
     if (R->method == AGG_INCAGG && (rc = csr_spgemm(&R->D.a, &R->xs, &R->m0s)) != INCA_OK)
         return inca_fail_ctx(rc, "the sparse M^0 = ÂX");
-    return INCA_OK;
+    return R->m0s.rowptr ? batch_cap(R, R->m0s.rowptr, &R->m0b_cap) : INCA_OK;
+}
+
+int mb_sparse_reserve(mb_run_t *R) {
+    if (!R->xs_on) return INCA_OK;
+    /* the whole graph's forward (the passes), a batch's transposed products (the steps) */
+    const nn_sparse_room_t x = {.rows = R->D.n, .nnz = R->xs.nnz, .t_rows = R->xsb_rows, .t_nnz = R->xsb_cap},
+                           m0 = {.rows = R->m0s.rowptr ? R->D.n : 0, .nnz = R->m0s.nnz, .t_rows = R->xsb_rows,
+                                 .t_nnz = R->m0b_cap};
+    return model_reserve_sparse(R->m, &x, &m0);
 }
 
 int mb_sparse_batch(mb_run_t *R, const int64_t *nodes, int64_t nb) {

@@ -19,6 +19,8 @@
 /* Decide and build: R->xs_on = 1 with the whole CSR and a batch's capacity when the rows go
  * sparse, else 0 (nothing held). */
 int mb_sparse_setup(mb_run_t *R);
+/* The model's room for them (model_reserve_sparse), made at setup: nothing allocated in training. */
+int mb_sparse_reserve(mb_run_t *R);
 /* The batch's rows (nodes, nb of them, renumbered ids) become the model's sparse input. */
 int mb_sparse_batch(mb_run_t *R, const int64_t *nodes, int64_t nb);
 /* All of x as the model's sparse input, for a pass over the whole graph (nothing without sparse

@@ -54,7 +54,7 @@ static int mb_fwd_bwd_model(mb_run_t *R, batch_loader_t *ld, int ep, int64_t slo
     const float *xb = R->x_host ? agg_batch_extra(R->agg, 2) : b->x;
     const int32_t *yb = agg_batch_extra(R->agg, 0);
     const int64_t *lidx = agg_batch_extra(R->agg, 1);
-    if (R->dev && !R->x_host) {   /* the batch's rows of x are gathered on the device from its own copy */
+    if (R->dev && !R->x_host && !R->xs_on) {   /* the batch's rows of x are gathered on the device from its own copy */
         if ((rc = kc_gather_rows(kc, KERN_F32, R->x_d, R->D.f, agg_batch_nodes(R->agg), 0, b->n_b, R->xb_d))) return rc;
         xb = R->xb_d;
     }

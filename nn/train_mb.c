@@ -8,6 +8,7 @@
 #include "nn/mb_pass.h"
 #include "nn/mb_run.h"
 #include "nn/mb_setup.h"
+#include "nn/mb_sparse.h"
 #include "nn/mb_step.h"
 #include "core/alloc.h"
 #include "core/comm.h"
@@ -130,6 +131,26 @@ static int mb_run_figures(mb_run_t *R, train_result_t *r, mb_stats_t *st) {
     return tables_copy(agg_arena(R->agg), st);
 }
 
+/* IncAgg starts from exact snapshots of the initial model (one eval-mode pass through the
+ * refresh operator, whichever the source); a resumed run has its tables from the checkpoint. */
+static int mb_init_snapshot(mb_run_t *R, mb_stats_t *st) {
+    const float *logits;
+    double t0 = inca_now();
+    int rc = INCA_OK;
+    R->init_pass = 1;   /* its halo rows count as setup: a one-off, not a refresh */
+    if (R->stream) rc = mb_pass(R, 1, &logits);
+    R->init_pass = 0;
+    if (!R->stream) {
+        model_set_eval_transform_first(R->m, 0);
+        if ((rc = mb_sparse_whole(R)) == INCA_OK)   /* sparse rows: x is not dense here */
+            rc = model_forward(R->m, R->D.n, R->x_d, &R->op_refresh, 0, R->c->seed, 0, &logits);
+        mb_sparse_done(R);
+    }
+    st->init_s = inca_now() - t0;
+    agg_snapshot_taken(R->agg);
+    return rc;
+}
+
 int mb_train(const dataset_t *d, const train_config_t *c, const int64_t *train_idx, int64_t n_train,
              int run, const partition_t *p, const mb_opts_t *o, train_result_t *r, mb_stats_t *st) {
     mb_stats_t stl;
@@ -154,21 +175,7 @@ int mb_train(const dataset_t *d, const train_config_t *c, const int64_t *train_i
         st->fused = R.carried.fused;
         st->refresh_s_total = R.carried.t_refresh;
     }
-    /* IncAgg starts from exact snapshots of the initial model (one eval-mode pass through the
-     * refresh operator, whichever the source); a resumed run has its tables from the checkpoint */
-    if (rc == INCA_OK && R.method == AGG_INCAGG && R.ep0 == 0) {
-        const float *logits;
-        double t0 = inca_now();
-        R.init_pass = 1;   /* its halo rows count as setup: a one-off, not a refresh */
-        if (R.stream) rc = mb_pass(&R, 1, &logits);
-        R.init_pass = 0;
-        if (!R.stream) {
-            model_set_eval_transform_first(R.m, 0);
-            rc = model_forward(R.m, R.D.n, R.x_d, &R.op_refresh, 0, c->seed, 0, &logits);
-        }
-        st->init_s = inca_now() - t0;
-        agg_snapshot_taken(R.agg);
-    }
+    if (rc == INCA_OK && R.method == AGG_INCAGG && R.ep0 == 0) rc = mb_init_snapshot(&R, st);
     for (int ep = R.ep0; rc == INCA_OK && ep < c->epochs && !R.finished; ep++) {
         if (ep == o->warmup_epochs && ep > 0) mb_stats_reset_times(&R, st);   /* warm-up epochs leave the figures */
         const double te0 = inca_now();

@@ -131,6 +131,85 @@ static agg_t *fx_ctx(fx_t *t, int method, batch_loader_t *l, hist_dtype_t dt) {
 static nn_agg_t op_of(agg_t *g) { return (nn_agg_t){.forward = agg_forward, .backward = agg_backward, .ctx = g}; }
 static nn_agg_t refresh_op_of(agg_t *g) { return (nn_agg_t){.forward = agg_refresh_forward, .backward = NULL, .ctx = g}; }
 
+/* --input-layer transform-first's side of the operator (memory/agg.h x_tf_dim, m0_sparse): IncAgg's
+ * agg_base gives the batch's rows of M^0 = ÂX (dense, and as a CSR from a sparse M^0: the same
+ * values), residual 1; its narrow forward is Â_BB in, and refused without agg_base for the batch
+ * (M^0_B would be left out); Cluster-GCN's has no rows, residual 0; GAS is refused. */
+START_TEST(input_affine_site) {
+    fx_t t;
+    fx_make(&t, NN_GCN, 60, 6);
+    t.mc.hidden = 4;   /* 6 features into 4: the first layer narrows */
+    batch_loader_t *l = fx_loader(&t, 2, 0);
+    int64_t nb, nh, dims[AGG_MAX_SITES];
+    uint8_t fixed[AGG_MAX_SITES];
+    batch_loader_limits(l, &nb, &nh);
+    const int ns = mb_model_sites(&t.mc, dims, fixed);
+    csr_t xs = {0}, m0s = {0};
+    ck_assert_int_eq(train_features_csr(t.n, t.f, t.x, 1.0, &xs), 1);
+    ck_assert_int_eq(csr_spgemm(&t.a, &xs, &m0s), INCA_OK);
+    agg_config_t ac = {.method = AGG_INCAGG, .source = AGG_SRC_RECOMPUTE, .dtype = HIST_F32, .nsites = ns, .dims = dims,
+                       .fixed = fixed, .n = t.n, .in_dim = t.f, .x = t.x, .a = &t.a, .nb_max = nb, .halo_max = nh,
+                       .x_tf_dim = 4};
+    agg_t *gd = NULL, *gs = NULL, *gc = NULL, *gg = NULL;
+    ck_assert_int_eq(agg_create(&ac, &gd), INCA_OK);
+    ac.m0_sparse = &m0s;
+    ck_assert_int_eq(agg_create(&ac, &gs), INCA_OK);
+    ac.method = AGG_CLUSTER;
+    ck_assert_int_eq(agg_create(&ac, &gc), INCA_OK);
+    ac.method = AGG_GAS;
+    ck_assert_int_eq(agg_create(&ac, &gg), INCA_EINVAL);
+    const batch_t *b = NULL;
+    ck_assert_int_eq(batch_loader_next(l, &b), INCA_OK);
+    const int64_t n = b->n_b;
+    float *in = malloc(sizeof(float) * (size_t)(n * 4)), *out = malloc(sizeof(float) * (size_t)(n * 4));
+    for (int64_t i = 0; i < n * 4; i++) in[i] = (float)(i % 7) - 3.f;
+    agg_t *ops[2] = {gd, gs};
+    for (int k = 0; k < 2; k++) {
+        agg_set_batch(ops[k], b);
+        ck_assert_int_eq(agg_forward(ops[k], 0, n, 4, in, in, out), INCA_ERR);   /* no agg_base yet */
+        const float *rows = NULL;
+        const csr_t *sp = NULL;
+        int res = -1;
+        ck_assert_int_eq(agg_base(ops[k], 0, n, t.f, &rows, &sp, &res), INCA_OK);
+        ck_assert_int_eq(res, 1);
+        ck_assert(k == 0 ? rows && !sp : !rows && sp && sp->n_rows == n);
+        for (int64_t i = 0; i < n; i++) {   /* (Â x)_B by hand */
+            const int64_t v = b->nodes[i];
+            for (int64_t q = 0; q < t.f; q++) {
+                double want = 0, got = 0;
+                for (int64_t e = t.a.rowptr[v]; e < t.a.rowptr[v + 1]; e++) want += (double)t.a.val[e] * t.x[t.a.col[e] * t.f + q];
+                if (rows) got = rows[i * t.f + q];
+                for (int64_t e = sp ? sp->rowptr[i] : 0; sp && e < sp->rowptr[i + 1]; e++)
+                    if (sp->col[e] == q) got = sp->val[e];
+                ck_assert_msg(fabs(got - want) < 1e-5, "row %lld col %lld: %g, expected %g", (long long)i, (long long)q, got, want);
+            }
+        }
+        ck_assert_int_eq(agg_forward(ops[k], 0, n, 4, in, in, out), INCA_OK);
+        for (int64_t i = 0; i < n; i++)   /* Â_BB in */
+            for (int64_t j = 0; j < 4; j++) {
+                double want = 0;
+                for (int64_t e = b->a_bb.rowptr[i]; e < b->a_bb.rowptr[i + 1]; e++) want += (double)b->a_bb.val[e] * in[b->a_bb.col[e] * 4 + j];
+                ck_assert(fabs(out[i * 4 + j] - want) < 1e-5);
+            }
+    }
+    agg_set_batch(gc, b);
+    const float *rows = in;
+    const csr_t *sp = &xs;
+    int res = -1;
+    ck_assert_int_eq(agg_base(gc, 0, n, t.f, &rows, &sp, &res), INCA_OK);
+    ck_assert(rows == NULL && sp == NULL && res == 0);
+    free(in);
+    free(out);
+    agg_free(&gd);
+    agg_free(&gs);
+    agg_free(&gc);
+    csr_free(&xs);
+    csr_free(&m0s);
+    batch_loader_free(&l);
+    fx_free(&t);
+}
+END_TEST
+
 /* normwise relative error max|a-b| / max|b| */
 static double rel_err(const float *a, const float *b, int64_t n) {
     double md = 0, mb = 0;
@@ -1701,6 +1780,7 @@ int main(void) {
     tcase_add_test(e, mb_setup_edges);
     tcase_add_test(e, mb_cluster_whole_graph_batch_is_global);
     tcase_add_test(e, cli_train_and_benches);
+    tcase_add_test(e, input_affine_site);
     suite_add_tcase(s, e);
     return tu_run_suite(s);
 }
