@@ -283,6 +283,26 @@ static int64_t csr_find(const csr_t *a, int64_t i, int32_t j) {
     return lo < a->rowptr[i + 1] && a->col[lo] == j ? lo : -1;
 }
 
+int64_t csr_rows_nnz(const csr_t *a, const int64_t *ids, int64_t n) {
+    int64_t e = 0;
+    for (int64_t i = 0; i < n; i++) e += a->rowptr[ids[i] + 1] - a->rowptr[ids[i]];
+    return e;
+}
+
+void csr_take_rows(const csr_t *a, const int64_t *ids, int64_t n, csr_t *out) {
+    int64_t e = 0;
+    out->rowptr[0] = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t lo = a->rowptr[ids[i]], cnt = a->rowptr[ids[i] + 1] - lo;
+        memcpy(out->col + e, a->col + lo, sizeof(int32_t) * (size_t)cnt);
+        if (a->val) memcpy(out->val + e, a->val + lo, sizeof(float) * (size_t)cnt);
+        e += cnt;
+        out->rowptr[i + 1] = e;
+    }
+    out->n_rows = n;
+    out->nnz = e;
+}
+
 int csr_has_entry(const csr_t *a, int64_t i, int32_t j) { return csr_find(a, i, j) >= 0; }
 
 /* the pattern's symmetry, and with values the values' too */

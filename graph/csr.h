@@ -37,6 +37,11 @@ csr_t csr_row_view(const csr_t *a, int64_t r0, int64_t r1);
 /* out = a b (owned, with values; a missing val counts as all ones), columns ascending in each
  * row; each entry summed in a's then b's order, so the same bits at any thread count. */
 int csr_spgemm(const csr_t *a, const csr_t *b, csr_t *out);
+/* Rows ids[0..n) of a, in that order, into out (values carried): the nonzeros they hold
+ * (csr_rows_nnz), and the copy into out's arrays, which the caller sized (at least n + 1 row
+ * pointers and csr_rows_nnz entries; with values when a has them). out's n_rows and nnz are set. */
+int64_t csr_rows_nnz(const csr_t *a, const int64_t *ids, int64_t n);
+void csr_take_rows(const csr_t *a, const int64_t *ids, int64_t n, csr_t *out);
 /* out = aᵀ (values carried). */
 int csr_transpose(const csr_t *a, csr_t *out);
 /* 1 when row i stores column j (binary search; columns are sorted within a row). */

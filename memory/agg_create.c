@@ -107,8 +107,8 @@ static int agg_check_config(const agg_config_t *cfg) {
         return inca_fail(INCA_EINVAL, "aggregation operator: the sparse M^0 is %lld x %lld, expected %lld x %lld with values",
                          (long long)cfg->m0_sparse->n_rows, (long long)cfg->m0_sparse->n_cols, (long long)cfg->n, (long long)cfg->in_dim);
     if (cfg->x_tf_dim > 0 && method == AGG_GAS)   /* its halo rows of x would need the weight too */
-        return inca_fail(INCA_EINVAL, "--input-layer transform-first: not with --method gas (its halo reads x); "
-                         "use cluster or incagg, or --input-layer aggregate-first");
+        return inca_fail(INCA_EINVAL, "aggregation operator: x_tf_dim with gas (its halo rows of x would need the "
+                         "layer's weight)");
     return INCA_OK;
 }
 

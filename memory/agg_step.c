@@ -6,7 +6,6 @@
 #include "core/status.h"
 #include "core/util.h"
 #include "kernels/backend.h"
-#include <string.h>
 
 static int check_call(const agg_t *g, int site, int64_t n, int64_t f) {
     if (!g->b) return inca_fail(INCA_ERR, "mini-batch operator called without a batch");
@@ -120,9 +119,7 @@ int agg_forward(void *ctx, int site, int64_t n, int64_t f, const float *in_raw, 
 /* The batch's rows of the sparse M^0 into m0b (grown when a batch needs more room). */
 static int m0_rows(agg_t *g, int64_t n) {
     const csr_t *a = g->m0s;
-    const int64_t *ids = g->b->nodes;
-    int64_t need = 0;
-    for (int64_t i = 0; i < n; i++) need += a->rowptr[ids[i] + 1] - a->rowptr[ids[i]];
+    const int64_t need = csr_rows_nnz(a, g->b->nodes, n);
     if (need > g->m0b_cap || n > g->m0b_rows) {   /* rare: the first batches, then the largest */
         csr_free(&g->m0b);
         g->m0b_cap = g->m0b_rows = 0;
@@ -132,16 +129,7 @@ static int m0_rows(agg_t *g, int64_t n) {
         g->m0b_cap = cap;
         g->m0b_rows = rows;
     }
-    int64_t e = 0;
-    for (int64_t i = 0; i < n; i++) {
-        const int64_t lo = a->rowptr[ids[i]], cnt = a->rowptr[ids[i] + 1] - lo;
-        memcpy(g->m0b.col + e, a->col + lo, sizeof(int32_t) * (size_t)cnt);
-        memcpy(g->m0b.val + e, a->val + lo, sizeof(float) * (size_t)cnt);
-        e += cnt;
-        g->m0b.rowptr[i + 1] = e;
-    }
-    g->m0b.n_rows = n;
-    g->m0b.nnz = e;
+    csr_take_rows(a, g->b->nodes, n, &g->m0b);
     return INCA_OK;
 }
 

@@ -4,7 +4,6 @@
 #include "core/alloc.h"
 #include "core/status.h"
 #include <stdlib.h>
-#include <string.h>
 
 static int cmp_desc_i64(const void *a, const void *b) {
     const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
@@ -57,24 +56,13 @@ int mb_sparse_reserve(mb_run_t *R) {
 }
 
 int mb_sparse_batch(mb_run_t *R, const int64_t *nodes, int64_t nb) {
-    const csr_t *x = &R->xs;
-    csr_t *b = &R->xsb;
-    int64_t e = 0;
-    b->rowptr[0] = 0;
-    if (nb > R->xsb_rows)
-        return inca_fail(INCA_ERR, "sparse batch rows: a batch of %lld rows, %lld planned", (long long)nb, (long long)R->xsb_rows);
-    for (int64_t i = 0; i < nb; i++) {
-        const int64_t lo = x->rowptr[nodes[i]], cnt = x->rowptr[nodes[i] + 1] - lo;
-        if (e + cnt > R->xsb_cap)   /* the bound is the largest parts' sum: a batch past it is a bug */
-            return inca_fail(INCA_ERR, "sparse batch rows: more than the %lld nonzeros planned", (long long)R->xsb_cap);
-        memcpy(b->col + e, x->col + lo, sizeof(int32_t) * (size_t)cnt);
-        memcpy(b->val + e, x->val + lo, sizeof(float) * (size_t)cnt);
-        e += cnt;
-        b->rowptr[i + 1] = e;
-    }
-    b->n_rows = nb;
-    b->nnz = e;
-    return model_set_sparse_input(R->m, b);
+    /* the bounds are the largest parts' sums: a batch past them is a bug */
+    const int64_t need = csr_rows_nnz(&R->xs, nodes, nb);
+    if (nb > R->xsb_rows || need > R->xsb_cap)
+        return inca_fail(INCA_ERR, "sparse batch rows: %lld rows, %lld nonzeros; %lld and %lld planned", (long long)nb,
+                         (long long)need, (long long)R->xsb_rows, (long long)R->xsb_cap);
+    csr_take_rows(&R->xs, nodes, nb, &R->xsb);
+    return model_set_sparse_input(R->m, &R->xsb);
 }
 
 int mb_sparse_whole(mb_run_t *R) { return R->xs_on ? model_set_sparse_input(R->m, &R->xs) : INCA_OK; }

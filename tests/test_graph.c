@@ -317,6 +317,32 @@ START_TEST(test_spgemm) {
 }
 END_TEST
 
+START_TEST(test_take_rows) {
+    /* rows {5, 0, 5, 36} of a random CSR, in that order, a repeat included: each output row holds
+     * exactly the source row's columns and values; the count is their sum */
+    csr_t a = tu_csr_random(37, 23, 5, 1), out;
+    const int64_t ids[4] = {5, 0, 5, 36};
+    int64_t want = 0;
+    for (int i = 0; i < 4; i++) want += a.rowptr[ids[i] + 1] - a.rowptr[ids[i]];
+    ck_assert_int_eq(csr_rows_nnz(&a, ids, 4), want);
+    ck_assert_int_gt(want, 0);
+    ck_assert_int_eq(csr_alloc(&out, 4, 23, want, 1), INCA_OK);
+    csr_take_rows(&a, ids, 4, &out);
+    ck_assert_int_eq(out.n_rows, 4);
+    ck_assert_int_eq(out.nnz, want);
+    for (int i = 0; i < 4; i++) {
+        const int64_t lo = a.rowptr[ids[i]], cnt = a.rowptr[ids[i] + 1] - lo;
+        ck_assert_int_eq(out.rowptr[i + 1] - out.rowptr[i], cnt);
+        for (int64_t e = 0; e < cnt; e++) {
+            ck_assert_int_eq(out.col[out.rowptr[i] + e], a.col[lo + e]);
+            ck_assert(out.val[out.rowptr[i] + e] == a.val[lo + e]);
+        }
+    }
+    csr_free(&out);
+    csr_free(&a);
+}
+END_TEST
+
 START_TEST(test_failure_injection) {
     /* every allocation failure is reported as ENOMEM and leaks nothing (ASan) */
     for (int k = 1; k < 6; k++) {
@@ -348,6 +374,7 @@ int main(void) {
     tcase_add_test(tc, test_from_edges_blocks);
     tcase_add_test(tc, test_failure_injection);
     tcase_add_test(tc, test_spgemm);
+    tcase_add_test(tc, test_take_rows);
     suite_add_tcase(s, tc);
     return tu_run_suite(s);
 }
