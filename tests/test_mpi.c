@@ -1007,11 +1007,16 @@ static double budget_least(int np, const char *args, double *halo) {
 
 /* Under AddressSanitizer a rank's anonymous memory is the sanitizer's (shadow, quarantined frees),
  * not inca's: the runs go through every path, their peaks are compared in the Release build only
- * (as test_e2e_budget does) */
+ * (as test_e2e_budget does). The baseline a budget is planned on (the process's anonymous memory
+ * at the start) is the sanitizer's too and moves between two runs: session 43's CI saw the probe
+ * name 57 MB and the run at 57 MB then need 58 (baseline 18 MB); there the runs get 2 MB over the
+ * least named, in Release none. */
 #if defined(__SANITIZE_ADDRESS__)
 #define RANK_PEAKS_MEASURED 0
+#define BASELINE_SLACK_MB 2
 #else
 #define RANK_PEAKS_MEASURED 1
+#define BASELINE_SLACK_MB 0
 #endif
 
 START_TEST(memory_budget_bounds_each_rank) {
@@ -1031,7 +1036,7 @@ START_TEST(memory_budget_bounds_each_rank) {
         if (i == 0) budget_least(0, args, &halo1);   /* one process: no exchange */
         const double least = budget_least(2, args, &halo);
         for (int extra = 0; extra <= 16; extra += 16) {
-            const double budget = least + extra;
+            const double budget = least + extra + BASELINE_SLACK_MB;
             snprintf(args, sizeof args, "%s --memory-budget %.0fM", common, budget);
             cJSON *j = inca_json(2, args);
             const cJSON *rs = tu_json_get(j, "rank_stats", cJSON_Array), *r;
